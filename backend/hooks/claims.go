@@ -1,0 +1,205 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"atrium/backend/db"
+)
+
+// Start registers this process as a live claimer, starts its heartbeat and
+// delivers, as redeliveries, the events whose claim lapsed because the process
+// that committed them died before it delivered them. Register plugins first:
+// a redelivered event goes to the subscribers present at Start.
+func (b *Bus) Start(ctx context.Context) error {
+	b.mu.Lock()
+	if b.started {
+		b.mu.Unlock()
+		return nil
+	}
+	b.started = true
+	b.mu.Unlock()
+	host, _ := os.Hostname()
+	now := b.db.Now()
+	err := b.db.InTx(ctx, func(tx *db.Tx) error {
+		return tx.G.WithContext(ctx).Exec(`INSERT INTO processes (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)`,
+			b.procID, host, os.Getpid(), db.Ms(now), db.Ms(now)).Error
+	})
+	if err != nil {
+		b.mu.Lock()
+		b.started = false
+		b.mu.Unlock()
+		return fmt.Errorf("register process for hook delivery: %w", err)
+	}
+	if _, err := b.Recover(ctx); err != nil {
+		return err
+	}
+	interval := b.lease / 4
+	b.bgWG.Add(1)
+	go func() {
+		defer b.bgWG.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.base.Done():
+				return
+			case <-t.C:
+				if b.dropAll.Load() {
+					return
+				}
+				b.heartbeat()
+				if _, err := b.Recover(b.base); err != nil && !errors.Is(err, context.Canceled) {
+					b.log.Warn("recover lapsed hook events", "error", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func (b *Bus) heartbeat() {
+	err := b.db.InTx(b.base, func(tx *db.Tx) error {
+		return tx.G.Exec(`UPDATE processes SET heartbeat_at = ? WHERE id = ?`, db.Ms(tx.Now), b.procID).Error
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		b.log.Warn("hook bus heartbeat", "error", err)
+	}
+}
+
+type procRow struct {
+	ID          string
+	Host        string
+	Pid         int
+	HeartbeatAt int64
+}
+
+type pendingRow struct {
+	Seq       int64
+	EventID   string
+	Hook      string
+	Payload   string
+	CreatedAt int64
+}
+
+// Recover claims the undelivered events of dead processes and delivers them,
+// flagged as redeliveries with their original event_id, to each current
+// subscriber that has not had them yet. The claim is taken in one write
+// transaction, so two processes never deliver the same event. It returns how
+// many events it claimed.
+func (b *Bus) Recover(ctx context.Context) (int, error) {
+	host, _ := os.Hostname()
+	var claimed []pendingRow
+	done := map[int64]map[string]bool{}
+	err := b.db.InTx(ctx, func(tx *db.Tx) error {
+		g := tx.G.WithContext(ctx)
+		var procs []procRow
+		if err := g.Raw(`SELECT id, host, pid, heartbeat_at FROM processes`).Scan(&procs).Error; err != nil {
+			return err
+		}
+		live := []string{b.procID}
+		var dead []string
+		stale := db.Ms(tx.Now.Add(-b.lease))
+		for _, p := range procs {
+			if p.ID == b.procID {
+				continue
+			}
+			if p.HeartbeatAt < stale || (p.Host == host && !pidAlive(p.Pid)) {
+				dead = append(dead, p.ID)
+			} else {
+				live = append(live, p.ID)
+			}
+		}
+		if len(dead) > 0 {
+			if err := g.Exec(`DELETE FROM processes WHERE id IN ?`, dead).Error; err != nil {
+				return err
+			}
+		}
+		if err := g.Raw(`UPDATE hook_events SET claimed_by = ?, redelivered = 1
+			WHERE delivered_at IS NULL AND claimed_by NOT IN ?
+			RETURNING seq, event_id, hook, payload, created_at`, b.procID, live).Scan(&claimed).Error; err != nil {
+			return err
+		}
+		if len(claimed) == 0 {
+			return nil
+		}
+		seqs := make([]int64, len(claimed))
+		for i, c := range claimed {
+			seqs[i] = c.Seq
+		}
+		var rows []struct {
+			Seq        int64
+			Subscriber string
+		}
+		if err := g.Raw(`SELECT seq, subscriber FROM hook_deliveries WHERE seq IN ?`, seqs).Scan(&rows).Error; err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if done[r.Seq] == nil {
+				done[r.Seq] = map[string]bool{}
+			}
+			done[r.Seq][r.Subscriber] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover hook events: %w", err)
+	}
+	// RETURNING gives no order guarantee; deliver oldest first.
+	sortPending(claimed)
+	for _, c := range claimed {
+		ev := Event{ID: c.EventID, Seq: c.Seq, Hook: c.Hook, Payload: []byte(c.Payload),
+			CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), Redelivery: true}
+		b.deliverTo(ev, done[c.Seq])
+	}
+	return len(claimed), nil
+}
+
+func sortPending(p []pendingRow) {
+	for i := 1; i < len(p); i++ {
+		for j := i; j > 0 && p[j].Seq < p[j-1].Seq; j-- {
+			p[j], p[j-1] = p[j-1], p[j]
+		}
+	}
+}
+
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// Close waits for pending deliveries (bounded by ctx), then withdraws this
+// process's claim. Events still undelivered stay in the log, claimed by a
+// process that no longer exists, and the next process to open the store
+// redelivers them.
+func (b *Bus) Close(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	started := b.started
+	b.mu.Unlock()
+	flushErr := b.Flush(ctx)
+	b.stop()
+	b.bgWG.Wait()
+	if started && !b.dropAll.Load() {
+		_ = b.db.InTx(context.Background(), func(tx *db.Tx) error {
+			return tx.G.Exec(`DELETE FROM processes WHERE id = ?`, b.procID).Error
+		})
+	}
+	return flushErr
+}
+
+// SimulateCrash makes the bus behave as if its process died right after its
+// commits: nothing more is delivered, no heartbeat is sent, and its claims are
+// left to lapse. Tests only.
+func (b *Bus) SimulateCrash() { b.dropAll.Store(true) }

@@ -1,0 +1,124 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"atrium/backend/db"
+)
+
+// DefaultEventRetention is how long delivered events are kept.
+const DefaultEventRetention = 30 * 24 * time.Hour
+
+// Delivery is one subscriber's outcome for a logged event.
+type Delivery struct {
+	Subscriber  string    `json:"subscriber"`
+	Status      string    `json:"status"`
+	Error       string    `json:"error,omitempty"`
+	Redelivery  bool      `json:"redelivery"`
+	DeliveredAt time.Time `json:"delivered_at"`
+}
+
+// LoggedEvent is an event as the log holds it.
+type LoggedEvent struct {
+	EventID    string          `json:"event_id"`
+	Seq        int64           `json:"seq"`
+	Hook       string          `json:"hook"`
+	Payload    json.RawMessage `json:"payload"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Delivered  bool            `json:"delivered"`
+	Redelivery bool            `json:"redelivery"`
+	Deliveries []Delivery      `json:"deliveries"`
+}
+
+// LogFilter narrows ListEvents.
+type LogFilter struct {
+	Hook     string // "" for all
+	AfterSeq int64
+	Limit    int // default 1000
+}
+
+// ListEvents reads the durable event log, oldest first by sequence.
+func ListEvents(ctx context.Context, d *db.DB, f LogFilter) ([]LoggedEvent, error) {
+	if f.Hook != "" {
+		if _, err := Lookup(f.Hook); err != nil {
+			return nil, err
+		}
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	q := `SELECT seq, event_id, hook, payload, created_at, delivered_at, redelivered FROM hook_events WHERE seq > ?`
+	args := []any{f.AfterSeq}
+	if f.Hook != "" {
+		q += ` AND hook = ?`
+		args = append(args, f.Hook)
+	}
+	args = append(args, limit)
+	var rows []struct {
+		Seq         int64
+		EventID     string
+		Hook        string
+		Payload     string
+		CreatedAt   int64
+		DeliveredAt *int64
+		Redelivered bool
+	}
+	g := d.Read.WithContext(ctx)
+	if err := g.Raw(q+` ORDER BY seq LIMIT ?`, args...).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	out := make([]LoggedEvent, 0, len(rows))
+	index := map[int64]int{}
+	seqs := make([]int64, 0, len(rows))
+	for _, r := range rows {
+		index[r.Seq] = len(out)
+		seqs = append(seqs, r.Seq)
+		out = append(out, LoggedEvent{EventID: r.EventID, Seq: r.Seq, Hook: r.Hook, Payload: json.RawMessage(r.Payload),
+			CreatedAt: time.UnixMilli(r.CreatedAt).UTC(), Delivered: r.DeliveredAt != nil, Redelivery: r.Redelivered, Deliveries: []Delivery{}})
+	}
+	if len(seqs) == 0 {
+		return out, nil
+	}
+	var ds []struct {
+		Seq         int64
+		Subscriber  string
+		Status      string
+		Error       string
+		Redelivery  bool
+		DeliveredAt int64
+	}
+	if err := g.Raw(`SELECT seq, subscriber, status, error, redelivery, delivered_at FROM hook_deliveries
+		WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq, delivered_at`, mustJSON(seqs)).Scan(&ds).Error; err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	for _, x := range ds {
+		e := &out[index[x.Seq]]
+		e.Deliveries = append(e.Deliveries, Delivery{Subscriber: x.Subscriber, Status: x.Status, Error: x.Error,
+			Redelivery: x.Redelivery, DeliveredAt: time.UnixMilli(x.DeliveredAt).UTC()})
+	}
+	return out, nil
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// PruneDelivered removes delivered events older than keep (and their
+// delivery rows); undelivered events are never pruned.
+func PruneDelivered(ctx context.Context, d *db.DB, keep time.Duration) (int64, error) {
+	var n int64
+	err := d.InTx(ctx, func(tx *db.Tx) error {
+		res := tx.G.WithContext(ctx).Exec(`DELETE FROM hook_events WHERE delivered_at IS NOT NULL AND delivered_at < ?`, db.Ms(tx.Now.Add(-keep)))
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune delivered events: %w", err)
+	}
+	return n, nil
+}

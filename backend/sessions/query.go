@@ -1,0 +1,293 @@
+package sessions
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"atrium/backend/apperr"
+	"atrium/backend/db"
+)
+
+// Recursive expansions, seeded from a JSON array (one bound parameter, so no
+// seed set ever meets SQLite's bound-parameter limit).
+const (
+	// deleteCTE: what goes when a session is deleted: its whole compression
+	// chain (both ways) and, for every member, its delegate children.
+	deleteCTE = `WITH RECURSIVE c(id) AS (
+		SELECT s.id FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))
+		UNION
+		SELECT s.id FROM sessions s JOIN c ON s.parent_session_id = c.id WHERE s.relation IN ('delegate', 'compression')
+		UNION
+		SELECT s.parent_session_id FROM sessions s JOIN c ON s.id = c.id WHERE s.relation = 'compression' AND s.parent_session_id IS NOT NULL
+	) SELECT id FROM c`
+	// lineageCTE: the compression chain alone.
+	lineageCTE = `WITH RECURSIVE c(id) AS (
+		SELECT s.id FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))
+		UNION
+		SELECT s.id FROM sessions s JOIN c ON s.parent_session_id = c.id WHERE s.relation = 'compression'
+		UNION
+		SELECT s.parent_session_id FROM sessions s JOIN c ON s.id = c.id WHERE s.relation = 'compression' AND s.parent_session_id IS NOT NULL
+	) SELECT id FROM c`
+	// draggedByCTE: every session whose deletion would take one of the seeds
+	// with it (the inverse of deleteCTE).
+	draggedByCTE = `WITH RECURSIVE c(id) AS (
+		SELECT s.id FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))
+		UNION
+		SELECT s.id FROM sessions s JOIN c ON s.parent_session_id = c.id WHERE s.relation = 'compression'
+		UNION
+		SELECT s.parent_session_id FROM sessions s JOIN c ON s.id = c.id WHERE s.relation IN ('delegate', 'compression') AND s.parent_session_id IS NOT NULL
+	) SELECT id FROM c`
+)
+
+func expand(ctx context.Context, g *gorm.DB, seeds []string, cte string) ([]string, error) {
+	if len(seeds) == 0 {
+		return nil, nil
+	}
+	raw, _ := json.Marshal(seeds)
+	var ids []string
+	if err := g.WithContext(ctx).Raw(cte, string(raw)).Scan(&ids).Error; err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// Filter narrows List. Nil fields do not filter.
+type Filter struct {
+	Archived *bool
+	Source   *string
+	Profile  *string
+	Limit    int    // default 50, at most 1000
+	Cursor   string // from a previous Page.Next
+}
+
+// Page is one page of List.
+type Page struct {
+	Sessions []Session `json:"sessions"`
+	Next     string    `json:"next,omitempty"` // opaque cursor; empty on the last page
+}
+
+type cursor struct {
+	At int64  `json:"a"`
+	ID string `json:"i"`
+}
+
+// List returns sessions, newest activity first, keyset-paged so page N costs
+// what page 1 costs.
+func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
+	limit := f.Limit
+	switch {
+	case limit <= 0:
+		limit = 50
+	case limit > 1000:
+		limit = 1000
+	}
+	archived := false
+	if f.Archived != nil {
+		archived = *f.Archived
+	}
+	var where strings.Builder
+	args := []any{archived}
+	where.WriteString(`archived = ?`)
+	if f.Source != nil {
+		if err := validateOneOf("source", *f.Source, Sources); err != nil {
+			return Page{}, err
+		}
+		where.WriteString(` AND source = ?`)
+		args = append(args, *f.Source)
+	}
+	if f.Profile != nil {
+		where.WriteString(` AND profile = ?`)
+		args = append(args, *f.Profile)
+	}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return Page{}, err
+		}
+		where.WriteString(` AND (last_activity_at < ? OR (last_activity_at = ? AND id < ?))`)
+		args = append(args, c.At, c.At, c.ID)
+	}
+	args = append(args, limit+1)
+	var rows []Session
+	q := `SELECT * FROM sessions WHERE ` + where.String() + ` ORDER BY last_activity_at DESC, id DESC LIMIT ?`
+	if err := s.db.Read.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+		return Page{}, fmt.Errorf("list sessions: %w", err)
+	}
+	p := Page{Sessions: rows}
+	if len(rows) > limit {
+		p.Sessions = rows[:limit]
+		last := p.Sessions[limit-1]
+		raw, _ := json.Marshal(cursor{At: db.Ms(last.LastActivityAt.Time), ID: last.ID})
+		p.Next = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	if p.Sessions == nil {
+		p.Sessions = []Session{}
+	}
+	return p, nil
+}
+
+func decodeCursor(s string) (cursor, error) {
+	var c cursor
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(raw, &c)
+	}
+	if err != nil || c.ID == "" {
+		return cursor{}, apperr.New(apperr.Invalid, "invalid page cursor %q", s)
+	}
+	return c, nil
+}
+
+// Hit is one search result: a session and, when a message matched, the
+// newest matching message.
+type Hit struct {
+	Session   Session `json:"session"`
+	MessageID int64   `json:"message_id,omitempty"`
+	Snippet   string  `json:"snippet"`
+	InTitle   bool    `json:"in_title"`
+}
+
+// SearchOptions narrow Search.
+type SearchOptions struct {
+	Limit    int   // sessions, default 20
+	Archived *bool // nil: both
+}
+
+// ftsQuery turns what a person typed into a safe FTS5 query: every word is
+// quoted (so FTS syntax in the input is literal), all words must match, and
+// the last one also matches as a prefix.
+func ftsQuery(q string) (string, error) {
+	words := strings.FieldsFunc(q, func(r rune) bool {
+		return !(r == '_' || r == '-' || r == '\'' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127)
+	})
+	var parts []string
+	for _, w := range words {
+		w = strings.Trim(w, "-'")
+		if w == "" {
+			continue
+		}
+		parts = append(parts, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
+	}
+	if len(parts) == 0 {
+		return "", apperr.New(apperr.Invalid, "search query %q has no words", q)
+	}
+	parts[len(parts)-1] += "*"
+	return strings.Join(parts, " "), nil
+}
+
+// Search finds sessions whose title or messages contain every word of q,
+// sessions with the newest matching message first, title matches after.
+func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
+	match, err := ftsQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	limit := o.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 20
+	}
+	arch := ""
+	var archArgs []any
+	if o.Archived != nil {
+		arch = ` AND s.archived = ?`
+		archArgs = []any{*o.Archived}
+	}
+	g := s.db.Read.WithContext(ctx)
+	// The newest matching message of each matching session.
+	type mrow struct {
+		MID       int64
+		SessionID string
+		Content   string
+	}
+	var mrows []mrow
+	args := append([]any{match}, archArgs...)
+	args = append(args, limit)
+	// SQLite's bare-column rule: with MAX(), content comes from the max row.
+	err = g.Raw(`SELECT MAX(m.id) AS m_id, m.session_id, m.content
+		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
+		WHERE messages_fts MATCH ?`+arch+`
+		GROUP BY m.session_id ORDER BY m_id DESC LIMIT ?`, args...).Scan(&mrows).Error
+	if err != nil {
+		return nil, fmt.Errorf("search messages: %w", err)
+	}
+	var titleIDs []string
+	args = append([]any{match}, archArgs...)
+	args = append(args, limit)
+	if err := g.Raw(`SELECT s.id FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
+		WHERE sessions_fts MATCH ?`+arch+` ORDER BY s.last_activity_at DESC LIMIT ?`, args...).Scan(&titleIDs).Error; err != nil {
+		return nil, fmt.Errorf("search titles: %w", err)
+	}
+	var hits []Hit
+	seen := map[string]int{}
+	for _, m := range mrows {
+		seen[m.SessionID] = len(hits)
+		hits = append(hits, Hit{Session: Session{ID: m.SessionID}, MessageID: m.MID, Snippet: snippet(m.Content, q)})
+	}
+	for _, id := range titleIDs {
+		if i, ok := seen[id]; ok {
+			hits[i].InTitle = true
+			continue
+		}
+		if len(hits) >= limit {
+			break
+		}
+		seen[id] = len(hits)
+		hits = append(hits, Hit{Session: Session{ID: id}, InTitle: true})
+	}
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	if len(hits) == 0 {
+		return []Hit{}, nil
+	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.Session.ID
+	}
+	var rows []Session
+	if err := g.Raw(`SELECT * FROM sessions WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		h := &hits[seen[r.ID]]
+		h.Session = r
+		if h.Snippet == "" {
+			h.Snippet = r.Title
+		}
+	}
+	return hits, nil
+}
+
+// snippet cuts ~120 characters of text around the first query word.
+func snippet(text, q string) string {
+	lower := strings.ToLower(text)
+	pos := -1
+	for _, w := range strings.Fields(strings.ToLower(q)) {
+		if i := strings.Index(lower, strings.Trim(w, `"*`)); i >= 0 {
+			pos = i
+			break
+		}
+	}
+	r := []rune(text)
+	if len(r) <= 120 {
+		return text
+	}
+	start := 0
+	if pos > 40 {
+		start = len([]rune(text[:pos])) - 40
+	}
+	end := min(start+120, len(r))
+	out := string(r[start:end])
+	if start > 0 {
+		out = "…" + out
+	}
+	if end < len(r) {
+		out += "…"
+	}
+	return out
+}

@@ -1,0 +1,310 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"atrium/backend/apperr"
+	"atrium/backend/db"
+	"atrium/backend/hooks"
+)
+
+// Options configure a Service.
+type Options struct {
+	Profile     string // the profile that owns the store ("default" for the root home)
+	SessionsDir string // the profile's sessions/ folder, for sidecar files
+	Logger      *slog.Logger
+}
+
+// Service owns the session store. Public methods own their transaction;
+// the *Tx variants run inside a caller's.
+type Service struct {
+	db          *db.DB
+	bus         *hooks.Bus
+	profile     string
+	sessionsDir string
+	log         *slog.Logger
+}
+
+// NewService builds the store service. bus may be nil only for a store that is
+// written to by adoption alone (the target of a profile move).
+func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
+	p := opts.Profile
+	if p == "" {
+		p = "default"
+	}
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg}
+}
+
+// Profile is the profile that owns this store.
+func (s *Service) Profile() string { return s.profile }
+
+// SessionsDir is the profile's sessions/ folder.
+func (s *Service) SessionsDir() string { return s.sessionsDir }
+
+// DB exposes the store for composition by sibling services (receipts).
+func (s *Service) DB() *db.DB { return s.db }
+
+// CreateParams describe a new session.
+type CreateParams struct {
+	ID       string // optional; a UUIDv7 is made when empty
+	Title    string
+	Source   string // default "cli"
+	ParentID string
+	Relation string // required with ParentID
+	Pinned   bool
+}
+
+// Create starts a session.
+func (s *Service) Create(ctx context.Context, p CreateParams) (Session, error) {
+	if p.Source == "" {
+		p.Source = "cli"
+	}
+	if err := validateOneOf("source", p.Source, Sources); err != nil {
+		return Session{}, err
+	}
+	if p.ID == "" {
+		p.ID = uuid.Must(uuid.NewV7()).String()
+	} else if err := ValidateID(p.ID); err != nil {
+		return Session{}, err
+	}
+	if strings.ContainsAny(p.Title, "\x00") {
+		return Session{}, apperr.New(apperr.Invalid, "title contains a NUL byte")
+	}
+	switch {
+	case p.ParentID == "" && p.Relation != "":
+		return Session{}, apperr.New(apperr.Invalid, "relation %q needs a parent session", p.Relation)
+	case p.ParentID != "":
+		if err := ValidateID(p.ParentID); err != nil {
+			return Session{}, err
+		}
+		if err := validateOneOf("relation", p.Relation, []string{RelationDelegate, RelationBranch, RelationCompression}); err != nil {
+			return Session{}, err
+		}
+	}
+	var out Session
+	err := s.db.InTx(ctx, func(tx *db.Tx) error {
+		if p.ParentID != "" {
+			if _, err := getTx(ctx, tx, p.ParentID); err != nil {
+				return fmt.Errorf("parent: %w", err)
+			}
+		}
+		out = Session{ID: p.ID, Source: p.Source, Title: p.Title, Profile: s.profile, Relation: p.Relation,
+			StartedAt: db.At(tx.Now), LastActivityAt: db.At(tx.Now), Pinned: p.Pinned}
+		if p.ParentID != "" {
+			out.ParentSessionID = &p.ParentID
+		}
+		return tx.G.WithContext(ctx).Create(&out).Error
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("create session: %w", err)
+	}
+	return out, nil
+}
+
+// NewMessage is a message to append.
+type NewMessage struct {
+	Role        string
+	Content     string
+	SentContent *string // the text as sent to the model, when it differs
+	ToolName    string
+	ToolCallID  string
+	TokenCount  int64 // estimated from Content when 0
+}
+
+// AppendMessage adds a message to a live session in its own transaction.
+func (s *Service) AppendMessage(ctx context.Context, sessionID string, m NewMessage) (Message, error) {
+	var out Message
+	err := s.db.InTx(ctx, func(tx *db.Tx) error {
+		var err error
+		out, err = s.AppendMessageTx(ctx, tx, sessionID, m)
+		return err
+	})
+	return out, err
+}
+
+// AppendMessageTx adds a message inside the caller's transaction.
+func (s *Service) AppendMessageTx(ctx context.Context, tx *db.Tx, sessionID string, m NewMessage) (Message, error) {
+	if err := ValidateID(sessionID); err != nil {
+		return Message{}, err
+	}
+	if err := validateOneOf("role", m.Role, Roles); err != nil {
+		return Message{}, err
+	}
+	if m.TokenCount <= 0 {
+		m.TokenCount = EstimateTokens(m.Content)
+	}
+	g := tx.G.WithContext(ctx)
+	now := db.Ms(tx.Now)
+	// Update the counters first: it tells in one statement whether the
+	// session exists and is live, before anything is inserted.
+	res := g.Exec(`UPDATE sessions SET message_count = message_count + 1, token_count = token_count + ?, last_activity_at = ?
+		WHERE id = ? AND ended_at IS NULL`, m.TokenCount, now, sessionID)
+	if res.Error != nil {
+		return Message{}, fmt.Errorf("append message to %s: %w", sessionID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		if _, err := getTx(ctx, tx, sessionID); err != nil {
+			return Message{}, fmt.Errorf("append message: %w", err)
+		}
+		return Message{}, apperr.New(apperr.Rejected, "session %s has ended; messages cannot be appended", sessionID)
+	}
+	out := Message{SessionID: sessionID, Role: m.Role, Content: m.Content, SentContent: m.SentContent,
+		ToolName: m.ToolName, ToolCallID: m.ToolCallID, TokenCount: m.TokenCount, CreatedAt: db.At(tx.Now), Active: true}
+	var id int64
+	if err := g.Raw(`INSERT INTO messages (session_id, role, content, sent_content, tool_name, tool_call_id, token_count, created_at, active)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING id`,
+		sessionID, m.Role, m.Content, m.SentContent, m.ToolName, m.ToolCallID, m.TokenCount, now).Scan(&id).Error; err != nil {
+		return Message{}, fmt.Errorf("append message to %s: %w", sessionID, err)
+	}
+	out.ID = id
+	return out, nil
+}
+
+// End ends a live session. Ending an ended session changes nothing and
+// reports changed=false.
+func (s *Service) End(ctx context.Context, id, reason string) (Session, bool, error) {
+	if err := ValidateID(id); err != nil {
+		return Session{}, false, err
+	}
+	if reason == "" {
+		reason = "user"
+	}
+	var out Session
+	var changed bool
+	err := s.db.InTx(ctx, func(tx *db.Tx) error {
+		res := tx.G.WithContext(ctx).Exec(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL`,
+			db.Ms(tx.Now), reason, id)
+		if res.Error != nil {
+			return res.Error
+		}
+		changed = res.RowsAffected > 0
+		var err error
+		out, err = getTx(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return Session{}, false, fmt.Errorf("end session %s: %w", id, err)
+	}
+	return out, changed, nil
+}
+
+// SetPinned pins or unpins a session (pinned sessions are spared by retention
+// pruning and idle archiving).
+func (s *Service) SetPinned(ctx context.Context, id string, pinned bool) (Session, error) {
+	if err := ValidateID(id); err != nil {
+		return Session{}, err
+	}
+	var out Session
+	err := s.db.InTx(ctx, func(tx *db.Tx) error {
+		if err := tx.G.WithContext(ctx).Exec(`UPDATE sessions SET pinned = ? WHERE id = ?`, pinned, id).Error; err != nil {
+			return err
+		}
+		var err error
+		out, err = getTx(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("pin session %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// Get returns one session.
+func (s *Service) Get(ctx context.Context, id string) (Session, error) {
+	if err := ValidateID(id); err != nil {
+		return Session{}, err
+	}
+	var out Session
+	err := s.db.Read.WithContext(ctx).Raw(`SELECT * FROM sessions WHERE id = ?`, id).Scan(&out).Error
+	if err != nil {
+		return Session{}, fmt.Errorf("get session %s: %w", id, err)
+	}
+	if out.ID == "" {
+		return Session{}, apperr.New(apperr.NotFound, "session %s not found", id)
+	}
+	return out, nil
+}
+
+// Messages returns a session's transcript in order; inactive (compacted away)
+// messages are included only when all is true.
+func (s *Service) Messages(ctx context.Context, id string, all bool) ([]Message, error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	q := `SELECT * FROM messages WHERE session_id = ?`
+	if !all {
+		q += ` AND active = 1`
+	}
+	var out []Message
+	if err := s.db.Read.WithContext(ctx).Raw(q+` ORDER BY id`, id).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("messages of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// Lineage returns the compression chain a session belongs to, root to tip.
+func (s *Service) Lineage(ctx context.Context, id string) ([]Session, error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	ids, err := expand(ctx, s.db.Read, []string{id}, lineageCTE)
+	if err != nil {
+		return nil, fmt.Errorf("lineage of %s: %w", id, err)
+	}
+	var rows []Session
+	if err := s.db.Read.WithContext(ctx).Raw(`SELECT * FROM sessions WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	return orderChain(rows), nil
+}
+
+// orderChain sorts a compression chain from its root to its tip.
+func orderChain(rows []Session) []Session {
+	byParent := map[string]Session{}
+	in := map[string]bool{}
+	for _, r := range rows {
+		in[r.ID] = true
+	}
+	var root *Session
+	for i, r := range rows {
+		if r.ParentSessionID != nil && r.Relation == RelationCompression && in[*r.ParentSessionID] {
+			byParent[*r.ParentSessionID] = r
+		} else if root == nil {
+			root = &rows[i]
+		}
+	}
+	if root == nil {
+		return rows
+	}
+	out := []Session{*root}
+	for cur := root.ID; ; {
+		next, ok := byParent[cur]
+		if !ok || len(out) > len(rows) {
+			break
+		}
+		out = append(out, next)
+		cur = next.ID
+	}
+	return out
+}
+
+func getTx(ctx context.Context, tx *db.Tx, id string) (Session, error) {
+	var out Session
+	if err := tx.G.WithContext(ctx).Raw(`SELECT * FROM sessions WHERE id = ?`, id).Scan(&out).Error; err != nil {
+		return Session{}, err
+	}
+	if out.ID == "" {
+		return Session{}, apperr.New(apperr.NotFound, "session %s not found", id)
+	}
+	return out, nil
+}

@@ -1,0 +1,127 @@
+// Package sessions is Atrium's session store: sessions, messages, lineage,
+// search, and every path that deletes or archives a session. Each deleting
+// path queues on_session_delete in its own transaction; the hook fires after
+// commit, once, with every removed row.
+package sessions
+
+import (
+	"regexp"
+	"strings"
+
+	"atrium/backend/apperr"
+	"atrium/backend/db"
+)
+
+// Sources a session can come from.
+var Sources = []string{"cli", "desktop", "dashboard", "gateway", "cron", "subagent", "tool"}
+
+// Relations of a child to its parent.
+const (
+	RelationDelegate    = "delegate"
+	RelationBranch      = "branch"
+	RelationCompression = "compression"
+)
+
+// Who archived a session.
+const (
+	ArchivedByUser     = "user"
+	ArchivedByAuto     = "auto"
+	ArchivedByAdoption = "adoption"
+)
+
+// Roles of a message.
+var Roles = []string{"system", "user", "assistant", "tool"}
+
+// Session is one row of the store.
+type Session struct {
+	PK              int64    `gorm:"column:pk;primaryKey" json:"-"`
+	ID              string   `gorm:"column:id" json:"id"`
+	Source          string   `gorm:"column:source" json:"source"`
+	Title           string   `gorm:"column:title" json:"title"`
+	Profile         string   `gorm:"column:profile" json:"profile"`
+	ParentSessionID *string  `gorm:"column:parent_session_id" json:"parent_session_id"`
+	Relation        string   `gorm:"column:relation" json:"relation"`
+	StartedAt       db.Time  `gorm:"column:started_at" json:"started_at"`
+	EndedAt         *db.Time `gorm:"column:ended_at" json:"ended_at"`
+	EndReason       string   `gorm:"column:end_reason" json:"end_reason"`
+	LastActivityAt  db.Time  `gorm:"column:last_activity_at" json:"last_activity_at"`
+	Archived        bool     `gorm:"column:archived" json:"archived"`
+	ArchivedAt      *db.Time `gorm:"column:archived_at" json:"archived_at"`
+	ArchivedBy      string   `gorm:"column:archived_by" json:"archived_by"`
+	Pinned          bool     `gorm:"column:pinned" json:"pinned"`
+	MessageCount    int64    `gorm:"column:message_count" json:"message_count"`
+	TokenCount      int64    `gorm:"column:token_count" json:"token_count"`
+}
+
+// TableName pins the gorm table.
+func (Session) TableName() string { return "sessions" }
+
+// Ended reports whether the session has ended.
+func (s Session) Ended() bool { return s.EndedAt != nil }
+
+// Message is one transcript entry.
+type Message struct {
+	ID          int64   `gorm:"column:id;primaryKey" json:"id"`
+	SessionID   string  `gorm:"column:session_id" json:"session_id"`
+	Role        string  `gorm:"column:role" json:"role"`
+	Content     string  `gorm:"column:content" json:"content"`
+	SentContent *string `gorm:"column:sent_content" json:"sent_content,omitempty"`
+	ToolName    string  `gorm:"column:tool_name" json:"tool_name,omitempty"`
+	ToolCallID  string  `gorm:"column:tool_call_id" json:"tool_call_id,omitempty"`
+	TokenCount  int64   `gorm:"column:token_count" json:"token_count"`
+	CreatedAt   db.Time `gorm:"column:created_at" json:"created_at"`
+	Active      bool    `gorm:"column:active" json:"active"`
+}
+
+// TableName pins the gorm table.
+func (Message) TableName() string { return "messages" }
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// ValidateID refuses ids that could address a file outside the sessions
+// folder or confuse a terminal: path separators, "..", control characters,
+// empty or over-long ids.
+func ValidateID(id string) error {
+	if !idPattern.MatchString(id) || strings.Contains(id, "..") {
+		return apperr.New(apperr.Invalid, "invalid session id %q: use 1-128 letters, digits, '-', '_' or '.', no '..'", id)
+	}
+	return nil
+}
+
+// ValidateIDs validates every id and drops duplicates, keeping first-seen order.
+func ValidateIDs(ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, apperr.New(apperr.Invalid, "no session id given")
+	}
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if err := ValidateID(id); err != nil {
+			return nil, err
+		}
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+func validateOneOf(field, v string, allowed []string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return apperr.New(apperr.Invalid, "invalid %s %q (one of %s)", field, v, strings.Join(allowed, ", "))
+}
+
+// EstimateTokens is Atrium's one token estimator: about four bytes of UTF-8
+// per token, which is within ~25% for English prose and code on common BPE
+// tokenizers and worse for CJK text. It is for thresholds, never billing.
+func EstimateTokens(text string) int64 {
+	if text == "" {
+		return 0
+	}
+	return int64(len(text)+3) / 4
+}

@@ -1,0 +1,108 @@
+// Package sessionstest builds a real store, hook bus and session service on a
+// temp SQLite file, with Must* fixtures.
+package sessionstest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"atrium/backend/db"
+	"atrium/backend/db/dbtest"
+	"atrium/backend/hooks"
+	"atrium/backend/hooks/hookstest"
+	"atrium/backend/sessions"
+)
+
+// Env is one test's store.
+type Env struct {
+	Clock       *dbtest.Clock
+	DB          *db.DB
+	Bus         *hooks.Bus
+	Sessions    *sessions.Service
+	Rec         *hookstest.Recorder
+	Home        string
+	SessionsDir string
+}
+
+// New opens a store with a recorder subscribed to every observer hook.
+func New(t testing.TB) *Env {
+	t.Helper()
+	clock := dbtest.NewClock()
+	home := t.TempDir()
+	d, err := db.Open(context.Background(), filepath.Join(home, "state.db"), db.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	bus := hooks.NewBus(d, hooks.Options{Timeout: 5 * time.Second})
+	rec := hookstest.Record(t, bus)
+	if err := bus.Start(context.Background()); err != nil {
+		t.Fatalf("start bus: %v", err)
+	}
+	dir := filepath.Join(home, "sessions")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = bus.Close(context.Background())
+		_ = d.Close()
+	})
+	svc := sessions.NewService(d, bus, sessions.Options{Profile: "default", SessionsDir: dir})
+	return &Env{Clock: clock, DB: d, Bus: bus, Sessions: svc, Rec: rec, Home: home, SessionsDir: dir}
+}
+
+// MustCreate creates a session or fails the test.
+func (e *Env) MustCreate(t testing.TB, p sessions.CreateParams) sessions.Session {
+	t.Helper()
+	s, err := e.Sessions.Create(context.Background(), p)
+	if err != nil {
+		t.Fatalf("create session: %v", err)
+	}
+	return s
+}
+
+// MustChild creates a child of parent with the given relation.
+func (e *Env) MustChild(t testing.TB, parent, relation string) sessions.Session {
+	t.Helper()
+	return e.MustCreate(t, sessions.CreateParams{Title: relation + " of " + parent, ParentID: parent, Relation: relation})
+}
+
+// MustAppend appends n user messages.
+func (e *Env) MustAppend(t testing.TB, id string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, err := e.Sessions.AppendMessage(context.Background(), id, sessions.NewMessage{Role: "user", Content: "hello from the test"}); err != nil {
+			t.Fatalf("append: %v", err)
+		}
+	}
+}
+
+// MustEnd ends a session.
+func (e *Env) MustEnd(t testing.TB, id string) {
+	t.Helper()
+	if _, _, err := e.Sessions.End(context.Background(), id, "user"); err != nil {
+		t.Fatalf("end: %v", err)
+	}
+}
+
+// Exists reports whether a session row exists.
+func (e *Env) Exists(t testing.TB, id string) bool {
+	t.Helper()
+	var n int64
+	if err := e.DB.Read.Raw(`SELECT COUNT(*) FROM sessions WHERE id = ?`, id).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// Count runs a COUNT(*) query.
+func (e *Env) Count(t testing.TB, q string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := e.DB.Read.Raw(q, args...).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
