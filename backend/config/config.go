@@ -1,0 +1,234 @@
+// Package config resolves Atrium's data home and reads its config.yaml.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"atrium/backend/apperr"
+	"atrium/backend/hooks"
+)
+
+// Home is the data folder of one profile.
+type Home struct {
+	Root    string // ATRIUM_HOME
+	Profile string // "default" for the root home
+	Dir     string // Root, or Root/profiles/<Profile>
+}
+
+// ResolveHome picks the data home: flag, then $ATRIUM_HOME, then
+// $XDG_DATA_HOME/atrium, then ~/.local/share/atrium; and the profile's folder
+// inside it.
+func ResolveHome(flagHome, profile string) (Home, error) {
+	root := flagHome
+	if root == "" {
+		root = os.Getenv("ATRIUM_HOME")
+	}
+	if root == "" {
+		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+			root = filepath.Join(x, "atrium")
+		} else {
+			h, err := os.UserHomeDir()
+			if err != nil {
+				return Home{}, apperr.Wrap(apperr.Invalid, err, "cannot find a home folder: set ATRIUM_HOME or pass --home")
+			}
+			root = filepath.Join(h, ".local", "share", "atrium")
+		}
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return Home{}, apperr.Wrap(apperr.Invalid, err, "invalid home %q", root)
+	}
+	if profile == "" {
+		profile = "default"
+	}
+	if err := validateProfile(profile); err != nil {
+		return Home{}, err
+	}
+	h := Home{Root: abs, Profile: profile, Dir: abs}
+	if profile != "default" {
+		h.Dir = filepath.Join(abs, "profiles", profile)
+	}
+	return h, nil
+}
+
+func validateProfile(p string) error {
+	for _, r := range p {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return apperr.New(apperr.Invalid, "invalid profile name %q: use letters, digits, '-', '_' or '.'", p)
+		}
+	}
+	if p == "" || strings.Contains(p, "..") || strings.HasPrefix(p, ".") || len(p) > 64 {
+		return apperr.New(apperr.Invalid, "invalid profile name %q", p)
+	}
+	return nil
+}
+
+// ForProfile is the home of another profile under the same root.
+func (h Home) ForProfile(profile string) (Home, error) { return ResolveHome(h.Root, profile) }
+
+// ConfigPath is the profile's config.yaml.
+func (h Home) ConfigPath() string { return filepath.Join(h.Dir, "config.yaml") }
+
+// StatePath is the profile's SQLite store.
+func (h Home) StatePath() string { return filepath.Join(h.Dir, "state.db") }
+
+// SessionsDir holds per-session sidecar files (<id>.jsonl, ...).
+func (h Home) SessionsDir() string { return filepath.Join(h.Dir, "sessions") }
+
+// PluginsDir holds user plugins.
+func (h Home) PluginsDir() string { return filepath.Join(h.Dir, "plugins") }
+
+// Ensure creates the profile's folders if they are missing.
+func (h Home) Ensure() error {
+	for _, d := range []string{h.Dir, h.SessionsDir(), h.PluginsDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// Config is config.yaml. Zero values mean "use the default".
+type Config struct {
+	Storage     Storage     `yaml:"storage"`
+	Sessions    Sessions    `yaml:"sessions"`
+	Plugins     Plugins     `yaml:"plugins"`
+	Hooks       Hooks       `yaml:"hooks"`
+	Receipts    Receipts    `yaml:"receipts"`
+	Maintenance Maintenance `yaml:"maintenance"`
+}
+
+// Storage settings.
+type Storage struct {
+	Synchronous string `yaml:"synchronous"` // normal (default) or full
+}
+
+// Sessions settings.
+type Sessions struct {
+	RetentionDays   *int `yaml:"retention_days"` // default 90
+	AutoPrune       bool `yaml:"auto_prune"`     // off by default
+	ArchiveIdleDays int  `yaml:"archive_idle_days"`
+}
+
+// Plugins settings.
+type Plugins struct {
+	HookCallbackTimeout *float64       `yaml:"hook_callback_timeout"` // seconds; default 30; <= 0 disables; capped at 600
+	Enabled             []string       `yaml:"enabled"`
+	Disabled            []string       `yaml:"disabled"`
+	Entries             map[string]any `yaml:"entries"`
+}
+
+// Hooks settings.
+type Hooks struct {
+	EventRetentionDays *int `yaml:"event_retention_days"` // default 30
+}
+
+// Receipts settings.
+type Receipts struct {
+	TTLHours *float64 `yaml:"ttl_hours"` // default 24
+}
+
+// Maintenance settings.
+type Maintenance struct {
+	Disabled bool `yaml:"disabled"` // no automatic maintenance in long-lived processes
+}
+
+// RetentionDays is sessions.retention_days with its default.
+func (c Config) RetentionDays() int {
+	if c.Sessions.RetentionDays == nil {
+		return 90
+	}
+	return *c.Sessions.RetentionDays
+}
+
+// HookTimeout is plugins.hook_callback_timeout, normalised (0 = unbounded).
+func (c Config) HookTimeout() time.Duration {
+	if c.Plugins.HookCallbackTimeout == nil {
+		return hooks.DefaultTimeout
+	}
+	return hooks.NormalizeTimeout(time.Duration(*c.Plugins.HookCallbackTimeout * float64(time.Second)))
+}
+
+// EventRetention is how long delivered events are kept.
+func (c Config) EventRetention() time.Duration {
+	if c.Hooks.EventRetentionDays == nil {
+		return hooks.DefaultEventRetention
+	}
+	return time.Duration(*c.Hooks.EventRetentionDays) * 24 * time.Hour
+}
+
+// ReceiptTTL is how long receipts are kept.
+func (c Config) ReceiptTTL() time.Duration {
+	if c.Receipts.TTLHours == nil {
+		return 24 * time.Hour
+	}
+	return time.Duration(*c.Receipts.TTLHours * float64(time.Hour))
+}
+
+// Validate checks values a YAML type check cannot.
+func (c Config) Validate() error {
+	switch strings.ToLower(c.Storage.Synchronous) {
+	case "", "normal", "full":
+	default:
+		return fmt.Errorf("storage.synchronous must be normal or full, not %q", c.Storage.Synchronous)
+	}
+	if c.Sessions.RetentionDays != nil && *c.Sessions.RetentionDays <= 0 {
+		return fmt.Errorf("sessions.retention_days must be positive, not %d", *c.Sessions.RetentionDays)
+	}
+	if c.Sessions.ArchiveIdleDays < 0 {
+		return fmt.Errorf("sessions.archive_idle_days must be 0 (off) or positive, not %d", c.Sessions.ArchiveIdleDays)
+	}
+	if c.Hooks.EventRetentionDays != nil && *c.Hooks.EventRetentionDays <= 0 {
+		return fmt.Errorf("hooks.event_retention_days must be positive")
+	}
+	if c.Receipts.TTLHours != nil && *c.Receipts.TTLHours <= 0 {
+		return fmt.Errorf("receipts.ttl_hours must be positive")
+	}
+	return nil
+}
+
+// Load reads path; a missing file gives the defaults. A file that cannot be
+// read or parsed is an invalid error naming the file and line. Unknown keys
+// are returned as warnings, never as errors.
+func Load(path string) (Config, []string, error) {
+	var c Config
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil, nil
+	}
+	if err != nil {
+		return c, nil, apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return Config{}, nil, apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
+	}
+	var warnings []string
+	var strict Config
+	if err := yaml.UnmarshalWithOptions(data, &strict, yaml.Strict()); err != nil {
+		warnings = append(warnings, fmt.Sprintf("config %s:%s (ignored)", path, describe(err)))
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, nil, apperr.Wrap(apperr.Invalid, err, "config %s", path)
+	}
+	return c, warnings, nil
+}
+
+// describe renders a YAML error as "LINE:COL: message" on one line.
+func describe(err error) string {
+	msg := yaml.FormatError(err, false, false)
+	first, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+	// goccy formats "[line:col] message"; turn it into "line:col: message".
+	if strings.HasPrefix(first, "[") {
+		if pos, rest, ok := strings.Cut(first[1:], "]"); ok {
+			return pos + ":" + rest
+		}
+	}
+	return " " + first
+}

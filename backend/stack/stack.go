@@ -1,0 +1,120 @@
+// Package stack opens one profile's store and wires its services: the
+// command line, the desktop window and the dashboard all start here, so they
+// share every code path below the surface.
+package stack
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"atrium/backend/config"
+	"atrium/backend/db"
+	"atrium/backend/hooks"
+	"atrium/backend/maintenance"
+	"atrium/backend/receipts"
+	"atrium/backend/sessions"
+)
+
+// Options configure Open.
+type Options struct {
+	Logger *slog.Logger
+	Clock  func() time.Time
+	// Register installs in-process plugins on the bus before it starts (so
+	// redelivered events reach them).
+	Register func(bus *hooks.Bus) error
+}
+
+// Stack is one open profile.
+type Stack struct {
+	Home        config.Home
+	Config      config.Config
+	Warnings    []string
+	DB          *db.DB
+	Bus         *hooks.Bus
+	Sessions    *sessions.Service
+	Receipts    *receipts.Service
+	Maintenance *maintenance.Service
+	log         *slog.Logger
+	opts        Options
+}
+
+// Open creates the home if missing, reads its config and opens the store.
+func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if err := home.Ensure(); err != nil {
+		return nil, err
+	}
+	cfg, warnings, err := config.Load(home.ConfigPath())
+	if err != nil {
+		return nil, err
+	}
+	d, err := db.Open(ctx, home.StatePath(), db.Options{Synchronous: cfg.Storage.Synchronous, Clock: opts.Clock})
+	if err != nil {
+		return nil, err
+	}
+	bus := hooks.NewBus(d, hooks.Options{Timeout: cfg.HookTimeout(), Logger: lg})
+	if opts.Register != nil {
+		if err := opts.Register(bus); err != nil {
+			_ = d.Close()
+			return nil, fmt.Errorf("register plugins: %w", err)
+		}
+	}
+	if err := bus.Start(ctx); err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	sess := sessions.NewService(d, bus, sessions.Options{Profile: home.Profile, SessionsDir: home.SessionsDir(), Logger: lg})
+	rec := receipts.NewService(d, sess, cfg.ReceiptTTL())
+	maint := maintenance.NewService(d, sess, rec, maintenance.Config{
+		AutoPrune: cfg.Sessions.AutoPrune, RetentionDays: cfg.RetentionDays(),
+		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, EventRetention: cfg.EventRetention(),
+	}, lg)
+	return &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
+		Maintenance: maint, log: lg, opts: opts}, nil
+}
+
+// Close waits for pending hook deliveries, bounded by the hook timeout (or
+// ctx), then closes the store.
+func (s *Stack) Close(ctx context.Context) error {
+	wait := s.Bus.Timeout()
+	if wait <= 0 {
+		wait = hooks.DefaultTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err := s.Bus.Close(cctx)
+	if cerr := s.DB.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Resolver opens another profile's store for a move. The target gets no hook
+// bus: adoption is silent.
+func (s *Stack) Resolver() sessions.Resolver {
+	return func(ctx context.Context, profile string) (*sessions.Service, func(), error) {
+		h, err := s.Home.ForProfile(profile)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := h.Ensure(); err != nil {
+			return nil, nil, err
+		}
+		cfg, _, err := config.Load(h.ConfigPath())
+		if err != nil {
+			return nil, nil, err
+		}
+		d, err := db.Open(ctx, h.StatePath(), db.Options{Synchronous: cfg.Storage.Synchronous, Clock: s.opts.Clock})
+		if err != nil {
+			return nil, nil, err
+		}
+		svc := sessions.NewService(d, nil, sessions.Options{Profile: profile, SessionsDir: h.SessionsDir(), Logger: s.log})
+		return svc, func() { _ = d.Close() }, nil
+	}
+}

@@ -1,0 +1,211 @@
+// Package cli is Atrium's command line. Each command opens the profile's
+// stack, makes one backend call and prints either a table for people or, with
+// --json, one JSON document for scripts. Errors are one line on stderr and a
+// non-zero exit code that says the error's class.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"atrium/backend/apperr"
+	"atrium/backend/config"
+	"atrium/backend/stack"
+)
+
+// Exit codes by error class.
+const (
+	ExitOK       = 0
+	ExitInternal = 1
+	ExitInvalid  = 2
+	ExitNotFound = 3
+	ExitConflict = 4
+	ExitRejected = 5
+)
+
+// Env is what a command runs with.
+type Env struct {
+	Version string
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// Clock overrides time for tests; nil means time.Now.
+	Clock func() time.Time
+	// Open overrides how a stack is opened (tests, future plugin wiring).
+	Open func(ctx context.Context, home config.Home) (*stack.Stack, error)
+}
+
+type globals struct {
+	home    string
+	profile string
+	json    bool
+}
+
+// Main runs the command line and returns the process exit code.
+func Main(args []string, env Env) int {
+	root := NewRoot(env)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stderr, "atrium: %s\n", oneLine(err))
+	return exitCode(err)
+}
+
+func oneLine(err error) string {
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " ")
+}
+
+func exitCode(err error) int {
+	var usage usageError
+	if errors.As(err, &usage) {
+		return ExitInvalid
+	}
+	switch apperr.CodeOf(err) {
+	case apperr.Invalid:
+		return ExitInvalid
+	case apperr.NotFound:
+		return ExitNotFound
+	case apperr.Conflict:
+		return ExitConflict
+	case apperr.Rejected:
+		return ExitRejected
+	}
+	return ExitInternal
+}
+
+type usageError struct{ error }
+
+// NewRoot builds the command tree.
+func NewRoot(env Env) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "atrium",
+		Short:         "Atrium keeps your AI-agent sessions and runs their plugins",
+		Long:          "Atrium keeps your AI-agent sessions in a local SQLite store and fires lifecycle hooks to plugins.\nData lives in $ATRIUM_HOME (default ~/.local/share/atrium).",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.home, "home", "", "data home (default $ATRIUM_HOME, then ~/.local/share/atrium)")
+	pf.StringVar(&g.profile, "profile", "default", "profile to use")
+	pf.BoolVar(&g.json, "json", false, "print one JSON document for scripts")
+
+	r := &runner{env: env, g: g}
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the Atrium version",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return r.print(map[string]string{"version": env.Version}, func(w io.Writer) { fmt.Fprintln(w, env.Version) })
+		},
+	})
+	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd())
+	return root
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args[0])}
+	}
+	return nil
+}
+
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageError{fmt.Errorf("%s takes %d argument(s), got %d (see --help)", cmd.CommandPath(), n, len(args))}
+		}
+		return nil
+	}
+}
+
+func minArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usageError{fmt.Errorf("%s needs at least %d argument(s) (see --help)", cmd.CommandPath(), n)}
+		}
+		return nil
+	}
+}
+
+type runner struct {
+	env Env
+	g   *globals
+}
+
+// with opens the stack for one command and closes it (waiting for hook
+// deliveries) afterwards.
+func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack.Stack) error) error {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	home, err := config.ResolveHome(r.g.home, r.g.profile)
+	if err != nil {
+		return err
+	}
+	var st *stack.Stack
+	if r.env.Open != nil {
+		st, err = r.env.Open(ctx, home)
+	} else {
+		st, err = stack.Open(ctx, home, stack.Options{Clock: r.env.Clock})
+	}
+	if err != nil {
+		return err
+	}
+	for _, w := range st.Warnings {
+		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s\n", w)
+	}
+	runErr := fn(ctx, st)
+	if cerr := st.Close(context.Background()); cerr != nil && runErr == nil {
+		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s\n", oneLine(cerr))
+	}
+	return runErr
+}
+
+// print writes v as JSON with --json, otherwise runs table.
+func (r *runner) print(v any, table func(w io.Writer)) error {
+	if r.g.json {
+		enc := json.NewEncoder(r.env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(r.env.Stdout, 2, 4, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+// progress returns a progress printer when stderr is a terminal.
+func (r *runner) progress(verb string) func(done, total int) {
+	f, ok := r.env.Stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return func(done, total int) {
+		fmt.Fprintf(f, "\r%s %d/%d", verb, done, total)
+		if done == total {
+			fmt.Fprint(f, "\r\033[K")
+		}
+	}
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}

@@ -1,0 +1,15 @@
+// Command atrium: the desktop home for AI-agent sessions. main only wires.
+package main
+
+import (
+	"os"
+
+	"atrium/cli"
+)
+
+// version is set at build time: -ldflags "-X main.version=$(git describe --tags --always --dirty)".
+var version = "dev"
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:], cli.Env{Version: version, Stdout: os.Stdout, Stderr: os.Stderr}))
+}
