@@ -12,6 +12,7 @@ import (
 
 // Recorder records every observer event it receives.
 type Recorder struct {
+	bus    *hooks.Bus
 	mu     sync.Mutex
 	events []hooks.Event
 }
@@ -20,7 +21,7 @@ type Recorder struct {
 // Call it before bus.Start.
 func Record(t testing.TB, bus *hooks.Bus) *Recorder {
 	t.Helper()
-	r := &Recorder{}
+	r := &Recorder{bus: bus}
 	for _, name := range hooks.Names() {
 		if k, _ := hooks.Lookup(name); k != hooks.Observer {
 			continue
@@ -75,8 +76,9 @@ func (r *Recorder) Deletes(t testing.TB) []hooks.SessionDelete {
 	return out
 }
 
-// Reset forgets what was recorded.
+// Reset waits for pending deliveries, then forgets what was recorded.
 func (r *Recorder) Reset() {
+	_ = r.bus.Flush(context.Background())
 	r.mu.Lock()
 	r.events = nil
 	r.mu.Unlock()
