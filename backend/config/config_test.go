@@ -1,0 +1,73 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"atrium/backend/apperr"
+)
+
+func TestResolveHome(t *testing.T) {
+	t.Setenv("ATRIUM_HOME", "/tmp/from-env")
+	h, err := ResolveHome("", "")
+	if err != nil || h.Dir != "/tmp/from-env" || h.Profile != "default" {
+		t.Fatalf("%+v %v", h, err)
+	}
+	h, err = ResolveHome("/tmp/flag", "work")
+	if err != nil || h.Dir != "/tmp/flag/profiles/work" || h.StatePath() != "/tmp/flag/profiles/work/state.db" {
+		t.Fatalf("%+v %v", h, err)
+	}
+	t.Setenv("ATRIUM_HOME", "")
+	t.Setenv("XDG_DATA_HOME", "/tmp/xdg")
+	if h, _ := ResolveHome("", ""); h.Root != "/tmp/xdg/atrium" {
+		t.Fatalf("xdg: %+v", h)
+	}
+	for _, p := range []string{"../x", "a/b", ".hidden", "a b"} {
+		if _, err := ResolveHome("/tmp", p); apperr.CodeOf(err) != apperr.Invalid {
+			t.Errorf("profile %q: %v", p, err)
+		}
+	}
+}
+
+func TestLoadDefaultsValuesAndErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c, w, err := Load(filepath.Join(dir, "missing.yaml"))
+	if err != nil || len(w) != 0 || c.RetentionDays() != 90 || c.HookTimeout() != 30*time.Second || c.ReceiptTTL() != 24*time.Hour {
+		t.Fatalf("defaults: %+v %v %v", c, w, err)
+	}
+	write := func(body string) string {
+		p := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	c, _, err = Load(write("plugins:\n  hook_callback_timeout: 0\nsessions:\n  retention_days: 7\n  auto_prune: true\nstorage:\n  synchronous: full\n"))
+	if err != nil || c.HookTimeout() != 0 || c.RetentionDays() != 7 || !c.Sessions.AutoPrune || c.Storage.Synchronous != "full" {
+		t.Fatalf("values: %+v %v", c, err)
+	}
+	c, _, _ = Load(write("plugins:\n  hook_callback_timeout: 5000\n"))
+	if c.HookTimeout() != 600*time.Second {
+		t.Fatalf("cap: %v", c.HookTimeout())
+	}
+	for body, line := range map[string]string{
+		"sessions:\n  retention_days: [x\n":  ":2:",
+		"storage:\n  synchronous: sometimes\n": "synchronous",
+		"sessions:\n  retention_days: -1\n":   "retention_days",
+		"\tbad":                               ":1:",
+	} {
+		p := write(body)
+		_, _, err := Load(p)
+		if apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), line) {
+			t.Errorf("%q: %v", body, err)
+		}
+	}
+	_, w, err = Load(write("sessions:\n  colour: blue\n"))
+	if err != nil || len(w) != 1 || !strings.Contains(w[0], "colour") {
+		t.Fatalf("unknown key: %v %v", w, err)
+	}
+}
