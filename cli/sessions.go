@@ -20,9 +20,13 @@ func (r *runner) sessionsCmd() *cobra.Command {
 	c.AddCommand(r.createCmd(), r.listCmd(), r.showCmd(), r.searchCmd(), r.endCmd(), r.lineageCmd(), r.pinCmd(),
 		r.deleteCmd(), r.archiveCmd(true), r.archiveCmd(false), r.archiveIdleCmd(),
 		r.sweepCmd("sweep-empty", "Delete ended, unarchived sessions that have no messages (fires empty_sweep)",
-			func(ctx context.Context, st *stack.Stack, p sessions.Progress) (sessions.Result, error) { return st.Sessions.SweepEmpty(ctx, p) }),
+			func(ctx context.Context, st *stack.Stack, p sessions.Progress) (sessions.Result, error) {
+				return st.Sessions.SweepEmpty(ctx, p)
+			}),
 		r.sweepCmd("prune-ghosts", "Delete rows with no title and no messages, started over 24 h ago, never ended (fires ghost_prune)",
-			func(ctx context.Context, st *stack.Stack, p sessions.Progress) (sessions.Result, error) { return st.Sessions.PruneGhosts(ctx, p) }),
+			func(ctx context.Context, st *stack.Stack, p sessions.Progress) (sessions.Result, error) {
+				return st.Sessions.PruneGhosts(ctx, p)
+			}),
 		r.pruneCmd(), r.moveCmd(), r.repairCmd())
 	return c
 }

@@ -55,10 +55,10 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 		t.Fatalf("cap: %v", c.HookTimeout())
 	}
 	for body, line := range map[string]string{
-		"sessions:\n  retention_days: [x\n":  ":2:",
+		"sessions:\n  retention_days: [x\n":    ":2:",
 		"storage:\n  synchronous: sometimes\n": "synchronous",
-		"sessions:\n  retention_days: -1\n":   "retention_days",
-		"\tbad":                               ":1:",
+		"sessions:\n  retention_days: -1\n":    "retention_days",
+		"\tbad":                                ":1:",
 	} {
 		p := write(body)
 		_, _, err := Load(p)

@@ -10,6 +10,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/db"
+	"atrium/backend/llm"
 )
 
 // Sources a session can come from.
@@ -116,12 +117,6 @@ func validateOneOf(field, v string, allowed []string) error {
 	return apperr.New(apperr.Invalid, "invalid %s %q (one of %s)", field, v, strings.Join(allowed, ", "))
 }
 
-// EstimateTokens is Atrium's one token estimator: about four bytes of UTF-8
-// per token, which is within ~25% for English prose and code on common BPE
-// tokenizers and worse for CJK text. It is for thresholds, never billing.
-func EstimateTokens(text string) int64 {
-	if text == "" {
-		return 0
-	}
-	return int64(len(text)+3) / 4
-}
+// EstimateTokens is llm.EstimateTokens, Atrium's one token estimator (about
+// four bytes per token; see there how rough it is).
+func EstimateTokens(text string) int64 { return int64(llm.EstimateTokens(text)) }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// allowed lists, per package, the atrium packages it may import (the house
+// style's dependency direction). Third-party modules are checked separately.
+var allowed = map[string][]string{
+	"backend/apperr":      {},
+	"backend/db":          {"backend/apperr"},
+	"backend/llm":         {"backend/apperr"},
+	"backend/hooks":       {"backend/db", "backend/apperr"},
+	"backend/config":      {"backend/apperr", "backend/hooks"},
+	"backend/sessions":    {"backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
+	"backend/receipts":    {"backend/sessions", "backend/db", "backend/apperr"},
+	"backend/compaction":  {"backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
+	"backend/maintenance": {"backend/sessions", "backend/receipts", "backend/hooks", "backend/db", "backend/apperr"},
+}
+
+// TestImportRules is the depguard of this repo: dependencies point inward,
+// nothing under backend/ imports Wails, nothing imports app/, no dot-imports.
+func TestImportRules(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "frontend") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(filepath.Dir(path))
+		test := strings.HasSuffix(path, "_test.go")
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if imp.Name != nil && imp.Name.Name == "." {
+				t.Errorf("%s: dot-import of %s", path, p)
+			}
+			if strings.HasPrefix(pkg, "backend") && strings.Contains(p, "wailsapp/wails") {
+				t.Errorf("%s: backend imports Wails (%s)", path, p)
+			}
+			if p == "atrium/app" || strings.HasPrefix(p, "atrium/app/") {
+				t.Errorf("%s: nothing imports app/ (%s)", path, p)
+			}
+			if !strings.HasPrefix(p, "atrium/") || test {
+				continue
+			}
+			rules, ok := allowed[pkg]
+			if !ok {
+				continue
+			}
+			target := strings.TrimPrefix(p, "atrium/")
+			if !within(rules, target) {
+				t.Errorf("%s: %s may not import %s (allowed: %v)", path, pkg, target, rules)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func within(list []string, s string) bool {
+	for _, x := range list {
+		if x == s || strings.HasPrefix(s, x+"/") {
+			return true
+		}
+	}
+	return false
+}
