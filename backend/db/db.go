@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/driver/sqlite"
@@ -42,6 +43,11 @@ type DB struct {
 	Read  *gorm.DB // read-only pool
 	Path  string
 	clock func() time.Time
+
+	// commitMu is held from BEGIN until the ordered after-commit functions
+	// ran, so events committed by this process are queued for delivery in
+	// commit order (the writer pool alone releases the connection first).
+	commitMu sync.Mutex
 }
 
 // Open opens (creating if needed) and migrates the store at path.
@@ -141,16 +147,30 @@ type Tx struct {
 	G   *gorm.DB
 	Now time.Time // one timestamp for the whole transaction
 
+	ordered     []func()
 	afterCommit []func()
 }
 
-// AfterCommit queues fn to run once the transaction has committed.
+// AfterCommit queues fn to run once the transaction has committed, outside
+// every lock (file clean-up and the like).
 func (tx *Tx) AfterCommit(fn func()) { tx.afterCommit = append(tx.afterCommit, fn) }
+
+// AfterCommitOrdered queues fn to run after commit, before the next
+// transaction of this process can begin. fn must be quick and must not block
+// (the hook bus uses it to queue deliveries in commit order).
+func (tx *Tx) AfterCommitOrdered(fn func()) { tx.ordered = append(tx.ordered, fn) }
 
 // InTx runs fn in one write transaction (BEGIN IMMEDIATE). If fn returns an
 // error or panics, the transaction rolls back and nothing queued runs.
 func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var t *Tx
+	d.commitMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			d.commitMu.Unlock()
+		}
+	}()
 	err := d.Write.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 		t = &Tx{G: g, Now: d.clock()}
 		return fn(t)
@@ -158,6 +178,11 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return Translate(err)
 	}
+	for _, f := range t.ordered {
+		f()
+	}
+	locked = false
+	d.commitMu.Unlock()
 	for _, f := range t.afterCommit {
 		f()
 	}

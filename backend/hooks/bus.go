@@ -39,16 +39,20 @@ type Bus struct {
 	base    context.Context
 	stop    context.CancelFunc
 
-	mu      sync.Mutex
-	subs    map[string]*subscriber     // by plugin name
-	byHook  map[string][]*registration // registration order
-	nextReg uint64
-	started bool
-	closed  bool
-	pending int           // events handed to delivery and not yet recorded
-	idle    chan struct{} // closed when pending drops to 0
+	mu       sync.Mutex
+	subs     map[string]*subscriber     // by plugin name
+	byHook   map[string][]*registration // registration order
+	syncRegs []*syncReg
+	commands *Commands
+	nextReg  uint64
+	started  bool
+	closed   bool
+	pending  int           // events handed to delivery and not yet recorded
+	idle     chan struct{} // closed when pending drops to 0
 
-	outcomes chan outcome
+	outMu    sync.Mutex
+	outQueue []outcome     // unbounded: a committing caller never blocks on it
+	outReady chan struct{} // signalled when outQueue gains items
 	recDone  chan struct{}
 	bgWG     sync.WaitGroup
 
@@ -124,8 +128,9 @@ func NewBus(d *db.DB, opts Options) *Bus {
 		stop:     stop,
 		subs:     map[string]*subscriber{},
 		byHook:   map[string][]*registration{},
+		commands: NewCommands(),
 		idle:     make(chan struct{}),
-		outcomes: make(chan outcome, 1024),
+		outReady: make(chan struct{}, 1),
 		recDone:  make(chan struct{}),
 	}
 	close(b.idle)
@@ -152,6 +157,12 @@ func (h Handle) Unregister() {
 	}
 	h.b.mu.Lock()
 	defer h.b.mu.Unlock()
+	for i, r := range h.b.syncRegs {
+		if r.id == h.id {
+			h.b.syncRegs = append(h.b.syncRegs[:i:i], h.b.syncRegs[i+1:]...)
+			return
+		}
+	}
 	for hook, regs := range h.b.byHook {
 		for i, r := range regs {
 			if r.id == h.id {
@@ -194,6 +205,7 @@ type Context struct {
 	bus     *Bus
 	plugin  string
 	handles []Handle
+	cmds    []string
 }
 
 // Plugin returns the registration context for the named plugin.
@@ -217,7 +229,10 @@ func (c *Context) Unload() {
 	for _, h := range c.handles {
 		h.Unregister()
 	}
-	c.handles = nil
+	for _, n := range c.cmds {
+		c.bus.commands.Unregister(c.plugin, n)
+	}
+	c.handles, c.cmds = nil, nil
 }
 
 // OnActivity adds an in-process observer of delivery outcomes. It is called
@@ -235,8 +250,11 @@ func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any
 		return Event{}, err
 	}
 	b.mu.Lock()
-	started := b.started
+	started, closed := b.started, b.closed
 	b.mu.Unlock()
+	if closed {
+		return Event{}, apperr.New(apperr.Internal, "hook bus closed: %s cannot be enqueued", hook)
+	}
 	if !started {
 		// A claim by a process with no process row would look lapsed to
 		// everyone else: that is a wiring bug, refuse loudly.
@@ -246,16 +264,19 @@ func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any
 	if err != nil {
 		return Event{}, fmt.Errorf("encode %s payload: %w", hook, err)
 	}
-	ev := Event{ID: uuid.Must(uuid.NewV7()).String(), Hook: hook, Payload: raw, CreatedAt: tx.Now.UTC()}
+	// created_at is what the log stores (milliseconds), so the live event,
+	// ListEvents and a redelivery all carry the same value.
+	created := db.Ms(tx.Now)
+	ev := Event{ID: uuid.Must(uuid.NewV7()).String(), Hook: hook, Payload: raw, CreatedAt: time.UnixMilli(created).UTC()}
 	row := struct{ Seq int64 }{}
 	err = tx.G.WithContext(ctx).Raw(
 		`INSERT INTO hook_events (event_id, hook, payload, created_at, claimed_by) VALUES (?, ?, ?, ?, ?) RETURNING seq`,
-		ev.ID, hook, string(raw), db.Ms(tx.Now), b.procID).Scan(&row).Error
+		ev.ID, hook, string(raw), created, b.procID).Scan(&row).Error
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s event: %w", hook, err)
 	}
 	ev.Seq = row.Seq
-	tx.AfterCommit(func() { b.deliver(ev) })
+	tx.AfterCommitOrdered(func() { b.deliver(ev) })
 	return ev, nil
 }
 
@@ -287,7 +308,7 @@ func (b *Bus) deliverTo(ev Event, skip map[string]bool) {
 		b.mu.Unlock()
 		// Nobody to hand it to: it is delivered. Sent outside the lock, as
 		// the recorder takes the lock once it has written.
-		b.outcomes <- outcome{seq: ev.Seq, eventDone: true, at: b.db.Now()}
+		b.pushOutcome(outcome{seq: ev.Seq, eventDone: true, at: b.db.Now()})
 		return
 	}
 	defer b.mu.Unlock()
@@ -401,8 +422,8 @@ func (b *Bus) safeCall(ctx context.Context, h Handler, ev Event) (err error) {
 // finish records one subscriber's outcome for an event.
 func (b *Bus) finish(j job, sub, status, errText string, dur time.Duration) {
 	done := j.state.remaining.Add(-1) == 0
-	b.outcomes <- outcome{seq: j.ev.Seq, subscriber: sub, status: status, err: errText,
-		redelivery: j.ev.Redelivery, at: b.db.Now(), dur: dur, eventDone: done}
+	b.pushOutcome(outcome{seq: j.ev.Seq, subscriber: sub, status: status, err: errText,
+		redelivery: j.ev.Redelivery, at: b.db.Now(), dur: dur, eventDone: done})
 	b.mu.Lock()
 	obs := b.observers
 	b.mu.Unlock()
@@ -411,41 +432,54 @@ func (b *Bus) finish(j job, sub, status, errText string, dur time.Duration) {
 	}
 }
 
+func (b *Bus) pushOutcome(o outcome) {
+	b.outMu.Lock()
+	b.outQueue = append(b.outQueue, o)
+	b.outMu.Unlock()
+	select {
+	case b.outReady <- struct{}{}:
+	default:
+	}
+}
+
 // recorder writes outcomes in batches: whatever arrived while the previous
 // batch was being written goes in the next single transaction.
 func (b *Bus) recorder() {
 	defer close(b.recDone)
-	for first := range b.outcomes {
-		batch := []outcome{first}
-	drain:
-		for len(batch) < 512 {
-			select {
-			case o, ok := <-b.outcomes:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, o)
-			default:
-				break drain
+	for range b.outReady {
+		for {
+			b.outMu.Lock()
+			batch := b.outQueue
+			if len(batch) > 512 {
+				batch = batch[:512]
 			}
-		}
-		if err := b.record(batch); err != nil {
-			b.log.Error("record hook deliveries", "error", err)
-		}
-		done := 0
-		for _, o := range batch {
-			if o.eventDone {
-				done++
+			b.outQueue = b.outQueue[len(batch):]
+			b.outMu.Unlock()
+			if len(batch) == 0 {
+				break
 			}
+			b.recordBatch(batch)
 		}
-		if done > 0 {
-			b.mu.Lock()
-			b.pending -= done
-			if b.pending == 0 {
-				close(b.idle)
-			}
-			b.mu.Unlock()
+	}
+}
+
+func (b *Bus) recordBatch(batch []outcome) {
+	if err := b.record(batch); err != nil {
+		b.log.Error("record hook deliveries", "error", err)
+	}
+	done := 0
+	for _, o := range batch {
+		if o.eventDone {
+			done++
 		}
+	}
+	if done > 0 {
+		b.mu.Lock()
+		b.pending -= done
+		if b.pending == 0 {
+			close(b.idle)
+		}
+		b.mu.Unlock()
 	}
 }
 
@@ -495,4 +529,24 @@ func (b *Bus) Subscribers(hook string) []string {
 		}
 	}
 	return out
+}
+
+// Commands is the slash-command registry served with this bus.
+func (b *Bus) Commands() *Commands { return b.commands }
+
+// RunCommand runs a slash command bounded by the callback timeout.
+func (b *Bus) RunCommand(ctx context.Context, name, args string, cc CommandContext) (string, error) {
+	return b.commands.Run(ctx, b.Timeout, name, args, cc)
+}
+
+// RegisterCommand adds a command for this plugin. handler may be a
+// func(args string) (string, error), or take the session context too:
+// func(ctx context.Context, args string, cc hooks.CommandContext) (string, error).
+func (c *Context) RegisterCommand(name string, handler any, description string) error {
+	if err := c.bus.commands.Register(c.plugin, name, description, handler); err != nil {
+		return err
+	}
+	n := NormalizeCommand(name)
+	c.cmds = append(c.cmds, n)
+	return nil
 }

@@ -90,7 +90,8 @@ func (s *Service) Apply(ctx context.Context, req Request, progress sessions.Prog
 		if err != nil {
 			return err
 		}
-		out = Receipt{RequestID: req.RequestID, Op: req.Op, Result: res, CreatedAt: tx.Now.UTC()}
+		// CreatedAt as stored (milliseconds), so a replay returns the same value.
+		out = Receipt{RequestID: req.RequestID, Op: req.Op, Result: res, CreatedAt: time.UnixMilli(db.Ms(tx.Now)).UTC()}
 		return g.Exec(`INSERT INTO receipts (request_id, op, fingerprint, result, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			req.RequestID, req.Op, fp, string(raw), db.Ms(tx.Now), db.Ms(tx.Now.Add(s.ttl))).Error
 	})
