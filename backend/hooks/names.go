@@ -105,3 +105,55 @@ func NormalizeTimeout(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// PostCompactionPayload is the payload of post_compaction. Unknown numbers
+// are null, never a made-up 0.
+type PostCompactionPayload struct {
+	SessionID        string `json:"session_id"`
+	OldSessionID     string `json:"old_session_id"`
+	Kind             string `json:"kind"`
+	Reason           string `json:"reason"`
+	BeforeTokens     *int   `json:"before_tokens"`
+	AfterTokens      *int   `json:"after_tokens"`
+	MessagesRemoved  *int   `json:"messages_removed"`
+	MessagesReplaced *int   `json:"messages_replaced,omitempty"` // prune_tool_results: outputs replaced by stubs
+}
+
+// SessionReset is the payload of on_session_reset (/new).
+type SessionReset struct {
+	OldSessionID string `json:"old_session_id"`
+	SessionID    string `json:"session_id"`
+	Platform     string `json:"platform"`
+}
+
+// SessionLifecycle is the payload of on_session_start, on_session_end and
+// on_session_finalize.
+type SessionLifecycle struct {
+	SessionID string `json:"session_id"`
+	Platform  string `json:"platform,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Turn      int    `json:"turn,omitempty"`
+}
+
+// LLMCall is the payload of pre_llm_call (called synchronously) and
+// post_llm_call.
+type LLMCall struct {
+	SessionID           string           `json:"session_id"`
+	UserMessage         string           `json:"user_message"`
+	ConversationHistory []map[string]any `json:"conversation_history,omitempty"`
+	IsFirstTurn         bool             `json:"is_first_turn"`
+	Model               string           `json:"model"`
+	Platform            string           `json:"platform"`
+	AssistantMessage    string           `json:"assistant_message,omitempty"`
+}
+
+// ToolCallPayload is the payload of pre_tool_call and post_tool_call.
+type ToolCallPayload struct {
+	SessionID  string `json:"session_id"`
+	ToolName   string `json:"tool_name"`
+	ToolCallID string `json:"tool_call_id"`
+	Arguments  string `json:"arguments"`
+	Result     string `json:"result,omitempty"`
+	ResultSize int    `json:"result_size,omitempty"`
+	Error      string `json:"error,omitempty"`
+}

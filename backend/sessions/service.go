@@ -170,8 +170,10 @@ func (s *Service) AppendMessageTx(ctx context.Context, tx *db.Tx, sessionID stri
 	return out, nil
 }
 
-// End ends a live session. Ending an ended session changes nothing and
-// reports changed=false.
+// End ends a live session and fires on_session_finalize. Ending an ended
+// session changes nothing, fires nothing and reports changed=false. (A
+// compression rotation ends the old link without finalizing: the
+// conversation goes on in its continuation.)
 func (s *Service) End(ctx context.Context, id, reason string) (Session, bool, error) {
 	if err := ValidateID(id); err != nil {
 		return Session{}, false, err
@@ -189,7 +191,13 @@ func (s *Service) End(ctx context.Context, id, reason string) (Session, bool, er
 		}
 		changed = res.RowsAffected > 0
 		var err error
-		out, err = getTx(ctx, tx, id)
+		if out, err = getTx(ctx, tx, id); err != nil || !changed {
+			return err
+		}
+		if s.bus == nil {
+			return apperr.New(apperr.Internal, "session store of profile %s has no hook bus", s.profile)
+		}
+		_, err = s.bus.EnqueueTx(ctx, tx, hooks.OnSessionFinalize, hooks.SessionLifecycle{SessionID: id, Reason: reason})
 		return err
 	})
 	if err != nil {
@@ -246,7 +254,7 @@ func (s *Service) Messages(ctx context.Context, id string, all bool) ([]Message,
 		q += ` AND active = 1`
 	}
 	var out []Message
-	if err := s.db.Read.WithContext(ctx).Raw(q+` ORDER BY id`, id).Scan(&out).Error; err != nil {
+	if err := s.db.Read.WithContext(ctx).Raw(q+` ORDER BY COALESCE(pos, id), id`, id).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("messages of %s: %w", id, err)
 	}
 	return out, nil

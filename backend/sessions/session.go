@@ -62,16 +62,25 @@ func (s Session) Ended() bool { return s.EndedAt != nil }
 
 // Message is one transcript entry.
 type Message struct {
-	ID          int64   `gorm:"column:id;primaryKey" json:"id"`
-	SessionID   string  `gorm:"column:session_id" json:"session_id"`
-	Role        string  `gorm:"column:role" json:"role"`
-	Content     string  `gorm:"column:content" json:"content"`
-	SentContent *string `gorm:"column:sent_content" json:"sent_content,omitempty"`
-	ToolName    string  `gorm:"column:tool_name" json:"tool_name,omitempty"`
-	ToolCallID  string  `gorm:"column:tool_call_id" json:"tool_call_id,omitempty"`
-	TokenCount  int64   `gorm:"column:token_count" json:"token_count"`
-	CreatedAt   db.Time `gorm:"column:created_at" json:"created_at"`
-	Active      bool    `gorm:"column:active" json:"active"`
+	ID          int64    `gorm:"column:id;primaryKey" json:"id"`
+	SessionID   string   `gorm:"column:session_id" json:"session_id"`
+	Role        string   `gorm:"column:role" json:"role"`
+	Content     string   `gorm:"column:content" json:"content"`
+	SentContent *string  `gorm:"column:sent_content" json:"sent_content,omitempty"`
+	ToolName    string   `gorm:"column:tool_name" json:"tool_name,omitempty"`
+	ToolCallID  string   `gorm:"column:tool_call_id" json:"tool_call_id,omitempty"`
+	TokenCount  int64    `gorm:"column:token_count" json:"token_count"`
+	CreatedAt   db.Time  `gorm:"column:created_at" json:"created_at"`
+	Active      bool     `gorm:"column:active" json:"active"`
+	Pos         *float64 `gorm:"column:pos" json:"-"`
+}
+
+// Position is the message's place in its transcript.
+func (m Message) Position() float64 {
+	if m.Pos != nil {
+		return *m.Pos
+	}
+	return float64(m.ID)
 }
 
 // TableName pins the gorm table.

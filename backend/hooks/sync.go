@@ -1,0 +1,196 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"atrium/backend/apperr"
+)
+
+// SyncHandler answers a synchronous hook (pre_llm_call). Its result is
+// used: a string, or an object such as {"context": "..."}.
+type SyncHandler func(ctx context.Context, payload json.RawMessage) (any, error)
+
+type syncReg struct {
+	id     uint64
+	plugin string
+	hook   string
+	fn     SyncHandler
+}
+
+// SyncResult is one plugin's answer to a synchronous hook.
+type SyncResult struct {
+	Plugin string
+	Value  any
+	Err    error
+}
+
+// RegisterSync subscribes fn, on behalf of plugin, to a synchronous hook.
+func (b *Bus) RegisterSync(plugin, hook string, fn SyncHandler) (Handle, error) {
+	plugin = strings.TrimSpace(plugin)
+	if plugin == "" || fn == nil {
+		return Handle{}, apperr.New(apperr.Invalid, "register %s: plugin name and callback are required", hook)
+	}
+	kind, err := Lookup(hook)
+	if err != nil {
+		return Handle{}, fmt.Errorf("plugin %s: %w", plugin, err)
+	}
+	if kind != Sync {
+		return Handle{}, apperr.New(apperr.Invalid, "plugin %s: %s is an observer hook; register it with RegisterHook", plugin, hook)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nextReg++
+	b.syncRegs = append(b.syncRegs, &syncReg{id: b.nextReg, plugin: plugin, hook: hook, fn: fn})
+	if b.subs[plugin] == nil {
+		b.subs[plugin] = &subscriber{name: plugin}
+	}
+	return Handle{b: b, id: b.nextReg}, nil
+}
+
+// RegisterSync subscribes fn to a synchronous hook for this plugin.
+func (c *Context) RegisterSync(hook string, fn SyncHandler) error {
+	h, err := c.bus.RegisterSync(c.plugin, hook, fn)
+	if err != nil {
+		return err
+	}
+	c.handles = append(c.handles, h)
+	return nil
+}
+
+// CallSync calls every plugin subscribed to hook, one after another in
+// plugin-name order (callbacks of one plugin in registration order), each
+// bounded by the callback timeout, and returns their answers in that order.
+// Before a plugin is called, the observer events already queued for it are
+// delivered first (bounded by the same timeout), so a pre_llm_call never
+// overtakes the post_compaction that preceded it.
+func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncResult, error) {
+	kind, err := Lookup(hook)
+	if err != nil {
+		return nil, err
+	}
+	if kind != Sync {
+		return nil, apperr.New(apperr.Invalid, "%s is an observer hook, not a synchronous one", hook)
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s payload: %w", hook, err)
+	}
+	b.mu.Lock()
+	var regs []*syncReg
+	for _, r := range b.syncRegs {
+		if r.hook == hook {
+			regs = append(regs, r)
+		}
+	}
+	b.mu.Unlock()
+	sortStable(regs)
+	out := make([]SyncResult, 0, len(regs))
+	for _, r := range regs {
+		b.waitDrained(ctx, r.plugin)
+		v, err := b.callOne(ctx, r, raw)
+		if err != nil {
+			b.log.Warn("hook callback failed", "plugin", r.plugin, "hook", hook, "error", err)
+		}
+		out = append(out, SyncResult{Plugin: r.plugin, Value: v, Err: err})
+	}
+	return out, nil
+}
+
+func sortStable(regs []*syncReg) {
+	for i := 1; i < len(regs); i++ {
+		for j := i; j > 0 && regs[j].plugin < regs[j-1].plugin; j-- {
+			regs[j], regs[j-1] = regs[j-1], regs[j]
+		}
+	}
+}
+
+// callOne runs one synchronous callback in its own goroutine so a hang is
+// cut off at the timeout; the abandoned goroutine holds only itself.
+func (b *Bus) callOne(ctx context.Context, r *syncReg, raw json.RawMessage) (any, error) {
+	cctx := ctx
+	cancel := func() {}
+	if b.timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, b.timeout)
+	}
+	defer cancel()
+	type answer struct {
+		v   any
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- answer{err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		v, err := r.fn(cctx, raw)
+		ch <- answer{v, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.v, a.err
+	case <-cctx.Done():
+		return nil, fmt.Errorf("callback did not return within %s: %w", b.timeout, cctx.Err())
+	}
+}
+
+// waitDrained waits until plugin has no queued or running observer event,
+// bounded by the callback timeout and ctx.
+func (b *Bus) waitDrained(ctx context.Context, plugin string) {
+	limit := b.timeout
+	if limit <= 0 {
+		limit = DefaultTimeout
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		b.mu.Lock()
+		s := b.subs[plugin]
+		busy := s != nil && (s.running || len(s.queue) > 0)
+		b.mu.Unlock()
+		if !busy || time.Now().After(deadline) || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// ContextTexts extracts the text a pre_llm_call answer adds to the user turn:
+// a string, or an object's "context" field. Anything else adds nothing.
+func ContextTexts(results []SyncResult) []string {
+	var out []string
+	for _, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		switch v := r.Value.(type) {
+		case string:
+			if strings.TrimSpace(v) != "" {
+				out = append(out, v)
+			}
+		case map[string]any:
+			if s, ok := v["context"].(string); ok && strings.TrimSpace(s) != "" {
+				out = append(out, s)
+			}
+		case map[string]string:
+			if s := v["context"]; strings.TrimSpace(s) != "" {
+				out = append(out, s)
+			}
+		case json.RawMessage:
+			var s string
+			var m map[string]any
+			if json.Unmarshal(v, &s) == nil && s != "" {
+				out = append(out, s)
+			} else if json.Unmarshal(v, &m) == nil {
+				if s, ok := m["context"].(string); ok && s != "" {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
