@@ -27,8 +27,14 @@ type Env struct {
 	SessionsDir string
 }
 
-// New opens a store with a recorder subscribed to every observer hook.
-func New(t testing.TB) *Env {
+// New opens a store with a recorder subscribed to every observer hook. Call
+// register (optional) to add more subscribers before the bus starts.
+func New(t testing.TB, register ...func(bus *hooks.Bus)) *Env {
+	return NewWith(t, hooks.Options{Timeout: 5 * time.Second}, register...)
+}
+
+// NewWith is New with explicit bus options.
+func NewWith(t testing.TB, opts hooks.Options, register ...func(bus *hooks.Bus)) *Env {
 	t.Helper()
 	clock := dbtest.NewClock()
 	home := t.TempDir()
@@ -36,8 +42,11 @@ func New(t testing.TB) *Env {
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
-	bus := hooks.NewBus(d, hooks.Options{Timeout: 5 * time.Second})
+	bus := hooks.NewBus(d, opts)
 	rec := hookstest.Record(t, bus)
+	for _, r := range register {
+		r(bus)
+	}
 	if err := bus.Start(context.Background()); err != nil {
 		t.Fatalf("start bus: %v", err)
 	}

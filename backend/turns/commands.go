@@ -1,0 +1,124 @@
+package turns
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"atrium/backend/apperr"
+	"atrium/backend/hooks"
+	"atrium/backend/sessions"
+)
+
+type switchKey struct{}
+
+// command runs a slash command for the calling session and follows the
+// conversation if the command moved it (/new, or a /compress that rotated).
+func (l *Loop) command(ctx context.Context, name, args string, cc hooks.CommandContext) (Turn, error) {
+	t := Turn{SessionID: cc.SessionID, Command: name}
+	next := new(string)
+	out, err := l.bus.RunCommand(context.WithValue(ctx, switchKey{}, next), name, args, cc)
+	t.Output = out
+	if err != nil {
+		return t, err
+	}
+	if *next != "" {
+		t.SessionID = *next
+		return t, nil
+	}
+	if tip, err := l.Continuation(ctx, cc.SessionID); err == nil && tip != cc.SessionID {
+		t.SessionID, t.Rotated = tip, true
+	}
+	return t, nil
+}
+
+// Continuation follows a compression chain from id to its live tip.
+func (l *Loop) Continuation(ctx context.Context, id string) (string, error) {
+	chain, err := l.sessions.Lineage(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	for i, s := range chain {
+		if s.ID == id {
+			return chain[len(chain)-1].ID, nil
+		}
+		_ = i
+	}
+	return id, nil
+}
+
+func (l *Loop) registerCommands() error {
+	cmds := l.bus.Commands()
+	for _, c := range []struct {
+		name, desc string
+		fn         hooks.ContextCommand
+	}{
+		{"new", "end this session and start a fresh one in the same conversation", l.cmdNew},
+		{"exit", "end this session; /exit --delete deletes it", l.cmdExit},
+		{"help", "list the commands", l.cmdHelp},
+	} {
+		if _, exists := cmds.Lookup(c.name); exists {
+			continue // another loop on the same bus registered them
+		}
+		if err := cmds.RegisterBuiltin(c.name, c.desc, c.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Loop) cmdNew(ctx context.Context, _ string, cc hooks.CommandContext) (string, error) {
+	old, err := l.sessions.Get(ctx, cc.SessionID)
+	if err != nil {
+		return "", err
+	}
+	if !old.Ended() {
+		if _, _, err := l.sessions.End(ctx, old.ID, "new"); err != nil {
+			return "", err
+		}
+	}
+	next, err := l.sessions.Create(ctx, sessions.CreateParams{Title: old.Title, Source: old.Source})
+	if err != nil {
+		return "", err
+	}
+	if err := l.sessions.Reset(ctx, old.ID, next.ID, cc.Platform); err != nil {
+		return "", err
+	}
+	if box, ok := ctx.Value(switchKey{}).(*string); ok {
+		*box = next.ID
+	}
+	return fmt.Sprintf("started a new session %s (the previous one, %s, has ended)", next.ID, old.ID), nil
+}
+
+func (l *Loop) cmdExit(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
+	switch strings.TrimSpace(args) {
+	case "":
+		s, changed, err := l.sessions.End(ctx, cc.SessionID, "exit")
+		if err != nil {
+			return "", err
+		}
+		if !changed {
+			return fmt.Sprintf("session %s had already ended", s.ID), nil
+		}
+		return fmt.Sprintf("session %s ended", s.ID), nil
+	case "--delete":
+		res, err := l.sessions.DeleteCurrent(ctx, cc.SessionID, false)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("session %s deleted (%d row(s))", cc.SessionID, len(res.AffectedIDs)), nil
+	}
+	return "", apperr.New(apperr.Invalid, "usage: /exit [--delete]")
+}
+
+func (l *Loop) cmdHelp(_ context.Context, _ string, _ hooks.CommandContext) (string, error) {
+	var b strings.Builder
+	for _, c := range l.bus.Commands().List() {
+		owner := ""
+		if c.Plugin != "" {
+			owner = " (" + c.Plugin + ")"
+		}
+		fmt.Fprintf(&b, "/%s - %s%s\n", c.Name, c.Description, owner)
+	}
+	return strings.TrimRight(b.String(), "\n"), nil
+}

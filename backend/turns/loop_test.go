@@ -1,0 +1,302 @@
+package turns_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"atrium/backend/apperr"
+	"atrium/backend/compaction"
+	"atrium/backend/hooks"
+	"atrium/backend/llm"
+	"atrium/backend/sessions"
+	"atrium/backend/sessions/sessionstest"
+	"atrium/backend/turns"
+)
+
+var ctx = context.Background()
+
+type env struct {
+	*sessionstest.Env
+	eng  *compaction.Engine
+	loop *turns.Loop
+}
+
+func newEnv(t *testing.T, window int, cfg func(*compaction.Config), register ...func(*hooks.Bus)) env {
+	t.Helper()
+	e := sessionstest.NewWith(t, hooks.Options{Timeout: 2 * time.Second}, register...)
+	c := compaction.DefaultConfig()
+	c.Threshold, c.SoftThreshold = 100, 100 // off unless a test sets them
+	if cfg != nil {
+		cfg(&c)
+	}
+	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, c)
+	if err := eng.RegisterCommands(e.Bus.Commands()); err != nil {
+		t.Fatal(err)
+	}
+	loop, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: window}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{e, eng, loop}
+}
+
+func (e env) send(t *testing.T, id, text string) turns.Turn {
+	t.Helper()
+	turn, err := e.loop.Send(ctx, id, text, hooks.LocalContext("cli", id))
+	if err != nil {
+		t.Fatalf("send %q: %v", text, err)
+	}
+	return turn
+}
+
+func (e env) posts(t *testing.T) []hooks.PostCompactionPayload {
+	t.Helper()
+	if err := e.Bus.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out []hooks.PostCompactionPayload
+	for _, ev := range e.Rec.Events(hooks.PostCompaction) {
+		var p hooks.PostCompactionPayload
+		if err := ev.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// memoryPlugin is the motivating plugin: it flags a session in
+// post_compaction and re-injects its rules at the next pre_llm_call.
+type memoryPlugin struct {
+	mu       sync.Mutex
+	flagged  map[string]bool
+	injected []string
+}
+
+const rules = "RULES: tabs for indentation; the API lives at /v2/users"
+
+func (m *memoryPlugin) register(bus *hooks.Bus) {
+	m.flagged = map[string]bool{}
+	ctx := bus.Plugin("memory")
+	if err := ctx.RegisterHook(hooks.PostCompaction, func(_ context.Context, ev hooks.Event) error {
+		var p hooks.PostCompactionPayload
+		if err := ev.Decode(&p); err != nil {
+			return err
+		}
+		if p.Kind == "summarize" || p.Kind == "micro_summarize" {
+			m.mu.Lock()
+			m.flagged[p.SessionID] = true
+			m.mu.Unlock()
+		}
+		return nil
+	}); err != nil {
+		panic(err)
+	}
+	if err := ctx.RegisterSync(hooks.PreLLMCall, func(_ context.Context, raw json.RawMessage) (any, error) {
+		var p hooks.LLMCall
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if !m.flagged[p.SessionID] {
+			return nil, nil
+		}
+		delete(m.flagged, p.SessionID)
+		m.injected = append(m.injected, p.SessionID)
+		return map[string]any{"context": rules}, nil
+	}); err != nil {
+		panic(err)
+	}
+}
+
+func TestReinjectionAfterCompactionEndToEnd(t *testing.T) {
+	t.Parallel()
+	mem := &memoryPlugin{}
+	e := newEnv(t, 100000, nil, mem.register)
+	s := e.MustCreate(t, sessions.CreateParams{Title: "memory"})
+	for i := 0; i < 5; i++ {
+		turn := e.send(t, s.ID, fmt.Sprintf("step %d: we decided the port is %d; %s", i, 9000+i, strings.Repeat("the reviewers asked for more detail on the rollout plan. ", 4)))
+		if strings.Contains(turn.Reply, llm.ContextSeenMarker) {
+			t.Fatal("no context before any compaction")
+		}
+	}
+	turn := e.send(t, s.ID, "/compress")
+	if !turn.Rotated || turn.SessionID == s.ID || !strings.Contains(turn.Output, "compacted") {
+		t.Fatalf("/compress: %+v", turn)
+	}
+	cont := turn.SessionID
+	turn = e.send(t, cont, "what is the port?")
+	if !strings.Contains(turn.Reply, llm.ContextSeenMarker) || !strings.Contains(turn.SentText, rules) {
+		t.Fatalf("the rules did not reach the provider: %+v", turn)
+	}
+	// The stored clean content is what was typed; the sent text is beside it.
+	ms, _ := e.Sessions.Messages(ctx, cont, false)
+	var user sessions.Message
+	for _, m := range ms {
+		if m.Role == "user" && m.Content == "what is the port?" {
+			user = m
+		}
+	}
+	if user.SentContent == nil || !strings.Contains(*user.SentContent, rules) || strings.Contains(user.Content, "RULES") {
+		t.Fatalf("stored user message = %+v", user)
+	}
+	// Exactly once per compaction.
+	e.send(t, cont, "and the owner?")
+	if fmt.Sprint(mem.injected) != fmt.Sprint([]string{cont}) {
+		t.Fatalf("injected = %v", mem.injected)
+	}
+	if _, err := e.loop.Send(ctx, cont, "/compress", hooks.LocalContext("cli", cont)); err != nil {
+		t.Fatal(err)
+	}
+	tip, _ := e.loop.Continuation(ctx, cont)
+	e.send(t, tip, "again?")
+	if len(mem.injected) != 2 || mem.injected[1] != tip {
+		t.Fatalf("second compaction: injected = %v", mem.injected)
+	}
+}
+
+func TestOverflowCompactsAndRetriesOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 900, nil)
+	s := e.MustCreate(t, sessions.CreateParams{Title: "overflow"})
+	var last turns.Turn
+	for i := 0; i < 12; i++ {
+		last = e.send(t, s.ID, fmt.Sprintf("message %d %s", i, strings.Repeat("filler words about the plan ", 8)))
+		if len(last.Compactions) > 0 {
+			break
+		}
+	}
+	if len(last.Compactions) != 1 || last.Compactions[0].Reason != "overflow" || last.Reply == "" {
+		t.Fatalf("turn %+v", last)
+	}
+	p := e.posts(t)
+	if len(p) != 1 || p[0].Reason != "overflow" || p[0].Kind != "summarize" {
+		t.Fatalf("posts %+v", p)
+	}
+}
+
+func TestThresholdReasons(t *testing.T) {
+	t.Parallel()
+	scenarios := []struct {
+		name   string
+		window int
+		cfg    func(*compaction.Config)
+		text   string
+		reason string
+	}{
+		{"pre_api", 2000, func(c *compaction.Config) { c.Threshold = 0.3 }, "plain question", "pre_api"},
+		{"between_turns", 2000, func(c *compaction.Config) { c.SoftThreshold = 0.3 }, "plain question", "between_turns"},
+		{"post_tool", 9000, func(c *compaction.Config) { c.Threshold = 0.5 }, "use tool big_output: build", "post_tool"},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, sc.window, sc.cfg)
+			s := e.MustCreate(t, sessions.CreateParams{Title: sc.name})
+			// Some history, below every threshold.
+			for i := 0; i < 6; i++ {
+				if _, err := e.Sessions.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: strings.Repeat("earlier context ", 30)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sc.reason == "post_tool" {
+				e.send(t, s.ID, "warm up")
+			}
+			e.Rec.Reset()
+			turn := e.send(t, s.ID, sc.text)
+			found := false
+			for _, c := range turn.Compactions {
+				found = found || c.Reason == sc.reason
+			}
+			if !found {
+				t.Fatalf("no %s compaction in %+v", sc.reason, turn.Compactions)
+			}
+			posts := e.posts(t)
+			if len(posts) != len(turn.Compactions) || posts[0].Reason != sc.reason {
+				t.Fatalf("posts %+v", posts)
+			}
+		})
+	}
+}
+
+func TestToolsProactivePruneAndLifecycleHooks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, nil)
+	s := e.MustCreate(t, sessions.CreateParams{Title: "tools"})
+	turn := e.send(t, s.ID, "please use tool echo: hello tools")
+	if fmt.Sprint(turn.ToolCalls) != "[echo]" || !strings.Contains(turn.Reply, "hello tools") {
+		t.Fatalf("echo turn %+v", turn)
+	}
+	e.send(t, s.ID, "use tool big_output: link")
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionStart: 1, hooks.OnSessionEnd: 2, hooks.PostLLMCall: 2,
+		hooks.PreToolCall: 2, hooks.PostToolCall: 2, "*": 0})
+	var post hooks.ToolCallPayload
+	e.Rec.Events(hooks.PostToolCall)[0].Decode(&post)
+	if post.ToolName != "echo" || post.Result != "hello tools" || post.SessionID != s.ID || post.ToolCallID == "" {
+		t.Fatalf("post_tool_call %+v", post)
+	}
+	// Two more turns push the big output out of the protected turns: it is pruned.
+	e.Rec.Reset()
+	e.send(t, s.ID, "thanks")
+	turn = e.send(t, s.ID, "and now?")
+	all := e.posts(t)
+	if len(all) != 1 || all[0].Kind != "prune_tool_results" || all[0].Reason != "proactive_prune" {
+		t.Fatalf("posts %+v (turn %+v)", all, turn.Compactions)
+	}
+}
+
+func TestNewExitAndHelpCommands(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, nil)
+	s := e.MustCreate(t, sessions.CreateParams{Title: "cmds"})
+	e.send(t, s.ID, "hello")
+	e.Rec.Reset()
+	turn := e.send(t, s.ID, "/NEW")
+	if turn.SessionID == s.ID || turn.Command != "new" {
+		t.Fatalf("/new %+v", turn)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionFinalize: 1, hooks.OnSessionReset: 1, "*": 0})
+	var reset hooks.SessionReset
+	e.Rec.Events(hooks.OnSessionReset)[0].Decode(&reset)
+	if reset.OldSessionID != s.ID || reset.SessionID != turn.SessionID || reset.Platform != "cli" {
+		t.Fatalf("reset %+v", reset)
+	}
+	fresh := turn.SessionID
+	e.Rec.Reset()
+	e.send(t, fresh, "/exit")
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionFinalize: 1, "*": 0})
+	if _, err := e.loop.Send(ctx, fresh, "hello?", hooks.LocalContext("cli", fresh)); apperr.CodeOf(err) != apperr.Rejected {
+		t.Fatalf("send to an ended session: %v", err)
+	}
+	other := e.MustCreate(t, sessions.CreateParams{Title: "bye"})
+	e.send(t, other.ID, "one message")
+	e.Rec.Reset()
+	e.send(t, other.ID, "/exit --delete")
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, "*": 0})
+	if d := e.Rec.Deletes(t)[0]; d.Reason != "delete" || d.SessionID != other.ID {
+		t.Fatalf("exit --delete payload %+v", d)
+	}
+	help := e.send(t, s.ID, "/help")
+	for _, c := range []string{"/compress", "/new", "/exit", "/help"} {
+		if !strings.Contains(help.Output, c) {
+			t.Fatalf("/help lacks %s: %q", c, help.Output)
+		}
+	}
+	if _, err := e.loop.Send(ctx, s.ID, "/nosuch", hooks.LocalContext("cli", s.ID)); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("unknown command: %v", err)
+	}
+	// An empty /compress fires nothing.
+	e.Rec.Reset()
+	empty := e.MustCreate(t, sessions.CreateParams{Title: "empty"})
+	out := e.send(t, empty.ID, "/compress")
+	if !strings.Contains(out.Output, "nothing compacted") || out.SessionID != empty.ID {
+		t.Fatalf("empty /compress %+v", out)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
+}
