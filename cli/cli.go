@@ -20,7 +20,9 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/hooks"
 	"atrium/backend/stack"
+	"atrium/plugins/whoami"
 )
 
 // Exit codes by error class.
@@ -86,6 +88,12 @@ func exitCode(err error) int {
 
 type usageError struct{ error }
 
+// registerPlugins installs the in-process plugins every command line process
+// carries (before the bus starts, so they also get redelivered events).
+func registerPlugins(bus *hooks.Bus) error {
+	return whoami.Register(bus.Plugin(whoami.Name))
+}
+
 // NewRoot builds the command tree.
 func NewRoot(env Env) *cobra.Command {
 	g := &globals{}
@@ -113,7 +121,7 @@ func NewRoot(env Env) *cobra.Command {
 			return r.print(map[string]string{"version": env.Version}, func(w io.Writer) { fmt.Fprintln(w, env.Version) })
 		},
 	})
-	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd())
+	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd())
 	return root
 }
 
@@ -162,7 +170,7 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 	if r.env.Open != nil {
 		st, err = r.env.Open(ctx, home)
 	} else {
-		st, err = stack.Open(ctx, home, stack.Options{Clock: r.env.Clock})
+		st, err = stack.Open(ctx, home, stack.Options{Clock: r.env.Clock, Register: registerPlugins})
 	}
 	if err != nil {
 		return err

@@ -254,3 +254,53 @@ func TestMoveAndMaintenanceFromTheCommandLine(t *testing.T) {
 		t.Fatalf("nothing to repair, got %v", repaired)
 	}
 }
+
+func TestChatSendCompactAndCommandsFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	id := create(t, home, "--title", "talk")
+	for i := 0; i < 4; i++ {
+		r := atrium(t, home, "send", id, "we decided the deploy window is Friday 18:00 and the on-call owner is Grace; please remember the runbook at /ops/deploy.md for later")
+		if r.code != 0 || !strings.Contains(r.stdout, "offline reply to") {
+			t.Fatalf("send: %+v", r)
+		}
+	}
+	if r := atrium(t, home, "send", id, "/whoami"); r.code != 0 || !strings.Contains(r.stdout, "local user on cli, session "+id) {
+		t.Fatalf("/whoami: %+v", r)
+	}
+	var res struct {
+		Changed      bool   `json:"changed"`
+		SessionID    string `json:"session_id"`
+		OldSessionID string `json:"old_session_id"`
+	}
+	mustJSON(t, atrium(t, home, "compact", id, "--json"), &res)
+	if !res.Changed || res.OldSessionID != id || res.SessionID == id {
+		t.Fatalf("compact: %+v", res)
+	}
+	// chat on the old id follows the rotation and says so; stdin is not a
+	// terminal, so it reads one line per turn.
+	var out, errb bytes.Buffer
+	root := cli.NewRoot(cli.Env{Stdout: &out, Stderr: &errb})
+	root.SetArgs([]string{"chat", id, "--home", home})
+	root.SetIn(strings.NewReader("hello again\n/compress\n/exit\n"))
+	if err := root.Execute(); err != nil {
+		t.Fatalf("chat: %v %s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "continues in "+res.SessionID) || !strings.Contains(out.String(), "offline reply to: hello again") ||
+		!strings.Contains(out.String(), "ended") {
+		t.Fatalf("chat output:\n%s", out.String())
+	}
+	var msgs []map[string]any
+	mustJSON(t, atrium(t, home, "messages", "list", res.SessionID, "--json"), &msgs)
+	if len(msgs) == 0 {
+		t.Fatal("no messages in the continuation")
+	}
+	var evs []event
+	mustJSON(t, atrium(t, home, "events", "list", "--json", "--hook", "post_compaction"), &evs)
+	if len(evs) != 1 {
+		t.Fatalf("post_compaction events: %d (the empty /compress must fire nothing)", len(evs))
+	}
+	if r := atrium(t, home, "compact", res.SessionID, "--kind", "shrink"); r.code != cli.ExitInvalid {
+		t.Fatalf("bad kind: %+v", r)
+	}
+}

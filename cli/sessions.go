@@ -526,9 +526,13 @@ func (r *runner) messagesCmd() *cobra.Command {
 					return err
 				}
 				return r.print(msgs, func(w io.Writer) {
-					fmt.Fprintln(w, "ID\tROLE\tTOKENS\tCONTENT")
+					fmt.Fprintln(w, "ID\tROLE\tTOKENS\tCONTENT\tAS SENT")
 					for _, m := range msgs {
-						fmt.Fprintf(w, "%d\t%s\t%d\t%s\n", m.ID, m.Role, m.TokenCount, clip(strings.ReplaceAll(m.Content, "\n", " "), 80))
+						sent := ""
+						if m.SentContent != nil {
+							sent = clip(strings.ReplaceAll(*m.SentContent, "\n", " "), 60)
+						}
+						fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", m.ID, m.Role, m.TokenCount, clip(strings.ReplaceAll(m.Content, "\n", " "), 60), sent)
 					}
 				})
 			})

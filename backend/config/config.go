@@ -103,6 +103,28 @@ type Config struct {
 	Hooks       Hooks       `yaml:"hooks"`
 	Receipts    Receipts    `yaml:"receipts"`
 	Maintenance Maintenance `yaml:"maintenance"`
+	Compaction  Compaction  `yaml:"compaction"`
+	Model       Model       `yaml:"model"`
+}
+
+// Compaction settings; nil means the default.
+type Compaction struct {
+	Rotate          *bool    `yaml:"rotate"`           // default true
+	Threshold       *float64 `yaml:"threshold"`        // default 0.8 of the context window
+	SoftThreshold   *float64 `yaml:"soft_threshold"`   // default 0.6
+	CooldownSeconds *float64 `yaml:"cooldown_seconds"` // default 120
+	ProtectTurns    *int     `yaml:"protect_turns"`    // default 2
+	Summarizer      string   `yaml:"summarizer"`       // offline (default) or model
+}
+
+// Model settings: the provider turns and model summaries use.
+type Model struct {
+	Provider      string  `yaml:"provider"`    // offline (default) or openai
+	BaseURL       string  `yaml:"base_url"`    // e.g. http://127.0.0.1:8080/v1
+	Name          string  `yaml:"name"`        // the model name sent to the API
+	APIKeyEnv     string  `yaml:"api_key_env"` // environment variable holding the key
+	ContextWindow int     `yaml:"context_window"`
+	TimeoutSecs   float64 `yaml:"timeout_seconds"`
 }
 
 // Storage settings.
@@ -187,6 +209,22 @@ func (c Config) Validate() error {
 	}
 	if c.Hooks.EventRetentionDays != nil && *c.Hooks.EventRetentionDays <= 0 {
 		return fmt.Errorf("hooks.event_retention_days must be positive")
+	}
+	if t := c.Compaction.Threshold; t != nil && (*t <= 0 || *t > 1) {
+		return fmt.Errorf("compaction.threshold must be in (0, 1], not %v", *t)
+	}
+	if t := c.Compaction.SoftThreshold; t != nil && (*t <= 0 || *t > 1) {
+		return fmt.Errorf("compaction.soft_threshold must be in (0, 1], not %v", *t)
+	}
+	switch c.Compaction.Summarizer {
+	case "", "offline", "model":
+	default:
+		return fmt.Errorf("compaction.summarizer must be offline or model, not %q", c.Compaction.Summarizer)
+	}
+	switch c.Model.Provider {
+	case "", "offline", "openai":
+	default:
+		return fmt.Errorf("model.provider must be offline or openai, not %q", c.Model.Provider)
 	}
 	if c.Receipts.TTLHours != nil && *c.Receipts.TTLHours <= 0 {
 		return fmt.Errorf("receipts.ttl_hours must be positive")

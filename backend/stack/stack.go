@@ -10,12 +10,14 @@ import (
 	"os"
 	"time"
 
+	"atrium/backend/compaction"
 	"atrium/backend/config"
 	"atrium/backend/db"
 	"atrium/backend/hooks"
 	"atrium/backend/maintenance"
 	"atrium/backend/receipts"
 	"atrium/backend/sessions"
+	"atrium/backend/turns"
 )
 
 // Options configure Open.
@@ -37,6 +39,7 @@ type Stack struct {
 	Sessions    *sessions.Service
 	Receipts    *receipts.Service
 	Maintenance *maintenance.Service
+	Compaction  *compaction.Engine
 	log         *slog.Logger
 	opts        Options
 }
@@ -59,24 +62,39 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	bus := hooks.NewBus(d, hooks.Options{Timeout: cfg.HookTimeout(), Logger: lg})
-	if opts.Register != nil {
-		if err := opts.Register(bus); err != nil {
-			_ = d.Close()
-			return nil, fmt.Errorf("register plugins: %w", err)
-		}
-	}
-	if err := bus.Start(ctx); err != nil {
-		_ = d.Close()
-		return nil, err
-	}
 	sess := sessions.NewService(d, bus, sessions.Options{Profile: home.Profile, SessionsDir: home.SessionsDir(), Logger: lg})
 	rec := receipts.NewService(d, sess, cfg.ReceiptTTL())
 	maint := maintenance.NewService(d, sess, rec, maintenance.Config{
 		AutoPrune: cfg.Sessions.AutoPrune, RetentionDays: cfg.RetentionDays(),
 		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, EventRetention: cfg.EventRetention(),
 	}, lg)
-	return &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
-		Maintenance: maint, log: lg, opts: opts}, nil
+	st := &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
+		Maintenance: maint, log: lg, opts: opts}
+	fail := func(err error) (*Stack, error) {
+		_ = d.Close()
+		return nil, err
+	}
+	sum, err := st.summarizer()
+	if err != nil {
+		return fail(err)
+	}
+	st.Compaction = compaction.NewEngine(d, sess, bus, sum, compactionConfig(cfg.Compaction))
+	// Built-in commands first, so no plugin can take their names.
+	if err := st.Compaction.RegisterCommands(bus.Commands()); err != nil {
+		return fail(err)
+	}
+	if err := turns.RegisterCommands(bus, sess); err != nil {
+		return fail(err)
+	}
+	if opts.Register != nil {
+		if err := opts.Register(bus); err != nil {
+			return fail(fmt.Errorf("register plugins: %w", err))
+		}
+	}
+	if err := bus.Start(ctx); err != nil {
+		return fail(err)
+	}
+	return st, nil
 }
 
 // Close waits for pending hook deliveries, bounded by the hook timeout (or

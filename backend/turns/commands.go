@@ -38,36 +38,41 @@ func (l *Loop) Continuation(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for i, s := range chain {
-		if s.ID == id {
-			return chain[len(chain)-1].ID, nil
-		}
-		_ = i
-	}
-	return id, nil
+	return chain[len(chain)-1].ID, nil
 }
 
-func (l *Loop) registerCommands() error {
-	cmds := l.bus.Commands()
-	for _, c := range []struct {
+func (l *Loop) registerCommands() error { return RegisterCommands(l.bus, l.sessions) }
+
+// RegisterCommands adds the lifecycle commands the turn loop owns (/new,
+// /exit, /help) to the bus's registry. Call it before plugins register, so
+// no plugin can take their names. It is idempotent.
+func RegisterCommands(bus *hooks.Bus, s *sessions.Service) error {
+	c := &lifecycle{bus: bus, sessions: s}
+	cmds := bus.Commands()
+	for _, cmd := range []struct {
 		name, desc string
 		fn         hooks.ContextCommand
 	}{
-		{"new", "end this session and start a fresh one in the same conversation", l.cmdNew},
-		{"exit", "end this session; /exit --delete deletes it", l.cmdExit},
-		{"help", "list the commands", l.cmdHelp},
+		{"new", "end this session and start a fresh one in the same conversation", c.cmdNew},
+		{"exit", "end this session; /exit --delete deletes it", c.cmdExit},
+		{"help", "list the commands", c.cmdHelp},
 	} {
-		if _, exists := cmds.Lookup(c.name); exists {
-			continue // another loop on the same bus registered them
+		if _, exists := cmds.Lookup(cmd.name); exists {
+			continue
 		}
-		if err := cmds.RegisterBuiltin(c.name, c.desc, c.fn); err != nil {
+		if err := cmds.RegisterBuiltin(cmd.name, cmd.desc, cmd.fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (l *Loop) cmdNew(ctx context.Context, _ string, cc hooks.CommandContext) (string, error) {
+type lifecycle struct {
+	bus      *hooks.Bus
+	sessions *sessions.Service
+}
+
+func (l *lifecycle) cmdNew(ctx context.Context, _ string, cc hooks.CommandContext) (string, error) {
 	old, err := l.sessions.Get(ctx, cc.SessionID)
 	if err != nil {
 		return "", err
@@ -90,7 +95,7 @@ func (l *Loop) cmdNew(ctx context.Context, _ string, cc hooks.CommandContext) (s
 	return fmt.Sprintf("started a new session %s (the previous one, %s, has ended)", next.ID, old.ID), nil
 }
 
-func (l *Loop) cmdExit(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
+func (l *lifecycle) cmdExit(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
 	switch strings.TrimSpace(args) {
 	case "":
 		s, changed, err := l.sessions.End(ctx, cc.SessionID, "exit")
@@ -111,7 +116,7 @@ func (l *Loop) cmdExit(ctx context.Context, args string, cc hooks.CommandContext
 	return "", apperr.New(apperr.Invalid, "usage: /exit [--delete]")
 }
 
-func (l *Loop) cmdHelp(_ context.Context, _ string, _ hooks.CommandContext) (string, error) {
+func (l *lifecycle) cmdHelp(_ context.Context, _ string, _ hooks.CommandContext) (string, error) {
 	var b strings.Builder
 	for _, c := range l.bus.Commands().List() {
 		owner := ""

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"atrium/backend/compaction"
+	"atrium/backend/hooks"
+	"atrium/backend/sessions"
+	"atrium/backend/stack"
+	"atrium/backend/turns"
+)
+
+func modelFlags(c *cobra.Command, f *stack.ModelFlags) {
+	c.Flags().StringVar(&f.Provider, "provider", "", "model provider: offline (default) or openai")
+	c.Flags().BoolP("offline", "", false, "use the offline provider (the default)")
+	c.Flags().StringVar(&f.BaseURL, "base-url", "", "OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1")
+	c.Flags().StringVar(&f.Model, "model", "", "model name")
+	c.Flags().StringVar(&f.APIKey, "api-key-env", "", "environment variable that holds the API key")
+}
+
+func printTurn(w io.Writer, t turns.Turn, from string) {
+	if t.Output != "" {
+		fmt.Fprintln(w, t.Output)
+	}
+	if t.Reply != "" {
+		fmt.Fprintln(w, t.Reply)
+	}
+	for _, c := range t.Compactions {
+		fmt.Fprintf(w, "(%s)\n", compaction.Describe(c))
+	}
+	if t.SessionID != from {
+		fmt.Fprintf(w, "(the conversation continues in session %s)\n", t.SessionID)
+	}
+}
+
+func (r *runner) sendCmd() *cobra.Command {
+	var f stack.ModelFlags
+	c := &cobra.Command{
+		Use:   "send SESSION TEXT...",
+		Short: "Send one turn (or a /command) through the turn loop",
+		Args:  minArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				loop, err := st.Loop(f)
+				if err != nil {
+					return err
+				}
+				t, err := loop.Send(ctx, args[0], strings.Join(args[1:], " "), hooks.LocalContext("cli", args[0]))
+				if err != nil {
+					return err
+				}
+				return r.print(t, func(w io.Writer) { printTurn(w, t, args[0]) })
+			})
+		},
+	}
+	modelFlags(c, &f)
+	return c
+}
+
+func (r *runner) chatCmd() *cobra.Command {
+	var f stack.ModelFlags
+	var title string
+	c := &cobra.Command{
+		Use:   "chat [SESSION]",
+		Short: "Talk to the model in a session, slash commands included (one line per turn when stdin is not a terminal)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				loop, err := st.Loop(f)
+				if err != nil {
+					return err
+				}
+				id := ""
+				if len(args) == 1 {
+					if id, err = loop.Continuation(ctx, args[0]); err != nil {
+						return err
+					}
+					if id != args[0] {
+						fmt.Fprintf(r.env.Stdout, "(session %s continues in %s)\n", args[0], id)
+					}
+				} else {
+					s, err := st.Sessions.Create(ctx, sessions.CreateParams{Title: title, Source: "cli"})
+					if err != nil {
+						return err
+					}
+					id = s.ID
+					fmt.Fprintf(r.env.Stdout, "(new session %s)\n", id)
+				}
+				return r.chatLoop(ctx, loop, id, cmd.InOrStdin())
+			})
+		},
+	}
+	c.Flags().StringVar(&title, "title", "", "title of a new session")
+	modelFlags(c, &f)
+	return c
+}
+
+func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader) error {
+	interactive := false
+	if fi, ok := in.(*os.File); ok && term.IsTerminal(int(fi.Fd())) {
+		interactive = true
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for {
+		if interactive {
+			fmt.Fprint(r.env.Stdout, "> ")
+		}
+		if !sc.Scan() {
+			return sc.Err()
+		}
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		t, err := loop.Send(ctx, id, line, hooks.LocalContext("cli", id))
+		if err != nil {
+			fmt.Fprintf(r.env.Stderr, "atrium: %s\n", oneLine(err))
+			if !interactive {
+				return err
+			}
+			continue
+		}
+		if r.g.json {
+			_ = r.print(t, nil)
+		} else {
+			printTurn(r.env.Stdout, t, id)
+		}
+		id = t.SessionID
+		if t.Command == "exit" {
+			return nil
+		}
+	}
+}
+
+func (r *runner) compactCmd() *cobra.Command {
+	var kind, reason, focus string
+	var f stack.ModelFlags
+	c := &cobra.Command{
+		Use:   "compact SESSION",
+		Short: "Compact a session now (--kind summarize|micro_summarize|prune_tool_results|provider_native)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				req := compaction.Request{SessionID: args[0], Kind: kind, Reason: reason, Focus: focus}
+				if kind == compaction.KindProviderNative {
+					loop, err := st.Loop(f)
+					if err != nil {
+						return err
+					}
+					req.Native = loop.Native()
+					if req.Native == nil {
+						return fmt.Errorf("the provider cannot compact natively")
+					}
+					if !cmd.Flags().Changed("reason") {
+						req.Reason = compaction.ReasonProvider
+					}
+				}
+				res, err := st.Compaction.Compact(ctx, req)
+				if err != nil {
+					return err
+				}
+				return r.print(res, func(w io.Writer) { fmt.Fprintln(w, compaction.Describe(res)) })
+			})
+		},
+	}
+	c.Flags().StringVar(&kind, "kind", compaction.KindSummarize, "kind: "+strings.Join(compaction.Kinds, ", "))
+	c.Flags().StringVar(&reason, "reason", compaction.ReasonManual, "reason: "+strings.Join(compaction.Reasons, ", "))
+	c.Flags().StringVar(&focus, "focus", "", "what the summary should keep above all")
+	modelFlags(c, &f)
+	return c
+}
