@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -299,4 +302,82 @@ func TestNewExitAndHelpCommands(t *testing.T) {
 		t.Fatalf("empty /compress %+v", out)
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
+}
+
+func TestGatewayHygieneAndProviderNative(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2000, func(c *compaction.Config) { c.SoftThreshold = 0.3 })
+	s := e.MustCreate(t, sessions.CreateParams{Title: "gw"})
+	if turn, err := e.loop.Hygiene(ctx, s.ID); err != nil || len(turn.Compactions) != 0 {
+		t.Fatalf("hygiene on a small session: %+v %v", turn, err)
+	}
+	for i := 0; i < 8; i++ {
+		if _, err := e.Sessions.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: strings.Repeat("gateway chatter about the order 77 ", 12)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn, err := e.loop.Hygiene(ctx, s.ID)
+	if err != nil || len(turn.Compactions) != 1 || turn.Compactions[0].Reason != "gateway_hygiene" {
+		t.Fatalf("hygiene: %+v %v", turn, err)
+	}
+	for i := 0; i < 4; i++ {
+		if _, err := e.Sessions.AppendMessage(ctx, turn.SessionID, sessions.NewMessage{Role: "assistant", Content: strings.Repeat("noted, order 77 ships Monday ", 10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := e.loop.CompactNative(ctx, turn.SessionID)
+	if err != nil || !res.Changed || res.Kind != "provider_native" || res.Reason != "provider" {
+		t.Fatalf("native: %+v %v", res, err)
+	}
+	posts := e.posts(t)
+	if len(posts) != 2 || posts[0].Reason != "gateway_hygiene" || posts[1].Reason != "provider" {
+		t.Fatalf("posts %+v", posts)
+	}
+}
+
+// The OpenAI-compatible provider's context-length error takes the overflow
+// path of the loop: compact, then retry the call once.
+func TestOpenAIContextLengthErrorTakesTheOverflowPath(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Messages []map[string]any `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if len(body.Messages) > 6 {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":{"message":"This model's maximum context length is 4096 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"fits now"}}],"usage":{"prompt_tokens":10,"completion_tokens":2}}`))
+	}))
+	defer srv.Close()
+	e := sessionstest.NewWith(t, hooks.Options{Timeout: 2 * time.Second})
+	c := compaction.DefaultConfig()
+	c.Threshold, c.SoftThreshold = 100, 100
+	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, c)
+	p, err := llm.NewOpenAIProvider(llm.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "test-model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.MustCreate(t, sessions.CreateParams{Title: "remote"})
+	for i := 0; i < 6; i++ {
+		if _, err := e.Sessions.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: fmt.Sprintf("we decided item %d costs %d euros, approved by Bob after the review. %s", i, 100+i, strings.Repeat("The discussion went over the details of shipping and packaging again. ", 5))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn, err := loop.Send(ctx, s.ID, "so what is the total?", hooks.LocalContext("cli", s.ID))
+	if err != nil || turn.Reply != "fits now" || len(turn.Compactions) != 1 || turn.Compactions[0].Reason != "overflow" || !turn.Rotated {
+		t.Fatalf("turn %+v %v", turn, err)
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("provider calls = %d, want the failed one and one retry", calls.Load())
+	}
 }
