@@ -121,7 +121,7 @@ func NewRoot(env Env) *cobra.Command {
 			return r.print(map[string]string{"version": env.Version}, func(w io.Writer) { fmt.Fprintln(w, env.Version) })
 		},
 	})
-	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd())
+	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd())
 	return root
 }
 

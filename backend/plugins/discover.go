@@ -1,0 +1,275 @@
+package plugins
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"atrium/backend/apperr"
+	"atrium/backend/config"
+	bundled "atrium/plugins"
+)
+
+// Environment variables that change discovery.
+const (
+	EnvBundled        = "ATRIUM_BUNDLED_PLUGINS"        // a folder replacing the embedded bundled plugins
+	EnvProjectPlugins = "ATRIUM_ENABLE_PROJECT_PLUGINS" // "1" adds ./.atrium/plugins/
+	EnvSafeMode       = "ATRIUM_SAFE_MODE"              // "1" loads no plugin
+)
+
+// Plugin is one discovered plugin.
+type Plugin struct {
+	Manifest Manifest `json:"manifest"`
+	// Dir is the plugin's folder on disk; empty for a bundled plugin that is
+	// only embedded (see MaterializeBundled and DiscoverOptions.BundledDir).
+	Dir     string `json:"dir"`
+	Source  string `json:"source"` // bundled, user or project
+	Enabled bool   `json:"enabled"`
+	State   string `json:"state"` // stopped, running, error or disabled
+	// Err says why the plugin is in error, or why it is disabled.
+	Err      string   `json:"error,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Name is the manifest's name.
+func (p Plugin) Name() string { return p.Manifest.Name }
+
+// DiscoverOptions say where to look.
+type DiscoverOptions struct {
+	Home   config.Home   // <home>/plugins/ is the user folder
+	Config config.Config // plugins.enabled, plugins.disabled, plugins.entries
+	// Version is `atrium version`, checked against requires_atrium.
+	Version string
+	// Bundled replaces the embedded bundled plugins (tests); nil means
+	// $ATRIUM_BUNDLED_PLUGINS if set, else the embedded tree.
+	Bundled fs.FS
+	// BundledDir is where the bundled tree sits on disk (a folder written by
+	// MaterializeBundled); bundled plugins get their Dir under it. It is
+	// implied by $ATRIUM_BUNDLED_PLUGINS.
+	BundledDir string
+	// ProjectDir is the project folder (default ./.atrium/plugins), read
+	// only when $ATRIUM_ENABLE_PROJECT_PLUGINS is 1.
+	ProjectDir string
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+func (o DiscoverOptions) getenv(k string) string {
+	if o.Getenv != nil {
+		return o.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+// candidate is a loaded folder before precedence is applied.
+type candidate struct {
+	p      Plugin
+	folder string
+	where  string
+}
+
+// Discover finds every plugin, sorted by name (the load order). Sources are
+// read in precedence order, a later one winning on the same name: bundled,
+// the user folder, then the project folder (only with
+// ATRIUM_ENABLE_PROJECT_PLUGINS=1). A non-bundled plugin that claims a
+// bundled plugin's name from a folder of another name is ignored with a
+// warning. A broken plugin is an entry in state error; the others load.
+func Discover(opts DiscoverOptions) ([]Plugin, error) {
+	type source struct {
+		name  string
+		fsys  fs.FS
+		dir   string // "" when not on disk
+		where string
+	}
+	var sources []source
+	bfs, bdir := opts.Bundled, opts.BundledDir
+	if bfs == nil {
+		if d := opts.getenv(EnvBundled); d != "" {
+			bfs, bdir = os.DirFS(d), d
+		} else {
+			bfs = bundled.Bundled
+		}
+	}
+	sources = append(sources, source{SourceBundled, bfs, bdir, "bundled"})
+	if opts.Home.Dir != "" {
+		d := opts.Home.PluginsDir()
+		sources = append(sources, source{SourceUser, os.DirFS(d), d, d})
+	}
+	if opts.getenv(EnvProjectPlugins) == "1" {
+		d := opts.ProjectDir
+		if d == "" {
+			d = filepath.Join(".atrium", "plugins")
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		sources = append(sources, source{SourceProject, os.DirFS(d), d, d})
+	}
+
+	byName := map[string]*candidate{}
+	bundledNames := map[string]bool{}
+	for _, src := range sources {
+		cands, err := scan(src.fsys, src.name, src.dir, src.where, opts.Version)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		for i := range cands {
+			c := &cands[i]
+			name := c.p.Manifest.Name
+			prev, exists := byName[name]
+			switch {
+			case exists && bundledNames[name] && src.name != SourceBundled && c.folder != name:
+				prev.p.Warnings = append(prev.p.Warnings, fmt.Sprintf(
+					"ignored the %s plugin in %s: it claims the bundled name %q from a folder of another name", src.name, c.where, name))
+				continue
+			case seen[name]:
+				// Two folders of one source share a name: the folder named after it wins.
+				keep, drop := prev, c
+				if c.folder == name {
+					keep, drop = c, prev
+				}
+				keep.p.Warnings = append(keep.p.Warnings, fmt.Sprintf("ignored %s: it also claims the name %q", drop.where, name))
+				byName[name] = keep
+				continue
+			case exists:
+				c.p.Warnings = append(c.p.Warnings, fmt.Sprintf("overrides the %s plugin of the same name", prev.p.Source))
+			}
+			if c.folder != name && c.p.Err == "" {
+				c.p.Warnings = append(c.p.Warnings, fmt.Sprintf("folder %q holds plugin %q", c.folder, name))
+			}
+			seen[name] = true
+			byName[name] = c
+			if src.name == SourceBundled {
+				bundledNames[name] = true
+			}
+		}
+	}
+
+	safe := opts.getenv(EnvSafeMode) == "1"
+	out := make([]Plugin, 0, len(byName))
+	for _, c := range byName {
+		p := c.p
+		if p.Err == "" {
+			settingsErr(&p, opts.Config)
+		}
+		decide(&p, opts.Config, safe)
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Manifest.Name < out[j].Manifest.Name })
+	return out, nil
+}
+
+// scan loads every folder of one source, sorted by folder name. Hidden
+// folders and plain files are skipped; a missing root is no plugins.
+func scan(fsys fs.FS, source, dir, where, atriumVersion string) ([]candidate, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apperr.Wrap(apperr.Internal, err, "read %s plugins (%s)", source, where)
+	}
+	var out []candidate
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		if info, err := fs.Stat(fsys, name); err != nil || !info.IsDir() { // follows symlinked folders
+			continue
+		}
+		c := candidate{folder: name, where: path.Join(where, name)}
+		if dir != "" {
+			c.where = filepath.Join(dir, name)
+			c.p.Dir = c.where
+		}
+		c.p.Source = source
+		load(&c, fsys, atriumVersion)
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// load reads and validates one folder's manifest into c.p; failures become
+// c.p.Err.
+func load(c *candidate, fsys fs.FS, atriumVersion string) {
+	p := &c.p
+	file := path.Join(c.where, ManifestFile)
+	if p.Dir != "" {
+		file = filepath.Join(p.Dir, ManifestFile)
+	}
+	data, err := fs.ReadFile(fsys, c.folder+"/"+ManifestFile)
+	if err != nil {
+		p.Manifest.Name = c.folder
+		if errors.Is(err, fs.ErrNotExist) {
+			p.Err = fmt.Sprintf("%s: no %s", c.where, ManifestFile)
+		} else {
+			p.Err = fmt.Sprintf("cannot read %s: %v", file, err)
+		}
+		return
+	}
+	m, warnings, err := ParseManifest(data, file)
+	p.Manifest, p.Warnings = m, warnings
+	if err != nil {
+		if !ValidName(m.Name) {
+			p.Manifest.Name = c.folder
+		}
+		p.Err = err.Error()
+		return
+	}
+	if m.Runtime == RuntimeGo && p.Source != SourceBundled {
+		p.Err = fmt.Sprintf("%s: runtime go is only for bundled plugins (use python or command)", file)
+		return
+	}
+	if err := m.CheckAtrium(atriumVersion); err != nil {
+		p.Err = err.Error()
+	}
+}
+
+// settingsErr validates the plugin's settings from config.yaml; an invalid
+// setting puts the plugin in error.
+func settingsErr(p *Plugin, cfg config.Config) {
+	_, warnings, err := p.Manifest.Settings(cfg.Plugins.Entries[p.Manifest.Name])
+	p.Warnings = append(p.Warnings, warnings...)
+	if err != nil {
+		p.Err = err.Error()
+	}
+}
+
+// decide sets Enabled and State: the deny list wins, then the allow list,
+// then a bundled plugin's enabled_by_default; safe mode loads none.
+func decide(p *Plugin, cfg config.Config, safe bool) {
+	name := p.Manifest.Name
+	reason := ""
+	switch {
+	case contains(cfg.Plugins.Disabled, name):
+		reason = "disabled in config (plugins.disabled)"
+	case contains(cfg.Plugins.Enabled, name):
+		p.Enabled = true
+	case p.Source == SourceBundled && (p.Manifest.EnabledByDefault == nil || *p.Manifest.EnabledByDefault):
+		p.Enabled = true
+	case p.Source == SourceBundled:
+		reason = "off by default (enabled_by_default: false); turn on with atrium plugins enable " + name
+	default:
+		reason = "not enabled (opt in with atrium plugins enable " + name + ")"
+	}
+	switch {
+	case safe:
+		if p.Err != "" {
+			p.Warnings = append(p.Warnings, p.Err)
+		}
+		p.Enabled, p.State, p.Err = false, StateDisabled, "safe mode"
+	case p.Err != "":
+		p.State = StateError
+	case !p.Enabled:
+		p.State, p.Err = StateDisabled, reason
+	default:
+		p.State = StateStopped
+	}
+}

@@ -1,0 +1,284 @@
+package plugins
+
+import (
+	"archive/zip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"atrium/backend/apperr"
+)
+
+// Install limits: an archive past them is refused before anything is written.
+const (
+	maxInstallFiles = 10000
+	maxInstallBytes = 256 << 20
+)
+
+// file is one regular file or folder to install, at a slash path relative
+// to the plugin's folder.
+type file struct {
+	rel  string
+	dir  bool
+	exec bool
+	size int64
+	open func() (io.ReadCloser, error)
+}
+
+// install validates src (a folder or a .zip) and copies it to
+// <pluginsDir>/<name>; it returns the plugin's name.
+func install(ctx context.Context, src, pluginsDir, atriumVersion string, force bool) (string, error) {
+	info, err := os.Stat(src)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", apperr.New(apperr.NotFound, "install: %s does not exist", src)
+		}
+		return "", apperr.Wrap(apperr.Invalid, err, "install: cannot read %s", src)
+	}
+	var files []file
+	var closer io.Closer
+	switch {
+	case info.IsDir():
+		files, err = folderFiles(src)
+	case strings.EqualFold(filepath.Ext(src), ".zip"):
+		var zr *zip.ReadCloser
+		if zr, err = zip.OpenReader(src); err != nil {
+			return "", apperr.Wrap(apperr.Invalid, err, "install: %s is not a readable zip", src)
+		}
+		closer = zr
+		files, err = zipFiles(&zr.Reader)
+	default:
+		return "", apperr.New(apperr.Invalid, "install: %s is neither a folder nor a .zip", src)
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	if err != nil {
+		return "", fmt.Errorf("install %s: %w", src, err)
+	}
+
+	m, err := manifestOf(files, filepath.Join(src, ManifestFile))
+	if err != nil {
+		return "", fmt.Errorf("install %s: %w", src, err)
+	}
+	if m.Runtime == RuntimeGo {
+		return "", apperr.New(apperr.Invalid, "install %s: runtime go is only for bundled plugins (use python or command)", src)
+	}
+	if err := m.CheckAtrium(atriumVersion); err != nil {
+		return "", fmt.Errorf("install %s: %w", src, err)
+	}
+
+	target := filepath.Join(pluginsDir, m.Name)
+	_, statErr := os.Lstat(target)
+	exists := statErr == nil
+	if exists && !force {
+		return "", apperr.New(apperr.Conflict, "plugin %s is already installed in %s (use --force to replace it)", m.Name, target)
+	}
+	if err := os.MkdirAll(pluginsDir, 0o755); err != nil {
+		return "", apperr.Wrap(apperr.Internal, err, "install: create %s", pluginsDir)
+	}
+	tmp, err := os.MkdirTemp(pluginsDir, ".install-*")
+	if err != nil {
+		return "", apperr.Wrap(apperr.Internal, err, "install: create a staging folder")
+	}
+	defer os.RemoveAll(tmp)
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		if err := writeFile(tmp, f); err != nil {
+			return "", apperr.Wrap(apperr.Internal, err, "install %s: write %s", src, f.rel)
+		}
+	}
+	if exists {
+		old := tmp + ".old"
+		if err := os.Rename(target, old); err != nil {
+			return "", apperr.Wrap(apperr.Internal, err, "install: move the old %s aside", m.Name)
+		}
+		defer os.RemoveAll(old)
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		return "", apperr.Wrap(apperr.Internal, err, "install: put %s in place", m.Name)
+	}
+	return m.Name, nil
+}
+
+func manifestOf(files []file, label string) (Manifest, error) {
+	for _, f := range files {
+		if f.rel != ManifestFile || f.dir {
+			continue
+		}
+		rc, err := f.open()
+		if err != nil {
+			return Manifest{}, apperr.Wrap(apperr.Invalid, err, "read %s", ManifestFile)
+		}
+		data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+		rc.Close()
+		if err != nil {
+			return Manifest{}, apperr.Wrap(apperr.Invalid, err, "read %s", ManifestFile)
+		}
+		m, _, err := ParseManifest(data, label)
+		return m, err
+	}
+	return Manifest{}, apperr.New(apperr.Invalid, "no %s at the top of the plugin", ManifestFile)
+}
+
+// folderFiles lists a folder's tree; symlinks and special files are refused.
+func folderFiles(root string) ([]file, error) {
+	var out []file
+	var total int64
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			return apperr.New(apperr.Invalid, "%s is a symlink: plugins may not contain symlinks", rel)
+		case d.IsDir():
+			out = append(out, file{rel: rel, dir: true})
+		case info.Mode().IsRegular():
+			total += info.Size()
+			out = append(out, file{rel: rel, exec: info.Mode()&0o111 != 0, size: info.Size(),
+				open: func() (io.ReadCloser, error) { return os.Open(p) }})
+		default:
+			return apperr.New(apperr.Invalid, "%s is not a regular file", rel)
+		}
+		if len(out) > maxInstallFiles || total > maxInstallBytes {
+			return apperr.New(apperr.Invalid, "the plugin is too large (over %d files or %d MiB)", maxInstallFiles, maxInstallBytes>>20)
+		}
+		return nil
+	})
+	var ae *apperr.Error
+	if err != nil && !errors.As(err, &ae) {
+		err = apperr.Wrap(apperr.Invalid, err, "read the folder")
+	}
+	return out, err
+}
+
+// zipFiles lists an archive's entries. Entries with "..", absolute paths,
+// backslashes, symlinks or special files are refused. A single top-level
+// folder holding plugin.yaml is stripped (zip -r plugin.zip myplugin/).
+func zipFiles(zr *zip.Reader) ([]file, error) {
+	var out []file
+	var total uint64
+	for _, zf := range zr.File {
+		name := zf.Name
+		mode := zf.Mode()
+		switch {
+		case strings.Contains(name, `\`):
+			return nil, apperr.New(apperr.Invalid, "zip entry %q has a backslash", name)
+		case strings.HasPrefix(name, "/") || filepath.IsAbs(name) || filepath.VolumeName(name) != "":
+			return nil, apperr.New(apperr.Invalid, "zip entry %q is an absolute path", name)
+		case hasDotDot(name):
+			return nil, apperr.New(apperr.Invalid, "zip entry %q escapes the plugin folder", name)
+		case mode&fs.ModeSymlink != 0:
+			return nil, apperr.New(apperr.Invalid, "zip entry %q is a symlink: plugins may not contain symlinks", name)
+		case !mode.IsDir() && !mode.IsRegular():
+			return nil, apperr.New(apperr.Invalid, "zip entry %q is not a regular file", name)
+		}
+		clean := path.Clean(name)
+		if clean == "." {
+			continue
+		}
+		if !filepath.IsLocal(filepath.FromSlash(clean)) {
+			return nil, apperr.New(apperr.Invalid, "zip entry %q escapes the plugin folder", name)
+		}
+		total += zf.UncompressedSize64
+		if len(out) >= maxInstallFiles || total > maxInstallBytes {
+			return nil, apperr.New(apperr.Invalid, "the archive is too large (over %d files or %d MiB)", maxInstallFiles, maxInstallBytes>>20)
+		}
+		zf := zf
+		f := file{rel: clean, dir: mode.IsDir() || strings.HasSuffix(name, "/"), exec: mode&0o111 != 0, size: int64(zf.UncompressedSize64)}
+		if !f.dir {
+			f.open = func() (io.ReadCloser, error) { return zf.Open() }
+		}
+		out = append(out, f)
+	}
+	return stripTop(out), nil
+}
+
+func hasDotDot(name string) bool {
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// stripTop removes a single top-level folder when the manifest is inside it
+// and not at the root.
+func stripTop(files []file) []file {
+	top := ""
+	for _, f := range files {
+		if f.rel == ManifestFile {
+			return files
+		}
+		first, _, _ := strings.Cut(f.rel, "/")
+		if top != "" && first != top {
+			return files
+		}
+		top = first
+	}
+	if top == "" {
+		return files
+	}
+	var out []file
+	for _, f := range files {
+		if f.rel == top {
+			continue
+		}
+		f.rel = strings.TrimPrefix(f.rel, top+"/")
+		out = append(out, f)
+	}
+	return out
+}
+
+func writeFile(root string, f file) error {
+	target := filepath.Join(root, filepath.FromSlash(f.rel))
+	if rel, err := filepath.Rel(root, target); err != nil || !filepath.IsLocal(rel) {
+		return fmt.Errorf("%s escapes the plugin folder", f.rel)
+	}
+	if f.dir {
+		return os.MkdirAll(target, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	mode := os.FileMode(0o644)
+	if f.exec {
+		mode = 0o755
+	}
+	rc, err := f.open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	w, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, io.LimitReader(rc, f.size+1)); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}

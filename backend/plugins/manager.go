@@ -1,0 +1,247 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/goccy/go-yaml"
+
+	"atrium/backend/apperr"
+	"atrium/backend/config"
+)
+
+// Manager lists and changes a profile's plugins: enable and disable rewrite
+// config.yaml, install and remove change the user folder. Each call reads
+// config.yaml afresh, so it sees edits made meanwhile.
+type Manager struct {
+	opts DiscoverOptions // Config is ignored: it is loaded per call
+
+	mu        sync.Mutex
+	observers []func(name, state string)
+}
+
+// NewManager manages the plugins of opts.Home.
+func NewManager(opts DiscoverOptions) *Manager { return &Manager{opts: opts} }
+
+// OnChange adds an observer called after a plugin was enabled, disabled,
+// installed or removed, with its new state ("removed" after Remove). The
+// desktop re-emits it as a UI event.
+func (m *Manager) OnChange(fn func(name, state string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.observers = append(m.observers, fn)
+}
+
+func (m *Manager) notify(name, state string) {
+	m.mu.Lock()
+	obs := append([]func(string, string){}, m.observers...)
+	m.mu.Unlock()
+	for _, fn := range obs {
+		fn(name, state)
+	}
+}
+
+// List discovers the plugins with the current config.yaml, sorted by name.
+func (m *Manager) List() ([]Plugin, error) {
+	cfg, _, err := config.Load(m.opts.Home.ConfigPath())
+	if err != nil {
+		return nil, err
+	}
+	o := m.opts
+	o.Config = cfg
+	return Discover(o)
+}
+
+// Find returns one plugin, or a not_found error.
+func (m *Manager) Find(name string) (Plugin, error) {
+	all, err := m.List()
+	if err != nil {
+		return Plugin{}, err
+	}
+	for _, p := range all {
+		if p.Manifest.Name == name {
+			return p, nil
+		}
+	}
+	return Plugin{}, apperr.New(apperr.NotFound, "no plugin named %q (see atrium plugins list)", name)
+}
+
+// Enable removes name from plugins.disabled and, unless it is a bundled
+// plugin that is on by default, adds it to plugins.enabled.
+func (m *Manager) Enable(name string) (Plugin, error) {
+	return m.setEnabled(name, true)
+}
+
+// Disable removes name from plugins.enabled and adds it to plugins.disabled.
+func (m *Manager) Disable(name string) (Plugin, error) {
+	return m.setEnabled(name, false)
+}
+
+func (m *Manager) setEnabled(name string, on bool) (Plugin, error) {
+	p, err := m.Find(name)
+	if err != nil {
+		return Plugin{}, err
+	}
+	byDefault := p.Source == SourceBundled && (p.Manifest.EnabledByDefault == nil || *p.Manifest.EnabledByDefault)
+	err = editPluginLists(m.opts.Home.ConfigPath(), func(enabled, disabled []string) ([]string, []string) {
+		enabled, disabled = without(enabled, name), without(disabled, name)
+		switch {
+		case !on:
+			disabled = append(disabled, name)
+		case !byDefault:
+			enabled = append(enabled, name)
+		}
+		return enabled, disabled
+	})
+	if err != nil {
+		return Plugin{}, fmt.Errorf("%s plugin %s: %w", map[bool]string{true: "enable", false: "disable"}[on], name, err)
+	}
+	if p, err = m.Find(name); err != nil {
+		return Plugin{}, err
+	}
+	m.notify(name, p.State)
+	return p, nil
+}
+
+// Install copies a plugin folder or .zip into the user folder. The manifest
+// is validated first and nothing is written when it or the archive is bad; an
+// existing plugin of that name is a conflict unless force. The new plugin is
+// not enabled.
+func (m *Manager) Install(ctx context.Context, src string, force bool) (Plugin, error) {
+	p, err := install(ctx, src, m.opts.Home.PluginsDir(), m.opts.Version, force)
+	if err != nil {
+		return Plugin{}, err
+	}
+	got, err := m.Find(p)
+	if err != nil {
+		return Plugin{}, err
+	}
+	m.notify(p, got.State)
+	return got, nil
+}
+
+// Remove deletes a user plugin's folder (its work dir in plugins-data is
+// kept). Bundled and project plugins are rejected.
+func (m *Manager) Remove(name string) error {
+	p, err := m.Find(name)
+	if err != nil {
+		return err
+	}
+	switch p.Source {
+	case SourceBundled:
+		return apperr.New(apperr.Rejected, "%s: bundled plugins can only be disabled", name)
+	case SourceProject:
+		return apperr.New(apperr.Rejected, "%s is a project plugin: remove it from %s", name, filepath.Dir(p.Dir))
+	}
+	root, err := filepath.Abs(m.opts.Home.PluginsDir())
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(p.Dir)
+	if err != nil || filepath.Dir(dir) != root {
+		return apperr.New(apperr.Internal, "plugin %s lives outside %s", name, root)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return apperr.Wrap(apperr.Internal, err, "remove plugin %s", name)
+	}
+	m.notify(name, "removed")
+	return nil
+}
+
+func without(list []string, s string) []string {
+	out := []string{}
+	for _, x := range list {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// editPluginLists rewrites plugins.enabled and plugins.disabled in the
+// config file, keeping every other key and the order of keys. Comments are
+// not kept (the file is round-tripped through an ordered map). The result is
+// re-validated before it replaces the file, atomically.
+func editPluginLists(path string, edit func(enabled, disabled []string) ([]string, []string)) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
+	}
+	if _, _, err := config.Load(path); err != nil {
+		return err
+	}
+	var doc yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap()); err != nil {
+		return apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
+	}
+	var cfg config.Config
+	_ = yaml.Unmarshal(data, &cfg)
+	enabled, disabled := edit(cfg.Plugins.Enabled, cfg.Plugins.Disabled)
+
+	idx := -1
+	for i, it := range doc {
+		if k, _ := it.Key.(string); k == "plugins" {
+			idx = i
+		}
+	}
+	var section yaml.MapSlice
+	if idx >= 0 && doc[idx].Value != nil {
+		var ok bool
+		if section, ok = doc[idx].Value.(yaml.MapSlice); !ok {
+			return apperr.New(apperr.Invalid, "config %s: plugins must be a mapping", path)
+		}
+	}
+	section = setKey(section, "enabled", enabled)
+	section = setKey(section, "disabled", disabled)
+	if idx >= 0 {
+		doc[idx].Value = section
+	} else {
+		doc = append(doc, yaml.MapItem{Key: "plugins", Value: section})
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return apperr.Wrap(apperr.Internal, err, "encode config %s", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.yaml")
+	if err != nil {
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(out); err != nil {
+		tmp.Close()
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	if err := tmp.Close(); err != nil {
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	if _, _, err := config.Load(tmp.Name()); err != nil {
+		return apperr.Wrap(apperr.Internal, err, "rewritten config does not load")
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	return nil
+}
+
+// setKey sets key in an ordered map; an empty list removes it.
+func setKey(s yaml.MapSlice, key string, list []string) yaml.MapSlice {
+	for i, it := range s {
+		if k, _ := it.Key.(string); k == key {
+			if len(list) == 0 {
+				return append(s[:i], s[i+1:]...)
+			}
+			s[i].Value = list
+			return s
+		}
+	}
+	if len(list) == 0 {
+		return s
+	}
+	return append(s, yaml.MapItem{Key: key, Value: list})
+}

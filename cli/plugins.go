@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"atrium/backend/config"
+	"atrium/backend/plugins"
+)
+
+// pluginRow is one line of `plugins list`.
+type pluginRow struct {
+	Name     string   `json:"name"`
+	Version  string   `json:"version"`
+	Source   string   `json:"source"`
+	Runtime  string   `json:"runtime"`
+	Enabled  bool     `json:"enabled"`
+	State    string   `json:"state"`
+	Reason   string   `json:"reason,omitempty"`
+	Hooks    []string `json:"hooks"`
+	Commands []string `json:"commands"`
+	Dir      string   `json:"dir,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+func toRow(p plugins.Plugin) pluginRow {
+	return pluginRow{
+		Name: p.Manifest.Name, Version: p.Manifest.Version, Source: p.Source, Runtime: p.Manifest.Runtime,
+		Enabled: p.Enabled, State: p.State, Reason: p.Err,
+		Hooks: nonNil(p.Manifest.Hooks), Commands: nonNil(p.Manifest.Commands), Dir: p.Dir, Warnings: p.Warnings,
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// plugins opens the profile's plugin manager (no store is opened).
+func (r *runner) plugins() (*plugins.Manager, error) {
+	home, err := config.ResolveHome(r.g.home, r.g.profile)
+	if err != nil {
+		return nil, err
+	}
+	return plugins.NewManager(plugins.DiscoverOptions{Home: home, Version: r.env.Version}), nil
+}
+
+func (r *runner) pluginsCmd() *cobra.Command {
+	c := &cobra.Command{Use: "plugins", Short: "List, enable, disable, install and remove plugins"}
+	c.AddCommand(r.pluginsListCmd(), r.pluginsToggleCmd(true), r.pluginsToggleCmd(false), r.pluginsInstallCmd(), r.pluginsRemoveCmd())
+	return c
+}
+
+func (r *runner) pluginsListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List bundled, user and project plugins with their state",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := r.plugins()
+			if err != nil {
+				return err
+			}
+			all, err := m.List()
+			if err != nil {
+				return err
+			}
+			rows := make([]pluginRow, 0, len(all))
+			for _, p := range all {
+				rows = append(rows, toRow(p))
+				for _, w := range p.Warnings {
+					fmt.Fprintf(r.env.Stderr, "atrium: warning: plugin %s: %s\n", p.Manifest.Name, w)
+				}
+			}
+			return r.print(rows, func(w io.Writer) {
+				fmt.Fprintln(w, "NAME\tVERSION\tSOURCE\tENABLED\tSTATE\tHOOKS\tCOMMANDS")
+				for _, p := range rows {
+					st := p.State
+					if p.Reason != "" {
+						st += ": " + p.Reason
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, dash(p.Version), p.Source, yesNo(p.Enabled), st,
+						dash(clip(strings.Join(p.Hooks, ","), 60)), dash(clip(strings.Join(p.Commands, ","), 40)))
+				}
+			})
+		},
+	}
+}
+
+func (r *runner) pluginsToggleCmd(on bool) *cobra.Command {
+	use, short := "disable NAME", "Disable a plugin (adds it to plugins.disabled in config.yaml)"
+	if on {
+		use, short = "enable NAME", "Enable a plugin (adds it to plugins.enabled in config.yaml)"
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  short + ".\nconfig.yaml is rewritten keeping its other settings, but not its comments.\nA running process picks the change up when it restarts.",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := r.plugins()
+			if err != nil {
+				return err
+			}
+			var p plugins.Plugin
+			if on {
+				p, err = m.Enable(args[0])
+			} else {
+				p, err = m.Disable(args[0])
+			}
+			if err != nil {
+				return err
+			}
+			row := toRow(p)
+			return r.print(row, func(w io.Writer) {
+				verb := "disabled"
+				if on {
+					verb = "enabled"
+				}
+				fmt.Fprintf(w, "%s %s (state: %s)\n", verb, row.Name, withReason(row))
+			})
+		},
+	}
+}
+
+func (r *runner) pluginsInstallCmd() *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "install PATH",
+		Short: "Install a plugin folder or .zip into the user plugins folder (not enabled until you enable it)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := r.plugins()
+			if err != nil {
+				return err
+			}
+			p, err := m.Install(cmd.Context(), args[0], force)
+			if err != nil {
+				return err
+			}
+			row := toRow(p)
+			return r.print(row, func(w io.Writer) {
+				fmt.Fprintf(w, "installed %s %s in %s (state: %s)\n", row.Name, dash(row.Version), row.Dir, withReason(row))
+			})
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "replace an installed plugin of the same name")
+	return c
+}
+
+func (r *runner) pluginsRemoveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a user plugin (bundled plugins can only be disabled)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := r.plugins()
+			if err != nil {
+				return err
+			}
+			if err := m.Remove(args[0]); err != nil {
+				return err
+			}
+			return r.print(map[string]string{"removed": args[0]}, func(w io.Writer) { fmt.Fprintf(w, "removed %s\n", args[0]) })
+		},
+	}
+}
+
+func withReason(p pluginRow) string {
+	if p.Reason != "" {
+		return p.State + ": " + p.Reason
+	}
+	return p.State
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
