@@ -1,0 +1,438 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"atrium/backend/db"
+	"atrium/backend/hooks"
+	"atrium/backend/sessions/sessionstest"
+)
+
+type env struct {
+	*sessionstest.Env
+	host *Host
+	spec Spec
+}
+
+// raceNoExitSleep stops the race runtime's one-second sleep at exit in the
+// re-executed test binary.
+const raceNoExitSleep = "GORACE=atexit_sleep_ms=0"
+
+func goSpec(t *testing.T, name, mode string, timeout time.Duration) Spec {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Spec{Name: name, Dir: t.TempDir(), Argv: []string{exe}, Env: []string{"ATRIUM_TEST_PLUGIN=" + mode, raceNoExitSleep},
+		WorkDir: filepath.Join(t.TempDir(), "work"), Timeout: timeout}
+}
+
+// newEnv starts a store, a bus and one Go test plugin in mode.
+func newEnv(t *testing.T, mode string, timeout time.Duration, tune func(*Host)) *env {
+	t.Helper()
+	e := &env{spec: goSpec(t, "tp", mode, timeout)}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var addErr error
+	e.Env = sessionstest.NewWith(t, hooks.Options{Timeout: timeout, Logger: logger}, func(bus *hooks.Bus) {
+		e.host = NewHost(bus, logger)
+		if tune != nil {
+			tune(e.host)
+		}
+		addErr = e.host.Add(e.spec)
+	})
+	t.Cleanup(func() { _ = e.host.Stop(context.Background()) })
+	if addErr != nil && mode != "unknown-hook" {
+		t.Fatalf("add: %v", addErr)
+	}
+	return e
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func (e *env) emit(t *testing.T, hook string, payload any) hooks.Event {
+	t.Helper()
+	var ev hooks.Event
+	err := e.DB.InTx(context.Background(), func(tx *db.Tx) error {
+		var err error
+		ev, err = e.Bus.EnqueueTx(context.Background(), tx, hook, payload)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func (e *env) flush(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Bus.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type logLine struct {
+	Seq        int64
+	EventID    string
+	Redelivery bool
+	Hook       string
+	PID        int
+}
+
+func (e *env) lines(t *testing.T) []logLine {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.spec.WorkDir, "events.log"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []logLine
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l == "" {
+			continue
+		}
+		var x logLine
+		if _, err := fmt.Sscanf(l, "%d %s %t %s %d", &x.Seq, &x.EventID, &x.Redelivery, &x.Hook, &x.PID); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (e *env) delivery(t *testing.T, seq int64) (status, errText string) {
+	t.Helper()
+	var row struct {
+		Status string
+		Error  string
+	}
+	e.DB.Read.Raw(`SELECT status, error FROM hook_deliveries WHERE seq = ? AND subscriber = ?`, seq, "tp").Scan(&row)
+	return row.Status, row.Error
+}
+
+func pidGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+func TestHandshakeRegistersWhatThePluginDeclared(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", 5*time.Second, nil)
+	infos := e.host.List()
+	if len(infos) != 1 || infos[0].State != StateRunning || infos[0].PID == 0 {
+		t.Fatalf("list: %+v", infos)
+	}
+	if got := strings.Join(infos[0].Hooks, ","); got != "post_compaction,on_session_delete,pre_llm_call" {
+		t.Fatalf("hooks: %s", got)
+	}
+	if subs := e.Bus.Subscribers(hooks.PostCompaction); !contains(subs, "tp") {
+		t.Fatalf("not subscribed: %v", subs)
+	}
+	if contains(e.Bus.Subscribers(hooks.OnSessionStart), "tp") {
+		t.Fatal("subscribed to a hook it did not declare")
+	}
+	if c, ok := e.Bus.Commands().Lookup("whoami"); !ok || c.Plugin != "tp" || c.Description != "who is asking" {
+		t.Fatalf("command: %+v %v", c, ok)
+	}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestUnknownHookInHandshakeIsAnError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "unknown-hook", 5*time.Second, nil)
+	infos := e.host.List()
+	if len(infos) != 1 || infos[0].State != StateError || !strings.Contains(infos[0].Err, "on_moon_landing") {
+		t.Fatalf("list: %+v", infos)
+	}
+	if contains(e.Bus.Subscribers(hooks.PostCompaction), "tp") {
+		t.Fatal("a refused plugin is subscribed")
+	}
+}
+
+func TestEventsArriveInOrderExactlyOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", 5*time.Second, nil)
+	var want []string
+	for i := 0; i < 50; i++ {
+		hook := hooks.PostCompaction
+		if i%3 == 0 {
+			hook = hooks.OnSessionDelete
+		}
+		ev := e.emit(t, hook, map[string]any{"session_id": fmt.Sprintf("s%d", i), "n": i})
+		want = append(want, ev.ID)
+	}
+	e.emit(t, hooks.OnSessionStart, map[string]any{"session_id": "x"}) // not declared: never sent
+	e.flush(t)
+	got := e.lines(t)
+	if len(got) != len(want) {
+		t.Fatalf("got %d events, want %d", len(got), len(want))
+	}
+	for i, l := range got {
+		if l.EventID != want[i] || l.Redelivery {
+			t.Fatalf("event %d: %+v, want %s", i, l, want[i])
+		}
+	}
+	if st, _ := e.delivery(t, got[0].Seq); st != "ok" {
+		t.Fatalf("status %s", st)
+	}
+	ev := e.emit(t, hooks.PostCompaction, map[string]any{"fail": true})
+	e.flush(t)
+	if st, msg := e.delivery(t, ev.Seq); st != "failed" || msg != "asked to fail" {
+		t.Fatalf("plugin error not recorded: %s %q", st, msg)
+	}
+}
+
+func TestPreLLMCallAnswerIsUsedAfterThePostCompaction(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", 5*time.Second, nil)
+	call := func(sid string) []string {
+		res, err := e.Bus.CallSync(context.Background(), hooks.PreLLMCall, hooks.LLMCall{SessionID: sid, UserMessage: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Plugin == "tp" && r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+		return hooks.ContextTexts(res)
+	}
+	if got := call("s1"); len(got) != 0 {
+		t.Fatalf("context before compaction: %v", got)
+	}
+	for i := 0; i < 20; i++ {
+		sid := fmt.Sprintf("s%d", i)
+		// No flush: the call must not overtake the event queued before it.
+		e.emit(t, hooks.PostCompaction, hooks.PostCompactionPayload{SessionID: sid, Kind: "summarize", Reason: "manual"})
+		if got := call(sid); len(got) != 1 || got[0] != "RULES for "+sid {
+			t.Fatalf("%s: %v", sid, got)
+		}
+		if got := call(sid); len(got) != 0 {
+			t.Fatalf("%s injected twice: %v", sid, got)
+		}
+	}
+}
+
+func TestCommandGetsSessionContext(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", 5*time.Second, nil)
+	out, err := e.Bus.RunCommand(context.Background(), "whoami", "a b", hooks.GatewayContext("telegram", "s9", hooks.Source{UserID: "u42", ChatID: "c1", ChatType: "dm"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `whoami args="a b" session=s9 key=telegram:dm:c1 platform=telegram user=u42`; out != want {
+		t.Fatalf("got %q want %q", out, want)
+	}
+	out, err = e.Bus.RunCommand(context.Background(), "/WhoAmI", "", hooks.LocalContext("cli", "s1"))
+	if err != nil || !strings.HasSuffix(out, "user=local user") {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
+func TestHangingCallbackTimesOutAndPluginRestarts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", time.Second, nil)
+	pid := e.host.List()[0].PID
+	first := e.emit(t, hooks.PostCompaction, map[string]any{"n": 1})
+	hung := e.emit(t, hooks.PostCompaction, map[string]any{"hang": true})
+	next := e.emit(t, hooks.PostCompaction, map[string]any{"n": 3})
+	e.flush(t)
+	if st, msg := e.delivery(t, hung.Seq); st == "ok" || !strings.Contains(msg, "did not return within") || strings.HasPrefix(msg, DownPrefix) {
+		t.Fatalf("hung event: %s %q", st, msg)
+	}
+	// The event behind the hang reaches the restarted process: live, or
+	// (if the restart outlasted its bound) as a redelivery right after it.
+	waitFor(t, "the event after the hang", 10*time.Second, func() bool { return len(e.lines(t)) >= 2 })
+	got := e.lines(t)
+	if len(got) != 2 || got[0].EventID != first.ID || got[1].EventID != next.ID {
+		t.Fatalf("lines: %+v", got)
+	}
+	if got[1].PID == pid {
+		t.Fatal("the event after the hang went to the hung process")
+	}
+	waitFor(t, "old process reaped", 5*time.Second, func() bool { return pidGone(pid) })
+	waitFor(t, "running", 5*time.Second, func() bool { return e.host.List()[0].State == StateRunning })
+	if in := e.host.List()[0]; in.State != StateRunning || in.Restarts != 1 {
+		t.Fatalf("info: %+v", in)
+	}
+	// The hung event is not retried.
+	time.Sleep(100 * time.Millisecond)
+	if st, _ := e.delivery(t, hung.Seq); st == "ok" {
+		t.Fatal("hung event was retried")
+	}
+}
+
+func TestCrashedPluginRestartsAndMissedEventsAreRedelivered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", 300*time.Millisecond, func(h *Host) { h.BackoffMin = 1500 * time.Millisecond })
+	pid := e.host.List()[0].PID
+	var ids []string
+	for i := 0; i < 5; i++ {
+		pl := map[string]any{"n": i}
+		if i == 2 {
+			pl["crash"] = true
+		}
+		ids = append(ids, e.emit(t, hooks.PostCompaction, pl).ID)
+	}
+	e.flush(t)
+	// Down for longer than the callback bound: 2..4 are recorded as missed.
+	for i := 2; i < 5; i++ {
+		// (Under heavy load the bus's own timer may win the race against the
+		// handler's early return; the host then still knows it in memory.)
+		if st, msg := e.deliveryByID(t, ids[i]); st == "ok" || !(strings.HasPrefix(msg, DownPrefix) || strings.Contains(msg, "did not return within")) {
+			t.Fatalf("event %d: %s %q", i, st, msg)
+		}
+	}
+	waitFor(t, "restart and catch-up", 10*time.Second, func() bool { return len(e.lines(t)) == 5 })
+	waitFor(t, "running", 5*time.Second, func() bool { return e.host.List()[0].State == StateRunning })
+	if in := e.host.List()[0]; in.State != StateRunning || in.PID == pid {
+		t.Fatalf("info: %+v", in)
+	}
+	if !pidGone(pid) {
+		t.Fatal("crashed child not reaped")
+	}
+	last := e.emit(t, hooks.PostCompaction, map[string]any{"n": 5})
+	ids = append(ids, last.ID)
+	e.flush(t)
+	got := e.lines(t)
+	if len(got) != 6 {
+		t.Fatalf("lines: %+v", got)
+	}
+	for i, l := range got {
+		wantRe := i >= 2 && i <= 4
+		if l.EventID != ids[i] || l.Redelivery != wantRe {
+			t.Fatalf("line %d: %+v, want %s redelivery=%v", i, l, ids[i], wantRe)
+		}
+	}
+	waitFor(t, "rows marked ok", 5*time.Second, func() bool {
+		for i := 2; i < 5; i++ {
+			if st, _ := e.deliveryByID(t, ids[i]); st != "ok" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (e *env) deliveryByID(t *testing.T, id string) (string, string) {
+	var seq int64
+	e.DB.Read.Raw(`SELECT seq FROM hook_events WHERE event_id = ?`, id).Scan(&seq)
+	return e.delivery(t, seq)
+}
+
+func TestGarbageAndFloodCutThePluginOff(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"garbage", "flood"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, mode, 2*time.Second, nil)
+			pid := e.host.List()[0].PID
+			// A healthy second plugin on the same bus keeps working.
+			good := goSpec(t, "good", "basic", 2*time.Second)
+			good.Env = append(good.Env, "ATRIUM_TEST_CMD=whoami2")
+			if err := e.host.Add(good); err != nil {
+				t.Fatal(err)
+			}
+			ev := e.emit(t, hooks.PostCompaction, map[string]any{"n": 1})
+			e.flush(t)
+			in, _ := e.host.Info("tp")
+			if in.State != StateError || !strings.Contains(in.Err, "cut off") {
+				t.Fatalf("info: %+v", in)
+			}
+			if st, _ := e.delivery(t, ev.Seq); st == "ok" {
+				t.Fatal("event to a cut-off plugin recorded ok")
+			}
+			waitFor(t, "cut-off child reaped", 5*time.Second, func() bool { return pidGone(pid) })
+			b, _ := os.ReadFile(filepath.Join(good.WorkDir, "events.log"))
+			if !strings.Contains(string(b), ev.ID) {
+				t.Fatal("healthy plugin missed the event")
+			}
+			// Later events fail fast, and the plugin is not restarted.
+			e.emit(t, hooks.PostCompaction, map[string]any{"n": 2})
+			e.flush(t)
+			if in, _ := e.host.Info("tp"); in.State != StateError || in.Restarts != 0 {
+				t.Fatalf("info: %+v", in)
+			}
+		})
+	}
+}
+
+func TestStopKillsAChildThatIgnoresShutdown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "ignore-shutdown", 2*time.Second, func(h *Host) { h.Grace = 300 * time.Millisecond })
+	pid := e.host.List()[0].PID
+	start := time.Now()
+	if err := e.host.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("stop took %s", d)
+	}
+	if !pidGone(pid) {
+		t.Fatal("child still exists after Stop (zombie or alive)")
+	}
+	if in := e.host.List()[0]; in.State != StateStopped {
+		t.Fatalf("info: %+v", in)
+	}
+	if contains(e.Bus.Subscribers(hooks.PostCompaction), "tp") {
+		t.Fatal("still subscribed after stop")
+	}
+}
+
+func TestStopIsGracefulForACooperativeChild(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", 2*time.Second, nil)
+	pid := e.host.List()[0].PID
+	start := time.Now()
+	_ = e.host.Stop(context.Background())
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("a cooperative child took %s", d)
+	}
+	if !pidGone(pid) {
+		t.Fatal("child not reaped")
+	}
+}
+
+func TestChildGetsExactlyTheSpecEnvironmentAndWorkDir(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", 2*time.Second, nil)
+	b, err := os.ReadFile(filepath.Join(e.spec.WorkDir, "env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != "ATRIUM_TEST_PLUGIN=basic\n"+raceNoExitSleep {
+		t.Fatalf("child environment: %q", got)
+	}
+}

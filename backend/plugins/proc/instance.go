@@ -1,0 +1,310 @@
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// errDied reports that the child exited (or was killed) before it answered.
+var errDied = errors.New("plugin process exited")
+
+// instance is one run of a plugin's child process.
+type instance struct {
+	p       *plugin
+	cmd     *exec.Cmd
+	pid     int
+	started time.Time
+
+	wmu   sync.Mutex // serializes every write to stdin: one line at a time, in call order
+	stdin io.WriteCloser
+
+	mu     sync.Mutex
+	nextID int64
+	calls  map[int64]chan message
+	events map[string]chan EventDoneParams
+	cause  string // why the host killed it ("timeout", "garbage", "flood", "shutdown"), "" if it exited by itself
+
+	dead    chan struct{} // closed once Wait returned
+	exitErr error
+}
+
+// spawn starts the child with exactly spec.Env as its environment.
+func (p *plugin) spawn() (*instance, error) {
+	spec := p.spec
+	if spec.WorkDir != "" {
+		if err := os.MkdirAll(spec.WorkDir, 0o700); err != nil {
+			return nil, fmt.Errorf("plugin %s: work folder: %w", spec.Name, err)
+		}
+	}
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd.Env = append([]string{}, spec.Env...) // non-nil: never inherit the host's environment
+	cmd.Dir = spec.WorkDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, fmt.Errorf("plugin %s: start %v: %w", spec.Name, spec.Argv, err)
+	}
+	outW.Close()
+	errW.Close()
+	in := &instance{p: p, cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), stdin: stdin,
+		calls: map[int64]chan message{}, events: map[string]chan EventDoneParams{}, dead: make(chan struct{})}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); in.readStdout(outR) }()
+	go func() { defer readers.Done(); in.readStderr(errR) }()
+	go func() {
+		err := cmd.Wait()
+		// A grandchild may still hold the pipes: give the readers a moment to
+		// drain, then close our ends so they return.
+		done := make(chan struct{})
+		go func() { readers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			outR.Close()
+			errR.Close()
+			<-done
+		}
+		outR.Close()
+		errR.Close()
+		in.mu.Lock()
+		in.exitErr = err
+		in.mu.Unlock()
+		close(in.dead)
+		p.onExit(in)
+	}()
+	return in, nil
+}
+
+// kill ends the child's process group; Wait reaps it (see spawn).
+func (in *instance) kill(cause string) {
+	in.mu.Lock()
+	if in.cause == "" {
+		in.cause = cause
+	}
+	in.mu.Unlock()
+	if err := syscall.Kill(-in.pid, syscall.SIGKILL); err != nil {
+		_ = in.cmd.Process.Kill()
+	}
+}
+
+func (in *instance) killCause() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.cause
+}
+
+func (in *instance) isDead() bool {
+	select {
+	case <-in.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// write sends one message as one line.
+func (in *instance) write(m message) error {
+	m.JSONRPC = "2.0"
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	in.wmu.Lock()
+	defer in.wmu.Unlock()
+	if in.isDead() {
+		return errDied
+	}
+	if _, err := in.stdin.Write(b); err != nil {
+		return fmt.Errorf("%w: write: %v", errDied, err)
+	}
+	return nil
+}
+
+func (in *instance) notify(method string, params any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	return in.write(message{Method: method, Params: raw})
+}
+
+// call sends a request and waits for its response, the child's death or ctx.
+func (in *instance) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan message, 1)
+	in.mu.Lock()
+	in.nextID++
+	id := in.nextID
+	in.calls[id] = ch
+	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		delete(in.calls, id)
+		in.mu.Unlock()
+	}()
+	if err := in.write(message{ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: raw}); err != nil {
+		return nil, err
+	}
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m.Result, nil
+	case <-in.dead:
+		return nil, errDied
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// sendEvent writes an observer event and waits for its event_done.
+func (in *instance) sendEvent(ctx context.Context, params EventParams) (EventDoneParams, error) {
+	ch := make(chan EventDoneParams, 1)
+	in.mu.Lock()
+	in.events[params.EventID] = ch
+	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		delete(in.events, params.EventID)
+		in.mu.Unlock()
+	}()
+	if err := in.notify("event", params); err != nil {
+		return EventDoneParams{}, err
+	}
+	select {
+	case d := <-ch:
+		return d, nil
+	case <-in.dead:
+		return EventDoneParams{}, errDied
+	case <-ctx.Done():
+		return EventDoneParams{}, ctx.Err()
+	}
+}
+
+// readStdout parses one JSON-RPC message per line. A line that is not JSON,
+// a line over the size limit or a flood of messages cuts the plugin off.
+func (in *instance) readStdout(r io.Reader) {
+	h := in.p.h
+	br := bufio.NewReaderSize(r, h.MaxLine+1)
+	window, count := time.Now(), 0
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			in.p.cutOff(in, "flood", fmt.Errorf("wrote a line over %d bytes on stdout", h.MaxLine))
+			_, _ = io.Copy(io.Discard, br)
+			return
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			if now := time.Now(); now.Sub(window) >= time.Second {
+				window, count = now, 0
+			}
+			count++
+			if h.MaxRate > 0 && count > h.MaxRate {
+				in.p.cutOff(in, "flood", fmt.Errorf("wrote more than %d messages in one second", h.MaxRate))
+				_, _ = io.Copy(io.Discard, br)
+				return
+			}
+			var m message
+			if jerr := json.Unmarshal(line, &m); jerr != nil || m.JSONRPC != "2.0" {
+				in.p.cutOff(in, "garbage", fmt.Errorf("wrote a line on stdout that is not a JSON-RPC 2.0 message: %.80q", bytes.TrimSpace(line)))
+				_, _ = io.Copy(io.Discard, br)
+				return
+			}
+			in.dispatch(m)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (in *instance) dispatch(m message) {
+	switch {
+	case m.Method == "event_done":
+		var d EventDoneParams
+		if err := json.Unmarshal(m.Params, &d); err != nil {
+			in.p.cutOff(in, "garbage", fmt.Errorf("malformed event_done: %v", err))
+			return
+		}
+		in.mu.Lock()
+		ch := in.events[d.EventID]
+		delete(in.events, d.EventID)
+		in.mu.Unlock()
+		if ch != nil {
+			ch <- d
+		}
+	case m.Method == "log":
+		var lp LogParams
+		_ = json.Unmarshal(m.Params, &lp)
+		in.p.h.log.Info("plugin log", "plugin", in.p.spec.Name, "level", lp.Level, "message", lp.Message)
+	case m.Method != "":
+		if len(m.ID) > 0 {
+			_ = in.write(message{ID: m.ID, Error: &RPCError{Code: CodeMethodNotFound, Message: "the host has no method " + m.Method}})
+		}
+	case len(m.ID) > 0:
+		id, err := strconv.ParseInt(string(m.ID), 10, 64)
+		if err != nil {
+			return
+		}
+		in.mu.Lock()
+		ch := in.calls[id]
+		delete(in.calls, id)
+		in.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+	}
+}
+
+// readStderr forwards each stderr line to the host log with the plugin's name.
+func (in *instance) readStderr(r io.Reader) {
+	const maxLog = 16 << 10
+	br := bufio.NewReaderSize(r, maxLog)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			text := string(bytes.TrimRight(line, "\r\n"))
+			if text != "" {
+				in.p.h.log.Info("plugin stderr", "plugin", in.p.spec.Name, "pid", in.pid, "line", text)
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package proc
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// ProtocolVersion is the version of docs/plugin-protocol.md this host speaks.
+const ProtocolVersion = 1
+
+// AtriumVersion is sent at the handshake; the build may override it.
+var AtriumVersion = "dev"
+
+// JSON-RPC 2.0 error codes used on the wire.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternal       = -32603
+	CodePluginError    = -32000 // the plugin's callback raised or returned an error
+)
+
+// message is any JSON-RPC 2.0 message, in either direction.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *RPCError       `json:"error,omitempty"`
+}
+
+// RPCError is a JSON-RPC error object. Data.traceback carries a Python
+// traceback when the plugin's callback raised.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	msg := e.Message
+	if tb := e.Traceback(); tb != "" {
+		msg += "\n" + tb
+	}
+	return fmt.Sprintf("plugin error %d: %s", e.Code, msg)
+}
+
+// Traceback returns data.traceback, if any.
+func (e *RPCError) Traceback() string {
+	var d struct {
+		Traceback string `json:"traceback"`
+	}
+	if len(e.Data) > 0 && json.Unmarshal(e.Data, &d) == nil {
+		return d.Traceback
+	}
+	return ""
+}
+
+// InitializeParams is the host's `initialize` request.
+type InitializeParams struct {
+	ProtocolVersion int            `json:"protocol_version"`
+	Name            string         `json:"name"`
+	Settings        map[string]any `json:"settings"`
+	WorkDir         string         `json:"work_dir"`
+	AtriumVersion   string         `json:"atrium_version"`
+}
+
+// CommandInfo is a command a plugin registered at its handshake.
+type CommandInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// InitializeResult is the plugin's answer: what it registered.
+type InitializeResult struct {
+	ProtocolVersion int           `json:"protocol_version"`
+	Hooks           []string      `json:"hooks"`
+	Commands        []CommandInfo `json:"commands"`
+}
+
+// EventParams is the `event` notification for an observer hook.
+type EventParams struct {
+	Hook       string          `json:"hook"`
+	EventID    string          `json:"event_id"`
+	Seq        int64           `json:"seq"`
+	Redelivery bool            `json:"redelivery"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// EventDoneParams is the plugin's `event_done` notification.
+type EventDoneParams struct {
+	EventID   string `json:"event_id"`
+	Error     string `json:"error,omitempty"`
+	Traceback string `json:"traceback,omitempty"`
+}
+
+// PreLLMCallParams is the `pre_llm_call` request.
+type PreLLMCallParams struct {
+	Payload json.RawMessage `json:"payload"`
+}
+
+// CommandParams is the `command` request.
+type CommandParams struct {
+	Name       string `json:"name"`
+	Args       string `json:"args"`
+	SessionID  string `json:"session_id"`
+	SessionKey string `json:"session_key"`
+	Platform   string `json:"platform"`
+	Source     any    `json:"source"`
+}
+
+// LogParams is the optional plugin→host `log` notification.
+type LogParams struct {
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
