@@ -20,9 +20,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
-	"atrium/backend/hooks"
 	"atrium/backend/stack"
-	"atrium/plugins/whoami"
 )
 
 // Exit codes by error class.
@@ -88,12 +86,6 @@ func exitCode(err error) int {
 
 type usageError struct{ error }
 
-// registerPlugins installs the in-process plugins every command line process
-// carries (before the bus starts, so they also get redelivered events).
-func registerPlugins(bus *hooks.Bus) error {
-	return whoami.Register(bus.Plugin(whoami.Name))
-}
-
 // NewRoot builds the command tree.
 func NewRoot(env Env) *cobra.Command {
 	g := &globals{}
@@ -153,6 +145,17 @@ func minArgs(n int) cobra.PositionalArgs {
 type runner struct {
 	env Env
 	g   *globals
+	// processPlugins is set for the commands that can fire hooks: only they
+	// start out-of-process plugins (which have something to receive).
+	processPlugins bool
+}
+
+// firesHooks lists the commands whose work can fire hooks.
+var firesHooks = map[string]bool{
+	"atrium sessions delete": true, "atrium sessions archive": true, "atrium sessions sweep-empty": true,
+	"atrium sessions prune": true, "atrium sessions prune-ghosts": true, "atrium sessions move": true,
+	"atrium sessions repair-profile": true, "atrium sessions end": true, "atrium maintenance run": true,
+	"atrium chat": true, "atrium send": true, "atrium compact": true,
 }
 
 // with opens the stack for one command and closes it (waiting for hook
@@ -166,11 +169,12 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 	if err != nil {
 		return err
 	}
+	r.processPlugins = firesHooks[cmd.CommandPath()]
 	var st *stack.Stack
 	if r.env.Open != nil {
 		st, err = r.env.Open(ctx, home)
 	} else {
-		st, err = stack.Open(ctx, home, stack.Options{Clock: r.env.Clock, Register: registerPlugins})
+		st, err = stack.Open(ctx, home, stack.Options{Clock: r.env.Clock, Register: r.registerPlugins})
 	}
 	if err != nil {
 		return err

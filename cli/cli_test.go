@@ -24,6 +24,20 @@ func atrium(t *testing.T, home string, args ...string) run {
 	return run{code, out.String(), errb.String()}
 }
 
+func atriumStdin(t *testing.T, home, stdin string, args ...string) run {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := cli.NewRoot(cli.Env{Version: "v9.9.9-test", Stdout: &out, Stderr: &errb})
+	root.SetArgs(append(args, "--home", home))
+	root.SetIn(strings.NewReader(stdin))
+	code := 0
+	if err := root.Execute(); err != nil {
+		errb.WriteString(err.Error())
+		code = 1
+	}
+	return run{code, out.String(), errb.String()}
+}
+
 func mustJSON(t *testing.T, r run, v any) {
 	t.Helper()
 	if r.code != 0 {

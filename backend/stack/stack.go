@@ -26,7 +26,7 @@ type Options struct {
 	Clock  func() time.Time
 	// Register installs in-process plugins on the bus before it starts (so
 	// redelivered events reach them).
-	Register func(bus *hooks.Bus) error
+	Register func(st *Stack) error
 }
 
 // Stack is one open profile.
@@ -41,6 +41,7 @@ type Stack struct {
 	Maintenance *maintenance.Service
 	Compaction  *compaction.Engine
 	log         *slog.Logger
+	closers     []func(ctx context.Context) error
 	opts        Options
 }
 
@@ -87,7 +88,7 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 		return fail(err)
 	}
 	if opts.Register != nil {
-		if err := opts.Register(bus); err != nil {
+		if err := opts.Register(st); err != nil {
 			return fail(fmt.Errorf("register plugins: %w", err))
 		}
 	}
@@ -96,6 +97,13 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	}
 	return st, nil
 }
+
+// OnClose runs fn after pending deliveries were waited for, before the store
+// closes (the plugin host stops its children there).
+func (s *Stack) OnClose(fn func(ctx context.Context) error) { s.closers = append(s.closers, fn) }
+
+// Logger is the stack's logger.
+func (s *Stack) Logger() *slog.Logger { return s.log }
 
 // Close waits for pending hook deliveries, bounded by the hook timeout (or
 // ctx), then closes the store.
@@ -107,6 +115,11 @@ func (s *Stack) Close(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	err := s.Bus.Close(cctx)
+	for _, c := range s.closers {
+		if cerr := c(cctx); err == nil {
+			err = cerr
+		}
+	}
 	if cerr := s.DB.Close(); err == nil {
 		err = cerr
 	}

@@ -1,0 +1,156 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writePlugin(t *testing.T, dir, name, hooks, code string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := "name: " + name + "\nruntime: python\nversion: 0.0.1\nhooks: " + hooks + "\n"
+	if err := os.WriteFile(filepath.Join(p, "plugin.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "__init__.py"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The three example plugins of the plugin API, written as for the familiar
+// Python plugin API of AI agents, installed and driven through the real
+// command line.
+func TestPythonPluginsEndToEndThroughTheCommandLine(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	t.Parallel()
+	home := t.TempDir()
+	src := t.TempDir()
+	writePlugin(t, src, "pymemory", "[post_compaction, pre_llm_call]", `
+flagged = set()
+
+def register(ctx):
+    def on_compaction(session_id, kind, **kwargs):
+        if kind in ("summarize", "micro_summarize"):
+            flagged.add(session_id)
+    def pre_llm_call(session_id, **kwargs):
+        if session_id in flagged:
+            flagged.discard(session_id)
+            return {"context": "RULES: the API lives at /v2/users"}
+        return None
+    ctx.register_hook("post_compaction", on_compaction)
+    ctx.register_hook("pre_llm_call", pre_llm_call)
+`)
+	writePlugin(t, src, "pysidecars", "[on_session_delete]", `
+import os
+
+def register(ctx):
+    def on_delete(session_id, deleted_ids=None, **kwargs):
+        for sid in deleted_ids or [session_id]:
+            path = os.path.join(ctx.work_dir, sid + ".idx")
+            if os.path.exists(path):
+                os.remove(path)
+    ctx.register_hook("on_session_delete", on_delete)
+`)
+	writePlugin(t, src, "pywho", "[]\ncommands: [pywho]", `
+def register(ctx):
+    def whoami(raw_args, source=None, session_id=None, platform=None):
+        who = source.user_id if source is not None else "local user"
+        return f"{who} on {platform} in {session_id}"
+    ctx.register_command("pywho", handler=whoami, description="who am I")
+`)
+	for _, name := range []string{"pymemory", "pysidecars", "pywho"} {
+		if r := atrium(t, home, "plugins", "install", filepath.Join(src, name)); r.code != 0 {
+			t.Fatalf("install %s: %+v", name, r)
+		}
+		if r := atrium(t, home, "plugins", "enable", name); r.code != 0 {
+			t.Fatalf("enable %s: %+v", name, r)
+		}
+	}
+
+	// 1. Flag in post_compaction, re-inject at the next pre_llm_call (one process: chat).
+	id := create(t, home, "--title", "py")
+	lines := strings.Repeat("we decided the service owner is Grace and the deploy window is Friday evening after the review; "+
+		strings.Repeat("the team went over the staging checklist once more and found nothing new to add. ", 3)+"\n", 6) +
+		"/compress\nwhat is the endpoint?\nand again?\n"
+	var out strings.Builder
+	r := atriumStdin(t, home, lines, "chat", id)
+	out.WriteString(r.stdout)
+	if r.code != 0 {
+		t.Fatalf("chat: %+v", r)
+	}
+	replies := strings.Split(strings.TrimSpace(out.String()), "\n")
+	seen := 0
+	for _, l := range replies {
+		if strings.Contains(l, "(context seen)") {
+			seen++
+		}
+	}
+	if seen == 0 || !strings.Contains(out.String(), "continues in") {
+		t.Fatalf("the rules never reached the model after the compaction:\n%s", out.String())
+	}
+	var msgs []struct {
+		Content     string  `json:"content"`
+		SentContent *string `json:"sent_content"`
+	}
+	tip := ""
+	for _, l := range replies {
+		if i := strings.Index(l, "continues in session "); i >= 0 {
+			tip = strings.TrimSuffix(l[i+len("continues in session "):], ")")
+		}
+	}
+	mustJSON(t, atrium(t, home, "messages", "list", tip, "--json"), &msgs)
+	injected := 0
+	for _, m := range msgs {
+		if m.SentContent != nil && strings.Contains(*m.SentContent, "RULES:") {
+			injected++
+			if strings.Contains(m.Content, "RULES:") {
+				t.Fatal("the stored clean content carries the injected rules")
+			}
+		}
+	}
+	if injected != 1 {
+		t.Fatalf("rules injected %d times after one compaction, want exactly 1", injected)
+	}
+
+	// 2. on_session_delete drops the plugin's per-session files, deleted_ids or [session_id].
+	a, b, keep := create(t, home), create(t, home), create(t, home)
+	work := filepath.Join(home, "plugins-data", "pysidecars")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{a, b, keep} {
+		if err := os.WriteFile(filepath.Join(work, s+".idx"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := atrium(t, home, "sessions", "delete", a, b); r.code != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
+	for s, want := range map[string]bool{a: false, b: false, keep: true} {
+		if _, err := os.Stat(filepath.Join(work, s+".idx")); (err == nil) != want {
+			t.Fatalf("sidecar of %s: exists=%v, want %v", s, err == nil, want)
+		}
+	}
+
+	// 3. A command that knows its session.
+	if r := atrium(t, home, "send", keep, "/pywho"); r.code != 0 || !strings.Contains(r.stdout, "local user on cli in "+keep) {
+		t.Fatalf("/pywho: %+v", r)
+	}
+	var list []struct {
+		Name  string `json:"name"`
+		State string `json:"state"`
+	}
+	mustJSON(t, atrium(t, home, "plugins", "list", "--json"), &list)
+	if len(list) < 6 {
+		t.Fatalf("plugins list: %+v", list)
+	}
+}
