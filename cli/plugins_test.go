@@ -109,3 +109,29 @@ func TestPluginsCommands(t *testing.T) {
 		t.Fatal("evil installed")
 	}
 }
+
+func TestPluginsDoctorAndReload(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	var d struct {
+		Started    bool     `json:"started"`
+		Registered []string `json:"registered_hooks"`
+		DryRun     string   `json:"dry_run"`
+	}
+	mustJSON(t, atrium(t, home, "plugins", "doctor", "session-index", "--json"), &d)
+	if !d.Started || !strings.HasPrefix(d.DryRun, "on_session_delete ok") || len(d.Registered) != 2 {
+		t.Fatalf("doctor: %+v", d)
+	}
+	if r := atrium(t, home, "plugins", "doctor", "nope"); r.code != cli.ExitNotFound {
+		t.Fatalf("doctor of an unknown plugin: %+v", r)
+	}
+	if r := atrium(t, home, "plugins", "reload"); r.code != 0 || !strings.Contains(r.stdout, "reloaded 3 plugin(s)") {
+		t.Fatalf("reload: %+v", r)
+	}
+	// Nothing the doctor did reached the event log.
+	var evs []map[string]any
+	mustJSON(t, atrium(t, home, "events", "list", "--json"), &evs)
+	if len(evs) != 0 {
+		t.Fatalf("doctor wrote events: %v", evs)
+	}
+}
