@@ -4,6 +4,7 @@ package main
 import (
 	"os"
 
+	"atrium/backend/plugins/proc"
 	"atrium/cli"
 )
 
@@ -11,5 +12,6 @@ import (
 var version = "dev"
 
 func main() {
+	proc.AtriumVersion = version // told to plugins at the handshake
 	os.Exit(cli.Main(os.Args[1:], cli.Env{Version: version, Stdout: os.Stdout, Stderr: os.Stderr}))
 }

@@ -62,7 +62,6 @@ func (r *runner) startProcessPlugins(st *stack.Stack, list []plugins.Plugin) {
 		}
 		if host == nil {
 			host = proc.NewHost(st.Bus, st.Logger())
-			proc.AtriumVersion = r.env.Version
 			st.OnClose(host.Stop)
 		}
 		if rt == plugins.RuntimePython && runnerPath == "" {
