@@ -20,6 +20,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/hooks"
 	"atrium/backend/stack"
 )
 
@@ -146,16 +147,28 @@ type runner struct {
 	env Env
 	g   *globals
 	// processPlugins is set for the commands that can fire hooks: only they
-	// start out-of-process plugins (which have something to receive).
+	// start out-of-process plugins, and only those subscribed to pluginHooks
+	// (all of them when pluginHooks is nil).
 	processPlugins bool
+	pluginHooks    []string
 }
 
-// firesHooks lists the commands whose work can fire hooks.
-var firesHooks = map[string]bool{
-	"atrium sessions delete": true, "atrium sessions archive": true, "atrium sessions sweep-empty": true,
-	"atrium sessions prune": true, "atrium sessions prune-ghosts": true, "atrium sessions move": true,
-	"atrium sessions repair-profile": true, "atrium sessions end": true, "atrium maintenance run": true,
-	"atrium chat": true, "atrium send": true, "atrium compact": true,
+// firesHooks lists the commands whose work can fire hooks, with the hooks
+// they can fire (nil: any hook, and slash commands too). Only plugins that
+// subscribe to one of them are started: they have something to receive.
+var firesHooks = map[string][]string{
+	"atrium sessions delete":         {hooks.OnSessionDelete},
+	"atrium sessions archive":        {hooks.OnSessionDelete},
+	"atrium sessions sweep-empty":    {hooks.OnSessionDelete},
+	"atrium sessions prune":          {hooks.OnSessionDelete},
+	"atrium sessions prune-ghosts":   {hooks.OnSessionDelete},
+	"atrium sessions move":           {hooks.OnSessionDelete},
+	"atrium sessions repair-profile": {hooks.OnSessionDelete},
+	"atrium maintenance run":         {hooks.OnSessionDelete},
+	"atrium sessions end":            {hooks.OnSessionFinalize},
+	"atrium chat":                    nil,
+	"atrium send":                    nil,
+	"atrium compact":                 {hooks.PostCompaction},
 }
 
 // with opens the stack for one command and closes it (waiting for hook
@@ -169,7 +182,7 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 	if err != nil {
 		return err
 	}
-	r.processPlugins = firesHooks[cmd.CommandPath()]
+	r.pluginHooks, r.processPlugins = firesHooks[cmd.CommandPath()]
 	var st *stack.Stack
 	if r.env.Open != nil {
 		st, err = r.env.Open(ctx, home)

@@ -57,8 +57,8 @@ func (r *runner) startProcessPlugins(st *stack.Stack, list []plugins.Plugin) {
 		if !p.Enabled || p.State == plugins.StateError || (rt != plugins.RuntimePython && rt != plugins.RuntimeCommand) {
 			continue
 		}
-		if len(p.Manifest.Hooks) == 0 && len(p.Manifest.Commands) == 0 {
-			continue // nothing to receive
+		if !r.receives(p.Manifest) {
+			continue // nothing to receive from this command
 		}
 		if host == nil {
 			host = proc.NewHost(st.Bus, st.Logger())
@@ -116,4 +116,20 @@ func (r *runner) registerPlugins(st *stack.Stack) error {
 		}
 	}
 	return nil
+}
+
+// receives tells whether a plugin whose manifest declares these hooks and
+// commands has anything to receive from the running command.
+func (r *runner) receives(m plugins.Manifest) bool {
+	if r.pluginHooks == nil {
+		return len(m.Hooks) > 0 || len(m.Commands) > 0
+	}
+	for _, h := range m.Hooks {
+		for _, want := range r.pluginHooks {
+			if h == want {
+				return true
+			}
+		}
+	}
+	return false
 }
