@@ -1384,3 +1384,35 @@ func TestEnqueueAfterCloseIsRefused(t *testing.T) {
 		t.Fatalf("enqueue after close: %v", err)
 	}
 }
+
+// A process with no subscriber for a crashed event's hook leaves it alone,
+// so the plugin that wants it gets it from the next process that has it.
+func TestRecoveryWaitsForAProcessThatHasTheSubscriber(t *testing.T) {
+	t.Parallel()
+	clock, d := newStore(t)
+	opts := hooks.Options{Lease: time.Minute}
+	busA := newBus(t, d, opts)
+	mustStart(t, busA)
+	busA.SimulateCrash()
+	ev := mustEnqueue(t, d, busA, hooks.OnSessionDelete, hooks.SessionDelete{SessionID: "s1", DeletedIDs: []string{"s1"}})
+	clock.Advance(2 * time.Minute)
+
+	// A read-only command: no plugin subscribed to on_session_delete.
+	bare := newBus(t, d, opts)
+	subscribe(t, bare, "other", hooks.OnSessionEnd)
+	mustStart(t, bare)
+	mustFlush(t, bare)
+	if le := mustEvent(t, d, ev.Seq); le.Delivered {
+		t.Fatal("a process without the subscriber marked the event delivered to nobody")
+	}
+	withPlugin := newBus(t, d, opts)
+	got := subscribe(t, withPlugin, "index", hooks.OnSessionDelete)
+	mustStart(t, withPlugin)
+	mustFlush(t, withPlugin)
+	if evs := got.Events(); len(evs) != 1 || evs[0].ID != ev.ID || !evs[0].Redelivery {
+		t.Fatalf("redelivery to the subscriber: %+v", evs)
+	}
+	if le := mustEvent(t, d, ev.Seq); !le.Delivered {
+		t.Fatal("not marked delivered after the redelivery")
+	}
+}

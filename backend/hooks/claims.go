@@ -91,7 +91,15 @@ type pendingRow struct {
 // subscriber that has not had them yet. The claim is taken in one write
 // transaction, so two processes never deliver the same event. It returns how
 // many events it claimed.
+//
+// Only events of hooks this process has a subscriber for are claimed: a
+// process without the plugin (a read-only command, say) leaves the event to
+// one that has it, instead of marking it delivered to nobody.
 func (b *Bus) Recover(ctx context.Context) (int, error) {
+	subscribed := b.subscribedHooks()
+	if len(subscribed) == 0 {
+		return 0, nil
+	}
 	host, _ := os.Hostname()
 	var claimed []pendingRow
 	done := map[int64]map[string]bool{}
@@ -120,8 +128,8 @@ func (b *Bus) Recover(ctx context.Context) (int, error) {
 			}
 		}
 		if err := g.Raw(`UPDATE hook_events SET claimed_by = ?, redelivered = 1
-			WHERE delivered_at IS NULL AND claimed_by NOT IN ?
-			RETURNING seq, event_id, hook, payload, created_at`, b.procID, live).Scan(&claimed).Error; err != nil {
+			WHERE delivered_at IS NULL AND claimed_by NOT IN ? AND hook IN ?
+			RETURNING seq, event_id, hook, payload, created_at`, b.procID, live, subscribed).Scan(&claimed).Error; err != nil {
 			return err
 		}
 		if len(claimed) == 0 {
@@ -203,3 +211,16 @@ func (b *Bus) Close(ctx context.Context) error {
 // commits: nothing more is delivered, no heartbeat is sent, and its claims are
 // left to lapse. Tests only.
 func (b *Bus) SimulateCrash() { b.dropAll.Store(true) }
+
+// subscribedHooks lists the observer hooks with at least one subscriber here.
+func (b *Bus) subscribedHooks() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for hook, regs := range b.byHook {
+		if len(regs) > 0 {
+			out = append(out, hook)
+		}
+	}
+	return out
+}
