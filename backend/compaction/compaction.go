@@ -259,22 +259,20 @@ func (e *Engine) commit(ctx context.Context, sess sessions.Session, p plan, res 
 			// Everything not folded is carried over in order, the summary in
 			// the place of the first folded message, including messages
 			// appended while the summary was being made.
+			var carry []sessions.NewMessage
 			for _, m := range cur {
 				if gone[m.ID] {
 					if !placed {
 						placed = true
-						for _, ins := range p.inserts {
-							if _, err := e.sessions.InsertAtTx(ctx, tx, target, ins, nil); err != nil {
-								return err
-							}
-						}
+						carry = append(carry, p.inserts...)
 					}
 					continue
 				}
-				if _, err := e.sessions.InsertAtTx(ctx, tx, target, sessions.NewMessage{Role: m.Role, Content: m.Content, SentContent: m.SentContent,
-					ToolName: m.ToolName, ToolCallID: m.ToolCallID, TokenCount: m.TokenCount}, nil); err != nil {
-					return err
-				}
+				carry = append(carry, sessions.NewMessage{Role: m.Role, Content: m.Content, SentContent: m.SentContent,
+					ToolName: m.ToolName, ToolCallID: m.ToolCallID, TokenCount: m.TokenCount})
+			}
+			if err := e.sessions.InsertManyAtTx(ctx, tx, target, carry, nil); err != nil {
+				return err
 			}
 			if err := e.sessions.EndTx(ctx, tx, sess.ID, "compression"); err != nil {
 				return err
@@ -288,10 +286,8 @@ func (e *Engine) commit(ctx context.Context, sess sessions.Session, p plan, res 
 			if n != int64(len(p.replaced)) {
 				return changedUnderneath(sess.ID)
 			}
-			for i, m := range p.inserts {
-				if _, err := e.sessions.InsertAtTx(ctx, tx, target, m, p.pos[i]); err != nil {
-					return err
-				}
+			if err := e.sessions.InsertManyAtTx(ctx, tx, target, p.inserts, p.pos); err != nil {
+				return err
 			}
 		}
 		if err := e.sessions.RecountTx(ctx, tx, target); err != nil {

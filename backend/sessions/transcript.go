@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"atrium/backend/apperr"
@@ -108,4 +109,42 @@ func (s *Service) Reset(ctx context.Context, old, next, platform string) error {
 		_, err := s.bus.EnqueueTx(ctx, tx, hooks.OnSessionReset, hooks.SessionReset{OldSessionID: old, SessionID: next, Platform: platform})
 		return err
 	})
+}
+
+// InsertManyAtTx inserts messages in order with one statement (the rows go
+// through json_each, so no count meets the bound-parameter limit). pos[i]
+// is the position of msgs[i], nil for "its id". Counters are not touched.
+func (s *Service) InsertManyAtTx(ctx context.Context, tx *db.Tx, sessionID string, msgs []NewMessage, pos []*float64) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	type row struct {
+		Role       string   `json:"r"`
+		Content    string   `json:"c"`
+		Sent       *string  `json:"s"`
+		ToolName   string   `json:"tn"`
+		ToolCallID string   `json:"ti"`
+		Tokens     int64    `json:"k"`
+		Pos        *float64 `json:"p"`
+	}
+	rows := make([]row, len(msgs))
+	for i, m := range msgs {
+		if err := validateOneOf("role", m.Role, Roles); err != nil {
+			return err
+		}
+		if m.TokenCount <= 0 {
+			m.TokenCount = EstimateTokens(m.Content)
+		}
+		rows[i] = row{Role: m.Role, Content: m.Content, Sent: m.SentContent, ToolName: m.ToolName, ToolCallID: m.ToolCallID, Tokens: m.TokenCount}
+		if pos != nil {
+			rows[i].Pos = pos[i]
+		}
+	}
+	raw, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	return tx.G.WithContext(ctx).Exec(`INSERT INTO messages (session_id, role, content, sent_content, tool_name, tool_call_id, token_count, created_at, active, pos)
+		SELECT ?, value ->> '$.r', value ->> '$.c', value ->> '$.s', value ->> '$.tn', value ->> '$.ti', value ->> '$.k', ?, 1, value ->> '$.p'
+		FROM json_each(?) ORDER BY key`, sessionID, db.Ms(tx.Now), string(raw)).Error
 }

@@ -1,0 +1,195 @@
+//go:build unix
+
+package turns_test
+
+// BenchmarkPreLLMCall10Plugins measures what ten in-process pre_llm_call
+// plugins add to a turn (docs/benchmarks-compaction.md):
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench 'BenchmarkPreLLMCall10Plugins/CallSync' -benchtime=20000x -count=5 ./backend/turns/
+//	go test -tags sqlite_fts5 -run '^$' -bench 'BenchmarkPreLLMCall10Plugins/Send' -benchtime=2000x -count=5 ./backend/turns/
+//
+// CallSync/plugins=N is the bare bus.CallSync of a turn's payload (a 20-message
+// history); Send/plugins=N is a whole loop.Send with the offline provider. The
+// per-turn overhead is plugins=10 minus plugins=0 of the same group. Besides
+// ns/op (wall clock) each reports cpu-ns/op: the process's CPU time (user+sys,
+// every goroutine and SQLite included) while the timer runs.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"atrium/backend/compaction"
+	"atrium/backend/db"
+	"atrium/backend/hooks"
+	"atrium/backend/llm"
+	"atrium/backend/sessions"
+	"atrium/backend/sessions/sessionstest"
+	"atrium/backend/turns"
+)
+
+const (
+	benchHistory = 20 // messages of history in every benchmark session
+	benchPerSess = 25 // Send iterations per session before a fresh one (history stays 20..70 messages)
+)
+
+// benchPlugins registers n plugins that each answer pre_llm_call with a short
+// string. decode makes each one also decode the payload, as a real plugin does.
+func benchPlugins(n int, decode bool) func(*hooks.Bus) {
+	return func(bus *hooks.Bus) {
+		for i := 0; i < n; i++ {
+			answer := fmt.Sprintf("plugin %02d: remember the team conventions", i)
+			if _, err := bus.RegisterSync(fmt.Sprintf("bench%02d", i), hooks.PreLLMCall, func(_ context.Context, raw json.RawMessage) (any, error) {
+				if decode {
+					var p hooks.LLMCall
+					if err := json.Unmarshal(raw, &p); err != nil {
+						return nil, err
+					}
+				}
+				return answer, nil
+			}); err != nil {
+				panic(err)
+			}
+		}
+	}
+}
+
+func benchHistoryMessages() []sessions.NewMessage {
+	out := make([]sessions.NewMessage, 0, benchHistory)
+	for i := 0; i < benchHistory; i++ {
+		if i%2 == 0 {
+			out = append(out, sessions.NewMessage{Role: "user", Content: fmt.Sprintf("question %d: we decided the service listens on port %d and the owner is Alice; keep that in mind for the rest of the work", i, 8000+i)})
+		} else {
+			out = append(out, sessions.NewMessage{Role: "assistant", Content: fmt.Sprintf("answer %d: noted, port %d, owner Alice, and I will follow the conventions you described earlier in detail", i, 8000+i)})
+		}
+	}
+	return out
+}
+
+func benchSession(b *testing.B, e *sessionstest.Env) string {
+	b.Helper()
+	s := e.MustCreate(b, sessions.CreateParams{Title: "bench"})
+	err := e.DB.InTx(ctx, func(tx *db.Tx) error {
+		for _, m := range benchHistoryMessages() {
+			if _, err := e.Sessions.AppendMessageTx(ctx, tx, s.ID, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s.ID
+}
+
+func BenchmarkPreLLMCall10Plugins(b *testing.B) {
+	variants := []struct {
+		name   string
+		n      int
+		decode bool
+	}{{"plugins=0", 0, false}, {"plugins=10", 10, false}, {"plugins=10_decode", 10, true}}
+
+	b.Run("CallSync", func(b *testing.B) {
+		for _, v := range variants {
+			b.Run(v.name, func(b *testing.B) {
+				e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second}, benchPlugins(v.n, v.decode))
+				hist := make([]map[string]any, 0, benchHistory)
+				for _, m := range benchHistoryMessages() {
+					hist = append(hist, map[string]any{"role": m.Role, "content": m.Content})
+				}
+				payload := hooks.LLMCall{SessionID: "0190a000-0000-7000-8000-000000000000", UserMessage: "what port does the service use?",
+					ConversationHistory: hist, Model: "offline", Platform: "cli"}
+				var cpu cpuMeter
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu.start()
+				for i := 0; i < b.N; i++ {
+					res, err := e.Bus.CallSync(ctx, hooks.PreLLMCall, payload)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(res) != v.n {
+						b.Fatalf("%d answers, want %d", len(res), v.n)
+					}
+				}
+				cpu.stop()
+				b.StopTimer()
+				cpu.report(b)
+			})
+		}
+	})
+
+	b.Run("Send", func(b *testing.B) {
+		for _, v := range variants {
+			b.Run(v.name, func(b *testing.B) {
+				e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second}, benchPlugins(v.n, v.decode))
+				// A window large enough that no threshold compaction fires: the
+				// turn still runs its between-turns prune check.
+				eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
+				if err := eng.RegisterCommands(e.Bus.Commands()); err != nil {
+					b.Fatal(err)
+				}
+				loop, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var id string
+				var cpu cpuMeter
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu.start()
+				for i := 0; i < b.N; i++ {
+					if i%benchPerSess == 0 {
+						cpu.stop()
+						b.StopTimer()
+						if err := e.Bus.Flush(ctx); err != nil {
+							b.Fatal(err)
+						}
+						id = benchSession(b, e)
+						b.StartTimer()
+						cpu.start()
+					}
+					turn, err := loop.Send(ctx, id, "what port does the service use?", hooks.LocalContext("cli", id))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(turn.Compactions) != 0 || turn.SessionID != id {
+						b.Fatalf("unexpected compaction: %+v", turn.Compactions)
+					}
+					if got := strings.Count(turn.SentText, "\n\nplugin "); got != v.n {
+						b.Fatalf("%d injected contexts, want %d", got, v.n)
+					}
+				}
+				cpu.stop()
+				b.StopTimer()
+				cpu.report(b)
+				if err := e.Bus.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+	})
+}
+
+// cpuMeter adds up the process's CPU time over the timed sections.
+type cpuMeter struct{ total, mark time.Duration }
+
+func procCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (c *cpuMeter) start() { c.mark = procCPU() }
+func (c *cpuMeter) stop()  { c.total += procCPU() - c.mark }
+
+func (c *cpuMeter) report(b *testing.B) {
+	b.ReportMetric(float64(c.total.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
