@@ -114,7 +114,7 @@ func NewRoot(env Env) *cobra.Command {
 			return r.print(map[string]string{"version": env.Version}, func(w io.Writer) { fmt.Fprintln(w, env.Version) })
 		},
 	})
-	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd())
+	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.serveCmd())
 	return root
 }
 
@@ -168,6 +168,7 @@ var firesHooks = map[string][]string{
 	"atrium sessions end":            {hooks.OnSessionFinalize},
 	"atrium chat":                    nil,
 	"atrium send":                    nil,
+	"atrium serve":                   nil,
 	"atrium compact":                 {hooks.PostCompaction},
 }
 

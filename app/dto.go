@@ -1,0 +1,267 @@
+package app
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"atrium/backend/compaction"
+	"atrium/backend/db"
+	"atrium/backend/hooks"
+	"atrium/backend/plugins"
+	"atrium/backend/receipts"
+	"atrium/backend/sessions"
+	"atrium/backend/turns"
+)
+
+// SessionDTO is one session as the UI shows it.
+type SessionDTO struct {
+	ID              string     `json:"id"`
+	Source          string     `json:"source"`
+	Title           string     `json:"title"`
+	Profile         string     `json:"profile"`
+	ParentSessionID string     `json:"parent_session_id,omitempty"`
+	Relation        string     `json:"relation,omitempty"`
+	StartedAt       time.Time  `json:"started_at"`
+	EndedAt         *time.Time `json:"ended_at,omitempty"`
+	EndReason       string     `json:"end_reason,omitempty"`
+	LastActivityAt  time.Time  `json:"last_activity_at"`
+	Archived        bool       `json:"archived"`
+	ArchivedAt      *time.Time `json:"archived_at,omitempty"`
+	ArchivedBy      string     `json:"archived_by,omitempty"`
+	Pinned          bool       `json:"pinned"`
+	MessageCount    int64      `json:"message_count"`
+	TokenCount      int64      `json:"token_count"`
+}
+
+// ListFilter narrows Sessions.List; empty fields do not filter (archived
+// defaults to false).
+type ListFilter struct {
+	Archived bool   `json:"archived"`
+	Source   string `json:"source"`
+	Profile  string `json:"profile"`
+	Limit    int    `json:"limit"`
+	Cursor   string `json:"cursor"`
+}
+
+// PageDTO is one page of sessions; Next is empty on the last page.
+type PageDTO struct {
+	Sessions []SessionDTO `json:"sessions"`
+	Next     string       `json:"next,omitempty"`
+}
+
+// HitDTO is one search result.
+type HitDTO struct {
+	Session   SessionDTO `json:"session"`
+	MessageID int64      `json:"message_id,omitempty"`
+	Snippet   string     `json:"snippet"`
+	InTitle   bool       `json:"in_title"`
+}
+
+// Compaction markers of a transcript message.
+const (
+	MarkerSummary = "summary" // a compaction summary
+	MarkerStub    = "stub"    // a pruned tool output
+)
+
+// MessageDTO is one transcript message.
+type MessageDTO struct {
+	ID          int64     `json:"id"`
+	Role        string    `json:"role"`
+	Content     string    `json:"content"`
+	SentContent *string   `json:"sent_content"`
+	ToolName    string    `json:"tool_name,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	Compaction  bool      `json:"compaction"`       // written by compaction
+	Marker      string    `json:"marker,omitempty"` // summary or stub
+}
+
+// PreviewDTO says what a delete of the requested ids would remove.
+type PreviewDTO struct {
+	AffectedIDs []string `json:"affected_ids"`
+	Count       int      `json:"count"`    // rows removed, cascades included
+	Cascaded    int      `json:"cascaded"` // of which not requested
+}
+
+// BulkRequest is a delete, archive or unarchive from the UI. RequestID is
+// made by the UI once per user action; a retry with it replays.
+type BulkRequest struct {
+	RequestID string   `json:"request_id"`
+	IDs       []string `json:"ids"`
+}
+
+// OutcomeDTO is what happened to one requested id.
+type OutcomeDTO struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// ReceiptDTO is the result of a bulk request.
+type ReceiptDTO struct {
+	RequestID   string       `json:"request_id"`
+	Op          string       `json:"op"`
+	Replayed    bool         `json:"replayed"`
+	Changed     bool         `json:"changed"`
+	AffectedIDs []string     `json:"affected_ids"`
+	Outcomes    []OutcomeDTO `json:"outcomes"`
+	CreatedAt   time.Time    `json:"created_at"`
+}
+
+// SendRequest is one user turn.
+type SendRequest struct {
+	Text string `json:"text"`
+}
+
+// TurnDTO is the outcome of Send.
+type TurnDTO struct {
+	SessionID   string   `json:"session_id"`
+	Rotated     bool     `json:"rotated"`
+	Command     string   `json:"command,omitempty"`
+	Output      string   `json:"output,omitempty"`
+	Reply       string   `json:"reply,omitempty"`
+	SentText    string   `json:"sent_text,omitempty"`
+	ToolCalls   []string `json:"tool_calls"`
+	Compactions int      `json:"compactions"`
+}
+
+// PluginDTO is one discovered plugin.
+type PluginDTO struct {
+	Name        string   `json:"name"`
+	Version     string   `json:"version,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Runtime     string   `json:"runtime"`
+	Source      string   `json:"source"`
+	Enabled     bool     `json:"enabled"`
+	State       string   `json:"state"`
+	Error       string   `json:"error,omitempty"`
+	Warnings    []string `json:"warnings"`
+	Hooks       []string `json:"hooks"`
+	Commands    []string `json:"commands"`
+}
+
+// InstallRequest installs a plugin from a folder or archive.
+type InstallRequest struct {
+	Source string `json:"source"`
+	Force  bool   `json:"force"`
+}
+
+// DeliveryDTO is one subscriber's outcome for an event.
+type DeliveryDTO struct {
+	Subscriber  string    `json:"subscriber"`
+	Status      string    `json:"status"`
+	Error       string    `json:"error,omitempty"`
+	Redelivery  bool      `json:"redelivery"`
+	DeliveredAt time.Time `json:"delivered_at"`
+}
+
+// EventDTO is one logged hook event.
+type EventDTO struct {
+	Seq        int64           `json:"seq"`
+	EventID    string          `json:"event_id"`
+	Hook       string          `json:"hook"`
+	Payload    json.RawMessage `json:"payload"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Delivered  bool            `json:"delivered"`
+	Deliveries []DeliveryDTO   `json:"deliveries"`
+}
+
+// SettingsDTO is the editable part of config.yaml. They take effect when the
+// profile is next opened.
+type SettingsDTO struct {
+	HookTimeoutSeconds float64 `json:"hook_timeout_seconds"` // 0 = unbounded
+	RetentionDays      int     `json:"retention_days"`
+	ArchiveIdleDays    int     `json:"archive_idle_days"` // 0 = off
+}
+
+func timePtr(t *db.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.Time
+	return &v
+}
+
+func toSession(s sessions.Session) SessionDTO {
+	out := SessionDTO{ID: s.ID, Source: s.Source, Title: s.Title, Profile: s.Profile, Relation: s.Relation,
+		StartedAt: s.StartedAt.Time, EndedAt: timePtr(s.EndedAt), EndReason: s.EndReason, LastActivityAt: s.LastActivityAt.Time,
+		Archived: s.Archived, ArchivedAt: timePtr(s.ArchivedAt), ArchivedBy: s.ArchivedBy, Pinned: s.Pinned,
+		MessageCount: s.MessageCount, TokenCount: s.TokenCount}
+	if s.ParentSessionID != nil {
+		out.ParentSessionID = *s.ParentSessionID
+	}
+	return out
+}
+
+func toSessions(rows []sessions.Session) []SessionDTO {
+	out := make([]SessionDTO, len(rows))
+	for i, s := range rows {
+		out[i] = toSession(s)
+	}
+	return out
+}
+
+func toHit(h sessions.Hit, _ int) HitDTO {
+	return HitDTO{Session: toSession(h.Session), MessageID: h.MessageID, Snippet: h.Snippet, InTitle: h.InTitle}
+}
+
+func toMessage(m sessions.Message, _ int) MessageDTO {
+	out := MessageDTO{ID: m.ID, Role: m.Role, Content: m.Content, SentContent: m.SentContent, ToolName: m.ToolName, CreatedAt: m.CreatedAt.Time}
+	switch {
+	case strings.HasPrefix(m.Content, compaction.SummaryPrefix):
+		out.Compaction, out.Marker = true, MarkerSummary
+	case strings.HasPrefix(m.Content, compaction.StubPrefix):
+		out.Compaction, out.Marker = true, MarkerStub
+	}
+	return out
+}
+
+func toPreview(affected []string, requested []string) PreviewDTO {
+	req := map[string]bool{}
+	for _, id := range requested {
+		req[id] = true
+	}
+	cascaded := 0
+	for _, id := range affected {
+		if !req[id] {
+			cascaded++
+		}
+	}
+	return PreviewDTO{AffectedIDs: affected, Count: len(affected), Cascaded: cascaded}
+}
+
+func toReceipt(r receipts.Receipt) ReceiptDTO {
+	out := ReceiptDTO{RequestID: r.RequestID, Op: r.Op, Replayed: r.Replayed, Changed: r.Result.Changed,
+		AffectedIDs: nonNil(r.Result.AffectedIDs), Outcomes: make([]OutcomeDTO, len(r.Result.Outcomes)), CreatedAt: r.CreatedAt}
+	for i, o := range r.Result.Outcomes {
+		out.Outcomes[i] = OutcomeDTO(o)
+	}
+	return out
+}
+
+func toTurn(t turns.Turn) TurnDTO {
+	return TurnDTO{SessionID: t.SessionID, Rotated: t.Rotated, Command: t.Command, Output: t.Output, Reply: t.Reply,
+		SentText: t.SentText, ToolCalls: nonNil(t.ToolCalls), Compactions: len(t.Compactions)}
+}
+
+func toPlugin(p plugins.Plugin, _ int) PluginDTO {
+	m := p.Manifest
+	return PluginDTO{Name: m.Name, Version: m.Version, Description: m.Description, Runtime: m.Runtime, Source: p.Source,
+		Enabled: p.Enabled, State: p.State, Error: p.Err, Warnings: nonNil(p.Warnings), Hooks: nonNil(m.Hooks), Commands: nonNil(m.Commands)}
+}
+
+func toEvent(e hooks.LoggedEvent, _ int) EventDTO {
+	out := EventDTO{Seq: e.Seq, EventID: e.EventID, Hook: e.Hook, Payload: e.Payload, CreatedAt: e.CreatedAt,
+		Delivered: e.Delivered, Deliveries: make([]DeliveryDTO, len(e.Deliveries))}
+	for i, d := range e.Deliveries {
+		out.Deliveries[i] = DeliveryDTO(d)
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,246 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"atrium/app"
+)
+
+const token = "test-token-0123456789"
+
+type client struct {
+	t   *testing.T
+	srv *httptest.Server
+}
+
+func newServer(t *testing.T) (env, client) {
+	t.Helper()
+	e := newEnv(t)
+	srv := httptest.NewServer(app.NewHandler(e.app, token))
+	t.Cleanup(srv.Close)
+	return e, client{t: t, srv: srv}
+}
+
+// do sends a request with the bearer token (auth "" sends none) and decodes
+// the JSON answer into out when out is not nil.
+func (c client) do(method, path, auth string, body any, out any) int {
+	c.t.Helper()
+	var rd *bytes.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequest(method, c.srv.URL+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	res, err := c.srv.Client().Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+			c.t.Fatalf("%s %s: decode: %v", method, path, err)
+		}
+	}
+	return res.StatusCode
+}
+
+func TestAPIRefusesEveryPathWithoutTheToken(t *testing.T) {
+	t.Parallel()
+	_, c := newServer(t)
+	routes := []struct{ method, path string }{
+		{"GET", "/api/sessions"},
+		{"GET", "/api/sessions/search?q=x"},
+		{"GET", "/api/sessions/root"},
+		{"GET", "/api/sessions/root/transcript"},
+		{"POST", "/api/sessions/preview"},
+		{"POST", "/api/sessions/delete"},
+		{"POST", "/api/sessions/archive"},
+		{"POST", "/api/sessions/root/send"},
+		{"GET", "/api/plugins"},
+		{"POST", "/api/plugins/x/enable"},
+		{"DELETE", "/api/plugins/x"},
+		{"GET", "/api/events"},
+		{"PUT", "/api/settings"},
+		{"GET", "/api/no/such/route"},
+		{"POST", "/api/"},
+		{"GET", "/api"},
+		{"GET", "/x/../api/sessions"},
+	}
+	for _, r := range routes {
+		for _, auth := range []string{"", "wrong-token"} {
+			var body app.ErrorDTO
+			if code := c.do(r.method, r.path, auth, nil, &body); code != http.StatusUnauthorized || body.Code != app.CodeUnauthorized {
+				t.Errorf("%s %s (token %q) = %d %+v, want 401 unauthorized", r.method, r.path, auth, code, body)
+			}
+		}
+	}
+	if code := c.do("GET", "/api/sessions", token, nil, nil); code != http.StatusOK {
+		t.Fatalf("with token = %d", code)
+	}
+	if code := c.do("GET", "/api/no/such/route", token, nil, nil); code != http.StatusNotFound {
+		t.Fatalf("unknown route with token = %d", code)
+	}
+}
+
+func TestShellLoadsWithoutTokenAndTokenLinkSetsCookie(t *testing.T) {
+	t.Parallel()
+	_, c := newServer(t)
+	res, err := http.Get(c.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET / = %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err = noFollow.Get(c.srv.URL + "/?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/" {
+		t.Fatalf("token link = %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	var cookie *http.Cookie
+	for _, ck := range res.Cookies() {
+		if ck.Name == app.TokenCookie {
+			cookie = ck
+		}
+	}
+	if cookie == nil || cookie.Value != token || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookie = %+v", cookie)
+	}
+
+	req, _ := http.NewRequest("GET", c.srv.URL+"/api/sessions", nil)
+	req.AddCookie(&http.Cookie{Name: app.TokenCookie, Value: token})
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("with cookie = %d", res.StatusCode)
+	}
+
+	res, err = noFollow.Get(c.srv.URL + "/?token=wrong")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || len(res.Cookies()) != 0 {
+		t.Fatalf("wrong token link = %d, cookies %v", res.StatusCode, res.Cookies())
+	}
+}
+
+func TestAPISessionsFlow(t *testing.T) {
+	t.Parallel()
+	e, c := newServer(t)
+	e.mustFixture(t)
+
+	var page app.PageDTO
+	if code := c.do("GET", "/api/sessions?limit=10&archived=false", token, nil, &page); code != 200 || len(page.Sessions) != 4 {
+		t.Fatalf("list = %d %+v", code, page)
+	}
+	var hits []app.HitDTO
+	if code := c.do("GET", "/api/sessions/search?q=kestrel", token, nil, &hits); code != 200 || len(hits) != 1 || hits[0].Session.ID != "root" {
+		t.Fatalf("search = %d %+v", code, hits)
+	}
+	var sess app.SessionDTO
+	if code := c.do("GET", "/api/sessions/tip", token, nil, &sess); code != 200 || sess.ID != "tip" {
+		t.Fatalf("get = %d %+v", code, sess)
+	}
+	var msgs []app.MessageDTO
+	if code := c.do("GET", "/api/sessions/tip/transcript", token, nil, &msgs); code != 200 || len(msgs) != 3 || msgs[0].Marker != app.MarkerSummary {
+		t.Fatalf("transcript = %d %+v", code, msgs)
+	}
+	var pre app.PreviewDTO
+	if code := c.do("POST", "/api/sessions/preview", token, app.IDsRequest{IDs: []string{"root"}}, &pre); code != 200 || pre.Count != 3 || pre.Cascaded != 2 {
+		t.Fatalf("preview = %d %+v", code, pre)
+	}
+
+	del := app.BulkRequest{RequestID: "ui-req-1", IDs: []string{"root"}}
+	var first, again app.ReceiptDTO
+	if code := c.do("POST", "/api/sessions/delete", token, del, &first); code != 200 || first.Replayed || len(first.AffectedIDs) != 3 {
+		t.Fatalf("delete = %d %+v", code, first)
+	}
+	if code := c.do("POST", "/api/sessions/delete", token, del, &again); code != 200 || !again.Replayed {
+		t.Fatalf("retry = %d %+v", code, again)
+	}
+	if n := e.deleteEvents(t); n != 1 {
+		t.Fatalf("on_session_delete events = %d, want 1", n)
+	}
+	var errBody app.ErrorDTO
+	if code := c.do("POST", "/api/sessions/delete", token, app.BulkRequest{RequestID: "ui-req-1", IDs: []string{"other"}}, &errBody); code != http.StatusConflict || errBody.Code != "conflict" {
+		t.Fatalf("conflicting reuse = %d %+v", code, errBody)
+	}
+
+	var ar app.ReceiptDTO
+	if code := c.do("POST", "/api/sessions/archive", token, app.BulkRequest{RequestID: "ui-a", IDs: []string{"other"}}, &ar); code != 200 || !ar.Changed {
+		t.Fatalf("archive = %d %+v", code, ar)
+	}
+	c.do("GET", "/api/sessions?archived=true", token, nil, &page)
+	if len(page.Sessions) != 1 || page.Sessions[0].ID != "other" {
+		t.Fatalf("archived list = %+v", page)
+	}
+	if code := c.do("POST", "/api/sessions/unarchive", token, app.BulkRequest{RequestID: "ui-u", IDs: []string{"other"}}, &ar); code != 200 || !ar.Changed {
+		t.Fatalf("unarchive = %d %+v", code, ar)
+	}
+	c.do("GET", "/api/sessions?archived=true", token, nil, &page)
+	if len(page.Sessions) != 0 {
+		t.Fatalf("still archived = %+v", page)
+	}
+
+	var evs []app.EventDTO
+	if code := c.do("GET", "/api/events?after=0", token, nil, &evs); code != 200 || len(evs) == 0 {
+		t.Fatalf("events = %d %+v", code, evs)
+	}
+
+	scenarios := []struct {
+		name, method, path string
+		body               any
+		status             int
+		code               string
+	}{
+		{"unknown id", "GET", "/api/sessions/nope", nil, 404, "not_found"},
+		{"unknown transcript", "GET", "/api/sessions/nope/transcript", nil, 404, "not_found"},
+		{"hostile id", "GET", "/api/sessions/a%3Bdrop", nil, 400, "invalid"},
+		{"hostile dotted id", "GET", "/api/sessions/a..b", nil, 400, "invalid"},
+		{"hostile delete id", "POST", "/api/sessions/delete", app.BulkRequest{RequestID: "r-9", IDs: []string{"../../etc"}}, 400, "invalid"},
+		{"bad request id", "POST", "/api/sessions/archive", app.BulkRequest{RequestID: "", IDs: []string{"other"}}, 400, "invalid"},
+		{"unknown field", "POST", "/api/sessions/preview", map[string]any{"idz": []string{"x"}}, 400, "invalid"},
+		{"bad limit", "GET", "/api/sessions?limit=lots", nil, 400, "invalid"},
+		{"send a turn", "POST", "/api/sessions/other/send", app.SendRequest{Text: "hi"}, 200, ""},
+		{"unknown plugin", "POST", "/api/plugins/nope/enable", nil, 404, "not_found"},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			var body app.ErrorDTO
+			code := c.do(sc.method, sc.path, token, sc.body, &body)
+			if code != sc.status || body.Code != sc.code {
+				t.Fatalf("%s %s = %d %+v, want %d %s", sc.method, sc.path, code, body, sc.status, sc.code)
+			}
+		})
+	}
+	if _, _, err := e.st.Sessions.End(ctx, "other", "user"); err != nil {
+		t.Fatal(err)
+	}
+	var rej app.ErrorDTO
+	if code := c.do("POST", "/api/sessions/other/send", token, app.SendRequest{Text: "hi"}, &rej); code != http.StatusUnprocessableEntity || rej.Code != "rejected" {
+		t.Fatalf("send to ended session = %d %+v", code, rej)
+	}
+}

@@ -1,0 +1,105 @@
+package app
+
+import "net/http"
+
+// IDsRequest names sessions for a preview.
+type IDsRequest struct {
+	IDs []string `json:"ids"`
+}
+
+// routes maps the API onto the services; each handler only decodes.
+func (h *handler) routes() {
+	s, p := h.a.Sessions, h.a.Plugins
+	h.route("GET /api/sessions", func(r *http.Request) (any, error) {
+		archived, err := queryBool(r, "archived")
+		if err != nil {
+			return nil, err
+		}
+		limit, err := queryInt(r, "limit")
+		if err != nil {
+			return nil, err
+		}
+		q := r.URL.Query()
+		return s.List(ListFilter{Archived: archived, Source: q.Get("source"), Profile: q.Get("profile"), Limit: int(limit), Cursor: q.Get("cursor")})
+	})
+	h.route("GET /api/sessions/search", func(r *http.Request) (any, error) {
+		limit, err := queryInt(r, "limit")
+		if err != nil {
+			return nil, err
+		}
+		return s.Search(r.URL.Query().Get("q"), int(limit))
+	})
+	h.route("GET /api/sessions/{id}", func(r *http.Request) (any, error) { return s.Get(r.PathValue("id")) })
+	h.route("GET /api/sessions/{id}/transcript", func(r *http.Request) (any, error) { return s.Transcript(r.PathValue("id")) })
+	h.route("GET /api/sessions/{id}/lineage", func(r *http.Request) (any, error) { return s.Lineage(r.PathValue("id")) })
+	h.mux.HandleFunc("POST /api/sessions/preview", func(w http.ResponseWriter, r *http.Request) {
+		var in IDsRequest
+		if err := decode(w, r, &in); err != nil {
+			h.write(w, nil, err)
+			return
+		}
+		v, err := s.Preview(in.IDs)
+		h.write(w, v, err)
+	})
+	h.bulk("POST /api/sessions/delete", s.Delete)
+	h.bulk("POST /api/sessions/archive", s.Archive)
+	h.bulk("POST /api/sessions/unarchive", s.Unarchive)
+	h.mux.HandleFunc("POST /api/sessions/{id}/send", func(w http.ResponseWriter, r *http.Request) {
+		var in SendRequest
+		if err := decode(w, r, &in); err != nil {
+			h.write(w, nil, err)
+			return
+		}
+		v, err := s.Send(r.PathValue("id"), in.Text)
+		h.write(w, v, err)
+	})
+	h.route("GET /api/plugins", func(r *http.Request) (any, error) { return p.List() })
+	h.route("POST /api/plugins/{name}/enable", func(r *http.Request) (any, error) { return p.Enable(r.PathValue("name")) })
+	h.route("POST /api/plugins/{name}/disable", func(r *http.Request) (any, error) { return p.Disable(r.PathValue("name")) })
+	h.mux.HandleFunc("POST /api/plugins/install", func(w http.ResponseWriter, r *http.Request) {
+		var in InstallRequest
+		if err := decode(w, r, &in); err != nil {
+			h.write(w, nil, err)
+			return
+		}
+		v, err := p.Install(in)
+		h.write(w, v, err)
+	})
+	h.route("DELETE /api/plugins/{name}", func(r *http.Request) (any, error) {
+		return map[string]string{"removed": r.PathValue("name")}, p.Remove(r.PathValue("name"))
+	})
+	h.route("GET /api/events", func(r *http.Request) (any, error) {
+		after, err := queryInt(r, "after")
+		if err != nil {
+			return nil, err
+		}
+		limit, err := queryInt(r, "limit")
+		if err != nil {
+			return nil, err
+		}
+		return h.a.Activity.Recent(after, int(limit))
+	})
+	h.route("GET /api/settings", func(r *http.Request) (any, error) { return h.a.Settings.Get() })
+	h.mux.HandleFunc("PUT /api/settings", func(w http.ResponseWriter, r *http.Request) {
+		var in SettingsDTO
+		if err := decode(w, r, &in); err != nil {
+			h.write(w, nil, err)
+			return
+		}
+		v, err := h.a.Settings.Set(in)
+		h.write(w, v, err)
+	})
+}
+
+// bulk registers a receipt-backed operation.
+func (h *handler) bulk(pattern string, op func(requestID string, ids []string) (ReceiptDTO, error)) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		var in BulkRequest
+		if err := decode(w, r, &in); err != nil {
+			h.write(w, nil, err)
+			return
+		}
+		v, err := op(in.RequestID, in.IDs)
+		h.write(w, v, err)
+	})
+}

@@ -1,0 +1,112 @@
+package plugins
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/goccy/go-yaml"
+
+	"atrium/backend/apperr"
+	"atrium/backend/config"
+)
+
+// ConfigEdit sets Section.Key to Value; a nil Value removes the key.
+type ConfigEdit struct {
+	Section string
+	Key     string
+	Value   any
+}
+
+// EditConfig applies edits to the config file at path in one rewrite,
+// keeping every other key and its order, the way Enable/Disable rewrite the
+// plugin lists. The result must load (config.Load) before it atomically
+// replaces the file, so an invalid value changes nothing.
+func EditConfig(path string, edits ...ConfigEdit) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
+	}
+	if _, _, err := config.Load(path); err != nil {
+		return err
+	}
+	var doc yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap()); err != nil {
+		return apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
+	}
+	for _, e := range edits {
+		var err error
+		if doc, err = editSection(path, doc, e.Section, e.Key, e.Value); err != nil {
+			return err
+		}
+	}
+	return writeConfig(path, doc)
+}
+
+func editSection(path string, doc yaml.MapSlice, section, key string, value any) (yaml.MapSlice, error) {
+	idx := -1
+	for i, it := range doc {
+		if k, _ := it.Key.(string); k == section {
+			idx = i
+		}
+	}
+	var sec yaml.MapSlice
+	if idx >= 0 && doc[idx].Value != nil {
+		var ok bool
+		if sec, ok = doc[idx].Value.(yaml.MapSlice); !ok {
+			return nil, apperr.New(apperr.Invalid, "config %s: %s must be a mapping", path, section)
+		}
+	}
+	sec = setValue(sec, key, value)
+	if idx >= 0 {
+		doc[idx].Value = sec
+	} else {
+		doc = append(doc, yaml.MapItem{Key: section, Value: sec})
+	}
+	return doc, nil
+}
+
+func setValue(s yaml.MapSlice, key string, value any) yaml.MapSlice {
+	for i, it := range s {
+		if k, _ := it.Key.(string); k == key {
+			if value == nil {
+				return append(s[:i], s[i+1:]...)
+			}
+			s[i].Value = value
+			return s
+		}
+	}
+	if value == nil {
+		return s
+	}
+	return append(s, yaml.MapItem{Key: key, Value: value})
+}
+
+// writeConfig encodes doc, checks that it loads, and renames it over path.
+func writeConfig(path string, doc yaml.MapSlice) error {
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return apperr.Wrap(apperr.Internal, err, "encode config %s", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.yaml")
+	if err != nil {
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(out); err != nil {
+		tmp.Close()
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	if err := tmp.Close(); err != nil {
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	if _, _, err := config.Load(tmp.Name()); err != nil {
+		return apperr.Wrap(apperr.Invalid, err, "rewritten config does not load")
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
+	}
+	return nil
+}
