@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/goccy/go-yaml"
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
@@ -166,82 +165,20 @@ func without(list []string, s string) []string {
 // not kept (the file is round-tripped through an ordered map). The result is
 // re-validated before it replaces the file, atomically.
 func editPluginLists(path string, edit func(enabled, disabled []string) ([]string, []string)) error {
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
-	}
-	if _, _, err := config.Load(path); err != nil {
+	cfg, _, err := config.Load(path)
+	if err != nil {
 		return err
 	}
-	var doc yaml.MapSlice
-	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap()); err != nil {
-		return apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
-	}
-	var cfg config.Config
-	_ = yaml.Unmarshal(data, &cfg)
 	enabled, disabled := edit(cfg.Plugins.Enabled, cfg.Plugins.Disabled)
-
-	idx := -1
-	for i, it := range doc {
-		if k, _ := it.Key.(string); k == "plugins" {
-			idx = i
-		}
-	}
-	var section yaml.MapSlice
-	if idx >= 0 && doc[idx].Value != nil {
-		var ok bool
-		if section, ok = doc[idx].Value.(yaml.MapSlice); !ok {
-			return apperr.New(apperr.Invalid, "config %s: plugins must be a mapping", path)
-		}
-	}
-	section = setKey(section, "enabled", enabled)
-	section = setKey(section, "disabled", disabled)
-	if idx >= 0 {
-		doc[idx].Value = section
-	} else {
-		doc = append(doc, yaml.MapItem{Key: "plugins", Value: section})
-	}
-	out, err := yaml.Marshal(doc)
-	if err != nil {
-		return apperr.Wrap(apperr.Internal, err, "encode config %s", path)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.yaml")
-	if err != nil {
-		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
-	}
-	if err := tmp.Close(); err != nil {
-		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
-	}
-	if _, _, err := config.Load(tmp.Name()); err != nil {
-		return apperr.Wrap(apperr.Internal, err, "rewritten config does not load")
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
-	}
-	return nil
+	return EditConfig(path,
+		ConfigEdit{Section: "plugins", Key: "enabled", Value: listOrNil(enabled)},
+		ConfigEdit{Section: "plugins", Key: "disabled", Value: listOrNil(disabled)})
 }
 
-// setKey sets key in an ordered map; an empty list removes it.
-func setKey(s yaml.MapSlice, key string, list []string) yaml.MapSlice {
-	for i, it := range s {
-		if k, _ := it.Key.(string); k == key {
-			if len(list) == 0 {
-				return append(s[:i], s[i+1:]...)
-			}
-			s[i].Value = list
-			return s
-		}
-	}
+// listOrNil makes an empty list remove its key.
+func listOrNil(list []string) any {
 	if len(list) == 0 {
-		return s
+		return nil
 	}
-	return append(s, yaml.MapItem{Key: key, Value: list})
+	return list
 }
