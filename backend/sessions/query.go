@@ -198,7 +198,9 @@ func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit,
 		archArgs = []any{*o.Archived}
 	}
 	g := s.db.Read.WithContext(ctx)
-	// The newest matching message of each matching session.
+	// The newest matching message of each matching session: walk the index
+	// newest first and stop at the limit-th distinct session, instead of
+	// joining every match (a common word matches thousands).
 	type mrow struct {
 		MID       int64
 		SessionID string
@@ -206,14 +208,30 @@ func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit,
 	}
 	var mrows []mrow
 	args := append([]any{match}, archArgs...)
-	args = append(args, limit)
-	// SQLite's bare-column rule: with MAX(), content comes from the max row.
-	err = g.Raw(`SELECT MAX(m.id) AS m_id, m.session_id, m.content
+	cur, err := g.Raw(`SELECT m.id, m.session_id, m.content
 		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
-		WHERE messages_fts MATCH ?`+arch+`
-		GROUP BY m.session_id ORDER BY m_id DESC LIMIT ?`, args...).Scan(&mrows).Error
+		WHERE messages_fts MATCH ?`+arch+` ORDER BY f.rowid DESC`, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("search messages: %w", err)
+	}
+	found := map[string]bool{}
+	for cur.Next() {
+		var r mrow
+		if err := cur.Scan(&r.MID, &r.SessionID, &r.Content); err != nil {
+			cur.Close()
+			return nil, fmt.Errorf("search messages: %w", err)
+		}
+		if found[r.SessionID] {
+			continue
+		}
+		found[r.SessionID] = true
+		mrows = append(mrows, r)
+		if len(mrows) == limit {
+			break
+		}
+	}
+	if err := cur.Close(); err != nil {
+		return nil, err
 	}
 	var titleIDs []string
 	args = append([]any{match}, archArgs...)
