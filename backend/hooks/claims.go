@@ -1,10 +1,12 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -158,21 +160,13 @@ func (b *Bus) Recover(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("recover hook events: %w", err)
 	}
 	// RETURNING gives no order guarantee; deliver oldest first.
-	sortPending(claimed)
+	slices.SortFunc(claimed, func(a, b pendingRow) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, c := range claimed {
 		ev := Event{ID: c.EventID, Seq: c.Seq, Hook: c.Hook, Payload: []byte(c.Payload),
 			CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), Redelivery: true}
 		b.deliverTo(ev, done[c.Seq])
 	}
 	return len(claimed), nil
-}
-
-func sortPending(p []pendingRow) {
-	for i := 1; i < len(p); i++ {
-		for j := i; j > 0 && p[j].Seq < p[j-1].Seq; j-- {
-			p[j], p[j-1] = p[j-1], p[j]
-		}
-	}
 }
 
 func pidAlive(pid int) bool {

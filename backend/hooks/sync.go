@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,7 +88,8 @@ func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncRes
 		}
 	}
 	b.mu.Unlock()
-	sortStable(regs)
+	// Plugin-name order; a plugin's own callbacks keep registration order.
+	slices.SortStableFunc(regs, func(a, b *syncReg) int { return strings.Compare(a.plugin, b.plugin) })
 	out := make([]SyncResult, 0, len(regs))
 	for _, r := range regs {
 		b.waitDrained(ctx, r.plugin)
@@ -98,14 +100,6 @@ func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncRes
 		out = append(out, SyncResult{Plugin: r.plugin, Value: v, Err: err})
 	}
 	return out, nil
-}
-
-func sortStable(regs []*syncReg) {
-	for i := 1; i < len(regs); i++ {
-		for j := i; j > 0 && regs[j].plugin < regs[j-1].plugin; j-- {
-			regs[j], regs[j-1] = regs[j-1], regs[j]
-		}
-	}
 }
 
 // callOne runs one synchronous callback in its own goroutine so a hang is

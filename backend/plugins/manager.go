@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 
-
 	"atrium/backend/apperr"
 	"atrium/backend/config"
 )

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"atrium/backend/apperr"
@@ -155,7 +156,8 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		return t, err
 	}
 	// Between turns: prune stale tool output first, then the soft threshold.
-	if err := l.compactIfChanged(ctx, &t, compaction.KindPruneToolResults, compaction.ReasonProactivePrune); err != nil {
+	// prune_tool_results' own plan decides whether there is anything to prune.
+	if _, err := l.compact(ctx, &t, compaction.KindPruneToolResults, compaction.ReasonProactivePrune); err != nil {
 		return t, err
 	}
 	if err := l.maybeCompact(ctx, &t, compaction.KindSummarize, compaction.ReasonBetweenTurns, l.engine.Config().SoftThreshold); err != nil {
@@ -246,7 +248,7 @@ func (l *Loop) toolSpecs() []llm.ToolSpec {
 	for n := range l.opts.Tools {
 		names = append(names, n)
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	out := make([]llm.ToolSpec, 0, len(names))
 	for _, n := range names {
 		out = append(out, l.opts.Tools[n].Spec)
@@ -268,13 +270,6 @@ func (l *Loop) maybeCompact(ctx context.Context, t *Turn, kind, reason string, f
 		return nil
 	}
 	_, err = l.compact(ctx, t, kind, reason)
-	return err
-}
-
-// compactIfChanged runs a compaction whose own plan decides whether there is
-// anything to do (prune_tool_results).
-func (l *Loop) compactIfChanged(ctx context.Context, t *Turn, kind, reason string) error {
-	_, err := l.compact(ctx, t, kind, reason)
 	return err
 }
 
@@ -333,12 +328,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
