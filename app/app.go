@@ -44,19 +44,47 @@ type App struct {
 	Activity *Activity
 	Settings *Settings
 	log      *slog.Logger
+	live     *live
+	emit     Emitter
 }
 
-// New builds the services of st. platform is PlatformDesktop or
-// PlatformDashboard.
-func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Manager, platform string) *App {
-	return &App{
-		Sessions: NewSessions(ctx, st, loop, platform),
-		Plugins:  NewPlugins(ctx, mgr),
-		Activity: NewActivity(ctx, st),
-		Settings: NewSettings(st),
-		log:      st.Logger(),
-	}
+// Options are what the surface (window or dashboard) gives the services.
+type Options struct {
+	Platform string  // PlatformDesktop or PlatformDashboard
+	Version  string  // shown in Settings.Info
+	Emitter  Emitter // live events to the UI; nil drops them
+	Picker   Picker  // native file dialogs; nil: Plugins.Browse is unsupported
+	Opener   Opener  // opens a folder in the file manager; nil: Plugins.Open only reports the path
 }
+
+// New builds the services of st. Call Run to push live events.
+func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Manager, o Options) *App {
+	if o.Emitter == nil {
+		o.Emitter = nopEmitter{}
+	}
+	a := &App{
+		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter),
+		Plugins:  NewPlugins(ctx, mgr, o.Picker, o.Opener),
+		Activity: NewActivity(ctx, st),
+		Settings: NewSettings(st, o.Platform, o.Version),
+		log:      st.Logger(),
+		emit:     o.Emitter,
+		live:     newLive(st, o.Emitter),
+	}
+	mgr.OnChange(func(name, state string) {
+		o.Emitter.Emit(EventPluginState, PluginStateDTO{Name: name, State: state})
+	})
+	return a
+}
+
+// Run pushes hook activity to the emitter, batched, until ctx ends.
+func (a *App) Run(ctx context.Context) { a.live.run(ctx) }
+
+// OpenSession asks the UI to show session id (a second `atrium --open ID`).
+func (a *App) OpenSession(id string) { a.emit.Emit(EventOpenSession, OpenSessionDTO{ID: id}) }
+
+// Bindings are the services the window binds, for Wails' Bind option.
+func (a *App) Bindings() []any { return []any{a.Sessions, a.Plugins, a.Activity, a.Settings} }
 
 // ErrorDTO is what a caller sees of an error.
 type ErrorDTO struct {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -31,6 +32,12 @@ type env struct {
 // newEnv opens a real stack on a temp home.
 func newEnv(t *testing.T) env {
 	t.Helper()
+	return newEnvWith(t, app.Options{Platform: app.PlatformDashboard, Version: "test"})
+}
+
+// newEnvWith is newEnv with the surface's options.
+func newEnvWith(t *testing.T, o app.Options) env {
+	t.Helper()
 	home, err := config.ResolveHome(t.TempDir(), "default")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +53,7 @@ func newEnv(t *testing.T) env {
 		t.Fatal(err)
 	}
 	mgr := plugins.NewManager(plugins.DiscoverOptions{Home: home, Version: "dev"})
-	return env{st: st, app: app.New(ctx, st, loop, mgr, app.PlatformDashboard)}
+	return env{st: st, app: app.New(ctx, st, loop, mgr, o)}
 }
 
 func (e env) mustCreate(t *testing.T, p sessions.CreateParams) sessions.Session {
@@ -111,7 +118,7 @@ func TestSessionsReadServices(t *testing.T) {
 		t.Fatalf("bad source: %v", err)
 	}
 
-	hits, err := s.Search("pelic", 10)
+	hits, err := s.Search("pelic", 10, false)
 	if err != nil || len(hits) != 1 || hits[0].Session.ID != "tip" {
 		t.Fatalf("search = %+v, %v", hits, err)
 	}
@@ -232,9 +239,22 @@ func TestSettingsRoundTripAndRefuseInvalid(t *testing.T) {
 	if err := os.WriteFile(path, []byte("# mine\nmodel:\n  provider: offline\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3})
-	if err != nil || got != (app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3}) {
+	got, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work"})
+	want := app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work", Profiles: []string{"default"}}
+	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("set = %+v, %v", got, err)
+	}
+	if p := config.StartupProfile(e.st.Home.Root); p != "work" {
+		t.Fatalf("startup profile = %q", p)
+	}
+	if h, err := config.ResolveHome(e.st.Home.Root, ""); err != nil || h.Profile != "work" {
+		t.Fatalf("home without a profile = %+v, %v", h, err)
+	}
+	if _, err := e.app.Settings.Set(app.SettingsDTO{RetentionDays: 5, Profile: "../x"}); apperr.CodeOf(err) != apperr.Invalid {
+		t.Fatalf("bad profile: %v", err)
+	}
+	if now, _ := e.app.Settings.Get(); now.RetentionDays != 7 || now.Profile != "work" {
+		t.Fatalf("a bad profile changed settings: %+v", now)
 	}
 	raw, _ := os.ReadFile(path)
 	if !strings.Contains(string(raw), "provider: offline") {

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,9 +171,11 @@ type EventDTO struct {
 // SettingsDTO is the editable part of config.yaml. They take effect when the
 // profile is next opened.
 type SettingsDTO struct {
-	HookTimeoutSeconds float64 `json:"hook_timeout_seconds"` // 0 = unbounded
-	RetentionDays      int     `json:"retention_days"`
-	ArchiveIdleDays    int     `json:"archive_idle_days"` // 0 = off
+	HookTimeoutSeconds float64  `json:"hook_timeout_seconds"` // 0 = unbounded
+	RetentionDays      int      `json:"retention_days"`
+	ArchiveIdleDays    int      `json:"archive_idle_days"`  // 0 = off
+	Profile            string   `json:"profile"`            // opened next time no --profile is given
+	Profiles           []string `json:"profiles,omitempty"` // read-only: the profiles of this home
 }
 
 func timePtr(t *db.Time) *time.Time {
@@ -264,4 +268,71 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+func sortEvents(evs []EventDTO) {
+	slices.SortFunc(evs, func(a, b EventDTO) int { return cmp.Compare(a.Seq, b.Seq) })
+}
+
+// backend is f as the store's filter; empty fields do not filter.
+func (f ListFilter) backend() sessions.Filter {
+	bf := sessions.Filter{Archived: &f.Archived, Limit: f.Limit, Cursor: f.Cursor}
+	if f.Source != "" {
+		bf.Source = &f.Source
+	}
+	if f.Profile != "" {
+		bf.Profile = &f.Profile
+	}
+	return bf
+}
+
+// CountDTO is a number of sessions.
+type CountDTO struct {
+	Count int64 `json:"count"`
+}
+
+// FacetsDTO are the values the list can be filtered by.
+type FacetsDTO struct {
+	Sources  []string `json:"sources"`
+	Profiles []string `json:"profiles"`
+}
+
+// CompactionDTO is one post_compaction of a session, as its event logged it.
+type CompactionDTO struct {
+	EventID         string    `json:"event_id"`
+	SessionID       string    `json:"session_id"`
+	OldSessionID    string    `json:"old_session_id"`
+	Kind            string    `json:"kind"`
+	Reason          string    `json:"reason"`
+	BeforeTokens    *int64    `json:"before_tokens"`
+	AfterTokens     *int64    `json:"after_tokens"`
+	MessagesRemoved *int64    `json:"messages_removed"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+func toCompactions(evs []hooks.LoggedEvent) []CompactionDTO {
+	out := make([]CompactionDTO, 0, len(evs))
+	for _, e := range evs {
+		c := CompactionDTO{EventID: e.EventID, CreatedAt: e.CreatedAt}
+		if err := json.Unmarshal(e.Payload, &c); err != nil {
+			continue // a payload that is not a compaction's is not shown
+		}
+		c.EventID, c.CreatedAt = e.EventID, e.CreatedAt
+		out = append(out, c)
+	}
+	return out
+}
+
+// InfoDTO tells the UI where it runs.
+type InfoDTO struct {
+	Version  string `json:"version"`
+	Platform string `json:"platform"`
+	Profile  string `json:"profile"`
+	Home     string `json:"home"`
+}
+
+// FolderDTO is a plugin's folder and whether it was shown in a file manager.
+type FolderDTO struct {
+	Path   string `json:"path"`
+	Opened bool   `json:"opened"`
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"path"
 	"strconv"
@@ -21,25 +22,47 @@ const CodeUnauthorized = "unauthorized"
 const maxBody = 1 << 20
 
 //go:embed shell.html
-var shellHTML []byte
+var missingUI []byte
 
 // handler serves the page shell at / and the JSON API under /api/.
 type handler struct {
-	a     *App
-	token string
-	mux   *http.ServeMux
+	a      *App
+	token  string
+	mux    *http.ServeMux
+	assets fs.FS
+	files  http.Handler // the frontend's assets; nil without them
+	index  []byte
 }
 
-// NewHandler serves a's services as a JSON API under /api/. Every /api/
-// request needs token (header "Authorization: Bearer TOKEN" or the
-// atrium_token cookie), checked before any routing. GET /?token=TOKEN sets
-// the cookie and redirects to /.
-func NewHandler(a *App, token string) http.Handler {
+// Serving are the optional parts of the dashboard's handler.
+type Serving struct {
+	Assets fs.FS // the built frontend (index.html at its root); nil or empty: a notice page
+	Hub    *Hub  // live events on GET /api/stream; nil: no stream
+}
+
+// NewHandler serves a's services as a JSON API under /api/ and the frontend
+// at /. Every /api/ request needs token (header "Authorization: Bearer
+// TOKEN" or the atrium_token cookie), checked before any routing. GET
+// /?token=TOKEN sets the cookie and redirects to /.
+func NewHandler(a *App, token string, o Serving) http.Handler {
 	if token == "" {
 		panic("app.NewHandler: empty token") // wiring bug
 	}
-	h := &handler{a: a, token: token, mux: http.NewServeMux()}
+	h := &handler{a: a, token: token, mux: http.NewServeMux(), assets: o.Assets, index: missingUI}
+	if o.Assets != nil {
+		if b, err := fs.ReadFile(o.Assets, "index.html"); err == nil {
+			h.index = b
+		} else {
+			h.assets = nil
+		}
+	}
 	h.mux.HandleFunc("GET /{$}", h.shell)
+	if h.assets != nil {
+		h.files = http.FileServerFS(h.assets)
+	}
+	if o.Hub != nil {
+		h.mux.HandleFunc("GET /api/stream", o.Hub.serve)
+	}
 	h.routes()
 	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		h.write(w, nil, apperr.New(apperr.NotFound, "no API route %s %s", r.Method, r.URL.Path))
@@ -50,6 +73,11 @@ func NewHandler(a *App, token string) http.Handler {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isAPI(r.URL.Path) && !h.authorized(r) {
 		writeJSON(w, http.StatusUnauthorized, ErrorDTO{Code: CodeUnauthorized, Message: "missing or wrong access token: open the link atrium serve printed"})
+		return
+	}
+	if !isAPI(r.URL.Path) && r.URL.Path != "/" && h.files != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h.files.ServeHTTP(w, r)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
@@ -83,7 +111,7 @@ func (h *handler) shell(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = w.Write(shellHTML)
+	_, _ = w.Write(h.index)
 }
 
 // route registers a JSON endpoint: fn's value is written with 200, its

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,8 +21,16 @@ type client struct {
 
 func newServer(t *testing.T) (env, client) {
 	t.Helper()
-	e := newEnv(t)
-	srv := httptest.NewServer(app.NewHandler(e.app, token))
+	return newServerWith(t, nil)
+}
+
+// newServerWith serves the UI assets too, and wires the app's live events
+// to the SSE hub.
+func newServerWith(t *testing.T, assets fs.FS) (env, client) {
+	t.Helper()
+	hub := app.NewHub()
+	e := newEnvWith(t, app.Options{Platform: app.PlatformDashboard, Version: "test", Emitter: hub})
+	srv := httptest.NewServer(app.NewHandler(e.app, token, app.Serving{Assets: assets, Hub: hub}))
 	t.Cleanup(srv.Close)
 	return e, client{t: t, srv: srv}
 }

@@ -5,19 +5,33 @@ import (
 
 	"github.com/samber/lo"
 
+	"atrium/backend/apperr"
 	"atrium/backend/plugins"
 )
 
-// Plugins lists, toggles, installs and removes plugins. Changes take effect
-// when the profile is next opened.
-type Plugins struct {
-	base
-	m *plugins.Manager
+// Picker shows the window's native file dialogs.
+type Picker interface {
+	// PickPluginSource lets the user choose a plugin folder (zip false) or a
+	// .zip archive; "" when cancelled.
+	PickPluginSource(zip bool) (string, error)
 }
 
-// NewPlugins binds m.
-func NewPlugins(ctx context.Context, m *plugins.Manager) *Plugins {
-	return &Plugins{base: base{ctx: ctx}, m: m}
+// Opener shows a folder in the desktop's file manager.
+type Opener interface {
+	OpenFolder(path string) error
+}
+
+// Plugins lists, toggles, installs and removes plugins.
+type Plugins struct {
+	base
+	m      *plugins.Manager
+	picker Picker
+	opener Opener
+}
+
+// NewPlugins binds m; picker and opener may be nil (the dashboard).
+func NewPlugins(ctx context.Context, m *plugins.Manager, picker Picker, opener Opener) *Plugins {
+	return &Plugins{base: base{ctx: ctx}, m: m, picker: picker, opener: opener}
 }
 
 // List returns every discovered plugin, by name.
@@ -60,3 +74,32 @@ func (p *Plugins) Install(req InstallRequest) (PluginDTO, error) {
 
 // Remove deletes a user plugin.
 func (p *Plugins) Remove(name string) error { return p.m.Remove(name) }
+
+// Open shows a plugin's folder in the file manager (desktop), and returns
+// its path either way.
+func (p *Plugins) Open(name string) (FolderDTO, error) {
+	got, err := p.m.Find(name)
+	if err != nil {
+		return FolderDTO{}, err
+	}
+	if got.Dir == "" {
+		return FolderDTO{}, apperr.New(apperr.NotFound, "plugin %s has no folder on disk", name)
+	}
+	out := FolderDTO{Path: got.Dir}
+	if p.opener != nil {
+		if err := p.opener.OpenFolder(got.Dir); err != nil {
+			return out, apperr.Wrap(apperr.Internal, err, "open %s", got.Dir)
+		}
+		out.Opened = true
+	}
+	return out, nil
+}
+
+// Browse shows a native dialog to choose a plugin folder or .zip to install;
+// "" when cancelled. Only the window has one.
+func (p *Plugins) Browse(zip bool) (string, error) {
+	if p.picker == nil {
+		return "", apperr.New(apperr.Rejected, "no file dialog here: type the plugin's path")
+	}
+	return p.picker.PickPluginSource(zip)
+}

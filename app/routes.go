@@ -11,27 +11,42 @@ type IDsRequest struct {
 func (h *handler) routes() {
 	s, p := h.a.Sessions, h.a.Plugins
 	h.route("GET /api/sessions", func(r *http.Request) (any, error) {
-		archived, err := queryBool(r, "archived")
+		f, err := listFilter(r)
 		if err != nil {
 			return nil, err
 		}
-		limit, err := queryInt(r, "limit")
-		if err != nil {
-			return nil, err
-		}
-		q := r.URL.Query()
-		return s.List(ListFilter{Archived: archived, Source: q.Get("source"), Profile: q.Get("profile"), Limit: int(limit), Cursor: q.Get("cursor")})
+		return s.List(f)
 	})
 	h.route("GET /api/sessions/search", func(r *http.Request) (any, error) {
 		limit, err := queryInt(r, "limit")
 		if err != nil {
 			return nil, err
 		}
-		return s.Search(r.URL.Query().Get("q"), int(limit))
+		archived, err := queryBool(r, "archived")
+		if err != nil {
+			return nil, err
+		}
+		return s.Search(r.URL.Query().Get("q"), int(limit), archived)
 	})
+	h.route("GET /api/sessions/count", func(r *http.Request) (any, error) {
+		f, err := listFilter(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.Count(f)
+	})
+	h.route("GET /api/sessions/ids", func(r *http.Request) (any, error) {
+		f, err := listFilter(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.IDs(f)
+	})
+	h.route("GET /api/sessions/facets", func(r *http.Request) (any, error) { return s.Facets() })
 	h.route("GET /api/sessions/{id}", func(r *http.Request) (any, error) { return s.Get(r.PathValue("id")) })
 	h.route("GET /api/sessions/{id}/transcript", func(r *http.Request) (any, error) { return s.Transcript(r.PathValue("id")) })
 	h.route("GET /api/sessions/{id}/lineage", func(r *http.Request) (any, error) { return s.Lineage(r.PathValue("id")) })
+	h.route("GET /api/sessions/{id}/compactions", func(r *http.Request) (any, error) { return s.Compactions(r.PathValue("id")) })
 	h.mux.HandleFunc("POST /api/sessions/preview", func(w http.ResponseWriter, r *http.Request) {
 		var in IDsRequest
 		if err := decode(w, r, &in); err != nil {
@@ -65,6 +80,7 @@ func (h *handler) routes() {
 		v, err := p.Install(in)
 		h.write(w, v, err)
 	})
+	h.route("POST /api/plugins/{name}/open", func(r *http.Request) (any, error) { return p.Open(r.PathValue("name")) })
 	h.route("DELETE /api/plugins/{name}", func(r *http.Request) (any, error) {
 		return map[string]string{"removed": r.PathValue("name")}, p.Remove(r.PathValue("name"))
 	})
@@ -79,6 +95,7 @@ func (h *handler) routes() {
 		}
 		return h.a.Activity.Recent(after, int(limit))
 	})
+	h.route("GET /api/info", func(r *http.Request) (any, error) { return h.a.Settings.Info(), nil })
 	h.route("GET /api/settings", func(r *http.Request) (any, error) { return h.a.Settings.Get() })
 	h.mux.HandleFunc("PUT /api/settings", func(w http.ResponseWriter, r *http.Request) {
 		var in SettingsDTO
@@ -102,4 +119,18 @@ func (h *handler) bulk(pattern string, op func(requestID string, ids []string) (
 		v, err := op(in.RequestID, in.IDs)
 		h.write(w, v, err)
 	})
+}
+
+// listFilter reads a ListFilter from the query string.
+func listFilter(r *http.Request) (ListFilter, error) {
+	archived, err := queryBool(r, "archived")
+	if err != nil {
+		return ListFilter{}, err
+	}
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		return ListFilter{}, err
+	}
+	q := r.URL.Query()
+	return ListFilter{Archived: archived, Source: q.Get("source"), Profile: q.Get("profile"), Limit: int(limit), Cursor: q.Get("cursor")}, nil
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/samber/lo"
 
@@ -18,36 +19,59 @@ type Sessions struct {
 	st       *stack.Stack
 	loop     *turns.Loop
 	platform string
+	emit     Emitter
 }
 
-// NewSessions binds st. loop runs Send; platform is told to plugins.
-func NewSessions(ctx context.Context, st *stack.Stack, loop *turns.Loop, platform string) *Sessions {
-	return &Sessions{base: base{ctx: ctx}, st: st, loop: loop, platform: platform}
+// NewSessions binds st. loop runs Send; platform is told to plugins; bulk
+// requests report progress on emit.
+func NewSessions(ctx context.Context, st *stack.Stack, loop *turns.Loop, platform string, emit Emitter) *Sessions {
+	if emit == nil {
+		emit = nopEmitter{}
+	}
+	return &Sessions{base: base{ctx: ctx}, st: st, loop: loop, platform: platform, emit: emit}
 }
 
 // List returns one page of sessions, newest activity first.
 func (s *Sessions) List(f ListFilter) (PageDTO, error) {
 	ctx, cancel := s.with(readTimeout)
 	defer cancel()
-	bf := sessions.Filter{Archived: &f.Archived, Limit: f.Limit, Cursor: f.Cursor}
-	if f.Source != "" {
-		bf.Source = &f.Source
-	}
-	if f.Profile != "" {
-		bf.Profile = &f.Profile
-	}
-	p, err := s.st.Sessions.List(ctx, bf)
+	p, err := s.st.Sessions.List(ctx, f.backend())
 	if err != nil {
 		return PageDTO{}, err
 	}
 	return PageDTO{Sessions: toSessions(p.Sessions), Next: p.Next}, nil
 }
 
-// Search finds sessions whose title or messages contain every word of query.
-func (s *Sessions) Search(query string, limit int) ([]HitDTO, error) {
+// Count is how many sessions the filter matches (limit and cursor ignored).
+func (s *Sessions) Count(f ListFilter) (CountDTO, error) {
 	ctx, cancel := s.with(readTimeout)
 	defer cancel()
-	hits, err := s.st.Sessions.Search(ctx, query, sessions.SearchOptions{Limit: limit})
+	n, err := s.st.Sessions.Count(ctx, f.backend())
+	return CountDTO{Count: n}, err
+}
+
+// IDs returns every session id the filter matches, in list order: "select
+// all" in the current filter.
+func (s *Sessions) IDs(f ListFilter) ([]string, error) {
+	ctx, cancel := s.with(readTimeout)
+	defer cancel()
+	return s.st.Sessions.IDs(ctx, f.backend())
+}
+
+// Facets returns the sources and profiles the list can be filtered by.
+func (s *Sessions) Facets() (FacetsDTO, error) {
+	ctx, cancel := s.with(readTimeout)
+	defer cancel()
+	f, err := s.st.Sessions.Facets(ctx)
+	return FacetsDTO(f), err
+}
+
+// Search finds sessions whose title or messages contain every word of query,
+// archived ones only when archived is true (active ones otherwise).
+func (s *Sessions) Search(query string, limit int, archived bool) ([]HitDTO, error) {
+	ctx, cancel := s.with(readTimeout)
+	defer cancel()
+	hits, err := s.st.Sessions.Search(ctx, query, sessions.SearchOptions{Limit: limit, Archived: &archived})
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +112,21 @@ func (s *Sessions) Lineage(id string) ([]SessionDTO, error) {
 	return toSessions(rows), nil
 }
 
+// Compactions returns the compactions recorded for a session (as the new
+// or the old session of a rotation), oldest first, from the event log.
+func (s *Sessions) Compactions(id string) ([]CompactionDTO, error) {
+	ctx, cancel := s.with(readTimeout)
+	defer cancel()
+	if _, err := s.st.Sessions.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	evs, err := hooks.ListEvents(ctx, s.st.DB, hooks.LogFilter{Hook: hooks.PostCompaction, Session: id, Limit: 10_000})
+	if err != nil {
+		return nil, err
+	}
+	return toCompactions(evs), nil
+}
+
 // Preview says how many rows deleting ids would remove, cascades included.
 func (s *Sessions) Preview(ids []string) (PreviewDTO, error) {
 	ctx, cancel := s.with(readTimeout)
@@ -118,7 +157,12 @@ func (s *Sessions) Unarchive(requestID string, ids []string) (ReceiptDTO, error)
 func (s *Sessions) apply(op, requestID string, ids []string) (ReceiptDTO, error) {
 	ctx, cancel := s.with(writeTimeout)
 	defer cancel()
-	r, err := s.st.Receipts.Apply(ctx, receipts.Request{RequestID: requestID, Op: op, SessionIDs: ids}, nil)
+	pr := s.progress(op, requestID, len(ids))
+	pr(0, len(ids))
+	r, err := s.st.Receipts.Apply(ctx, receipts.Request{RequestID: requestID, Op: op, SessionIDs: ids}, pr)
+	if err == nil {
+		pr(len(r.Result.AffectedIDs), len(r.Result.AffectedIDs)) // the end, whatever the cascade added
+	}
 	if err != nil {
 		return ReceiptDTO{}, err
 	}
@@ -134,4 +178,22 @@ func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
 		return TurnDTO{}, err
 	}
 	return toTurn(t), nil
+}
+
+// progressEvery throttles progress events of one request.
+const progressEvery = 100 * time.Millisecond
+
+// progress emits the progress of one bulk request, at most every
+// progressEvery and always for the first and the last step.
+func (s *Sessions) progress(op, requestID string, total int) sessions.Progress {
+	var last time.Time
+	return func(done, n int) {
+		if n > 0 {
+			total = n
+		}
+		if now := time.Now(); done == 0 || done >= total || now.Sub(last) >= progressEvery {
+			last = now
+			s.emit.Emit(EventProgress, ProgressDTO{RequestID: requestID, Op: op, Done: done, Total: total})
+		}
+	}
 }

@@ -6,32 +6,55 @@ import (
 	"atrium/backend/stack"
 )
 
-// Settings reads and writes the editable keys of the profile's config.yaml.
+// Settings reads and writes the editable keys of the profile's config.yaml,
+// and the profile opened next time.
 type Settings struct {
-	path string
+	home     config.Home
+	platform string
+	version  string
 }
 
 // NewSettings binds the config file of st's profile.
-func NewSettings(st *stack.Stack) *Settings { return &Settings{path: st.Home.ConfigPath()} }
+func NewSettings(st *stack.Stack, platform, version string) *Settings {
+	return &Settings{home: st.Home, platform: platform, version: version}
+}
+
+// Info tells the UI which build, surface, profile and home it shows.
+func (s *Settings) Info() InfoDTO {
+	return InfoDTO{Version: s.version, Platform: s.platform, Profile: s.home.Profile, Home: s.home.Dir}
+}
 
 // Get returns the settings as config.yaml has them now (defaults filled).
 func (s *Settings) Get() (SettingsDTO, error) {
-	cfg, _, err := config.Load(s.path)
+	cfg, _, err := config.Load(s.home.ConfigPath())
 	if err != nil {
 		return SettingsDTO{}, err
 	}
 	return SettingsDTO{HookTimeoutSeconds: cfg.HookTimeout().Seconds(), RetentionDays: cfg.RetentionDays(),
-		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays}, nil
+		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, Profile: config.StartupProfile(s.home.Root),
+		Profiles: config.Profiles(s.home.Root)}, nil
 }
 
-// Set writes all three settings; an invalid value changes nothing.
+// Set writes the settings; an invalid value changes nothing. The config
+// keys apply when the profile is next opened, the profile at next launch. An
+// empty Profile leaves the startup profile as it is.
 func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
-	err := plugins.EditConfig(s.path,
+	if in.Profile != "" {
+		if _, err := s.home.ForProfile(in.Profile); err != nil {
+			return SettingsDTO{}, err
+		}
+	}
+	err := plugins.EditConfig(s.home.ConfigPath(),
 		plugins.ConfigEdit{Section: "plugins", Key: "hook_callback_timeout", Value: in.HookTimeoutSeconds},
 		plugins.ConfigEdit{Section: "sessions", Key: "retention_days", Value: in.RetentionDays},
 		plugins.ConfigEdit{Section: "sessions", Key: "archive_idle_days", Value: in.ArchiveIdleDays})
 	if err != nil {
 		return SettingsDTO{}, err
+	}
+	if in.Profile != "" && in.Profile != config.StartupProfile(s.home.Root) {
+		if err := config.SetStartupProfile(s.home.Root, in.Profile); err != nil {
+			return SettingsDTO{}, err
+		}
 	}
 	return s.Get()
 }

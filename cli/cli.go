@@ -102,7 +102,7 @@ func NewRoot(env Env) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.home, "home", "", "data home (default $ATRIUM_HOME, then ~/.local/share/atrium)")
-	pf.StringVar(&g.profile, "profile", "default", "profile to use")
+	pf.StringVar(&g.profile, "profile", "", "profile to use (default: the one chosen in the desktop settings, else \"default\")")
 	pf.BoolVar(&g.json, "json", false, "print one JSON document for scripts")
 
 	r := &runner{env: env, g: g}
@@ -114,7 +114,7 @@ func NewRoot(env Env) *cobra.Command {
 			return r.print(map[string]string{"version": env.Version}, func(w io.Writer) { fmt.Fprintln(w, env.Version) })
 		},
 	})
-	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.serveCmd())
+	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.serveCmd(), r.devCmd())
 	return root
 }
 

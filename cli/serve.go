@@ -20,6 +20,7 @@ import (
 	"atrium/backend/apperr"
 	"atrium/backend/plugins"
 	"atrium/backend/stack"
+	"atrium/frontend"
 )
 
 // DefaultServeAddr is where `atrium serve` listens without --addr.
@@ -67,10 +68,16 @@ func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags,
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := app.New(ctx, st, loop, plugins.NewManager(r.discoverOptions(st)), app.PlatformDashboard)
-	srv := &http.Server{Handler: app.NewHandler(a, token), ReadHeaderTimeout: 10 * time.Second}
+	hub := app.NewHub()
+	a := app.New(ctx, st, loop, plugins.NewManager(r.discoverOptions(st)),
+		app.Options{Platform: app.PlatformDashboard, Version: r.env.Version, Emitter: hub})
+	srv := &http.Server{Handler: app.NewHandler(a, token, app.Serving{Assets: frontend.Dist(), Hub: hub}), ReadHeaderTimeout: 10 * time.Second,
+		// Requests end with the server, so open event streams do not hold up
+		// the shutdown.
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	var wg sync.WaitGroup
 	wg.Go(func() { st.Maintenance.Loop(ctx) })
+	wg.Go(func() { a.Run(ctx) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(r.env.Stdout, "Atrium dashboard: http://%s/?token=%s\n", ln.Addr(), token)

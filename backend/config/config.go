@@ -46,7 +46,7 @@ func ResolveHome(flagHome, profile string) (Home, error) {
 		return Home{}, apperr.Wrap(apperr.Invalid, err, "invalid home %q", root)
 	}
 	if profile == "" {
-		profile = "default"
+		profile = StartupProfile(abs)
 	}
 	if err := validateProfile(profile); err != nil {
 		return Home{}, err

@@ -37,7 +37,9 @@ type LoggedEvent struct {
 type LogFilter struct {
 	Hook     string // "" for all
 	AfterSeq int64
-	Limit    int // default 1000
+	Limit    int     // default 1000
+	Session  string  // "": all; else events whose payload names this session
+	Seqs     []int64 // nil: all; else only these sequence numbers
 }
 
 // ListEvents reads the durable event log, oldest first by sequence.
@@ -56,6 +58,16 @@ func ListEvents(ctx context.Context, d *db.DB, f LogFilter) ([]LoggedEvent, erro
 	if f.Hook != "" {
 		q += ` AND hook = ?`
 		args = append(args, f.Hook)
+	}
+	if f.Session != "" {
+		q += ` AND (json_extract(payload, '$.session_id') = ? OR json_extract(payload, '$.old_session_id') = ?
+			OR EXISTS (SELECT 1 FROM json_each(payload, '$.deleted_ids') WHERE value = ?))`
+		args = append(args, f.Session, f.Session, f.Session)
+	}
+	if f.Seqs != nil {
+		raw, _ := json.Marshal(f.Seqs)
+		q += ` AND seq IN (SELECT value FROM json_each(?))`
+		args = append(args, string(raw))
 	}
 	args = append(args, limit)
 	var rows []struct {

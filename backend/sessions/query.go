@@ -86,35 +86,21 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	case limit > 1000:
 		limit = 1000
 	}
-	archived := false
-	if f.Archived != nil {
-		archived = *f.Archived
-	}
-	var where strings.Builder
-	args := []any{archived}
-	where.WriteString(`archived = ?`)
-	if f.Source != nil {
-		if err := validateOneOf("source", *f.Source, Sources); err != nil {
-			return Page{}, err
-		}
-		where.WriteString(` AND source = ?`)
-		args = append(args, *f.Source)
-	}
-	if f.Profile != nil {
-		where.WriteString(` AND profile = ?`)
-		args = append(args, *f.Profile)
+	where, args, err := f.where()
+	if err != nil {
+		return Page{}, err
 	}
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
 		if err != nil {
 			return Page{}, err
 		}
-		where.WriteString(` AND (last_activity_at < ? OR (last_activity_at = ? AND id < ?))`)
+		where += ` AND (last_activity_at < ? OR (last_activity_at = ? AND id < ?))`
 		args = append(args, c.At, c.At, c.ID)
 	}
 	args = append(args, limit+1)
 	var rows []Session
-	q := `SELECT * FROM sessions WHERE ` + where.String() + ` ORDER BY last_activity_at DESC, id DESC LIMIT ?`
+	q := `SELECT * FROM sessions WHERE ` + where + ` ORDER BY last_activity_at DESC, id DESC LIMIT ?`
 	if err := s.db.Read.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
@@ -129,6 +115,76 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 		p.Sessions = []Session{}
 	}
 	return p, nil
+}
+
+// where is the WHERE clause of f, without its cursor.
+func (f Filter) where() (string, []any, error) {
+	archived := false
+	if f.Archived != nil {
+		archived = *f.Archived
+	}
+	var where strings.Builder
+	args := []any{archived}
+	where.WriteString(`archived = ?`)
+	if f.Source != nil {
+		if err := validateOneOf("source", *f.Source, Sources); err != nil {
+			return "", nil, err
+		}
+		where.WriteString(` AND source = ?`)
+		args = append(args, *f.Source)
+	}
+	if f.Profile != nil {
+		where.WriteString(` AND profile = ?`)
+		args = append(args, *f.Profile)
+	}
+	return where.String(), args, nil
+}
+
+// Count is how many sessions f matches (its cursor and limit ignored).
+func (s *Service) Count(ctx context.Context, f Filter) (int64, error) {
+	where, args, err := f.where()
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := s.db.Read.WithContext(ctx).Raw(`SELECT count(*) FROM sessions WHERE `+where, args...).Scan(&n).Error; err != nil {
+		return 0, fmt.Errorf("count sessions: %w", err)
+	}
+	return n, nil
+}
+
+// IDs returns the id of every session f matches, in List's order (its cursor
+// and limit ignored): "select all" in a filter.
+func (s *Service) IDs(ctx context.Context, f Filter) ([]string, error) {
+	where, args, err := f.where()
+	if err != nil {
+		return nil, err
+	}
+	ids := []string{}
+	q := `SELECT id FROM sessions WHERE ` + where + ` ORDER BY last_activity_at DESC, id DESC`
+	if err := s.db.Read.WithContext(ctx).Raw(q, args...).Scan(&ids).Error; err != nil {
+		return nil, fmt.Errorf("list session ids: %w", err)
+	}
+	return ids, nil
+}
+
+// Facets are the distinct values the list can be filtered by.
+type Facets struct {
+	Sources  []string `json:"sources"`
+	Profiles []string `json:"profiles"`
+}
+
+// Facets returns the sources and profiles that sessions use, sorted.
+func (s *Service) Facets(ctx context.Context) (Facets, error) {
+	out := Facets{Sources: []string{}, Profiles: []string{}}
+	r := s.db.Read.WithContext(ctx)
+	if err := r.Raw(`SELECT DISTINCT source FROM sessions ORDER BY source`).Scan(&out.Sources).Error; err != nil {
+		return Facets{}, fmt.Errorf("session sources: %w", err)
+	}
+	if err := r.Raw(`SELECT DISTINCT profile FROM sessions ORDER BY profile`).Scan(&out.Profiles).Error; err != nil {
+		return Facets{}, fmt.Errorf("session profiles: %w", err)
+	}
+	return out, nil
 }
 
 func decodeCursor(s string) (cursor, error) {
