@@ -1,23 +1,43 @@
 # Every build, test and benchmark carries sqlite_fts5: mattn/go-sqlite3 leaves
-# FTS5 out without it, and the store's full-text search needs it.
-TAGS      ?= sqlite_fts5
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION)
-BIN       := build/bin/atrium
+# FTS5 out without it, and the store's full-text search needs it. The one
+# binary adds the Wails window (desktop,production) against WebKitGTK 4.1.
+TAGS         ?= sqlite_fts5
+DESKTOP_TAGS := desktop,production,webkit2_41,$(TAGS)
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS      := -X main.version=$(VERSION)
+BIN          := build/bin/atrium
 
-.PHONY: build run test deps vet bench clean
+.PHONY: build run test deps vet unit e2e frontend bench bench-ui clean
 
-build:
-	go build -tags '$(TAGS)' -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+# make build: the web UI, then the one binary (window + every subcommand).
+build: frontend
+	go build -tags '$(DESKTOP_TAGS)' -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
+# make run: build, then open the window on your sessions (ARGS="--profile work").
 run: build
 	./$(BIN) $(ARGS)
 
-# make test: installs what the tests need on a fresh Debian machine, then vets
-# and runs every test with the race detector.
-test: deps
+frontend/node_modules/.package-lock.json: frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+
+frontend: frontend/node_modules/.package-lock.json
+	cd frontend && npm run build
+
+e2e/node_modules/.package-lock.json: e2e/package-lock.json
+	cd e2e && npm ci --no-audit --no-fund
+
+# make test: installs what the tests need on a fresh Debian machine, vets,
+# runs every Go test with the race detector, builds, then drives the real
+# window under Xvfb and the dashboard in headless Chromium.
+test: deps unit build e2e
+
+unit: frontend
 	go vet -tags '$(TAGS)' ./...
 	go test -race -tags '$(TAGS)' -count=1 ./...
+
+e2e: build e2e/node_modules/.package-lock.json
+	dbus-run-session -- ./scripts/e2e-window.sh $(BIN)
+	node e2e/dashboard.mjs $(BIN)
 
 deps:
 	./scripts/deps.sh
@@ -25,5 +45,10 @@ deps:
 bench:
 	go test -tags '$(TAGS)' -run '^$$' -bench . -benchtime=1x -count=5 ./backend/benchmarks/
 
+# bench-ui: launch-to-first-paint on 100,000 sessions and a UI bulk delete of
+# 1,000, in the real window under Xvfb (medians of 5 runs).
+bench-ui: build
+	dbus-run-session -- ./scripts/e2e-window.sh $(BIN) --bench 5
+
 clean:
-	rm -rf build/bin
+	rm -rf build/bin frontend/node_modules e2e/node_modules

@@ -106,6 +106,7 @@ func NewRoot(env Env) *cobra.Command {
 	pf.BoolVar(&g.json, "json", false, "print one JSON document for scripts")
 
 	r := &runner{env: env, g: g}
+	r.window(root)
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the Atrium version",
@@ -169,6 +170,7 @@ var firesHooks = map[string][]string{
 	"atrium chat":                    nil,
 	"atrium send":                    nil,
 	"atrium serve":                   nil,
+	"atrium":                         nil, // the window
 	"atrium compact":                 {hooks.PostCompaction},
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"atrium/app"
 	"atrium/backend/apperr"
-	"atrium/backend/plugins"
 	"atrium/backend/stack"
 	"atrium/frontend"
 )
@@ -69,7 +68,7 @@ func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags,
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hub := app.NewHub()
-	a := app.New(ctx, st, loop, plugins.NewManager(r.discoverOptions(st)),
+	a := app.New(ctx, st, loop, r.pluginManager(st),
 		app.Options{Platform: app.PlatformDashboard, Version: r.env.Version, Emitter: hub})
 	srv := &http.Server{Handler: app.NewHandler(a, token, app.Serving{Assets: frontend.Dist(), Hub: hub}), ReadHeaderTimeout: 10 * time.Second,
 		// Requests end with the server, so open event streams do not hold up

@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # Installs what building and testing Atrium needs on a fresh Debian machine:
-# a C compiler for cgo (mattn/go-sqlite3 and the race detector), then the Go
-# modules. Runs apt-get as root, or through sudo.
+# a C compiler for cgo (mattn/go-sqlite3, the race detector, the window),
+# GTK and WebKitGTK 4.1 headers for the Wails window, Node for the web UI,
+# Xvfb, xdotool, ImageMagick and D-Bus for the window's end-to-end test,
+# Chromium for the dashboard's, Python 3 for Python plugins; then the Go
+# modules. Runs apt-get as root, or through sudo, and only when something is
+# missing.
 set -euo pipefail
+pkgs=(gcc libc6-dev make git pkg-config python3 libgtk-3-dev libwebkit2gtk-4.1-dev
+  nodejs npm xvfb xauth xdotool imagemagick dbus chromium fonts-liberation)
 need=()
-command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
-command -v make >/dev/null 2>&1 || need+=(make)
-command -v git >/dev/null 2>&1 || need+=(git)
-# Python plugins (the runner and the tests that drive real Python plugins).
-command -v python3 >/dev/null 2>&1 || need+=(python3)
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+# A Node from elsewhere (nvm, nodesource) is fine: do not ask apt for it.
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  need=("${need[@]/nodejs}"); need=("${need[@]/npm}")
+fi
+need=($(printf '%s\n' "${need[@]}" | grep -v '^$' || true))
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
+  echo "deps: apt-get install ${need[*]}" >&2
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi

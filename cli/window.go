@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"atrium/backend/plugins"
+	"atrium/backend/stack"
+	"atrium/desktop"
+)
+
+// window makes `atrium` with no command open the desktop window (in the
+// profile of --profile, showing the session of --open). A second `atrium
+// --open ID` while a window runs on the same profile hands ID to it and
+// exits.
+func (r *runner) window(root *cobra.Command) {
+	var open string
+	var f stack.ModelFlags
+	root.Flags().StringVar(&open, "open", "", "open the window on this session")
+	modelFlags(root, &f)
+	root.Args = noArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if !desktop.Available {
+			return desktop.Run(cmd.Context(), nil, desktop.Options{})
+		}
+		return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+			loop, err := st.Loop(f)
+			if err != nil {
+				return err
+			}
+			return desktop.Run(ctx, st, desktop.Options{Version: r.env.Version, Open: open, Loop: loop,
+				Plugins: r.pluginManager(st)})
+		})
+	}
+}
+
+// pluginManager manages the plugins of st's profile for a long-lived
+// surface (the window, the dashboard).
+func (r *runner) pluginManager(st *stack.Stack) *plugins.Manager {
+	return plugins.NewManager(r.discoverOptions(st))
+}

@@ -1,0 +1,133 @@
+//go:build desktop
+
+package desktop
+
+import (
+	"context"
+	"sync"
+
+	"github.com/wailsapp/wails/v2"
+	"github.com/wailsapp/wails/v2/pkg/menu"
+	"github.com/wailsapp/wails/v2/pkg/menu/keys"
+	"github.com/wailsapp/wails/v2/pkg/options"
+	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
+	"github.com/wailsapp/wails/v2/pkg/options/linux"
+	"github.com/wailsapp/wails/v2/pkg/runtime"
+
+	"atrium/app"
+	"atrium/backend/stack"
+	"atrium/build"
+	"atrium/frontend"
+)
+
+// Available reports whether this build has the window.
+const Available = true
+
+// Run opens the window on st and blocks until it is closed. The window runs
+// the automatic maintenance and pushes hook activity to the UI.
+func Run(ctx context.Context, st *stack.Stack, o Options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	emit := &lateEmitter{}
+	wr := &wailsRuntime{}
+	a := app.New(ctx, st, o.Loop, o.Plugins, app.Options{Platform: app.PlatformDesktop, Version: o.Version,
+		Emitter: emit, Picker: wr, Opener: wr})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	quit := menu.NewMenu()
+	file := quit.AddSubmenu("File")
+	file.AddText("Quit", keys.CmdOrCtrl("q"), func(*menu.CallbackData) { wr.quit() })
+
+	return wails.Run(&options.App{
+		Title:            "Atrium",
+		Width:            Width,
+		Height:           Height,
+		MinWidth:         MinWidth,
+		MinHeight:        MinHeight,
+		BackgroundColour: &options.RGBA{R: 250, G: 250, B: 250, A: 255},
+		AssetServer:      &assetserver.Options{Assets: frontend.Dist()},
+		Menu:             quit,
+		Bind:             a.Bindings(),
+		ErrorFormatter:   a.ErrorFormatter,
+		OnStartup: func(wctx context.Context) {
+			wr.set(wctx)
+			emit.set(func(name string, data any) { runtime.EventsEmit(wctx, name, data) })
+			wg.Go(func() { a.Run(ctx) })
+			wg.Go(func() { st.Maintenance.Loop(ctx) })
+		},
+		OnDomReady: func(context.Context) {
+			if o.Open != "" {
+				a.OpenSession(o.Open)
+			}
+		},
+		OnShutdown: func(context.Context) {
+			cancel()
+			fctx, done := context.WithTimeout(context.Background(), closeWait)
+			defer done()
+			_ = st.Bus.Flush(fctx) // pending hook deliveries, bounded
+		},
+		SingleInstanceLock: &options.SingleInstanceLock{
+			UniqueId: UniqueID(st.Home.Dir),
+			OnSecondInstanceLaunch: func(d options.SecondInstanceData) {
+				wr.show()
+				if id := OpenArg(d.Args); id != "" {
+					a.OpenSession(id)
+				}
+			},
+		},
+		Linux: &linux.Options{
+			// Never: the GPU path painted blank pages under Xvfb.
+			WebviewGpuPolicy: linux.WebviewGpuPolicyNever,
+			ProgramName:      "atrium",
+			Icon:             build.Icon,
+		},
+	})
+}
+
+// wailsRuntime implements app's Picker and Opener with the Wails runtime;
+// every call needs the ctx Wails gave OnStartup.
+type wailsRuntime struct {
+	mu  sync.Mutex
+	ctx context.Context
+}
+
+func (w *wailsRuntime) set(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ctx = ctx
+}
+
+func (w *wailsRuntime) get() context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ctx
+}
+
+func (w *wailsRuntime) PickPluginSource(zip bool) (string, error) {
+	ctx := w.get()
+	if zip {
+		return runtime.OpenFileDialog(ctx, runtime.OpenDialogOptions{Title: "Install a plugin archive",
+			Filters: []runtime.FileFilter{{DisplayName: "Plugin archives (*.zip)", Pattern: "*.zip"}}})
+	}
+	return runtime.OpenDirectoryDialog(ctx, runtime.OpenDialogOptions{Title: "Install a plugin folder"})
+}
+
+func (w *wailsRuntime) OpenFolder(path string) error {
+	runtime.BrowserOpenURL(w.get(), "file://"+path)
+	return nil
+}
+
+func (w *wailsRuntime) show() {
+	if ctx := w.get(); ctx != nil {
+		runtime.WindowUnminimise(ctx)
+		runtime.WindowShow(ctx)
+	}
+}
+
+func (w *wailsRuntime) quit() {
+	if ctx := w.get(); ctx != nil {
+		runtime.Quit(ctx)
+	}
+}

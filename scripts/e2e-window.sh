@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# End to end in the real desktop window under Xvfb. Run inside a D-Bus
+# session (the single-instance lock needs one):
+#   dbus-run-session -- scripts/e2e-window.sh build/bin/atrium
+# It seeds a store, starts the window, checks the list shows it, opens a
+# session through a second instance, bulk-deletes everything through the UI
+# (Ctrl+A, Delete, Enter), checks one on_session_delete carried every id,
+# keeps a screenshot in e2e/artifacts/, and quits with Ctrl+Q.
+# With --bench RUNS it instead times launch-to-first-painted-list on a store
+# of 100,000 sessions and a UI bulk delete of 1,000, and prints medians.
+set -euo pipefail
+BIN=$(readlink -f "${1:-build/bin/atrium}")
+MODE=${2:-check}
+RUNS=${3:-5}
+ART="$(cd "$(dirname "$0")/.." && pwd)/e2e/artifacts"
+mkdir -p "$ART"
+WORK=$(mktemp -d)
+APID="" XPID=""
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+
+stop() { # TERM, wait 5 s, then KILL
+  [ -n "$1" ] || return 0
+  kill "$1" 2>/dev/null || return 0
+  for _ in $(seq 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+cleanup() { stop "$APID"; stop "$XPID"; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+DFILE="$WORK/display"
+Xvfb -displayfd 4 -screen 0 1280x800x24 -nolisten tcp 4>"$DFILE" >/dev/null 2>&1 &
+XPID=$!
+for _ in $(seq 100); do [ -s "$DFILE" ] && break; sleep 0.1; done
+export DISPLAY=":$(head -1 "$DFILE")"
+export NO_AT_BRIDGE=1
+
+# wait_title REGEX [TENTHS]: prints the window id once a window's title matches.
+wait_title() {
+  for _ in $(seq "${2:-300}"); do
+    w=$(xdotool search --name "$1" 2>/dev/null | head -1 || true)
+    [ -n "$w" ] && { echo "$w"; return 0; }
+    sleep 0.1
+  done
+  return 1
+}
+now_ms() { date +%s%3N; }
+
+# start_window HOME: starts the window and sets APID.
+start_window() {
+  "$BIN" --home "$1" >"$WORK/app.log" 2>&1 &
+  APID=$!
+}
+
+# focus_list W: puts the pointer over the list and clicks a row, which gives
+# the list keyboard focus (there is no window manager; focus follows the pointer).
+focus_list() {
+  xdotool mousemove --sync 640 400
+  xdotool click 1
+  sleep 0.3
+}
+
+delete_all_via_ui() {
+  xdotool key ctrl+a
+  sleep 0.5
+  xdotool key Delete
+  sleep 1
+  xdotool key Return
+}
+
+count_delete_events() { # HOME -> "events ids"
+  "$BIN" --home "$1" --json events list --hook on_session_delete |
+    python3 -c 'import json,sys; e=json.load(sys.stdin); print(len(e), sum(len(x["payload"].get("deleted_ids") or []) for x in e))'
+}
+
+if [ "$MODE" = "--bench" ]; then
+  H="$WORK/home-bench"
+  "$BIN" --home "$H" dev seed --sessions 100000 --messages 2 >/dev/null
+  paint=()
+  for i in $(seq "$RUNS"); do
+    t0=$(now_ms); start_window "$H"
+    wait_title '^Atrium · default · 100000 sessions$' 600 >/dev/null || { echo "no first paint"; cat "$WORK/app.log"; exit 1; }
+    paint+=($(( $(now_ms) - t0 ))); stop "$APID"; APID=""
+  done
+  H2="$WORK/home-del"
+  del=()
+  for i in $(seq "$RUNS"); do
+    rm -rf "$H2"; "$BIN" --home "$H2" dev seed --sessions 1000 --messages 4 >/dev/null
+    start_window "$H2"; W=$(wait_title '^Atrium · default · 1000 sessions$' 600)
+    focus_list
+    xdotool key ctrl+a; sleep 0.5; xdotool key Delete; sleep 1
+    t0=$(now_ms); xdotool key Return
+    wait_title '^Atrium · default · 0 sessions$' 600 >/dev/null || { echo "delete never finished"; exit 1; }
+    del+=($(( $(now_ms) - t0 ))); stop "$APID"; APID=""
+  done
+  median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+  echo "launch to first painted list, 100,000 sessions: runs ${paint[*]} ms, median $(median "${paint[@]}") ms"
+  echo "UI bulk delete of 1,000 sessions (Enter to list repainted): runs ${del[*]} ms, median $(median "${del[@]}") ms"
+  exit 0
+fi
+
+H="$WORK/home"
+"$BIN" --home "$H" dev seed --sessions 40 --messages 3 --title "Window e2e" >/dev/null
+FIRST=$("$BIN" --home "$H" --json sessions list --limit 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessions"][0]["id"])')
+
+t0=$(now_ms)
+start_window "$H"
+if W=$(wait_title '^Atrium · default · 40 sessions$'); then
+  ok "the window lists the seeded store ($(( $(now_ms) - t0 )) ms to first paint)"
+else
+  bad "the window never showed 40 sessions"; cat "$WORK/app.log"; exit 1
+fi
+
+# A second instance hands its session to the first and exits.
+if timeout 20 "$BIN" --home "$H" --open "$FIRST" >"$WORK/second.log" 2>&1; then second=0; else second=$?; fi
+if [ "$second" -ne 124 ] && kill -0 "$APID" 2>/dev/null; then
+  ok "a second atrium --open exits (code $second) and the first window keeps running"
+else
+  bad "second instance: code $second"
+fi
+if wait_title "^Atrium · default · Window e2e 1: " 100 >/dev/null; then
+  ok "the first window opened the session the second one asked for"
+else
+  bad "the first window did not open $FIRST"
+fi
+xdotool key Escape
+wait_title '^Atrium · default · 40 sessions$' 100 >/dev/null || true
+
+focus_list
+delete_all_via_ui
+if wait_title '^Atrium · default · 0 sessions$' 300 >/dev/null; then
+  ok "Ctrl+A, Delete, Enter removed every session"
+else
+  bad "the list did not empty"
+fi
+import -window root "$ART/window.png" 2>/dev/null && ok "screenshot kept: e2e/artifacts/window.png" || bad "screenshot"
+"$BIN" --home "$H" --json sessions list >/dev/null
+read -r n ids < <(count_delete_events "$H")
+if [ "$n" = 1 ] && [ "$ids" = 40 ]; then
+  ok "one on_session_delete with all 40 ids"
+else
+  bad "on_session_delete: $n events, $ids ids"
+fi
+
+xdotool key ctrl+q
+for _ in $(seq 100); do kill -0 "$APID" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$APID" 2>/dev/null; then
+  bad "Ctrl+Q did not quit"
+else
+  wait "$APID" && code=0 || code=$?
+  APID=""
+  [ "$code" = 0 ] && ok "Ctrl+Q quits cleanly" || bad "exit code $code after Ctrl+Q"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
