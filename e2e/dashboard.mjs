@@ -1,0 +1,482 @@
+#!/usr/bin/env node
+// End-to-end checks of the dashboard: a real `atrium serve` on a temporary
+// home, driven through Debian's chromium with playwright-core.
+//
+//   node e2e/dashboard.mjs /path/to/atrium
+//
+// One line per check, then "N passed, M failed"; exit 1 if any failed.
+// CHROMIUM=/path overrides /usr/bin/chromium; E2E_KEEP=1 keeps the home.
+
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const bin = process.argv[2] ? resolve(process.argv[2]) : '';
+if (!bin) {
+  console.error('usage: node e2e/dashboard.mjs /path/to/atrium');
+  process.exit(2);
+}
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+const home = mkdtempSync(join(tmpdir(), 'atrium-e2e-'));
+const artifacts = join(here, 'artifacts');
+mkdirSync(artifacts, { recursive: true });
+
+let passed = 0;
+let failed = 0;
+let server = null;
+let serverLog = '';
+let browser = null;
+
+/** atrium runs the CLI on the temp home and parses its --json output. */
+async function atrium(...args) {
+  const { stdout } = await run(bin, ['--home', home, ...args, '--json'], { maxBuffer: 64 << 20, env: { ...process.env, ATRIUM_HOME: home } });
+  return JSON.parse(stdout);
+}
+
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    const detail = await fn();
+    passed++;
+    console.log(`ok    ${name}${detail ? ` — ${detail}` : ''} (${Date.now() - t0} ms)`);
+    return true;
+  } catch (e) {
+    failed++;
+    console.log(`FAIL  ${name}: ${(e && e.message) || e}`.split('\n').slice(0, 6).join('\n      '));
+    return false;
+  }
+}
+
+function assert(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+
+function eq(got, want, what) {
+  assert(JSON.stringify(got) === JSON.stringify(want), `${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+}
+
+async function deleteEvents() {
+  return atrium('events', 'list', '--hook', 'on_session_delete', '--limit', '100000');
+}
+
+/** startServer runs `atrium serve` and resolves to its token link. */
+function startServer() {
+  return new Promise((resolvePromise, reject) => {
+    server = spawn(bin, ['--home', home, 'serve', '--addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ATRIUM_HOME: home } });
+    const timer = setTimeout(() => reject(new Error(`no link printed in 20 s; output:\n${serverLog}`)), 20_000);
+    const onData = (chunk) => {
+      serverLog += chunk.toString();
+      const m = serverLog.match(/(http:\/\/[^\s/]+)\/\?token=([0-9a-zA-Z]+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolvePromise({ link: m[0], base: m[1], token: m[2] });
+      }
+    };
+    server.stdout.on('data', onData);
+    server.stderr.on('data', (c) => (serverLog += c.toString()));
+    server.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`atrium serve exited with ${code}:\n${serverLog}`));
+    });
+  });
+}
+
+async function stopServer() {
+  if (!server || server.exitCode !== null) return;
+  const exited = new Promise((r) => server.once('exit', r));
+  server.kill('SIGTERM');
+  const t = setTimeout(() => server.exitCode === null && server.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(t);
+}
+
+const rowSel = '[data-testid=session-row]';
+
+/** rowIDs are the ids of the rendered rows, in list order. */
+async function rowIDs(page) {
+  return page.$$eval(rowSel, (els) =>
+    els
+      .filter((e) => !e.hidden)
+      .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index))
+      .map((e) => e.dataset.id),
+  );
+}
+
+async function waitRows(page, n, what) {
+  try {
+    await page.waitForFunction(
+      ([sel, want]) => [...document.querySelectorAll(sel)].filter((e) => !e.hidden).length === want,
+      [rowSel, n],
+      { timeout: 10_000 },
+    );
+  } catch {
+    throw new Error(`${what}: want ${n} rows, have ${(await rowIDs(page)).length}`);
+  }
+}
+
+/** waitIDs waits until the rendered rows are exactly want, in order. */
+async function waitIDs(page, want, what) {
+  try {
+    await page.waitForFunction(
+      ([sel, w]) =>
+        JSON.stringify(
+          [...document.querySelectorAll(sel)]
+            .filter((e) => !e.hidden)
+            .sort((a, b) => Number(a.dataset.index) - Number(b.dataset.index))
+            .map((e) => e.dataset.id),
+        ) === JSON.stringify(w),
+      [rowSel, want],
+      { timeout: 10_000 },
+    );
+  } catch {
+    throw new Error(`${what}: want rows ${JSON.stringify(want)}, have ${JSON.stringify(await rowIDs(page))}`);
+  }
+}
+
+async function waitTitle(page, want) {
+  try {
+    await page.waitForFunction((t) => document.title === t, want, { timeout: 10_000 });
+  } catch {
+    throw new Error(`title: got ${JSON.stringify(await page.title())}, want ${JSON.stringify(want)}`);
+  }
+}
+
+async function resultText(page, contains) {
+  const loc = page.locator('[data-testid=result]');
+  try {
+    await loc.filter({ hasText: contains }).waitFor({ timeout: 15_000 });
+  } catch {
+    const got = (await loc.count()) ? await loc.innerText() : '(no result panel)';
+    throw new Error(`result panel: want "${contains}", got ${JSON.stringify(got)}`);
+  }
+  return (await loc.innerText()).replace(/\s+/g, ' ');
+}
+
+async function main() {
+  // ---- seed ----
+  const titles = ['Payments refactor', 'Search tuning', 'Deploy pipeline', 'Billing export', 'Kernel upgrade', 'Cache warmup'];
+  const ids = {};
+  for (const t of titles) ids[t] = (await atrium('sessions', 'create', '--title', t)).id;
+  const parent = (await atrium('sessions', 'create', '--title', 'Parent task')).id;
+  const child = (await atrium('sessions', 'create', '--title', 'Delegated tests', '--parent', parent, '--relation', 'delegate')).id;
+  await atrium('messages', 'append', ids['Payments refactor'], '--role', 'user', '--content', 'The staging endpoint is /v2/payments');
+  await atrium('messages', 'append', ids['Payments refactor'], '--role', 'assistant', '--content', 'Noted: staging uses /v2/payments.');
+  await atrium('messages', 'append', ids['Search tuning'], '--role', 'user', '--content', 'Tune the ranking of the search index');
+  await atrium('messages', 'append', parent, '--role', 'user', '--content', 'Run the whole suite');
+  const total = titles.length + 2;
+  if (process.env.E2E_DEBUG) console.log(JSON.stringify({ ids, parent, child }));
+  const deletesBefore = (await deleteEvents()).length;
+
+  const { link, base } = await startServer();
+
+  await check('API refuses a request without the token (401 unauthorized)', async () => {
+    const res = await fetch(`${base}/api/sessions`);
+    eq(res.status, 401, 'status');
+    const body = await res.json();
+    eq(body.code, 'unauthorized', 'code');
+    const bad = await fetch(`${base}/api/sessions`, { headers: { Authorization: 'Bearer nope' } });
+    eq(bad.status, 401, 'status with a wrong token');
+    return `message: ${body.message}`;
+  });
+
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error') pageErrors.push(`console: ${m.text()}`);
+  });
+
+  await check('page without the token shows the "open the link" screen', async () => {
+    const p = await context.newPage();
+    await p.goto(`${base}/`);
+    await p.locator('[data-testid=unauthorized]').waitFor({ timeout: 10_000 });
+    const text = await p.locator('[data-testid=unauthorized]').innerText();
+    assert(/atrium serve/.test(text), `text: ${text}`);
+    await p.close();
+  });
+
+  await check('token link lists the seeded sessions and sets the title', async () => {
+    await page.goto(link);
+    await waitRows(page, total, 'list');
+    await waitTitle(page, `Atrium · default · ${total} sessions`);
+    const shown = new Set(await rowIDs(page));
+    for (const id of [...Object.values(ids), parent, child]) assert(shown.has(id), `session ${id} not listed`);
+    eq(await page.locator(rowSel).filter({ hasText: 'Payments refactor' }).count(), 1, 'rows titled Payments refactor');
+    return `title "${await page.title()}"`;
+  });
+
+  await check('search narrows the list (debounced), Escape restores it', async () => {
+    await page.fill('[data-testid=search]', 'staging endpoint');
+    await waitIDs(page, [ids['Payments refactor']], 'search');
+    const snippet = await page.locator(`${rowSel} .snippet`).first().innerText();
+    assert(/staging/i.test(snippet), `snippet: ${snippet}`);
+    await page.fill('[data-testid=search]', 'ranking');
+    await waitIDs(page, [ids['Search tuning']], 'second search');
+    await page.locator('[data-testid=search]').press('Escape');
+    await waitRows(page, total, 'after Escape');
+    eq(await page.inputValue('[data-testid=search]'), '', 'search box');
+  });
+
+  let archivedPair = [];
+  await check('click + shift-click selects two rows; bulk archive moves them to Archived', async () => {
+    const order = await rowIDs(page);
+    archivedPair = order.slice(0, 2);
+    await page.click(`${rowSel}[data-id="${archivedPair[0]}"]`);
+    await page.click(`${rowSel}[data-id="${archivedPair[1]}"]`, { modifiers: ['Shift'] });
+    const label = await page.locator('.sel-label').innerText();
+    eq(label, '2 selected', 'selection label');
+    await page.click('[data-testid=archive-selected]');
+    const text = await resultText(page, 'Archived 2 sessions');
+    await waitRows(page, total - 2, 'active after archive');
+    await waitTitle(page, `Atrium · default · ${total - 2} sessions`);
+    const active = new Set(await rowIDs(page));
+    for (const id of archivedPair) assert(!active.has(id), `${id} still active`);
+    assert(await page.locator('[data-testid=undo]').isVisible(), 'no Undo offered');
+    await page.click('[data-testid=tab-archived]');
+    await waitRows(page, 2, 'archived view');
+    await waitTitle(page, `Atrium · default · 2 archived`);
+    const shown = await rowIDs(page);
+    for (const id of archivedPair) assert(shown.includes(id), `${id} not in Archived`);
+    return text;
+  });
+
+  await check('unarchive both from the Archived view (select all)', async () => {
+    await page.click('[data-testid=select-all]');
+    await page.waitForFunction(() => document.querySelector('.sel-label')?.textContent === '2 selected', null, { timeout: 5000 });
+    await page.click('[data-testid=unarchive-selected]');
+    await resultText(page, 'Unarchived 2 sessions');
+    await waitRows(page, 0, 'archived view after unarchive');
+    await waitTitle(page, 'Atrium · default · 0 archived');
+    await page.click('[data-testid=tab-active]');
+    await waitRows(page, total, 'active view');
+    await waitTitle(page, `Atrium · default · ${total} sessions`);
+    const shown = await rowIDs(page);
+    for (const id of archivedPair) assert(shown.includes(id), `${id} not back`);
+    const s = await atrium('sessions', 'show', archivedPair[0]);
+    eq(s.archived ?? s.session?.archived, false, 'archived flag in the store');
+  });
+
+  await check('delete with the in-page confirmation (count includes the cascade)', async () => {
+    const before = (await deleteEvents()).length;
+    await page.click(`${rowSel}[data-id="${parent}"]`);
+    await page.keyboard.press('Delete');
+    const confirmText = page.locator('[data-testid=confirm-text]');
+    await confirmText.waitFor({ timeout: 10_000 });
+    const text = await confirmText.innerText();
+    eq(await confirmText.getAttribute('data-count'), '2', 'preview count');
+    eq(await confirmText.getAttribute('data-cascaded'), '1', 'preview cascaded');
+    assert(/^2 sessions will be removed, 1 of them cascaded/.test(text), `confirmation text: ${text}`);
+    const focused = await page.evaluate(() => document.activeElement?.getAttribute('data-testid'));
+    eq(focused, 'confirm-delete', 'focused button');
+    // Escape cancels, nothing deleted
+    await page.keyboard.press('Escape');
+    await confirmText.waitFor({ state: 'detached', timeout: 5000 });
+    eq((await deleteEvents()).length, before, 'events after cancel');
+    // again, and Enter confirms
+    await page.keyboard.press('Delete');
+    await confirmText.waitFor({ timeout: 10_000 });
+    await page.keyboard.press('Enter');
+    const res = await resultText(page, 'Deleted 2 sessions');
+    await waitRows(page, total - 2, 'after delete');
+    await waitTitle(page, `Atrium · default · ${total - 2} sessions`);
+    const shown = await rowIDs(page);
+    assert(!shown.includes(parent) && !shown.includes(child), 'parent or child still listed');
+    const evs = await deleteEvents();
+    eq(evs.length, before + 1, 'on_session_delete events');
+    const last = evs[evs.length - 1];
+    const deleted = (last.payload && last.payload.deleted_ids) || [];
+    eq([...deleted].sort(), [parent, child].sort(), 'deleted_ids of the event');
+    return `"${text}" → "${res.slice(0, 80)}"`;
+  });
+
+  await check('a retried request id fires once and the retry replays', async () => {
+    const victim = ids['Kernel upgrade'];
+    const before = await deleteEvents();
+    const requestID = `e2e-${Date.now()}`;
+    const [first, second] = await page.evaluate(
+      async ([rid, id]) => {
+        const post = () =>
+          fetch('/api/sessions/delete', {
+            method: 'POST',
+            credentials: 'same-origin',
+            headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ request_id: rid, ids: [id] }),
+          }).then(async (r) => ({ status: r.status, body: await r.json() }));
+        const a = await post();
+        const b = await post();
+        return [a, b];
+      },
+      [requestID, victim],
+    );
+    eq(first.status, 200, 'first status');
+    eq(second.status, 200, 'second status');
+    eq(first.body.replayed, false, 'first replayed');
+    eq(second.body.replayed, true, 'second replayed');
+    eq(second.body.request_id, requestID, 'receipt request id');
+    eq(second.body.affected_ids, [victim], 'replayed affected ids');
+    const after = await deleteEvents();
+    eq(after.length, before.length + 1, 'on_session_delete events');
+    const mine = after.filter((e) => (e.payload?.deleted_ids ?? []).includes(victim));
+    eq(mine.length, 1, `events deleting ${victim}`);
+  });
+
+  await check('the UI retries a lost response with the same request id; the delete fires once', async () => {
+    const victim = ids['Deploy pipeline'];
+    const before = (await deleteEvents()).length;
+    const bodies = [];
+    let lost = false;
+    // The first response is lost on the way back (the server did the work),
+    // as with a dropped connection: the UI must retry with the same id and
+    // get the receipt replayed, never a second delete.
+    await page.route('**/api/sessions/delete', async (route) => {
+      bodies.push(JSON.parse(route.request().postData() || '{}'));
+      if (!lost) {
+        lost = true;
+        await route.fetch();
+        await route.abort('connectionreset');
+        return;
+      }
+      await route.continue();
+    });
+    try {
+      await page.click(`${rowSel}[data-id="${victim}"]`);
+      await page.keyboard.press('Delete');
+      await page.locator('[data-testid=confirm-text]').waitFor({ timeout: 10_000 });
+      await page.keyboard.press('Enter');
+      const res = await resultText(page, 'Deleted 1 session');
+      eq(bodies.length, 2, 'requests sent');
+      eq(bodies[1].request_id, bodies[0].request_id, 'request id of the retry');
+      eq(bodies[0].ids, [victim], 'ids');
+      assert(/already been applied/.test(res) && /2 attempts/.test(res), `result: ${res}`);
+      await waitRows(page, total - 4, 'after delete');
+      const evs = await deleteEvents();
+      eq(evs.length, before + 1, 'on_session_delete events');
+      eq(evs.filter((e) => (e.payload?.deleted_ids ?? []).includes(victim)).length, 1, `events deleting ${victim}`);
+      return res.slice(0, 120);
+    } finally {
+      await page.unroute('**/api/sessions/delete');
+    }
+  });
+
+  await check('activity page lists the hook events newest first, and live ones arrive', async () => {
+    await page.click('[data-testid=nav-activity]');
+    const rows = page.locator('[data-testid=activity-row]');
+    await rows.first().waitFor({ timeout: 10_000 });
+    const read = () => page.$$eval('[data-testid=activity-row]', (els) => els.map((e) => [Number(e.dataset.seq), e.dataset.hook, e.innerText]));
+    const first = await read();
+    const seqs = first.map((x) => x[0]);
+    eq([...seqs].sort((a, b) => b - a), seqs, 'order');
+    eq(first.length, 4, 'events so far (archive, delete, retried delete, UI-retried delete)');
+    assert(first.some((x) => /archive/.test(x[2])), `no archive reason shown: ${JSON.stringify(first)}`);
+    // a delete made elsewhere shows up without a reload (SSE)
+    const victim = ids['Billing export'];
+    const st = await page.evaluate(
+      (id) =>
+        fetch('/api/sessions/delete', {
+          method: 'POST',
+          credentials: 'same-origin',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ request_id: `e2e-live-${Date.now()}`, ids: [id] }),
+        }).then((r) => r.status),
+      victim,
+    );
+    eq(st, 200, 'delete status');
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid=activity-row]').length === n, first.length + 1, { timeout: 10_000 });
+    const now = await read();
+    assert(now[0][0] > seqs[0], `newest row is not on top: ${JSON.stringify(now.map((x) => x[0]))}`);
+    return `${now.length} rows, live row seq ${now[0][0]}`;
+  });
+
+  await check('plugins page disables then enables session-index', async () => {
+    await page.click('[data-testid=nav-plugins]');
+    const row = page.locator('[data-testid=plugin-row][data-name="session-index"]');
+    await row.waitFor({ timeout: 10_000 });
+    const enabled = async () => (await atrium('plugins', 'list')).find((p) => p.name === 'session-index')?.enabled;
+    eq(await enabled(), true, 'enabled at start');
+    await row.locator('[data-testid=plugin-toggle]').uncheck();
+    await page.locator('[data-testid=plugin-row][data-name="session-index"][data-enabled="false"]').waitFor({ timeout: 10_000 });
+    eq(await enabled(), false, 'enabled after disable (plugins list)');
+    await page.locator('[data-testid=plugin-row][data-name="session-index"] [data-testid=plugin-toggle]').check();
+    await page.locator('[data-testid=plugin-row][data-name="session-index"][data-enabled="true"]').waitFor({ timeout: 10_000 });
+    eq(await enabled(), true, 'enabled after enable (plugins list)');
+    const api = await page.evaluate(() => fetch('/api/plugins', { credentials: 'same-origin' }).then((r) => r.json()));
+    eq(api.find((p) => p.name === 'session-index')?.enabled, true, 'enabled in the API');
+  });
+
+  await check('keyboard: / focuses search, arrows move, Enter opens the transcript, Escape returns', async () => {
+    await page.click('[data-testid=nav-sessions]');
+    await waitRows(page, total - 5, 'list');
+    await page.locator('[data-testid=session-list]').focus();
+    await page.keyboard.press('/');
+    eq(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'search', 'focus after /');
+    await page.keyboard.type('staging');
+    await waitIDs(page, [ids['Payments refactor']], 'search');
+    await page.keyboard.press('ArrowDown'); // into the list
+    await page.keyboard.press('Enter');
+    await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+    await page.locator('.messages [data-testid=message]').first().waitFor({ timeout: 10_000 });
+    const msgs = await page.locator('.messages [data-testid=message]').count();
+    eq(msgs, 2, 'messages shown');
+    await page.keyboard.press('Escape');
+    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+    eq(await page.inputValue('[data-testid=search]'), 'staging', 'search kept');
+    await page.keyboard.press('Escape'); // clears the search
+    await waitRows(page, total - 5, 'after clearing');
+  });
+
+  await check('transcript composer runs a slash command and shows its output', async () => {
+    await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);
+    await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+    await page.fill('[data-testid=composer]', '/help');
+    await page.click('[data-testid=send]');
+    await page.locator('[data-testid=reply]').waitFor({ timeout: 30_000 });
+    const out = await page.locator('[data-testid=reply]').innerText();
+    assert(/compress/i.test(out), `output of /help: ${out.slice(0, 200)}`);
+    await page.click('[data-testid=back]');
+    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+  });
+
+  await check('no errors in the page console', async () => {
+    // 401s are the token check's own; the reset is the response the retry
+    // check drops on purpose.
+    const real = pageErrors.filter((e) => !/status of 401|ERR_CONNECTION_RESET/.test(e));
+    eq(real, [], 'page errors');
+  });
+
+  await page.click('[data-testid=nav-sessions]');
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: join(artifacts, 'dashboard.png') });
+}
+
+let crashed = null;
+try {
+  await main();
+} catch (e) {
+  crashed = e;
+  failed++;
+  console.log(`FAIL  setup: ${(e && e.stack) || e}`);
+} finally {
+  try {
+    if (browser) await browser.close();
+  } catch {
+    /* already gone */
+  }
+  await stopServer();
+  if (failed > 0 && serverLog) console.log(`--- atrium serve output ---\n${serverLog.trim().split('\n').slice(-30).join('\n')}`);
+  if (process.env.E2E_KEEP) console.log(`home kept at ${home}`);
+  else rmSync(home, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed > 0 || crashed ? 1 : 0);

@@ -1,0 +1,59 @@
+// Formatting of times and counts.
+
+const rtf = typeof Intl !== 'undefined' && 'RelativeTimeFormat' in Intl ? new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' }) : null;
+const abs = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const short = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'short' });
+const nf = new Intl.NumberFormat();
+
+const units: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['year', 365 * 24 * 3600],
+  ['month', 30 * 24 * 3600],
+  ['week', 7 * 24 * 3600],
+  ['day', 24 * 3600],
+  ['hour', 3600],
+  ['minute', 60],
+  ['second', 1],
+];
+
+function toDate(iso: string | undefined | null): Date | null {
+  if (!iso) return null;
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+/** relative is "5 minutes ago" and the like. */
+export function relative(iso: string | undefined | null, now = Date.now()): string {
+  const d = toDate(iso);
+  if (!d) return '';
+  const secs = Math.round((d.getTime() - now) / 1000);
+  if (Math.abs(secs) < 45) return 'just now';
+  for (const [unit, size] of units) {
+    if (Math.abs(secs) >= size || unit === 'second') {
+      const n = Math.round(secs / size);
+      return rtf ? rtf.format(n, unit) : `${Math.abs(n)} ${unit}${Math.abs(n) === 1 ? '' : 's'} ${n < 0 ? 'ago' : 'from now'}`;
+    }
+  }
+  return '';
+}
+
+export function absolute(iso: string | undefined | null): string {
+  const d = toDate(iso);
+  return d ? abs.format(d) : '';
+}
+
+export function shortTime(iso: string | undefined | null): string {
+  const d = toDate(iso);
+  return d ? short.format(d) : '';
+}
+
+export function num(n: number | null | undefined): string {
+  return n === null || n === undefined ? '?' : nf.format(n);
+}
+
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${nf.format(n)} ${n === 1 ? one : many}`;
+}
+
+export function shortID(id: string): string {
+  return id.length > 13 ? `${id.slice(0, 8)}…${id.slice(-4)}` : id;
+}

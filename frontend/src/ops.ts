@@ -1,0 +1,149 @@
+// Bulk operations (delete, archive, unarchive) through receipts: one request
+// id per user action, retried with that same id on transient failures, a
+// progress bar fed by `progress` events, and a result panel.
+
+import { api, newRequestID, on, toApiError, withRetry, type ApiError } from './api';
+import { button, h, replace } from './dom';
+import { plural, shortID } from './format';
+import type { BulkOp, ReceiptDTO } from './types';
+
+const verbs: Record<BulkOp, { ing: string; ed: string; success: string; title: string }> = {
+  delete: { ing: 'Deleting', ed: 'Deleted', success: 'deleted', title: 'Delete' },
+  archive: { ing: 'Archiving', ed: 'Archived', success: 'archived', title: 'Archive' },
+  unarchive: { ing: 'Unarchiving', ed: 'Unarchived', success: 'unarchived', title: 'Unarchive' },
+};
+
+let progressHost: HTMLElement;
+let resultHost: HTMLElement;
+const changeListeners = new Set<(op: BulkOp) => void>();
+let running = 0;
+
+/** mountOps gives the status bar its two regions. */
+export function mountOps(progress: HTMLElement, result: HTMLElement): void {
+  progressHost = progress;
+  resultHost = result;
+}
+
+/** onSessionsChanged is told after every finished bulk operation. */
+export function onSessionsChanged(fn: (op: BulkOp) => void): void {
+  changeListeners.add(fn);
+}
+
+export function opsRunning(): boolean {
+  return running > 0;
+}
+
+interface RunOptions {
+  /** the request id, when retrying an action that already has one */
+  requestID?: string;
+  /** what the user picked, for the summary (defaults to ids.length) */
+  selectedCount?: number;
+}
+
+/** runBulk runs one user action; it resolves to its receipt, or null when it failed. */
+export async function runBulk(op: BulkOp, ids: string[], o: RunOptions = {}): Promise<ReceiptDTO | null> {
+  const requestID = o.requestID ?? newRequestID();
+  const v = verbs[op];
+  const bar = h('progress', { max: Math.max(ids.length, 1), value: 0 });
+  const label = h('span', { class: 'progress-label' }, `${v.ing} ${plural(ids.length, 'session')}…`);
+  const entry = h('div', { class: 'progress-entry', 'data-testid': 'progress', 'data-request-id': requestID, role: 'status' }, label, bar);
+  progressHost.appendChild(entry);
+  running++;
+  let attempts = 1;
+  const off = on('progress', (p) => {
+    if (p.request_id !== requestID) return;
+    const total = Math.max(p.total, 1);
+    bar.max = total;
+    bar.value = Math.min(p.done, total);
+    label.textContent = `${v.ing} ${plural(ids.length, 'session')}… ${p.done} / ${p.total}`;
+  });
+  try {
+    const r = await withRetry(
+      () => api.sessions.bulk(op, requestID, ids),
+      (e: ApiError, attempt) => {
+        attempts = attempt + 1;
+        label.textContent = `${v.ing}… retry ${attempt} of 3 after: ${e.message}`;
+      },
+    );
+    bar.max = 1;
+    bar.value = 1;
+    showReceipt(op, ids, r, o.selectedCount ?? ids.length, attempts);
+    return r;
+  } catch (raw) {
+    const e = toApiError(raw);
+    showFailure(op, ids, requestID, e, attempts, o);
+    return null;
+  } finally {
+    off();
+    entry.remove();
+    running--;
+    for (const fn of changeListeners) fn(op);
+  }
+}
+
+function panel(kind: 'ok' | 'warn' | 'error', title: string, lines: Node[], actions: HTMLButtonElement[]): void {
+  const close = button('Dismiss', { class: 'btn plain small', 'aria-label': 'Dismiss the result' }, () => dismissResult());
+  const el = h(
+    'div',
+    { class: `result ${kind}`, 'data-testid': 'result', role: kind === 'error' ? 'alert' : 'status' },
+    h('div', { class: 'result-head' }, h('strong', {}, title), h('span', { class: 'spacer' }), ...actions, close),
+    ...lines,
+  );
+  replace(resultHost, el);
+}
+
+/** showMessage puts a one-line message in the result panel. */
+export function showMessage(kind: 'ok' | 'warn' | 'error', title: string, detail?: string): void {
+  panel(kind, title, detail ? [h('div', {}, detail)] : [], []);
+}
+
+export function dismissResult(): void {
+  replace(resultHost);
+}
+
+function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: number, attempts: number): void {
+  const v = verbs[op];
+  const affected = r.affected_ids ?? [];
+  const req = new Set(requested);
+  const cascaded = affected.filter((id) => !req.has(id)).length;
+  const failed = (r.outcomes ?? []).filter((o) => o.status !== v.success);
+  let title = `${v.ed} ${plural(affected.length, 'session')}`;
+  if (cascaded > 0) {
+    title += op === 'delete' ? `, ${cascaded} of them cascaded beyond the ${selected} selected` : `, ${cascaded} more from their compression chains`;
+  }
+  const lines: Node[] = [];
+  if (r.replayed) lines.push(h('div', { class: 'replayed' }, 'This request had already been applied: its receipt was replayed and nothing ran twice.'));
+  if (attempts > 1) lines.push(h('div', {}, `Succeeded after ${plural(attempts, 'attempt')} with the same request id.`));
+  if (failed.length > 0) {
+    const list = h('ul', { class: 'outcomes' });
+    for (const f of failed.slice(0, 50)) {
+      list.appendChild(h('li', {}, h('code', { title: f.id }, shortID(f.id)), ` ${f.status.replace(/_/g, ' ')}`, f.error ? `: ${f.error}` : ''));
+    }
+    if (failed.length > 50) list.appendChild(h('li', {}, `… and ${failed.length - 50} more`));
+    lines.push(h('div', {}, `${plural(failed.length, 'requested session')} not ${v.success}:`), list);
+  }
+  lines.push(h('div', { class: 'muted small' }, `Request ${r.request_id}`));
+  const actions: HTMLButtonElement[] = [];
+  if (op === 'archive' && affected.length > 0) {
+    const undoIDs = requested.filter((id) => affected.includes(id));
+    actions.push(
+      button('Undo', { class: 'btn primary small', 'data-testid': 'undo' }, () => {
+        dismissResult();
+        void runBulk('unarchive', undoIDs.length > 0 ? undoIDs : affected);
+      }),
+    );
+  }
+  panel(failed.length > 0 ? 'warn' : 'ok', title, lines, actions);
+}
+
+function showFailure(op: BulkOp, ids: string[], requestID: string, e: ApiError, attempts: number, o: RunOptions): void {
+  const v = verbs[op];
+  const lines: Node[] = [h('div', {}, `${e.message} (${e.code})`)];
+  if (attempts > 1) lines.push(h('div', {}, `Gave up after ${plural(attempts, 'attempt')} with request id ${requestID}.`));
+  const actions: HTMLButtonElement[] = [];
+  if (attempts > 1 || ['network', 'timeout', 'internal', 'busy', 'unavailable'].includes(e.code)) {
+    // Same id again: if the first attempt did go through, this replays it.
+    actions.push(button('Try again', { class: 'btn primary small' }, () => void runBulk(op, ids, { ...o, requestID })));
+  }
+  panel('error', `${v.title} of ${plural(ids.length, 'session')} failed`, lines, actions);
+}

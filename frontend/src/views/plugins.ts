@@ -1,0 +1,263 @@
+// Plugins: bundled, user and project plugins in one table; enable/disable,
+// install, remove, reload, open folder; live state from plugin-state.
+
+import { api, isDesktop, missing, on, toApiError } from '../api';
+import { button, clear, h, replace } from '../dom';
+import { confirmModal } from '../modal';
+import type { View } from '../state';
+import type { PluginDTO } from '../types';
+
+const sourceOrder: Record<string, number> = { bundled: 0, user: 1, project: 2 };
+
+export class PluginsView implements View {
+  readonly el: HTMLElement;
+  private readonly tbody: HTMLTableSectionElement;
+  private readonly notice: HTMLElement;
+  private readonly path: HTMLInputElement;
+  private readonly force: HTMLInputElement;
+  private readonly installBtn: HTMLButtonElement;
+  private readonly installMsg: HTMLElement;
+  private readonly rows = new Map<string, HTMLTableRowElement>();
+  private plugins = new Map<string, PluginDTO>();
+  private gen = 0;
+  private reloadSupported = true;
+  private openSupported = true;
+
+  constructor() {
+    this.notice = h('div', { class: 'notice', role: 'status', 'aria-live': 'polite' });
+    const reload = button('Reload', { class: 'btn', 'data-testid': 'plugins-reload', title: 'Discover plugins again and restart them' }, () => void this.reload());
+    this.path = h('input', { type: 'text', class: 'path', placeholder: '/path/to/plugin-folder or plugin.zip', 'aria-label': 'Plugin folder or .zip to install', 'data-testid': 'install-path', spellcheck: 'false' });
+    this.path.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter') {
+        ev.preventDefault();
+        void this.install();
+      }
+    });
+    this.force = h('input', { type: 'checkbox', 'data-testid': 'install-force' });
+    this.installBtn = button('Install', { class: 'btn primary', 'data-testid': 'install' }, () => void this.install());
+    this.installMsg = h('div', { class: 'install-msg', role: 'status', 'aria-live': 'polite' });
+    const browse = isDesktop()
+      ? [
+          button('Browse folder…', { class: 'btn', 'data-testid': 'browse-folder' }, () => void this.browse(false)),
+          button('Browse .zip…', { class: 'btn', 'data-testid': 'browse-zip' }, () => void this.browse(true)),
+        ]
+      : [];
+    const installForm = h(
+      'div',
+      { class: 'install' },
+      h('h2', {}, 'Install a plugin'),
+      h('div', { class: 'install-row' }, this.path, ...browse, h('label', { class: 'check' }, this.force, ' Overwrite existing'), this.installBtn),
+      this.installMsg,
+    );
+    this.tbody = h('tbody');
+    const table = h(
+      'table',
+      { class: 'plugins' },
+      h(
+        'thead',
+        {},
+        h('tr', {}, ...['Name', 'Version', 'Source', 'Runtime', 'Enabled', 'State', 'Hooks', 'Commands', 'Warnings', ''].map((t) => h('th', { scope: 'col' }, t))),
+      ),
+      this.tbody,
+    );
+    this.el = h(
+      'section',
+      { class: 'view plugins-view', 'aria-label': 'Plugins' },
+      h('div', { class: 'page-head' }, h('h1', {}, 'Plugins'), h('span', { class: 'spacer' }), reload),
+      this.notice,
+      h('div', { class: 'table-wrap' }, table),
+      installForm,
+    );
+    on('plugin-state', (p) => {
+      const cur = this.plugins.get(p.name);
+      if (!cur) {
+        if (this.el.isConnected && !this.el.hidden) void this.load();
+        return;
+      }
+      this.update({ ...cur, state: p.state, error: p.error ?? (p.state === 'error' ? cur.error : '') });
+    });
+  }
+
+  show(): void {
+    void this.load();
+  }
+
+  async load(): Promise<void> {
+    const gen = ++this.gen;
+    try {
+      const list = await api.plugins.list();
+      if (gen !== this.gen) return;
+      this.setAll(list ?? []);
+    } catch (e) {
+      if (gen !== this.gen) return;
+      this.say('error', `Could not list plugins: ${toApiError(e).message}`);
+    }
+  }
+
+  private setAll(list: PluginDTO[]): void {
+    this.plugins = new Map(list.map((p) => [p.name, p]));
+    this.rows.clear();
+    clear(this.tbody);
+    const sorted = [...list].sort((a, b) => (sourceOrder[a.source] ?? 9) - (sourceOrder[b.source] ?? 9) || a.name.localeCompare(b.name));
+    let group = '';
+    for (const p of sorted) {
+      if (p.source !== group) {
+        group = p.source;
+        this.tbody.append(h('tr', { class: 'group' }, h('th', { colspan: 10, scope: 'rowgroup' }, `${group} plugins`)));
+      }
+      const tr = this.row(p);
+      this.rows.set(p.name, tr);
+      this.tbody.append(tr);
+    }
+    if (list.length === 0) this.tbody.append(h('tr', {}, h('td', { colspan: 10, class: 'muted' }, 'No plugins found.')));
+  }
+
+  private update(p: PluginDTO): void {
+    this.plugins.set(p.name, p);
+    const old = this.rows.get(p.name);
+    if (!old) {
+      void this.load();
+      return;
+    }
+    const focusedToggle = old.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.testid : undefined;
+    const tr = this.row(p);
+    old.replaceWith(tr);
+    this.rows.set(p.name, tr);
+    if (focusedToggle) tr.querySelector<HTMLElement>(`[data-testid="${focusedToggle}"]`)?.focus();
+  }
+
+  private row(p: PluginDTO): HTMLTableRowElement {
+    const toggle = h('input', { type: 'checkbox', 'data-testid': 'plugin-toggle', 'aria-label': `Enable ${p.name}`, checked: p.enabled });
+    toggle.addEventListener('change', () => void this.toggle(p.name, toggle.checked, toggle));
+    const stateCell = h('td', { class: `state state-${p.state.replace(/[^a-z_-]/gi, '')}` }, h('span', { class: 'state-name' }, p.state));
+    if (p.error) stateCell.append(h('div', { class: 'error-text small' }, p.error));
+    const actions = h('td', { class: 'actions' });
+    if (this.openSupported) actions.append(button('Open folder', { class: 'btn small plain', 'data-testid': 'plugin-open' }, () => void this.open(p.name)));
+    if (p.source === 'user') actions.append(button('Remove', { class: 'btn small danger', 'data-testid': 'plugin-remove' }, () => void this.remove(p.name)));
+    const list = (xs: string[] | null) => ((xs ?? []).length ? (xs ?? []).join(', ') : '—');
+    const warnings = p.warnings ?? [];
+    return h(
+      'tr',
+      { 'data-testid': 'plugin-row', 'data-name': p.name, 'data-enabled': String(p.enabled), 'data-state': p.state },
+      h('td', { class: 'name' }, h('strong', {}, p.name), p.description ? h('div', { class: 'muted small' }, p.description) : null),
+      h('td', {}, p.version || '—'),
+      h('td', {}, p.source),
+      h('td', {}, p.runtime),
+      h('td', { class: 'toggle' }, h('label', { class: 'switch' }, toggle, h('span', { class: 'switch-label' }, p.enabled ? 'on' : 'off'))),
+      stateCell,
+      h('td', { class: 'small' }, list(p.hooks)),
+      h('td', { class: 'small' }, list((p.commands ?? []).map((c) => `/${c}`))),
+      h('td', { class: 'small warn-text' }, warnings.length ? h('ul', { class: 'plain-list' }, ...warnings.map((w) => h('li', {}, w))) : '—'),
+      actions,
+    );
+  }
+
+  private say(kind: 'ok' | 'warn' | 'error', text: string): void {
+    this.notice.className = `notice ${kind}`;
+    replace(this.notice, text, button('×', { class: 'btn small plain', 'aria-label': 'Dismiss' }, () => replace(this.notice)));
+  }
+
+  private async toggle(name: string, enable: boolean, el: HTMLInputElement): Promise<void> {
+    el.disabled = true;
+    try {
+      const p = enable ? await api.plugins.enable(name) : await api.plugins.disable(name);
+      this.update(p);
+      this.say('ok', `${name} ${enable ? 'enabled' : 'disabled'}.`);
+    } catch (e) {
+      el.checked = !enable;
+      el.disabled = false;
+      this.say('error', `Could not ${enable ? 'enable' : 'disable'} ${name}: ${toApiError(e).message}`);
+    }
+  }
+
+  private async reload(): Promise<void> {
+    if (this.reloadSupported) {
+      try {
+        const list = await api.plugins.reload();
+        this.setAll(list ?? []);
+        this.say('ok', 'Plugins reloaded.');
+        return;
+      } catch (e) {
+        if (!missing(e)) {
+          this.say('error', `Reload failed: ${toApiError(e).message}`);
+          return;
+        }
+        this.reloadSupported = false;
+      }
+    }
+    await this.load();
+    this.say('warn', 'This server cannot reload plugins yet; the list was read again.');
+  }
+
+  private async open(name: string): Promise<void> {
+    try {
+      const f = await api.plugins.open(name);
+      this.say('ok', f.opened ? `Opened ${f.path}` : `${name} lives in ${f.path}`);
+    } catch (e) {
+      if (missing(e)) {
+        this.openSupported = false;
+        this.setAll([...this.plugins.values()]);
+        this.say('warn', 'This server cannot show plugin folders yet.');
+        return;
+      }
+      this.say('error', `Could not open the folder of ${name}: ${toApiError(e).message}`);
+    }
+  }
+
+  private async remove(name: string): Promise<void> {
+    const ok = await confirmModal({
+      title: `Remove ${name}?`,
+      body: h('p', { 'data-testid': 'confirm-text' }, `The folder of the user plugin ${name} is deleted. Its settings in config.yaml stay.`),
+      confirmLabel: 'Remove',
+      danger: true,
+      confirmTestid: 'confirm-remove',
+    });
+    if (!ok) return;
+    try {
+      await api.plugins.remove(name);
+      this.say('ok', `${name} removed.`);
+      await this.load();
+    } catch (e) {
+      this.say('error', `Could not remove ${name}: ${toApiError(e).message}`);
+    }
+  }
+
+  private async browse(zip: boolean): Promise<void> {
+    try {
+      const p = await api.plugins.browse(zip);
+      if (p) {
+        this.path.value = p;
+        this.path.focus();
+      }
+    } catch (e) {
+      this.installMsg.className = 'install-msg error-text';
+      this.installMsg.textContent = toApiError(e).message;
+    }
+  }
+
+  private async install(): Promise<void> {
+    const source = this.path.value.trim();
+    if (!source) {
+      this.installMsg.className = 'install-msg error-text';
+      this.installMsg.textContent = 'Type the path of a plugin folder or .zip first.';
+      this.path.focus();
+      return;
+    }
+    this.installBtn.disabled = true;
+    this.installMsg.className = 'install-msg muted';
+    this.installMsg.textContent = 'Installing…';
+    try {
+      const p = await api.plugins.install({ source, force: this.force.checked });
+      this.installMsg.className = 'install-msg ok-text';
+      this.installMsg.textContent = `Installed ${p.name}${p.version ? ` ${p.version}` : ''}. User plugins are off until you enable them.`;
+      this.path.value = '';
+      await this.load();
+    } catch (e) {
+      const err = toApiError(e);
+      this.installMsg.className = 'install-msg error-text';
+      this.installMsg.textContent = `${err.message}${err.code === 'conflict' ? ' — tick "Overwrite existing" to replace it.' : ''}`;
+    } finally {
+      this.installBtn.disabled = false;
+    }
+  }
+}

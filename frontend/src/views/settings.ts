@@ -1,0 +1,189 @@
+// Settings: the editable keys of config.yaml and the startup profile.
+
+import { api, toApiError } from '../api';
+import { button, clear, h, replace } from '../dom';
+import { app, type View } from '../state';
+import type { SettingsDTO } from '../types';
+
+interface Field {
+  key: 'hook_timeout_seconds' | 'retention_days' | 'archive_idle_days';
+  label: string;
+  help: string;
+  min: number;
+  max?: number;
+  step: string;
+  integer: boolean;
+  /** words of a server message that point at this field */
+  words: RegExp;
+}
+
+const fields: Field[] = [
+  {
+    key: 'hook_timeout_seconds',
+    label: 'Hook timeout (seconds)',
+    help: 'How long one plugin callback may run; 0 = no bound; at most 600.',
+    min: 0,
+    max: 600,
+    step: 'any',
+    integer: false,
+    words: /hook|timeout|callback/i,
+  },
+  { key: 'retention_days', label: 'Retention (days)', help: 'Ended, inactive sessions older than this are pruned.', min: 1, step: '1', integer: true, words: /retention/i },
+  {
+    key: 'archive_idle_days',
+    label: 'Archive idle sessions after (days)',
+    help: 'Idle sessions are archived automatically; 0 = off.',
+    min: 0,
+    step: '1',
+    integer: true,
+    words: /idle|archive/i,
+  },
+];
+
+export class SettingsView implements View {
+  readonly el: HTMLElement;
+  private readonly inputs = new Map<Field['key'], HTMLInputElement>();
+  private readonly errors = new Map<string, HTMLElement>();
+  private readonly profile: HTMLSelectElement;
+  private readonly formError: HTMLElement;
+  private readonly saved: HTMLElement;
+  private readonly saveBtn: HTMLButtonElement;
+  private readonly info: HTMLElement;
+  private current: SettingsDTO | null = null;
+
+  constructor() {
+    const form = h('form', { class: 'settings', novalidate: true, 'aria-label': 'Settings' });
+    for (const f of fields) {
+      const id = `set-${f.key}`;
+      const input = h('input', { id, type: 'number', min: f.min, max: f.max, step: f.step, inputmode: f.integer ? 'numeric' : 'decimal', 'aria-describedby': `${id}-help ${id}-err`, 'data-testid': id });
+      const err = h('div', { class: 'field-error', id: `${id}-err`, role: 'alert' });
+      this.inputs.set(f.key, input);
+      this.errors.set(f.key, err);
+      form.append(h('div', { class: 'field' }, h('label', { for: id }, f.label), input, h('div', { class: 'help muted small', id: `${id}-help` }, f.help), err));
+    }
+    this.profile = h('select', { id: 'set-profile', 'aria-describedby': 'set-profile-help set-profile-err', 'data-testid': 'set-profile' });
+    const perr = h('div', { class: 'field-error', id: 'set-profile-err', role: 'alert' });
+    this.errors.set('profile', perr);
+    form.append(
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'set-profile' }, 'Profile at startup'),
+        this.profile,
+        h('div', { class: 'help muted small', id: 'set-profile-help' }, 'Applies at next launch.'),
+        perr,
+      ),
+    );
+    this.formError = h('div', { class: 'form-error', role: 'alert' });
+    this.saved = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite' });
+    this.saveBtn = h('button', { type: 'submit', class: 'btn primary', 'data-testid': 'settings-save' }, 'Save');
+    form.append(this.formError, h('div', { class: 'form-buttons' }, this.saveBtn, button('Revert', { class: 'btn plain' }, () => this.fill()), this.saved));
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      void this.save();
+    });
+    form.addEventListener('input', () => (this.saved.textContent = ''));
+    this.info = h('dl', { class: 'info muted small' });
+    this.el = h(
+      'section',
+      { class: 'view settings-view', 'aria-label': 'Settings' },
+      h('div', { class: 'page-head' }, h('h1', {}, 'Settings')),
+      h('p', { class: 'muted' }, 'These keys of config.yaml take effect when the profile is next opened.'),
+      form,
+      this.info,
+    );
+  }
+
+  show(): void {
+    void this.load();
+    this.renderInfo();
+  }
+
+  private renderInfo(): void {
+    const i = app.info;
+    clear(this.info);
+    for (const [k, v] of [
+      ['Version', i.version],
+      ['Surface', i.platform],
+      ['Profile', i.profile],
+      ['Home', i.home],
+    ] as const) {
+      if (v) this.info.append(h('dt', {}, k), h('dd', {}, h('code', {}, v)));
+    }
+  }
+
+  private async load(): Promise<void> {
+    try {
+      this.current = await api.settings.get();
+      this.fill();
+    } catch (e) {
+      this.formError.textContent = `Could not read the settings: ${toApiError(e).message}`;
+    }
+  }
+
+  private fill(): void {
+    const s = this.current;
+    if (!s) return;
+    for (const f of fields) this.inputs.get(f.key)!.value = String(s[f.key]);
+    clear(this.profile);
+    const profiles = [...new Set([...(s.profiles ?? []), s.profile].filter((p) => p))];
+    for (const p of profiles) this.profile.append(h('option', { value: p }, p === app.info.profile ? `${p} (open now)` : p));
+    this.profile.value = s.profile;
+    this.profile.disabled = profiles.length <= 1 && !s.profile;
+    this.clearErrors();
+  }
+
+  private clearErrors(): void {
+    for (const e of this.errors.values()) e.textContent = '';
+    for (const i of this.inputs.values()) i.removeAttribute('aria-invalid');
+    this.profile.removeAttribute('aria-invalid');
+    this.formError.textContent = '';
+  }
+
+  private fieldError(key: string, msg: string): void {
+    this.errors.get(key)!.textContent = msg;
+    const input = key === 'profile' ? this.profile : this.inputs.get(key as Field['key']);
+    input?.setAttribute('aria-invalid', 'true');
+  }
+
+  private async save(): Promise<void> {
+    this.clearErrors();
+    this.saved.textContent = '';
+    const out: SettingsDTO = { hook_timeout_seconds: 0, retention_days: 0, archive_idle_days: 0, profile: this.profile.value };
+    let bad: HTMLElement | null = null;
+    for (const f of fields) {
+      const input = this.inputs.get(f.key)!;
+      const raw = input.value.trim();
+      const n = Number(raw);
+      let msg = '';
+      if (raw === '' || !Number.isFinite(n)) msg = 'Enter a number.';
+      else if (f.integer && !Number.isInteger(n)) msg = 'Enter a whole number.';
+      else if (n < f.min) msg = `At least ${f.min}.`;
+      else if (f.max !== undefined && n > f.max) msg = `At most ${f.max}.`;
+      if (msg) {
+        this.fieldError(f.key, msg);
+        bad ??= input;
+      }
+      out[f.key] = n;
+    }
+    if (bad) {
+      bad.focus();
+      return;
+    }
+    this.saveBtn.disabled = true;
+    try {
+      this.current = await api.settings.set(out);
+      this.fill();
+      this.saved.textContent = 'Saved.';
+    } catch (raw) {
+      const e = toApiError(raw);
+      // Put the server's message under the field it names, if it names one.
+      const f = fields.find((x) => x.words.test(e.message)) ?? (/profile/i.test(e.message) ? ('profile' as const) : undefined);
+      if (f === 'profile') this.fieldError('profile', e.message);
+      else if (f) this.fieldError(f.key, e.message);
+      else replace(this.formError, `${e.message} (${e.code})`);
+    } finally {
+      this.saveBtn.disabled = false;
+    }
+  }
+}
