@@ -80,8 +80,9 @@ func TestVersionHelpAndBadInput(t *testing.T) {
 		t.Fatalf("version: %+v", r)
 	}
 	var out, errb bytes.Buffer
-	if code := cli.Main(nil, cli.Env{Stdout: &out, Stderr: &errb}); code != 0 || !strings.Contains(out.String(), "Usage:") {
-		t.Fatalf("bare atrium: %d %q", code, out.String())
+	if code := cli.Main(nil, cli.Env{Stdout: &out, Stderr: &errb}); code != 0 || !strings.Contains(out.String(), "Usage:") ||
+		!strings.Contains(errb.String(), "no desktop window") {
+		t.Fatalf("bare atrium without the window: %d %q %q", code, out.String(), errb.String())
 	}
 	scenarios := []struct {
 		name string

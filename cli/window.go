@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +23,10 @@ func (r *runner) window(root *cobra.Command) {
 	root.Args = noArgs
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		if !desktop.Available {
-			return desktop.Run(cmd.Context(), nil, desktop.Options{})
+			// A build without the window (go install, go test): the help,
+			// and why there is no window, rather than a failure.
+			fmt.Fprintln(r.env.Stderr, "atrium: this build has no desktop window (make build adds it); the commands:")
+			return cmd.Help()
 		}
 		return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
 			loop, err := st.Loop(f)

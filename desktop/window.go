@@ -26,6 +26,9 @@ const Available = true
 // Run opens the window on st and blocks until it is closed. The window runs
 // the automatic maintenance and pushes hook activity to the UI.
 func Run(ctx context.Context, st *stack.Stack, o Options) error {
+	if handOff(UniqueID(st.Home.Dir)) {
+		return nil // the open window has our arguments and shows itself
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	emit := &lateEmitter{}
