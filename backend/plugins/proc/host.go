@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,12 +59,41 @@ type Host struct {
 	MaxLine int
 	MaxRate int
 
-	mu      sync.Mutex
-	plugins map[string]*plugin
-	order   []string
-	done    chan struct{}
-	closed  bool
-	wg      sync.WaitGroup
+	mu        sync.Mutex
+	plugins   map[string]*plugin
+	order     []string
+	done      chan struct{}
+	closed    bool
+	wg        sync.WaitGroup
+	observers []func(Info)
+	notifyMu  sync.Mutex // serializes observer calls, so the last call carries the latest state
+}
+
+// OnState adds an observer called after every state change of a hosted
+// plugin (running, restarting, error, stopped, and a new error text while
+// restarting) with the plugin's Info at the time of the call. Calls are
+// serialized and made outside the host's locks; fn must not block for long.
+func (h *Host) OnState(fn func(Info)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.observers = append(h.observers, fn)
+}
+
+// changed tells the observers about p's current state.
+func (p *plugin) changed() {
+	h := p.h
+	h.mu.Lock()
+	obs := append([]func(Info){}, h.observers...)
+	h.mu.Unlock()
+	if len(obs) == 0 {
+		return
+	}
+	h.notifyMu.Lock()
+	defer h.notifyMu.Unlock()
+	in := p.info()
+	for _, fn := range obs {
+		fn(in)
+	}
 }
 
 // NewHost makes a host delivering bus events to its plugins.
@@ -93,6 +123,7 @@ type plugin struct {
 	handles   []hooks.Handle
 	cmdNames  []string
 	stopping  bool
+	quit      chan struct{} // closed by stop: ends a pending restart at once
 	restarts  int
 	backoff   time.Duration
 	missed    map[string]hooks.Event // by event_id: missed while down, for catchUp
@@ -127,7 +158,7 @@ func (h *Host) Start(ctx context.Context, spec Spec) (Info, error) {
 		return Info{Name: spec.Name, State: StateError}, apperr.New(apperr.Conflict, "plugin %s is already hosted", spec.Name)
 	}
 	p := &plugin{h: h, spec: spec, ready: make(chan struct{}), readyOpen: true, state: StateRestarting,
-		missed: map[string]hooks.Event{}, backoff: h.BackoffMin}
+		missed: map[string]hooks.Event{}, backoff: h.BackoffMin, quit: make(chan struct{})}
 	h.plugins[spec.Name] = p
 	h.order = append(h.order, spec.Name)
 	h.mu.Unlock()
@@ -145,13 +176,17 @@ func (h *Host) Start(ctx context.Context, spec Spec) (Info, error) {
 	}
 	if !p.becomeReady(inst) {
 		p.mu.Lock()
-		if !p.stopping {
+		restart := !p.stopping
+		if restart {
 			p.state = StateRestarting
 			p.closeLocked()
 			p.h.wg.Add(1)
 			go p.restartLoop(p.backoff)
 		}
 		p.mu.Unlock()
+		if restart {
+			p.changed()
+		}
 	}
 	return p.info(), nil
 }
@@ -288,17 +323,19 @@ func (p *plugin) becomeReady(inst *instance) bool {
 		p.h.log.Warn("plugin catch-up", "plugin", p.spec.Name, "error", err)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.catching = nil
 	if p.stopping || inst.isDead() {
 		if !inst.isDead() {
 			go inst.kill("shutdown")
 		}
+		p.mu.Unlock()
 		return false
 	}
 	p.inst = inst
 	p.state, p.err = StateRunning, ""
 	p.openLocked()
+	p.mu.Unlock()
+	p.changed()
 	return true
 }
 
@@ -319,14 +356,16 @@ func (p *plugin) closeLocked() {
 // fail puts the plugin in the error state: it is not restarted.
 func (p *plugin) fail(msg string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.state == StateStopped {
+		p.mu.Unlock()
 		return
 	}
 	p.state, p.err = StateError, msg
 	p.inst = nil
 	p.openLocked()
+	p.mu.Unlock()
 	p.h.log.Error("plugin in error state", "plugin", p.spec.Name, "error", msg)
+	p.changed()
 }
 
 // cutOff kills a misbehaving child and puts the plugin in error.
@@ -337,14 +376,22 @@ func (p *plugin) cutOff(in *instance, cause string, err error) {
 
 // onExit runs once a child has been reaped.
 func (p *plugin) onExit(in *instance) {
+	if p.restartAfterExit(in) {
+		p.changed()
+	}
+}
+
+// restartAfterExit schedules the restart of a ready instance that exited;
+// false when nothing changed (it was never ready, or it is being stopped).
+func (p *plugin) restartAfterExit(in *instance) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.inst != in {
-		return // never became ready, or already replaced: its starter handles it
+		return false // never became ready, or already replaced: its starter handles it
 	}
 	p.inst = nil
 	if p.stopping || p.state == StateError || p.state == StateStopped {
-		return
+		return false
 	}
 	cause := in.killCause()
 	delay := time.Duration(0)
@@ -363,6 +410,7 @@ func (p *plugin) onExit(in *instance) {
 	p.closeLocked()
 	p.h.wg.Add(1)
 	go p.restartLoop(delay)
+	return true
 }
 
 func (p *plugin) restartLoop(delay time.Duration) {
@@ -373,6 +421,9 @@ func (p *plugin) restartLoop(delay time.Duration) {
 			select {
 			case <-t.C:
 			case <-p.h.done:
+				t.Stop()
+				return
+			case <-p.quit:
 				t.Stop()
 				return
 			}
@@ -396,6 +447,7 @@ func (p *plugin) restartLoop(delay time.Duration) {
 			p.backoff = min(p.backoff*2, p.h.BackoffMax)
 			p.mu.Unlock()
 			p.h.log.Warn("plugin restart failed", "plugin", p.spec.Name, "error", err, "retry_in", delay)
+			p.changed()
 			continue
 		}
 		p.mu.Lock()
@@ -655,6 +707,9 @@ func (h *Host) Stop(ctx context.Context) error {
 
 func (p *plugin) stop(ctx context.Context) {
 	p.mu.Lock()
+	if !p.stopping {
+		close(p.quit)
+	}
 	p.stopping = true
 	inst := p.inst
 	if inst == nil {
@@ -693,6 +748,25 @@ func (p *plugin) stop(ctx context.Context) {
 	}
 	p.openLocked()
 	p.mu.Unlock()
+	p.changed()
+}
+
+// Remove stops one plugin (shutdown, Grace, then kill; always reaped),
+// withdraws its hooks and commands from the bus and forgets it, so a plugin
+// of that name can be started again. Events already queued for it fail as
+// "stopped"; the observers see it stopped.
+func (h *Host) Remove(ctx context.Context, name string) error {
+	h.mu.Lock()
+	p := h.plugins[name]
+	if p == nil {
+		h.mu.Unlock()
+		return apperr.New(apperr.NotFound, "plugin %s is not hosted", name)
+	}
+	delete(h.plugins, name)
+	h.order = slices.DeleteFunc(h.order, func(n string) bool { return n == name })
+	h.mu.Unlock()
+	p.stop(ctx)
+	return nil
 }
 
 // missedRow is one event a plugin missed while down.

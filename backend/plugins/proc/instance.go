@@ -50,7 +50,7 @@ func (p *plugin) spawn() (*instance, error) {
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Env = append([]string{}, spec.Env...) // non-nil: never inherit the host's environment
 	cmd.Dir = spec.WorkDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("ATRIUM_TEST_PLUGIN"); mode != "" {
 		os.Exit(runTestPlugin(mode))
 	}
+	if dir := os.Getenv("ATRIUM_TEST_HOST"); dir != "" {
+		os.Exit(runTestHost(dir))
+	}
 	os.Exit(m.Run())
 }
 
