@@ -71,8 +71,8 @@ func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Ma
 		emit:     o.Emitter,
 		live:     newLive(st, o.Emitter),
 	}
-	mgr.OnChange(func(name, state string) {
-		o.Emitter.Emit(EventPluginState, PluginStateDTO{Name: name, State: state})
+	mgr.OnChange(func(c plugins.Change) {
+		o.Emitter.Emit(EventPluginState, PluginStateDTO{Name: c.Name, State: c.State, Error: c.Error})
 	})
 	return a
 }

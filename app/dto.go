@@ -140,6 +140,13 @@ type PluginDTO struct {
 	Warnings    []string `json:"warnings"`
 	Hooks       []string `json:"hooks"`
 	Commands    []string `json:"commands"`
+	// Registered: Hooks and Commands are what the plugin registered at its
+	// last handshake; otherwise what its manifest declares.
+	Registered bool   `json:"registered"`
+	PID        int    `json:"pid,omitempty"`
+	Process    string `json:"process,omitempty"` // the Atrium process running it
+	Restarts   int    `json:"restarts,omitempty"`
+	Dir        string `json:"dir,omitempty"`
 }
 
 // InstallRequest installs a plugin from a folder or archive.
@@ -251,7 +258,8 @@ func toTurn(t turns.Turn) TurnDTO {
 func toPlugin(p plugins.Plugin, _ int) PluginDTO {
 	m := p.Manifest
 	return PluginDTO{Name: m.Name, Version: m.Version, Description: m.Description, Runtime: m.Runtime, Source: p.Source,
-		Enabled: p.Enabled, State: p.State, Error: p.Err, Warnings: nonNil(p.Warnings), Hooks: nonNil(m.Hooks), Commands: nonNil(m.Commands)}
+		Enabled: p.Enabled, State: p.State, Error: p.Err, Warnings: nonNil(p.Warnings), Hooks: nonNil(p.Hooks), Commands: nonNil(p.Commands),
+		Registered: p.Registered, PID: p.PID, Process: p.Process, Restarts: p.Restarts, Dir: p.Dir}
 }
 
 func toEvent(e hooks.LoggedEvent, _ int) EventDTO {

@@ -43,18 +43,22 @@ func (p *Plugins) List() ([]PluginDTO, error) {
 	return lo.Map(all, toPlugin), nil
 }
 
-// Enable turns a plugin on in config.yaml.
+// Enable turns a plugin on in config.yaml and starts it.
 func (p *Plugins) Enable(name string) (PluginDTO, error) {
-	got, err := p.m.Enable(name)
+	ctx, cancel := p.with(writeTimeout)
+	defer cancel()
+	got, err := p.m.Enable(ctx, name)
 	if err != nil {
 		return PluginDTO{}, err
 	}
 	return toPlugin(got, 0), nil
 }
 
-// Disable turns a plugin off in config.yaml.
+// Disable turns a plugin off in config.yaml and stops it.
 func (p *Plugins) Disable(name string) (PluginDTO, error) {
-	got, err := p.m.Disable(name)
+	ctx, cancel := p.with(writeTimeout)
+	defer cancel()
+	got, err := p.m.Disable(ctx, name)
 	if err != nil {
 		return PluginDTO{}, err
 	}
@@ -72,8 +76,24 @@ func (p *Plugins) Install(req InstallRequest) (PluginDTO, error) {
 	return toPlugin(got, 0), nil
 }
 
-// Remove deletes a user plugin.
-func (p *Plugins) Remove(name string) error { return p.m.Remove(name) }
+// Remove stops and deletes a user plugin.
+func (p *Plugins) Remove(name string) error {
+	ctx, cancel := p.with(writeTimeout)
+	defer cancel()
+	return p.m.Remove(ctx, name)
+}
+
+// Reload writes the bundled plugins out again, rediscovers every plugin and
+// restarts those that run.
+func (p *Plugins) Reload() ([]PluginDTO, error) {
+	ctx, cancel := p.with(writeTimeout)
+	defer cancel()
+	all, err := p.m.Reload(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lo.Map(all, toPlugin), nil
+}
 
 // Open shows a plugin's folder in the file manager (desktop), and returns
 // its path either way.

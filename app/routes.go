@@ -69,6 +69,7 @@ func (h *handler) routes() {
 		h.write(w, v, err)
 	})
 	h.route("GET /api/plugins", func(r *http.Request) (any, error) { return p.List() })
+	h.route("POST /api/plugins/reload", func(r *http.Request) (any, error) { return p.Reload() })
 	h.route("POST /api/plugins/{name}/enable", func(r *http.Request) (any, error) { return p.Enable(r.PathValue("name")) })
 	h.route("POST /api/plugins/{name}/disable", func(r *http.Request) (any, error) { return p.Disable(r.PathValue("name")) })
 	h.mux.HandleFunc("POST /api/plugins/install", func(w http.ResponseWriter, r *http.Request) {

@@ -21,6 +21,7 @@ import (
 	"atrium/backend/apperr"
 	"atrium/backend/config"
 	"atrium/backend/hooks"
+	"atrium/backend/plugins"
 	"atrium/backend/stack"
 )
 
@@ -152,6 +153,8 @@ type runner struct {
 	// (all of them when pluginHooks is nil).
 	processPlugins bool
 	pluginHooks    []string
+	cmdPath        string           // the running command ("atrium sessions delete")
+	runtime        *plugins.Runtime // this process's plugins, once the stack is open
 }
 
 // firesHooks lists the commands whose work can fire hooks, with the hooks
@@ -185,7 +188,8 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 	if err != nil {
 		return err
 	}
-	r.pluginHooks, r.processPlugins = firesHooks[cmd.CommandPath()]
+	r.cmdPath = cmd.CommandPath()
+	r.pluginHooks, r.processPlugins = firesHooks[r.cmdPath]
 	var st *stack.Stack
 	if r.env.Open != nil {
 		st, err = r.env.Open(ctx, home)

@@ -22,15 +22,26 @@ type pluginRow struct {
 	Reason   string   `json:"reason,omitempty"`
 	Hooks    []string `json:"hooks"`
 	Commands []string `json:"commands"`
-	Dir      string   `json:"dir,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	// Registered: Hooks and Commands come from the plugin's last handshake,
+	// not only its manifest.
+	Registered bool     `json:"registered"`
+	PID        int      `json:"pid,omitempty"`
+	Process    string   `json:"process,omitempty"`
+	Restarts   int      `json:"restarts,omitempty"`
+	Dir        string   `json:"dir,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 }
 
 func toRow(p plugins.Plugin) pluginRow {
+	hooks, cmds := p.Hooks, p.Commands
+	if hooks == nil && cmds == nil { // plain discovery: the manifest's
+		hooks, cmds = p.Manifest.Hooks, p.Manifest.Commands
+	}
 	return pluginRow{
 		Name: p.Manifest.Name, Version: p.Manifest.Version, Source: p.Source, Runtime: p.Manifest.Runtime,
 		Enabled: p.Enabled, State: p.State, Reason: p.Err,
-		Hooks: nonNil(p.Manifest.Hooks), Commands: nonNil(p.Manifest.Commands), Dir: p.Dir, Warnings: p.Warnings,
+		Hooks: nonNil(hooks), Commands: nonNil(cmds), Registered: p.Registered,
+		PID: p.PID, Process: p.Process, Restarts: p.Restarts, Dir: p.Dir, Warnings: p.Warnings,
 	}
 }
 
@@ -47,7 +58,7 @@ func (r *runner) plugins() (*plugins.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plugins.NewManager(plugins.DiscoverOptions{Home: home, Version: r.env.Version}), nil
+	return plugins.NewManager(r.pluginOptions(home)), nil
 }
 
 func (r *runner) pluginsCmd() *cobra.Command {
@@ -81,13 +92,10 @@ func (r *runner) pluginsListCmd() *cobra.Command {
 			return r.print(rows, func(w io.Writer) {
 				fmt.Fprintln(w, "NAME\tVERSION\tSOURCE\tENABLED\tSTATE\tHOOKS\tCOMMANDS")
 				for _, p := range rows {
-					st := p.State
-					if p.Reason != "" {
-						st += ": " + p.Reason
-					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, dash(p.Version), p.Source, yesNo(p.Enabled), st,
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, dash(p.Version), p.Source, yesNo(p.Enabled), withReason(p),
 						dash(clip(strings.Join(p.Hooks, ","), 60)), dash(clip(strings.Join(p.Commands, ","), 40)))
 				}
+				fmt.Fprintln(w, "(hooks and commands: registered at the last start; declared in plugin.yaml for plugins never started)")
 			})
 		},
 	}
@@ -101,7 +109,7 @@ func (r *runner) pluginsToggleCmd(on bool) *cobra.Command {
 	return &cobra.Command{
 		Use:   use,
 		Short: short,
-		Long:  short + ".\nconfig.yaml is rewritten keeping its other settings, but not its comments.\nA running process picks the change up when it restarts.",
+		Long:  short + ".\nconfig.yaml is rewritten keeping its other settings and its comments.\nA running window or dashboard of the profile applies the change within seconds.",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := r.plugins()
@@ -110,9 +118,9 @@ func (r *runner) pluginsToggleCmd(on bool) *cobra.Command {
 			}
 			var p plugins.Plugin
 			if on {
-				p, err = m.Enable(args[0])
+				p, err = m.Enable(cmd.Context(), args[0])
 			} else {
-				p, err = m.Disable(args[0])
+				p, err = m.Disable(cmd.Context(), args[0])
 			}
 			if err != nil {
 				return err
@@ -164,7 +172,7 @@ func (r *runner) pluginsRemoveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := m.Remove(args[0]); err != nil {
+			if err := m.Remove(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			return r.print(map[string]string{"removed": args[0]}, func(w io.Writer) { fmt.Fprintf(w, "removed %s\n", args[0]) })
@@ -172,11 +180,16 @@ func (r *runner) pluginsRemoveCmd() *cobra.Command {
 	}
 }
 
+// withReason is the state with where it runs, or why it does not.
 func withReason(p pluginRow) string {
-	if p.Reason != "" {
-		return p.State + ": " + p.Reason
+	s := p.State
+	if p.State == plugins.StateRunning && p.Process != "" {
+		s += fmt.Sprintf(" (pid %d, in %s)", p.PID, p.Process)
 	}
-	return p.State
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	return s
 }
 
 func dash(s string) string {

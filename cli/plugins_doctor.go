@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"atrium/backend/apperr"
 	"atrium/backend/hooks"
 	"atrium/backend/plugins"
 	"atrium/backend/plugins/proc"
@@ -37,20 +35,12 @@ func (r *runner) pluginsDoctorCmd() *cobra.Command {
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
-				list, err := plugins.Discover(r.discoverOptions(st))
+				found, err := plugins.NewManager(r.pluginOptions(st.Home)).Find(args[0])
 				if err != nil {
 					return err
 				}
-				var p *plugins.Plugin
-				for i := range list {
-					if list[i].Name() == args[0] {
-						p = &list[i]
-					}
-				}
-				if p == nil {
-					return apperr.New(apperr.NotFound, "no plugin named %s (see atrium plugins list)", args[0])
-				}
-				d := r.doctor(ctx, st, *p)
+				p := &found
+				d := r.doctor(ctx, st, found)
 				return r.print(d, func(w io.Writer) {
 					fmt.Fprintf(w, "plugin\t%s %s (%s, %s)\n", d.Plugin.Name, dash(d.Plugin.Version), d.Plugin.Source, p.Manifest.Runtime)
 					fmt.Fprintf(w, "enabled\t%s\n", yesNo(d.Plugin.Enabled))
@@ -111,6 +101,7 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin) 
 	if err != nil {
 		d.Problems = append(d.Problems, err.Error())
 		d.DryRun = "not run: the plugin did not start"
+		_ = plugins.RecordFailure(st.Home, p, err.Error())
 		return d
 	}
 	d.Started = true
@@ -118,6 +109,7 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin) 
 	for _, c := range info.Commands {
 		d.Commands = append(d.Commands, c.Name)
 	}
+	_ = plugins.RecordStart(st.Home, p, d.Registered, d.Commands)
 	// The dry event is the most harmless one the plugin takes: a delete of
 	// a session that never existed comes first.
 	hook := ""
@@ -153,28 +145,26 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin) 
 func (r *runner) pluginsReloadCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "reload",
-		Short: "Rewrite the bundled plugins' folder from this binary and rediscover every plugin",
+		Short: "Write the bundled plugins out again from this binary, rediscover every plugin, and have running windows and dashboards restart theirs",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
-				dir := plugins.BundledCacheDir(st.Home, r.env.Version)
-				if err := os.RemoveAll(dir); err != nil {
-					return err
+			m, err := r.plugins()
+			if err != nil {
+				return err
+			}
+			list, err := m.Reload(cmd.Context())
+			if err != nil {
+				return err
+			}
+			rows := make([]pluginRow, 0, len(list))
+			for _, p := range list {
+				rows = append(rows, toRow(p))
+			}
+			return r.print(rows, func(w io.Writer) {
+				fmt.Fprintf(w, "reloaded %d plugin(s); a running window or dashboard restarts its plugins within seconds:\n", len(rows))
+				for _, p := range rows {
+					fmt.Fprintf(w, "%s\t%s\n", p.Name, withReason(p))
 				}
-				list, err := plugins.Discover(r.discoverOptions(st))
-				if err != nil {
-					return err
-				}
-				rows := make([]pluginRow, 0, len(list))
-				for _, p := range list {
-					rows = append(rows, toRow(p))
-				}
-				return r.print(rows, func(w io.Writer) {
-					fmt.Fprintf(w, "reloaded %d plugin(s); every new Atrium process loads them as listed:\n", len(rows))
-					for _, p := range rows {
-						fmt.Fprintf(w, "%s\t%s\t%s\n", p.Name, p.State, p.Reason)
-					}
-				})
 			})
 		},
 	}

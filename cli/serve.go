@@ -68,7 +68,7 @@ func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags,
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hub := app.NewHub()
-	a := app.New(ctx, st, loop, r.pluginManager(st),
+	a := app.New(ctx, st, loop, r.pluginManager(ctx, st),
 		app.Options{Platform: app.PlatformDashboard, Version: r.env.Version, Emitter: hub})
 	srv := &http.Server{Handler: app.NewHandler(a, token, app.Serving{Assets: frontend.Dist(), Hub: hub}), ReadHeaderTimeout: 10 * time.Second,
 		// Requests end with the server, so open event streams do not hold up

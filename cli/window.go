@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"atrium/backend/plugins"
 	"atrium/backend/stack"
 	"atrium/desktop"
 )
@@ -33,14 +32,10 @@ func (r *runner) window(root *cobra.Command) {
 			if err != nil {
 				return err
 			}
+			wctx, stop := context.WithCancel(ctx)
+			defer stop()
 			return desktop.Run(ctx, st, desktop.Options{Version: r.env.Version, Open: open, Loop: loop,
-				Plugins: r.pluginManager(st)})
+				Plugins: r.pluginManager(wctx, st)})
 		})
 	}
-}
-
-// pluginManager manages the plugins of st's profile for a long-lived
-// surface (the window, the dashboard).
-func (r *runner) pluginManager(st *stack.Stack) *plugins.Manager {
-	return plugins.NewManager(r.discoverOptions(st))
 }

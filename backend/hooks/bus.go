@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,6 +206,7 @@ type Context struct {
 	bus     *Bus
 	plugin  string
 	handles []Handle
+	hooks   []string
 	cmds    []string
 }
 
@@ -220,9 +222,23 @@ func (c *Context) RegisterHook(hook string, fn Handler) error {
 	if err != nil {
 		return err
 	}
-	c.handles = append(c.handles, h)
+	c.added(h, hook)
 	return nil
 }
+
+func (c *Context) added(h Handle, hook string) {
+	c.handles = append(c.handles, h)
+	if !slices.Contains(c.hooks, hook) {
+		c.hooks = append(c.hooks, hook)
+	}
+}
+
+// Hooks are the hooks registered through this context, in first
+// registration order.
+func (c *Context) Hooks() []string { return slices.Clone(c.hooks) }
+
+// Commands are the commands registered through this context.
+func (c *Context) Commands() []string { return slices.Clone(c.cmds) }
 
 // Unload reverses every registration made through this context.
 func (c *Context) Unload() {
@@ -232,7 +248,7 @@ func (c *Context) Unload() {
 	for _, n := range c.cmds {
 		c.bus.commands.Unregister(c.plugin, n)
 	}
-	c.handles, c.cmds = nil, nil
+	c.handles, c.hooks, c.cmds = nil, nil, nil
 }
 
 // OnActivity adds an in-process observer of delivery outcomes. It is called

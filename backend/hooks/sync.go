@@ -58,7 +58,7 @@ func (c *Context) RegisterSync(hook string, fn SyncHandler) error {
 	if err != nil {
 		return err
 	}
-	c.handles = append(c.handles, h)
+	c.added(h, hook)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"os"
-	"path/filepath"
 
 	"github.com/goccy/go-yaml"
 
@@ -18,9 +17,10 @@ type ConfigEdit struct {
 }
 
 // EditConfig applies edits to the config file at path in one rewrite,
-// keeping every other key and its order, the way Enable/Disable rewrite the
-// plugin lists. The result must load (config.Load) before it atomically
-// replaces the file, so an invalid value changes nothing.
+// keeping every other key, its order and the comments (those of a removed
+// key go with it), the way Enable/Disable rewrite the plugin lists. The
+// result must load (config.Load) before it atomically replaces the file, so
+// an invalid value changes nothing.
 func EditConfig(path string, edits ...ConfigEdit) error {
 	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
@@ -30,7 +30,8 @@ func EditConfig(path string, edits ...ConfigEdit) error {
 		return err
 	}
 	var doc yaml.MapSlice
-	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap()); err != nil {
+	comments := yaml.CommentMap{}
+	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap(), yaml.CommentToMap(comments)); err != nil {
 		return apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
 	}
 	for _, e := range edits {
@@ -39,7 +40,7 @@ func EditConfig(path string, edits ...ConfigEdit) error {
 			return err
 		}
 	}
-	return writeConfig(path, doc)
+	return writeConfig(path, doc, comments)
 }
 
 func editSection(path string, doc yaml.MapSlice, section, key string, value any) (yaml.MapSlice, error) {
@@ -82,31 +83,21 @@ func setValue(s yaml.MapSlice, key string, value any) yaml.MapSlice {
 }
 
 // writeConfig encodes doc, checks that it loads, and renames it over path.
-func writeConfig(path string, doc yaml.MapSlice) error {
-	out, err := yaml.Marshal(doc)
+func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap) error {
+	out, err := yaml.MarshalWithOptions(doc, yaml.WithComment(comments), yaml.IndentSequence(true))
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, err, "encode config %s", path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	invalid := false
+	err = writeAtomic(path, out, func(tmp string) error {
+		if _, _, err := config.Load(tmp); err != nil {
+			invalid = true
+			return apperr.Wrap(apperr.Invalid, err, "rewritten config does not load")
+		}
+		return nil
+	})
+	if err != nil && !invalid {
 		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".config-*.yaml")
-	if err != nil {
-		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
-	}
-	if err := tmp.Close(); err != nil {
-		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
-	}
-	if _, _, err := config.Load(tmp.Name()); err != nil {
-		return apperr.Wrap(apperr.Invalid, err, "rewritten config does not load")
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
-	}
-	return nil
+	return err
 }

@@ -30,10 +30,19 @@ type Plugin struct {
 	Dir     string `json:"dir"`
 	Source  string `json:"source"` // bundled, user or project
 	Enabled bool   `json:"enabled"`
-	State   string `json:"state"` // stopped, running, error or disabled
+	State   string `json:"state"` // stopped, running, restarting, error or disabled
 	// Err says why the plugin is in error, or why it is disabled.
 	Err      string   `json:"error,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+
+	// What live processes and the last handshake add (Manager.List; plain
+	// Discover leaves these empty).
+	Hooks      []string `json:"hooks,omitempty"`    // registered at the last handshake, else the manifest's
+	Commands   []string `json:"commands,omitempty"` // likewise
+	Registered bool     `json:"registered"`         // Hooks and Commands come from a handshake
+	PID        int      `json:"pid,omitempty"`      // its process while running
+	Process    string   `json:"process,omitempty"`  // the Atrium process hosting it
+	Restarts   int      `json:"restarts,omitempty"`
 }
 
 // Name is the manifest's name.

@@ -12,37 +12,60 @@ import (
 )
 
 // Manager lists and changes a profile's plugins: enable and disable rewrite
-// config.yaml, install and remove change the user folder. Each call reads
-// config.yaml afresh, so it sees edits made meanwhile.
+// config.yaml, install and remove change the user folder, reload restarts
+// them. Each call reads config.yaml afresh, so it sees edits made meanwhile.
+// Attached to this process's Runtime (the window, atrium serve), every change
+// takes effect at once: plugins start, stop and restart.
 type Manager struct {
 	opts DiscoverOptions // Config is ignored: it is loaded per call
 
-	mu        sync.Mutex
-	observers []func(name, state string)
+	mu      sync.Mutex
+	rt      *Runtime
+	changes observers[Change]
 }
 
 // NewManager manages the plugins of opts.Home.
 func NewManager(opts DiscoverOptions) *Manager { return &Manager{opts: opts} }
 
-// OnChange adds an observer called after a plugin was enabled, disabled,
-// installed or removed, with its new state ("removed" after Remove). The
-// desktop re-emits it as a UI event.
-func (m *Manager) OnChange(fn func(name, state string)) {
+// Attach makes the manager's changes take effect in rt, and passes rt's
+// state changes (a plugin started, crashed, restarting, cut off) to the
+// manager's observers.
+func (m *Manager) Attach(rt *Runtime) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observers = append(m.observers, fn)
+	m.rt = rt
+	m.mu.Unlock()
+	rt.OnChange(m.notify)
 }
 
-func (m *Manager) notify(name, state string) {
+func (m *Manager) runtime() *Runtime {
 	m.mu.Lock()
-	obs := append([]func(string, string){}, m.observers...)
-	m.mu.Unlock()
-	for _, fn := range obs {
-		fn(name, state)
+	defer m.mu.Unlock()
+	return m.rt
+}
+
+// apply brings the attached runtime in line after a change. Its failures
+// show as the plugins' states, which the caller reports.
+func (m *Manager) apply(ctx context.Context) {
+	if rt := m.runtime(); rt != nil {
+		_ = rt.Sync(ctx)
 	}
 }
 
-// List discovers the plugins with the current config.yaml, sorted by name.
+// OnChange adds an observer called when a plugin changes state: after it was
+// enabled, disabled, installed or removed ("removed"), and, with a runtime
+// attached, when it starts, stops, crashes or is cut off. The desktop
+// re-emits it as a UI event.
+func (m *Manager) OnChange(fn func(Change)) { m.changes.add(fn) }
+
+func (m *Manager) notify(c Change) { m.changes.notify(c) }
+
+func (m *Manager) notifyPlugin(p Plugin) {
+	m.notify(Change{Name: p.Name(), State: p.State, Error: p.Err})
+}
+
+// List discovers the plugins with the current config.yaml, sorted by name,
+// with what the profile's live processes and last handshakes say of them
+// (running where, restarting, in error, what they registered).
 func (m *Manager) List() ([]Plugin, error) {
 	cfg, _, err := config.Load(m.opts.Home.ConfigPath())
 	if err != nil {
@@ -50,7 +73,12 @@ func (m *Manager) List() ([]Plugin, error) {
 	}
 	o := m.opts
 	o.Config = cfg
-	return Discover(o)
+	list, err := Discover(o)
+	if err != nil {
+		return nil, err
+	}
+	applyStatus(o.Home, list)
+	return list, nil
 }
 
 // Find returns one plugin, or a not_found error.
@@ -69,16 +97,16 @@ func (m *Manager) Find(name string) (Plugin, error) {
 
 // Enable removes name from plugins.disabled and, unless it is a bundled
 // plugin that is on by default, adds it to plugins.enabled.
-func (m *Manager) Enable(name string) (Plugin, error) {
-	return m.setEnabled(name, true)
+func (m *Manager) Enable(ctx context.Context, name string) (Plugin, error) {
+	return m.setEnabled(ctx, name, true)
 }
 
 // Disable removes name from plugins.enabled and adds it to plugins.disabled.
-func (m *Manager) Disable(name string) (Plugin, error) {
-	return m.setEnabled(name, false)
+func (m *Manager) Disable(ctx context.Context, name string) (Plugin, error) {
+	return m.setEnabled(ctx, name, false)
 }
 
-func (m *Manager) setEnabled(name string, on bool) (Plugin, error) {
+func (m *Manager) setEnabled(ctx context.Context, name string, on bool) (Plugin, error) {
 	p, err := m.Find(name)
 	if err != nil {
 		return Plugin{}, err
@@ -97,10 +125,11 @@ func (m *Manager) setEnabled(name string, on bool) (Plugin, error) {
 	if err != nil {
 		return Plugin{}, fmt.Errorf("%s plugin %s: %w", map[bool]string{true: "enable", false: "disable"}[on], name, err)
 	}
+	m.apply(ctx)
 	if p, err = m.Find(name); err != nil {
 		return Plugin{}, err
 	}
-	m.notify(name, p.State)
+	m.notifyPlugin(p)
 	return p, nil
 }
 
@@ -113,17 +142,18 @@ func (m *Manager) Install(ctx context.Context, src string, force bool) (Plugin, 
 	if err != nil {
 		return Plugin{}, err
 	}
+	m.apply(ctx)
 	got, err := m.Find(p)
 	if err != nil {
 		return Plugin{}, err
 	}
-	m.notify(p, got.State)
+	m.notifyPlugin(got)
 	return got, nil
 }
 
 // Remove deletes a user plugin's folder (its work dir in plugins-data is
 // kept). Bundled and project plugins are rejected.
-func (m *Manager) Remove(name string) error {
+func (m *Manager) Remove(ctx context.Context, name string) error {
 	p, err := m.Find(name)
 	if err != nil {
 		return err
@@ -145,8 +175,37 @@ func (m *Manager) Remove(name string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return apperr.Wrap(apperr.Internal, err, "remove plugin %s", name)
 	}
-	m.notify(name, "removed")
+	m.apply(ctx)
+	m.notify(Change{Name: name, State: "removed"})
 	return nil
+}
+
+// Reload writes the bundled plugins out again from this binary, discovers
+// every plugin again and restarts those that run: here at once when a
+// runtime is attached, and in the profile's other long-lived processes (the
+// window, atrium serve) within seconds.
+func (m *Manager) Reload(ctx context.Context) ([]Plugin, error) {
+	if m.opts.BundledDir != "" && m.opts.BundledDir == BundledCacheDir(m.opts.Home, m.opts.Version) {
+		if err := os.RemoveAll(m.opts.BundledDir); err != nil {
+			return nil, apperr.Wrap(apperr.Internal, err, "reload bundled plugins")
+		}
+		if PrepareBundled(m.opts.Home, m.opts.Version) == "" {
+			return nil, apperr.New(apperr.Internal, "cannot write the bundled plugins to %s", m.opts.BundledDir)
+		}
+	}
+	if rt := m.runtime(); rt != nil {
+		_ = rt.Reload(ctx)
+	} else if err := TouchReload(m.opts.Home); err != nil {
+		return nil, apperr.Wrap(apperr.Internal, err, "ask running processes to reload")
+	}
+	list, err := m.List()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range list {
+		m.notifyPlugin(p)
+	}
+	return list, nil
 }
 
 func without(list []string, s string) []string {

@@ -20,10 +20,10 @@ type recorder struct {
 	events []string
 }
 
-func (r *recorder) record(name, state string) {
+func (r *recorder) record(c plugins.Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events = append(r.events, name+"="+state)
+	r.events = append(r.events, c.Name+"="+c.State)
 }
 
 func (r *recorder) got() []string {
@@ -79,24 +79,24 @@ func TestEnableDisableRewriteConfig(t *testing.T) {
 	MustWrite(t, e.bundled, "on", py("on"))
 	MustWrite(t, e.bundled, "off", py("off", "enabled_by_default: false"))
 	MustWrite(t, e.home.PluginsDir(), "mine", py("mine"))
-	if err := os.WriteFile(e.home.ConfigPath(), []byte("# mine\nsessions:\n  retention_days: 7\nplugins:\n  hook_callback_timeout: 5\n  enabled: [stale]\n"), 0o644); err != nil {
+	if err := os.WriteFile(e.home.ConfigPath(), []byte("# mine\nsessions:\n  retention_days: 7 # a week\nplugins:\n  # seconds per callback\n  hook_callback_timeout: 5\n  enabled: [stale]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m, rec := e.manager()
 
-	if p, err := m.Enable("mine"); err != nil || !p.Enabled || p.State != plugins.StateStopped {
+	if p, err := m.Enable(context.Background(), "mine"); err != nil || !p.Enabled || p.State != plugins.StateStopped {
 		t.Fatalf("enable mine: %+v %v", p, err)
 	}
-	if p, err := m.Enable("off"); err != nil || !p.Enabled {
+	if p, err := m.Enable(context.Background(), "off"); err != nil || !p.Enabled {
 		t.Fatalf("enable off: %+v %v", p, err)
 	}
-	if p, err := m.Disable("on"); err != nil || p.Enabled || p.State != plugins.StateDisabled {
+	if p, err := m.Disable(context.Background(), "on"); err != nil || p.Enabled || p.State != plugins.StateDisabled {
 		t.Fatalf("disable on: %+v %v", p, err)
 	}
-	if p, err := m.Disable("mine"); err != nil || p.Enabled {
+	if p, err := m.Disable(context.Background(), "mine"); err != nil || p.Enabled {
 		t.Fatalf("disable mine: %+v %v", p, err)
 	}
-	if p, err := m.Enable("on"); err != nil || !p.Enabled {
+	if p, err := m.Enable(context.Background(), "on"); err != nil || !p.Enabled {
 		t.Fatalf("re-enable on: %+v %v", p, err)
 	}
 	cfg, warnings, err := config.Load(e.home.ConfigPath())
@@ -109,14 +109,20 @@ func TestEnableDisableRewriteConfig(t *testing.T) {
 	if cfg.RetentionDays() != 7 || cfg.Plugins.HookCallbackTimeout == nil || *cfg.Plugins.HookCallbackTimeout != 5 {
 		t.Fatalf("the rest of the file was lost: %+v", cfg)
 	}
+	raw, _ := os.ReadFile(e.home.ConfigPath())
+	for _, c := range []string{"# mine\n", "retention_days: 7 # a week\n", "  # seconds per callback\n  hook_callback_timeout: 5\n"} {
+		if !strings.Contains(string(raw), c) {
+			t.Fatalf("comment lost (%q) in:\n%s", c, raw)
+		}
+	}
 	want := []string{"mine=stopped", "off=stopped", "on=disabled", "mine=disabled", "on=stopped"}
 	if !slices.Equal(rec.got(), want) {
 		t.Fatalf("observer %q, want %q", rec.got(), want)
 	}
-	if _, err := m.Enable("ghost"); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := m.Enable(context.Background(), "ghost"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("unknown: %v", err)
 	}
-	if err := m.Remove("on"); apperr.CodeOf(err) != apperr.Rejected || !strings.Contains(err.Error(), "bundled plugins can only be disabled") {
+	if err := m.Remove(context.Background(), "on"); apperr.CodeOf(err) != apperr.Rejected || !strings.Contains(err.Error(), "bundled plugins can only be disabled") {
 		t.Fatalf("remove bundled: %v", err)
 	}
 }
@@ -126,7 +132,7 @@ func TestEnableWithoutConfigFile(t *testing.T) {
 	e := newEnv(t)
 	MustWrite(t, e.home.PluginsDir(), "mine", py("mine"))
 	m, _ := e.manager()
-	if _, err := m.Enable("mine"); err != nil {
+	if _, err := m.Enable(context.Background(), "mine"); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _, err := config.Load(e.home.ConfigPath())
@@ -180,13 +186,13 @@ func TestInstallAndRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := m.Remove("fromzip"); err != nil {
+	if err := m.Remove(context.Background(), "fromzip"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(e.home.PluginsDir(), "fromzip")); !os.IsNotExist(err) {
 		t.Fatalf("still there: %v", err)
 	}
-	if err := m.Remove("fromzip"); apperr.CodeOf(err) != apperr.NotFound {
+	if err := m.Remove(context.Background(), "fromzip"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("remove twice: %v", err)
 	}
 	want := []string{"fromdir=disabled", "fromdir=disabled", "fromzip=disabled", "fromzip=removed"}

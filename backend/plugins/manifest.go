@@ -36,10 +36,12 @@ const (
 
 // States.
 const (
-	StateStopped  = "stopped"
-	StateRunning  = "running"
-	StateError    = "error"
-	StateDisabled = "disabled"
+	StateStopped = "stopped"
+	StateRunning = "running"
+	// StateRestarting: its process exited and a restart is scheduled.
+	StateRestarting = "restarting"
+	StateError      = "error"
+	StateDisabled   = "disabled"
 )
 
 // Setting types of a config_schema.

@@ -113,6 +113,38 @@ func resolveProgram(dir, prog string) string {
 	return prog
 }
 
+// DefaultOptions are a profile's discovery options as Atrium runs it: the
+// embedded bundled plugins, written out once per version under the cache so
+// python and command ones have a folder (or the folder of
+// $ATRIUM_BUNDLED_PLUGINS instead), the user folder, and the project folder
+// when $ATRIUM_ENABLE_PROJECT_PLUGINS is 1.
+func DefaultOptions(home config.Home, cfg config.Config, version string) DiscoverOptions {
+	o := DiscoverOptions{Home: home, Config: cfg, Version: version}
+	if os.Getenv(EnvBundled) == "" {
+		o.BundledDir = PrepareBundled(home, version)
+	}
+	return o
+}
+
+// PrepareBundled writes the embedded bundled plugins to
+// BundledCacheDir(home, version) unless a complete copy is there, and
+// returns that folder; "" if it cannot be written (bundled python plugins
+// then cannot start, and say so).
+func PrepareBundled(home config.Home, version string) string {
+	dir := BundledCacheDir(home, version)
+	done := filepath.Join(dir, ".complete")
+	if _, err := os.Stat(done); err == nil {
+		return dir
+	}
+	if err := MaterializeBundled(dir); err != nil {
+		return ""
+	}
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		return ""
+	}
+	return dir
+}
+
 // MaterializeBundled writes the embedded bundled plugins to dst (replacing
 // what was there), so python and command bundled plugins have a folder to
 // run from. Files starting with "#!" are made executable.

@@ -1,0 +1,113 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"atrium/app"
+	"atrium/backend/config"
+	"atrium/backend/hooks"
+	"atrium/backend/plugins"
+	"atrium/backend/stack"
+)
+
+// TestPluginPageOperationsRunTheirPluginsLive drives the plugin service over
+// the HTTP API against a real runtime: enabling starts the plugin's process,
+// reload restarts it, disabling stops it, and each change is pushed as a
+// plugin-state event.
+func TestPluginPageOperationsRunTheirPluginsLive(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	home, err := config.ResolveHome(t.TempDir(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(home.PluginsDir(), "idx")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "plugin.yaml"), []byte("name: idx\nruntime: python\nversion: 1.0.0\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "__init__.py"), []byte("def register(ctx):\n    ctx.register_hook('on_session_delete', lambda **kw: None)\n"), 0o644)
+	opts := plugins.DiscoverOptions{Home: home, Version: "dev", Bundled: os.DirFS(t.TempDir())}
+	var rt *plugins.Runtime
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := stack.Open(ctx, home, stack.Options{Logger: quiet, Register: func(st *stack.Stack) error {
+		rt = plugins.NewRuntime(plugins.RuntimeOptions{Discover: opts, Bus: st.Bus, Want: plugins.Want{Processes: true}, Process: "atrium serve", Logger: quiet})
+		st.OnClose(rt.Stop)
+		return rt.Sync(context.Background())
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	loop, err := st.Loop(stack.ModelFlags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := plugins.NewManager(opts)
+	mgr.Attach(rt)
+	rec := &recorder{}
+	a := app.New(ctx, st, loop, mgr, app.Options{Platform: app.PlatformDashboard, Version: "test", Emitter: rec})
+	srv := httptest.NewServer(app.NewHandler(a, token, app.Serving{}))
+	t.Cleanup(srv.Close)
+	c := client{t: t, srv: srv}
+
+	var p app.PluginDTO
+	if code := c.do("POST", "/api/plugins/idx/enable", token, nil, &p); code != 200 || p.State != plugins.StateRunning || p.PID == 0 ||
+		p.Process != "atrium serve" || !p.Registered || !slices.Equal(p.Hooks, []string{hooks.OnSessionDelete}) {
+		t.Fatalf("enable = %d %+v", code, p)
+	}
+	if !slices.Contains(st.Bus.Subscribers(hooks.OnSessionDelete), "idx") {
+		t.Fatal("enabled plugin is not subscribed")
+	}
+	pid := p.PID
+	var list []app.PluginDTO
+	if code := c.do("POST", "/api/plugins/reload", token, nil, &list); code != 200 {
+		t.Fatalf("reload = %d", code)
+	}
+	i := slices.IndexFunc(list, func(p app.PluginDTO) bool { return p.Name == "idx" })
+	if i < 0 || list[i].State != plugins.StateRunning || list[i].PID == pid || list[i].PID == 0 {
+		t.Fatalf("reload did not restart idx: %+v", list)
+	}
+	var off app.PluginDTO
+	if code := c.do("POST", "/api/plugins/idx/disable", token, nil, &off); code != 200 || off.State != plugins.StateDisabled || off.PID != 0 {
+		t.Fatalf("disable = %d %+v", code, off)
+	}
+	if slices.Contains(st.Bus.Subscribers(hooks.OnSessionDelete), "idx") || len(rt.Host().List()) != 0 {
+		t.Fatal("disabled plugin still hosted")
+	}
+	var states []string
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		states = states[:0]
+		for _, d := range rec.named(app.EventPluginState) {
+			if s := d.(app.PluginStateDTO); s.Name == "idx" {
+				states = append(states, s.State)
+			}
+		}
+		if len(states) > 0 && states[len(states)-1] == plugins.StateDisabled {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// enable: running (runtime), running (manager); reload: stopped, running,
+	// running; disable: stopped, disabled.
+	for _, want := range []string{plugins.StateRunning, plugins.StateStopped, plugins.StateDisabled} {
+		if !slices.Contains(states, want) {
+			t.Fatalf("plugin-state events %v lack %s", states, want)
+		}
+	}
+	if states[len(states)-1] != plugins.StateDisabled {
+		t.Fatalf("last plugin-state %v", states)
+	}
+}

@@ -1,0 +1,509 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"atrium/backend/config"
+	"atrium/backend/hooks"
+	"atrium/backend/plugins/proc"
+	pyrunner "atrium/backend/plugins/runner"
+)
+
+// GoPlugin installs one bundled in-process plugin through c, with its
+// validated settings.
+type GoPlugin func(c *hooks.Context, home config.Home, settings map[string]any) error
+
+// Want says which plugins a process runs. In-process (go) plugins always
+// load: they cost nothing until called.
+type Want struct {
+	// Processes runs out-of-process plugins (python, command) at all.
+	Processes bool
+	// Hooks, with Processes: nil runs every enabled one; otherwise only those
+	// whose last handshake registered one of these hooks, and those never
+	// started from their current folder (their handshake is what counts, and
+	// it is not known yet).
+	Hooks []string
+}
+
+// RuntimeOptions configure a Runtime.
+type RuntimeOptions struct {
+	// Discover says where plugins are; its Config is read again from
+	// config.yaml at every Sync, so edits made meanwhile count.
+	Discover DiscoverOptions
+	Bus      *hooks.Bus
+	Go       map[string]GoPlugin // in-process implementations, by manifest name
+	Want     Want
+	Python   string // interpreter for runtime python (default python3)
+	Process  string // what this process is, for `plugins list` ("atrium serve")
+	Logger   *slog.Logger
+	// Tune adjusts the process host before the first plugin starts (tests).
+	Tune func(*proc.Host)
+}
+
+// Change is a plugin's new state, for the UI.
+type Change struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+}
+
+// Runtime runs a profile's enabled plugins in this process: the in-process
+// ones on the bus, the others as children under a proc.Host. Sync brings it
+// in line with the folders and config.yaml (starting, stopping and restarting
+// what changed); Watch does that whenever they change. It publishes what runs
+// for `plugins list` and records every handshake and failure.
+type Runtime struct {
+	opts RuntimeOptions
+	home config.Home
+	host *proc.Host
+	log  *slog.Logger
+
+	syncMu sync.Mutex // one Sync at a time
+
+	mu        sync.Mutex
+	goLoaded  map[string]*goLoaded
+	hosted    map[string]hosted // process plugins given to the host, by name
+	runner    string            // the Python runner's path, once written
+	changes   observers[Change]
+	stopped   bool
+	watchSig  string // the folders' signature the last Sync saw
+	reloadSig string // the reload marker's, likewise
+
+	recordMu sync.Mutex // serializes the host record's rewrites
+}
+
+type goLoaded struct {
+	ctx *hooks.Context
+	sig string // settings, as JSON
+	p   Plugin
+	err string
+}
+
+type hosted struct {
+	sig string // the spec and folder fingerprint it was started with
+	p   Plugin
+}
+
+// NewRuntime makes a runtime; call Sync to load plugins.
+func NewRuntime(o RuntimeOptions) *Runtime {
+	if o.Python == "" {
+		o.Python = "python3"
+	}
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	r := &Runtime{opts: o, home: o.Discover.Home, log: lg, goLoaded: map[string]*goLoaded{}, hosted: map[string]hosted{}}
+	r.host = proc.NewHost(o.Bus, lg)
+	if o.Tune != nil {
+		o.Tune(r.host)
+	}
+	r.host.OnState(r.onHostState)
+	return r
+}
+
+// Host is the process host (plugins doctor sends its dry event through it).
+func (r *Runtime) Host() *proc.Host { return r.host }
+
+// OnChange adds an observer of plugin state changes in this process.
+func (r *Runtime) OnChange(fn func(Change)) { r.changes.add(fn) }
+
+func (r *Runtime) notify(c Change) { r.changes.notify(c) }
+
+// Sync loads, starts, stops and restarts plugins so that this process runs
+// exactly the enabled ones it wants, each from its current folder with its
+// current settings. A plugin that fails is recorded in error and reported in
+// the returned error (one line per plugin); the others still run.
+func (r *Runtime) Sync(ctx context.Context) error { return r.sync(ctx, false) }
+
+// Reload is Sync that also restarts every plugin that runs, and tells the
+// profile's other long-lived processes (the window, atrium serve) to do the
+// same.
+func (r *Runtime) Reload(ctx context.Context) error {
+	if err := TouchReload(r.home); err != nil {
+		r.log.Warn("plugins reload marker", "error", err)
+	}
+	return r.sync(ctx, true)
+}
+
+func (r *Runtime) sync(ctx context.Context, force bool) error {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	r.mu.Lock()
+	stopped := r.stopped
+	r.mu.Unlock()
+	if stopped {
+		return nil
+	}
+	sig, reloadSig := r.signature()
+	cfg, _, err := config.Load(r.home.ConfigPath())
+	if err != nil {
+		return err
+	}
+	o := r.opts.Discover
+	o.Config = cfg
+	list, err := Discover(o)
+	if err != nil {
+		return err
+	}
+	var problems []error
+	r.syncGo(list, cfg, force, &problems)
+	if r.opts.Want.Processes {
+		r.syncProcesses(ctx, list, cfg, force, &problems)
+	}
+	r.mu.Lock()
+	r.watchSig, r.reloadSig = sig, reloadSig
+	r.mu.Unlock()
+	r.publish()
+	return errors.Join(problems...)
+}
+
+// wanted tells whether p should run here at all.
+func wanted(p Plugin) bool { return p.Enabled && p.State != StateError }
+
+func (r *Runtime) syncGo(list []Plugin, cfg config.Config, force bool, problems *[]error) {
+	byName := map[string]Plugin{}
+	for _, p := range list {
+		if p.Manifest.Runtime == RuntimeGo && wanted(p) {
+			byName[p.Name()] = p
+		}
+	}
+	var changes []Change
+	r.mu.Lock()
+	for name, g := range r.goLoaded {
+		p, keep := byName[name]
+		if keep && !force {
+			if sig, _ := settingsSig(p, cfg); sig == g.sig {
+				continue
+			}
+		}
+		g.ctx.Unload()
+		delete(r.goLoaded, name)
+		if !keep {
+			changes = append(changes, Change{Name: name, State: StateStopped})
+		}
+	}
+	r.mu.Unlock()
+	for _, name := range sortedKeys(byName) {
+		p := byName[name]
+		r.mu.Lock()
+		_, loaded := r.goLoaded[name]
+		r.mu.Unlock()
+		if loaded {
+			continue
+		}
+		g := &goLoaded{ctx: r.opts.Bus.Plugin(name), p: p}
+		g.sig, _ = settingsSig(p, cfg)
+		err := r.installGo(g, cfg)
+		if err != nil {
+			g.ctx.Unload()
+			g.err = err.Error()
+			*problems = append(*problems, fmt.Errorf("plugin %s: %w", name, err))
+			_ = RecordFailure(r.home, p, g.err)
+			changes = append(changes, Change{Name: name, State: StateError, Error: g.err})
+		} else {
+			_ = RecordStart(r.home, p, g.ctx.Hooks(), g.ctx.Commands())
+			changes = append(changes, Change{Name: name, State: StateRunning})
+		}
+		r.mu.Lock()
+		r.goLoaded[name] = g
+		r.mu.Unlock()
+	}
+	for _, c := range changes {
+		r.notify(c)
+	}
+}
+
+func (r *Runtime) installGo(g *goLoaded, cfg config.Config) (err error) {
+	impl, ok := r.opts.Go[g.p.Name()]
+	if !ok {
+		return errors.New("no in-process implementation in this build")
+	}
+	settings, _, err := g.p.Manifest.Settings(cfg.Plugins.Entries[g.p.Name()])
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic in Register: %v", v)
+		}
+	}()
+	return impl(g.ctx, r.home, settings)
+}
+
+func settingsSig(p Plugin, cfg config.Config) (string, error) {
+	s, _, err := p.Manifest.Settings(cfg.Plugins.Entries[p.Name()])
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(s)
+	return string(b), err
+}
+
+func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.Config, force bool, problems *[]error) {
+	type start struct {
+		p    Plugin
+		spec proc.Spec
+		sig  string
+	}
+	var starts []start
+	desired := map[string]bool{}
+	for _, p := range list {
+		rt := p.Manifest.Runtime
+		if (rt != RuntimePython && rt != RuntimeCommand) || !wanted(p) || !r.selects(p) {
+			continue
+		}
+		desired[p.Name()] = true
+		spec, err := r.spec(p, cfg)
+		if err != nil {
+			*problems = append(*problems, fmt.Errorf("plugin %s: %w", p.Name(), err))
+			_ = RecordFailure(r.home, p, err.Error())
+			r.notify(Change{Name: p.Name(), State: StateError, Error: err.Error()})
+			desired[p.Name()] = false
+			continue
+		}
+		b, _ := json.Marshal(spec)
+		sig := Fingerprint(p) + string(b)
+		r.mu.Lock()
+		cur, ok := r.hosted[p.Name()]
+		r.mu.Unlock()
+		if ok && cur.sig == sig && !force {
+			continue
+		}
+		starts = append(starts, start{p, spec, sig})
+	}
+	// Stop what is no longer wanted, and what restarts with a new spec.
+	r.mu.Lock()
+	var stops []string
+	for name := range r.hosted {
+		if !desired[name] || slices.ContainsFunc(starts, func(s start) bool { return s.p.Name() == name }) {
+			stops = append(stops, name)
+		}
+	}
+	r.mu.Unlock()
+	for _, name := range stops {
+		sctx, cancel := context.WithTimeout(ctx, r.host.Grace+5*time.Second)
+		_ = r.host.Remove(sctx, name)
+		cancel()
+		r.mu.Lock()
+		delete(r.hosted, name)
+		r.mu.Unlock()
+	}
+	// Start in parallel: interpreters take a moment each.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, s := range starts {
+		r.mu.Lock()
+		r.hosted[s.p.Name()] = hosted{sig: s.sig, p: s.p}
+		r.mu.Unlock()
+		wg.Go(func() {
+			if _, err := r.host.Start(ctx, s.spec); err != nil {
+				mu.Lock()
+				*problems = append(*problems, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// selects applies Want.Hooks to a process plugin.
+func (r *Runtime) selects(p Plugin) bool {
+	want := r.opts.Want.Hooks
+	if want == nil {
+		return true
+	}
+	reg := ReadRegistration(r.home, p)
+	if reg == nil || reg.At.IsZero() {
+		return true // never started from this folder: its handshake decides
+	}
+	for _, h := range reg.Hooks {
+		if slices.Contains(want, h) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Runtime) spec(p Plugin, cfg config.Config) (proc.Spec, error) {
+	runner := ""
+	if p.Manifest.Runtime == RuntimePython {
+		r.mu.Lock()
+		runner = r.runner
+		r.mu.Unlock()
+		if runner == "" {
+			path, err := pyrunner.WriteTo(filepath.Join(r.home.Dir, "cache", "runner"))
+			if err != nil {
+				return proc.Spec{}, err
+			}
+			r.mu.Lock()
+			r.runner, runner = path, path
+			r.mu.Unlock()
+		}
+	}
+	spec, err := p.Spec(r.home, cfg, r.opts.Python, runner)
+	if err != nil {
+		return proc.Spec{}, err
+	}
+	spec.Timeout = cfg.HookTimeout()
+	return spec, nil
+}
+
+// onHostState records a process plugin's handshake or failure and tells the
+// observers.
+func (r *Runtime) onHostState(in proc.Info) {
+	r.mu.Lock()
+	h, ok := r.hosted[in.Name]
+	r.mu.Unlock()
+	if ok {
+		switch in.State {
+		case proc.StateRunning:
+			cmds := make([]string, 0, len(in.Commands))
+			for _, c := range in.Commands {
+				cmds = append(cmds, c.Name)
+			}
+			_ = RecordStart(r.home, h.p, in.Hooks, cmds)
+		case proc.StateError:
+			_ = RecordFailure(r.home, h.p, in.Err)
+		}
+	}
+	r.publish()
+	r.notify(Change{Name: in.Name, State: in.State, Error: in.Err})
+}
+
+// publish rewrites this process's host record from the current states.
+func (r *Runtime) publish() {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	states := []RunState{}
+	for _, name := range sortedKeys(r.goLoaded) {
+		g := r.goLoaded[name]
+		rs := RunState{Name: name, State: StateRunning, PID: os.Getpid(), Hooks: nonNilList(g.ctx.Hooks()), Commands: nonNilList(g.ctx.Commands())}
+		if g.err != "" {
+			rs.State, rs.Error, rs.PID = StateError, g.err, 0
+		}
+		states = append(states, rs)
+	}
+	r.mu.Unlock()
+	for _, in := range r.host.List() {
+		cmds := []string{}
+		for _, c := range in.Commands {
+			cmds = append(cmds, c.Name)
+		}
+		states = append(states, RunState{Name: in.Name, State: in.State, Error: in.Err, PID: in.PID, Restarts: in.Restarts,
+			Hooks: nonNilList(in.Hooks), Commands: cmds})
+	}
+	if err := writeHostRecord(r.home, r.opts.Process, states); err != nil {
+		r.log.Warn("publish plugin states", "error", err)
+	}
+}
+
+// Stop stops every child (with the host's grace period), unloads the
+// in-process plugins and withdraws this process's record.
+func (r *Runtime) Stop(ctx context.Context) error {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	err := r.host.Stop(ctx)
+	r.recordMu.Lock()
+	r.mu.Lock()
+	r.stopped = true
+	for name, g := range r.goLoaded {
+		g.ctx.Unload()
+		delete(r.goLoaded, name)
+	}
+	r.mu.Unlock()
+	if werr := writeHostRecord(r.home, r.opts.Process, nil); werr != nil && err == nil {
+		err = werr
+	}
+	r.recordMu.Unlock()
+	return err
+}
+
+// Watch runs Sync whenever config.yaml or a plugin folder changes, and
+// Reload when `atrium plugins reload` asks for it, checking every interval,
+// until ctx ends. Problems go to the log (and to the observers as states).
+func (r *Runtime) Watch(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sig, reloadSig := r.signature()
+		r.mu.Lock()
+		changed, reload := sig != r.watchSig, reloadSig != r.reloadSig
+		r.mu.Unlock()
+		if !changed && !reload {
+			continue
+		}
+		if err := r.sync(ctx, reload); err != nil && ctx.Err() == nil {
+			r.log.Warn("plugins changed; some did not load", "error", err)
+		}
+	}
+}
+
+// signature summarizes what Watch looks at: config.yaml, the plugin folders
+// and their manifests (names, sizes, times); and, apart, the reload marker.
+func (r *Runtime) signature() (folders, reload string) {
+	var b strings.Builder
+	stat := func(path string) {
+		if info, err := os.Stat(path); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", path, info.Size(), info.ModTime().UnixNano())
+		}
+	}
+	stat(r.home.ConfigPath())
+	o := r.opts.Discover
+	dirs := []string{r.home.PluginsDir(), o.BundledDir}
+	if d := o.getenv(EnvBundled); d != "" {
+		dirs = append(dirs, d)
+	}
+	if o.getenv(EnvProjectPlugins) == "1" {
+		d := o.ProjectDir
+		if d == "" {
+			d = filepath.Join(".atrium", "plugins")
+		}
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		stat(d)
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			stat(filepath.Join(d, e.Name()))
+			stat(filepath.Join(d, e.Name(), ManifestFile))
+		}
+	}
+	if info, err := os.Stat(reloadMarker(r.home)); err == nil {
+		reload = fmt.Sprint(info.ModTime().UnixNano())
+	}
+	return b.String(), reload
+}
+
+// TouchReload asks every long-lived process of the profile to restart its
+// plugins (see Watch).
+func TouchReload(home config.Home) error {
+	path := reloadMarker(home)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
+}
