@@ -24,16 +24,37 @@ func writePlugin(t *testing.T, dir, name, hooks, code string) string {
 	return p
 }
 
-// The three example plugins of the plugin API, written as for the familiar
-// Python plugin API of AI agents, installed and driven through the real
-// command line.
-func TestPythonPluginsEndToEndThroughTheCommandLine(t *testing.T) {
+func needPython(t *testing.T) {
+	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
 	}
+}
+
+// installEnabled installs plugin folders of src into home and enables them,
+// each through its own atrium process.
+func installEnabled(t *testing.T, home, src string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if r := atriumExec(t, home, "", nil, "plugins", "install", filepath.Join(src, name)); r.code != 0 {
+			t.Fatalf("install %s: %+v", name, r)
+		}
+		if r := atriumExec(t, home, "", nil, "plugins", "enable", name); r.code != 0 {
+			t.Fatalf("enable %s: %+v", name, r)
+		}
+	}
+}
+
+// The three example plugins of the plugin API, written as for the familiar
+// Python plugin API of AI agents, installed and driven through the atrium
+// command line, each command its own process.
+
+// 1. Flag in post_compaction, re-inject at the next pre_llm_call (one
+// process: chat, with /compress typed in the conversation).
+func TestExampleMemoryPluginReinjectsRulesAfterACompaction(t *testing.T) {
+	needPython(t)
 	t.Parallel()
-	home := t.TempDir()
-	src := t.TempDir()
+	home, src := t.TempDir(), t.TempDir()
 	writePlugin(t, src, "pymemory", "[post_compaction, pre_llm_call]", `
 flagged = set()
 
@@ -49,53 +70,24 @@ def register(ctx):
     ctx.register_hook("post_compaction", on_compaction)
     ctx.register_hook("pre_llm_call", pre_llm_call)
 `)
-	writePlugin(t, src, "pysidecars", "[on_session_delete]", `
-import os
-
-def register(ctx):
-    def on_delete(session_id, deleted_ids=None, **kwargs):
-        for sid in deleted_ids or [session_id]:
-            path = os.path.join(ctx.work_dir, sid + ".idx")
-            if os.path.exists(path):
-                os.remove(path)
-    ctx.register_hook("on_session_delete", on_delete)
-`)
-	writePlugin(t, src, "pywho", "[]\ncommands: [pywho]", `
-def register(ctx):
-    def whoami(raw_args, source=None, session_id=None, platform=None):
-        who = source.user_id if source is not None else "local user"
-        return f"{who} on {platform} in {session_id}"
-    ctx.register_command("pywho", handler=whoami, description="who am I")
-`)
-	for _, name := range []string{"pymemory", "pysidecars", "pywho"} {
-		if r := atrium(t, home, "plugins", "install", filepath.Join(src, name)); r.code != 0 {
-			t.Fatalf("install %s: %+v", name, r)
-		}
-		if r := atrium(t, home, "plugins", "enable", name); r.code != 0 {
-			t.Fatalf("enable %s: %+v", name, r)
-		}
-	}
-
-	// 1. Flag in post_compaction, re-inject at the next pre_llm_call (one process: chat).
+	installEnabled(t, home, src, "pymemory")
 	id := create(t, home, "--title", "py")
 	lines := strings.Repeat("we decided the service owner is Grace and the deploy window is Friday evening after the review; "+
 		strings.Repeat("the team went over the staging checklist once more and found nothing new to add. ", 3)+"\n", 6) +
 		"/compress\nwhat is the endpoint?\nand again?\n"
-	var out strings.Builder
-	r := atriumStdin(t, home, lines, "chat", id)
-	out.WriteString(r.stdout)
+	r := atriumExec(t, home, lines, nil, "chat", id)
 	if r.code != 0 {
 		t.Fatalf("chat: %+v", r)
 	}
-	replies := strings.Split(strings.TrimSpace(out.String()), "\n")
+	replies := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	seen := 0
 	for _, l := range replies {
 		if strings.Contains(l, "(context seen)") {
 			seen++
 		}
 	}
-	if seen == 0 || !strings.Contains(out.String(), "continues in") {
-		t.Fatalf("the rules never reached the model after the compaction:\n%s", out.String())
+	if seen == 0 || !strings.Contains(r.stdout, "continues in") {
+		t.Fatalf("the rules never reached the model after the compaction:\n%s", r.stdout)
 	}
 	var msgs []struct {
 		Content     string  `json:"content"`
@@ -120,37 +112,95 @@ def register(ctx):
 	if injected != 1 {
 		t.Fatalf("rules injected %d times after one compaction, want exactly 1", injected)
 	}
+}
 
-	// 2. on_session_delete drops the plugin's per-session files, deleted_ids or [session_id].
+// 2. on_session_delete drops the plugin's per-session files, deleted_ids or
+// [session_id]; `sessions delete` delivers before its process exits.
+func TestExampleSidecarPluginDropsTheFilesOfEveryDeletedRow(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home, src := t.TempDir(), t.TempDir()
+	writePlugin(t, src, "pysidecars", "[on_session_delete]", `
+import os
+
+def register(ctx):
+    def on_delete(session_id, deleted_ids=None, **kwargs):
+        for sid in deleted_ids or [session_id]:
+            path = os.path.join(ctx.work_dir, sid + ".idx")
+            if os.path.exists(path):
+                os.remove(path)
+    ctx.register_hook("on_session_delete", on_delete)
+`)
+	installEnabled(t, home, src, "pysidecars")
 	a, b, keep := create(t, home), create(t, home), create(t, home)
+	child := create(t, home, "--parent", a, "--relation", "delegate")
 	work := filepath.Join(home, "plugins-data", "pysidecars")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{a, b, keep} {
+	for _, s := range []string{a, b, keep, child} {
 		if err := os.WriteFile(filepath.Join(work, s+".idx"), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if r := atrium(t, home, "sessions", "delete", a, b); r.code != 0 {
+	if r := atriumExec(t, home, "", nil, "sessions", "delete", a, b); r.code != 0 {
 		t.Fatalf("delete: %+v", r)
 	}
-	for s, want := range map[string]bool{a: false, b: false, keep: true} {
+	for s, want := range map[string]bool{a: false, b: false, child: false, keep: true} {
 		if _, err := os.Stat(filepath.Join(work, s+".idx")); (err == nil) != want {
 			t.Fatalf("sidecar of %s: exists=%v, want %v", s, err == nil, want)
 		}
 	}
+	var rows []struct {
+		Name       string   `json:"name"`
+		State      string   `json:"state"`
+		Hooks      []string `json:"hooks"`
+		Registered bool     `json:"registered"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "plugins", "list", "--json"), &rows)
+	for _, p := range rows {
+		if p.Name == "pysidecars" && (p.State != "stopped" || !p.Registered || len(p.Hooks) != 1 || p.Hooks[0] != "on_session_delete") {
+			t.Fatalf("after its process ended: %+v", p)
+		}
+	}
+}
 
-	// 3. A command that knows its session.
-	if r := atrium(t, home, "send", keep, "/pywho"); r.code != 0 || !strings.Contains(r.stdout, "local user on cli in "+keep) {
+// 3. A command that knows its session; with no source (the command line)
+// it reports the local user.
+func TestExampleWhoamiCommandKnowsItsSession(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home, src := t.TempDir(), t.TempDir()
+	writePlugin(t, src, "pywho", "[]\ncommands: [pywho]", `
+def register(ctx):
+    def whoami(raw_args, source=None, session_id=None, platform=None):
+        who = source.user_id if source is not None else "local user"
+        return f"{who} on {platform} in {session_id}"
+    ctx.register_command("pywho", handler=whoami, description="who am I")
+`)
+	installEnabled(t, home, src, "pywho")
+	keep := create(t, home)
+	if r := atriumExec(t, home, "", nil, "send", keep, "/pywho"); r.code != 0 || !strings.Contains(r.stdout, "local user on cli in "+keep) {
 		t.Fatalf("/pywho: %+v", r)
 	}
-	var list []struct {
-		Name  string `json:"name"`
-		State string `json:"state"`
+}
+
+// ATRIUM_BUNDLED_PLUGINS replaces the embedded bundled plugins.
+func TestBundledPluginsFolderFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	home, bundled := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bundled, "only-mine"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	mustJSON(t, atrium(t, home, "plugins", "list", "--json"), &list)
-	if len(list) < 6 {
-		t.Fatalf("plugins list: %+v", list)
+	if err := os.WriteFile(filepath.Join(bundled, "only-mine", "plugin.yaml"), []byte("name: only-mine\nruntime: command\ncommand: [./run]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Name   string `json:"name"`
+		Source string `json:"source"`
+	}
+	mustJSON(t, atriumExec(t, home, "", []string{"ATRIUM_BUNDLED_PLUGINS=" + bundled}, "plugins", "list", "--json"), &rows)
+	if len(rows) != 1 || rows[0].Name != "only-mine" || rows[0].Source != "bundled" {
+		t.Fatalf("plugins with ATRIUM_BUNDLED_PLUGINS: %+v", rows)
 	}
 }

@@ -1,0 +1,46 @@
+package cli_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"atrium/backend/plugins/proc"
+	"atrium/cli"
+)
+
+// TestMain doubles as the atrium binary when the test binary is re-executed
+// with ATRIUM_TEST_MAIN=1: end-to-end tests run the real command line as a
+// real process, with its own plugin children and its own exit.
+func TestMain(m *testing.M) {
+	if os.Getenv("ATRIUM_TEST_MAIN") == "1" {
+		proc.AtriumVersion = "v9.9.9-test"
+		os.Exit(cli.Main(os.Args[1:], cli.Env{Version: "v9.9.9-test", Stdout: os.Stdout, Stderr: os.Stderr}))
+	}
+	os.Exit(m.Run())
+}
+
+// atriumExec runs `atrium args... --home home` as a child process with
+// stdin and extra environment (KEY=VALUE).
+func atriumExec(t *testing.T, home, stdin string, env []string, args ...string) run {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append(args, "--home", home)...)
+	cmd.Env = append(append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0"), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run atrium %v: %v", args, err)
+	}
+	return run{code, out.String(), errb.String()}
+}
