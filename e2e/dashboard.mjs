@@ -399,20 +399,40 @@ async function main() {
     return `${now.length} rows, live row seq ${now[0][0]}`;
   });
 
-  await check('plugins page disables then enables session-index', async () => {
+  await check('plugins page: session-index runs in serve; disable stops its process, enable and Reload start a new one', async () => {
     await page.click('[data-testid=nav-plugins]');
-    const row = page.locator('[data-testid=plugin-row][data-name="session-index"]');
+    const sel = '[data-testid=plugin-row][data-name="session-index"]';
+    const row = page.locator(sel);
     await row.waitFor({ timeout: 10_000 });
-    const enabled = async () => (await atrium('plugins', 'list')).find((p) => p.name === 'session-index')?.enabled;
-    eq(await enabled(), true, 'enabled at start');
+    const listed = async () => (await atrium('plugins', 'list')).find((p) => p.name === 'session-index');
+    const alive = (pid) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const first = await listed();
+    eq(first?.state, 'running', 'state at start (plugins list)');
+    eq(first?.process, 'atrium serve', 'process at start');
+    assert(first.pid > 0 && alive(first.pid), `no live process for session-index: ${JSON.stringify(first)}`);
+    await page.locator(`${sel}[data-state="running"] [data-testid=plugin-where]`).filter({ hasText: `pid ${first.pid}` }).waitFor({ timeout: 10_000 });
     await row.locator('[data-testid=plugin-toggle]').uncheck();
-    await page.locator('[data-testid=plugin-row][data-name="session-index"][data-enabled="false"]').waitFor({ timeout: 10_000 });
-    eq(await enabled(), false, 'enabled after disable (plugins list)');
-    await page.locator('[data-testid=plugin-row][data-name="session-index"] [data-testid=plugin-toggle]').check();
-    await page.locator('[data-testid=plugin-row][data-name="session-index"][data-enabled="true"]').waitFor({ timeout: 10_000 });
-    eq(await enabled(), true, 'enabled after enable (plugins list)');
+    await page.locator(`${sel}[data-enabled="false"][data-state="disabled"]`).waitFor({ timeout: 10_000 });
+    eq((await listed())?.state, 'disabled', 'state after disable (plugins list)');
+    assert(!alive(first.pid), `session-index (pid ${first.pid}) still runs after disable`);
+    await page.locator(`${sel} [data-testid=plugin-toggle]`).check();
+    await page.locator(`${sel}[data-enabled="true"][data-state="running"]`).waitFor({ timeout: 10_000 });
+    const second = await listed();
+    assert(second?.state === 'running' && second.pid > 0 && second.pid !== first.pid && alive(second.pid), `after enable: ${JSON.stringify(second)}`);
+    await page.click('[data-testid=plugins-reload]');
+    await page.locator('.plugins-view .notice.ok').filter({ hasText: 'reloaded' }).waitFor({ timeout: 10_000 });
+    const third = await listed();
+    assert(third?.state === 'running' && third.pid !== second.pid && alive(third.pid) && !alive(second.pid), `after reload: ${JSON.stringify(third)}`);
     const api = await page.evaluate(() => fetch('/api/plugins', { credentials: 'same-origin' }).then((r) => r.json()));
-    eq(api.find((p) => p.name === 'session-index')?.enabled, true, 'enabled in the API');
+    eq(api.find((p) => p.name === 'session-index')?.pid, third.pid, 'pid in the API');
+    return `pids ${first.pid} → ${second.pid} → ${third.pid}`;
   });
 
   await check('keyboard: / focuses search, arrows move, Enter opens the transcript, Escape returns', async () => {

@@ -107,6 +107,13 @@ export interface PluginDTO {
   warnings: string[] | null;
   hooks: string[] | null;
   commands: string[] | null;
+  /** hooks and commands come from the plugin's last handshake (else its manifest) */
+  registered: boolean;
+  pid?: number;
+  /** the Atrium process running it */
+  process?: string;
+  restarts?: number;
+  dir?: string;
 }
 
 export interface InstallRequest {

@@ -1,7 +1,7 @@
 // Plugins: bundled, user and project plugins in one table; enable/disable,
 // install, remove, reload, open folder; live state from plugin-state.
 
-import { api, isDesktop, missing, on, toApiError } from '../api';
+import { api, isDesktop, on, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
 import { confirmModal } from '../modal';
 import type { View } from '../state';
@@ -20,8 +20,6 @@ export class PluginsView implements View {
   private readonly rows = new Map<string, HTMLTableRowElement>();
   private plugins = new Map<string, PluginDTO>();
   private gen = 0;
-  private reloadSupported = true;
-  private openSupported = true;
 
   constructor() {
     this.notice = h('div', { class: 'notice', role: 'status', 'aria-live': 'polite' });
@@ -68,18 +66,26 @@ export class PluginsView implements View {
       h('div', { class: 'table-wrap' }, table),
       installForm,
     );
+    // A state change (started, crashed, restarting, cut off, stopped) is
+    // shown at once; the full row (pid, registered hooks) is read again
+    // when the view is visible.
     on('plugin-state', (p) => {
       const cur = this.plugins.get(p.name);
-      if (!cur) {
-        if (this.el.isConnected && !this.el.hidden) void this.load();
-        return;
-      }
-      this.update({ ...cur, state: p.state, error: p.error ?? (p.state === 'error' ? cur.error : '') });
+      if (cur && p.state !== 'removed') this.update({ ...cur, state: p.state, error: p.error ?? '' });
+      if (this.el.isConnected && !this.el.hidden) this.reloadSoon();
     });
   }
 
   show(): void {
     void this.load();
+  }
+
+  private reloadTimer = 0;
+
+  /** reloadSoon reads the list once a burst of state events has passed. */
+  private reloadSoon(): void {
+    window.clearTimeout(this.reloadTimer);
+    this.reloadTimer = window.setTimeout(() => void this.load(), 300);
   }
 
   async load(): Promise<void> {
@@ -130,12 +136,20 @@ export class PluginsView implements View {
     const toggle = h('input', { type: 'checkbox', 'data-testid': 'plugin-toggle', 'aria-label': `Enable ${p.name}`, checked: p.enabled });
     toggle.addEventListener('change', () => void this.toggle(p.name, toggle.checked, toggle));
     const stateCell = h('td', { class: `state state-${p.state.replace(/[^a-z_-]/gi, '')}` }, h('span', { class: 'state-name' }, p.state));
+    const where: string[] = [];
+    if (p.state === 'running' && p.pid) where.push(`pid ${p.pid}`);
+    if (p.state === 'running' && p.process) where.push(`in ${p.process}`);
+    if (p.restarts) where.push(`restarted ${p.restarts}×`);
+    if (where.length) stateCell.append(h('div', { class: 'muted small', 'data-testid': 'plugin-where' }, where.join(' · ')));
     if (p.error) stateCell.append(h('div', { class: 'error-text small' }, p.error));
     const actions = h('td', { class: 'actions' });
-    if (this.openSupported) actions.append(button('Open folder', { class: 'btn small plain', 'data-testid': 'plugin-open' }, () => void this.open(p.name)));
+    if (p.dir) actions.append(button('Open folder', { class: 'btn small plain', 'data-testid': 'plugin-open' }, () => void this.open(p.name)));
     if (p.source === 'user') actions.append(button('Remove', { class: 'btn small danger', 'data-testid': 'plugin-remove' }, () => void this.remove(p.name)));
     const list = (xs: string[] | null) => ((xs ?? []).length ? (xs ?? []).join(', ') : '—');
     const warnings = p.warnings ?? [];
+    const declared = p.registered
+      ? null
+      : h('div', { class: 'muted small', title: 'From plugin.yaml: what the plugin registers when it starts is what counts' }, '(declared, not started yet)');
     return h(
       'tr',
       { 'data-testid': 'plugin-row', 'data-name': p.name, 'data-enabled': String(p.enabled), 'data-state': p.state },
@@ -145,7 +159,7 @@ export class PluginsView implements View {
       h('td', {}, p.runtime),
       h('td', { class: 'toggle' }, h('label', { class: 'switch' }, toggle, h('span', { class: 'switch-label' }, p.enabled ? 'on' : 'off'))),
       stateCell,
-      h('td', { class: 'small' }, list(p.hooks)),
+      h('td', { class: 'small' }, list(p.hooks), declared),
       h('td', { class: 'small' }, list((p.commands ?? []).map((c) => `/${c}`))),
       h('td', { class: 'small warn-text' }, warnings.length ? h('ul', { class: 'plain-list' }, ...warnings.map((w) => h('li', {}, w))) : '—'),
       actions,
@@ -171,22 +185,13 @@ export class PluginsView implements View {
   }
 
   private async reload(): Promise<void> {
-    if (this.reloadSupported) {
-      try {
-        const list = await api.plugins.reload();
-        this.setAll(list ?? []);
-        this.say('ok', 'Plugins reloaded.');
-        return;
-      } catch (e) {
-        if (!missing(e)) {
-          this.say('error', `Reload failed: ${toApiError(e).message}`);
-          return;
-        }
-        this.reloadSupported = false;
-      }
+    try {
+      const list = await api.plugins.reload();
+      this.setAll(list ?? []);
+      this.say('ok', 'Plugins reloaded and restarted.');
+    } catch (e) {
+      this.say('error', `Reload failed: ${toApiError(e).message}`);
     }
-    await this.load();
-    this.say('warn', 'This server cannot reload plugins yet; the list was read again.');
   }
 
   private async open(name: string): Promise<void> {
@@ -194,12 +199,6 @@ export class PluginsView implements View {
       const f = await api.plugins.open(name);
       this.say('ok', f.opened ? `Opened ${f.path}` : `${name} lives in ${f.path}`);
     } catch (e) {
-      if (missing(e)) {
-        this.openSupported = false;
-        this.setAll([...this.plugins.values()]);
-        this.say('warn', 'This server cannot show plugin folders yet.');
-        return;
-      }
       this.say('error', `Could not open the folder of ${name}: ${toApiError(e).message}`);
     }
   }
