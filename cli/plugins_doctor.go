@@ -109,7 +109,7 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin) 
 	for _, c := range info.Commands {
 		d.Commands = append(d.Commands, c.Name)
 	}
-	_ = plugins.RecordStart(st.Home, p, d.Registered, d.Commands)
+	_ = plugins.RecordStart(st.Home, p, info.Hooks, info.Commands)
 	// The dry event is the most harmless one the plugin takes: a delete of
 	// a session that never existed comes first.
 	hook := ""

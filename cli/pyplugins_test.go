@@ -151,6 +151,14 @@ def register(ctx):
 			t.Fatalf("sidecar of %s: exists=%v, want %v", s, err == nil, want)
 		}
 	}
+	// Its handshake is known now: the next delete launches it in the
+	// background, and the event waits for it.
+	if r := atriumExec(t, home, "", nil, "sessions", "delete", keep); r.code != 0 {
+		t.Fatalf("second delete: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(work, keep+".idx")); err == nil {
+		t.Fatal("the launched plugin missed the second delete")
+	}
 	var rows []struct {
 		Name       string   `json:"name"`
 		State      string   `json:"state"`

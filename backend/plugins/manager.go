@@ -47,7 +47,7 @@ func (m *Manager) runtime() *Runtime {
 // show as the plugins' states, which the caller reports.
 func (m *Manager) apply(ctx context.Context) {
 	if rt := m.runtime(); rt != nil {
-		_ = rt.Sync(ctx)
+		_ = rt.Apply(ctx)
 	}
 }
 

@@ -38,6 +38,9 @@ const (
 const (
 	StateStopped = "stopped"
 	StateRunning = "running"
+	// StateStarting: its process is starting (registered from its last
+	// handshake, events wait for it).
+	StateStarting = "starting"
 	// StateRestarting: its process exited and a restart is scheduled.
 	StateRestarting = "restarting"
 	StateError      = "error"

@@ -124,7 +124,12 @@ func (r *Runtime) notify(c Change) { r.changes.notify(c) }
 // exactly the enabled ones it wants, each from its current folder with its
 // current settings. A plugin that fails is recorded in error and reported in
 // the returned error (one line per plugin); the others still run.
-func (r *Runtime) Sync(ctx context.Context) error { return r.sync(ctx, false) }
+func (r *Runtime) Sync(ctx context.Context) error { return r.sync(ctx, false, false) }
+
+// Apply is Sync for a change the user is waiting on (the plugins page, a
+// command): it returns once the plugins it started have handshaken (bounded
+// by ctx), so the states it leaves are final.
+func (r *Runtime) Apply(ctx context.Context) error { return r.sync(ctx, false, true) }
 
 // Reload is Sync that also restarts every plugin that runs, and tells the
 // profile's other long-lived processes (the window, atrium serve) to do the
@@ -133,10 +138,10 @@ func (r *Runtime) Reload(ctx context.Context) error {
 	if err := TouchReload(r.home); err != nil {
 		r.log.Warn("plugins reload marker", "error", err)
 	}
-	return r.sync(ctx, true)
+	return r.sync(ctx, true, true)
 }
 
-func (r *Runtime) sync(ctx context.Context, force bool) error {
+func (r *Runtime) sync(ctx context.Context, force, wait bool) error {
 	r.syncMu.Lock()
 	defer r.syncMu.Unlock()
 	r.mu.Lock()
@@ -159,7 +164,7 @@ func (r *Runtime) sync(ctx context.Context, force bool) error {
 	var problems []error
 	r.syncGo(list, cfg, force, &problems)
 	if r.opts.Want.Processes {
-		r.syncProcesses(ctx, list, cfg, force, &problems)
+		r.syncProcesses(ctx, list, cfg, force, wait, &problems)
 	}
 	r.mu.Lock()
 	r.watchSig, r.reloadSig = sig, reloadSig
@@ -212,7 +217,11 @@ func (r *Runtime) syncGo(list []Plugin, cfg config.Config, force bool, problems 
 			_ = RecordFailure(r.home, p, g.err)
 			changes = append(changes, Change{Name: name, State: StateError, Error: g.err})
 		} else {
-			_ = RecordStart(r.home, p, g.ctx.Hooks(), g.ctx.Commands())
+			var cmds []proc.CommandInfo
+			for _, c := range g.ctx.Commands() {
+				cmds = append(cmds, proc.CommandInfo{Name: c})
+			}
+			_ = RecordStart(r.home, p, g.ctx.Hooks(), cmds)
 			changes = append(changes, Change{Name: name, State: StateRunning})
 		}
 		r.mu.Lock()
@@ -250,7 +259,7 @@ func settingsSig(p Plugin, cfg config.Config) (string, error) {
 	return string(b), err
 }
 
-func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.Config, force bool, problems *[]error) {
+func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.Config, force, wait bool, problems *[]error) {
 	type start struct {
 		p    Plugin
 		spec proc.Spec
@@ -299,13 +308,30 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 		delete(r.hosted, name)
 		r.mu.Unlock()
 	}
-	// Start in parallel: interpreters take a moment each.
+	// A plugin whose last handshake from this folder is known is launched:
+	// registered at once from it, started in the background (events wait
+	// for it). The others start in parallel, and this waits for their
+	// handshakes: what they register is not known before.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, s := range starts {
 		r.mu.Lock()
 		r.hosted[s.p.Name()] = hosted{sig: s.sig, p: s.p}
 		r.mu.Unlock()
+		if reg := ReadRegistration(r.home, s.p); reg != nil && !reg.At.IsZero() {
+			if _, err := r.host.Launch(s.spec, reg.Handshake()); err == nil {
+				if wait {
+					wg.Go(func() {
+						if in, _ := r.host.Await(ctx, s.p.Name()); in.State == proc.StateError {
+							mu.Lock()
+							*problems = append(*problems, errors.New(in.Err))
+							mu.Unlock()
+						}
+					})
+				}
+				continue
+			}
+		}
 		wg.Go(func() {
 			if _, err := r.host.Start(ctx, s.spec); err != nil {
 				mu.Lock()
@@ -368,11 +394,7 @@ func (r *Runtime) onHostState(in proc.Info) {
 	if ok {
 		switch in.State {
 		case proc.StateRunning:
-			cmds := make([]string, 0, len(in.Commands))
-			for _, c := range in.Commands {
-				cmds = append(cmds, c.Name)
-			}
-			_ = RecordStart(r.home, h.p, in.Hooks, cmds)
+			_ = RecordStart(r.home, h.p, in.Hooks, in.Commands)
 		case proc.StateError:
 			_ = RecordFailure(r.home, h.p, in.Err)
 		}
@@ -453,7 +475,7 @@ func (r *Runtime) Watch(ctx context.Context, every time.Duration) {
 		if !changed && !reload {
 			continue
 		}
-		if err := r.sync(ctx, reload); err != nil && ctx.Err() == nil {
+		if err := r.sync(ctx, reload, false); err != nil && ctx.Err() == nil {
 			r.log.Warn("plugins changed; some did not load", "error", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"atrium/backend/config"
+	"atrium/backend/plugins/proc"
 )
 
 // What the processes of a profile learn about its plugins outlives them in
@@ -30,10 +31,11 @@ import (
 // process of the profile, for the folder it started from (Fingerprint), and
 // how its last start or run failed, if it did.
 type Registration struct {
-	Fingerprint string    `json:"fingerprint"`
-	Hooks       []string  `json:"hooks"`
-	Commands    []string  `json:"commands"`
-	At          time.Time `json:"at"`
+	Fingerprint  string            `json:"fingerprint"`
+	Hooks        []string          `json:"hooks"`
+	Commands     []string          `json:"commands"`
+	Descriptions map[string]string `json:"descriptions,omitempty"` // of the commands
+	At           time.Time         `json:"at"`
 	Error       string    `json:"error,omitempty"` // "" after a good start
 	ErrorAt     time.Time `json:"error_at,omitzero"`
 }
@@ -80,9 +82,28 @@ func ReadRegistration(home config.Home, p Plugin) *Registration {
 }
 
 // RecordStart stores a good start's registrations (clearing the last error).
-func RecordStart(home config.Home, p Plugin, hooks, commands []string) error {
-	return writeJSON(registrationPath(home, p.Name()), Registration{Fingerprint: Fingerprint(p),
-		Hooks: nonNilList(hooks), Commands: nonNilList(commands), At: time.Now().UTC()})
+func RecordStart(home config.Home, p Plugin, hooks []string, commands []proc.CommandInfo) error {
+	r := Registration{Fingerprint: Fingerprint(p), Hooks: nonNilList(hooks), Commands: []string{}, At: time.Now().UTC()}
+	for _, c := range commands {
+		r.Commands = append(r.Commands, c.Name)
+		if c.Description != "" {
+			if r.Descriptions == nil {
+				r.Descriptions = map[string]string{}
+			}
+			r.Descriptions[c.Name] = c.Description
+		}
+	}
+	return writeJSON(registrationPath(home, p.Name()), r)
+}
+
+// Handshake is the registration as the plugin last declared it, for
+// proc.Host.Launch.
+func (r Registration) Handshake() proc.InitializeResult {
+	res := proc.InitializeResult{ProtocolVersion: proc.ProtocolVersion, Hooks: r.Hooks}
+	for _, c := range r.Commands {
+		res.Commands = append(res.Commands, proc.CommandInfo{Name: c, Description: r.Descriptions[c]})
+	}
+	return res
 }
 
 // RecordFailure stores why the plugin failed, keeping what it registered

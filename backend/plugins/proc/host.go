@@ -21,6 +21,7 @@ import (
 // Plugin states reported by Info.
 const (
 	StateRunning    = "running"
+	StateStarting   = "starting"   // launched; its handshake is under way (see Launch)
 	StateRestarting = "restarting" // down, a restart is scheduled
 	StateStopped    = "stopped"
 	StateError      = "error" // cut off or refused; not restarted
@@ -144,25 +145,10 @@ func (h *Host) Add(spec Spec) error {
 
 // Start is Add that also reports the plugin's state. ctx bounds the handshake.
 func (h *Host) Start(ctx context.Context, spec Spec) (Info, error) {
-	spec.Name = strings.TrimSpace(spec.Name)
-	if spec.Name == "" || len(spec.Argv) == 0 {
-		return Info{Name: spec.Name, State: StateError}, apperr.New(apperr.Invalid, "plugin spec needs a name and a command")
+	p, err := h.newPlugin(spec, StateRestarting)
+	if err != nil {
+		return Info{Name: spec.Name, State: StateError}, err
 	}
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return Info{Name: spec.Name, State: StateStopped}, apperr.New(apperr.Internal, "plugin host is stopped")
-	}
-	if _, dup := h.plugins[spec.Name]; dup {
-		h.mu.Unlock()
-		return Info{Name: spec.Name, State: StateError}, apperr.New(apperr.Conflict, "plugin %s is already hosted", spec.Name)
-	}
-	p := &plugin{h: h, spec: spec, ready: make(chan struct{}), readyOpen: true, state: StateRestarting,
-		missed: map[string]hooks.Event{}, backoff: h.BackoffMin, quit: make(chan struct{})}
-	h.plugins[spec.Name] = p
-	h.order = append(h.order, spec.Name)
-	h.mu.Unlock()
-
 	inst, res, err := p.startOnce(ctx)
 	if err != nil {
 		p.fail(err.Error())
@@ -174,21 +160,143 @@ func (h *Host) Start(ctx context.Context, spec Spec) (Info, error) {
 		p.fail(err.Error())
 		return p.info(), err
 	}
-	if !p.becomeReady(inst) {
-		p.mu.Lock()
-		restart := !p.stopping
-		if restart {
-			p.state = StateRestarting
-			p.closeLocked()
-			p.h.wg.Add(1)
-			go p.restartLoop(p.backoff)
+	p.openOrRestart(inst)
+	return p.info(), nil
+}
+
+// Launch starts a plugin without waiting for it. It is registered on the bus
+// at once with prior, what it registered at its last handshake, so events and
+// requests that arrive while the child starts wait for it (bounded by the
+// callback timeout, as during a restart) instead of passing it by; then the
+// child starts and handshakes in the background, and the registrations are
+// corrected to what it declares now. The plugin is in state starting until
+// then. A prior that cannot be registered (a command taken meanwhile, say) is
+// an error, and nothing is started: use Start.
+func (h *Host) Launch(spec Spec, prior InitializeResult) (Info, error) {
+	if err := validate(InitializeResult{ProtocolVersion: ProtocolVersion, Hooks: prior.Hooks, Commands: prior.Commands}); err != nil {
+		return Info{Name: spec.Name, State: StateError}, apperr.Wrap(apperr.Invalid, err, "plugin %s: last handshake", spec.Name)
+	}
+	p, err := h.newPlugin(spec, StateStarting)
+	if err != nil {
+		return Info{Name: spec.Name, State: StateError}, err
+	}
+	if err := p.register(prior); err != nil {
+		h.forget(p)
+		return Info{Name: spec.Name, State: StateError}, err
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		inst, res, err := p.startOnce(context.Background())
+		if err != nil {
+			// As with Start, a plugin that never handshook holds no
+			// registration; what waited for it fails with its error.
+			p.unregister()
+			p.fail(err.Error())
+			return
 		}
+		if !sameRegistration(prior, res) {
+			p.unregister()
+			if err := p.register(res); err != nil {
+				inst.kill("refused")
+				<-inst.dead
+				p.fail(err.Error())
+				return
+			}
+		}
+		p.openOrRestart(inst)
+	}()
+	p.changed()
+	return p.info(), nil
+}
+
+// Await waits, bounded by ctx, until a launched plugin is past its
+// handshake (running, in error, stopped or restarting), and reports it.
+func (h *Host) Await(ctx context.Context, name string) (Info, bool) {
+	h.mu.Lock()
+	p := h.plugins[name]
+	h.mu.Unlock()
+	if p == nil {
+		return Info{}, false
+	}
+	for {
+		p.mu.Lock()
+		state, ch := p.state, p.ready
 		p.mu.Unlock()
-		if restart {
-			p.changed()
+		if state != StateStarting {
+			return p.info(), true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return p.info(), true
 		}
 	}
-	return p.info(), nil
+}
+
+// newPlugin records a new plugin in state.
+func (h *Host) newPlugin(spec Spec, state string) (*plugin, error) {
+	spec.Name = strings.TrimSpace(spec.Name)
+	if spec.Name == "" || len(spec.Argv) == 0 {
+		return nil, apperr.New(apperr.Invalid, "plugin spec needs a name and a command")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, apperr.New(apperr.Internal, "plugin host is stopped")
+	}
+	if _, dup := h.plugins[spec.Name]; dup {
+		return nil, apperr.New(apperr.Conflict, "plugin %s is already hosted", spec.Name)
+	}
+	p := &plugin{h: h, spec: spec, ready: make(chan struct{}), readyOpen: true, state: state,
+		missed: map[string]hooks.Event{}, backoff: h.BackoffMin, quit: make(chan struct{})}
+	h.plugins[spec.Name] = p
+	h.order = append(h.order, spec.Name)
+	return p, nil
+}
+
+// forget drops p from the host (it never ran).
+func (h *Host) forget(p *plugin) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.plugins[p.spec.Name] == p {
+		delete(h.plugins, p.spec.Name)
+		h.order = slices.DeleteFunc(h.order, func(n string) bool { return n == p.spec.Name })
+	}
+}
+
+// openOrRestart opens a handshaken instance to traffic, or schedules a restart if
+// it died meanwhile.
+func (p *plugin) openOrRestart(inst *instance) {
+	if p.becomeReady(inst) {
+		return
+	}
+	p.mu.Lock()
+	restart := !p.stopping
+	if restart {
+		p.state = StateRestarting
+		p.closeLocked()
+		p.h.wg.Add(1)
+		go p.restartLoop(p.backoff)
+	}
+	p.mu.Unlock()
+	if restart {
+		p.changed()
+	}
+}
+
+func sameRegistration(a, b InitializeResult) bool {
+	return slices.Equal(dedupe(a.Hooks), dedupe(b.Hooks)) && slices.Equal(a.Commands, b.Commands)
+}
+
+func dedupe(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (h *Host) handshakeTimeout(spec Spec) time.Duration {
@@ -311,6 +419,20 @@ func (p *plugin) register(res InitializeResult) error {
 	p.hooks, p.commands, p.handles, p.cmdNames = hookNames, res.Commands, handles, cmds
 	p.mu.Unlock()
 	return nil
+}
+
+// unregister withdraws the plugin's hooks and commands from the bus.
+func (p *plugin) unregister() {
+	p.mu.Lock()
+	handles, cmds := p.handles, p.cmdNames
+	p.handles, p.cmdNames = nil, nil
+	p.mu.Unlock()
+	for _, hd := range handles {
+		hd.Unregister()
+	}
+	for _, c := range cmds {
+		p.h.bus.Commands().Unregister(p.spec.Name, c)
+	}
 }
 
 // becomeReady catches up on missed events, then opens the plugin to live
@@ -715,15 +837,8 @@ func (p *plugin) stop(ctx context.Context) {
 	if inst == nil {
 		inst = p.catching
 	}
-	handles, cmds := p.handles, p.cmdNames
-	p.handles, p.cmdNames = nil, nil
 	p.mu.Unlock()
-	for _, hd := range handles {
-		hd.Unregister()
-	}
-	for _, c := range cmds {
-		p.h.bus.Commands().Unregister(p.spec.Name, c)
-	}
+	p.unregister()
 	if inst != nil && !inst.isDead() {
 		_ = inst.notify("shutdown", struct{}{})
 		inst.wmu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"atrium/backend/db"
 	"atrium/backend/hooks"
+	"atrium/backend/sessions/sessionstest"
 )
 
 // stateLog records what OnState reported, in order.
@@ -201,4 +203,101 @@ func TestNoPluginOutlivesAKilledHost(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	waitFor(t, "the plugin to die with its host", 5*time.Second, func() bool { return deadOrZombie(child) })
+}
+
+// launchEnv starts a store and a bus with an empty host.
+func launchEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{spec: goSpec(t, "tp", "basic", 5*time.Second)}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	e.Env = sessionstest.NewWith(t, hooks.Options{Timeout: 5 * time.Second, Logger: logger}, func(bus *hooks.Bus) {
+		e.host = NewHost(bus, logger)
+	})
+	t.Cleanup(func() { _ = e.host.Stop(context.Background()) })
+	return e
+}
+
+var lastHandshake = InitializeResult{ProtocolVersion: ProtocolVersion, Hooks: []string{"post_compaction", "on_session_delete", "pre_llm_call"},
+	Commands: []CommandInfo{{Name: "whoami", Description: "who is asking"}}}
+
+func TestLaunchedPluginGetsEveryEventSentWhileItStarts(t *testing.T) {
+	t.Parallel()
+	e := launchEnv(t)
+	log := &stateLog{}
+	e.host.OnState(log.add)
+	in, err := e.host.Launch(e.spec, lastHandshake)
+	if err != nil || in.State != StateStarting {
+		t.Fatalf("launch: %+v %v", in, err)
+	}
+	// Subscribed before its process answered: these wait for it.
+	if !contains(e.Bus.Subscribers(hooks.PostCompaction), "tp") {
+		t.Fatal("not subscribed while starting")
+	}
+	var ids []string
+	for i := 0; i < 3; i++ {
+		ids = append(ids, e.emit(t, hooks.PostCompaction, map[string]any{"n": i}).ID)
+	}
+	e.flush(t)
+	got := e.lines(t)
+	if len(got) != 3 {
+		t.Fatalf("events: %+v", got)
+	}
+	for i, l := range got {
+		if l.EventID != ids[i] || l.Redelivery {
+			t.Fatalf("line %d: %+v, want %s", i, l, ids[i])
+		}
+	}
+	if s := log.states(); len(s) < 2 || s[0] != StateStarting || s[len(s)-1] != StateRunning {
+		t.Fatalf("states: %v", s)
+	}
+	// A command registered from the last handshake answers once it runs.
+	out, err := e.Bus.RunCommand(context.Background(), "whoami", "x", hooks.CommandContext{SessionID: "s1"})
+	if err != nil || !strings.Contains(out, "session=s1") {
+		t.Fatalf("command: %q %v", out, err)
+	}
+}
+
+func TestLaunchCorrectsAStaleRegistration(t *testing.T) {
+	t.Parallel()
+	e := launchEnv(t)
+	stale := InitializeResult{ProtocolVersion: ProtocolVersion, Hooks: []string{"on_session_end"}}
+	if _, err := e.host.Launch(e.spec, stale); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "running", 10*time.Second, func() bool { in, _ := e.host.Info("tp"); return in.State == StateRunning })
+	if subs := e.Bus.Subscribers(hooks.OnSessionEnd); contains(subs, "tp") {
+		t.Fatalf("still subscribed to what it no longer registers: %v", subs)
+	}
+	for _, hk := range []string{hooks.PostCompaction, hooks.OnSessionDelete} {
+		if !contains(e.Bus.Subscribers(hk), "tp") {
+			t.Fatalf("not subscribed to %s after its handshake", hk)
+		}
+	}
+	if in, _ := e.host.Info("tp"); len(in.Commands) != 1 || in.Commands[0].Name != "whoami" {
+		t.Fatalf("info: %+v", in)
+	}
+}
+
+func TestLaunchRefusesABadPriorAndReportsAFailedStart(t *testing.T) {
+	t.Parallel()
+	e := launchEnv(t)
+	bad := InitializeResult{ProtocolVersion: ProtocolVersion, Hooks: []string{"on_moon_landing"}}
+	if _, err := e.host.Launch(e.spec, bad); err == nil || len(e.host.List()) != 0 {
+		t.Fatalf("bad prior: %v, hosted %+v", err, e.host.List())
+	}
+	broken := goSpec(t, "tp", "unknown-hook", 5*time.Second)
+	if _, err := e.host.Launch(broken, lastHandshake); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.emit(t, hooks.PostCompaction, map[string]any{"n": 1})
+	e.flush(t)
+	if in, _ := e.host.Info("tp"); in.State != StateError || !strings.Contains(in.Err, "on_moon_landing") {
+		t.Fatalf("info: %+v", in)
+	}
+	if st, msg := e.delivery(t, ev.Seq); st == "ok" || !strings.Contains(msg, "in error") {
+		t.Fatalf("event sent while it failed to start: %s %q", st, msg)
+	}
+	if contains(e.Bus.Subscribers(hooks.PostCompaction), "tp") {
+		t.Fatal("a plugin that failed its handshake stays subscribed")
+	}
 }

@@ -173,8 +173,9 @@ export class SessionsView implements View {
     this.visible = true;
     if (!this.loadedOnce) {
       this.loadedOnce = true;
-      void this.loadFacets();
-      void this.reload();
+      // The filter choices scan every session: they come after the first
+      // page is painted, so they never hold it up.
+      void this.reload().then(() => this.loadFacets());
     } else if (this.stale) {
       void this.reload();
     } else {
