@@ -55,6 +55,8 @@ type Options struct {
 	Emitter  Emitter // live events to the UI; nil drops them
 	Picker   Picker  // native file dialogs; nil: Plugins.Browse is unsupported
 	Opener   Opener  // opens a folder in the file manager; nil: Plugins.Open only reports the path
+	// Ready runs once when the UI reports its first paint (Settings.Ready).
+	Ready func()
 }
 
 // New builds the services of st. Call Run to push live events.
@@ -66,7 +68,7 @@ func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Ma
 		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter),
 		Plugins:  NewPlugins(ctx, mgr, o.Picker, o.Opener),
 		Activity: NewActivity(ctx, st),
-		Settings: NewSettings(st, o.Platform, o.Version),
+		Settings: NewSettings(st, o.Platform, o.Version, o.Ready),
 		log:      st.Logger(),
 		emit:     o.Emitter,
 		live:     newLive(st, o.Emitter),

@@ -111,3 +111,22 @@ func TestPluginPageOperationsRunTheirPluginsLive(t *testing.T) {
 		t.Fatalf("last plugin-state %v", states)
 	}
 }
+
+func TestReadyRunsOnceWhenTheUIHasPainted(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	e := newEnvWith(t, app.Options{Platform: app.PlatformDesktop, Version: "test", Ready: func() { calls++ }})
+	srv := httptest.NewServer(app.NewHandler(e.app, token, app.Serving{}))
+	t.Cleanup(srv.Close)
+	c := client{t: t, srv: srv}
+	if code := c.do("POST", "/api/ready", token, nil, nil); code != 200 {
+		t.Fatalf("ready = %d", code)
+	}
+	e.app.Settings.Ready()
+	if calls != 1 {
+		t.Fatalf("ready ran %d times, want 1", calls)
+	}
+	if code := c.do("POST", "/api/ready", "", nil, nil); code != 401 {
+		t.Fatalf("ready without the token = %d", code)
+	}
+}

@@ -98,6 +98,7 @@ func (h *handler) routes() {
 	})
 	h.route("GET /api/info", func(r *http.Request) (any, error) { return h.a.Settings.Info(), nil })
 	h.route("GET /api/settings", func(r *http.Request) (any, error) { return h.a.Settings.Get() })
+	h.route("POST /api/ready", func(r *http.Request) (any, error) { h.a.Settings.Ready(); return map[string]bool{"ok": true}, nil })
 	h.mux.HandleFunc("PUT /api/settings", func(w http.ResponseWriter, r *http.Request) {
 		var in SettingsDTO
 		if err := decode(w, r, &in); err != nil {

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"sync"
+
 	"atrium/backend/config"
 	"atrium/backend/plugins"
 	"atrium/backend/stack"
@@ -9,14 +11,28 @@ import (
 // Settings reads and writes the editable keys of the profile's config.yaml,
 // and the profile opened next time.
 type Settings struct {
-	home     config.Home
-	platform string
-	version  string
+	home      config.Home
+	platform  string
+	version   string
+	ready     func()
+	readyOnce sync.Once
 }
 
-// NewSettings binds the config file of st's profile.
-func NewSettings(st *stack.Stack, platform, version string) *Settings {
-	return &Settings{home: st.Home, platform: platform, version: version}
+// NewSettings binds the config file of st's profile; ready (may be nil) runs
+// once, when the UI reports its first paint.
+func NewSettings(st *stack.Stack, platform, version string, ready func()) *Settings {
+	return &Settings{home: st.Home, platform: platform, version: version, ready: ready}
+}
+
+// Ready is the UI saying its first page is painted: work kept back so the
+// window paints sooner (starting plugin processes) may begin. Only the first
+// call counts.
+func (s *Settings) Ready() {
+	s.readyOnce.Do(func() {
+		if s.ready != nil {
+			s.ready()
+		}
+	})
 }
 
 // Info tells the UI which build, surface, profile and home it shows.

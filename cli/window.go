@@ -35,7 +35,7 @@ func (r *runner) window(root *cobra.Command) {
 			wctx, stop := context.WithCancel(ctx)
 			defer stop()
 			return desktop.Run(ctx, st, desktop.Options{Version: r.env.Version, Open: open, Loop: loop,
-				Plugins: r.pluginManager(wctx, st)})
+				Plugins: r.pluginManager(wctx, st), Ready: r.releasePlugins})
 		})
 	}
 }

@@ -55,6 +55,9 @@ func (r *runner) registerPlugins(st *stack.Stack) error {
 		Want:     plugins.Want{Processes: r.processPlugins, Hooks: r.pluginHooks},
 		Process:  r.processName(),
 		Logger:   st.Logger(),
+		// The window paints first: its plugin processes start once the
+		// list is on screen (desktop.Options.Ready).
+		Hold: r.cmdPath == "atrium",
 	})
 	st.OnClose(rt.Stop)
 	r.runtime = rt
@@ -72,6 +75,13 @@ func (r *runner) warnEach(prefix string, err error) {
 	}
 	for _, e := range errs {
 		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s%s\n", prefix, oneLine(e))
+	}
+}
+
+// releasePlugins starts the plugin processes the window held back.
+func (r *runner) releasePlugins() {
+	if r.runtime != nil {
+		r.runtime.Release()
 	}
 }
 

@@ -23,7 +23,14 @@ type Options struct {
 	Open    string // a session to show once the window is up
 	Loop    *turns.Loop
 	Plugins *plugins.Manager
+	// Ready runs once the UI has painted its first page, or readyAfter
+	// after the page loaded, whichever comes first (it starts the plugin
+	// processes kept back so the window paints sooner).
+	Ready func()
 }
+
+// readyAfter bounds how long Options.Ready waits for the UI's first paint.
+const readyAfter = 3 * time.Second
 
 // Window geometry: readable at 1280x800 and down to 800x600.
 const (

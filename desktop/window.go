@@ -5,6 +5,7 @@ package desktop
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/menu"
@@ -33,8 +34,14 @@ func Run(ctx context.Context, st *stack.Stack, o Options) error {
 	defer cancel()
 	emit := &lateEmitter{}
 	wr := &wailsRuntime{}
+	var readyOnce sync.Once
+	ready := func() {
+		if o.Ready != nil {
+			readyOnce.Do(o.Ready)
+		}
+	}
 	a := app.New(ctx, st, o.Loop, o.Plugins, app.Options{Platform: app.PlatformDesktop, Version: o.Version,
-		Emitter: emit, Picker: wr, Opener: wr})
+		Emitter: emit, Picker: wr, Opener: wr, Ready: ready})
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -61,6 +68,7 @@ func Run(ctx context.Context, st *stack.Stack, o Options) error {
 			wg.Go(func() { st.Maintenance.Loop(ctx) })
 		},
 		OnDomReady: func(context.Context) {
+			time.AfterFunc(readyAfter, ready)
 			if o.Open != "" {
 				a.OpenSession(o.Open)
 			}

@@ -46,6 +46,9 @@ type RuntimeOptions struct {
 	Python   string // interpreter for runtime python (default python3)
 	Process  string // what this process is, for `plugins list` ("atrium serve")
 	Logger   *slog.Logger
+	// Hold defers the children of launched plugins until Release (the
+	// window: it paints first). They are registered at once.
+	Hold bool
 	// Tune adjusts the process host before the first plugin starts (tests).
 	Tune func(*proc.Host)
 }
@@ -108,9 +111,15 @@ func NewRuntime(o RuntimeOptions) *Runtime {
 	if o.Tune != nil {
 		o.Tune(r.host)
 	}
+	if o.Hold {
+		r.host.Hold()
+	}
 	r.host.OnState(r.onHostState)
 	return r
 }
+
+// Release starts the plugin processes that Hold kept back.
+func (r *Runtime) Release() { r.host.Release() }
 
 // Host is the process host (plugins doctor sends its dry event through it).
 func (r *Runtime) Host() *proc.Host { return r.host }

@@ -294,6 +294,8 @@ export const api = {
     get: () => call<SettingsDTO>('Settings', 'Get', [], { method: 'GET', path: '/api/settings' }),
     set: (s: SettingsDTO) => call<SettingsDTO>('Settings', 'Set', [s], { method: 'PUT', path: '/api/settings', body: s }),
     info: () => call<InfoDTO>('Settings', 'Info', [], { method: 'GET', path: '/api/info' }),
+    /** ready tells the backend the first page is painted (the window then starts plugin processes). */
+    ready: () => call<unknown>('Settings', 'Ready', [], { method: 'POST', path: '/api/ready' }),
   },
 };
 

@@ -67,7 +67,29 @@ type Host struct {
 	closed    bool
 	wg        sync.WaitGroup
 	observers []func(Info)
-	notifyMu  sync.Mutex // serializes observer calls, so the last call carries the latest state
+	notifyMu  sync.Mutex    // serializes observer calls, so the last call carries the latest state
+	gate      chan struct{} // while not nil, launched children wait for it to close (Hold)
+}
+
+// Hold makes Launch register plugins at once but start their children only
+// at Release, so a window can paint before interpreters compete for the CPU.
+// Events for a held plugin wait for it, bounded by the callback timeout.
+func (h *Host) Hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gate == nil {
+		h.gate = make(chan struct{})
+	}
+}
+
+// Release starts the children Hold kept back (and every later launch at once).
+func (h *Host) Release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gate != nil {
+		close(h.gate)
+		h.gate = nil
+	}
 }
 
 // OnState adds an observer called after every state change of a hosted
@@ -184,9 +206,19 @@ func (h *Host) Launch(spec Spec, prior InitializeResult) (Info, error) {
 		h.forget(p)
 		return Info{Name: spec.Name, State: StateError}, err
 	}
+	h.mu.Lock()
+	gate := h.gate
+	h.mu.Unlock()
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-p.quit:
+				return // stopped before it was released
+			}
+		}
 		inst, res, err := p.startOnce(context.Background())
 		if err != nil {
 			// As with Start, a plugin that never handshook holds no

@@ -301,3 +301,49 @@ func TestLaunchRefusesABadPriorAndReportsAFailedStart(t *testing.T) {
 		t.Fatal("a plugin that failed its handshake stays subscribed")
 	}
 }
+
+func TestHeldLaunchStartsItsChildOnlyAtRelease(t *testing.T) {
+	t.Parallel()
+	e := launchEnv(t)
+	e.host.Hold()
+	if _, err := e.host.Launch(e.spec, lastHandshake); err != nil {
+		t.Fatal(err)
+	}
+	ev := e.emit(t, hooks.PostCompaction, map[string]any{"n": 1})
+	time.Sleep(300 * time.Millisecond)
+	if in, _ := e.host.Info("tp"); in.State != StateStarting || in.PID != 0 {
+		t.Fatalf("held plugin: %+v", in)
+	}
+	if n := len(e.lines(t)); n != 0 {
+		t.Fatalf("a held plugin got %d events", n)
+	}
+	e.host.Release()
+	e.flush(t)
+	got := e.lines(t)
+	if len(got) != 1 || got[0].EventID != ev.ID {
+		t.Fatalf("after release: %+v", got)
+	}
+	if in, _ := e.host.Info("tp"); in.State != StateRunning {
+		t.Fatalf("after release: %+v", in)
+	}
+}
+
+func TestStoppingAHeldHostStartsNothing(t *testing.T) {
+	t.Parallel()
+	e := launchEnv(t)
+	e.host.Hold()
+	if _, err := e.host.Launch(e.spec, lastHandshake); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.host.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.host.Release()
+	time.Sleep(200 * time.Millisecond)
+	if in, _ := e.host.Info("tp"); in.State != StateStopped || in.PID != 0 {
+		t.Fatalf("after stop: %+v", in)
+	}
+	if _, err := os.Stat(filepath.Join(e.spec.WorkDir, "env.txt")); err == nil {
+		t.Fatal("a child started after the host stopped")
+	}
+}

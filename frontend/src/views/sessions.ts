@@ -25,6 +25,8 @@ interface Item {
 /** Hooks whose events mean the list may have changed. */
 const listHooks = new Set(['on_session_delete', 'on_session_start', 'on_session_end', 'on_session_reset', 'post_compaction', 'on_session_finalize']);
 
+let readySent = false;
+
 export class SessionsView implements View {
   readonly el: HTMLElement;
   private readonly search: HTMLInputElement;
@@ -329,6 +331,11 @@ export class SessionsView implements View {
       await nextFrame();
       if (gen !== this.gen) return;
       await this.updateTitle();
+      if (!readySent) {
+        // The first page is on screen: the window may start its plugins.
+        readySent = true;
+        api.settings.ready().catch((e: unknown) => console.warn('ready:', e));
+      }
       void this.pump();
     } catch (raw) {
       if (gen !== this.gen) return;
