@@ -11,6 +11,7 @@ import type { HitDTO, SessionDTO } from '../types';
 import { VirtualList } from '../vlist';
 
 const pageSize = 200;
+const firstPage = 80; // a screenful and then some: the first paint waits for it
 const bigPage = 1000; // when the viewport jumped far past what is loaded
 const searchLimit = 500;
 const rowHeight = 34;
@@ -316,7 +317,7 @@ export class SessionsView implements View {
         this.list.setTotal(this.items.length);
       } else {
         this.list.setRowHeight(rowHeight);
-        const want = Math.max(pageSize, Math.min(bigPage, this.wantUpTo + 50));
+        const want = Math.max(firstPage, Math.min(bigPage, this.wantUpTo + 50));
         const [page, count] = await Promise.all([api.sessions.list({ ...f, limit: want }), countP]);
         if (gen !== this.gen) return;
         this.items = (page.sessions ?? []).map((s) => ({ session: s }));
