@@ -37,12 +37,14 @@ for _ in $(seq 100); do [ -s "$DFILE" ] && break; sleep 0.1; done
 export DISPLAY=":$(head -1 "$DFILE")"
 export NO_AT_BRIDGE=1
 
-# wait_title REGEX [TENTHS]: prints the window id once a window's title matches.
+# wait_title REGEX [TENTHS]: prints the window id once a window's title
+# matches. It polls every 20 ms, so a timing taken with it is late by at most
+# that much (and by one xdotool call, about 5 ms).
 wait_title() {
-  for _ in $(seq "${2:-300}"); do
+  for _ in $(seq $(( ${2:-300} * 5 ))); do
     w=$(xdotool search --name "$1" 2>/dev/null | head -1 || true)
     [ -n "$w" ] && { echo "$w"; return 0; }
-    sleep 0.1
+    sleep 0.02
   done
   return 1
 }
