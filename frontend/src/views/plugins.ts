@@ -54,7 +54,7 @@ export class PluginsView implements View {
       h(
         'thead',
         {},
-        h('tr', {}, ...['Name', 'Version', 'Source', 'Runtime', 'Enabled', 'State', 'Hooks', 'Commands', 'Warnings', ''].map((t) => h('th', { scope: 'col' }, t))),
+        h('tr', {}, ...['Plugin', 'Enabled', 'State', 'Hooks', 'Commands', ''].map((t) => h('th', { scope: 'col' }, t))),
       ),
       this.tbody,
     );
@@ -109,13 +109,13 @@ export class PluginsView implements View {
     for (const p of sorted) {
       if (p.source !== group) {
         group = p.source;
-        this.tbody.append(h('tr', { class: 'group' }, h('th', { colspan: 10, scope: 'rowgroup' }, `${group} plugins`)));
+        this.tbody.append(h('tr', { class: 'group' }, h('th', { colspan: 6, scope: 'rowgroup' }, `${group} plugins`)));
       }
       const tr = this.row(p);
       this.rows.set(p.name, tr);
       this.tbody.append(tr);
     }
-    if (list.length === 0) this.tbody.append(h('tr', {}, h('td', { colspan: 10, class: 'muted' }, 'No plugins found.')));
+    if (list.length === 0) this.tbody.append(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No plugins found.')));
   }
 
   private update(p: PluginDTO): void {
@@ -153,15 +153,18 @@ export class PluginsView implements View {
     return h(
       'tr',
       { 'data-testid': 'plugin-row', 'data-name': p.name, 'data-enabled': String(p.enabled), 'data-state': p.state },
-      h('td', { class: 'name' }, h('strong', {}, p.name), p.description ? h('div', { class: 'muted small' }, p.description) : null),
-      h('td', {}, p.version || '—'),
-      h('td', {}, p.source),
-      h('td', {}, p.runtime),
+      h(
+        'td',
+        { class: 'name' },
+        h('strong', {}, p.name),
+        h('div', { class: 'muted small' }, [p.version || 'no version', p.source, p.runtime].join(' · ')),
+        p.description ? h('div', { class: 'small' }, p.description) : null,
+        warnings.length ? h('ul', { class: 'plain-list small warn-text', 'data-testid': 'plugin-warnings' }, ...warnings.map((w) => h('li', {}, w))) : null,
+      ),
       h('td', { class: 'toggle' }, h('label', { class: 'switch' }, toggle, h('span', { class: 'switch-label' }, p.enabled ? 'on' : 'off'))),
       stateCell,
       h('td', { class: 'small' }, list(p.hooks), declared),
       h('td', { class: 'small' }, list((p.commands ?? []).map((c) => `/${c}`))),
-      h('td', { class: 'small warn-text' }, warnings.length ? h('ul', { class: 'plain-list' }, ...warnings.map((w) => h('li', {}, w))) : '—'),
       actions,
     );
   }
