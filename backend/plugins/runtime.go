@@ -273,12 +273,21 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 		p    Plugin
 		spec proc.Spec
 		sig  string
+		reg  *Registration // its last good handshake from this folder, if known
 	}
 	var starts []start
 	desired := map[string]bool{}
 	for _, p := range list {
 		rt := p.Manifest.Runtime
-		if (rt != RuntimePython && rt != RuntimeCommand) || !wanted(p) || !r.selects(p) {
+		if (rt != RuntimePython && rt != RuntimeCommand) || !wanted(p) {
+			continue
+		}
+		fp := Fingerprint(p)
+		reg := readRegistration(r.home, p.Name(), fp)
+		if reg != nil && reg.At.IsZero() {
+			reg = nil // only a failure on record
+		}
+		if !r.selects(reg) {
 			continue
 		}
 		desired[p.Name()] = true
@@ -291,14 +300,14 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 			continue
 		}
 		b, _ := json.Marshal(spec)
-		sig := Fingerprint(p) + string(b)
+		sig := fp + string(b)
 		r.mu.Lock()
 		cur, ok := r.hosted[p.Name()]
 		r.mu.Unlock()
 		if ok && cur.sig == sig && !force {
 			continue
 		}
-		starts = append(starts, start{p, spec, sig})
+		starts = append(starts, start{p, spec, sig, reg})
 	}
 	// Stop what is no longer wanted, and what restarts with a new spec.
 	r.mu.Lock()
@@ -327,8 +336,8 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 		r.mu.Lock()
 		r.hosted[s.p.Name()] = hosted{sig: s.sig, p: s.p}
 		r.mu.Unlock()
-		if reg := ReadRegistration(r.home, s.p); reg != nil && !reg.At.IsZero() {
-			if _, err := r.host.Launch(s.spec, reg.Handshake()); err == nil {
+		if s.reg != nil {
+			if _, err := r.host.Launch(s.spec, s.reg.Handshake()); err == nil {
 				if wait {
 					wg.Go(func() {
 						if in, _ := r.host.Await(ctx, s.p.Name()); in.State == proc.StateError {
@@ -352,15 +361,15 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 	wg.Wait()
 }
 
-// selects applies Want.Hooks to a process plugin.
-func (r *Runtime) selects(p Plugin) bool {
+// selects applies Want.Hooks to a process plugin with its last good
+// handshake (nil: never started from its current folder).
+func (r *Runtime) selects(reg *Registration) bool {
 	want := r.opts.Want.Hooks
 	if want == nil {
 		return true
 	}
-	reg := ReadRegistration(r.home, p)
-	if reg == nil || reg.At.IsZero() {
-		return true // never started from this folder: its handshake decides
+	if reg == nil {
+		return true // its handshake decides, and it is not known yet
 	}
 	for _, h := range reg.Hooks {
 		if slices.Contains(want, h) {

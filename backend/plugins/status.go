@@ -73,9 +73,15 @@ func reloadMarker(home config.Home) string { return filepath.Join(home.Dir, "run
 // ReadRegistration returns the plugin's last handshake if it was made from
 // the folder p is now (same fingerprint); nil otherwise.
 func ReadRegistration(home config.Home, p Plugin) *Registration {
+	return readRegistration(home, p.Name(), Fingerprint(p))
+}
+
+// readRegistration is ReadRegistration with the fingerprint at hand; nil
+// also when the plugin never started well (only a failure is recorded).
+func readRegistration(home config.Home, name, fingerprint string) *Registration {
 	var r Registration
-	b, err := os.ReadFile(registrationPath(home, p.Name()))
-	if err != nil || json.Unmarshal(b, &r) != nil || r.Fingerprint != Fingerprint(p) {
+	b, err := os.ReadFile(registrationPath(home, name))
+	if err != nil || json.Unmarshal(b, &r) != nil || r.Fingerprint != fingerprint {
 		return nil
 	}
 	return &r

@@ -207,9 +207,16 @@ func (h *Host) Launch(spec Spec, prior InitializeResult) (Info, error) {
 		return Info{Name: spec.Name, State: StateError}, err
 	}
 	h.mu.Lock()
-	gate := h.gate
+	gate, closed := h.gate, h.closed
+	if !closed {
+		h.wg.Add(1) // under the lock: Stop's Wait never races this Add
+	}
 	h.mu.Unlock()
-	h.wg.Add(1)
+	if closed {
+		p.unregister()
+		h.forget(p)
+		return Info{Name: spec.Name, State: StateStopped}, apperr.New(apperr.Internal, "plugin host is stopped")
+	}
 	go func() {
 		defer h.wg.Done()
 		if gate != nil {
@@ -448,8 +455,13 @@ func (p *plugin) register(res InitializeResult) error {
 		cmds = append(cmds, cname)
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopping {
+		// stop withdrew the registrations before these were made.
+		undo()
+		return fmt.Errorf("plugin %s is stopped", name)
+	}
 	p.hooks, p.commands, p.handles, p.cmdNames = hookNames, res.Commands, handles, cmds
-	p.mu.Unlock()
 	return nil
 }
 
