@@ -36,8 +36,8 @@ type Registration struct {
 	Commands     []string          `json:"commands"`
 	Descriptions map[string]string `json:"descriptions,omitempty"` // of the commands
 	At           time.Time         `json:"at"`
-	Error       string    `json:"error,omitempty"` // "" after a good start
-	ErrorAt     time.Time `json:"error_at,omitzero"`
+	Error        string            `json:"error,omitempty"` // "" after a good start
+	ErrorAt      time.Time         `json:"error_at,omitzero"`
 }
 
 // RunState is one plugin as one live process hosts it.
