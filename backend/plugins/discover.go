@@ -43,6 +43,10 @@ type Plugin struct {
 	PID        int      `json:"pid,omitempty"`      // its process while running
 	Process    string   `json:"process,omitempty"`  // the Atrium process hosting it
 	Restarts   int      `json:"restarts,omitempty"`
+
+	// Settings are the plugin's validated settings (defaults filled) from
+	// the config Discover was given.
+	Settings map[string]any `json:"-"`
 }
 
 // Name is the manifest's name.
@@ -244,11 +248,13 @@ func load(c *candidate, fsys fs.FS, atriumVersion string) {
 // settingsErr validates the plugin's settings from config.yaml; an invalid
 // setting puts the plugin in error.
 func settingsErr(p *Plugin, cfg config.Config) {
-	_, warnings, err := p.Manifest.Settings(cfg.Plugins.Entries[p.Manifest.Name])
+	settings, warnings, err := p.Manifest.Settings(cfg.Plugins.Entries[p.Manifest.Name])
 	p.Warnings = append(p.Warnings, warnings...)
 	if err != nil {
 		p.Err = err.Error()
+		return
 	}
+	p.Settings = settings
 }
 
 // decide sets Enabled and State: the deny list wins, then the allow list,

@@ -394,3 +394,35 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func pidGone(pid int) bool {
 	return pid <= 0 || errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
+
+func TestAPluginThatRegistersBySettingsIsStartedAgainWhenTheyChange(t *testing.T) {
+	t.Parallel()
+	needPython(t)
+	e := newEnv(t)
+	MustWrite(t, e.home.PluginsDir(), "picky", py("picky", "config_schema:\n  hook: {type: string, default: post_compaction}"), "__init__.py",
+		"def register(ctx):\n    ctx.register_hook(ctx.settings['hook'], lambda **kw: None)\n")
+	e.enable("picky")
+	rt, _, _ := e.runtime(plugins.Want{Processes: true, Hooks: []string{hooks.PostCompaction}}, "atrium compact")
+	if err := rt.Sync(context.Background()); err != nil || !slices.Equal(hostedNames(rt), []string{"picky"}) {
+		t.Fatalf("first start: %v %v", err, hostedNames(rt))
+	}
+	_ = rt.Stop(context.Background())
+	deleteOnly := plugins.Want{Processes: true, Hooks: []string{hooks.OnSessionDelete}}
+	rt2, _, _ := e.runtime(deleteOnly, "atrium sessions delete")
+	if err := rt2.Sync(context.Background()); err != nil || len(hostedNames(rt2)) != 0 {
+		t.Fatalf("a delete reaches nothing it registered: %v %v", err, hostedNames(rt2))
+	}
+	_ = rt2.Stop(context.Background())
+	// Its settings now make it register deletes: the last handshake no longer tells.
+	cfg := "plugins:\n  enabled: [picky]\n  entries:\n    picky:\n      settings:\n        hook: on_session_delete\n"
+	if err := os.WriteFile(e.home.ConfigPath(), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt3, st, _ := e.runtime(deleteOnly, "atrium sessions delete")
+	if err := rt3.Sync(context.Background()); err != nil || !slices.Equal(hostedNames(rt3), []string{"picky"}) {
+		t.Fatalf("after the settings changed: %v %v", err, hostedNames(rt3))
+	}
+	if !slices.Contains(st.Bus.Subscribers(hooks.OnSessionDelete), "picky") {
+		t.Fatal("not subscribed to what its settings say")
+	}
+}

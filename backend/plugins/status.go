@@ -123,14 +123,16 @@ func RecordFailure(home config.Home, p Plugin, msg string) error {
 	return writeJSON(registrationPath(home, p.Name()), r)
 }
 
-// Fingerprint identifies the code a plugin runs: its runtime, command and
-// folder, and the name, size and modification time of every file in it
-// (hidden files and Python caches aside). An edited, reinstalled or
-// upgraded plugin gets a new fingerprint.
+// Fingerprint identifies what decides a plugin's registrations: its
+// runtime, command, folder and settings, and the name, size and
+// modification time of every file in its folder (hidden files and Python
+// caches aside). An edited, reinstalled, upgraded or reconfigured plugin
+// gets a new fingerprint (a plugin may register hooks by its settings).
 func Fingerprint(p Plugin) string {
 	h := sha256.New()
 	m := p.Manifest
-	fmt.Fprintf(h, "%s\x00%s\x00%q\x00%s\x00", m.Name, m.Runtime, m.Command, p.Dir)
+	settings, _ := json.Marshal(p.Settings) // map keys sorted: stable
+	fmt.Fprintf(h, "%s\x00%s\x00%q\x00%s\x00%s\x00", m.Name, m.Runtime, m.Command, p.Dir, settings)
 	if p.Dir != "" {
 		n := 0
 		_ = filepath.WalkDir(p.Dir, func(path string, d fs.DirEntry, err error) error {
