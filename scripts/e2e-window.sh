@@ -31,20 +31,27 @@ cleanup() { stop "$APID"; stop "$XPID"; rm -rf "$WORK"; }
 trap cleanup EXIT
 
 DFILE="$WORK/display"
-Xvfb -displayfd 4 -screen 0 1280x800x24 -nolisten tcp 4>"$DFILE" >/dev/null 2>&1 &
+Xvfb -displayfd 4 -screen 0 1280x800x24 -nolisten tcp 4>"$DFILE" >"$WORK/xvfb.log" 2>&1 &
 XPID=$!
-for _ in $(seq 100); do [ -s "$DFILE" ] && break; sleep 0.1; done
+for _ in $(seq 200); do [ -s "$DFILE" ] && break; sleep 0.1; done
+[ -s "$DFILE" ] || { echo "FAIL Xvfb did not start"; cat "$WORK/xvfb.log"; exit 1; }
 export DISPLAY=":$(head -1 "$DFILE")"
 export NO_AT_BRIDGE=1
+# The server said it is ready; make sure it answers before a window connects.
+for _ in $(seq 100); do xdotool getdisplaygeometry >/dev/null 2>&1 && break; sleep 0.1; done
 
 # wait_title REGEX [TENTHS]: prints the window id once a window's title
-# matches. It polls every 20 ms, so a timing taken with it is late by at most
-# that much (and by one xdotool call, about 5 ms).
+# matches. Until an Atrium window exists it polls every 100 ms (xdotool is one
+# X client per call, and a window still connecting should not compete with a
+# stream of them); then every 20 ms, so a timing taken with it is late by at
+# most that much (and one xdotool call, about 5 ms).
 wait_title() {
-  for _ in $(seq $(( ${2:-300} * 5 ))); do
+  local deadline=$(( $(now_ms) + ${2:-300} * 100 )) pause=0.1
+  while [ "$(now_ms)" -lt "$deadline" ]; do
     w=$(xdotool search --name "$1" 2>/dev/null | head -1 || true)
     [ -n "$w" ] && { echo "$w"; return 0; }
-    sleep 0.02
+    if [ "$pause" = 0.1 ] && xdotool search --name '^Atrium' >/dev/null 2>&1; then pause=0.02; fi
+    sleep "$pause"
   done
   return 1
 }
@@ -83,7 +90,7 @@ if [ "$MODE" = "--bench" ]; then
   paint=()
   for i in $(seq "$RUNS"); do
     t0=$(now_ms); start_window "$H"
-    wait_title '^Atrium · default · 100000 sessions$' 600 >/dev/null || { echo "no first paint"; cat "$WORK/app.log"; exit 1; }
+    wait_title '^Atrium · default · 100000 sessions$' 600 >/dev/null || { echo "no first paint"; cat "$WORK/app.log" "$WORK/xvfb.log"; exit 1; }
     paint+=($(( $(now_ms) - t0 ))); stop "$APID"; APID=""
   done
   H2="$WORK/home-del"
@@ -112,7 +119,7 @@ start_window "$H"
 if W=$(wait_title '^Atrium · default · 40 sessions$'); then
   ok "the window lists the seeded store ($(( $(now_ms) - t0 )) ms to first paint)"
 else
-  bad "the window never showed 40 sessions"; cat "$WORK/app.log"; exit 1
+  bad "the window never showed 40 sessions"; cat "$WORK/app.log"; echo "--- Xvfb:"; cat "$WORK/xvfb.log"; exit 1
 fi
 
 # A second instance hands its session to the first and exits.
