@@ -20,6 +20,7 @@ import (
 	"atrium/backend/plugins"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
+	"atrium/backend/turns"
 )
 
 var ctx = context.Background()
@@ -42,8 +43,17 @@ func newEnvWith(t *testing.T, o app.Options) env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, loop := openStack(t, home, nil)
+	mgr := plugins.NewManager(plugins.DiscoverOptions{Home: home, Version: "dev"})
+	return env{st: st, app: app.New(ctx, st, loop, mgr, o)}
+}
+
+// openStack opens a real stack on home (register, if not nil, installs
+// plugins before its bus starts) and its turn loop; both close with the test.
+func openStack(t *testing.T, home config.Home, register func(*stack.Stack) error) (*stack.Stack, *turns.Loop) {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := stack.Open(ctx, home, stack.Options{Logger: quiet})
+	st, err := stack.Open(ctx, home, stack.Options{Logger: quiet, Register: register})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +62,7 @@ func newEnvWith(t *testing.T, o app.Options) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := plugins.NewManager(plugins.DiscoverOptions{Home: home, Version: "dev"})
-	return env{st: st, app: app.New(ctx, st, loop, mgr, o)}
+	return st, loop
 }
 
 func (e env) mustCreate(t *testing.T, p sessions.CreateParams) sessions.Session {

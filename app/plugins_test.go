@@ -40,20 +40,12 @@ func TestPluginPageOperationsRunTheirPluginsLive(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(dir, "__init__.py"), []byte("def register(ctx):\n    ctx.register_hook('on_session_delete', lambda **kw: None)\n"), 0o644)
 	opts := plugins.DiscoverOptions{Home: home, Version: "dev", Bundled: os.DirFS(t.TempDir())}
 	var rt *plugins.Runtime
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := stack.Open(ctx, home, stack.Options{Logger: quiet, Register: func(st *stack.Stack) error {
-		rt = plugins.NewRuntime(plugins.RuntimeOptions{Discover: opts, Bus: st.Bus, Want: plugins.Want{Processes: true}, Process: "atrium serve", Logger: quiet})
+	st, loop := openStack(t, home, func(st *stack.Stack) error {
+		rt = plugins.NewRuntime(plugins.RuntimeOptions{Discover: opts, Bus: st.Bus, Want: plugins.Want{Processes: true}, Process: "atrium serve",
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		st.OnClose(rt.Stop)
 		return rt.Sync(context.Background())
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close(context.Background()) })
-	loop, err := st.Loop(stack.ModelFlags{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	mgr := plugins.NewManager(opts)
 	mgr.Attach(rt)
 	rec := &recorder{}

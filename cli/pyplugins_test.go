@@ -31,18 +31,19 @@ func needPython(t *testing.T) {
 	}
 }
 
-// installEnabled installs plugin folders of src into home and enables them,
-// each through its own atrium process.
-func installEnabled(t *testing.T, home, src string, names ...string) {
+// withPlugin makes a home with one Python plugin installed and enabled,
+// each step through its own atrium process.
+func withPlugin(t *testing.T, name, hooks, code string) string {
 	t.Helper()
-	for _, name := range names {
-		if r := atriumExec(t, home, "", nil, "plugins", "install", filepath.Join(src, name)); r.code != 0 {
-			t.Fatalf("install %s: %+v", name, r)
-		}
-		if r := atriumExec(t, home, "", nil, "plugins", "enable", name); r.code != 0 {
-			t.Fatalf("enable %s: %+v", name, r)
-		}
+	home, src := t.TempDir(), t.TempDir()
+	writePlugin(t, src, name, hooks, code)
+	if r := atriumExec(t, home, "", nil, "plugins", "install", filepath.Join(src, name)); r.code != 0 {
+		t.Fatalf("install %s: %+v", name, r)
 	}
+	if r := atriumExec(t, home, "", nil, "plugins", "enable", name); r.code != 0 {
+		t.Fatalf("enable %s: %+v", name, r)
+	}
+	return home
 }
 
 // The three example plugins of the plugin API, written as for the familiar
@@ -54,8 +55,7 @@ func installEnabled(t *testing.T, home, src string, names ...string) {
 func TestExampleMemoryPluginReinjectsRulesAfterACompaction(t *testing.T) {
 	needPython(t)
 	t.Parallel()
-	home, src := t.TempDir(), t.TempDir()
-	writePlugin(t, src, "pymemory", "[post_compaction, pre_llm_call]", `
+	home := withPlugin(t, "pymemory", "[post_compaction, pre_llm_call]", `
 flagged = set()
 
 def register(ctx):
@@ -70,7 +70,6 @@ def register(ctx):
     ctx.register_hook("post_compaction", on_compaction)
     ctx.register_hook("pre_llm_call", pre_llm_call)
 `)
-	installEnabled(t, home, src, "pymemory")
 	id := create(t, home, "--title", "py")
 	lines := strings.Repeat("we decided the service owner is Grace and the deploy window is Friday evening after the review; "+
 		strings.Repeat("the team went over the staging checklist once more and found nothing new to add. ", 3)+"\n", 6) +
@@ -119,8 +118,7 @@ def register(ctx):
 func TestExampleSidecarPluginDropsTheFilesOfEveryDeletedRow(t *testing.T) {
 	needPython(t)
 	t.Parallel()
-	home, src := t.TempDir(), t.TempDir()
-	writePlugin(t, src, "pysidecars", "[on_session_delete]", `
+	home := withPlugin(t, "pysidecars", "[on_session_delete]", `
 import os
 
 def register(ctx):
@@ -131,7 +129,6 @@ def register(ctx):
                 os.remove(path)
     ctx.register_hook("on_session_delete", on_delete)
 `)
-	installEnabled(t, home, src, "pysidecars")
 	a, b, keep := create(t, home), create(t, home), create(t, home)
 	child := create(t, home, "--parent", a, "--relation", "delegate")
 	work := filepath.Join(home, "plugins-data", "pysidecars")
@@ -178,15 +175,13 @@ def register(ctx):
 func TestExampleWhoamiCommandKnowsItsSession(t *testing.T) {
 	needPython(t)
 	t.Parallel()
-	home, src := t.TempDir(), t.TempDir()
-	writePlugin(t, src, "pywho", "[]\ncommands: [pywho]", `
+	home := withPlugin(t, "pywho", "[]\ncommands: [pywho]", `
 def register(ctx):
     def whoami(raw_args, source=None, session_id=None, platform=None):
         who = source.user_id if source is not None else "local user"
         return f"{who} on {platform} in {session_id}"
     ctx.register_command("pywho", handler=whoami, description="who am I")
 `)
-	installEnabled(t, home, src, "pywho")
 	keep := create(t, home)
 	if r := atriumExec(t, home, "", nil, "send", keep, "/pywho"); r.code != 0 || !strings.Contains(r.stdout, "local user on cli in "+keep) {
 		t.Fatalf("/pywho: %+v", r)
