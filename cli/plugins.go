@@ -32,15 +32,13 @@ type pluginRow struct {
 	Warnings   []string `json:"warnings,omitempty"`
 }
 
+// toRow is one plugin as the Manager lists it (its status applied: hooks
+// and commands from the last handshake, else the manifest).
 func toRow(p plugins.Plugin) pluginRow {
-	hooks, cmds := p.Hooks, p.Commands
-	if hooks == nil && cmds == nil { // plain discovery: the manifest's
-		hooks, cmds = p.Manifest.Hooks, p.Manifest.Commands
-	}
 	return pluginRow{
 		Name: p.Manifest.Name, Version: p.Manifest.Version, Source: p.Source, Runtime: p.Manifest.Runtime,
 		Enabled: p.Enabled, State: p.State, Reason: p.Err,
-		Hooks: nonNil(hooks), Commands: nonNil(cmds), Registered: p.Registered,
+		Hooks: nonNil(p.Hooks), Commands: nonNil(p.Commands), Registered: p.Registered,
 		PID: p.PID, Process: p.Process, Restarts: p.Restarts, Dir: p.Dir, Warnings: p.Warnings,
 	}
 }

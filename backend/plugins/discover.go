@@ -79,6 +79,22 @@ func (o DiscoverOptions) getenv(k string) string {
 	return os.Getenv(k)
 }
 
+// projectDir is the project plugin folder, absolute, when
+// $ATRIUM_ENABLE_PROJECT_PLUGINS is 1; "" otherwise.
+func (o DiscoverOptions) projectDir() string {
+	if o.getenv(EnvProjectPlugins) != "1" {
+		return ""
+	}
+	d := o.ProjectDir
+	if d == "" {
+		d = filepath.Join(".atrium", "plugins")
+	}
+	if abs, err := filepath.Abs(d); err == nil {
+		d = abs
+	}
+	return d
+}
+
 // candidate is a loaded folder before precedence is applied.
 type candidate struct {
 	p      Plugin
@@ -113,14 +129,7 @@ func Discover(opts DiscoverOptions) ([]Plugin, error) {
 		d := opts.Home.PluginsDir()
 		sources = append(sources, source{SourceUser, os.DirFS(d), d, d})
 	}
-	if opts.getenv(EnvProjectPlugins) == "1" {
-		d := opts.ProjectDir
-		if d == "" {
-			d = filepath.Join(".atrium", "plugins")
-		}
-		if abs, err := filepath.Abs(d); err == nil {
-			d = abs
-		}
+	if d := opts.projectDir(); d != "" {
 		sources = append(sources, source{SourceProject, os.DirFS(d), d, d})
 	}
 

@@ -510,17 +510,7 @@ func (r *Runtime) signature() (folders, reload string) {
 	}
 	stat(r.home.ConfigPath())
 	o := r.opts.Discover
-	dirs := []string{r.home.PluginsDir(), o.BundledDir}
-	if d := o.getenv(EnvBundled); d != "" {
-		dirs = append(dirs, d)
-	}
-	if o.getenv(EnvProjectPlugins) == "1" {
-		d := o.ProjectDir
-		if d == "" {
-			d = filepath.Join(".atrium", "plugins")
-		}
-		dirs = append(dirs, d)
-	}
+	dirs := []string{r.home.PluginsDir(), o.BundledDir, o.getenv(EnvBundled), o.projectDir()}
 	for _, d := range dirs {
 		if d == "" {
 			continue
