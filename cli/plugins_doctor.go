@@ -12,7 +12,6 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/plugins"
 	"atrium/backend/plugins/proc"
-	pyrunner "atrium/backend/plugins/runner"
 	"atrium/backend/stack"
 )
 
@@ -74,22 +73,12 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin) 
 		d.DryRun = "not run: in-process plugins run inside every Atrium process"
 		return d
 	}
-	runnerPath := ""
-	if p.Manifest.Runtime == plugins.RuntimePython {
-		path, err := pyrunner.WriteTo(st.Home.Dir + "/cache/runner")
-		if err != nil {
-			d.Problems = append(d.Problems, err.Error())
-			return d
-		}
-		runnerPath = path
-	}
-	spec, err := p.Spec(st.Home, st.Config, "python3", runnerPath)
+	spec, err := r.runtime.Spec(p, st.Config)
 	if err != nil {
 		d.Problems = append(d.Problems, err.Error())
 		d.DryRun = "not run"
 		return d
 	}
-	spec.Timeout = st.Config.HookTimeout()
 	host := proc.NewHost(st.Bus, st.Logger())
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

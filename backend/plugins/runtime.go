@@ -291,7 +291,7 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 			continue
 		}
 		desired[p.Name()] = true
-		spec, err := r.spec(p, cfg)
+		spec, err := r.Spec(p, cfg)
 		if err != nil {
 			*problems = append(*problems, fmt.Errorf("plugin %s: %w", p.Name(), err))
 			_ = RecordFailure(r.home, p, err.Error())
@@ -379,7 +379,10 @@ func (r *Runtime) selects(reg *Registration) bool {
 	return false
 }
 
-func (r *Runtime) spec(p Plugin, cfg config.Config) (proc.Spec, error) {
+// Spec is how this runtime runs process plugin p under cfg: its argv (the
+// Python runner written out once), environment, work folder, settings and
+// callback timeout. plugins doctor starts a plugin from it too.
+func (r *Runtime) Spec(p Plugin, cfg config.Config) (proc.Spec, error) {
 	runner := ""
 	if p.Manifest.Runtime == RuntimePython {
 		r.mu.Lock()
