@@ -44,6 +44,7 @@ type Bus struct {
 	subs     map[string]*subscriber     // by plugin name
 	byHook   map[string][]*registration // registration order
 	syncRegs []*syncReg
+	caps     []*capReg
 	commands *Commands
 	nextReg  uint64
 	started  bool
@@ -158,6 +159,9 @@ func (h Handle) Unregister() {
 	}
 	h.b.mu.Lock()
 	defer h.b.mu.Unlock()
+	if h.b.unregisterCapLocked(h.id) {
+		return
+	}
 	for i, r := range h.b.syncRegs {
 		if r.id == h.id {
 			h.b.syncRegs = append(h.b.syncRegs[:i:i], h.b.syncRegs[i+1:]...)
