@@ -29,6 +29,7 @@ const (
 	OnSessionFinalize = "on_session_finalize"
 	OnSessionReset    = "on_session_reset"
 	OnSessionDelete   = "on_session_delete"
+	OnSessionRestore  = "on_session_restore"
 	PostCompaction    = "post_compaction"
 	PreLLMCall        = "pre_llm_call"
 	PostLLMCall       = "post_llm_call"
@@ -42,6 +43,7 @@ var table = map[string]Kind{
 	OnSessionFinalize: Observer,
 	OnSessionReset:    Observer,
 	OnSessionDelete:   Observer,
+	OnSessionRestore:  Observer,
 	PostCompaction:    Observer,
 	PreLLMCall:        Sync,
 	PostLLMCall:       Observer,
@@ -79,13 +81,33 @@ const (
 )
 
 // SessionDelete is the payload of on_session_delete. Fields are only ever
-// added, never renamed.
+// added, never renamed. Restorable is true when the rows went to the trash
+// (they can be restored until PurgeAfter, an RFC 3339 time in UTC with a
+// "+00:00" offset); a later purge of the trash fires nothing more.
 type SessionDelete struct {
 	SessionID   string   `json:"session_id"`
 	Reason      string   `json:"reason"`
 	Profile     string   `json:"profile"`
 	DeletedIDs  []string `json:"deleted_ids"`
 	SessionsDir string   `json:"sessions_dir,omitempty"`
+	Restorable  bool     `json:"restorable"`
+	PurgeAfter  *string  `json:"purge_after"`
+}
+
+// Restore reasons of on_session_restore.
+const (
+	RestoreTrash   = "trash"   // restored from the trash
+	RestoreArchive = "archive" // unarchived
+)
+
+// SessionRestore is the payload of on_session_restore: sessions came back
+// into the user's view. RestoredIDs lists every row restored, the requested
+// one included.
+type SessionRestore struct {
+	SessionID   string   `json:"session_id"`
+	RestoredIDs []string `json:"restored_ids"`
+	Reason      string   `json:"reason"`
+	Profile     string   `json:"profile"`
 }
 
 // DefaultTimeout is plugins.hook_callback_timeout when unset.
