@@ -206,6 +206,9 @@ func (e *Engine) Compact(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if sess.Trashed() {
+		return Result{}, apperr.New(apperr.Rejected, "session %s is in the trash; restore it first", sess.ID)
+	}
 	if sess.Ended() {
 		return Result{}, apperr.New(apperr.Rejected, "session %s has ended; compact its continuation instead", sess.ID)
 	}

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/samber/lo"
 
 	"atrium/backend/apperr"
@@ -29,6 +31,7 @@ const (
 	OutcomeDeleted    = "deleted"
 	OutcomeArchived   = "archived"
 	OutcomeUnarchived = "unarchived"
+	OutcomeRestored   = "restored"
 	OutcomeUnchanged  = "unchanged"
 	OutcomeNotFound   = "not_found"
 	OutcomeKept       = "kept"
@@ -41,61 +44,211 @@ type Outcome struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// Result is the result of a delete, archive or unarchive.
+// Result is the result of a delete, archive, unarchive, restore or purge.
 type Result struct {
 	Op          string    `json:"op"`
 	Reason      string    `json:"reason,omitempty"`
 	SessionID   string    `json:"session_id,omitempty"` // the first requested id that was affected
-	AffectedIDs []string  `json:"affected_ids"`         // every row removed/archived/unarchived, cascades included
+	AffectedIDs []string  `json:"affected_ids"`         // every row removed/archived/unarchived/restored, cascades included
 	Outcomes    []Outcome `json:"outcomes"`
 	Changed     bool      `json:"changed"`
 	EventID     string    `json:"event_id,omitempty"`
+	// Trashed: the rows went to the trash, restorable until PurgeAfter;
+	// Batch names them there (the request id when there is one).
+	Trashed    bool       `json:"trashed,omitempty"`
+	PurgeAfter *time.Time `json:"purge_after,omitempty"`
+	Batch      string     `json:"batch,omitempty"`
+	// Matched is how many rows a rule matched (bulk by rule), before cascades.
+	Matched int `json:"matched,omitempty"`
 }
 
-// Delete removes sessions in one transaction and fires on_session_delete once.
+// DeleteOptions tune DeleteTx.
+type DeleteOptions struct {
+	// Batch names the rows moved to the trash together (the request id, so
+	// the request can be undone as a whole); empty makes a new one.
+	Batch string
+	// Now deletes for good at once, skipping the trash ("delete now"); it
+	// also purges requested rows that are in the trash.
+	Now      bool
+	Progress Progress
+}
+
+// Delete removes sessions in one transaction (to the trash, unless
+// sessions.trash_days is 0) and fires on_session_delete once.
 func (s *Service) Delete(ctx context.Context, ids []string, progress Progress) (Result, error) {
+	return s.DeleteWith(ctx, ids, DeleteOptions{Progress: progress})
+}
+
+// Purge deletes sessions for good at once: rows in the trash, or live ones
+// ("delete now"), with what cascades from them.
+func (s *Service) Purge(ctx context.Context, ids []string, progress Progress) (Result, error) {
+	return s.DeleteWith(ctx, ids, DeleteOptions{Now: true, Progress: progress})
+}
+
+// DeleteWith is Delete with options, in its own transaction.
+func (s *Service) DeleteWith(ctx context.Context, ids []string, o DeleteOptions) (Result, error) {
 	var out Result
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
 		var err error
-		out, err = s.DeleteTx(ctx, tx, ids, progress)
+		out, err = s.DeleteTx(ctx, tx, ids, o)
 		return err
 	})
 	return out, err
 }
 
-// DeleteTx deletes the requested sessions inside tx: their compression chains
-// and delegate children go with them, branch children survive with the link
-// cleared. Unknown ids are reported per id; if none is known, nothing changes
-// and the error is not_found.
-func (s *Service) DeleteTx(ctx context.Context, tx *db.Tx, ids []string, progress Progress) (Result, error) {
+// DeleteTx is the user delete inside tx. The requested sessions, their
+// compression chains and delegate children go to the trash (restorable for
+// trash_days; on_session_delete fires now, with restorable and
+// purge_after) or, with o.Now or trash_days 0, are deleted for good; branch
+// children survive with the link cleared. Unknown ids are reported per id;
+// if none is known, nothing changes and the error is not_found. Without
+// o.Now, ids already in the trash are reported unchanged.
+func (s *Service) DeleteTx(ctx context.Context, tx *db.Tx, ids []string, o DeleteOptions) (Result, error) {
 	ids, err := ValidateIDs(ids)
 	if err != nil {
 		return Result{}, err
 	}
-	found, outcomes, err := existing(ctx, tx, ids)
+	states, err := lookupTx(ctx, tx, ids)
 	if err != nil {
 		return Result{}, err
 	}
+	op := "delete"
+	if o.Now {
+		op = "purge"
+	}
+	outcomes := make([]Outcome, len(ids))
+	var found, live, trashed []string
+	for i, id := range ids {
+		outcomes[i].ID = id
+		st, ok := states[id]
+		switch {
+		case !ok:
+			outcomes[i].Status, outcomes[i].Error = OutcomeNotFound, "session not found"
+			continue
+		case st.trashed && !o.Now:
+			outcomes[i].Status, outcomes[i].Error = OutcomeUnchanged, "already in the trash"
+			continue
+		case st.trashed:
+			trashed = append(trashed, id)
+		default:
+			live = append(live, id)
+		}
+		found = append(found, id)
+	}
 	if len(found) == 0 {
+		if len(states) > 0 {
+			return Result{Op: op, Reason: hooks.ReasonDelete, AffectedIDs: []string{}, Outcomes: outcomes}, nil
+		}
 		return Result{}, notFound(ids)
 	}
-	closure, err := expand(ctx, tx.G, found, deleteCTE)
+	closure, err := expand(ctx, tx.G, live, deleteCTE)
 	if err != nil {
 		return Result{}, fmt.Errorf("expand delete: %w", err)
 	}
-	affected := orderAffected(found, closure)
-	if err := s.removeTx(ctx, tx, affected, progress); err != nil {
-		return Result{}, err
+	inTrash, err := expand(ctx, tx.G, trashed, trashFamilyCTE)
+	if err != nil {
+		return Result{}, fmt.Errorf("expand purge: %w", err)
 	}
+	closure = lo.Uniq(append(closure, inTrash...))
 	for i := range outcomes {
 		if outcomes[i].Status == "" {
 			outcomes[i].Status = OutcomeDeleted
 		}
 	}
-	res := Result{Op: "delete", Reason: hooks.ReasonDelete, SessionID: found[0], AffectedIDs: affected, Outcomes: outcomes, Changed: true}
+	var res Result
+	if !o.Now && s.trashDays > 0 {
+		res, err = s.trashTx(ctx, tx, hooks.ReasonDelete, found, closure, o.Batch, o.Progress)
+	} else {
+		res, err = s.purgeTx(ctx, tx, hooks.ReasonDelete, found, closure, o.Progress)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	res.Op, res.Outcomes = op, outcomes
+	return res, nil
+}
+
+type rowState struct {
+	trashed  bool
+	reported bool
+}
+
+// lookupTx tells, for each requested id that exists, whether it is in the trash.
+func lookupTx(ctx context.Context, tx *db.Tx, ids []string) (map[string]rowState, error) {
+	var rows []struct {
+		ID       string
+		Trashed  bool
+		Reported bool
+	}
+	if err := tx.G.WithContext(ctx).Raw(`SELECT id, trashed_at IS NOT NULL AS trashed, trash_reported AS reported
+		FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("look up sessions: %w", err)
+	}
+	out := make(map[string]rowState, len(rows))
+	for _, r := range rows {
+		out[r.ID] = rowState{trashed: r.Trashed, reported: r.Reported}
+	}
+	return out, nil
+}
+
+// trashTx moves the rows of closure that are not in the trash yet into it,
+// as one batch, and fires on_session_delete for them (restorable). first
+// lists the requested rows, which lead the payload.
+func (s *Service) trashTx(ctx context.Context, tx *db.Tx, reason string, first, closure []string, batch string, progress Progress) (Result, error) {
+	if batch == "" {
+		batch = uuid.Must(uuid.NewV7()).String()
+	}
+	var moved []string
+	if err := tx.G.WithContext(ctx).Raw(`UPDATE sessions SET trashed_at = ?, trash_batch = ?, trash_reason = ?, trash_reported = 1
+		WHERE trashed_at IS NULL AND id IN (SELECT value FROM json_each(?)) RETURNING id`,
+		db.Ms(tx.Now), batch, reason, jsonArray(closure)).Scan(&moved).Error; err != nil {
+		return Result{}, fmt.Errorf("move to the trash: %w", err)
+	}
+	if progress != nil {
+		progress(len(moved), len(moved))
+	}
+	purge := tx.Now.Add(time.Duration(s.trashDays) * 24 * time.Hour).UTC()
+	res := Result{Reason: reason, AffectedIDs: orderAffected(lo.Intersect(first, moved), moved), Trashed: true, PurgeAfter: &purge, Batch: batch}
+	if len(moved) == 0 {
+		res.AffectedIDs = []string{}
+		return res, nil
+	}
+	res.SessionID, res.Changed = res.AffectedIDs[0], true
 	if err := s.fireDelete(ctx, tx, &res); err != nil {
 		return Result{}, err
 	}
+	return res, nil
+}
+
+// purgeTx deletes the rows of closure for good (messages, sidecars after
+// commit) and fires on_session_delete only for rows whose removal plugins
+// were not told of yet: a row moved to the trash was reported then, so a
+// purge of the trash normally fires nothing.
+func (s *Service) purgeTx(ctx context.Context, tx *db.Tx, reason string, first, closure []string, progress Progress) (Result, error) {
+	res := Result{Reason: reason, AffectedIDs: orderAffected(lo.Intersect(first, closure), closure)}
+	if len(closure) == 0 {
+		res.AffectedIDs = []string{}
+		return res, nil
+	}
+	var told []string
+	if err := tx.G.WithContext(ctx).Raw(`SELECT id FROM sessions WHERE trash_reported = 1 AND id IN (SELECT value FROM json_each(?))`,
+		jsonArray(closure)).Scan(&told).Error; err != nil {
+		return Result{}, err
+	}
+	if err := s.removeTx(ctx, tx, res.AffectedIDs, progress); err != nil {
+		return Result{}, err
+	}
+	res.SessionID, res.Changed = res.AffectedIDs[0], true
+	untold := lo.Without(res.AffectedIDs, told...)
+	if len(untold) == 0 {
+		return res, nil
+	}
+	ev := res
+	ev.SessionID, ev.AffectedIDs = untold[0], untold
+	if err := s.fireDelete(ctx, tx, &ev); err != nil {
+		return Result{}, err
+	}
+	res.EventID = ev.EventID
 	return res, nil
 }
 
@@ -135,9 +288,13 @@ func (s *Service) fireDelete(ctx context.Context, tx *db.Tx, res *Result) error 
 	if s.bus == nil {
 		return apperr.New(apperr.Internal, "session store of profile %s has no hook bus", s.profile)
 	}
-	ev, err := s.bus.EnqueueTx(ctx, tx, hooks.OnSessionDelete, hooks.SessionDelete{
-		SessionID: res.SessionID, Reason: res.Reason, Profile: s.profile, DeletedIDs: res.AffectedIDs, SessionsDir: s.sessionsDir,
-	})
+	p := hooks.SessionDelete{SessionID: res.SessionID, Reason: res.Reason, Profile: s.profile, DeletedIDs: res.AffectedIDs,
+		SessionsDir: s.sessionsDir, Restorable: res.Trashed}
+	if res.Trashed && res.PurgeAfter != nil {
+		at := res.PurgeAfter.UTC().Format("2006-01-02T15:04:05+00:00")
+		p.PurgeAfter = &at
+	}
+	ev, err := s.bus.EnqueueTx(ctx, tx, hooks.OnSessionDelete, p)
 	if err != nil {
 		return err
 	}
@@ -170,21 +327,25 @@ func (s *Service) removeSidecars(dir string, ids []string) {
 
 // existing returns the requested ids that exist (request order) and one
 // outcome per requested id, not_found filled in.
+// A session in the trash is not found by operations other than restore and
+// purge: it is out of the user's view until restored.
 func existing(ctx context.Context, tx *db.Tx, ids []string) ([]string, []Outcome, error) {
-	var have []string
-	if err := tx.G.WithContext(ctx).Raw(`SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)).Scan(&have).Error; err != nil {
-		return nil, nil, fmt.Errorf("look up sessions: %w", err)
+	states, err := lookupTx(ctx, tx, ids)
+	if err != nil {
+		return nil, nil, err
 	}
-	set := lo.SliceToMap(have, func(id string) (string, bool) { return id, true })
 	var found []string
 	outcomes := make([]Outcome, len(ids))
 	for i, id := range ids {
 		outcomes[i].ID = id
-		if set[id] {
+		st, ok := states[id]
+		switch {
+		case !ok:
+			outcomes[i].Status, outcomes[i].Error = OutcomeNotFound, "session not found"
+		case st.trashed:
+			outcomes[i].Status, outcomes[i].Error = OutcomeNotFound, "session is in the trash: restore it first"
+		default:
 			found = append(found, id)
-		} else {
-			outcomes[i].Status = OutcomeNotFound
-			outcomes[i].Error = "session not found"
 		}
 	}
 	return found, outcomes, nil
@@ -255,7 +416,9 @@ func (s *Service) ArchiveTx(ctx context.Context, tx *db.Tx, ids []string) (Resul
 	return res, nil
 }
 
-// Unarchive brings sessions (and their lineage) back. It fires nothing.
+// Unarchive brings sessions (and their lineage) back and fires
+// on_session_restore (reason archive) once, for the rows that really went
+// from archived to not archived; nothing fires for the others.
 func (s *Service) Unarchive(ctx context.Context, ids []string) (Result, error) {
 	var out Result
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
@@ -268,7 +431,15 @@ func (s *Service) Unarchive(ctx context.Context, ids []string) (Result, error) {
 
 // UnarchiveTx is Unarchive inside the caller's transaction.
 func (s *Service) UnarchiveTx(ctx context.Context, tx *db.Tx, ids []string) (Result, error) {
-	return s.setArchivedTx(ctx, tx, ids, false, "")
+	res, err := s.setArchivedTx(ctx, tx, ids, false, "")
+	if err != nil || !res.Changed {
+		return res, err
+	}
+	res.Reason = hooks.RestoreArchive
+	if err := s.fireRestore(ctx, tx, &res); err != nil {
+		return Result{}, err
+	}
+	return res, nil
 }
 
 func (s *Service) setArchivedTx(ctx context.Context, tx *db.Tx, ids []string, archive bool, by string) (Result, error) {
@@ -326,10 +497,10 @@ func flipArchived(ctx context.Context, tx *db.Tx, ids []string, archive bool, by
 	g := tx.G.WithContext(ctx)
 	if archive {
 		err = g.Raw(`UPDATE sessions SET archived = 1, archived_at = ?, archived_by = ?
-			WHERE archived = 0 AND id IN (SELECT value FROM json_each(?)) RETURNING id`, db.Ms(tx.Now), by, jsonArray(ids)).Scan(&changed).Error
+			WHERE archived = 0 AND trashed_at IS NULL AND id IN (SELECT value FROM json_each(?)) RETURNING id`, db.Ms(tx.Now), by, jsonArray(ids)).Scan(&changed).Error
 	} else {
 		err = g.Raw(`UPDATE sessions SET archived = 0, archived_at = NULL, archived_by = ''
-			WHERE archived = 1 AND id IN (SELECT value FROM json_each(?)) RETURNING id`, jsonArray(ids)).Scan(&changed).Error
+			WHERE archived = 1 AND trashed_at IS NULL AND id IN (SELECT value FROM json_each(?)) RETURNING id`, jsonArray(ids)).Scan(&changed).Error
 	}
 	return changed, err
 }
@@ -348,6 +519,9 @@ func (s *Service) DeleteCurrent(ctx context.Context, id string, ifEmpty bool) (R
 		if err != nil {
 			return err
 		}
+		if sess.Trashed() {
+			return apperr.New(apperr.NotFound, "session %s is in the trash", id)
+		}
 		if ifEmpty {
 			var children int64
 			if err := tx.G.WithContext(ctx).Raw(`SELECT COUNT(*) FROM sessions WHERE parent_session_id = ?`, id).Scan(&children).Error; err != nil {
@@ -355,11 +529,11 @@ func (s *Service) DeleteCurrent(ctx context.Context, id string, ifEmpty bool) (R
 			}
 			if sess.MessageCount > 0 || children > 0 {
 				out = Result{Op: "delete", AffectedIDs: []string{}, Outcomes: []Outcome{{ID: id, Status: OutcomeKept,
-					Error: fmt.Sprintf("not empty: %d messages, %d child sessions", sess.MessageCount, children)}}}
+					Error: fmt.Sprintf("not empty: it has %d message(s) and %d child session(s)", sess.MessageCount, children)}}}
 				return nil
 			}
 		}
-		out, err = s.DeleteTx(ctx, tx, []string{id}, nil)
+		out, err = s.DeleteTx(ctx, tx, []string{id}, DeleteOptions{})
 		return err
 	})
 	if err != nil {

@@ -64,6 +64,34 @@ func TestDeleteCascadesDelegatesKeepsBranchesTakesWholeChain(t *testing.T) {
 	if res.EventID != e.Rec.Events(hooks.OnSessionDelete)[0].ID {
 		t.Fatalf("result event id %s does not match the delivered one", res.EventID)
 	}
+	if !p.Restorable || p.PurgeAfter == nil || *p.PurgeAfter != e.Clock.Now().Add(30*24*time.Hour).UTC().Format("2006-01-02T15:04:05+00:00") {
+		t.Fatalf("restorable/purge_after = %v/%v", p.Restorable, p.PurgeAfter)
+	}
+	if !res.Trashed || res.Batch == "" {
+		t.Fatalf("result = %+v, want trashed with a batch", res)
+	}
+	// In the trash: out of view, messages and sidecars kept, the branch
+	// child still linked (a restore brings the link back with it).
+	for _, id := range want {
+		if !e.Trashed(t, id) {
+			t.Fatalf("%s not in the trash", id)
+		}
+	}
+	if n := e.Count(t, `SELECT COUNT(*) FROM messages`); n != 4 {
+		t.Fatalf("messages = %d, want all 4 kept in the trash", n)
+	}
+	if left, _ := os.ReadDir(e.SessionsDir); len(left) != 4 {
+		t.Fatalf("sidecars = %d, want 4 kept", len(left))
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, "*": 0})
+
+	// Emptying the trash removes rows, messages and sidecars, and fires
+	// nothing more: one delete per session.
+	purged, err := e.Sessions.EmptyTrash(ctx, 0, nil)
+	if err != nil || !purged.Changed || sorted(purged.AffectedIDs) != sorted(want) || purged.EventID != "" {
+		t.Fatalf("empty trash = %+v, %v", purged, err)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, "*": 0})
 	for _, id := range want {
 		if e.Exists(t, id) {
 			t.Fatalf("%s survived", id)
@@ -156,7 +184,7 @@ func TestDeleteRollbackFiresNothingAndKeepsFiles(t *testing.T) {
 	}
 	boom := errors.New("boom after delete")
 	err := e.DB.InTx(ctx, func(tx *db.Tx) error {
-		if _, err := e.Sessions.DeleteTx(ctx, tx, []string{a.ID}, nil); err != nil {
+		if _, err := e.Sessions.DeleteTx(ctx, tx, []string{a.ID}, sessions.DeleteOptions{}); err != nil {
 			return err
 		}
 		if _, err := e.Sessions.ArchiveTx(ctx, tx, []string{"nope"}); err == nil {
@@ -224,7 +252,8 @@ func TestArchiveFiresOnceForRealTransitionsOverTheLineage(t *testing.T) {
 	if res.Changed || res.Outcomes[0].Status != "unchanged" || len(res.AffectedIDs) != 0 {
 		t.Fatalf("re-archive result = %+v", res)
 	}
-	// Unarchive is silent and brings the lineage back.
+	// Unarchive brings the lineage back and fires on_session_restore
+	// (archive) once, never on_session_delete; a second one fires nothing.
 	res, err = e.Sessions.Unarchive(ctx, []string{root.ID})
 	if err != nil || !res.Changed || sorted(res.AffectedIDs) != sorted([]string{root.ID, tip.ID}) {
 		t.Fatalf("unarchive = %+v, %v", res, err)
@@ -232,7 +261,8 @@ func TestArchiveFiresOnceForRealTransitionsOverTheLineage(t *testing.T) {
 	if res, _ := e.Sessions.Unarchive(ctx, []string{root.ID}); res.Changed {
 		t.Fatal("second unarchive changed something")
 	}
-	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionRestore: 1, "*": 0})
+	e.Rec.Reset()
 	if _, err := e.Sessions.Archive(ctx, []string{"nope"}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("archive unknown: %v", err)
 	}
@@ -383,7 +413,8 @@ func TestPruneRetentionNeverSplitsAChain(t *testing.T) {
 func TestPruneOfManyIsOneTransactionOneEventChunked(t *testing.T) {
 	t.Parallel()
 	e := sessionstest.New(t)
-	const n = 1234 // more than two chunks of 500
+	noTrash := e.NoTrash() // the purge path: chunked statements
+	const n = 1234         // more than two chunks of 500
 	err := e.DB.InTx(ctx, func(tx *db.Tx) error {
 		for i := 0; i < n; i++ {
 			if err := tx.G.Exec(`INSERT INTO sessions (id, source, title, profile, started_at, ended_at, last_activity_at)
@@ -400,7 +431,7 @@ func TestPruneOfManyIsOneTransactionOneEventChunked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls [][2]int
-	res, err := e.Sessions.Prune(ctx, 1, func(done, total int) { calls = append(calls, [2]int{done, total}) })
+	res, err := noTrash.Prune(ctx, 1, func(done, total int) { calls = append(calls, [2]int{done, total}) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func (s *Service) finishMove(ctx context.Context, mv moveRow, resolve Resolver) 
 			return err
 		}
 		var err error
-		res, err = s.removeAllTx(ctx, tx, hooks.ReasonProfileRepair, present, nil)
+		res, err = s.discardTx(ctx, tx, hooks.ReasonProfileRepair, false, present, nil)
 		return err
 	})
 	if err != nil {
@@ -159,11 +159,16 @@ func (s *Service) adopt(ctx context.Context, rows []Session, msgs []Message) err
 						r.ParentSessionID, r.Relation = nil, ""
 					}
 				}
+				// A row in the trash arrives in the trash, with its batch; this
+				// profile's plugins were never told of it (trash_reported 0),
+				// so its purge here reports it.
 				res := g.Exec(`INSERT INTO sessions (id, source, title, profile, parent_session_id, relation, started_at, ended_at, end_reason,
-					last_activity_at, archived, archived_at, archived_by, pinned, message_count, token_count)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+					last_activity_at, archived, archived_at, archived_by, pinned, message_count, token_count,
+					platform, sender_id, sender_name, trashed_at, trash_batch, trash_reason, trash_reported)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT (id) DO NOTHING`,
 					r.ID, r.Source, r.Title, r.Profile, r.ParentSessionID, r.Relation, r.StartedAt, r.EndedAt, r.EndReason,
-					r.LastActivityAt, r.Archived, r.ArchivedAt, r.ArchivedBy, r.Pinned, r.MessageCount, r.TokenCount)
+					r.LastActivityAt, r.Archived, r.ArchivedAt, r.ArchivedBy, r.Pinned, r.MessageCount, r.TokenCount,
+					r.Platform, r.SenderID, r.SenderName, r.TrashedAt, r.TrashBatch, r.TrashReason)
 				if res.Error != nil {
 					return res.Error
 				}

@@ -56,13 +56,71 @@ func expand(ctx context.Context, g *gorm.DB, seeds []string, cte string) ([]stri
 	return ids, nil
 }
 
+// Scopes: where sessions live, for lists and search.
+const (
+	ScopeActive   = "active"   // not archived, not in the trash (the default)
+	ScopeArchived = "archived" // archived, not in the trash
+	ScopeTrash    = "trash"    // in the trash
+	ScopeAll      = "all"      // active and archived (never the trash)
+)
+
+// Scopes lists the scopes.
+var Scopes = []string{ScopeActive, ScopeArchived, ScopeTrash, ScopeAll}
+
+// scopeWhere is the condition of a scope on sessions aliased a.
+func scopeWhere(scope, a string) string {
+	switch scope {
+	case ScopeArchived:
+		return a + `.archived = 1 AND ` + a + `.trashed_at IS NULL`
+	case ScopeTrash:
+		return a + `.trashed_at IS NOT NULL`
+	case ScopeAll:
+		return a + `.trashed_at IS NULL`
+	}
+	return a + `.archived = 0 AND ` + a + `.trashed_at IS NULL`
+}
+
 // Filter narrows List. Nil fields do not filter.
 type Filter struct {
-	Archived *bool
+	Scope    string // ScopeActive when empty
+	Archived *bool  // legacy: true is ScopeArchived
 	Source   *string
 	Profile  *string
 	Limit    int    // default 50, at most 1000
 	Cursor   string // from a previous Page.Next
+}
+
+// scope resolves Scope and the legacy Archived flag.
+func (f Filter) scope() (string, error) {
+	sc := f.Scope
+	legacy := ""
+	if f.Archived != nil {
+		legacy = ScopeActive
+		if *f.Archived {
+			legacy = ScopeArchived
+		}
+	}
+	switch {
+	case sc == "" && legacy != "":
+		sc = legacy
+	case sc == "":
+		sc = ScopeActive
+	case legacy == ScopeArchived && sc != ScopeArchived:
+		return "", apperr.New(apperr.Invalid, "filter field scope: %q contradicts archived=true", sc)
+	}
+	if err := validateOneOf("filter field scope", sc, Scopes); err != nil {
+		return "", err
+	}
+	return sc, nil
+}
+
+// orderColumn is what a scope's list is ordered by: newest activity, or in
+// the trash newest deletion.
+func orderColumn(scope string) string {
+	if scope == ScopeTrash {
+		return "trashed_at"
+	}
+	return "last_activity_at"
 }
 
 // Page is one page of List.
@@ -90,17 +148,19 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	sc, _ := f.scope()
+	col := orderColumn(sc)
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
 		if err != nil {
 			return Page{}, err
 		}
-		where += ` AND (last_activity_at < ? OR (last_activity_at = ? AND id < ?))`
+		where += ` AND (s.` + col + ` < ? OR (s.` + col + ` = ? AND s.id < ?))`
 		args = append(args, c.At, c.At, c.ID)
 	}
 	args = append(args, limit+1)
 	var rows []Session
-	q := `SELECT * FROM sessions WHERE ` + where + ` ORDER BY last_activity_at DESC, id DESC LIMIT ?`
+	q := `SELECT s.* FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC LIMIT ?`
 	if err := s.db.Read.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
@@ -108,7 +168,11 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	if len(rows) > limit {
 		p.Sessions = rows[:limit]
 		last := p.Sessions[limit-1]
-		raw, _ := json.Marshal(cursor{At: db.Ms(last.LastActivityAt.Time), ID: last.ID})
+		at := last.LastActivityAt.Time
+		if sc == ScopeTrash && last.TrashedAt != nil {
+			at = last.TrashedAt.Time
+		}
+		raw, _ := json.Marshal(cursor{At: db.Ms(at), ID: last.ID})
 		p.Next = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	if p.Sessions == nil {
@@ -119,22 +183,22 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 
 // where is the WHERE clause of f, without its cursor.
 func (f Filter) where() (string, []any, error) {
-	archived := false
-	if f.Archived != nil {
-		archived = *f.Archived
+	sc, err := f.scope()
+	if err != nil {
+		return "", nil, err
 	}
 	var where strings.Builder
-	args := []any{archived}
-	where.WriteString(`archived = ?`)
+	var args []any
+	where.WriteString(scopeWhere(sc, "s"))
 	if f.Source != nil {
 		if err := validateOneOf("source", *f.Source, Sources); err != nil {
 			return "", nil, err
 		}
-		where.WriteString(` AND source = ?`)
+		where.WriteString(` AND s.source = ?`)
 		args = append(args, *f.Source)
 	}
 	if f.Profile != nil {
-		where.WriteString(` AND profile = ?`)
+		where.WriteString(` AND s.profile = ?`)
 		args = append(args, *f.Profile)
 	}
 	return where.String(), args, nil
@@ -147,7 +211,7 @@ func (s *Service) Count(ctx context.Context, f Filter) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	if err := s.db.Read.WithContext(ctx).Raw(`SELECT count(*) FROM sessions WHERE `+where, args...).Scan(&n).Error; err != nil {
+	if err := s.db.Read.WithContext(ctx).Raw(`SELECT count(*) FROM sessions s WHERE `+where, args...).Scan(&n).Error; err != nil {
 		return 0, fmt.Errorf("count sessions: %w", err)
 	}
 	return n, nil
@@ -161,7 +225,9 @@ func (s *Service) IDs(ctx context.Context, f Filter) ([]string, error) {
 		return nil, err
 	}
 	ids := []string{}
-	q := `SELECT id FROM sessions WHERE ` + where + ` ORDER BY last_activity_at DESC, id DESC`
+	sc, _ := f.scope()
+	col := orderColumn(sc)
+	q := `SELECT s.id FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC`
 	if err := s.db.Read.WithContext(ctx).Raw(q, args...).Scan(&ids).Error; err != nil {
 		return nil, fmt.Errorf("list session ids: %w", err)
 	}
@@ -210,8 +276,9 @@ type Hit struct {
 
 // SearchOptions narrow Search.
 type SearchOptions struct {
-	Limit    int   // sessions, default 20
-	Archived *bool // nil: both
+	Limit    int    // sessions, default 20
+	Scope    string // a scope; "" is ScopeAll unless Archived says otherwise
+	Archived *bool  // legacy: true is ScopeArchived, false ScopeActive
 }
 
 // ftsQuery turns what a person typed into a safe FTS5 query: every word is
@@ -247,12 +314,21 @@ func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit,
 	if limit <= 0 || limit > 500 {
 		limit = 20
 	}
-	arch := ""
-	var archArgs []any
-	if o.Archived != nil {
-		arch = ` AND s.archived = ?`
-		archArgs = []any{*o.Archived}
+	sc := o.Scope
+	if sc == "" {
+		sc = ScopeAll
+		if o.Archived != nil {
+			sc = ScopeActive
+			if *o.Archived {
+				sc = ScopeArchived
+			}
+		}
 	}
+	if err := validateOneOf("search scope", sc, Scopes); err != nil {
+		return nil, err
+	}
+	arch := ` AND ` + scopeWhere(sc, "s")
+	var archArgs []any
 	g := s.db.Read.WithContext(ctx)
 	// The newest matching message of each matching session: walk the index
 	// newest first and stop at the limit-th distinct session, instead of

@@ -19,7 +19,17 @@ type Options struct {
 	Profile     string // the profile that owns the store ("default" for the root home)
 	SessionsDir string // the profile's sessions/ folder, for sidecar files
 	Logger      *slog.Logger
+	// TrashDays is how long deleted sessions stay restorable in the trash
+	// (sessions.trash_days); nil means DefaultTrashDays, 0 deletes at once.
+	TrashDays *int
+	// TrashAutomatic sends automatic deletes (empty sweep, ghost prune,
+	// retention prune) to the trash too (sessions.trash_automatic); nil
+	// means true.
+	TrashAutomatic *bool
 }
+
+// DefaultTrashDays is sessions.trash_days when unset.
+const DefaultTrashDays = 30
 
 // Service owns the session store. Public methods own their transaction;
 // the *Tx variants run inside a caller's.
@@ -29,6 +39,8 @@ type Service struct {
 	profile     string
 	sessionsDir string
 	log         *slog.Logger
+	trashDays   int
+	trashAuto   bool
 }
 
 // NewService builds the store service. bus may be nil only for a store that is
@@ -42,8 +54,18 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	return &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg}
+	days, auto := DefaultTrashDays, true
+	if opts.TrashDays != nil && *opts.TrashDays >= 0 {
+		days = *opts.TrashDays
+	}
+	if opts.TrashAutomatic != nil {
+		auto = *opts.TrashAutomatic
+	}
+	return &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg, trashDays: days, trashAuto: auto}
 }
+
+// TrashDays is how long deleted sessions stay restorable (0: deleted at once).
+func (s *Service) TrashDays() int { return s.trashDays }
 
 // Profile is the profile that owns this store.
 func (s *Service) Profile() string { return s.profile }
@@ -148,13 +170,17 @@ func (s *Service) AppendMessageTx(ctx context.Context, tx *db.Tx, sessionID stri
 	// Update the counters first: it tells in one statement whether the
 	// session exists and is live, before anything is inserted.
 	res := g.Exec(`UPDATE sessions SET message_count = message_count + 1, token_count = token_count + ?, last_activity_at = ?
-		WHERE id = ? AND ended_at IS NULL`, m.TokenCount, now, sessionID)
+		WHERE id = ? AND ended_at IS NULL AND trashed_at IS NULL`, m.TokenCount, now, sessionID)
 	if res.Error != nil {
 		return Message{}, fmt.Errorf("append message to %s: %w", sessionID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		if _, err := getTx(ctx, tx, sessionID); err != nil {
+		cur, err := getTx(ctx, tx, sessionID)
+		if err != nil {
 			return Message{}, fmt.Errorf("append message: %w", err)
+		}
+		if cur.Trashed() {
+			return Message{}, apperr.New(apperr.Rejected, "session %s is in the trash; restore it first", sessionID)
 		}
 		return Message{}, apperr.New(apperr.Rejected, "session %s has ended; messages cannot be appended", sessionID)
 	}
@@ -214,11 +240,13 @@ func (s *Service) SetPinned(ctx context.Context, id string, pinned bool) (Sessio
 	}
 	var out Session
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
-		if err := tx.G.WithContext(ctx).Exec(`UPDATE sessions SET pinned = ? WHERE id = ?`, pinned, id).Error; err != nil {
+		if err := tx.G.WithContext(ctx).Exec(`UPDATE sessions SET pinned = ? WHERE id = ? AND trashed_at IS NULL`, pinned, id).Error; err != nil {
 			return err
 		}
 		var err error
-		out, err = getTx(ctx, tx, id)
+		if out, err = getTx(ctx, tx, id); err == nil && out.Trashed() {
+			err = apperr.New(apperr.Rejected, "session %s is in the trash; restore it first", id)
+		}
 		return err
 	})
 	if err != nil {

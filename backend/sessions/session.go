@@ -52,6 +52,27 @@ type Session struct {
 	Pinned          bool     `gorm:"column:pinned" json:"pinned"`
 	MessageCount    int64    `gorm:"column:message_count" json:"message_count"`
 	TokenCount      int64    `gorm:"column:token_count" json:"token_count"`
+	Platform        string   `gorm:"column:platform" json:"platform"`
+	SenderID        string   `gorm:"column:sender_id" json:"sender_id"`
+	SenderName      string   `gorm:"column:sender_name" json:"sender_name"`
+	TrashedAt       *db.Time `gorm:"column:trashed_at" json:"trashed_at"`
+	TrashBatch      string   `gorm:"column:trash_batch" json:"-"`
+	TrashReason     string   `gorm:"column:trash_reason" json:"trash_reason,omitempty"`
+	TrashReported   bool     `gorm:"column:trash_reported" json:"-"`
+}
+
+// Trashed reports whether the session is in the trash.
+func (s Session) Trashed() bool { return s.TrashedAt != nil }
+
+// Where a session lives, for people: one of the scopes.
+func (s Session) Where() string {
+	switch {
+	case s.Trashed():
+		return ScopeTrash
+	case s.Archived:
+		return ScopeArchived
+	}
+	return ScopeActive
 }
 
 // TableName pins the gorm table.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/samber/lo"
+	"gorm.io/gorm"
 
 	"atrium/backend/db"
 	"atrium/backend/hooks"
@@ -14,12 +15,13 @@ import (
 // standalone restricts a sweep to sessions that are not part of a compression
 // chain and have no children, so removing them never splits a chain nor
 // cascades into rows that did not qualify.
-const standalone = ` AND s.relation <> 'compression'
-	AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = s.id)`
+const standalone = ` AND s.trashed_at IS NULL AND s.relation <> 'compression'
+	AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = s.id AND c.trashed_at IS NULL)`
 
 // SweepEmpty deletes ended, unarchived sessions with no messages, firing
 // on_session_delete (empty_sweep) once for all of them. Nothing to sweep
-// fires nothing.
+// fires nothing. Like every automatic delete, it moves the rows to the trash
+// unless sessions.trash_automatic is false (or trash_days 0).
 func (s *Service) SweepEmpty(ctx context.Context, progress Progress) (Result, error) {
 	return s.sweep(ctx, hooks.ReasonEmptySweep, progress, func(tx *db.Tx) (string, []any) {
 		return `SELECT s.id FROM sessions s WHERE s.ended_at IS NOT NULL AND s.archived = 0 AND s.message_count = 0` + standalone, nil
@@ -44,7 +46,7 @@ func (s *Service) sweep(ctx context.Context, reason string, progress Progress, q
 			return err
 		}
 		var err error
-		out, err = s.removeAllTx(ctx, tx, reason, ids, progress)
+		out, err = s.discardTx(ctx, tx, reason, true, ids, progress)
 		return err
 	})
 	if err != nil {
@@ -53,24 +55,23 @@ func (s *Service) sweep(ctx context.Context, reason string, progress Progress, q
 	return out, nil
 }
 
-// removeAllTx deletes a set that is already closed under cascades and fires
-// one event for it; an empty set is a no-op.
-func (s *Service) removeAllTx(ctx context.Context, tx *db.Tx, reason string, ids []string, progress Progress) (Result, error) {
-	res := Result{Op: "delete", Reason: reason, AffectedIDs: ids, Outcomes: []Outcome{}}
-	if len(ids) == 0 {
-		res.AffectedIDs = []string{}
-		return res, nil
+// discardTx removes a set that is already closed under cascades and fires
+// one event for it; an empty set is a no-op. An automatic removal goes to
+// the trash when the store keeps one for automatic deletes; otherwise (and
+// for profile moves) the rows are deleted for good.
+func (s *Service) discardTx(ctx context.Context, tx *db.Tx, reason string, automatic bool, ids []string, progress Progress) (Result, error) {
+	var res Result
+	var err error
+	if automatic && s.trashAuto && s.trashDays > 0 {
+		res, err = s.trashTx(ctx, tx, reason, ids, ids, "", progress)
+	} else {
+		res, err = s.purgeTx(ctx, tx, reason, ids, ids, progress)
 	}
-	if err := s.removeTx(ctx, tx, ids, progress); err != nil {
+	if err != nil {
 		return Result{}, err
 	}
-	res.SessionID, res.Changed = ids[0], true
-	for _, id := range ids {
-		res.Outcomes = append(res.Outcomes, Outcome{ID: id, Status: OutcomeDeleted})
-	}
-	if err := s.fireDelete(ctx, tx, &res); err != nil {
-		return Result{}, err
-	}
+	res.Op = "delete"
+	res.Outcomes = lo.Map(res.AffectedIDs, func(id string, _ int) Outcome { return Outcome{ID: id, Status: OutcomeDeleted} })
 	return res, nil
 }
 
@@ -89,14 +90,15 @@ func (s *Service) Prune(ctx context.Context, days int, progress Progress) (Resul
 		cutoff := db.Ms(tx.Now.Add(-time.Duration(days) * 24 * time.Hour))
 		qualifies := `ended_at IS NOT NULL AND pinned = 0 AND last_activity_at < ?`
 		var cands []string
-		if err := g.Raw(`SELECT id FROM sessions WHERE `+qualifies+` ORDER BY last_activity_at, id`, cutoff).Scan(&cands).Error; err != nil {
+		if err := g.Raw(`SELECT id FROM sessions WHERE trashed_at IS NULL AND `+qualifies+` ORDER BY last_activity_at, id`, cutoff).Scan(&cands).Error; err != nil {
 			return err
 		}
-		ids, err := closedSet(ctx, tx, cands, qualifies, cutoff)
+		// A row already in the trash never blocks: it is gone from view.
+		ids, err := closedSet(ctx, tx.G, cands, `trashed_at IS NOT NULL OR (`+qualifies+`)`, cutoff)
 		if err != nil {
 			return err
 		}
-		out, err = s.removeAllTx(ctx, tx, hooks.ReasonPrune, ids, progress)
+		out, err = s.discardTx(ctx, tx, hooks.ReasonPrune, true, ids, progress)
 		return err
 	})
 	if err != nil {
@@ -107,11 +109,11 @@ func (s *Service) Prune(ctx context.Context, days int, progress Progress) (Resul
 
 // closedSet returns the candidates (in order) whose delete closure holds only
 // rows satisfying qualifies, plus those closures.
-func closedSet(ctx context.Context, tx *db.Tx, cands []string, qualifies string, args ...any) ([]string, error) {
+func closedSet(ctx context.Context, g *gorm.DB, cands []string, qualifies string, args ...any) ([]string, error) {
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	g := tx.G.WithContext(ctx)
+	g = g.WithContext(ctx)
 	closure, err := expand(ctx, g, cands, deleteCTE)
 	if err != nil {
 		return nil, err
@@ -146,7 +148,7 @@ func (s *Service) ArchiveIdle(ctx context.Context, days int) (Result, error) {
 		g := tx.G.WithContext(ctx)
 		cutoff := db.Ms(tx.Now.Add(-time.Duration(days) * 24 * time.Hour))
 		var cands []string
-		if err := g.Raw(`SELECT id FROM sessions WHERE archived = 0 AND pinned = 0 AND last_activity_at < ? ORDER BY last_activity_at, id`, cutoff).Scan(&cands).Error; err != nil {
+		if err := g.Raw(`SELECT id FROM sessions WHERE archived = 0 AND trashed_at IS NULL AND pinned = 0 AND last_activity_at < ? ORDER BY last_activity_at, id`, cutoff).Scan(&cands).Error; err != nil {
 			return err
 		}
 		var ids []string

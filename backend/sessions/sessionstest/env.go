@@ -115,3 +115,34 @@ func (e *Env) Count(t testing.TB, q string, args ...any) int64 {
 	}
 	return n
 }
+
+// Visible reports whether a session row exists outside the trash.
+func (e *Env) Visible(t testing.TB, id string) bool {
+	t.Helper()
+	return e.Count(t, `SELECT COUNT(*) FROM sessions WHERE id = ? AND trashed_at IS NULL`, id) == 1
+}
+
+// Trashed reports whether a session row is in the trash.
+func (e *Env) Trashed(t testing.TB, id string) bool {
+	t.Helper()
+	return e.Count(t, `SELECT COUNT(*) FROM sessions WHERE id = ? AND trashed_at IS NOT NULL`, id) == 1
+}
+
+// Store is another session service over this env's store and bus, with
+// options (Profile and SessionsDir default to the env's): e.g. a store that
+// keeps no trash.
+func (e *Env) Store(o sessions.Options) *sessions.Service {
+	if o.Profile == "" {
+		o.Profile = "default"
+	}
+	if o.SessionsDir == "" {
+		o.SessionsDir = e.SessionsDir
+	}
+	return sessions.NewService(e.DB, e.Bus, o)
+}
+
+// NoTrash is a store that deletes at once (sessions.trash_days: 0).
+func (e *Env) NoTrash() *sessions.Service {
+	zero := 0
+	return e.Store(sessions.Options{TrashDays: &zero})
+}
