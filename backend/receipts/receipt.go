@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,16 +20,25 @@ import (
 
 // Operations a receipt can cover.
 const (
-	OpDelete    = "delete"
-	OpArchive   = "archive"
-	OpUnarchive = "unarchive"
+	OpDelete     = "delete"      // to the trash (or for good with trash_days 0)
+	OpArchive    = "archive"     //
+	OpUnarchive  = "unarchive"   //
+	OpRestore    = "restore"     // back from the trash
+	OpPurge      = "purge"       // for good, now: trashed rows, or live ones ("delete now")
+	OpEmptyTrash = "empty_trash" // purge the trash (what has been there OlderThan)
 )
+
+// Ops lists the operations.
+var Ops = []string{OpDelete, OpArchive, OpUnarchive, OpRestore, OpPurge, OpEmptyTrash}
 
 // Request is one client request.
 type Request struct {
 	RequestID  string   `json:"request_id"`
 	Op         string   `json:"op"`
 	SessionIDs []string `json:"session_ids"`
+	// OlderThan (empty_trash): only what has been in the trash longer, as
+	// sessions.ParseDuration reads it ("7d"); empty is all of it.
+	OlderThan string `json:"older_than,omitempty"`
 }
 
 // Receipt is the stored answer to a request.
@@ -47,13 +57,28 @@ func (r Request) Validate() error {
 	if !requestIDPattern.MatchString(r.RequestID) {
 		return apperr.New(apperr.Invalid, "invalid request id %q: use 1-128 letters, digits, '-', '_', '.' or ':'", r.RequestID)
 	}
-	switch r.Op {
-	case OpDelete, OpArchive, OpUnarchive:
-	default:
-		return apperr.New(apperr.Invalid, "invalid operation %q (delete, archive or unarchive)", r.Op)
+	if !slices.Contains(Ops, r.Op) {
+		return apperr.New(apperr.Invalid, "invalid operation %q (one of %s)", r.Op, strings.Join(Ops, ", "))
+	}
+	if r.Op == OpEmptyTrash {
+		if len(r.SessionIDs) > 0 {
+			return apperr.New(apperr.Invalid, "empty_trash takes no session ids")
+		}
+		_, err := r.olderThan()
+		return err
+	}
+	if r.OlderThan != "" {
+		return apperr.New(apperr.Invalid, "older_than is only for empty_trash")
 	}
 	_, err := sessions.ValidateIDs(r.SessionIDs)
 	return err
+}
+
+func (r Request) olderThan() (time.Duration, error) {
+	if r.OlderThan == "" {
+		return 0, nil
+	}
+	return sessions.ParseDuration("older_than", r.OlderThan)
 }
 
 // Fingerprint identifies what a request asks, independent of id order and
@@ -67,6 +92,10 @@ func (r Request) Fingerprint() string {
 			uniq = append(uniq, id)
 		}
 	}
-	sum := sha256.Sum256([]byte(r.Op + "\n" + strings.Join(uniq, "\n")))
+	key := r.Op + "\n" + strings.Join(uniq, "\n")
+	if r.Op == OpEmptyTrash {
+		key = r.Op + "\nolder_than=" + strings.ToLower(strings.TrimSpace(r.OlderThan))
+	}
+	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
 }

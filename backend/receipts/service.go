@@ -77,11 +77,18 @@ func (s *Service) Apply(ctx context.Context, req Request, progress sessions.Prog
 		var err error
 		switch req.Op {
 		case OpDelete:
-			res, err = s.sessions.DeleteTx(ctx, tx, req.SessionIDs, progress)
+			res, err = s.sessions.DeleteTx(ctx, tx, req.SessionIDs, sessions.DeleteOptions{Batch: req.RequestID, Progress: progress})
 		case OpArchive:
 			res, err = s.sessions.ArchiveTx(ctx, tx, req.SessionIDs)
 		case OpUnarchive:
 			res, err = s.sessions.UnarchiveTx(ctx, tx, req.SessionIDs)
+		case OpRestore:
+			res, err = s.sessions.RestoreTx(ctx, tx, req.SessionIDs)
+		case OpPurge:
+			res, err = s.sessions.DeleteTx(ctx, tx, req.SessionIDs, sessions.DeleteOptions{Now: true, Progress: progress})
+		case OpEmptyTrash:
+			d, _ := req.olderThan()
+			res, err = s.sessions.EmptyTrashTx(ctx, tx, d, progress)
 		}
 		if err != nil {
 			return err

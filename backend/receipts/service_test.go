@@ -132,13 +132,13 @@ func TestSameRequestTwiceReplays(t *testing.T) {
 				}
 			}
 			// The untouched session is untouched; the targets changed once.
-			if !e.Exists(t, ids[2]) || archived(t, e, ids[2]) {
+			if !e.Visible(t, ids[2]) || archived(t, e, ids[2]) {
 				t.Fatal("an unrelated session changed")
 			}
 			for _, i := range uniq(sc.first) {
 				switch sc.op {
 				case receipts.OpDelete:
-					if e.Exists(t, ids[i]) {
+					if e.Visible(t, ids[i]) {
 						t.Fatalf("%s survived the delete", ids[i])
 					}
 				case receipts.OpArchive:
@@ -189,7 +189,7 @@ func TestSameIDForAnotherRequestIsAConflict(t *testing.T) {
 		})
 	}
 	// Nothing changed, nothing fired, and the stored receipt still replays.
-	if !e.Exists(t, a.ID) || !archived(t, e, a.ID) || archived(t, e, b.ID) {
+	if !e.Visible(t, a.ID) || !archived(t, e, a.ID) || archived(t, e, b.ID) {
 		t.Fatal("a conflicting request changed sessions")
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, "*": 0})
@@ -245,7 +245,7 @@ func TestConcurrentDuplicatesMutateOnce(t *testing.T) {
 	if got := e.Rec.Deletes(t)[0].DeletedIDs; len(got) != 3 {
 		t.Fatalf("deleted_ids = %v, want both sessions and the delegate child", got)
 	}
-	if left := e.Count(t, `SELECT COUNT(*) FROM sessions`); left != 0 {
+	if left := e.Count(t, `SELECT COUNT(*) FROM sessions WHERE trashed_at IS NULL`); left != 0 {
 		t.Fatalf("sessions left = %d", left)
 	}
 	if rows := receiptRows(t, e); rows != 1 {
@@ -288,16 +288,21 @@ func TestArchiveAndUnarchiveThroughReceipts(t *testing.T) {
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, "*": 0})
 
-	// Unarchiving fires nothing.
+	// Unarchiving fires on_session_restore (reason archive), never on_session_delete; its replay fires nothing.
 	r3 := mustApply(t, svc, receipts.Request{RequestID: "unarch-1", Op: receipts.OpUnarchive, SessionIDs: []string{tip.ID}})
-	if !r3.Result.Changed || r3.Result.EventID != "" || fmt.Sprint(r3.Result.AffectedIDs) != fmt.Sprint([]string{tip.ID, root.ID}) {
+	if !r3.Result.Changed || r3.Result.EventID == "" || fmt.Sprint(r3.Result.AffectedIDs) != fmt.Sprint([]string{tip.ID, root.ID}) {
 		t.Fatalf("unarchive = %+v", r3.Result)
 	}
 	if archived(t, e, root.ID) || archived(t, e, tip.ID) {
 		t.Fatal("lineage still archived")
 	}
 	sameAnswer(t, r3, mustApply(t, svc, receipts.Request{RequestID: "unarch-1", Op: receipts.OpUnarchive, SessionIDs: []string{tip.ID}}))
-	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, "*": 0})
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, hooks.OnSessionRestore: 1, "*": 0})
+	var rp hooks.SessionRestore
+	if err := e.Rec.Events(hooks.OnSessionRestore)[0].Decode(&rp); err != nil || rp.Reason != hooks.RestoreArchive ||
+		rp.SessionID != tip.ID || fmt.Sprint(rp.RestoredIDs) != fmt.Sprint([]string{tip.ID, root.ID}) || rp.Profile != "default" {
+		t.Fatalf("restore payload = %+v, %v", rp, err)
+	}
 	if n := receiptRows(t, e); n != 3 {
 		t.Fatalf("receipts = %d, want 3", n)
 	}
@@ -377,7 +382,7 @@ func TestApplyValidatesBeforeAnythingRuns(t *testing.T) {
 	if n := receiptRows(t, e); n != 0 {
 		t.Fatalf("receipts = %d, want 0", n)
 	}
-	if !e.Exists(t, s.ID) || archived(t, e, s.ID) {
+	if !e.Visible(t, s.ID) || archived(t, e, s.ID) {
 		t.Fatal("an invalid request changed a session")
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
@@ -435,7 +440,7 @@ func TestExpiredReceiptsAreForgotten(t *testing.T) {
 	if n := e.Count(t, `SELECT COUNT(*) FROM receipts WHERE request_id = 'req-old' AND op = 'unarchive'`); n != 1 {
 		t.Fatal("the expired receipt was not replaced")
 	}
-	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 2, "*": 0}) // unarchive is silent
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 2, hooks.OnSessionRestore: 1, "*": 0}) // unarchive: a restore
 
 	// Expire removes what is past its time and nothing else.
 	if n, err := svc.Expire(ctx); err != nil || n != 0 {
@@ -456,7 +461,7 @@ func TestExpiredReceiptsAreForgotten(t *testing.T) {
 	if again.Replayed || again.Result.Changed {
 		t.Fatalf("re-run after expiry = %+v", again)
 	}
-	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 2, "*": 0})
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 2, hooks.OnSessionRestore: 1, "*": 0})
 }
 
 func TestReceiptTTLOption(t *testing.T) {
@@ -510,7 +515,7 @@ func TestFailedOperationStoresNoReceipt(t *testing.T) {
 
 	// The id was not used up: a retry on a working store runs for real.
 	r := mustApply(t, good, receipts.Request{RequestID: "rb-1", Op: receipts.OpDelete, SessionIDs: []string{a.ID}})
-	if r.Replayed || !r.Result.Changed || e.Exists(t, a.ID) {
+	if r.Replayed || !r.Result.Changed || e.Visible(t, a.ID) {
 		t.Fatalf("retry = %+v", r)
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, "*": 0})
@@ -525,8 +530,45 @@ func TestCanceledContextStoresNothing(t *testing.T) {
 	if _, err := svc.Apply(cctx, receipts.Request{RequestID: "cx-1", Op: receipts.OpDelete, SessionIDs: []string{a.ID}}, nil); err == nil {
 		t.Fatal("apply with a canceled context succeeded")
 	}
-	if n := receiptRows(t, e); n != 0 || !e.Exists(t, a.ID) {
-		t.Fatalf("receipts = %d, session exists = %v", n, e.Exists(t, a.ID))
+	if n := receiptRows(t, e); n != 0 || !e.Visible(t, a.ID) {
+		t.Fatalf("receipts = %d, session exists = %v", n, e.Visible(t, a.ID))
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
+}
+
+func TestRestoreAndPurgeGoThroughReceipts(t *testing.T) {
+	t.Parallel()
+	e, svc := newEnv(t)
+	a := e.MustCreate(t, sessions.CreateParams{Title: "a"})
+	b := e.MustCreate(t, sessions.CreateParams{Title: "b"})
+	del := mustApply(t, svc, receipts.Request{RequestID: "del-1", Op: receipts.OpDelete, SessionIDs: []string{a.ID, b.ID}})
+	if !del.Result.Trashed || del.Result.Batch != "del-1" || !e.Trashed(t, a.ID) {
+		t.Fatalf("delete = %+v", del.Result)
+	}
+	// A restore, retried, restores once and fires once.
+	r1 := mustApply(t, svc, receipts.Request{RequestID: "res-1", Op: receipts.OpRestore, SessionIDs: []string{a.ID}})
+	sameAnswer(t, r1, mustApply(t, svc, receipts.Request{RequestID: "res-1", Op: receipts.OpRestore, SessionIDs: []string{a.ID}}))
+	if !r1.Result.Changed || !e.Visible(t, a.ID) || !e.Trashed(t, b.ID) {
+		t.Fatalf("restore = %+v", r1.Result)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, hooks.OnSessionRestore: 1, "*": 0})
+	// The same id for a purge is a conflict.
+	if _, err := svc.Apply(ctx, receipts.Request{RequestID: "res-1", Op: receipts.OpPurge, SessionIDs: []string{a.ID}}, nil); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("mismatched replay: %v", err)
+	}
+	// Empty the trash: b goes for good, nothing more fires; a retry replays.
+	em := mustApply(t, svc, receipts.Request{RequestID: "empty-1", Op: receipts.OpEmptyTrash})
+	sameAnswer(t, em, mustApply(t, svc, receipts.Request{RequestID: "empty-1", Op: receipts.OpEmptyTrash}))
+	if fmt.Sprint(em.Result.AffectedIDs) != fmt.Sprint([]string{b.ID}) || e.Exists(t, b.ID) {
+		t.Fatalf("empty trash = %+v", em.Result)
+	}
+	// Purge (delete now) of a live session: one event, not restorable.
+	p := mustApply(t, svc, receipts.Request{RequestID: "purge-1", Op: receipts.OpPurge, SessionIDs: []string{a.ID}})
+	if p.Result.Trashed || e.Exists(t, a.ID) {
+		t.Fatalf("purge = %+v", p.Result)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 2, hooks.OnSessionRestore: 1, "*": 0})
+	if _, err := svc.Apply(ctx, receipts.Request{RequestID: "empty-2", Op: receipts.OpEmptyTrash, OlderThan: "soon"}, nil); apperr.CodeOf(err) != apperr.Invalid {
+		t.Fatalf("bad older_than: %v", err)
+	}
 }
