@@ -134,9 +134,11 @@ type Storage struct {
 
 // Sessions settings.
 type Sessions struct {
-	RetentionDays   *int `yaml:"retention_days"` // default 90
-	AutoPrune       bool `yaml:"auto_prune"`     // off by default
-	ArchiveIdleDays int  `yaml:"archive_idle_days"`
+	RetentionDays   *int  `yaml:"retention_days"` // default 90
+	AutoPrune       bool  `yaml:"auto_prune"`     // off by default
+	ArchiveIdleDays int   `yaml:"archive_idle_days"`
+	TrashDays       *int  `yaml:"trash_days"`      // default 30; 0 = delete at once
+	TrashAutomatic  *bool `yaml:"trash_automatic"` // default true: automatic deletes go to the trash too
 }
 
 // Plugins settings.
@@ -168,6 +170,19 @@ func (c Config) RetentionDays() int {
 		return 90
 	}
 	return *c.Sessions.RetentionDays
+}
+
+// TrashDays is sessions.trash_days with its default (30; 0 = no trash).
+func (c Config) TrashDays() int {
+	if c.Sessions.TrashDays == nil {
+		return 30
+	}
+	return *c.Sessions.TrashDays
+}
+
+// TrashAutomatic is sessions.trash_automatic with its default (true).
+func (c Config) TrashAutomatic() bool {
+	return c.Sessions.TrashAutomatic == nil || *c.Sessions.TrashAutomatic
 }
 
 // HookTimeout is plugins.hook_callback_timeout, normalised (0 = unbounded).
@@ -203,6 +218,9 @@ func (c Config) Validate() error {
 	}
 	if c.Sessions.RetentionDays != nil && *c.Sessions.RetentionDays <= 0 {
 		return fmt.Errorf("sessions.retention_days must be positive, not %d", *c.Sessions.RetentionDays)
+	}
+	if c.Sessions.TrashDays != nil && (*c.Sessions.TrashDays < 0 || *c.Sessions.TrashDays > 3650) {
+		return fmt.Errorf("sessions.trash_days must be 0 (delete at once) to 3650, not %d", *c.Sessions.TrashDays)
 	}
 	if c.Sessions.ArchiveIdleDays < 0 {
 		return fmt.Errorf("sessions.archive_idle_days must be 0 (off) or positive, not %d", c.Sessions.ArchiveIdleDays)

@@ -1,6 +1,7 @@
 // Package maintenance runs the store's automatic upkeep: the empty sweep,
 // ghost-row pruning, retention pruning (opt-in), archiving of idle sessions
-// (opt-in, silent), and expiry of delivered events and receipts. Long-lived
+// (opt-in, silent), purging the trash of what has been there
+// sessions.trash_days, and expiry of delivered events and receipts. Long-lived
 // processes run it at start and then daily; a timestamp in the store throttles
 // it so two processes never run it twice in a day.
 package maintenance
@@ -50,6 +51,7 @@ type Report struct {
 	GhostPrune      *sessions.Result `json:"ghost_prune,omitempty"`
 	Prune           *sessions.Result `json:"prune,omitempty"`
 	ArchiveIdle     *sessions.Result `json:"archive_idle,omitempty"`
+	TrashPurge      *sessions.Result `json:"trash_purge,omitempty"`
 	EventsPruned    int64            `json:"events_pruned"`
 	ReceiptsExpired int64            `json:"receipts_expired"`
 }
@@ -99,6 +101,7 @@ func (m *Service) Run(ctx context.Context, force bool) (Report, error) {
 			rep.ArchiveIdle = &r
 			return err
 		}},
+		{"trash purge", true, func() error { r, err := m.sessions.PurgeExpired(ctx, nil); rep.TrashPurge = &r; return err }},
 		{"event expiry", true, func() error {
 			keep := m.cfg.EventRetention
 			if keep <= 0 {

@@ -63,7 +63,9 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	bus := hooks.NewBus(d, hooks.Options{Timeout: cfg.HookTimeout(), Logger: lg})
-	sess := sessions.NewService(d, bus, sessions.Options{Profile: home.Profile, SessionsDir: home.SessionsDir(), Logger: lg})
+	trashDays, trashAuto := cfg.TrashDays(), cfg.TrashAutomatic()
+	sess := sessions.NewService(d, bus, sessions.Options{Profile: home.Profile, SessionsDir: home.SessionsDir(), Logger: lg,
+		TrashDays: &trashDays, TrashAutomatic: &trashAuto})
 	rec := receipts.NewService(d, sess, cfg.ReceiptTTL())
 	maint := maintenance.NewService(d, sess, rec, maintenance.Config{
 		AutoPrune: cfg.Sessions.AutoPrune, RetentionDays: cfg.RetentionDays(),
