@@ -163,6 +163,9 @@ type runner struct {
 var firesHooks = map[string][]string{
 	"atrium sessions delete":         {hooks.OnSessionDelete},
 	"atrium sessions archive":        {hooks.OnSessionDelete},
+	"atrium sessions unarchive":      {hooks.OnSessionRestore},
+	"atrium sessions trash restore":  {hooks.OnSessionRestore},
+	"atrium sessions trash empty":    {hooks.OnSessionDelete},
 	"atrium sessions sweep-empty":    {hooks.OnSessionDelete},
 	"atrium sessions prune":          {hooks.OnSessionDelete},
 	"atrium sessions prune-ghosts":   {hooks.OnSessionDelete},

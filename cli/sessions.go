@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"atrium/backend/apperr"
 	"atrium/backend/hooks"
@@ -27,7 +31,7 @@ func (r *runner) sessionsCmd() *cobra.Command {
 			func(ctx context.Context, st *stack.Stack, p sessions.Progress) (sessions.Result, error) {
 				return st.Sessions.PruneGhosts(ctx, p)
 			}),
-		r.pruneCmd(), r.moveCmd(), r.repairCmd())
+		r.pruneCmd(), r.moveCmd(), r.repairCmd(), r.trashCmd())
 	return c
 }
 
@@ -269,12 +273,7 @@ func (r *runner) printResult(res sessions.Result, replayed bool, requestID strin
 		if replayed {
 			fmt.Fprintf(w, "request %s was already applied; its receipt:\n", requestID)
 		}
-		verb := map[string]string{"delete": "deleted", "archive": "archived", "unarchive": "unarchived", "move": "moved"}[res.Op]
-		if !res.Changed {
-			fmt.Fprintln(w, "nothing changed")
-		} else {
-			fmt.Fprintf(w, "%s %d session(s)\n", verb, len(res.AffectedIDs))
-		}
+		fmt.Fprintln(w, describeResult(res))
 		for _, o := range res.Outcomes {
 			if o.Error != "" {
 				fmt.Fprintf(w, "%s\t%s\t%s\n", o.ID, o.Status, o.Error)
@@ -298,33 +297,83 @@ func (r *runner) printResult(res sessions.Result, replayed bool, requestID strin
 	return nil
 }
 
+// describeResult says in one line what an operation did.
+func describeResult(res sessions.Result) string {
+	n := len(res.AffectedIDs)
+	switch {
+	case !res.Changed:
+		return "nothing changed"
+	case res.Trashed && res.PurgeAfter != nil:
+		return fmt.Sprintf("moved %d session(s) to the trash; restorable until %s (atrium sessions trash restore ID)", n, fmtTime(*res.PurgeAfter))
+	case res.Op == "delete" || res.Op == "purge" || res.Op == "empty_trash":
+		return fmt.Sprintf("deleted %d session(s) for good", n)
+	}
+	verb := map[string]string{"archive": "archived", "unarchive": "unarchived", "move": "moved", "restore": "restored"}[res.Op]
+	if verb == "" {
+		verb = res.Op
+	}
+	return fmt.Sprintf("%s %d session(s)", verb, n)
+}
+
+// confirm asks a yes/no question on a terminal. Without one, only yes
+// (--yes) goes ahead: a script must say so.
+func (r *runner) confirm(cmd *cobra.Command, yes bool, question string) error {
+	if yes {
+		return nil
+	}
+	in, ok := cmd.InOrStdin().(*os.File)
+	if !ok || !term.IsTerminal(int(in.Fd())) {
+		return apperr.New(apperr.Rejected, "%s cannot be undone: add --yes to confirm (no terminal to ask on)", question)
+	}
+	fmt.Fprintf(r.env.Stderr, "%s? This cannot be undone. [y/N] ", question)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return apperr.New(apperr.Rejected, "cancelled: nothing was deleted")
+	}
+	return nil
+}
+
 func (r *runner) deleteCmd() *cobra.Command {
 	var requestID string
-	var ifEmpty bool
+	var ifEmpty, now, yes bool
 	c := &cobra.Command{
 		Use:   "delete ID...",
-		Short: "Delete sessions (with their compression chains and delegate children); fires on_session_delete once",
-		Args:  minArgs(1),
+		Short: "Move sessions (with their compression chains and delegate children) to the trash; fires on_session_delete once",
+		Long: "Move sessions, with their compression chains and delegate children, to the trash: out of every list and\n" +
+			"search, restorable with `sessions trash restore` for sessions.trash_days (default 30), then purged.\n" +
+			"--now deletes for good at once (it asks on a terminal; --yes for scripts).",
+		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if ifEmpty && (len(args) != 1 || requestID != "") {
-				return usageError{fmt.Errorf("--if-empty takes exactly one session id and no --request-id")}
+			if ifEmpty && (len(args) != 1 || requestID != "" || now) {
+				return usageError{fmt.Errorf("--if-empty takes exactly one session id and no --request-id or --now")}
 			}
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
-				switch {
-				case ifEmpty:
+				if ifEmpty {
 					res, err := st.Sessions.DeleteCurrent(ctx, args[0], true)
 					if err != nil {
 						return err
 					}
+					if !res.Changed && len(res.Outcomes) == 1 && res.Outcomes[0].Status == sessions.OutcomeKept {
+						return apperr.New(apperr.Rejected, "session %s was not deleted: %s (--if-empty deletes only empty sessions)", args[0],
+							strings.TrimPrefix(res.Outcomes[0].Error, "not empty: "))
+					}
 					return r.printResult(res, false, "")
-				case requestID != "":
-					rc, err := st.Receipts.Apply(ctx, receipts.Request{RequestID: requestID, Op: receipts.OpDelete, SessionIDs: args}, r.progress("deleting"))
+				}
+				op := receipts.OpDelete
+				if now {
+					op = receipts.OpPurge
+					if err := r.confirm(cmd, yes, fmt.Sprintf("Delete %d session(s) and what goes with them for good", len(args))); err != nil {
+						return err
+					}
+				}
+				if requestID != "" {
+					rc, err := st.Receipts.Apply(ctx, receipts.Request{RequestID: requestID, Op: op, SessionIDs: args}, r.progress("deleting"))
 					if err != nil {
 						return err
 					}
 					return r.printResult(rc.Result, rc.Replayed, requestID)
 				}
-				res, err := st.Sessions.Delete(ctx, args, r.progress("deleting"))
+				res, err := st.Sessions.DeleteWith(ctx, args, sessions.DeleteOptions{Now: now, Progress: r.progress("deleting")})
 				if err != nil {
 					return err
 				}
@@ -333,7 +382,114 @@ func (r *runner) deleteCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&requestID, "request-id", "", "go through the idempotent receipt path with this request id (as the desktop does)")
-	c.Flags().BoolVar(&ifEmpty, "if-empty", false, "delete only if the session has no messages and no children")
+	c.Flags().BoolVar(&ifEmpty, "if-empty", false, "delete only if the session has no messages and no children (exits 5 otherwise)")
+	c.Flags().BoolVar(&now, "now", false, "delete for good at once, skipping the trash (asks on a terminal)")
+	c.Flags().BoolVar(&yes, "yes", false, "do not ask (for scripts)")
+	return c
+}
+
+func (r *runner) trashCmd() *cobra.Command {
+	c := &cobra.Command{Use: "trash", Short: "Deleted sessions: list, restore, empty"}
+	var limit int
+	var cursor string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the trash, most recently deleted first",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				page, err := st.Sessions.List(ctx, sessions.Filter{Scope: sessions.ScopeTrash, Limit: limit, Cursor: cursor})
+				if err != nil {
+					return err
+				}
+				days := st.Sessions.TrashDays()
+				return r.print(page, func(w io.Writer) {
+					fmt.Fprintln(w, "ID\tTITLE\tSOURCE\tDELETED\tPURGED AFTER\tMSGS")
+					for _, s := range page.Sessions {
+						at := s.TrashedAt.Time
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", s.ID, clip(s.Title, 40), s.Source, fmtTime(at),
+							fmtTime(at.Add(time.Duration(days)*24*time.Hour)), s.MessageCount)
+					}
+					if page.Next != "" {
+						fmt.Fprintf(w, "more: --cursor %s\n", page.Next)
+					}
+				})
+			})
+		},
+	}
+	list.Flags().IntVar(&limit, "limit", 50, "page size (at most 1000)")
+	list.Flags().StringVar(&cursor, "cursor", "", "continue after a previous page")
+	var restoreID string
+	restore := &cobra.Command{
+		Use:   "restore ID...",
+		Short: "Bring sessions back from the trash, with what was deleted with them; fires on_session_restore once",
+		Args:  minArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				if restoreID != "" {
+					rc, err := st.Receipts.Apply(ctx, receipts.Request{RequestID: restoreID, Op: receipts.OpRestore, SessionIDs: args}, nil)
+					if err != nil {
+						return err
+					}
+					return r.printResult(rc.Result, rc.Replayed, restoreID)
+				}
+				res, err := st.Sessions.Restore(ctx, args)
+				if err != nil {
+					return err
+				}
+				return r.printResult(res, false, "")
+			})
+		},
+	}
+	restore.Flags().StringVar(&restoreID, "request-id", "", "go through the idempotent receipt path with this request id")
+	var olderThan, emptyID string
+	var yes bool
+	empty := &cobra.Command{
+		Use:   "empty [--older-than D]",
+		Short: "Delete for good what is in the trash (or what has been there longer than D: 12h, 7d, 2w); asks on a terminal",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var d time.Duration
+			if olderThan != "" {
+				var err error
+				if d, err = sessions.ParseDuration("--older-than", olderThan); err != nil {
+					return err
+				}
+			}
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				sum, err := st.Sessions.Trash(ctx)
+				if err != nil {
+					return err
+				}
+				if sum.Sessions == 0 {
+					return r.printResult(sessions.Result{Op: "empty_trash", AffectedIDs: []string{}, Outcomes: []sessions.Outcome{}}, false, "")
+				}
+				what := fmt.Sprintf("Empty the trash (%d session(s))", sum.Sessions)
+				if olderThan != "" {
+					what = "Delete for good what has been in the trash longer than " + olderThan
+				}
+				if err := r.confirm(cmd, yes, what); err != nil {
+					return err
+				}
+				if emptyID != "" {
+					rc, err := st.Receipts.Apply(ctx, receipts.Request{RequestID: emptyID, Op: receipts.OpEmptyTrash, OlderThan: olderThan}, r.progress("deleting"))
+					if err != nil {
+						return err
+					}
+					return r.printResult(rc.Result, rc.Replayed, emptyID)
+				}
+				res, err := st.Sessions.EmptyTrash(ctx, d, r.progress("deleting"))
+				if err != nil {
+					return err
+				}
+				return r.printResult(res, false, "")
+			})
+		},
+	}
+	empty.Flags().StringVar(&olderThan, "older-than", "", "only what has been in the trash longer than this (12h, 7d, 2w)")
+	empty.Flags().StringVar(&emptyID, "request-id", "", "go through the idempotent receipt path with this request id")
+	empty.Flags().BoolVar(&yes, "yes", false, "do not ask (for scripts)")
+	c.AddCommand(list, restore, empty)
 	return c
 }
 
@@ -341,7 +497,7 @@ func (r *runner) archiveCmd(archive bool) *cobra.Command {
 	var requestID string
 	use, short, op := "archive ID...", "Archive sessions with their compression lineage; fires on_session_delete (archive) for real transitions", receipts.OpArchive
 	if !archive {
-		use, short, op = "unarchive ID...", "Unarchive sessions with their compression lineage (fires nothing)", receipts.OpUnarchive
+		use, short, op = "unarchive ID...", "Unarchive sessions with their compression lineage; fires on_session_restore (archive) for real transitions", receipts.OpUnarchive
 	}
 	c := &cobra.Command{
 		Use:   use,
@@ -585,7 +741,7 @@ func (r *runner) maintenanceCmd() *cobra.Command {
 	c := &cobra.Command{Use: "maintenance", Short: "Automatic upkeep of the store"}
 	c.AddCommand(&cobra.Command{
 		Use:   "run",
-		Short: "Run the automatic maintenance now (empty sweep, ghost prune, retention prune if enabled, idle archive if enabled, event and receipt expiry)",
+		Short: "Run the automatic maintenance now (empty sweep, ghost prune, retention prune if enabled, idle archive if enabled, trash purge, event and receipt expiry)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
@@ -600,8 +756,8 @@ func (r *runner) maintenanceCmd() *cobra.Command {
 						}
 						return len(res.AffectedIDs)
 					}
-					fmt.Fprintf(w, "empty sweep\t%d\nghost prune\t%d\nretention prune\t%d\nidle archive\t%d\nevents pruned\t%d\nreceipts expired\t%d\n",
-						n(rep.EmptySweep), n(rep.GhostPrune), n(rep.Prune), n(rep.ArchiveIdle), rep.EventsPruned, rep.ReceiptsExpired)
+					fmt.Fprintf(w, "empty sweep\t%d\nghost prune\t%d\nretention prune\t%d\nidle archive\t%d\ntrash purged\t%d\nevents pruned\t%d\nreceipts expired\t%d\n",
+						n(rep.EmptySweep), n(rep.GhostPrune), n(rep.Prune), n(rep.ArchiveIdle), n(rep.TrashPurge), rep.EventsPruned, rep.ReceiptsExpired)
 				})
 			})
 		},

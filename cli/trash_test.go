@@ -1,0 +1,97 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func restoreEvents(t *testing.T, home string) []json.RawMessage {
+	t.Helper()
+	var evs []struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	mustJSON(t, atrium(t, home, "events", "list", "--json", "--hook", "on_session_restore"), &evs)
+	out := make([]json.RawMessage, len(evs))
+	for i, e := range evs {
+		out[i] = e.Payload
+	}
+	return out
+}
+
+func TestTrashFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	a := create(t, home, "--title", "alpha")
+	b := create(t, home, "--title", "beta")
+	if r := atrium(t, home, "sessions", "delete", a); r.code != 0 || !strings.Contains(r.stdout, "moved 1 session(s) to the trash; restorable until") {
+		t.Fatalf("delete: %+v", r)
+	}
+	evs := events(t, home)
+	if len(evs) != 1 || !evs[0].Payload.Restorable || evs[0].Payload.PurgeAfter == nil {
+		t.Fatalf("events = %+v", evs)
+	}
+	var page struct {
+		Sessions []struct {
+			ID string `json:"id"`
+		} `json:"sessions"`
+	}
+	mustJSON(t, atrium(t, home, "sessions", "list", "--json"), &page)
+	if len(page.Sessions) != 1 || page.Sessions[0].ID != b {
+		t.Fatalf("list = %+v", page)
+	}
+	if r := atrium(t, home, "sessions", "trash", "list"); r.code != 0 || !strings.Contains(r.stdout, a) || strings.Contains(r.stdout, b) {
+		t.Fatalf("trash list: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "trash", "restore", a); r.code != 0 || !strings.Contains(r.stdout, "restored 1 session(s)") {
+		t.Fatalf("restore: %+v", r)
+	}
+	if rs := restoreEvents(t, home); len(rs) != 1 || !strings.Contains(strings.ReplaceAll(string(rs[0]), " ", ""), `"reason":"trash"`) {
+		t.Fatalf("restore events = %s", rs)
+	}
+	// Restoring again changes nothing and fires nothing.
+	if r := atrium(t, home, "sessions", "trash", "restore", a); r.code != 0 || !strings.Contains(r.stdout, "nothing changed") {
+		t.Fatalf("second restore: %+v", r)
+	}
+	if len(restoreEvents(t, home)) != 1 {
+		t.Fatal("a no-op restore fired")
+	}
+
+	// Emptying the trash and --now need a yes when no terminal can ask.
+	atrium(t, home, "sessions", "delete", b)
+	if r := atrium(t, home, "sessions", "trash", "empty"); r.code != 5 || !strings.Contains(r.stderr, "--yes") {
+		t.Fatalf("empty without --yes: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "trash", "empty", "--yes"); r.code != 0 || !strings.Contains(r.stdout, "deleted 1 session(s) for good") {
+		t.Fatalf("empty: %+v", r)
+	}
+	if len(events(t, home)) != 2 {
+		t.Fatal("purging the trash fired again")
+	}
+	if r := atrium(t, home, "sessions", "delete", "--now", a); r.code != 5 {
+		t.Fatalf("--now without --yes: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "delete", "--now", "--yes", a); r.code != 0 || !strings.Contains(r.stdout, "for good") {
+		t.Fatalf("--now --yes: %+v", r)
+	}
+	if evs := events(t, home); len(evs) != 3 || evs[2].Payload.Restorable {
+		t.Fatalf("events = %+v", evs)
+	}
+	if r := atrium(t, home, "sessions", "trash", "empty", "--older-than", "soon", "--yes"); r.code != 2 || !strings.Contains(r.stderr, "90m, 12h, 30d, 2w") {
+		t.Fatalf("bad --older-than: %+v", r)
+	}
+}
+
+func TestDeleteIfEmptyRefusesASessionWithMessages(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	id := create(t, home, "--title", "busy")
+	atrium(t, home, "messages", "append", id, "--role", "user", "--content", "hello")
+	r := atrium(t, home, "sessions", "delete", "--if-empty", id)
+	if r.code != 5 || !strings.Contains(r.stderr, "was not deleted: it has 1 message(s) and 0 child session(s)") {
+		t.Fatalf("--if-empty on a busy session: %+v", r)
+	}
+	if len(events(t, home)) != 0 {
+		t.Fatal("a kept session fired a delete")
+	}
+}
