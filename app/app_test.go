@@ -180,8 +180,14 @@ func TestDeleteThroughReceiptsReplaysAndFiresOnce(t *testing.T) {
 	if _, err := s.Delete("req-1", []string{"other"}); apperr.CodeOf(err) != apperr.Conflict {
 		t.Fatalf("reuse: %v", err)
 	}
-	if _, err := s.Get("root"); apperr.CodeOf(err) != apperr.NotFound {
-		t.Fatalf("root survived: %v", err)
+	if got, err := s.Get("root"); err != nil || got.Where != "trash" || got.TrashedAt == nil || got.PurgeAfter == nil {
+		t.Fatalf("root not in the trash: %+v, %v", got, err)
+	}
+	if page, err := s.List(app.ListFilter{}); err != nil || len(page.Sessions) != 1 || page.Sessions[0].ID != "other" {
+		t.Fatalf("trashed rows listed: %+v, %v", page, err)
+	}
+	if page, err := s.List(app.ListFilter{Scope: "trash"}); err != nil || len(page.Sessions) != len(first.AffectedIDs) {
+		t.Fatalf("trash = %+v, %v", page, err)
 	}
 	if _, err := s.Delete("req-2", []string{"gone"}); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("unknown id: %v", err)
@@ -249,7 +255,9 @@ func TestSettingsRoundTripAndRefuseInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work"})
-	want := app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work", Profiles: []string{"default"}}
+	thirty, yes, no := 30, true, false
+	want := app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work", Profiles: []string{"default"},
+		TrashDays: &thirty, TrashAutomatic: &yes, AutoPrune: &no}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("set = %+v, %v", got, err)
 	}

@@ -34,11 +34,19 @@ type SessionDTO struct {
 	Pinned          bool       `json:"pinned"`
 	MessageCount    int64      `json:"message_count"`
 	TokenCount      int64      `json:"token_count"`
+	Platform        string     `json:"platform,omitempty"`
+	SenderID        string     `json:"sender_id,omitempty"`
+	SenderName      string     `json:"sender_name,omitempty"`
+	Where           string     `json:"where"`                 // active, archived or trash
+	TrashedAt       *time.Time `json:"trashed_at,omitempty"`  // in the trash only
+	PurgeAfter      *time.Time `json:"purge_after,omitempty"` // in the trash only: when it goes for good
 }
 
-// ListFilter narrows Sessions.List; empty fields do not filter (archived
-// defaults to false).
+// ListFilter narrows Sessions.List; empty fields do not filter. Scope is
+// active (the default), archived, trash or all; the legacy Archived flag
+// means scope archived.
 type ListFilter struct {
+	Scope    string `json:"scope"`
 	Archived bool   `json:"archived"`
 	Source   string `json:"source"`
 	Profile  string `json:"profile"`
@@ -50,6 +58,14 @@ type ListFilter struct {
 type PageDTO struct {
 	Sessions []SessionDTO `json:"sessions"`
 	Next     string       `json:"next,omitempty"`
+}
+
+// SearchRequest is a search in a scope: active, archived, trash or all
+// (active and archived; the default).
+type SearchRequest struct {
+	Q     string `json:"q"`
+	Scope string `json:"scope"`
+	Limit int    `json:"limit"`
 }
 
 // HitDTO is one search result.
@@ -99,7 +115,9 @@ type OutcomeDTO struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// ReceiptDTO is the result of a bulk request.
+// ReceiptDTO is the result of a bulk request. Trashed: the rows went to the
+// trash and can be restored until PurgeAfter. EventID is the hook event the
+// request fired ("" if none).
 type ReceiptDTO struct {
 	RequestID   string       `json:"request_id"`
 	Op          string       `json:"op"`
@@ -108,6 +126,26 @@ type ReceiptDTO struct {
 	AffectedIDs []string     `json:"affected_ids"`
 	Outcomes    []OutcomeDTO `json:"outcomes"`
 	CreatedAt   time.Time    `json:"created_at"`
+	Trashed     bool         `json:"trashed"`
+	PurgeAfter  *time.Time   `json:"purge_after"`
+	EventID     string       `json:"event_id"`
+}
+
+// EmptyTrashRequest empties the trash, or only what has been there longer
+// than OlderThan ("12h", "7d", "2w"; "" is all of it).
+type EmptyTrashRequest struct {
+	RequestID string `json:"request_id"`
+	OlderThan string `json:"older_than"`
+}
+
+// TrashDTO says what the trash holds and when it next purges.
+type TrashDTO struct {
+	Sessions        int64      `json:"sessions"`
+	Messages        int64      `json:"messages"`
+	Bytes           int64      `json:"bytes"`
+	TrashDays       int        `json:"trash_days"` // 0: deletes skip the trash
+	OldestTrashedAt *time.Time `json:"oldest_trashed_at"`
+	NextPurgeAt     *time.Time `json:"next_purge_at"`
 }
 
 // SendRequest is one user turn.
@@ -178,11 +216,15 @@ type EventDTO struct {
 // SettingsDTO is the editable part of config.yaml. They take effect when the
 // profile is next opened.
 type SettingsDTO struct {
-	HookTimeoutSeconds float64  `json:"hook_timeout_seconds"` // 0 = unbounded
-	RetentionDays      int      `json:"retention_days"`
-	ArchiveIdleDays    int      `json:"archive_idle_days"`  // 0 = off
-	Profile            string   `json:"profile"`            // opened next time no --profile is given
-	Profiles           []string `json:"profiles,omitempty"` // read-only: the profiles of this home
+	HookTimeoutSeconds float64 `json:"hook_timeout_seconds"` // 0 = unbounded
+	RetentionDays      int     `json:"retention_days"`
+	ArchiveIdleDays    int     `json:"archive_idle_days"` // 0 = off
+	// The next three are left as they are by a Set that omits them (null).
+	TrashDays      *int     `json:"trash_days"`         // 0 = delete at once
+	TrashAutomatic *bool    `json:"trash_automatic"`    // automatic deletes go to the trash too
+	AutoPrune      *bool    `json:"auto_prune"`         // retention runs daily
+	Profile        string   `json:"profile"`            // opened next time no --profile is given
+	Profiles       []string `json:"profiles,omitempty"` // read-only: the profiles of this home
 }
 
 func timePtr(t *db.Time) *time.Time {
@@ -193,27 +235,33 @@ func timePtr(t *db.Time) *time.Time {
 	return &v
 }
 
-func toSession(s sessions.Session) SessionDTO {
+// toSession maps a row; trashDays dates the purge of a row in the trash.
+func toSession(s sessions.Session, trashDays int) SessionDTO {
 	out := SessionDTO{ID: s.ID, Source: s.Source, Title: s.Title, Profile: s.Profile, Relation: s.Relation,
 		StartedAt: s.StartedAt.Time, EndedAt: timePtr(s.EndedAt), EndReason: s.EndReason, LastActivityAt: s.LastActivityAt.Time,
 		Archived: s.Archived, ArchivedAt: timePtr(s.ArchivedAt), ArchivedBy: s.ArchivedBy, Pinned: s.Pinned,
-		MessageCount: s.MessageCount, TokenCount: s.TokenCount}
+		MessageCount: s.MessageCount, TokenCount: s.TokenCount, Platform: s.Platform, SenderID: s.SenderID, SenderName: s.SenderName,
+		Where: s.Where(), TrashedAt: timePtr(s.TrashedAt)}
 	if s.ParentSessionID != nil {
 		out.ParentSessionID = *s.ParentSessionID
 	}
-	return out
-}
-
-func toSessions(rows []sessions.Session) []SessionDTO {
-	out := make([]SessionDTO, len(rows))
-	for i, s := range rows {
-		out[i] = toSession(s)
+	if out.TrashedAt != nil {
+		p := out.TrashedAt.Add(time.Duration(trashDays) * 24 * time.Hour)
+		out.PurgeAfter = &p
 	}
 	return out
 }
 
-func toHit(h sessions.Hit, _ int) HitDTO {
-	return HitDTO{Session: toSession(h.Session), MessageID: h.MessageID, Snippet: h.Snippet, InTitle: h.InTitle}
+func toSessions(rows []sessions.Session, trashDays int) []SessionDTO {
+	out := make([]SessionDTO, len(rows))
+	for i, s := range rows {
+		out[i] = toSession(s, trashDays)
+	}
+	return out
+}
+
+func toHit(h sessions.Hit, trashDays int) HitDTO {
+	return HitDTO{Session: toSession(h.Session, trashDays), MessageID: h.MessageID, Snippet: h.Snippet, InTitle: h.InTitle}
 }
 
 func toMessage(m sessions.Message, _ int) MessageDTO {
@@ -243,11 +291,16 @@ func toPreview(affected []string, requested []string) PreviewDTO {
 
 func toReceipt(r receipts.Receipt) ReceiptDTO {
 	out := ReceiptDTO{RequestID: r.RequestID, Op: r.Op, Replayed: r.Replayed, Changed: r.Result.Changed,
-		AffectedIDs: nonNil(r.Result.AffectedIDs), Outcomes: make([]OutcomeDTO, len(r.Result.Outcomes)), CreatedAt: r.CreatedAt}
+		AffectedIDs: nonNil(r.Result.AffectedIDs), Outcomes: make([]OutcomeDTO, len(r.Result.Outcomes)), CreatedAt: r.CreatedAt,
+		Trashed: r.Result.Trashed, PurgeAfter: r.Result.PurgeAfter, EventID: r.Result.EventID}
 	for i, o := range r.Result.Outcomes {
 		out.Outcomes[i] = OutcomeDTO(o)
 	}
 	return out
+}
+
+func toTrash(t sessions.TrashSummary) TrashDTO {
+	return TrashDTO{Sessions: t.Sessions, Messages: t.Messages, Bytes: t.Bytes, TrashDays: t.TrashDays, OldestTrashedAt: t.Oldest, NextPurgeAt: t.NextPurge}
 }
 
 func toTurn(t turns.Turn) TurnDTO {
@@ -284,7 +337,10 @@ func sortEvents(evs []EventDTO) {
 
 // backend is f as the store's filter; empty fields do not filter.
 func (f ListFilter) backend() sessions.Filter {
-	bf := sessions.Filter{Archived: &f.Archived, Limit: f.Limit, Cursor: f.Cursor}
+	bf := sessions.Filter{Scope: f.Scope, Limit: f.Limit, Cursor: f.Cursor}
+	if f.Archived {
+		bf.Archived = &f.Archived
+	}
 	if f.Source != "" {
 		bf.Source = &f.Source
 	}

@@ -253,3 +253,50 @@ func TestAPISessionsFlow(t *testing.T) {
 		t.Fatalf("send to ended session = %d %+v", code, rej)
 	}
 }
+
+func TestTrashOverHTTP(t *testing.T) {
+	t.Parallel()
+	e, c := newServer(t)
+	e.mustFixture(t)
+	var rc app.ReceiptDTO
+	if code := c.do("POST", "/api/sessions/delete", token, app.BulkRequest{RequestID: "d-1", IDs: []string{"tip"}}, &rc); code != 200 ||
+		!rc.Trashed || rc.PurgeAfter == nil || rc.EventID == "" || len(rc.AffectedIDs) != 3 {
+		t.Fatalf("delete = %d %+v", code, rc)
+	}
+	var trash app.TrashDTO
+	if code := c.do("GET", "/api/trash", token, nil, &trash); code != 200 || trash.Sessions != 3 || trash.TrashDays != 30 || trash.NextPurgeAt == nil {
+		t.Fatalf("trash = %d %+v", code, trash)
+	}
+	var page app.PageDTO
+	if code := c.do("GET", "/api/sessions?scope=trash", token, nil, &page); code != 200 || len(page.Sessions) != 3 || page.Sessions[0].Where != "trash" {
+		t.Fatalf("trash list = %d %+v", code, page)
+	}
+	var hits []app.HitDTO
+	if code := c.do("GET", "/api/sessions/search?q=kestrel&scope=trash", token, nil, &hits); code != 200 || len(hits) != 1 || hits[0].Session.Where != "trash" {
+		t.Fatalf("search in the trash = %d %+v", code, hits)
+	}
+	if code := c.do("GET", "/api/sessions/search?q=kestrel&scope=attic", token, nil, nil); code != 400 {
+		t.Fatalf("bad scope = %d", code)
+	}
+	if code := c.do("POST", "/api/sessions/restore", token, app.BulkRequest{RequestID: "r-1", IDs: []string{"child"}}, &rc); code != 200 ||
+		rc.Op != "restore" || len(rc.AffectedIDs) != 3 {
+		t.Fatalf("restore = %d %+v", code, rc)
+	}
+	if code := c.do("POST", "/api/sessions/purge", token, app.BulkRequest{RequestID: "p-1", IDs: []string{"other"}}, &rc); code != 200 || rc.Trashed {
+		t.Fatalf("purge = %d %+v", code, rc)
+	}
+	c.do("POST", "/api/sessions/delete", token, app.BulkRequest{RequestID: "d-2", IDs: []string{"root"}}, &rc)
+	if code := c.do("POST", "/api/trash/empty", token, app.EmptyTrashRequest{RequestID: "e-1", OlderThan: "1d"}, &rc); code != 200 || rc.Changed {
+		t.Fatalf("empty older than a day = %d %+v", code, rc)
+	}
+	if code := c.do("POST", "/api/trash/empty", token, app.EmptyTrashRequest{RequestID: "e-2"}, &rc); code != 200 || len(rc.AffectedIDs) != 3 {
+		t.Fatalf("empty = %d %+v", code, rc)
+	}
+	if code := c.do("POST", "/api/trash/empty", token, app.EmptyTrashRequest{RequestID: "e-3", OlderThan: "often"}, nil); code != 400 {
+		t.Fatalf("bad older_than = %d", code)
+	}
+	// delete d-1, restore r-1 (one restore), purge p-1, delete d-2: three deletes, one restore.
+	if n := e.deleteEvents(t); n != 3 {
+		t.Fatalf("on_session_delete events = %d, want 3", n)
+	}
+}

@@ -26,6 +26,9 @@ func (h *handler) routes() {
 		if err != nil {
 			return nil, err
 		}
+		if sc := r.URL.Query().Get("scope"); sc != "" {
+			return s.Find(SearchRequest{Q: r.URL.Query().Get("q"), Scope: sc, Limit: int(limit)})
+		}
 		return s.Search(r.URL.Query().Get("q"), int(limit), archived)
 	})
 	h.route("GET /api/sessions/count", func(r *http.Request) (any, error) {
@@ -59,6 +62,18 @@ func (h *handler) routes() {
 	h.bulk("POST /api/sessions/delete", s.Delete)
 	h.bulk("POST /api/sessions/archive", s.Archive)
 	h.bulk("POST /api/sessions/unarchive", s.Unarchive)
+	h.bulk("POST /api/sessions/restore", s.Restore)
+	h.bulk("POST /api/sessions/purge", s.Purge)
+	h.route("GET /api/trash", func(r *http.Request) (any, error) { return s.Trash() })
+	h.mux.HandleFunc("POST /api/trash/empty", func(w http.ResponseWriter, r *http.Request) {
+		var in EmptyTrashRequest
+		if err := decode(w, r, &in); err != nil {
+			h.write(w, nil, err)
+			return
+		}
+		v, err := s.EmptyTrash(in)
+		h.write(w, v, err)
+	})
 	h.mux.HandleFunc("POST /api/sessions/{id}/send", func(w http.ResponseWriter, r *http.Request) {
 		var in SendRequest
 		if err := decode(w, r, &in); err != nil {
@@ -134,5 +149,5 @@ func listFilter(r *http.Request) (ListFilter, error) {
 		return ListFilter{}, err
 	}
 	q := r.URL.Query()
-	return ListFilter{Archived: archived, Source: q.Get("source"), Profile: q.Get("profile"), Limit: int(limit), Cursor: q.Get("cursor")}, nil
+	return ListFilter{Scope: q.Get("scope"), Archived: archived, Source: q.Get("source"), Profile: q.Get("profile"), Limit: int(limit), Cursor: q.Get("cursor")}, nil
 }

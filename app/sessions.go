@@ -39,7 +39,7 @@ func (s *Sessions) List(f ListFilter) (PageDTO, error) {
 	if err != nil {
 		return PageDTO{}, err
 	}
-	return PageDTO{Sessions: toSessions(p.Sessions), Next: p.Next}, nil
+	return PageDTO{Sessions: toSessions(p.Sessions, s.st.Sessions.TrashDays()), Next: p.Next}, nil
 }
 
 // Count is how many sessions the filter matches (limit and cursor ignored).
@@ -75,7 +75,25 @@ func (s *Sessions) Search(query string, limit int, archived bool) ([]HitDTO, err
 	if err != nil {
 		return nil, err
 	}
-	return lo.Map(hits, toHit), nil
+	days := s.st.Sessions.TrashDays()
+	return lo.Map(hits, func(h sessions.Hit, _ int) HitDTO { return toHit(h, days) }), nil
+}
+
+// Find searches in a scope (active, archived, trash, or all: active and
+// archived).
+func (s *Sessions) Find(in SearchRequest) ([]HitDTO, error) {
+	ctx, cancel := s.with(readTimeout)
+	defer cancel()
+	sc := in.Scope
+	if sc == "" {
+		sc = sessions.ScopeAll
+	}
+	hits, err := s.st.Sessions.Search(ctx, in.Q, sessions.SearchOptions{Limit: in.Limit, Scope: sc})
+	if err != nil {
+		return nil, err
+	}
+	days := s.st.Sessions.TrashDays()
+	return lo.Map(hits, func(h sessions.Hit, _ int) HitDTO { return toHit(h, days) }), nil
 }
 
 // Get returns one session.
@@ -86,7 +104,7 @@ func (s *Sessions) Get(id string) (SessionDTO, error) {
 	if err != nil {
 		return SessionDTO{}, err
 	}
-	return toSession(out), nil
+	return toSession(out, s.st.Sessions.TrashDays()), nil
 }
 
 // Transcript returns the active messages of a session, compaction markers
@@ -109,7 +127,7 @@ func (s *Sessions) Lineage(id string) ([]SessionDTO, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toSessions(rows), nil
+	return toSessions(rows, s.st.Sessions.TrashDays()), nil
 }
 
 // Compactions returns the compactions recorded for a session (as the new
@@ -138,8 +156,9 @@ func (s *Sessions) Preview(ids []string) (PreviewDTO, error) {
 	return toPreview(affected, ids), nil
 }
 
-// Delete removes sessions through a receipt; a retry with the same request
-// id replays the first result.
+// Delete moves sessions to the trash (or deletes them at once with
+// sessions.trash_days 0) through a receipt; a retry with the same request id
+// replays the first result.
 func (s *Sessions) Delete(requestID string, ids []string) (ReceiptDTO, error) {
 	return s.apply(receipts.OpDelete, requestID, ids)
 }
@@ -154,12 +173,42 @@ func (s *Sessions) Unarchive(requestID string, ids []string) (ReceiptDTO, error)
 	return s.apply(receipts.OpUnarchive, requestID, ids)
 }
 
+// Restore brings sessions back from the trash, through a receipt.
+func (s *Sessions) Restore(requestID string, ids []string) (ReceiptDTO, error) {
+	return s.apply(receipts.OpRestore, requestID, ids)
+}
+
+// Purge deletes sessions for good now (from the trash, or "delete now"),
+// through a receipt.
+func (s *Sessions) Purge(requestID string, ids []string) (ReceiptDTO, error) {
+	return s.apply(receipts.OpPurge, requestID, ids)
+}
+
+// EmptyTrash purges the trash (or what has been there longer than
+// OlderThan), through a receipt.
+func (s *Sessions) EmptyTrash(in EmptyTrashRequest) (ReceiptDTO, error) {
+	return s.run(receipts.Request{RequestID: in.RequestID, Op: receipts.OpEmptyTrash, OlderThan: in.OlderThan})
+}
+
+// Trash says what the trash holds and when it next purges.
+func (s *Sessions) Trash() (TrashDTO, error) {
+	ctx, cancel := s.with(readTimeout)
+	defer cancel()
+	t, err := s.st.Sessions.Trash(ctx)
+	return toTrash(t), err
+}
+
 func (s *Sessions) apply(op, requestID string, ids []string) (ReceiptDTO, error) {
+	return s.run(receipts.Request{RequestID: requestID, Op: op, SessionIDs: ids})
+}
+
+func (s *Sessions) run(req receipts.Request) (ReceiptDTO, error) {
 	ctx, cancel := s.with(writeTimeout)
 	defer cancel()
+	op, requestID, ids := req.Op, req.RequestID, req.SessionIDs
 	pr := s.progress(op, requestID, len(ids))
 	pr(0, len(ids))
-	r, err := s.st.Receipts.Apply(ctx, receipts.Request{RequestID: requestID, Op: op, SessionIDs: ids}, pr)
+	r, err := s.st.Receipts.Apply(ctx, req, pr)
 	if err == nil {
 		pr(len(r.Result.AffectedIDs), len(r.Result.AffectedIDs)) // the end, whatever the cascade added
 	}

@@ -3,6 +3,9 @@ package app
 import (
 	"sync"
 
+	"github.com/samber/lo"
+
+	"atrium/backend/apperr"
 	"atrium/backend/config"
 	"atrium/backend/plugins"
 	"atrium/backend/stack"
@@ -47,7 +50,8 @@ func (s *Settings) Get() (SettingsDTO, error) {
 		return SettingsDTO{}, err
 	}
 	return SettingsDTO{HookTimeoutSeconds: cfg.HookTimeout().Seconds(), RetentionDays: cfg.RetentionDays(),
-		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, Profile: config.StartupProfile(s.home.Root),
+		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, TrashDays: lo.ToPtr(cfg.TrashDays()), TrashAutomatic: lo.ToPtr(cfg.TrashAutomatic()),
+		AutoPrune: lo.ToPtr(cfg.Sessions.AutoPrune), Profile: config.StartupProfile(s.home.Root),
 		Profiles: config.Profiles(s.home.Root)}, nil
 }
 
@@ -60,10 +64,24 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 			return SettingsDTO{}, err
 		}
 	}
-	err := plugins.EditConfig(s.home.ConfigPath(),
-		plugins.ConfigEdit{Section: "plugins", Key: "hook_callback_timeout", Value: in.HookTimeoutSeconds},
-		plugins.ConfigEdit{Section: "sessions", Key: "retention_days", Value: in.RetentionDays},
-		plugins.ConfigEdit{Section: "sessions", Key: "archive_idle_days", Value: in.ArchiveIdleDays})
+	if in.TrashDays != nil && (*in.TrashDays < 0 || *in.TrashDays > 3650) {
+		return SettingsDTO{}, apperr.New(apperr.Invalid, "trash_days must be 0 (delete at once) to 3650, not %d", *in.TrashDays)
+	}
+	edits := []plugins.ConfigEdit{
+		{Section: "plugins", Key: "hook_callback_timeout", Value: in.HookTimeoutSeconds},
+		{Section: "sessions", Key: "retention_days", Value: in.RetentionDays},
+		{Section: "sessions", Key: "archive_idle_days", Value: in.ArchiveIdleDays},
+	}
+	if in.TrashDays != nil {
+		edits = append(edits, plugins.ConfigEdit{Section: "sessions", Key: "trash_days", Value: *in.TrashDays})
+	}
+	if in.TrashAutomatic != nil {
+		edits = append(edits, plugins.ConfigEdit{Section: "sessions", Key: "trash_automatic", Value: *in.TrashAutomatic})
+	}
+	if in.AutoPrune != nil {
+		edits = append(edits, plugins.ConfigEdit{Section: "sessions", Key: "auto_prune", Value: *in.AutoPrune})
+	}
+	err := plugins.EditConfig(s.home.ConfigPath(), edits...)
 	if err != nil {
 		return SettingsDTO{}, err
 	}
