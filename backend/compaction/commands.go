@@ -23,19 +23,30 @@ func (e *Engine) cmdCompress(ctx context.Context, args string, cc hooks.CommandC
 	return Describe(res), nil
 }
 
-// Describe is a one-line account of a compaction for people.
+// Describe is a one-line account of a compaction for people, in plain
+// words: no internal codes, no ids.
 func Describe(res Result) string {
 	if !res.Changed {
-		return fmt.Sprintf("nothing compacted (%s): %s", res.Skipped, res.Detail)
+		switch res.Skipped {
+		case SkipNothing:
+			return "Nothing to compact yet: " + res.Detail
+		case SkipCooldown:
+			return "Not compacted: an automatic compaction just failed or did not help, so it waits a little before trying again."
+		case SkipWouldGrow:
+			return "Not compacted: the summary would not have been shorter than what it replaces."
+		case SkipAborted:
+			return "Not compacted: " + res.Detail + ". Nothing was changed."
+		}
+		return "Nothing was compacted."
 	}
-	out := fmt.Sprintf("compacted (%s, %s): ~%d → ~%d tokens", res.Kind, res.Reason, deref(res.BeforeTokens), deref(res.AfterTokens))
-	if res.MessagesRemoved != nil {
-		out += fmt.Sprintf(", %d message(s) folded", *res.MessagesRemoved)
+	out := fmt.Sprintf("Compacted the conversation: about %d → %d tokens", deref(res.BeforeTokens), deref(res.AfterTokens))
+	if res.MessagesRemoved != nil && *res.MessagesRemoved > 0 {
+		out += fmt.Sprintf(", %d earlier message(s) folded into a summary", *res.MessagesRemoved)
 	}
 	if res.OldSessionID != "" {
-		out += "; continues in session " + res.SessionID
+		out += "; it continues in a new part of this conversation"
 	}
-	return out
+	return out + "."
 }
 
 func deref(p *int) int {

@@ -66,12 +66,21 @@ func leadingSystem(ms []sessions.Message) int {
 	return i
 }
 
+// turnsWord is "two turns", "turn", "5 turns": how people say it.
+func turnsWord(n int) string {
+	words := []string{"zero turns", "turn", "two turns", "three turns", "four turns"}
+	if n >= 0 && n < len(words) {
+		return words[n]
+	}
+	return fmt.Sprintf("%d turns", n)
+}
+
 func (e *Engine) plan(ctx context.Context, req Request, ms []sessions.Message) (plan, string, string, error) {
 	switch req.Kind {
 	case KindSummarize:
 		start, end := leadingSystem(ms), tailStart(ms, e.cfg.ProtectTurns)
 		if end-start < 2 {
-			return plan{}, SkipNothing, "fewer than two messages before the protected tail", nil
+			return plan{}, SkipNothing, fmt.Sprintf("fewer than two messages before the last %s", turnsWord(e.cfg.ProtectTurns)), nil
 		}
 		head := ms[start:end]
 		return e.summaryPlan(ctx, req, head, e.cfg.Rotate)
@@ -79,7 +88,7 @@ func (e *Engine) plan(ctx context.Context, req Request, ms []sessions.Message) (
 		start, end := leadingSystem(ms)+2, tailStart(ms, e.cfg.ProtectTurns)
 		size := e.cfg.MicroSlice
 		if end-start < 3 {
-			return plan{}, SkipNothing, "no middle slice of three or more messages", nil
+			return plan{}, SkipNothing, "fewer than three messages between the start and the last " + turnsWord(e.cfg.ProtectTurns), nil
 		}
 		if size > end-start {
 			size = end - start
@@ -108,13 +117,13 @@ func (e *Engine) plan(ctx context.Context, req Request, ms []sessions.Message) (
 			p.pos = append(p.pos, posOf(m))
 		}
 		if len(p.replaced) == 0 {
-			return plan{}, SkipNothing, "no stale tool output to prune", nil
+			return plan{}, SkipNothing, "no large tool output older than the last " + turnsWord(e.cfg.PruneKeepTurns), nil
 		}
 		p.removed, p.replacedN = intp(0), intp(len(p.replaced))
 		return p, "", "", nil
 	case KindProviderNative:
 		if len(ms) == 0 {
-			return plan{}, SkipNothing, "empty transcript", nil
+			return plan{}, SkipNothing, "the conversation is empty", nil
 		}
 		out, err := req.Native.CompactNative(ctx, req.Model, ToLLM(ms))
 		if err != nil || len(out) == 0 {

@@ -92,7 +92,7 @@ func (l *lifecycle) cmdNew(ctx context.Context, _ string, cc hooks.CommandContex
 	if box, ok := ctx.Value(switchKey{}).(*string); ok {
 		*box = next.ID
 	}
-	return fmt.Sprintf("started a new session %s (the previous one, %s, has ended)", next.ID, old.ID), nil
+	return "Started a new session; the previous one has ended and stays in your list.", nil
 }
 
 func (l *lifecycle) cmdExit(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
@@ -102,18 +102,31 @@ func (l *lifecycle) cmdExit(ctx context.Context, args string, cc hooks.CommandCo
 		if err != nil {
 			return "", err
 		}
+		_ = s
 		if !changed {
-			return fmt.Sprintf("session %s had already ended", s.ID), nil
+			return "This session had already ended.", nil
 		}
-		return fmt.Sprintf("session %s ended", s.ID), nil
+		return "Session ended.", nil
 	case "--delete":
 		res, err := l.sessions.DeleteCurrent(ctx, cc.SessionID, false)
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("session %s deleted (%d row(s))", cc.SessionID, len(res.AffectedIDs)), nil
+		return describeDelete(res), nil
 	}
 	return "", apperr.New(apperr.Invalid, "usage: /exit [--delete]")
+}
+
+// describeDelete says in plain words what /exit --delete did.
+func describeDelete(res sessions.Result) string {
+	more := ""
+	if n := len(res.AffectedIDs) - 1; n > 0 {
+		more = fmt.Sprintf(" (with %d linked session(s))", n)
+	}
+	if res.Trashed && res.PurgeAfter != nil {
+		return fmt.Sprintf("Moved this session%s to the trash; you can restore it until %s.", more, res.PurgeAfter.Local().Format("2 Jan 2006"))
+	}
+	return "Deleted this session" + more + "."
 }
 
 func (l *lifecycle) cmdHelp(_ context.Context, _ string, _ hooks.CommandContext) (string, error) {

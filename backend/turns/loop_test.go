@@ -130,7 +130,7 @@ func TestReinjectionAfterCompactionEndToEnd(t *testing.T) {
 		}
 	}
 	turn := e.send(t, s.ID, "/compress")
-	if !turn.Rotated || turn.SessionID == s.ID || !strings.Contains(turn.Output, "compacted") {
+	if !turn.Rotated || turn.SessionID == s.ID || !strings.Contains(turn.Output, "Compacted the conversation") || strings.Contains(turn.Output, turn.SessionID) {
 		t.Fatalf("/compress: %+v", turn)
 	}
 	cont := turn.SessionID
@@ -298,7 +298,7 @@ func TestNewExitAndHelpCommands(t *testing.T) {
 	e.Rec.Reset()
 	empty := e.MustCreate(t, sessions.CreateParams{Title: "empty"})
 	out := e.send(t, empty.ID, "/compress")
-	if !strings.Contains(out.Output, "nothing compacted") || out.SessionID != empty.ID {
+	if out.Output != "Nothing to compact yet: fewer than two messages before the last two turns" || out.SessionID != empty.ID {
 		t.Fatalf("empty /compress %+v", out)
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
