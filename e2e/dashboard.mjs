@@ -378,7 +378,7 @@ async function main() {
     const first = await read();
     const seqs = first.map((x) => x[0]);
     eq([...seqs].sort((a, b) => b - a), seqs, 'order');
-    eq(first.length, 4, 'events so far (archive, delete, retried delete, UI-retried delete)');
+    eq(first.length, 5, 'events so far (archive, unarchive (on_session_restore), delete, retried delete, UI-retried delete)');
     assert(first.some((x) => /archive/.test(x[2])), `no archive reason shown: ${JSON.stringify(first)}`);
     // a delete made elsewhere shows up without a reload (SSE)
     const victim = ids['Billing export'];
