@@ -80,38 +80,12 @@ func scopeWhere(scope, a string) string {
 	return a + `.archived = 0 AND ` + a + `.trashed_at IS NULL`
 }
 
-// Filter narrows List. Nil fields do not filter.
+// Filter narrows List, Count and IDs: a rule (ParseRule; the zero Rule is
+// every active session) and a page.
 type Filter struct {
-	Scope    string // ScopeActive when empty
-	Archived *bool  // legacy: true is ScopeArchived
-	Source   *string
-	Profile  *string
-	Limit    int    // default 50, at most 1000
-	Cursor   string // from a previous Page.Next
-}
-
-// scope resolves Scope and the legacy Archived flag.
-func (f Filter) scope() (string, error) {
-	sc := f.Scope
-	legacy := ""
-	if f.Archived != nil {
-		legacy = ScopeActive
-		if *f.Archived {
-			legacy = ScopeArchived
-		}
-	}
-	switch {
-	case sc == "" && legacy != "":
-		sc = legacy
-	case sc == "":
-		sc = ScopeActive
-	case legacy == ScopeArchived && sc != ScopeArchived:
-		return "", apperr.New(apperr.Invalid, "filter field scope: %q contradicts archived=true", sc)
-	}
-	if err := validateOneOf("filter field scope", sc, Scopes); err != nil {
-		return "", err
-	}
-	return sc, nil
+	Rule   Rule
+	Limit  int    // default 50, at most 1000
+	Cursor string // from a previous Page.Next
 }
 
 // orderColumn is what a scope's list is ordered by: newest activity, or in
@@ -144,11 +118,8 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	case limit > 1000:
 		limit = 1000
 	}
-	where, args, err := f.where()
-	if err != nil {
-		return Page{}, err
-	}
-	sc, _ := f.scope()
+	where, args := f.Rule.where(s.db.Now(), false)
+	sc := f.Rule.Scope
 	col := orderColumn(sc)
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
@@ -181,35 +152,9 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	return p, nil
 }
 
-// where is the WHERE clause of f, without its cursor.
-func (f Filter) where() (string, []any, error) {
-	sc, err := f.scope()
-	if err != nil {
-		return "", nil, err
-	}
-	var where strings.Builder
-	var args []any
-	where.WriteString(scopeWhere(sc, "s"))
-	if f.Source != nil {
-		if err := validateOneOf("source", *f.Source, Sources); err != nil {
-			return "", nil, err
-		}
-		where.WriteString(` AND s.source = ?`)
-		args = append(args, *f.Source)
-	}
-	if f.Profile != nil {
-		where.WriteString(` AND s.profile = ?`)
-		args = append(args, *f.Profile)
-	}
-	return where.String(), args, nil
-}
-
 // Count is how many sessions f matches (its cursor and limit ignored).
 func (s *Service) Count(ctx context.Context, f Filter) (int64, error) {
-	where, args, err := f.where()
-	if err != nil {
-		return 0, err
-	}
+	where, args := f.Rule.where(s.db.Now(), false)
 	var n int64
 	if err := s.db.Read.WithContext(ctx).Raw(`SELECT count(*) FROM sessions s WHERE `+where, args...).Scan(&n).Error; err != nil {
 		return 0, fmt.Errorf("count sessions: %w", err)
@@ -220,13 +165,9 @@ func (s *Service) Count(ctx context.Context, f Filter) (int64, error) {
 // IDs returns the id of every session f matches, in List's order (its cursor
 // and limit ignored): "select all" in a filter.
 func (s *Service) IDs(ctx context.Context, f Filter) ([]string, error) {
-	where, args, err := f.where()
-	if err != nil {
-		return nil, err
-	}
+	where, args := f.Rule.where(s.db.Now(), false)
 	ids := []string{}
-	sc, _ := f.scope()
-	col := orderColumn(sc)
+	col := orderColumn(f.Rule.Scope)
 	q := `SELECT s.id FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC`
 	if err := s.db.Read.WithContext(ctx).Raw(q, args...).Scan(&ids).Error; err != nil {
 		return nil, fmt.Errorf("list session ids: %w", err)

@@ -59,6 +59,7 @@ type Session struct {
 	TrashBatch      string   `gorm:"column:trash_batch" json:"-"`
 	TrashReason     string   `gorm:"column:trash_reason" json:"trash_reason,omitempty"`
 	TrashReported   bool     `gorm:"column:trash_reported" json:"-"`
+	ChainRoot       *string  `gorm:"column:chain_root" json:"chain_root,omitempty"` // first part of its compression chain; nil if it continues none
 }
 
 // Trashed reports whether the session is in the trash.

@@ -133,20 +133,19 @@ func TestListPagesNewestFirstWithFilters(t *testing.T) {
 		t.Fatalf("order\n got %v\nwant %v", seen, want)
 	}
 	src := "gateway"
-	p, err := e.Sessions.List(ctx, sessions.Filter{Source: &src})
+	p, err := e.Sessions.List(ctx, sessions.Filter{Rule: mustRule(t, map[string]string{"source": src})})
 	if err != nil || len(p.Sessions) != 3 {
 		t.Fatalf("source filter: %d, %v", len(p.Sessions), err)
 	}
 	if _, err := e.Sessions.Archive(ctx, []string{ids[2]}); err != nil {
 		t.Fatal(err)
 	}
-	yes := true
-	p, err = e.Sessions.List(ctx, sessions.Filter{Archived: &yes})
+	p, err = e.Sessions.List(ctx, sessions.Filter{Rule: sessions.Rule{Scope: sessions.ScopeArchived}})
 	if err != nil || len(p.Sessions) != 1 || p.Sessions[0].ID != ids[2] {
 		t.Fatalf("archived view: %+v %v", p.Sessions, err)
 	}
 	prof := "other"
-	if p, _ := e.Sessions.List(ctx, sessions.Filter{Profile: &prof}); len(p.Sessions) != 0 {
+	if p, _ := e.Sessions.List(ctx, sessions.Filter{Rule: mustRule(t, map[string]string{"profile": prof})}); len(p.Sessions) != 0 {
 		t.Fatalf("profile filter returned %d", len(p.Sessions))
 	}
 	if _, err := e.Sessions.List(ctx, sessions.Filter{Cursor: "garbage!"}); apperr.CodeOf(err) != apperr.Invalid {

@@ -43,7 +43,7 @@ func TestTrashRestoreFiresOnceAndBringsTheWholeDeleteBack(t *testing.T) {
 	if len(page.Sessions) != 0 {
 		t.Fatalf("list shows %d trashed sessions", len(page.Sessions))
 	}
-	trash, _ := e.Sessions.List(ctx, sessions.Filter{Scope: sessions.ScopeTrash})
+	trash, _ := e.Sessions.List(ctx, sessions.Filter{Rule: sessions.Rule{Scope: sessions.ScopeTrash}})
 	if len(trash.Sessions) != 3 || trash.Sessions[0].Where() != sessions.ScopeTrash {
 		t.Fatalf("trash = %+v", trash.Sessions)
 	}
@@ -251,4 +251,13 @@ func TestRestoreKeepsSeparateDeletesApart(t *testing.T) {
 	if err != nil || fmt.Sprint(res.AffectedIDs) != fmt.Sprint([]string{parent.ID}) || !e.Trashed(t, child.ID) {
 		t.Fatalf("restore = %+v, %v", res, err)
 	}
+}
+
+func mustRule(t *testing.T, fields map[string]string) sessions.Rule {
+	t.Helper()
+	r, err := sessions.ParseRule(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
