@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -571,4 +572,120 @@ func TestRestoreAndPurgeGoThroughReceipts(t *testing.T) {
 	if _, err := svc.Apply(ctx, receipts.Request{RequestID: "empty-2", Op: receipts.OpEmptyTrash, OlderThan: "soon"}, nil); apperr.CodeOf(err) != apperr.Invalid {
 		t.Fatalf("bad older_than: %v", err)
 	}
+}
+
+func TestBulkByRuleOneTransactionOneReceiptOneEventAndUndo(t *testing.T) {
+	t.Parallel()
+	e, svc := newEnv(t)
+	var cron []string
+	for i := 0; i < 3; i++ {
+		s := e.MustCreate(t, sessions.CreateParams{Title: fmt.Sprintf("cron %d", i), Source: "cron"})
+		cron = append(cron, s.ID)
+	}
+	busy := e.MustCreate(t, sessions.CreateParams{Title: "busy cron", Source: "cron"})
+	e.MustAppend(t, busy.ID, 5)
+	child := e.MustChild(t, cron[0], sessions.RelationDelegate)
+	keep := e.MustCreate(t, sessions.CreateParams{Title: "mine"})
+	req := receipts.Request{RequestID: "rule-1", Op: receipts.OpDelete, Filter: map[string]string{"source": "cron", "messages": "<3"}}
+
+	// The preview says what would go, changes nothing and fires nothing.
+	pre, err := svc.Preview(ctx, req)
+	if err != nil || pre.Matched != 3 || len(pre.AffectedIDs) != 4 || !e.Visible(t, cron[0]) || receiptRows(t, e) != 0 {
+		t.Fatalf("preview = %+v, %v", pre, err)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
+
+	r := mustApply(t, svc, req)
+	if r.Result.Matched != 3 || len(r.Result.AffectedIDs) != 4 || !r.Undoable || !e.Visible(t, busy.ID) || !e.Visible(t, keep.ID) || e.Visible(t, child.ID) {
+		t.Fatalf("rule delete = %+v", r)
+	}
+	sameAnswer(t, r, mustApply(t, svc, req))
+	// The same id with another rule is a conflict.
+	other := req
+	other.Filter = map[string]string{"source": "cron", "messages": "<4"}
+	if _, err := svc.Apply(ctx, other, nil); apperr.CodeOf(err) != apperr.Conflict {
+		t.Fatalf("other rule, same id: %v", err)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, "*": 0})
+	if got := e.Rec.Deletes(t)[0].DeletedIDs; len(got) != 4 {
+		t.Fatalf("deleted_ids = %v", got)
+	}
+
+	// Undo restores the whole request, once; a retried undo replays.
+	u := undo(t, svc, "rule-1")
+	if u.Op != receipts.OpUndo || fmt.Sprint(sortedIDs(u.Result.AffectedIDs)) != fmt.Sprint(sortedIDs(r.Result.AffectedIDs)) {
+		t.Fatalf("undo = %+v", u)
+	}
+	sameAnswer(t, u, undo(t, svc, "rule-1"))
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, hooks.OnSessionRestore: 1, "*": 0})
+	for _, id := range append(cron, child.ID) {
+		if !e.Visible(t, id) {
+			t.Fatalf("%s not back", id)
+		}
+	}
+	recent, err := svc.Recent(ctx, 10)
+	if err != nil || len(recent) != 2 || recent[1].RequestID != "rule-1" || !recent[1].Undone || recent[1].Undoable {
+		t.Fatalf("recent = %+v, %v", recent, err)
+	}
+	// An undo of an undo is refused; so is an unknown request.
+	if _, err := svc.Undo(ctx, "undo:rule-1"); apperr.CodeOf(err) != apperr.Rejected {
+		t.Fatalf("undo of an undo: %v", err)
+	}
+	if _, err := svc.Undo(ctx, "nope"); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("undo of unknown: %v", err)
+	}
+
+	// Archive by rule, undo: unarchive; purge by rule cannot be undone.
+	a := mustApply(t, svc, receipts.Request{RequestID: "arch-r", Op: receipts.OpArchive, Filter: map[string]string{"title": "busy"}})
+	if fmt.Sprint(a.Result.AffectedIDs) != fmt.Sprint([]string{busy.ID}) {
+		t.Fatalf("archive by rule = %+v", a.Result)
+	}
+	undo(t, svc, "arch-r")
+	if archived(t, e, busy.ID) {
+		t.Fatal("undo of archive left it archived")
+	}
+	mustApply(t, svc, receipts.Request{RequestID: "purge-r", Op: receipts.OpPurge, Filter: map[string]string{"title": "mine"}})
+	if _, err := svc.Undo(ctx, "purge-r"); apperr.CodeOf(err) != apperr.Rejected || e.Exists(t, keep.ID) {
+		t.Fatalf("undo of a purge: %v", err)
+	}
+	// A rule that matches nothing changes nothing and fires nothing.
+	e.Rec.Reset()
+	none := mustApply(t, svc, receipts.Request{RequestID: "none", Op: receipts.OpDelete, Filter: map[string]string{"source": "gateway"}})
+	if none.Result.Changed || none.Result.Matched != 0 {
+		t.Fatalf("empty rule result = %+v", none.Result)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
+}
+
+func TestRuleRequestsRefuseBadInput(t *testing.T) {
+	t.Parallel()
+	_, svc := newEnv(t)
+	for _, req := range []receipts.Request{
+		{RequestID: "x1", Op: receipts.OpDelete, Filter: map[string]string{}},                                // no condition
+		{RequestID: "x2", Op: receipts.OpDelete, Filter: map[string]string{"scope": "all"}},                  // still none
+		{RequestID: "x3", Op: receipts.OpDelete, Filter: map[string]string{"messages": "lots"}},              // bad field
+		{RequestID: "x4", Op: receipts.OpArchive, Filter: map[string]string{"scope": "trash", "pinned": "1"}}, // wrong scope
+		{RequestID: "x5", Op: receipts.OpDelete, SessionIDs: []string{"a"}, Filter: map[string]string{"source": "cli"}},
+		{RequestID: "x6", Op: receipts.OpEmptyTrash, Filter: map[string]string{"source": "cli"}},
+		{RequestID: "x7", Op: receipts.OpUndo},
+	} {
+		if _, err := svc.Apply(ctx, req, nil); apperr.CodeOf(err) != apperr.Invalid {
+			t.Errorf("%+v: %v, want invalid", req, err)
+		}
+	}
+}
+
+func undo(t *testing.T, svc *receipts.Service, target string) receipts.Receipt {
+	t.Helper()
+	r, err := svc.Undo(ctx, target)
+	if err != nil {
+		t.Fatalf("undo %s: %v", target, err)
+	}
+	return r
+}
+
+func sortedIDs(ids []string) []string {
+	out := append([]string(nil), ids...)
+	sort.Strings(out)
+	return out
 }
