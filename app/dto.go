@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,16 +43,45 @@ type SessionDTO struct {
 	PurgeAfter      *time.Time `json:"purge_after,omitempty"` // in the trash only: when it goes for good
 }
 
-// ListFilter narrows Sessions.List; empty fields do not filter. Scope is
-// active (the default), archived, trash or all; the legacy Archived flag
-// means scope archived.
+// FilterDTO is the shared filter (the same fields as query parameters, in
+// JSON bodies and on the command line as --flags): empty fields do not
+// filter. See sessions.ParseRule for the syntax; bad input is an invalid
+// error naming the field.
+type FilterDTO struct {
+	Scope        string `json:"scope"`         // active (default), archived, trash, all
+	Source       string `json:"source"`        // comma list: cli, desktop, dashboard, gateway, cron, subagent, tool
+	Platform     string `json:"platform"`      // comma list; "local" for sessions without one
+	Profile      string `json:"profile"`       //
+	OlderThan    string `json:"older_than"`    // started more than D ago: 90m, 12h, 30d, 2w
+	InactiveFor  string `json:"inactive_for"`  // last activity more than D ago
+	ActiveWithin string `json:"active_within"` // last activity within D
+	Messages     string `json:"messages"`      // N, =N, <N, <=N, >N, >=N, N..M
+	Pinned       *bool  `json:"pinned"`        //
+	HasChildren  *bool  `json:"has_children"`  // delegate or branch children
+	Match        string `json:"match"`         // title or messages contain every word
+	Title        string `json:"title"`         // title contains every word
+	TrashedFor   string `json:"trashed_for"`   // scope trash: in the trash more than D
+}
+
+// ListFilter narrows Sessions.List, Count and IDs: the FilterDTO fields, a
+// page, and the legacy Archived flag (scope archived).
 type ListFilter struct {
-	Scope    string `json:"scope"`
-	Archived bool   `json:"archived"`
-	Source   string `json:"source"`
-	Profile  string `json:"profile"`
-	Limit    int    `json:"limit"`
-	Cursor   string `json:"cursor"`
+	Scope        string `json:"scope"`
+	Archived     bool   `json:"archived"`
+	Source       string `json:"source"`
+	Platform     string `json:"platform"`
+	Profile      string `json:"profile"`
+	OlderThan    string `json:"older_than"`
+	InactiveFor  string `json:"inactive_for"`
+	ActiveWithin string `json:"active_within"`
+	Messages     string `json:"messages"`
+	Pinned       *bool  `json:"pinned"`
+	HasChildren  *bool  `json:"has_children"`
+	Match        string `json:"match"`
+	Title        string `json:"title"`
+	TrashedFor   string `json:"trashed_for"`
+	Limit        int    `json:"limit"`
+	Cursor       string `json:"cursor"`
 }
 
 // PageDTO is one page of sessions; Next is empty on the last page.
@@ -94,18 +124,32 @@ type MessageDTO struct {
 	Marker      string    `json:"marker,omitempty"` // summary or stub
 }
 
-// PreviewDTO says what a delete of the requested ids would remove.
+// PreviewDTO says what an operation would change now, exactly (it is run
+// and rolled back): Count rows, cascades included, of which Cascaded were
+// neither selected nor matched; Matched is how many the rule matched (the
+// ids found, for a selection).
 type PreviewDTO struct {
 	AffectedIDs []string `json:"affected_ids"`
-	Count       int      `json:"count"`    // rows removed, cascades included
-	Cascaded    int      `json:"cascaded"` // of which not requested
+	Count       int      `json:"count"`
+	Cascaded    int      `json:"cascaded"`
+	Matched     int      `json:"matched"`
 }
 
-// BulkRequest is a delete, archive or unarchive from the UI. RequestID is
+// PreviewRequest asks what Op (default delete) would do to IDs or to the
+// sessions Filter matches.
+type PreviewRequest struct {
+	Op     string     `json:"op"`
+	IDs    []string   `json:"ids"`
+	Filter *FilterDTO `json:"filter"`
+}
+
+// BulkRequest is a delete, archive, unarchive, restore or purge from the UI,
+// of IDs or of the sessions Filter matches (one of the two). RequestID is
 // made by the UI once per user action; a retry with it replays.
 type BulkRequest struct {
-	RequestID string   `json:"request_id"`
-	IDs       []string `json:"ids"`
+	RequestID string     `json:"request_id"`
+	IDs       []string   `json:"ids"`
+	Filter    *FilterDTO `json:"filter"`
 }
 
 // OutcomeDTO is what happened to one requested id.
@@ -129,6 +173,10 @@ type ReceiptDTO struct {
 	Trashed     bool         `json:"trashed"`
 	PurgeAfter  *time.Time   `json:"purge_after"`
 	EventID     string       `json:"event_id"`
+	ResultOp    string       `json:"result_op"` // what was done: the op, or for an undo its inverse (restore, unarchive, ...)
+	Matched     int          `json:"matched"`   // sessions a rule matched (0 for ids)
+	Undoable    bool         `json:"undoable"`  // Undo(request_id) can undo it as a whole
+	Undone      bool         `json:"undone"`
 }
 
 // EmptyTrashRequest empties the trash, or only what has been there longer
@@ -275,24 +323,36 @@ func toMessage(m sessions.Message, _ int) MessageDTO {
 	return out
 }
 
-func toPreview(affected []string, requested []string) PreviewDTO {
+func toPreview(res sessions.Result) PreviewDTO {
 	req := map[string]bool{}
-	for _, id := range requested {
-		req[id] = true
+	for _, o := range res.Outcomes {
+		if o.Status != sessions.OutcomeNotFound && o.Status != sessions.OutcomeUnchanged {
+			req[o.ID] = true
+		}
 	}
 	cascaded := 0
-	for _, id := range affected {
+	for _, id := range res.AffectedIDs {
 		if !req[id] {
 			cascaded++
 		}
 	}
-	return PreviewDTO{AffectedIDs: affected, Count: len(affected), Cascaded: cascaded}
+	return PreviewDTO{AffectedIDs: nonNil(res.AffectedIDs), Count: len(res.AffectedIDs), Cascaded: cascaded, Matched: len(req)}
+}
+
+// request is a bulk request of op as the receipt path takes it.
+func (in BulkRequest) request(op string) (receipts.Request, error) {
+	req := receipts.Request{RequestID: in.RequestID, Op: op, SessionIDs: in.IDs}
+	if in.Filter != nil {
+		req.Filter = in.Filter.fields()
+	}
+	return req, nil
 }
 
 func toReceipt(r receipts.Receipt) ReceiptDTO {
 	out := ReceiptDTO{RequestID: r.RequestID, Op: r.Op, Replayed: r.Replayed, Changed: r.Result.Changed,
 		AffectedIDs: nonNil(r.Result.AffectedIDs), Outcomes: make([]OutcomeDTO, len(r.Result.Outcomes)), CreatedAt: r.CreatedAt,
-		Trashed: r.Result.Trashed, PurgeAfter: r.Result.PurgeAfter, EventID: r.Result.EventID}
+		Trashed: r.Result.Trashed, PurgeAfter: r.Result.PurgeAfter, EventID: r.Result.EventID, ResultOp: r.Result.Op,
+		Matched: r.Result.Matched, Undoable: r.Undoable, Undone: r.Undone}
 	for i, o := range r.Result.Outcomes {
 		out.Outcomes[i] = OutcomeDTO(o)
 	}
@@ -335,20 +395,43 @@ func sortEvents(evs []EventDTO) {
 	slices.SortFunc(evs, func(a, b EventDTO) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
-// backend is f as the store's filter; empty fields do not filter.
-func (f ListFilter) backend() sessions.Filter {
-	bf := sessions.Filter{Scope: f.Scope, Limit: f.Limit, Cursor: f.Cursor}
+// filter is the rule part of f.
+func (f ListFilter) filter() FilterDTO {
+	out := FilterDTO{Scope: f.Scope, Source: f.Source, Platform: f.Platform, Profile: f.Profile, OlderThan: f.OlderThan,
+		InactiveFor: f.InactiveFor, ActiveWithin: f.ActiveWithin, Messages: f.Messages, Pinned: f.Pinned, HasChildren: f.HasChildren,
+		Match: f.Match, Title: f.Title, TrashedFor: f.TrashedFor}
 	if f.Archived {
-		bf.Archived = &f.Archived
+		if out.Scope == "" {
+			out.Scope = sessions.ScopeArchived
+		} else if out.Scope != sessions.ScopeArchived {
+			out.Scope = "archived=true with scope " + out.Scope // refused by the parser, naming both
+		}
 	}
-	if f.Source != "" {
-		bf.Source = &f.Source
-	}
-	if f.Profile != "" {
-		bf.Profile = &f.Profile
-	}
-	return bf
+	return out
 }
+
+// backend is f as the store's filter.
+func (f ListFilter) backend() (sessions.Filter, error) {
+	r, err := f.filter().rule()
+	return sessions.Filter{Rule: r, Limit: f.Limit, Cursor: f.Cursor}, err
+}
+
+// fields is f by filter field name, for the one parser.
+func (f FilterDTO) fields() map[string]string {
+	b := func(p *bool) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatBool(*p)
+	}
+	return map[string]string{sessions.FieldScope: f.Scope, sessions.FieldSource: f.Source, sessions.FieldPlatform: f.Platform,
+		sessions.FieldProfile: f.Profile, sessions.FieldOlderThan: f.OlderThan, sessions.FieldInactiveFor: f.InactiveFor,
+		sessions.FieldActiveWithin: f.ActiveWithin, sessions.FieldMessages: f.Messages, sessions.FieldPinned: b(f.Pinned),
+		sessions.FieldHasChildren: b(f.HasChildren), sessions.FieldMatch: f.Match, sessions.FieldTitle: f.Title,
+		sessions.FieldTrashedFor: f.TrashedFor}
+}
+
+func (f FilterDTO) rule() (sessions.Rule, error) { return sessions.ParseRule(f.fields()) }
 
 // CountDTO is a number of sessions.
 type CountDTO struct {

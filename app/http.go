@@ -176,6 +176,15 @@ func queryInt(r *http.Request, name string) (int64, error) {
 	return n, nil
 }
 
+// queryOptBool reads an optional boolean query parameter; absent is nil.
+func queryOptBool(r *http.Request, name string) (*bool, error) {
+	if r.URL.Query().Get(name) == "" {
+		return nil, nil
+	}
+	b, err := queryBool(r, name)
+	return &b, err
+}
+
 // queryBool reads an optional boolean query parameter.
 func queryBool(r *http.Request, name string) (bool, error) {
 	s := r.URL.Query().Get(name)

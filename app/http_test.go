@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"atrium/app"
+	"atrium/backend/sessions"
 )
 
 const token = "test-token-0123456789"
@@ -178,7 +179,7 @@ func TestAPISessionsFlow(t *testing.T) {
 		t.Fatalf("transcript = %d %+v", code, msgs)
 	}
 	var pre app.PreviewDTO
-	if code := c.do("POST", "/api/sessions/preview", token, app.IDsRequest{IDs: []string{"root"}}, &pre); code != 200 || pre.Count != 3 || pre.Cascaded != 2 {
+	if code := c.do("POST", "/api/sessions/preview", token, app.PreviewRequest{IDs: []string{"root"}}, &pre); code != 200 || pre.Count != 3 || pre.Cascaded != 2 {
 		t.Fatalf("preview = %d %+v", code, pre)
 	}
 
@@ -298,5 +299,56 @@ func TestTrashOverHTTP(t *testing.T) {
 	// delete d-1, restore r-1 (one restore), purge p-1, delete d-2: three deletes, one restore.
 	if n := e.deleteEvents(t); n != 3 {
 		t.Fatalf("on_session_delete events = %d, want 3", n)
+	}
+}
+
+func TestBulkByRulePreviewAndUndoOverHTTP(t *testing.T) {
+	t.Parallel()
+	e, c := newServer(t)
+	e.mustFixture(t)
+	for i := 0; i < 3; i++ {
+		e.mustCreate(t, sessions.CreateParams{Title: "cron job", Source: "cron"})
+	}
+	f := &app.FilterDTO{Source: "cron", Messages: "<3"}
+	var pre app.PreviewDTO
+	if code := c.do("POST", "/api/sessions/preview", token, app.PreviewRequest{Op: "delete", Filter: f}, &pre); code != 200 || pre.Matched != 3 || pre.Count != 3 {
+		t.Fatalf("preview = %d %+v", code, pre)
+	}
+	if code := c.do("POST", "/api/sessions/preview", token, app.PreviewRequest{IDs: []string{"tip"}}, &pre); code != 200 || pre.Count != 3 || pre.Cascaded != 2 || pre.Matched != 1 {
+		t.Fatalf("preview of ids = %d %+v", code, pre)
+	}
+	var rc app.ReceiptDTO
+	if code := c.do("POST", "/api/sessions/delete", token, app.BulkRequest{RequestID: "rule-1", Filter: f}, &rc); code != 200 ||
+		rc.Matched != 3 || !rc.Undoable || !rc.Trashed {
+		t.Fatalf("delete by rule = %d %+v", code, rc)
+	}
+	var n app.CountDTO
+	c.do("GET", "/api/sessions/count?source=cron", token, nil, &n)
+	if n.Count != 0 {
+		t.Fatalf("cron sessions left = %d", n.Count)
+	}
+	var reqs []app.ReceiptDTO
+	if code := c.do("GET", "/api/requests", token, nil, &reqs); code != 200 || len(reqs) != 1 || !reqs[0].Undoable {
+		t.Fatalf("requests = %d %+v", code, reqs)
+	}
+	if code := c.do("POST", "/api/requests/rule-1/undo", token, nil, &rc); code != 200 || rc.ResultOp != "restore" || len(rc.AffectedIDs) != 3 {
+		t.Fatalf("undo = %d %+v", code, rc)
+	}
+	c.do("GET", "/api/sessions/count?source=cron", token, nil, &n)
+	if n.Count != 3 {
+		t.Fatalf("cron sessions after undo = %d", n.Count)
+	}
+	var bad app.ErrorDTO
+	if code := c.do("GET", "/api/sessions?messages=lots", token, nil, &bad); code != 400 || !strings.Contains(bad.Message, "messages") {
+		t.Fatalf("bad filter = %d %+v", code, bad)
+	}
+	if code := c.do("GET", "/api/sessions?sorce=cron", token, nil, &bad); code != 400 || !strings.Contains(bad.Message, "sorce") {
+		t.Fatalf("unknown parameter = %d %+v", code, bad)
+	}
+	if code := c.do("POST", "/api/sessions/delete", token, app.BulkRequest{RequestID: "rule-2", Filter: &app.FilterDTO{}}, &bad); code != 400 {
+		t.Fatalf("empty rule = %d %+v", code, bad)
+	}
+	if code := c.do("POST", "/api/requests/nope/undo", token, nil, &bad); code != 404 {
+		t.Fatalf("undo unknown = %d %+v", code, bad)
 	}
 }

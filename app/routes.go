@@ -1,11 +1,14 @@
 package app
 
-import "net/http"
+import (
+	"net/http"
+	"slices"
+	"strings"
 
-// IDsRequest names sessions for a preview.
-type IDsRequest struct {
-	IDs []string `json:"ids"`
-}
+	"atrium/backend/apperr"
+	"atrium/backend/receipts"
+	"atrium/backend/sessions"
+)
 
 // routes maps the API onto the services; each handler only decodes.
 func (h *handler) routes() {
@@ -50,52 +53,26 @@ func (h *handler) routes() {
 	h.route("GET /api/sessions/{id}/transcript", func(r *http.Request) (any, error) { return s.Transcript(r.PathValue("id")) })
 	h.route("GET /api/sessions/{id}/lineage", func(r *http.Request) (any, error) { return s.Lineage(r.PathValue("id")) })
 	h.route("GET /api/sessions/{id}/compactions", func(r *http.Request) (any, error) { return s.Compactions(r.PathValue("id")) })
-	h.mux.HandleFunc("POST /api/sessions/preview", func(w http.ResponseWriter, r *http.Request) {
-		var in IDsRequest
-		if err := decode(w, r, &in); err != nil {
-			h.write(w, nil, err)
-			return
-		}
-		v, err := s.Preview(in.IDs)
-		h.write(w, v, err)
-	})
-	h.bulk("POST /api/sessions/delete", s.Delete)
-	h.bulk("POST /api/sessions/archive", s.Archive)
-	h.bulk("POST /api/sessions/unarchive", s.Unarchive)
-	h.bulk("POST /api/sessions/restore", s.Restore)
-	h.bulk("POST /api/sessions/purge", s.Purge)
+	withBody(h, "POST /api/sessions/preview", func(_ *http.Request, in PreviewRequest) (any, error) { return s.PreviewBulk(in) })
+	for _, op := range []string{receipts.OpDelete, receipts.OpArchive, receipts.OpUnarchive, receipts.OpRestore, receipts.OpPurge} {
+		withBody(h, "POST /api/sessions/"+op, func(_ *http.Request, in BulkRequest) (any, error) { return s.Bulk(op, in) })
+	}
 	h.route("GET /api/trash", func(r *http.Request) (any, error) { return s.Trash() })
-	h.mux.HandleFunc("POST /api/trash/empty", func(w http.ResponseWriter, r *http.Request) {
-		var in EmptyTrashRequest
-		if err := decode(w, r, &in); err != nil {
-			h.write(w, nil, err)
-			return
+	withBody(h, "POST /api/trash/empty", func(_ *http.Request, in EmptyTrashRequest) (any, error) { return s.EmptyTrash(in) })
+	h.route("GET /api/requests", func(r *http.Request) (any, error) {
+		limit, err := queryInt(r, "limit")
+		if err != nil {
+			return nil, err
 		}
-		v, err := s.EmptyTrash(in)
-		h.write(w, v, err)
+		return s.Requests(int(limit))
 	})
-	h.mux.HandleFunc("POST /api/sessions/{id}/send", func(w http.ResponseWriter, r *http.Request) {
-		var in SendRequest
-		if err := decode(w, r, &in); err != nil {
-			h.write(w, nil, err)
-			return
-		}
-		v, err := s.Send(r.PathValue("id"), in.Text)
-		h.write(w, v, err)
-	})
+	h.route("POST /api/requests/{request_id}/undo", func(r *http.Request) (any, error) { return s.Undo(r.PathValue("request_id")) })
+	withBody(h, "POST /api/sessions/{id}/send", func(r *http.Request, in SendRequest) (any, error) { return s.Send(r.PathValue("id"), in.Text) })
 	h.route("GET /api/plugins", func(r *http.Request) (any, error) { return p.List() })
 	h.route("POST /api/plugins/reload", func(r *http.Request) (any, error) { return p.Reload() })
 	h.route("POST /api/plugins/{name}/enable", func(r *http.Request) (any, error) { return p.Enable(r.PathValue("name")) })
 	h.route("POST /api/plugins/{name}/disable", func(r *http.Request) (any, error) { return p.Disable(r.PathValue("name")) })
-	h.mux.HandleFunc("POST /api/plugins/install", func(w http.ResponseWriter, r *http.Request) {
-		var in InstallRequest
-		if err := decode(w, r, &in); err != nil {
-			h.write(w, nil, err)
-			return
-		}
-		v, err := p.Install(in)
-		h.write(w, v, err)
-	})
+	withBody(h, "POST /api/plugins/install", func(_ *http.Request, in InstallRequest) (any, error) { return p.Install(in) })
 	h.route("POST /api/plugins/{name}/open", func(r *http.Request) (any, error) { return p.Open(r.PathValue("name")) })
 	h.route("DELETE /api/plugins/{name}", func(r *http.Request) (any, error) {
 		return map[string]string{"removed": r.PathValue("name")}, p.Remove(r.PathValue("name"))
@@ -114,32 +91,29 @@ func (h *handler) routes() {
 	h.route("GET /api/info", func(r *http.Request) (any, error) { return h.a.Settings.Info(), nil })
 	h.route("GET /api/settings", func(r *http.Request) (any, error) { return h.a.Settings.Get() })
 	h.route("POST /api/ready", func(r *http.Request) (any, error) { h.a.Settings.Ready(); return map[string]bool{"ok": true}, nil })
-	h.mux.HandleFunc("PUT /api/settings", func(w http.ResponseWriter, r *http.Request) {
-		var in SettingsDTO
-		if err := decode(w, r, &in); err != nil {
-			h.write(w, nil, err)
-			return
-		}
-		v, err := h.a.Settings.Set(in)
-		h.write(w, v, err)
-	})
+	withBody(h, "PUT /api/settings", func(_ *http.Request, in SettingsDTO) (any, error) { return h.a.Settings.Set(in) })
 }
 
-// bulk registers a receipt-backed operation.
-func (h *handler) bulk(pattern string, op func(requestID string, ids []string) (ReceiptDTO, error)) {
+// withBody registers a JSON endpoint whose body is decoded into T (unknown
+// fields refused) before fn runs.
+func withBody[T any](h *handler, pattern string, fn func(r *http.Request, in T) (any, error)) {
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		var in BulkRequest
+		var in T
 		if err := decode(w, r, &in); err != nil {
 			h.write(w, nil, err)
 			return
 		}
-		v, err := op(in.RequestID, in.IDs)
+		v, err := fn(r, in)
 		h.write(w, v, err)
 	})
 }
 
-// listFilter reads a ListFilter from the query string.
-func listFilter(r *http.Request) (ListFilter, error) {
+// listFilter reads a ListFilter from the query string; a parameter it does
+// not know is refused, so a typo never silently widens a filter.
+func listFilter(r *http.Request, extra ...string) (ListFilter, error) {
+	if err := knownParams(r, append(extra, "archived", "limit", "cursor")...); err != nil {
+		return ListFilter{}, err
+	}
 	archived, err := queryBool(r, "archived")
 	if err != nil {
 		return ListFilter{}, err
@@ -148,6 +122,29 @@ func listFilter(r *http.Request) (ListFilter, error) {
 	if err != nil {
 		return ListFilter{}, err
 	}
+	pinned, err := queryOptBool(r, sessions.FieldPinned)
+	if err != nil {
+		return ListFilter{}, err
+	}
+	children, err := queryOptBool(r, sessions.FieldHasChildren)
+	if err != nil {
+		return ListFilter{}, err
+	}
 	q := r.URL.Query()
-	return ListFilter{Scope: q.Get("scope"), Archived: archived, Source: q.Get("source"), Profile: q.Get("profile"), Limit: int(limit), Cursor: q.Get("cursor")}, nil
+	return ListFilter{Scope: q.Get(sessions.FieldScope), Archived: archived, Source: q.Get(sessions.FieldSource),
+		Platform: q.Get(sessions.FieldPlatform), Profile: q.Get(sessions.FieldProfile), OlderThan: q.Get(sessions.FieldOlderThan),
+		InactiveFor: q.Get(sessions.FieldInactiveFor), ActiveWithin: q.Get(sessions.FieldActiveWithin),
+		Messages: q.Get(sessions.FieldMessages), Pinned: pinned, HasChildren: children, Match: q.Get(sessions.FieldMatch),
+		Title: q.Get(sessions.FieldTitle), TrashedFor: q.Get(sessions.FieldTrashedFor), Limit: int(limit), Cursor: q.Get("cursor")}, nil
+}
+
+// knownParams refuses a query parameter that is neither a filter field nor
+// one of extra.
+func knownParams(r *http.Request, extra ...string) error {
+	for k := range r.URL.Query() {
+		if !slices.Contains(sessions.RuleFields, k) && !slices.Contains(extra, k) {
+			return apperr.New(apperr.Invalid, "unknown query parameter %q (filter fields: %s)", k, strings.Join(sessions.RuleFields, ", "))
+		}
+	}
+	return nil
 }

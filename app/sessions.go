@@ -35,7 +35,11 @@ func NewSessions(ctx context.Context, st *stack.Stack, loop *turns.Loop, platfor
 func (s *Sessions) List(f ListFilter) (PageDTO, error) {
 	ctx, cancel := s.with(readTimeout)
 	defer cancel()
-	p, err := s.st.Sessions.List(ctx, f.backend())
+	bf, err := f.backend()
+	if err != nil {
+		return PageDTO{}, err
+	}
+	p, err := s.st.Sessions.List(ctx, bf)
 	if err != nil {
 		return PageDTO{}, err
 	}
@@ -46,7 +50,11 @@ func (s *Sessions) List(f ListFilter) (PageDTO, error) {
 func (s *Sessions) Count(f ListFilter) (CountDTO, error) {
 	ctx, cancel := s.with(readTimeout)
 	defer cancel()
-	n, err := s.st.Sessions.Count(ctx, f.backend())
+	bf, err := f.backend()
+	if err != nil {
+		return CountDTO{}, err
+	}
+	n, err := s.st.Sessions.Count(ctx, bf)
 	return CountDTO{Count: n}, err
 }
 
@@ -55,7 +63,11 @@ func (s *Sessions) Count(f ListFilter) (CountDTO, error) {
 func (s *Sessions) IDs(f ListFilter) ([]string, error) {
 	ctx, cancel := s.with(readTimeout)
 	defer cancel()
-	return s.st.Sessions.IDs(ctx, f.backend())
+	bf, err := f.backend()
+	if err != nil {
+		return nil, err
+	}
+	return s.st.Sessions.IDs(ctx, bf)
 }
 
 // Facets returns the sources and profiles the list can be filtered by.
@@ -147,13 +159,53 @@ func (s *Sessions) Compactions(id string) ([]CompactionDTO, error) {
 
 // Preview says how many rows deleting ids would remove, cascades included.
 func (s *Sessions) Preview(ids []string) (PreviewDTO, error) {
+	return s.PreviewBulk(PreviewRequest{IDs: ids})
+}
+
+// PreviewBulk says exactly what an operation on ids or on a filter would
+// change now (the dry run of Bulk): nothing is changed, nothing fires.
+func (s *Sessions) PreviewBulk(in PreviewRequest) (PreviewDTO, error) {
 	ctx, cancel := s.with(readTimeout)
 	defer cancel()
-	affected, err := s.st.Sessions.DeletePreview(ctx, ids)
+	op := in.Op
+	if op == "" {
+		op = receipts.OpDelete
+	}
+	req, _ := BulkRequest{IDs: in.IDs, Filter: in.Filter}.request(op)
+	res, err := s.st.Receipts.Preview(ctx, req)
 	if err != nil {
 		return PreviewDTO{}, err
 	}
-	return toPreview(affected, ids), nil
+	return toPreview(res), nil
+}
+
+// Bulk runs op (delete, archive, unarchive, restore, purge) on the ids or on
+// the sessions the filter matches, in one transaction, through a receipt:
+// one event, undoable as a whole (Undo).
+func (s *Sessions) Bulk(op string, in BulkRequest) (ReceiptDTO, error) {
+	req, err := in.request(op)
+	if err != nil {
+		return ReceiptDTO{}, err
+	}
+	return s.run(req)
+}
+
+// Undo undoes a request as a whole (a delete restored from the trash, an
+// archive unarchived, ...). A retried undo replays.
+func (s *Sessions) Undo(requestID string) (ReceiptDTO, error) {
+	return s.run(receipts.Request{RequestID: receipts.UndoPrefix + requestID, Op: receipts.OpUndo, Target: requestID})
+}
+
+// Requests are the remembered requests, newest first, with whether each can
+// still be undone (the activity panel).
+func (s *Sessions) Requests(limit int) ([]ReceiptDTO, error) {
+	ctx, cancel := s.with(readTimeout)
+	defer cancel()
+	rs, err := s.st.Receipts.Recent(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	return lo.Map(rs, func(r receipts.Receipt, _ int) ReceiptDTO { return toReceipt(r) }), nil
 }
 
 // Delete moves sessions to the trash (or deletes them at once with
