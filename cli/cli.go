@@ -166,6 +166,7 @@ var firesHooks = map[string][]string{
 	"atrium sessions unarchive":      {hooks.OnSessionRestore},
 	"atrium sessions trash restore":  {hooks.OnSessionRestore},
 	"atrium sessions trash empty":    {hooks.OnSessionDelete},
+	"atrium sessions undo":           {hooks.OnSessionDelete, hooks.OnSessionRestore},
 	"atrium sessions sweep-empty":    {hooks.OnSessionDelete},
 	"atrium sessions prune":          {hooks.OnSessionDelete},
 	"atrium sessions prune-ghosts":   {hooks.OnSessionDelete},

@@ -31,7 +31,7 @@ func (r *runner) sessionsCmd() *cobra.Command {
 			func(ctx context.Context, st *stack.Stack, p sessions.Progress) (sessions.Result, error) {
 				return st.Sessions.PruneGhosts(ctx, p)
 			}),
-		r.pruneCmd(), r.moveCmd(), r.repairCmd(), r.trashCmd())
+		r.pruneCmd(), r.moveCmd(), r.repairCmd(), r.trashCmd(), r.undoCmd(), r.requestsCmd())
 	return c
 }
 
@@ -94,20 +94,29 @@ func clip(s string, n int) string {
 
 func (r *runner) listCmd() *cobra.Command {
 	var archived bool
-	var source, ofProfile, cursor string
+	var cursor string
 	var limit int
+	var rf *ruleFlags
 	c := &cobra.Command{
-		Use:   "list",
-		Short: "List sessions, newest activity first",
+		Use:   "list [filter flags]",
+		Short: "List sessions, newest activity first (in the trash: newest deletion first)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := sessions.Filter{Archived: &archived, Limit: limit, Cursor: cursor}
-			if cmd.Flags().Changed("source") {
-				f.Source = &source
+			fields := rf.fields()
+			if archived {
+				if fields == nil {
+					fields = map[string]string{}
+				}
+				if sc := fields[sessions.FieldScope]; sc != "" && sc != sessions.ScopeArchived {
+					return usageError{fmt.Errorf("--archived contradicts --scope %s", sc)}
+				}
+				fields[sessions.FieldScope] = sessions.ScopeArchived
 			}
-			if cmd.Flags().Changed("of-profile") {
-				f.Profile = &ofProfile
+			rule, err := sessions.ParseRule(fields)
+			if err != nil {
+				return err
 			}
+			f := sessions.Filter{Rule: rule, Limit: limit, Cursor: cursor}
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
 				page, err := st.Sessions.List(ctx, f)
 				if err != nil {
@@ -123,11 +132,10 @@ func (r *runner) listCmd() *cobra.Command {
 		},
 	}
 	fl := c.Flags()
-	fl.BoolVar(&archived, "archived", false, "list archived sessions instead of active ones")
-	fl.StringVar(&source, "source", "", "only this source")
-	fl.StringVar(&ofProfile, "of-profile", "", "only sessions owned by this profile")
+	fl.BoolVar(&archived, "archived", false, "list archived sessions instead of active ones (--scope archived)")
 	fl.IntVar(&limit, "limit", 50, "page size (at most 1000)")
 	fl.StringVar(&cursor, "cursor", "", "continue after a previous page")
+	rf = addRuleFlags(c)
 	return c
 }
 
@@ -335,17 +343,30 @@ func (r *runner) confirm(cmd *cobra.Command, yes bool, question string) error {
 
 func (r *runner) deleteCmd() *cobra.Command {
 	var requestID string
-	var ifEmpty, now, yes bool
+	var ifEmpty, now, yes, dryRun bool
+	var rf *ruleFlags
 	c := &cobra.Command{
-		Use:   "delete ID...",
+		Use:   "delete ID... | delete [filter flags] [--dry-run]",
 		Short: "Move sessions (with their compression chains and delegate children) to the trash; fires on_session_delete once",
 		Long: "Move sessions, with their compression chains and delegate children, to the trash: out of every list and\n" +
 			"search, restorable with `sessions trash restore` for sessions.trash_days (default 30), then purged.\n" +
-			"--now deletes for good at once (it asks on a terminal; --yes for scripts).",
-		Args: minArgs(1),
+			"--now deletes for good at once (it asks on a terminal; --yes for scripts).\n" +
+			"Filter flags take the place of ids (bulk by rule): the count and the cascade are printed first,\n" +
+			"--dry-run stops there, and the whole runs as one transaction that `sessions undo REQUEST_ID` undoes.",
+		Args: idsOrRule(&rf),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if ifEmpty && (len(args) != 1 || requestID != "" || now) {
 				return usageError{fmt.Errorf("--if-empty takes exactly one session id and no --request-id or --now")}
+			}
+			if fields := rf.fields(); fields != nil {
+				op := receipts.OpDelete
+				if now {
+					op = receipts.OpPurge
+				}
+				return r.byRule(cmd, ruleRun{op: op, fields: fields, dryRun: dryRun, requestID: requestID, yes: yes})
+			}
+			if dryRun {
+				return r.previewIDs(cmd, receipts.OpDelete, args)
 			}
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
 				if ifEmpty {
@@ -385,7 +406,37 @@ func (r *runner) deleteCmd() *cobra.Command {
 	c.Flags().BoolVar(&ifEmpty, "if-empty", false, "delete only if the session has no messages and no children (exits 5 otherwise)")
 	c.Flags().BoolVar(&now, "now", false, "delete for good at once, skipping the trash (asks on a terminal)")
 	c.Flags().BoolVar(&yes, "yes", false, "do not ask (for scripts)")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would go (count, cascade, ids) and change nothing")
+	rf = addRuleFlags(c)
 	return c
+}
+
+// idsOrRule accepts session ids or filter flags, one of the two.
+func idsOrRule(rf **ruleFlags) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		has := (*rf).fields() != nil
+		switch {
+		case has && len(args) > 0:
+			return usageError{fmt.Errorf("%s takes session ids or filter flags, not both", cmd.CommandPath())}
+		case !has && len(args) == 0:
+			return usageError{fmt.Errorf("%s needs session ids or filter flags (see --help)", cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// previewIDs is --dry-run for ids: what op would change, exactly.
+func (r *runner) previewIDs(cmd *cobra.Command, op string, ids []string) error {
+	return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+		res, err := st.Receipts.Preview(ctx, receipts.Request{Op: op, SessionIDs: ids})
+		if err != nil {
+			return err
+		}
+		p := toPreviewOut(res)
+		return r.print(p, func(w io.Writer) {
+			fmt.Fprintf(w, "%d session(s) would be %s (%d cascaded)\ndry run: nothing changed\n", p.Count, opWord(op, res), p.Cascaded)
+		})
+	})
 }
 
 func (r *runner) trashCmd() *cobra.Command {
@@ -398,7 +449,7 @@ func (r *runner) trashCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
-				page, err := st.Sessions.List(ctx, sessions.Filter{Scope: sessions.ScopeTrash, Limit: limit, Cursor: cursor})
+				page, err := st.Sessions.List(ctx, sessions.Filter{Rule: sessions.Rule{Scope: sessions.ScopeTrash}, Limit: limit, Cursor: cursor})
 				if err != nil {
 					return err
 				}
@@ -495,15 +546,23 @@ func (r *runner) trashCmd() *cobra.Command {
 
 func (r *runner) archiveCmd(archive bool) *cobra.Command {
 	var requestID string
-	use, short, op := "archive ID...", "Archive sessions with their compression lineage; fires on_session_delete (archive) for real transitions", receipts.OpArchive
+	var dryRun bool
+	var rf *ruleFlags
+	use, short, op := "archive ID... | archive [filter flags] [--dry-run]", "Archive sessions with their compression lineage; fires on_session_delete (archive) for real transitions", receipts.OpArchive
 	if !archive {
-		use, short, op = "unarchive ID...", "Unarchive sessions with their compression lineage; fires on_session_restore (archive) for real transitions", receipts.OpUnarchive
+		use, short, op = "unarchive ID... | unarchive [filter flags] [--dry-run]", "Unarchive sessions with their compression lineage; fires on_session_restore (archive) for real transitions", receipts.OpUnarchive
 	}
 	c := &cobra.Command{
 		Use:   use,
 		Short: short,
-		Args:  minArgs(1),
+		Args:  idsOrRule(&rf),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if fields := rf.fields(); fields != nil {
+				return r.byRule(cmd, ruleRun{op: op, fields: fields, dryRun: dryRun, requestID: requestID})
+			}
+			if dryRun {
+				return r.previewIDs(cmd, op, args)
+			}
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
 				if requestID != "" {
 					rc, err := st.Receipts.Apply(ctx, receipts.Request{RequestID: requestID, Op: op, SessionIDs: args}, nil)
@@ -527,6 +586,8 @@ func (r *runner) archiveCmd(archive bool) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&requestID, "request-id", "", "go through the idempotent receipt path with this request id")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change (count, cascade, ids) and change nothing")
+	rf = addRuleFlags(c, sessions.FieldTrashedFor)
 	return c
 }
 

@@ -95,3 +95,59 @@ func TestDeleteIfEmptyRefusesASessionWithMessages(t *testing.T) {
 		t.Fatal("a kept session fired a delete")
 	}
 }
+
+func TestBulkByRuleDryRunAndUndoFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	var cron []string
+	for i := 0; i < 3; i++ {
+		cron = append(cron, create(t, home, "--title", "nightly", "--source", "cron"))
+	}
+	create(t, home, "--parent", cron[0], "--relation", "delegate", "--title", "step")
+	keep := create(t, home, "--title", "mine")
+	var p struct {
+		Count    int      `json:"count"`
+		Cascaded int      `json:"cascaded"`
+		IDs      []string `json:"ids"`
+	}
+	mustJSON(t, atrium(t, home, "sessions", "delete", "--source", "cron", "--messages", "<3", "--dry-run", "--json"), &p)
+	if p.Count != 4 || p.Cascaded != 1 || len(p.IDs) != 4 {
+		t.Fatalf("dry run = %+v", p)
+	}
+	if len(events(t, home)) != 0 {
+		t.Fatal("the dry run fired")
+	}
+	r := atrium(t, home, "sessions", "delete", "--source", "cron", "--messages", "<3", "--request-id", "clean-1")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "3 session(s) match; with their compression chains and subagents 4 would be moved to the trash (1 cascaded)") ||
+		!strings.Contains(r.stdout, "undo it with: atrium sessions undo clean-1") {
+		t.Fatalf("delete by rule: %+v", r)
+	}
+	if evs := events(t, home); len(evs) != 1 || len(evs[0].Payload.DeletedIDs) != 4 {
+		t.Fatalf("events = %+v", evs)
+	}
+	if r := atrium(t, home, "sessions", "requests"); r.code != 0 || !strings.Contains(r.stdout, "atrium sessions undo clean-1") {
+		t.Fatalf("requests: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "undo", "clean-1"); r.code != 0 || !strings.Contains(r.stdout, "restored 4 session(s)") {
+		t.Fatalf("undo: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "undo", "clean-1"); r.code != 0 || !strings.Contains(r.stdout, "already applied") {
+		t.Fatalf("second undo: %+v", r)
+	}
+	if len(restoreEvents(t, home)) != 1 {
+		t.Fatal("undo fired more than once")
+	}
+	// Ids and filter flags do not mix; bad filter input names the field.
+	if r := atrium(t, home, "sessions", "delete", keep, "--source", "cli"); r.code != 2 {
+		t.Fatalf("ids and filter: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "delete", "--messages", "few"); r.code != 2 || !strings.Contains(r.stderr, "messages") {
+		t.Fatalf("bad filter: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "archive", "--scope", "all"); r.code != 2 || !strings.Contains(r.stderr, "at least one condition") {
+		t.Fatalf("empty rule: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "list", "--source", "cron", "--messages", "0"); r.code != 0 || strings.Count(r.stdout, "nightly") != 3 {
+		t.Fatalf("list with a filter: %+v", r)
+	}
+}
