@@ -281,6 +281,10 @@ func (e *Engine) commit(ctx context.Context, sess sessions.Session, p plan, res 
 				return err
 			}
 			res.SessionID, res.OldSessionID = target, sess.ID
+			if err := e.sessions.RecordRotationTx(ctx, tx, sessions.Rotation{SessionID: target, FromSessionID: sess.ID,
+				Kind: res.Kind, Reason: res.Reason, BeforeTokens: int64p(res.BeforeTokens), AfterTokens: int64p(res.AfterTokens)}); err != nil {
+				return err
+			}
 		} else {
 			n, err := e.sessions.DeactivateTx(ctx, tx, sess.ID, ids(p.replaced))
 			if err != nil {
@@ -306,6 +310,14 @@ func (e *Engine) commit(ctx context.Context, sess sessions.Session, p plan, res 
 		res.Changed, res.EventID = true, ev.ID
 		return nil
 	})
+}
+
+func int64p(p *int) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := int64(*p)
+	return &v
 }
 
 func changedUnderneath(id string) error {

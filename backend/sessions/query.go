@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/samber/lo"
 	"gorm.io/gorm"
 
 	"atrium/backend/apperr"
@@ -206,18 +207,23 @@ func decodeCursor(s string) (cursor, error) {
 	return c, nil
 }
 
-// Hit is one search result: a session and, when a message matched, the
-// newest matching message.
+// Hit is one search result: a conversation, where it lives, and the
+// newest message of it that matched (or its title), with the ranges that
+// match in the snippet and in the title.
 type Hit struct {
-	Session   Session `json:"session"`
-	MessageID int64   `json:"message_id,omitempty"`
-	Snippet   string  `json:"snippet"`
-	InTitle   bool    `json:"in_title"`
+	Session        Session `json:"session"`         // the part the match is in
+	ConversationID string  `json:"conversation_id"` // the newest part of its conversation: what to open
+	Where          string  `json:"where"`           // active, archived or trash
+	MessageID      int64   `json:"message_id,omitempty"`
+	Snippet        string  `json:"snippet"`
+	SnippetRanges  []Range `json:"snippet_ranges"` // byte ranges of Snippet
+	TitleRanges    []Range `json:"title_ranges"`   // byte ranges of Session.Title
+	InTitle        bool    `json:"in_title"`
 }
 
 // SearchOptions narrow Search.
 type SearchOptions struct {
-	Limit    int    // sessions, default 20
+	Limit    int    // conversations, default 20
 	Scope    string // a scope; "" is ScopeAll unless Archived says otherwise
 	Archived *bool  // legacy: true is ScopeArchived, false ScopeActive
 }
@@ -244,8 +250,10 @@ func ftsQuery(q string) (string, error) {
 	return strings.Join(parts, " "), nil
 }
 
-// Search finds sessions whose title or messages contain every word of q,
-// sessions with the newest matching message first, title matches after.
+// Search finds conversations whose title or messages contain every word of
+// q: the newest matching message of each first, title matches after. A
+// compression chain is one conversation (one hit, the match in whichever
+// part it is).
 func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit, error) {
 	match, err := ftsQuery(q)
 	if err != nil {
@@ -268,36 +276,35 @@ func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit,
 	if err := validateOneOf("search scope", sc, Scopes); err != nil {
 		return nil, err
 	}
-	arch := ` AND ` + scopeWhere(sc, "s")
-	var archArgs []any
+	scope := ` AND ` + scopeWhere(sc, "s")
 	g := s.db.Read.WithContext(ctx)
-	// The newest matching message of each matching session: walk the index
-	// newest first and stop at the limit-th distinct session, instead of
-	// joining every match (a common word matches thousands).
+	// The newest matching message of each conversation: walk the index
+	// newest first and stop at the limit-th distinct conversation, instead
+	// of joining every match (a common word matches thousands).
 	type mrow struct {
 		MID       int64
 		SessionID string
+		Key       string
 		Content   string
 	}
 	var mrows []mrow
-	args := append([]any{match}, archArgs...)
-	cur, err := g.Raw(`SELECT m.id, m.session_id, m.content
+	cur, err := g.Raw(`SELECT m.id, m.session_id, COALESCE(s.chain_root, s.id), m.content
 		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
-		WHERE messages_fts MATCH ?`+arch+` ORDER BY f.rowid DESC`, args...).Rows()
+		WHERE messages_fts MATCH ?`+scope+` ORDER BY f.rowid DESC`, match).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("search messages: %w", err)
 	}
 	found := map[string]bool{}
 	for cur.Next() {
 		var r mrow
-		if err := cur.Scan(&r.MID, &r.SessionID, &r.Content); err != nil {
+		if err := cur.Scan(&r.MID, &r.SessionID, &r.Key, &r.Content); err != nil {
 			cur.Close()
 			return nil, fmt.Errorf("search messages: %w", err)
 		}
-		if found[r.SessionID] {
+		if found[r.Key] {
 			continue
 		}
-		found[r.SessionID] = true
+		found[r.Key] = true
 		mrows = append(mrows, r)
 		if len(mrows) == limit {
 			break
@@ -306,79 +313,61 @@ func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit,
 	if err := cur.Close(); err != nil {
 		return nil, err
 	}
-	var titleIDs []string
-	args = append([]any{match}, archArgs...)
-	args = append(args, limit)
-	if err := g.Raw(`SELECT s.id FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
-		WHERE sessions_fts MATCH ?`+arch+` ORDER BY s.last_activity_at DESC LIMIT ?`, args...).Scan(&titleIDs).Error; err != nil {
+	var titled []struct{ ID, Key string }
+	if err := g.Raw(`SELECT s.id, COALESCE(s.chain_root, s.id) AS key FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
+		WHERE sessions_fts MATCH ?`+scope+` ORDER BY s.last_activity_at DESC LIMIT ?`, match, limit).Scan(&titled).Error; err != nil {
 		return nil, fmt.Errorf("search titles: %w", err)
 	}
-	var hits []Hit
-	seen := map[string]int{}
+	hits := []Hit{}
+	byKey := map[string]int{}
 	for _, m := range mrows {
-		seen[m.SessionID] = len(hits)
-		hits = append(hits, Hit{Session: Session{ID: m.SessionID}, MessageID: m.MID, Snippet: snippet(m.Content, q)})
+		byKey[m.Key] = len(hits)
+		snip, ranges := snippetAround(m.Content, q, 160)
+		hits = append(hits, Hit{Session: Session{ID: m.SessionID}, ConversationID: m.Key, MessageID: m.MID, Snippet: snip, SnippetRanges: ranges})
 	}
-	for _, id := range titleIDs {
-		if i, ok := seen[id]; ok {
+	for _, t := range titled {
+		if i, ok := byKey[t.Key]; ok {
 			hits[i].InTitle = true
 			continue
 		}
 		if len(hits) >= limit {
 			break
 		}
-		seen[id] = len(hits)
-		hits = append(hits, Hit{Session: Session{ID: id}, InTitle: true})
-	}
-	if len(hits) > limit {
-		hits = hits[:limit]
+		byKey[t.Key] = len(hits)
+		hits = append(hits, Hit{Session: Session{ID: t.ID}, ConversationID: t.Key, InTitle: true})
 	}
 	if len(hits) == 0 {
-		return []Hit{}, nil
+		return hits, nil
 	}
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		ids[i] = h.Session.ID
-	}
+	ids := lo.Map(hits, func(h Hit, _ int) string { return h.Session.ID })
 	var rows []Session
-	if err := g.Raw(`SELECT * FROM sessions WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
+	if err := g.Raw(`SELECT * FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
-	for _, r := range rows {
-		h := &hits[seen[r.ID]]
-		h.Session = r
+	keys := lo.Keys(byKey)
+	var tips []struct{ Key, ID string }
+	if err := g.Raw(`SELECT COALESCE(x.chain_root, x.id) AS key, x.id FROM sessions x
+		WHERE (x.id IN (SELECT value FROM json_each(?)) OR x.chain_root IN (SELECT value FROM json_each(?)))
+		AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = x.id AND c.relation = 'compression')`,
+		jsonArray(keys), jsonArray(keys)).Scan(&tips).Error; err != nil {
+		return nil, err
+	}
+	tipOf := lo.SliceToMap(tips, func(t struct{ Key, ID string }) (string, string) { return t.Key, t.ID })
+	rowOf := lo.KeyBy(rows, func(r Session) string { return r.ID })
+	for i := range hits {
+		h := &hits[i]
+		h.Session = rowOf[h.Session.ID]
+		h.Where = h.Session.Where()
+		if tip, ok := tipOf[h.ConversationID]; ok {
+			h.ConversationID = tip
+		}
+		h.TitleRanges = Highlights(h.Session.Title, q)
 		if h.Snippet == "" {
-			h.Snippet = r.Title
+			h.Snippet, h.SnippetRanges = h.Session.Title, h.TitleRanges
+		}
+		if h.SnippetRanges == nil {
+			h.SnippetRanges = []Range{}
 		}
 	}
 	return hits, nil
-}
-
-// snippet cuts ~120 characters of text around the first query word.
-func snippet(text, q string) string {
-	lower := strings.ToLower(text)
-	pos := -1
-	for _, w := range strings.Fields(strings.ToLower(q)) {
-		if i := strings.Index(lower, strings.Trim(w, `"*`)); i >= 0 {
-			pos = i
-			break
-		}
-	}
-	r := []rune(text)
-	if len(r) <= 120 {
-		return text
-	}
-	start := 0
-	if pos > 40 {
-		start = len([]rune(text[:pos])) - 40
-	}
-	end := min(start+120, len(r))
-	out := string(r[start:end])
-	if start > 0 {
-		out = "…" + out
-	}
-	if end < len(r) {
-		out += "…"
-	}
-	return out
 }

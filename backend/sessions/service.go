@@ -99,8 +99,9 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Session, error) {
 	} else if err := ValidateID(p.ID); err != nil {
 		return Session{}, err
 	}
-	if strings.ContainsAny(p.Title, "\x00") {
-		return Session{}, apperr.New(apperr.Invalid, "title contains a NUL byte")
+	p.Title = strings.TrimSpace(p.Title)
+	if err := validateTitle(p.Title); err != nil {
+		return Session{}, err
 	}
 	switch {
 	case p.ParentID == "" && p.Relation != "":
