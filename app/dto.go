@@ -98,12 +98,18 @@ type SearchRequest struct {
 	Limit int    `json:"limit"`
 }
 
-// HitDTO is one search result.
+// HitDTO is one search result: a conversation (open ConversationID, then
+// scroll to MessageID), where it lives, and the ranges of Snippet and of
+// Session.Title that match (UTF-16 offsets).
 type HitDTO struct {
-	Session   SessionDTO `json:"session"`
-	MessageID int64      `json:"message_id,omitempty"`
-	Snippet   string     `json:"snippet"`
-	InTitle   bool       `json:"in_title"`
+	Session           SessionDTO `json:"session"`
+	ConversationID    string     `json:"conversation_id"`
+	Where             string     `json:"where"`
+	MessageID         int64      `json:"message_id,omitempty"`
+	Snippet           string     `json:"snippet"`
+	SnippetHighlights []RangeDTO `json:"snippet_highlights"`
+	TitleHighlights   []RangeDTO `json:"title_highlights"`
+	InTitle           bool       `json:"in_title"`
 }
 
 // Compaction markers of a transcript message.
@@ -309,7 +315,9 @@ func toSessions(rows []sessions.Session, trashDays int) []SessionDTO {
 }
 
 func toHit(h sessions.Hit, trashDays int) HitDTO {
-	return HitDTO{Session: toSession(h.Session, trashDays), MessageID: h.MessageID, Snippet: h.Snippet, InTitle: h.InTitle}
+	return HitDTO{Session: toSession(h.Session, trashDays), ConversationID: h.ConversationID, Where: h.Where, MessageID: h.MessageID,
+		Snippet: h.Snippet, SnippetHighlights: utf16Ranges(h.Snippet, h.SnippetRanges), TitleHighlights: utf16Ranges(h.Session.Title, h.TitleRanges),
+		InTitle: h.InTitle}
 }
 
 func toMessage(m sessions.Message, _ int) MessageDTO {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"atrium/app"
 	"atrium/backend/sessions"
@@ -350,5 +351,78 @@ func TestBulkByRulePreviewAndUndoOverHTTP(t *testing.T) {
 	}
 	if code := c.do("POST", "/api/requests/nope/undo", token, nil, &bad); code != 404 {
 		t.Fatalf("undo unknown = %d %+v", code, bad)
+	}
+}
+
+func TestConversationsOverHTTP(t *testing.T) {
+	t.Parallel()
+	e, c := newServer(t)
+	e.mustFixture(t) // root -> tip (compression), child (delegate of tip), other
+	e.mustAppend(t, "root", "user", "Le café où l'on parle de pélicans")
+	var page app.ConversationPageDTO
+	if code := c.do("GET", "/api/conversations", token, nil, &page); code != 200 || len(page.Rows) != 2 {
+		t.Fatalf("conversations = %d %+v", code, page)
+	}
+	var chainRow app.ConversationDTO
+	for _, r := range page.Rows {
+		if r.Session.ID == "tip" {
+			chainRow = r
+		}
+	}
+	if chainRow.Parts != 2 || chainRow.Subagents != 1 || chainRow.TotalMessages != 4 || strings.Join(chainRow.ChainIDs, ",") != "root,tip" {
+		t.Fatalf("chain row = %+v", chainRow)
+	}
+	if code := c.do("GET", "/api/conversations?subagents=true", token, nil, &page); code != 200 || len(page.Rows) != 3 {
+		t.Fatalf("with subagents = %d %d rows", code, len(page.Rows))
+	}
+	var n app.CountDTO
+	if c.do("GET", "/api/conversations/count?match=pelican", token, nil, &n); n.Count != 1 {
+		t.Fatalf("count matching = %+v", n)
+	}
+	var subs []app.ConversationDTO
+	if code := c.do("GET", "/api/sessions/root/subagents", token, nil, &subs); code != 200 || len(subs) != 1 || subs[0].Session.ID != "child" {
+		t.Fatalf("subagents = %d %+v", code, subs)
+	}
+	var ch app.ChainDTO
+	if code := c.do("GET", "/api/sessions/root/conversation?highlight=pelicans", token, nil, &ch); code != 200 || ch.ID != "tip" ||
+		len(ch.Parts) != 2 || ch.Items[1].Kind != "divider" || ch.Items[1].Divider.Text != "Part 2 of 2" {
+		t.Fatalf("conversation = %d %+v", code, ch)
+	}
+	var marked []string
+	for _, it := range ch.Items {
+		if it.Kind == "message" {
+			u := utf16.Encode([]rune(it.Message.Content))
+			for _, h := range it.Highlights {
+				marked = append(marked, string(utf16.Decode(u[h.Start:h.End])))
+			}
+		}
+	}
+	if strings.Join(marked, "|") != "pélicans|pelicans|pelicans" {
+		t.Fatalf("highlighted = %q", marked)
+	}
+	var hits []app.HitDTO
+	if code := c.do("GET", "/api/sessions/search?q=caf%C3%A9&scope=all", token, nil, &hits); code != 200 || len(hits) != 1 ||
+		hits[0].ConversationID != "tip" || hits[0].Where != "active" || len(hits[0].SnippetHighlights) != 1 {
+		t.Fatalf("search = %d %+v", code, hits)
+	}
+	var s app.SessionDTO
+	if code := c.do("POST", "/api/sessions", token, app.CreateRequest{Title: "Fresh start"}, &s); code != 200 || s.Source != "dashboard" || s.Title != "Fresh start" {
+		t.Fatalf("create = %d %+v", code, s)
+	}
+	if code := c.do("POST", "/api/sessions/"+s.ID+"/rename", token, app.RenameRequest{Title: "Renamed"}, &s); code != 200 || s.Title != "Renamed" {
+		t.Fatalf("rename = %d %+v", code, s)
+	}
+	if code := c.do("POST", "/api/sessions/"+s.ID+"/pin", token, app.PinRequest{Pinned: true}, &s); code != 200 || !s.Pinned {
+		t.Fatalf("pin = %d %+v", code, s)
+	}
+	var ex app.ExportDTO
+	if code := c.do("GET", "/api/sessions/tip/export?format=markdown", token, nil, &ex); code != 200 || !strings.Contains(ex.Content, "## Part 2 of 2") {
+		t.Fatalf("export = %d %+v", code, ex)
+	}
+	if code := c.do("GET", "/api/sessions/tip/export?format=docx", token, nil, nil); code != 400 {
+		t.Fatalf("bad export format = %d", code)
+	}
+	if code := c.do("POST", "/api/sessions/"+s.ID+"/rename", token, app.RenameRequest{Title: "a\nb"}, nil); code != 400 {
+		t.Fatalf("bad title = %d", code)
 	}
 }

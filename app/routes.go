@@ -49,10 +49,45 @@ func (h *handler) routes() {
 		return s.IDs(f)
 	})
 	h.route("GET /api/sessions/facets", func(r *http.Request) (any, error) { return s.Facets() })
+	h.route("GET /api/conversations", func(r *http.Request) (any, error) {
+		f, err := conversationFilter(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.Conversations(f)
+	})
+	h.route("GET /api/conversations/count", func(r *http.Request) (any, error) {
+		f, err := conversationFilter(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.ConversationCount(f)
+	})
+	h.route("GET /api/conversations/ids", func(r *http.Request) (any, error) {
+		f, err := conversationFilter(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.ConversationIDs(f)
+	})
+	withBody(h, "POST /api/sessions", func(_ *http.Request, in CreateRequest) (any, error) { return s.Create(in) })
 	h.route("GET /api/sessions/{id}", func(r *http.Request) (any, error) { return s.Get(r.PathValue("id")) })
 	h.route("GET /api/sessions/{id}/transcript", func(r *http.Request) (any, error) { return s.Transcript(r.PathValue("id")) })
 	h.route("GET /api/sessions/{id}/lineage", func(r *http.Request) (any, error) { return s.Lineage(r.PathValue("id")) })
 	h.route("GET /api/sessions/{id}/compactions", func(r *http.Request) (any, error) { return s.Compactions(r.PathValue("id")) })
+	h.route("GET /api/sessions/{id}/subagents", func(r *http.Request) (any, error) { return s.Subagents(r.PathValue("id")) })
+	h.route("GET /api/sessions/{id}/conversation", func(r *http.Request) (any, error) {
+		return s.Conversation(r.PathValue("id"), r.URL.Query().Get("highlight"))
+	})
+	h.route("GET /api/sessions/{id}/export", func(r *http.Request) (any, error) {
+		return s.Export(r.PathValue("id"), r.URL.Query().Get("format"))
+	})
+	withBody(h, "POST /api/sessions/{id}/rename", func(r *http.Request, in RenameRequest) (any, error) {
+		return s.Rename(r.PathValue("id"), in.Title)
+	})
+	withBody(h, "POST /api/sessions/{id}/pin", func(r *http.Request, in PinRequest) (any, error) {
+		return s.SetPinned(r.PathValue("id"), in.Pinned)
+	})
 	withBody(h, "POST /api/sessions/preview", func(_ *http.Request, in PreviewRequest) (any, error) { return s.PreviewBulk(in) })
 	for _, op := range []string{receipts.OpDelete, receipts.OpArchive, receipts.OpUnarchive, receipts.OpRestore, receipts.OpPurge} {
 		withBody(h, "POST /api/sessions/"+op, func(_ *http.Request, in BulkRequest) (any, error) { return s.Bulk(op, in) })
@@ -136,6 +171,16 @@ func listFilter(r *http.Request, extra ...string) (ListFilter, error) {
 		InactiveFor: q.Get(sessions.FieldInactiveFor), ActiveWithin: q.Get(sessions.FieldActiveWithin),
 		Messages: q.Get(sessions.FieldMessages), Pinned: pinned, HasChildren: children, Match: q.Get(sessions.FieldMatch),
 		Title: q.Get(sessions.FieldTitle), TrashedFor: q.Get(sessions.FieldTrashedFor), Limit: int(limit), Cursor: q.Get("cursor")}, nil
+}
+
+// conversationFilter reads a ConversationFilter from the query string.
+func conversationFilter(r *http.Request) (ConversationFilter, error) {
+	f, err := listFilter(r, "subagents")
+	if err != nil {
+		return ConversationFilter{}, err
+	}
+	sub, err := queryBool(r, "subagents")
+	return ConversationFilter{Filter: f, Subagents: sub}, err
 }
 
 // knownParams refuses a query parameter that is neither a filter field nor
