@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"atrium/backend/apperr"
 	"atrium/backend/receipts"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
@@ -235,4 +237,62 @@ func (r *runner) requestsCmd() *cobra.Command {
 	}
 	c.Flags().IntVar(&limit, "limit", 20, "at most this many")
 	return c
+}
+
+func (r *runner) renameCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "rename ID TITLE",
+		Short: "Set a session's title",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				s, err := st.Sessions.Rename(ctx, args[0], args[1])
+				if err != nil {
+					return err
+				}
+				return r.print(s, func(w io.Writer) { fmt.Fprintf(w, "%s\t%s\n", s.ID, s.Title) })
+			})
+		},
+	}
+}
+
+func (r *runner) exportCmd() *cobra.Command {
+	var format, output string
+	c := &cobra.Command{
+		Use:   "export ID [--format markdown|json] [--output FILE]",
+		Short: "Write out a whole conversation (every part of its compression chain) as Markdown or JSON",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				ex, err := st.Sessions.Export(ctx, args[0], format)
+				if err != nil {
+					return err
+				}
+				if output == "" {
+					_, err := r.env.Stdout.Write(ex.Content)
+					return err
+				}
+				if err := os.WriteFile(output, ex.Content, 0o600); err != nil {
+					return apperr.Wrap(apperr.Invalid, err, "cannot write %s", output)
+				}
+				fmt.Fprintf(r.env.Stderr, "wrote %s (%d bytes)\n", output, len(ex.Content))
+				return nil
+			})
+		},
+	}
+	c.Flags().StringVar(&format, "format", "markdown", "markdown or json")
+	c.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
+	return c
+}
+
+func conversationTable(w io.Writer, rows []sessions.Conversation) {
+	fmt.Fprintln(w, "ID\tTITLE\tSOURCE\tLAST ACTIVITY\tPARTS\tMSGS\tSUBAGENTS\tFROM")
+	for _, c := range rows {
+		from := "-"
+		if c.OriginTitle != "" {
+			from = map[string]string{sessions.RelationBranch: "branched from ", sessions.RelationDelegate: "subagent of "}[c.Relation] + clip(c.OriginTitle, 30)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", c.ID, clip(c.Title, 40), c.Source, fmtTime(c.LastActivityAt.Time),
+			c.Parts, c.TotalMessages, c.Subagents, from)
+	}
 }

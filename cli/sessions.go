@@ -31,7 +31,7 @@ func (r *runner) sessionsCmd() *cobra.Command {
 			func(ctx context.Context, st *stack.Stack, p sessions.Progress) (sessions.Result, error) {
 				return st.Sessions.PruneGhosts(ctx, p)
 			}),
-		r.pruneCmd(), r.moveCmd(), r.repairCmd(), r.trashCmd(), r.undoCmd(), r.requestsCmd())
+		r.pruneCmd(), r.moveCmd(), r.repairCmd(), r.trashCmd(), r.undoCmd(), r.requestsCmd(), r.renameCmd(), r.exportCmd())
 	return c
 }
 
@@ -93,7 +93,7 @@ func clip(s string, n int) string {
 }
 
 func (r *runner) listCmd() *cobra.Command {
-	var archived bool
+	var archived, convs, subagents bool
 	var cursor string
 	var limit int
 	var rf *ruleFlags
@@ -117,6 +117,20 @@ func (r *runner) listCmd() *cobra.Command {
 				return err
 			}
 			f := sessions.Filter{Rule: rule, Limit: limit, Cursor: cursor}
+			if convs || subagents {
+				return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+					page, err := st.Sessions.Conversations(ctx, sessions.ConversationFilter{Rule: rule, Subagents: subagents, Limit: limit, Cursor: cursor})
+					if err != nil {
+						return err
+					}
+					return r.print(page, func(w io.Writer) {
+						conversationTable(w, page.Rows)
+						if page.Next != "" {
+							fmt.Fprintf(w, "more: --cursor %s\n", page.Next)
+						}
+					})
+				})
+			}
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
 				page, err := st.Sessions.List(ctx, f)
 				if err != nil {
@@ -133,6 +147,8 @@ func (r *runner) listCmd() *cobra.Command {
 	}
 	fl := c.Flags()
 	fl.BoolVar(&archived, "archived", false, "list archived sessions instead of active ones (--scope archived)")
+	fl.BoolVar(&convs, "conversations", false, "one row per conversation: a compression chain is one row, subagents are counted under their parent")
+	fl.BoolVar(&subagents, "subagents", false, "with --conversations: list subagents as rows too")
 	fl.IntVar(&limit, "limit", 50, "page size (at most 1000)")
 	fl.StringVar(&cursor, "cursor", "", "continue after a previous page")
 	rf = addRuleFlags(c)
@@ -184,26 +200,28 @@ func (r *runner) showCmd() *cobra.Command {
 
 func (r *runner) searchCmd() *cobra.Command {
 	var limit int
+	var scope string
 	c := &cobra.Command{
 		Use:   "search QUERY",
 		Short: "Full-text search over titles and messages",
 		Args:  minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
-				hits, err := st.Sessions.Search(ctx, strings.Join(args, " "), sessions.SearchOptions{Limit: limit})
+				hits, err := st.Sessions.Search(ctx, strings.Join(args, " "), sessions.SearchOptions{Limit: limit, Scope: scope})
 				if err != nil {
 					return err
 				}
 				return r.print(hits, func(w io.Writer) {
-					fmt.Fprintln(w, "ID\tTITLE\tMATCH")
+					fmt.Fprintln(w, "CONVERSATION\tWHERE\tTITLE\tMATCH")
 					for _, h := range hits {
-						fmt.Fprintf(w, "%s\t%s\t%s\n", h.Session.ID, clip(h.Session.Title, 30), clip(strings.ReplaceAll(h.Snippet, "\n", " "), 80))
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", h.ConversationID, h.Where, clip(h.Session.Title, 30), clip(strings.ReplaceAll(h.Snippet, "\n", " "), 80))
 					}
 				})
 			})
 		},
 	}
-	c.Flags().IntVar(&limit, "limit", 20, "sessions to return")
+	c.Flags().IntVar(&limit, "limit", 20, "conversations to return")
+	c.Flags().StringVar(&scope, "scope", "all", "active, archived, trash or all (active and archived)")
 	return c
 }
 

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -149,5 +150,34 @@ func TestBulkByRuleDryRunAndUndoFromTheCommandLine(t *testing.T) {
 	}
 	if r := atrium(t, home, "sessions", "list", "--source", "cron", "--messages", "0"); r.code != 0 || strings.Count(r.stdout, "nightly") != 3 {
 		t.Fatalf("list with a filter: %+v", r)
+	}
+}
+
+func TestConversationsRenameAndExportFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	root := create(t, home, "--title", "talk")
+	atrium(t, home, "messages", "append", root, "--role", "user", "--content", "the kestrel nests")
+	tip := create(t, home, "--parent", root, "--relation", "compression", "--title", "talk")
+	create(t, home, "--parent", tip, "--relation", "delegate", "--title", "helper")
+	r := atrium(t, home, "sessions", "list", "--conversations")
+	if r.code != 0 || strings.Count(r.stdout, "\n") != 2 || !strings.Contains(r.stdout, tip) || strings.Contains(r.stdout, root) {
+		t.Fatalf("conversations: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "rename", tip, "Kestrel notes"); r.code != 0 || !strings.Contains(r.stdout, "Kestrel notes") {
+		t.Fatalf("rename: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "search", "kestrel"); r.code != 0 || !strings.Contains(r.stdout, tip) || !strings.Contains(r.stdout, "active") {
+		t.Fatalf("search: %+v", r)
+	}
+	out := home + "/talk.md"
+	if r := atrium(t, home, "sessions", "export", root, "--output", out); r.code != 0 {
+		t.Fatalf("export: %+v", r)
+	}
+	if b, err := os.ReadFile(out); err != nil || !strings.Contains(string(b), "# Kestrel notes") || !strings.Contains(string(b), "the kestrel nests") {
+		t.Fatalf("exported: %s, %v", b, err)
+	}
+	if r := atrium(t, home, "sessions", "export", root, "--format", "pdf"); r.code != 2 {
+		t.Fatalf("bad format: %+v", r)
 	}
 }
