@@ -661,9 +661,9 @@ func TestRuleRequestsRefuseBadInput(t *testing.T) {
 	t.Parallel()
 	_, svc := newEnv(t)
 	for _, req := range []receipts.Request{
-		{RequestID: "x1", Op: receipts.OpDelete, Filter: map[string]string{}},                                // no condition
-		{RequestID: "x2", Op: receipts.OpDelete, Filter: map[string]string{"scope": "all"}},                  // still none
-		{RequestID: "x3", Op: receipts.OpDelete, Filter: map[string]string{"messages": "lots"}},              // bad field
+		{RequestID: "x1", Op: receipts.OpDelete, Filter: map[string]string{}},                                 // no condition
+		{RequestID: "x2", Op: receipts.OpDelete, Filter: map[string]string{"scope": "all"}},                   // still none
+		{RequestID: "x3", Op: receipts.OpDelete, Filter: map[string]string{"messages": "lots"}},               // bad field
 		{RequestID: "x4", Op: receipts.OpArchive, Filter: map[string]string{"scope": "trash", "pinned": "1"}}, // wrong scope
 		{RequestID: "x5", Op: receipts.OpDelete, SessionIDs: []string{"a"}, Filter: map[string]string{"source": "cli"}},
 		{RequestID: "x6", Op: receipts.OpEmptyTrash, Filter: map[string]string{"source": "cli"}},
