@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -200,4 +201,77 @@ func Translate(err error) error {
 		return apperr.Wrap(apperr.Conflict, err, "already exists")
 	}
 	return err
+}
+
+// Size is the store's size on disk: the database file and its WAL.
+func (d *DB) Size() (dbBytes, walBytes int64) {
+	if fi, err := os.Stat(d.Path); err == nil {
+		dbBytes = fi.Size()
+	}
+	if fi, err := os.Stat(d.Path + "-wal"); err == nil {
+		walBytes = fi.Size()
+	}
+	return dbBytes, walBytes
+}
+
+// Pages describes the store's pages: how many, how large, how many are free
+// (space a vacuum gives back), and its auto_vacuum mode.
+type Pages struct {
+	PageSize   int64  `json:"page_size"`
+	PageCount  int64  `json:"page_count"`
+	FreePages  int64  `json:"free_pages"`
+	AutoVacuum string `json:"auto_vacuum"` // none, full or incremental
+}
+
+// PageStats reads Pages.
+func (d *DB) PageStats(ctx context.Context) (Pages, error) {
+	var p Pages
+	var mode int
+	g := d.Read.WithContext(ctx)
+	for _, q := range []struct {
+		pragma string
+		into   any
+	}{{"page_size", &p.PageSize}, {"page_count", &p.PageCount}, {"freelist_count", &p.FreePages}, {"auto_vacuum", &mode}} {
+		if err := g.Raw("PRAGMA " + q.pragma).Scan(q.into).Error; err != nil {
+			return Pages{}, fmt.Errorf("read %s: %w", q.pragma, err)
+		}
+	}
+	p.AutoVacuum = map[int]string{0: "none", 1: "full", 2: "incremental"}[mode]
+	return p, nil
+}
+
+// Vacuum gives free pages back to the file system: PRAGMA
+// incremental_vacuum on a store in auto_vacuum=INCREMENTAL mode, a full
+// VACUUM otherwise; then the WAL is checkpointed and truncated. It returns
+// the mode it used. Writers wait for it (it holds the one write connection).
+func (d *DB) Vacuum(ctx context.Context) (string, error) {
+	d.commitMu.Lock()
+	defer d.commitMu.Unlock()
+	var mode int
+	if err := d.Write.WithContext(ctx).Raw(`PRAGMA auto_vacuum`).Scan(&mode).Error; err != nil {
+		return "", fmt.Errorf("vacuum: %w", err)
+	}
+	stmt, used := "VACUUM", "vacuum"
+	if mode == 2 {
+		stmt, used = "PRAGMA incremental_vacuum", "incremental_vacuum"
+	}
+	sqlDB, err := d.Write.DB()
+	if err != nil {
+		return "", err
+	}
+	// On the raw connection, outside gorm's statement cache.
+	// incremental_vacuum frees one page per step: read it to the end.
+	rows, err := sqlDB.QueryContext(ctx, stmt)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", used, err)
+	}
+	for rows.Next() {
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return "", fmt.Errorf("%s: %w", used, err)
+	}
+	if _, err := sqlDB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return "", fmt.Errorf("checkpoint after %s: %w", used, err)
+	}
+	return used, nil
 }

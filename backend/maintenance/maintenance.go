@@ -24,6 +24,10 @@ type Config struct {
 	RetentionDays   int
 	ArchiveIdleDays int // 0: off
 	EventRetention  time.Duration
+	// Interactive: a window runs this maintenance and can ask the user to
+	// confirm the first automatic prune (OnRetentionPending). Otherwise the
+	// first prune is logged with its preview and deferred a day.
+	Interactive bool
 }
 
 // Service runs maintenance on one store.
@@ -33,7 +37,12 @@ type Service struct {
 	receipts *receipts.Service
 	cfg      Config
 	log      *slog.Logger
+	pending  func(sessions.PrunePreview)
 }
+
+// OnRetentionPending sets who is told, in an interactive process, that the
+// first automatic prune waits for the user's confirmation (the window asks).
+func (m *Service) OnRetentionPending(fn func(sessions.PrunePreview)) { m.pending = fn }
 
 // NewService builds the maintenance runner.
 func NewService(d *db.DB, s *sessions.Service, r *receipts.Service, cfg Config, log *slog.Logger) *Service {
@@ -45,15 +54,18 @@ func NewService(d *db.DB, s *sessions.Service, r *receipts.Service, cfg Config, 
 
 // Report says what one run did.
 type Report struct {
-	Ran             bool             `json:"ran"`
-	SkippedReason   string           `json:"skipped_reason,omitempty"`
-	EmptySweep      *sessions.Result `json:"empty_sweep,omitempty"`
-	GhostPrune      *sessions.Result `json:"ghost_prune,omitempty"`
-	Prune           *sessions.Result `json:"prune,omitempty"`
-	ArchiveIdle     *sessions.Result `json:"archive_idle,omitempty"`
-	TrashPurge      *sessions.Result `json:"trash_purge,omitempty"`
-	EventsPruned    int64            `json:"events_pruned"`
-	ReceiptsExpired int64            `json:"receipts_expired"`
+	Ran           bool             `json:"ran"`
+	SkippedReason string           `json:"skipped_reason,omitempty"`
+	EmptySweep    *sessions.Result `json:"empty_sweep,omitempty"`
+	GhostPrune    *sessions.Result `json:"ghost_prune,omitempty"`
+	Prune         *sessions.Result `json:"prune,omitempty"`
+	ArchiveIdle   *sessions.Result `json:"archive_idle,omitempty"`
+	TrashPurge    *sessions.Result `json:"trash_purge,omitempty"`
+	// RetentionHeld says why the retention prune did not run (it waits for
+	// the user to have seen its preview once).
+	RetentionHeld   string `json:"retention_held,omitempty"`
+	EventsPruned    int64  `json:"events_pruned"`
+	ReceiptsExpired int64  `json:"receipts_expired"`
 }
 
 const task = "daily"
@@ -92,6 +104,11 @@ func (m *Service) Run(ctx context.Context, force bool) (Report, error) {
 		{"empty sweep", true, func() error { r, err := m.sessions.SweepEmpty(ctx, nil); rep.EmptySweep = &r; return err }},
 		{"ghost prune", true, func() error { r, err := m.sessions.PruneGhosts(ctx, nil); rep.GhostPrune = &r; return err }},
 		{"retention prune", m.cfg.AutoPrune, func() error {
+			held, err := m.holdRetention(ctx)
+			if err != nil || held != "" {
+				rep.RetentionHeld = held
+				return err
+			}
 			r, err := m.sessions.Prune(ctx, m.cfg.RetentionDays, nil)
 			rep.Prune = &r
 			return err
@@ -126,6 +143,107 @@ func (m *Service) Run(ctx context.Context, force bool) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// Retention confirmation is kept in maintenance_runs, by task name.
+const (
+	taskConfirmed = "retention_confirmed" // the user saw the preview and agreed
+	taskPreviewed = "retention_previewed" // a headless host logged the preview
+	taskPending   = "retention_pending"   // a window was asked to confirm
+)
+
+// holdRetention says why the automatic prune must wait ("" when it may
+// run): retention never runs before the user has seen its preview once. In
+// a window the first prune asks (OnRetentionPending) and waits for
+// ConfirmRetention; on a headless host the preview is logged and the prune
+// deferred a day. A prune with nothing to remove needs no confirmation.
+func (m *Service) holdRetention(ctx context.Context) (string, error) {
+	st, err := m.retentionState(ctx)
+	if err != nil || st.Confirmed != nil {
+		return "", err
+	}
+	pre, err := m.sessions.PreviewPrune(ctx, m.cfg.RetentionDays)
+	if err != nil || pre.Sessions == 0 {
+		return "", err
+	}
+	now := m.db.Now()
+	if m.cfg.Interactive {
+		if err := m.mark(ctx, taskPending, now); err != nil {
+			return "", err
+		}
+		if m.pending != nil {
+			m.pending(pre)
+		}
+		return "waiting for the user to confirm the first automatic prune in the window", nil
+	}
+	switch {
+	case st.Previewed == nil:
+		m.log.Warn("retention preview: the first automatic prune is deferred a day; set sessions.auto_prune: false to stop it",
+			"sessions", pre.Sessions, "messages", pre.Messages, "older_than_days", pre.Days, "first", pre.Titles,
+			"to_trash", pre.ToTrash, "runs_after", now.Add(Interval).UTC().Format(time.RFC3339))
+		if err := m.mark(ctx, taskPreviewed, now); err != nil {
+			return "", err
+		}
+		return "preview logged; the first automatic prune runs a day later", nil
+	case now.Sub(*st.Previewed) < Interval:
+		return "preview logged less than a day ago; the first automatic prune waits", nil
+	}
+	return "", m.mark(ctx, taskConfirmed, now) // logged a day ago: that counts as seen
+}
+
+// RetentionState says whether the automatic prune was confirmed, previewed
+// in a log, or is waiting for a window's confirmation.
+type RetentionState struct {
+	Confirmed *time.Time `json:"confirmed_at"`
+	Previewed *time.Time `json:"previewed_at"`
+	Pending   *time.Time `json:"pending_since"`
+}
+
+func (m *Service) retentionState(ctx context.Context) (RetentionState, error) {
+	var rows []struct {
+		Task      string
+		LastRunAt int64
+	}
+	if err := m.db.Read.WithContext(ctx).Raw(`SELECT task, last_run_at FROM maintenance_runs WHERE task IN (?, ?, ?)`,
+		taskConfirmed, taskPreviewed, taskPending).Scan(&rows).Error; err != nil {
+		return RetentionState{}, fmt.Errorf("retention state: %w", err)
+	}
+	var st RetentionState
+	for _, r := range rows {
+		t := time.UnixMilli(r.LastRunAt).UTC()
+		switch r.Task {
+		case taskConfirmed:
+			st.Confirmed = &t
+		case taskPreviewed:
+			st.Previewed = &t
+		case taskPending:
+			st.Pending = &t
+		}
+	}
+	return st, nil
+}
+
+func (m *Service) mark(ctx context.Context, task string, at time.Time) error {
+	return m.db.InTx(ctx, func(tx *db.Tx) error {
+		return tx.G.WithContext(ctx).Exec(`INSERT INTO maintenance_runs (task, last_run_at) VALUES (?, ?)
+			ON CONFLICT (task) DO UPDATE SET last_run_at = excluded.last_run_at`, task, db.Ms(at)).Error
+	})
+}
+
+// ConfirmRetention records that the user saw the retention preview and
+// agreed, and runs the prune now when automatic pruning is on.
+func (m *Service) ConfirmRetention(ctx context.Context) (*sessions.Result, error) {
+	if err := m.mark(ctx, taskConfirmed, m.db.Now()); err != nil {
+		return nil, err
+	}
+	if !m.cfg.AutoPrune || m.cfg.RetentionDays <= 0 {
+		return nil, nil
+	}
+	r, err := m.sessions.Prune(ctx, m.cfg.RetentionDays, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // Loop runs maintenance now and then once an hour checks whether a day has

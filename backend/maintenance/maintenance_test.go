@@ -33,6 +33,10 @@ func TestMaintenanceRunsOncePerDayAndFiresPerEntryPoint(t *testing.T) {
 	if _, err := e.Sessions.Unarchive(ctx, []string{idle.ID}); err != nil {
 		t.Fatal(err)
 	}
+	// The user saw the retention preview once (nothing qualified yet).
+	if res, err := m.ConfirmRetention(ctx); err != nil || res == nil || res.Changed {
+		t.Fatalf("confirm = %+v, %v", res, err)
+	}
 	e.Rec.Reset()
 	e.Clock.Advance(40 * 24 * time.Hour)
 
@@ -68,4 +72,104 @@ func TestMaintenanceRunsOncePerDayAndFiresPerEntryPoint(t *testing.T) {
 		t.Fatalf("forced run: %+v %v", rep, err)
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 3, "*": 0})
+}
+
+func TestRetentionNeverRunsBeforeItsPreviewWasSeen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, interactive := range []bool{false, true} {
+		e := sessionstest.New(t)
+		old := e.MustCreate(t, sessions.CreateParams{Title: "old"})
+		e.MustAppend(t, old.ID, 2)
+		e.MustEnd(t, old.ID)
+		e.Clock.Advance(40 * 24 * time.Hour)
+		m := maintenance.NewService(e.DB, e.Sessions, nil, maintenance.Config{AutoPrune: true, RetentionDays: 30, Interactive: interactive}, nil)
+		var asked []sessions.PrunePreview
+		m.OnRetentionPending(func(p sessions.PrunePreview) { asked = append(asked, p) })
+		ret, err := m.Retention(ctx)
+		if err != nil || !ret.NeedsConfirmation || ret.Preview.Sessions != 1 || ret.Preview.Messages != 2 || ret.Preview.Titles[0] != "old" || !ret.Preview.ToTrash {
+			t.Fatalf("preview = %+v, %v", ret, err)
+		}
+		rep, err := m.Run(ctx, false)
+		if err != nil || rep.Prune != nil || rep.RetentionHeld == "" || !e.Visible(t, old.ID) {
+			t.Fatalf("interactive=%v first run = %+v, %v", interactive, rep, err)
+		}
+		e.Clock.Advance(25 * time.Hour)
+		rep, err = m.Run(ctx, false)
+		if interactive {
+			// The window asked (each run) and nothing runs until the user confirms.
+			if err != nil || rep.Prune != nil || len(asked) != 2 || asked[0].Sessions != 1 {
+				t.Fatalf("window, a day later = %+v, asked %d, %v", rep, len(asked), err)
+			}
+			res, err := m.ConfirmRetention(ctx)
+			if err != nil || res == nil || len(res.AffectedIDs) != 1 {
+				t.Fatalf("confirm = %+v, %v", res, err)
+			}
+		} else if err != nil || rep.Prune == nil || len(rep.Prune.AffectedIDs) != 1 || len(asked) != 0 {
+			// Headless: logged with its preview, deferred a day, then it runs.
+			t.Fatalf("headless, a day later = %+v, %v", rep, err)
+		}
+		if !e.Trashed(t, old.ID) {
+			t.Fatalf("interactive=%v: the pruned session is not in the trash", interactive)
+		}
+		e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionDelete: 1, hooks.OnSessionFinalize: 1, "*": 0})
+		if ret, _ := m.Retention(ctx); ret.NeedsConfirmation || ret.State.Confirmed == nil {
+			t.Fatalf("after: %+v", ret)
+		}
+	}
+}
+
+func TestStorageReportAndVacuum(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := sessionstest.New(t)
+	m := maintenance.NewService(e.DB, e.Sessions, nil, maintenance.Config{RetentionDays: 90}, nil)
+	ids, err := e.Sessions.Seed(ctx, sessions.SeedParams{Count: 300, Messages: 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Sessions.Delete(ctx, ids[:100], nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.Storage(ctx)
+	if err != nil || st.Stats.Sessions != 200 || st.Stats.Messages != 4000 || st.Trash.Sessions != 100 || st.Trash.Messages != 2000 ||
+		len(st.Stats.ByAge) != 6 || len(st.Stats.BySource) != 7 || st.DBBytes == 0 || st.Retention.NeedsConfirmation {
+		t.Fatalf("storage = %+v, %v", st, err)
+	}
+	var inBuckets int64
+	for _, b := range st.Stats.ByAge {
+		inBuckets += b.Sessions
+	}
+	if inBuckets != 200 {
+		t.Fatalf("age buckets hold %d", inBuckets)
+	}
+	if _, err := e.Sessions.EmptyTrash(ctx, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	v, err := m.Vacuum(ctx)
+	if err != nil || v.Mode != "vacuum" || v.FreedBytes <= 0 || v.AfterBytes >= v.BeforeBytes {
+		t.Fatalf("vacuum = %+v, %v", v, err)
+	}
+	if st, _ := m.Storage(ctx); st.FreeBytes != 0 {
+		t.Fatalf("free after vacuum = %d", st.FreeBytes)
+	}
+	// A store in auto_vacuum=INCREMENTAL mode (as #15 may make it) gets an
+	// incremental vacuum.
+	raw, err := e.DB.Write.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`VACUUM`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Sessions.Purge(ctx, ids[100:200], nil); err != nil {
+		t.Fatal(err)
+	}
+	v, err = m.Vacuum(ctx)
+	if err != nil || v.Mode != "incremental_vacuum" || v.FreedBytes <= 0 {
+		t.Fatalf("incremental vacuum = %+v, %v", v, err)
+	}
 }

@@ -27,6 +27,9 @@ type Options struct {
 	// Register installs in-process plugins on the bus before it starts (so
 	// redelivered events reach them).
 	Register func(st *Stack) error
+	// Interactive: a window runs this stack's maintenance and asks the user
+	// to confirm the first automatic prune.
+	Interactive bool
 }
 
 // Stack is one open profile.
@@ -69,7 +72,7 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	rec := receipts.NewService(d, sess, cfg.ReceiptTTL())
 	maint := maintenance.NewService(d, sess, rec, maintenance.Config{
 		AutoPrune: cfg.Sessions.AutoPrune, RetentionDays: cfg.RetentionDays(),
-		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, EventRetention: cfg.EventRetention(),
+		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, EventRetention: cfg.EventRetention(), Interactive: opts.Interactive,
 	}, lg)
 	st := &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
 		Maintenance: maint, log: lg, opts: opts}
