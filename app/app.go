@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"atrium/backend/apperr"
+	"atrium/backend/maintenance"
 	"atrium/backend/plugins"
+	"atrium/backend/sessions"
 	"atrium/backend/stack"
 	"atrium/backend/turns"
 )
@@ -43,6 +45,7 @@ type App struct {
 	Plugins  *Plugins
 	Activity *Activity
 	Settings *Settings
+	Storage  *Storage
 	log      *slog.Logger
 	live     *live
 	emit     Emitter
@@ -69,10 +72,14 @@ func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Ma
 		Plugins:  NewPlugins(ctx, mgr, o.Picker, o.Opener),
 		Activity: NewActivity(ctx, st),
 		Settings: NewSettings(st, o.Platform, o.Version, o.Ready),
+		Storage:  NewStorage(ctx, st),
 		log:      st.Logger(),
 		emit:     o.Emitter,
 		live:     newLive(st, o.Emitter),
 	}
+	st.Maintenance.OnRetentionPending(func(p sessions.PrunePreview) {
+		o.Emitter.Emit(EventRetentionPending, toRetention(maintenance.Retention{AutoPrune: true, Days: p.Days, Preview: p, NeedsConfirmation: true}))
+	})
 	mgr.OnChange(func(c plugins.Change) {
 		o.Emitter.Emit(EventPluginState, PluginStateDTO{Name: c.Name, State: c.State, Error: c.Error})
 	})
@@ -86,7 +93,9 @@ func (a *App) Run(ctx context.Context) { a.live.run(ctx) }
 func (a *App) OpenSession(id string) { a.emit.Emit(EventOpenSession, OpenSessionDTO{ID: id}) }
 
 // Bindings are the services the window binds, for Wails' Bind option.
-func (a *App) Bindings() []any { return []any{a.Sessions, a.Plugins, a.Activity, a.Settings} }
+func (a *App) Bindings() []any {
+	return []any{a.Sessions, a.Plugins, a.Activity, a.Settings, a.Storage}
+}
 
 // ErrorDTO is what a caller sees of an error.
 type ErrorDTO struct {

@@ -426,3 +426,21 @@ func TestConversationsOverHTTP(t *testing.T) {
 		t.Fatalf("bad title = %d", code)
 	}
 }
+
+func TestStorageOverHTTP(t *testing.T) {
+	t.Parallel()
+	e, c := newServer(t)
+	e.mustFixture(t)
+	var st app.StorageDTO
+	if code := c.do("GET", "/api/storage", token, nil, &st); code != 200 || st.Sessions != 4 || st.Messages != 3 || len(st.ByAge) != 6 ||
+		st.DBBytes == 0 || st.Retention.Days != 90 || st.Retention.AutoPrune || st.Retention.NeedsConfirmation {
+		t.Fatalf("storage = %d %+v", code, st)
+	}
+	var v app.VacuumDTO
+	if code := c.do("POST", "/api/storage/vacuum", token, nil, &v); code != 200 || v.Mode != "vacuum" || v.BeforeBytes == 0 {
+		t.Fatalf("vacuum = %d %+v", code, v)
+	}
+	if code := c.do("POST", "/api/storage/retention/confirm", token, nil, &st); code != 200 || st.Retention.ConfirmedAt == nil {
+		t.Fatalf("confirm = %d %+v", code, st)
+	}
+}

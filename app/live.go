@@ -17,6 +17,9 @@ const (
 	EventProgress    = "progress"     // ProgressDTO
 	EventPluginState = "plugin-state" // PluginStateDTO
 	EventOpenSession = "open-session" // OpenSessionDTO
+	// EventRetentionPending (RetentionDTO): the first automatic prune waits
+	// for the user to confirm its preview (Storage.ConfirmRetention).
+	EventRetentionPending = "retention:pending"
 )
 
 // Emitter pushes one named event to the UI: Wails' EventsEmit in the

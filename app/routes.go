@@ -123,6 +123,9 @@ func (h *handler) routes() {
 		}
 		return h.a.Activity.Recent(after, int(limit))
 	})
+	h.route("GET /api/storage", func(r *http.Request) (any, error) { return h.a.Storage.Report() })
+	h.route("POST /api/storage/vacuum", func(r *http.Request) (any, error) { return h.a.Storage.Vacuum() })
+	h.route("POST /api/storage/retention/confirm", func(r *http.Request) (any, error) { return h.a.Storage.ConfirmRetention() })
 	h.route("GET /api/info", func(r *http.Request) (any, error) { return h.a.Settings.Info(), nil })
 	h.route("GET /api/settings", func(r *http.Request) (any, error) { return h.a.Settings.Get() })
 	h.route("POST /api/ready", func(r *http.Request) (any, error) { h.a.Settings.Ready(); return map[string]bool{"ok": true}, nil })
