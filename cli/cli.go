@@ -116,7 +116,7 @@ func NewRoot(env Env) *cobra.Command {
 			return r.print(map[string]string{"version": env.Version}, func(w io.Writer) { fmt.Fprintln(w, env.Version) })
 		},
 	})
-	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.serveCmd(), r.devCmd())
+	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.storageCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.serveCmd(), r.devCmd())
 	return root
 }
 
@@ -161,24 +161,25 @@ type runner struct {
 // they can fire (nil: any hook, and slash commands too). Only plugins that
 // subscribe to one of them are started: they have something to receive.
 var firesHooks = map[string][]string{
-	"atrium sessions delete":         {hooks.OnSessionDelete},
-	"atrium sessions archive":        {hooks.OnSessionDelete},
-	"atrium sessions unarchive":      {hooks.OnSessionRestore},
-	"atrium sessions trash restore":  {hooks.OnSessionRestore},
-	"atrium sessions trash empty":    {hooks.OnSessionDelete},
-	"atrium sessions undo":           {hooks.OnSessionDelete, hooks.OnSessionRestore},
-	"atrium sessions sweep-empty":    {hooks.OnSessionDelete},
-	"atrium sessions prune":          {hooks.OnSessionDelete},
-	"atrium sessions prune-ghosts":   {hooks.OnSessionDelete},
-	"atrium sessions move":           {hooks.OnSessionDelete},
-	"atrium sessions repair-profile": {hooks.OnSessionDelete},
-	"atrium maintenance run":         {hooks.OnSessionDelete},
-	"atrium sessions end":            {hooks.OnSessionFinalize},
-	"atrium chat":                    nil,
-	"atrium send":                    nil,
-	"atrium serve":                   nil,
-	"atrium":                         nil, // the window
-	"atrium compact":                 {hooks.PostCompaction},
+	"atrium sessions delete":           {hooks.OnSessionDelete},
+	"atrium sessions archive":          {hooks.OnSessionDelete},
+	"atrium sessions unarchive":        {hooks.OnSessionRestore},
+	"atrium sessions trash restore":    {hooks.OnSessionRestore},
+	"atrium sessions trash empty":      {hooks.OnSessionDelete},
+	"atrium sessions undo":             {hooks.OnSessionDelete, hooks.OnSessionRestore},
+	"atrium sessions sweep-empty":      {hooks.OnSessionDelete},
+	"atrium sessions prune":            {hooks.OnSessionDelete},
+	"atrium sessions prune-ghosts":     {hooks.OnSessionDelete},
+	"atrium sessions move":             {hooks.OnSessionDelete},
+	"atrium sessions repair-profile":   {hooks.OnSessionDelete},
+	"atrium maintenance run":           {hooks.OnSessionDelete},
+	"atrium storage confirm-retention": {hooks.OnSessionDelete},
+	"atrium sessions end":              {hooks.OnSessionFinalize},
+	"atrium chat":                      nil,
+	"atrium send":                      nil,
+	"atrium serve":                     nil,
+	"atrium":                           nil, // the window
+	"atrium compact":                   {hooks.PostCompaction},
 }
 
 // with opens the stack for one command and closes it (waiting for hook
@@ -198,7 +199,7 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 	if r.env.Open != nil {
 		st, err = r.env.Open(ctx, home)
 	} else {
-		st, err = stack.Open(ctx, home, stack.Options{Clock: r.env.Clock, Register: r.registerPlugins})
+		st, err = stack.Open(ctx, home, stack.Options{Clock: r.env.Clock, Register: r.registerPlugins, Interactive: r.cmdPath == "atrium"})
 	}
 	if err != nil {
 		return err

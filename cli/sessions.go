@@ -837,6 +837,9 @@ func (r *runner) maintenanceCmd() *cobra.Command {
 					}
 					fmt.Fprintf(w, "empty sweep\t%d\nghost prune\t%d\nretention prune\t%d\nidle archive\t%d\ntrash purged\t%d\nevents pruned\t%d\nreceipts expired\t%d\n",
 						n(rep.EmptySweep), n(rep.GhostPrune), n(rep.Prune), n(rep.ArchiveIdle), n(rep.TrashPurge), rep.EventsPruned, rep.ReceiptsExpired)
+					if rep.RetentionHeld != "" {
+						fmt.Fprintf(w, "retention held	%s (atrium storage shows the preview)\n", rep.RetentionHeld)
+					}
 				})
 			})
 		},

@@ -181,3 +181,31 @@ func TestConversationsRenameAndExportFromTheCommandLine(t *testing.T) {
 		t.Fatalf("bad format: %+v", r)
 	}
 }
+
+func TestStorageFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	id := create(t, home, "--title", "old talk")
+	atrium(t, home, "messages", "append", id, "--role", "user", "--content", "hello")
+	atrium(t, home, "sessions", "delete", id)
+	r := atrium(t, home, "storage")
+	if r.code != 0 || !strings.Contains(r.stdout, "trash       1 session(s), 1 message(s)") || !strings.Contains(r.stdout, "retention") {
+		t.Fatalf("storage: %+v", r)
+	}
+	var st struct {
+		Trash struct {
+			Sessions int `json:"sessions"`
+		} `json:"trash"`
+	}
+	mustJSON(t, atrium(t, home, "storage", "--json"), &st)
+	if st.Trash.Sessions != 1 {
+		t.Fatalf("storage json = %+v", st)
+	}
+	atrium(t, home, "sessions", "trash", "empty", "--yes")
+	if r := atrium(t, home, "storage", "vacuum"); r.code != 0 || !strings.Contains(r.stdout, "freed") {
+		t.Fatalf("vacuum: %+v", r)
+	}
+	if r := atrium(t, home, "storage", "confirm-retention"); r.code != 0 || !strings.Contains(r.stdout, "confirmed") {
+		t.Fatalf("confirm: %+v", r)
+	}
+}
