@@ -122,11 +122,12 @@ func (s *Service) countHeads(ctx context.Context, f ConversationFilter) (int64, 
 	g := s.db.Read.WithContext(ctx)
 	err := g.Raw(`SELECT count(*) FROM sessions s WHERE ` + scope).Scan(&all).Error
 	if err == nil {
-		err = g.Raw(`SELECT count(DISTINCT c.parent_session_id) FROM sessions c JOIN sessions s ON s.id = c.parent_session_id
+		// CROSS JOIN keeps this order: the few children first, not every row.
+		err = g.Raw(`SELECT count(DISTINCT s.id) FROM sessions c INDEXED BY sessions_parent CROSS JOIN sessions s ON s.id = c.parent_session_id
 			WHERE c.parent_session_id IS NOT NULL AND c.relation = 'compression' AND ` + scope).Scan(&continued).Error
 	}
 	if err == nil && !f.Subagents {
-		err = g.Raw(`SELECT count(*) FROM sessions s WHERE s.parent_session_id IS NOT NULL AND ` + scope + `
+		err = g.Raw(`SELECT count(*) FROM sessions s INDEXED BY sessions_parent WHERE s.parent_session_id IS NOT NULL AND ` + scope + `
 			AND NOT EXISTS (SELECT 1 FROM sessions nx WHERE nx.parent_session_id = s.id AND nx.relation = 'compression')` +
 			strings.Replace(nested, "AND NOT EXISTS", "AND EXISTS", 1)).Scan(&nestedN).Error
 	}

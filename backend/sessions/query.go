@@ -288,9 +288,17 @@ func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit,
 		Content   string
 	}
 	var mrows []mrow
-	cur, err := g.Raw(`SELECT m.id, m.session_id, COALESCE(s.chain_root, s.id), m.content
+	mq := `SELECT m.id, m.session_id, COALESCE(s.chain_root, s.id), m.content
 		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
-		WHERE messages_fts MATCH ?`+scope+` ORDER BY f.rowid DESC`, match).Rows()
+		WHERE messages_fts MATCH ?` + scope + ` ORDER BY f.rowid DESC`
+	if sc == ScopeTrash {
+		// The trash is small: start from its sessions' messages rather than
+		// walk every match in the index.
+		mq = `SELECT m.id, m.session_id, COALESCE(s.chain_root, s.id), m.content
+			FROM sessions s INDEXED BY sessions_trash CROSS JOIN messages m ON m.session_id = s.id
+			WHERE s.trashed_at IS NOT NULL AND m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) ORDER BY m.id DESC`
+	}
+	cur, err := g.Raw(mq, match).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("search messages: %w", err)
 	}
