@@ -448,8 +448,9 @@ type CountDTO struct {
 
 // FacetsDTO are the values the list can be filtered by.
 type FacetsDTO struct {
-	Sources  []string `json:"sources"`
-	Profiles []string `json:"profiles"`
+	Sources   []string `json:"sources"`
+	Profiles  []string `json:"profiles"`
+	Platforms []string `json:"platforms"`
 }
 
 // CompactionDTO is one post_compaction of a session, as its event logged it.

@@ -80,7 +80,7 @@ func TestCountIDsAndFacetsFollowTheFilter(t *testing.T) {
 		t.Fatalf("bad source: %v", err)
 	}
 	f, err := s.Facets()
-	if err != nil || !reflect.DeepEqual(f, app.FacetsDTO{Sources: []string{"cli", "gateway"}, Profiles: []string{"default"}}) {
+	if err != nil || !reflect.DeepEqual(f, app.FacetsDTO{Sources: []string{"cli", "gateway"}, Profiles: []string{"default"}, Platforms: []string{}}) {
 		t.Fatalf("facets = %+v, %v", f, err)
 	}
 	if hits, err := s.Search("unrelated", 10, true); err != nil || len(hits) != 1 || hits[0].Session.ID != "other" {

@@ -178,19 +178,23 @@ func (s *Service) IDs(ctx context.Context, f Filter) ([]string, error) {
 
 // Facets are the distinct values the list can be filtered by.
 type Facets struct {
-	Sources  []string `json:"sources"`
-	Profiles []string `json:"profiles"`
+	Sources   []string `json:"sources"`
+	Profiles  []string `json:"profiles"`
+	Platforms []string `json:"platforms"` // chat platforms in use ("" for local sessions is left out)
 }
 
 // Facets returns the sources and profiles that sessions use, sorted.
 func (s *Service) Facets(ctx context.Context) (Facets, error) {
-	out := Facets{Sources: []string{}, Profiles: []string{}}
+	out := Facets{Sources: []string{}, Profiles: []string{}, Platforms: []string{}}
 	r := s.db.Read.WithContext(ctx)
 	if err := r.Raw(`SELECT DISTINCT source FROM sessions ORDER BY source`).Scan(&out.Sources).Error; err != nil {
 		return Facets{}, fmt.Errorf("session sources: %w", err)
 	}
 	if err := r.Raw(`SELECT DISTINCT profile FROM sessions ORDER BY profile`).Scan(&out.Profiles).Error; err != nil {
 		return Facets{}, fmt.Errorf("session profiles: %w", err)
+	}
+	if err := r.Raw(`SELECT DISTINCT platform FROM sessions WHERE platform <> '' ORDER BY platform`).Scan(&out.Platforms).Error; err != nil {
+		return Facets{}, fmt.Errorf("session platforms: %w", err)
 	}
 	return out, nil
 }
