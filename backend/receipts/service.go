@@ -214,6 +214,9 @@ func (s *Service) Preview(ctx context.Context, req Request) (sessions.Result, er
 	if err := req.Validate(); err != nil {
 		return sessions.Result{}, err
 	}
+	if req.Op == OpDelete || req.Op == OpPurge {
+		return s.previewDelete(ctx, req)
+	}
 	var out sessions.Result
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
 		res, err := s.runTx(ctx, tx, req, nil)
@@ -228,6 +231,31 @@ func (s *Service) Preview(ctx context.Context, req Request) (sessions.Result, er
 	}
 	out.EventID = ""
 	return out, nil
+}
+
+// previewDelete answers a delete or purge preview reading only (no write
+// lock, however large the selection), with the store's own classification
+// and closure.
+func (s *Service) previewDelete(ctx context.Context, req Request) (sessions.Result, error) {
+	ids, matched := req.SessionIDs, -1
+	if req.Filter != nil {
+		rule, err := req.Rule()
+		if err != nil {
+			return sessions.Result{}, err
+		}
+		if ids, err = s.sessions.Match(ctx, rule); err != nil {
+			return sessions.Result{}, err
+		}
+		matched = len(ids)
+		if matched == 0 {
+			return sessions.Result{Op: req.Op, AffectedIDs: []string{}, Outcomes: []sessions.Outcome{}}, nil
+		}
+	}
+	res, err := s.sessions.PreviewDelete(ctx, ids, req.Op == OpPurge)
+	if matched >= 0 {
+		res.Matched = matched
+	}
+	return res, err
 }
 
 // Recent returns the remembered requests, newest first, each saying whether

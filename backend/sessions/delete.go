@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/samber/lo"
+	"gorm.io/gorm"
 
 	"atrium/backend/apperr"
 	"atrium/backend/db"
@@ -108,53 +109,11 @@ func (s *Service) DeleteTx(ctx context.Context, tx *db.Tx, ids []string, o Delet
 	if err != nil {
 		return Result{}, err
 	}
-	states, err := lookupTx(ctx, tx, ids)
-	if err != nil {
-		return Result{}, err
+	p, err := s.planDelete(ctx, tx.G, ids, o.Now)
+	if err != nil || len(p.found) == 0 {
+		return p.res, err
 	}
-	op := "delete"
-	if o.Now {
-		op = "purge"
-	}
-	outcomes := make([]Outcome, len(ids))
-	var found, live, trashed []string
-	for i, id := range ids {
-		outcomes[i].ID = id
-		st, ok := states[id]
-		switch {
-		case !ok:
-			outcomes[i].Status, outcomes[i].Error = OutcomeNotFound, "session not found"
-			continue
-		case st.trashed && !o.Now:
-			outcomes[i].Status, outcomes[i].Error = OutcomeUnchanged, "already in the trash"
-			continue
-		case st.trashed:
-			trashed = append(trashed, id)
-		default:
-			live = append(live, id)
-		}
-		found = append(found, id)
-	}
-	if len(found) == 0 {
-		if len(states) > 0 {
-			return Result{Op: op, Reason: hooks.ReasonDelete, AffectedIDs: []string{}, Outcomes: outcomes}, nil
-		}
-		return Result{}, notFound(ids)
-	}
-	closure, err := expand(ctx, tx.G, live, deleteCTE)
-	if err != nil {
-		return Result{}, fmt.Errorf("expand delete: %w", err)
-	}
-	inTrash, err := expand(ctx, tx.G, trashed, trashFamilyCTE)
-	if err != nil {
-		return Result{}, fmt.Errorf("expand purge: %w", err)
-	}
-	closure = lo.Uniq(append(closure, inTrash...))
-	for i := range outcomes {
-		if outcomes[i].Status == "" {
-			outcomes[i].Status = OutcomeDeleted
-		}
-	}
+	found, closure, outcomes, op := p.found, p.closure, p.res.Outcomes, p.res.Op
 	var res Result
 	if !o.Now && s.trashDays > 0 {
 		res, err = s.trashTx(ctx, tx, hooks.ReasonDelete, found, closure, o.Batch, o.Progress)
@@ -168,6 +127,94 @@ func (s *Service) DeleteTx(ctx context.Context, tx *db.Tx, ids []string, o Delet
 	return res, nil
 }
 
+// deletePlan is what a delete of some ids would take: the requested rows
+// found (request order) and the closure of what goes with them; res holds
+// the per-id outcomes (and is the whole answer when nothing was found).
+type deletePlan struct {
+	found, closure []string
+	res            Result
+}
+
+// planDelete classifies the requested ids and expands what goes with them,
+// reading through g (the caller's transaction, or the read pool for a
+// preview).
+func (s *Service) planDelete(ctx context.Context, g *gorm.DB, ids []string, now bool) (deletePlan, error) {
+	states, err := lookup(ctx, g, ids)
+	if err != nil {
+		return deletePlan{}, err
+	}
+	op := "delete"
+	if now {
+		op = "purge"
+	}
+	outcomes := make([]Outcome, len(ids))
+	var found, live, trashed []string
+	for i, id := range ids {
+		outcomes[i].ID = id
+		st, ok := states[id]
+		switch {
+		case !ok:
+			outcomes[i].Status, outcomes[i].Error = OutcomeNotFound, "session not found"
+			continue
+		case st.trashed && !now:
+			outcomes[i].Status, outcomes[i].Error = OutcomeUnchanged, "already in the trash"
+			continue
+		case st.trashed:
+			trashed = append(trashed, id)
+		default:
+			live = append(live, id)
+		}
+		outcomes[i].Status = OutcomeDeleted
+		found = append(found, id)
+	}
+	p := deletePlan{found: found, res: Result{Op: op, Reason: hooks.ReasonDelete, AffectedIDs: []string{}, Outcomes: outcomes}}
+	if len(found) == 0 {
+		if len(states) == 0 {
+			return p, notFound(ids)
+		}
+		return p, nil
+	}
+	closure, err := expand(ctx, g, live, deleteCTE)
+	if err != nil {
+		return deletePlan{}, fmt.Errorf("expand delete: %w", err)
+	}
+	inTrash, err := expand(ctx, g, trashed, trashFamilyCTE)
+	if err != nil {
+		return deletePlan{}, fmt.Errorf("expand purge: %w", err)
+	}
+	p.closure = lo.Uniq(append(closure, inTrash...))
+	return p, nil
+}
+
+// PreviewDelete says, reading only, what a delete (or with now a purge) of
+// ids would take now: the same classification and closure as DeleteTx, and
+// what would go to the trash. It changes nothing and takes no write lock,
+// so a confirmation over a huge selection shows at once.
+func (s *Service) PreviewDelete(ctx context.Context, ids []string, now bool) (Result, error) {
+	ids, err := ValidateIDs(ids)
+	if err != nil {
+		return Result{}, err
+	}
+	p, err := s.planDelete(ctx, s.db.Read, ids, now)
+	if err != nil || len(p.found) == 0 {
+		return p.res, err
+	}
+	res := p.res
+	affected := p.closure
+	if !now && s.trashDays > 0 {
+		affected = []string{}
+		if err := s.db.Read.WithContext(ctx).Raw(`SELECT id FROM sessions WHERE trashed_at IS NULL AND id IN (SELECT value FROM json_each(?))`,
+			jsonArray(p.closure)).Scan(&affected).Error; err != nil {
+			return Result{}, fmt.Errorf("preview delete: %w", err)
+		}
+		purge := s.db.Now().Add(time.Duration(s.trashDays) * 24 * time.Hour).UTC()
+		res.Trashed, res.PurgeAfter = true, &purge
+	}
+	res.AffectedIDs = orderAffected(lo.Intersect(p.found, affected), affected)
+	res.Changed = len(res.AffectedIDs) > 0
+	return res, nil
+}
+
 type rowState struct {
 	trashed  bool
 	reported bool
@@ -175,12 +222,16 @@ type rowState struct {
 
 // lookupTx tells, for each requested id that exists, whether it is in the trash.
 func lookupTx(ctx context.Context, tx *db.Tx, ids []string) (map[string]rowState, error) {
+	return lookup(ctx, tx.G, ids)
+}
+
+func lookup(ctx context.Context, g *gorm.DB, ids []string) (map[string]rowState, error) {
 	var rows []struct {
 		ID       string
 		Trashed  bool
 		Reported bool
 	}
-	if err := tx.G.WithContext(ctx).Raw(`SELECT id, trashed_at IS NOT NULL AS trashed, trash_reported AS reported
+	if err := g.WithContext(ctx).Raw(`SELECT id, trashed_at IS NOT NULL AS trashed, trash_reported AS reported
 		FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("look up sessions: %w", err)
 	}

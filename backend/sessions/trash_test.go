@@ -261,3 +261,47 @@ func mustRule(t *testing.T, fields map[string]string) sessions.Rule {
 	}
 	return r
 }
+
+func TestPreviewDeleteSaysWhatDeleteAndPurgeDo(t *testing.T) {
+	t.Parallel()
+	for _, now := range []bool{false, true} {
+		e := sessionstest.New(t)
+		root := e.MustCreate(t, sessions.CreateParams{Title: "root"})
+		tip := e.MustChild(t, root.ID, sessions.RelationCompression)
+		del := e.MustChild(t, tip.ID, sessions.RelationDelegate)
+		gone := e.MustChild(t, root.ID, sessions.RelationDelegate)
+		e.MustChild(t, root.ID, sessions.RelationBranch)
+		if _, err := e.Sessions.Delete(ctx, []string{gone.ID}, nil); err != nil { // already in the trash
+			t.Fatal(err)
+		}
+		ids := []string{"missing", tip.ID}
+		pre, err := e.Sessions.PreviewDelete(ctx, ids, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Rec.Reset()
+		res, err := e.Sessions.DeleteWith(ctx, ids, sessions.DeleteOptions{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(pre.AffectedIDs) != fmt.Sprint(res.AffectedIDs) || pre.Trashed != res.Trashed || fmt.Sprint(pre.Outcomes) != fmt.Sprint(res.Outcomes) {
+			t.Fatalf("now=%v: preview %+v, delete %+v", now, pre, res)
+		}
+		want := 3 // root, tip, del (gone is in the trash already)
+		if now {
+			want = 4 // a purge takes the trashed child too
+		}
+		if len(res.AffectedIDs) != want || res.AffectedIDs[0] != tip.ID || !contains(res.AffectedIDs, del.ID) {
+			t.Fatalf("now=%v: affected %v", now, res.AffectedIDs)
+		}
+	}
+}
+
+func contains(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
