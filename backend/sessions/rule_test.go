@@ -89,6 +89,19 @@ func TestRuleFieldsMatchWhatTheySay(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	gw := e.MustCreate(t, sessions.CreateParams{Title: "from a chat", Source: "gateway", Platform: "slack", SenderID: "U1", SenderName: "Ada"})
+	if gw.Platform != "slack" || gw.SenderName != "Ada" {
+		t.Fatalf("gateway session = %+v", gw)
+	}
+	if _, err := e.Sessions.Create(ctx, sessions.CreateParams{Platform: "bad platform"}); apperr.CodeOf(err) != apperr.Invalid {
+		t.Fatalf("bad platform: %v", err)
+	}
+	if got, _ := e.Sessions.Match(ctx, mustRule(t, map[string]string{"platform": "slack"})); len(got) != 1 || got[0] != gw.ID {
+		t.Fatalf("platform slack = %v", got)
+	}
+	if _, err := e.Sessions.Purge(ctx, []string{gw.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
 	scenarios := []struct {
 		fields map[string]string
 		want   []string

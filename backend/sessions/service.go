@@ -84,6 +84,10 @@ type CreateParams struct {
 	ParentID string
 	Relation string // required with ParentID
 	Pinned   bool
+	// Where a gateway session comes from (issue #13); empty for local ones.
+	Platform   string
+	SenderID   string
+	SenderName string
 }
 
 // Create starts a session.
@@ -93,6 +97,12 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Session, error) {
 	}
 	if err := validateOneOf("source", p.Source, Sources); err != nil {
 		return Session{}, err
+	}
+	if p.Platform != "" && !namePattern.MatchString(p.Platform) {
+		return Session{}, apperr.New(apperr.Invalid, "invalid platform %q", p.Platform)
+	}
+	if len(p.SenderID) > 256 || len([]rune(p.SenderName)) > 256 || strings.ContainsFunc(p.SenderID+p.SenderName, func(r rune) bool { return r < 0x20 }) {
+		return Session{}, apperr.New(apperr.Invalid, "invalid sender: at most 256 characters, no control characters")
 	}
 	if p.ID == "" {
 		p.ID = uuid.Must(uuid.NewV7()).String()
@@ -122,7 +132,8 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Session, error) {
 			}
 		}
 		out = Session{ID: p.ID, Source: p.Source, Title: p.Title, Profile: s.profile, Relation: p.Relation,
-			StartedAt: db.At(tx.Now), LastActivityAt: db.At(tx.Now), Pinned: p.Pinned}
+			StartedAt: db.At(tx.Now), LastActivityAt: db.At(tx.Now), Pinned: p.Pinned,
+			Platform: p.Platform, SenderID: p.SenderID, SenderName: p.SenderName}
 		if p.ParentID != "" {
 			out.ParentSessionID = &p.ParentID
 		}

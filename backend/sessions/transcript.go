@@ -65,7 +65,8 @@ func (s *Service) RecountTx(ctx context.Context, tx *db.Tx, sessionID string) er
 // CreateTx is Create inside the caller's transaction (the parent must exist).
 func (s *Service) CreateTx(ctx context.Context, tx *db.Tx, p CreateParams) (Session, error) {
 	out := Session{ID: p.ID, Source: p.Source, Title: p.Title, Profile: s.profile, Relation: p.Relation,
-		StartedAt: db.At(tx.Now), LastActivityAt: db.At(tx.Now), Pinned: p.Pinned}
+		StartedAt: db.At(tx.Now), LastActivityAt: db.At(tx.Now), Pinned: p.Pinned,
+		Platform: p.Platform, SenderID: p.SenderID, SenderName: p.SenderName}
 	if p.ParentID != "" {
 		out.ParentSessionID = &p.ParentID
 	}
