@@ -296,7 +296,11 @@ func openAtrium(tb testing.TB, path string, clock func() time.Time, register fun
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	svc := sessions.NewService(d, bus, sessions.Options{Profile: "default", SessionsDir: dir, Logger: discard})
+	// No trash: deletes and prunes remove rows at once, like the raw floor
+	// and the peer store they are compared with (a move to the trash is one
+	// UPDATE; see docs/benchmarks.md, issue #14).
+	noTrash := 0
+	svc := sessions.NewService(d, bus, sessions.Options{Profile: "default", SessionsDir: dir, Logger: discard, TrashDays: &noTrash})
 	return &atriumEnv{D: d, Bus: bus, Svc: svc}
 }
 
@@ -698,6 +702,10 @@ type rawSession struct {
 	MessageCount, TokenCount   int64
 }
 
+// sessionColumns are the columns rawSession scans, in order.
+const sessionColumns = `pk, id, source, title, profile, parent_session_id, relation, started_at, ended_at, end_reason,
+	last_activity_at, archived, archived_at, archived_by, pinned, message_count, token_count`
+
 func scanSessions(rows *sql.Rows) ([]rawSession, error) {
 	defer rows.Close()
 	var out []rawSession
@@ -712,7 +720,7 @@ func scanSessions(rows *sql.Rows) ([]rawSession, error) {
 	return out, rows.Err()
 }
 
-const sqlListPage = `SELECT * FROM sessions WHERE archived = ? ORDER BY last_activity_at DESC, id DESC LIMIT ?`
+const sqlListPage = `SELECT ` + sessionColumns + ` FROM sessions WHERE archived = ? AND trashed_at IS NULL ORDER BY last_activity_at DESC, id DESC LIMIT ?`
 
 // rawList is the list page: 50 unarchived rows, newest activity first, plus
 // the keyset cursor of the next page.
@@ -869,7 +877,7 @@ func (rs *rawSearcher) search(word string) ([]rawHit, error) {
 	for i, h := range hits {
 		ids[i] = h.Session.ID
 	}
-	srows, err := rs.r.QueryContext(ctx, `SELECT * FROM sessions WHERE id IN (`+placeholders(len(ids))+`)`, ids...)
+	srows, err := rs.r.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id IN (`+placeholders(len(ids))+`)`, ids...)
 	if err != nil {
 		return nil, err
 	}
