@@ -334,7 +334,7 @@ func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit,
 	byKey := map[string]int{}
 	for _, m := range mrows {
 		byKey[m.Key] = len(hits)
-		snip, ranges := snippetAround(m.Content, q, 160)
+		snip, ranges := snippetAround(m.Content, q, 120)
 		hits = append(hits, Hit{Session: Session{ID: m.SessionID}, ConversationID: m.Key, MessageID: m.MID, Snippet: snip, SnippetRanges: ranges})
 	}
 	for _, t := range titled {
