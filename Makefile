@@ -7,7 +7,7 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 LDFLAGS      := -X main.version=$(VERSION)
 BIN          := build/bin/atrium
 
-.PHONY: build run test deps vet unit e2e frontend bench bench-ui clean
+.PHONY: build run test deps vet unit e2e frontend gen bench bench-ui clean
 
 # make build: the web UI, then the one binary (window + every subcommand).
 build: frontend
@@ -31,9 +31,18 @@ e2e/node_modules/.package-lock.json: e2e/package-lock.json
 # window under Xvfb and the dashboard in headless Chromium.
 test: deps unit build e2e
 
+# unit: the Go tests (frontend/tsgen among them: the TypeScript contract is
+# current with app/), the type check of the UI against it (in `frontend`),
+# and the UI's store tests.
 unit: frontend
 	go vet -tags '$(TAGS)' ./...
 	go test -race -tags '$(TAGS)' -count=1 ./...
+	cd frontend && npm test
+
+# gen: write the UI's DTO types, route table, bindings and event names from
+# app/ again (after changing app/dto.go, app/routes.go or a bound method).
+gen:
+	go test -tags '$(TAGS)' -count=1 ./frontend/tsgen -run TestGeneratedFilesAreCurrent -update
 
 e2e: build e2e/node_modules/.package-lock.json
 	dbus-run-session -- ./scripts/e2e-window.sh $(BIN)
