@@ -268,6 +268,24 @@ async function main() {
     eq(s.archived ?? s.session?.archived, false, 'archived flag in the store');
   });
 
+  await check('Ctrl+A, Delete, Enter deletes nothing: the confirmation opens with Cancel focused', async () => {
+    const before = (await deleteEvents()).length;
+    await page.locator('[data-testid=session-list]').focus();
+    await page.keyboard.press('Control+a');
+    await page.waitForFunction((n) => document.querySelector('.sel-label')?.textContent === `${n} selected`, total, { timeout: 5000 });
+    await page.keyboard.press('Delete');
+    const confirmText = page.locator('[data-testid=confirm-text]');
+    await confirmText.waitFor({ timeout: 10_000 });
+    eq(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'confirm-cancel', 'focused button');
+    const dialog = await page.locator('[data-testid=confirm]').innerText();
+    assert(/every session of the current filter/.test(dialog), `the dialog does not say it is the whole filter: ${dialog}`);
+    await page.keyboard.press('Enter');
+    await confirmText.waitFor({ state: 'detached', timeout: 5000 });
+    await waitRows(page, total, 'list after Enter');
+    eq((await deleteEvents()).length, before, 'on_session_delete events after Enter');
+    await page.keyboard.press('Escape'); // clears the selection
+  });
+
   await check('delete with the in-page confirmation (count includes the cascade)', async () => {
     const before = (await deleteEvents()).length;
     await page.click(`${rowSel}[data-id="${parent}"]`);
@@ -279,14 +297,16 @@ async function main() {
     eq(await confirmText.getAttribute('data-cascaded'), '1', 'preview cascaded');
     assert(/^2 sessions will be removed, 1 of them cascaded/.test(text), `confirmation text: ${text}`);
     const focused = await page.evaluate(() => document.activeElement?.getAttribute('data-testid'));
-    eq(focused, 'confirm-delete', 'focused button');
+    eq(focused, 'confirm-cancel', 'focused button');
     // Escape cancels, nothing deleted
     await page.keyboard.press('Escape');
     await confirmText.waitFor({ state: 'detached', timeout: 5000 });
     eq((await deleteEvents()).length, before, 'events after cancel');
-    // again, and Enter confirms
+    // again, and Tab to the Delete button, Enter confirms
     await page.keyboard.press('Delete');
     await confirmText.waitFor({ timeout: 10_000 });
+    await page.keyboard.press('Tab');
+    eq(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'confirm-delete', 'focus after Tab');
     await page.keyboard.press('Enter');
     const res = await resultText(page, 'Deleted 2 sessions');
     await waitRows(page, total - 2, 'after delete');
@@ -354,7 +374,7 @@ async function main() {
       await page.click(`${rowSel}[data-id="${victim}"]`);
       await page.keyboard.press('Delete');
       await page.locator('[data-testid=confirm-text]').waitFor({ timeout: 10_000 });
-      await page.keyboard.press('Enter');
+      await page.click('[data-testid=confirm-delete]');
       const res = await resultText(page, 'Deleted 1 session');
       eq(bodies.length, 2, 'requests sent');
       eq(bodies[1].request_id, bodies[0].request_id, 'request id of the retry');

@@ -3,8 +3,10 @@
 # session (the single-instance lock needs one):
 #   dbus-run-session -- scripts/e2e-window.sh build/bin/atrium
 # It seeds a store, starts the window, checks the list shows it, opens a
-# session through a second instance, bulk-deletes everything through the UI
-# (Ctrl+A, Delete, Enter), checks one on_session_delete carried every id,
+# session through a second instance, checks that Ctrl+A, Delete, Enter
+# deletes nothing (the confirmation's Cancel has the focus), bulk-deletes
+# everything on purpose (Ctrl+A, Delete, Tab, Enter), checks one
+# on_session_delete carried every id,
 # keeps a screenshot in e2e/artifacts/, and quits with Ctrl+Q.
 # With --bench RUNS it instead times launch-to-first-painted-list on a store
 # of 100,000 sessions and a UI bulk delete of 1,000, and prints medians.
@@ -71,11 +73,23 @@ focus_list() {
   sleep 0.3
 }
 
+# The confirmation opens with Cancel focused: Ctrl+A, Delete, Enter cancels.
+slip_via_ui() {
+  xdotool key ctrl+a
+  sleep 0.5
+  xdotool key Delete
+  sleep 1
+  import -window root "$ART/window-confirm.png" 2>/dev/null || true
+  xdotool key Return
+}
+
+# Deleting on purpose: Tab from Cancel to the Delete button, then Enter.
 delete_all_via_ui() {
   xdotool key ctrl+a
   sleep 0.5
   xdotool key Delete
   sleep 1
+  xdotool key Tab
   xdotool key Return
 }
 
@@ -99,7 +113,7 @@ if [ "$MODE" = "--bench" ]; then
     rm -rf "$H2"; "$BIN" --home "$H2" dev seed --sessions 1000 --messages 4 >/dev/null
     start_window "$H2"; W=$(wait_title '^Atrium · default · 1000 sessions$' 600)
     focus_list
-    xdotool key ctrl+a; sleep 0.5; xdotool key Delete; sleep 1
+    xdotool key ctrl+a; sleep 0.5; xdotool key Delete; sleep 1; xdotool key Tab
     t0=$(now_ms); xdotool key Return
     wait_title '^Atrium · default · 0 sessions$' 600 >/dev/null || { echo "delete never finished"; exit 1; }
     del+=($(( $(now_ms) - t0 ))); stop "$APID"; APID=""
@@ -138,9 +152,19 @@ xdotool key Escape
 wait_title '^Atrium · default · 40 sessions$' 100 >/dev/null || true
 
 focus_list
+slip_via_ui
+sleep 2
+read -r n ids < <(count_delete_events "$H")
+if [ "$n" = 0 ] && wait_title '^Atrium · default · 40 sessions$' 50 >/dev/null; then
+  ok "Ctrl+A, Delete, Enter deletes nothing (Cancel has the focus)"
+else
+  bad "Ctrl+A, Delete, Enter: $n on_session_delete events, $ids ids"
+fi
+
+focus_list
 delete_all_via_ui
 if wait_title '^Atrium · default · 0 sessions$' 300 >/dev/null; then
-  ok "Ctrl+A, Delete, Enter removed every session"
+  ok "Ctrl+A, Delete, Tab, Enter removed every session"
 else
   bad "the list did not empty"
 fi

@@ -1,5 +1,6 @@
 // In-page modal dialogs: focus moves in and is kept inside, Escape cancels,
-// Enter confirms (unless another button has focus), focus returns after.
+// Enter presses the default button (unless another button has focus; a
+// dangerous confirmation's default is Cancel), focus returns after.
 
 import { button, h } from './dom';
 
@@ -110,15 +111,30 @@ export function openModal<T>(o: ModalOptions<T>): Promise<T> {
   });
 }
 
+export interface ConfirmOptions {
+  title: string;
+  body: Node;
+  confirmLabel: string;
+  danger?: boolean;
+  confirmTestid?: string;
+  /** Cancel has the focus and Enter cancels: for what cannot be taken back,
+   * or is big, the user must pick the action on purpose. A danger
+   * confirmation always has it. */
+  cancelFocused?: boolean;
+  testid?: string;
+}
+
 /** confirm asks a yes/no question in a modal. */
-export function confirmModal(o: { title: string; body: Node; confirmLabel: string; danger?: boolean; confirmTestid?: string }): Promise<boolean> {
+export function confirmModal(o: ConfirmOptions): Promise<boolean> {
+  const safe = o.cancelFocused ?? !!o.danger;
   return openModal<boolean>({
     title: o.title,
     body: o.body,
     cancelValue: false,
+    testid: o.testid ?? 'confirm',
     buttons: [
-      { label: 'Cancel', value: false, kind: 'plain' },
-      { label: o.confirmLabel, value: true, kind: o.danger ? 'danger' : 'primary', testid: o.confirmTestid, default: true },
+      { label: 'Cancel', value: false, kind: 'plain', testid: 'confirm-cancel', default: safe },
+      { label: o.confirmLabel, value: true, kind: o.danger ? 'danger' : 'primary', testid: o.confirmTestid, default: !safe },
     ],
   });
 }

@@ -4,7 +4,8 @@
 
 import { api, newRequestID, on, toApiError, withRetry, type ApiError } from './api';
 import { button, h, replace } from './dom';
-import { plural, shortID } from './format';
+import { num, plural, shortID } from './format';
+import { confirmModal } from './modal';
 import type { BulkOp, ReceiptDTO } from './types';
 
 const verbs: Record<BulkOp, { ing: string; ed: string; success: string; title: string }> = {
@@ -81,11 +82,12 @@ export async function runBulk(op: BulkOp, ids: string[], o: RunOptions = {}): Pr
   }
 }
 
-function panel(kind: 'ok' | 'warn' | 'error', title: string, lines: Node[], actions: HTMLButtonElement[]): void {
+function panel(kind: 'ok' | 'warn' | 'error', title: string, lines: Node[], actions: HTMLButtonElement[], requestID?: string): void {
   const close = button('Dismiss', { class: 'btn plain small', 'aria-label': 'Dismiss the result' }, () => dismissResult());
   const el = h(
     'div',
-    { class: `result ${kind}`, 'data-testid': 'result', role: kind === 'error' ? 'alert' : 'status' },
+    // the request id is for tests and support, never shown in the main view
+    { class: `result ${kind}`, 'data-testid': 'result', 'data-request-id': requestID, role: kind === 'error' ? 'alert' : 'status' },
     h('div', { class: 'result-head' }, h('strong', {}, title), h('span', { class: 'spacer' }), ...actions, close),
     ...lines,
   );
@@ -112,8 +114,8 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
     title += op === 'delete' ? `, ${cascaded} of them cascaded beyond the ${selected} selected` : `, ${cascaded} more from their compression chains`;
   }
   const lines: Node[] = [];
-  if (r.replayed) lines.push(h('div', { class: 'replayed' }, 'This request had already been applied: its receipt was replayed and nothing ran twice.'));
-  if (attempts > 1) lines.push(h('div', {}, `Succeeded after ${plural(attempts, 'attempt')} with the same request id.`));
+  if (r.replayed) lines.push(h('div', { class: 'replayed' }, 'This had already been applied: nothing ran twice.'));
+  if (attempts > 1) lines.push(h('div', {}, `Succeeded after ${plural(attempts, 'attempt')}.`));
   if (failed.length > 0) {
     const list = h('ul', { class: 'outcomes' });
     for (const f of failed.slice(0, 50)) {
@@ -122,7 +124,6 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
     if (failed.length > 50) list.appendChild(h('li', {}, `… and ${failed.length - 50} more`));
     lines.push(h('div', {}, `${plural(failed.length, 'requested session')} not ${v.success}:`), list);
   }
-  lines.push(h('div', { class: 'muted small' }, `Request ${r.request_id}`));
   const actions: HTMLButtonElement[] = [];
   if (op === 'archive' && affected.length > 0) {
     const undoIDs = requested.filter((id) => affected.includes(id));
@@ -133,17 +134,51 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
       }),
     );
   }
-  panel(failed.length > 0 ? 'warn' : 'ok', title, lines, actions);
+  panel(failed.length > 0 ? 'warn' : 'ok', title, lines, actions, r.request_id);
 }
 
 function showFailure(op: BulkOp, ids: string[], requestID: string, e: ApiError, attempts: number, o: RunOptions): void {
   const v = verbs[op];
-  const lines: Node[] = [h('div', {}, `${e.message} (${e.code})`)];
-  if (attempts > 1) lines.push(h('div', {}, `Gave up after ${plural(attempts, 'attempt')} with request id ${requestID}.`));
+  const lines: Node[] = [h('div', {}, e.message)];
+  if (attempts > 1) lines.push(h('div', {}, `Gave up after ${plural(attempts, 'attempt')}; trying again cannot run it twice.`));
   const actions: HTMLButtonElement[] = [];
   if (attempts > 1 || ['network', 'timeout', 'internal', 'busy', 'unavailable'].includes(e.code)) {
     // Same id again: if the first attempt did go through, this replays it.
     actions.push(button('Try again', { class: 'btn primary small' }, () => void runBulk(op, ids, { ...o, requestID })));
   }
-  panel('error', `${v.title} of ${plural(ids.length, 'session')} failed`, lines, actions);
+  panel('error', `${v.title} of ${plural(ids.length, 'session')} failed`, lines, actions, requestID);
+}
+
+/** deleteWithConfirm previews a delete (the count with its cascade), asks
+ * with Cancel focused (Ctrl+A, Delete, Enter deletes nothing), then runs it. */
+export async function deleteWithConfirm(ids: string[], o: { wholeFilter?: boolean } = {}): Promise<ReceiptDTO | null> {
+  if (ids.length === 0) return null;
+  let preview;
+  try {
+    preview = await api.sessions.preview(ids);
+  } catch (e) {
+    showMessage('error', 'Could not preview the delete', toApiError(e).message);
+    return null;
+  }
+  const cascaded = preview.cascaded;
+  const text =
+    `${plural(preview.count, 'session')} will be removed` +
+    (cascaded > 0 ? `, ${cascaded} of them cascaded (compression chains and delegate children) beyond the ${num(ids.length)} selected.` : '.');
+  const body = h(
+    'div',
+    {},
+    h('p', { 'data-testid': 'confirm-text', 'data-count': preview.count, 'data-cascaded': cascaded }, text),
+    o.wholeFilter ? h('p', { class: 'warn-text' }, 'This is every session of the current filter.') : null,
+    h('p', { class: 'muted' }, 'Transcripts and their sidecar files are deleted for good. Plugins are told once.'),
+  );
+  if (preview.count === 0) body.appendChild(h('p', { class: 'warn-text' }, 'None of the selected sessions exists any more.'));
+  const ok = await confirmModal({
+    title: o.wholeFilter ? `Delete all ${plural(ids.length, 'session')} of this filter?` : `Delete ${plural(ids.length, 'selected session')}?`,
+    body,
+    confirmLabel: `Delete ${plural(preview.count, 'session')}`,
+    danger: true,
+    confirmTestid: 'confirm-delete',
+  });
+  if (!ok) return null;
+  return runBulk('delete', ids, { selectedCount: ids.length });
 }

@@ -1,29 +1,11 @@
-// The one API of the UI over its two transports: the Wails bindings in the
-// desktop window (window.go.app.<Service>.<Method>) and the JSON API of
-// `atrium serve` (fetch /api/..., cookie auth). Live events come from
-// window.runtime.EventsOn or an EventSource on /api/stream.
+// The one transport of the UI, whichever surface it runs in: the Wails
+// bindings in the desktop window (window.go.app.<Service>.<Method>) and the
+// JSON API of `atrium serve` (fetch /api/..., cookie auth). Both sides are
+// typed by the files frontend/tsgen generates from app/ (gen/bindings.ts,
+// gen/routes.ts): a method or route that does not exist in Go does not compile.
 
-import type {
-  BulkOp,
-  CompactionDTO,
-  CountDTO,
-  EventDTO,
-  FacetsDTO,
-  FolderDTO,
-  HitDTO,
-  InfoDTO,
-  InstallRequest,
-  ListFilter,
-  LiveEvents,
-  MessageDTO,
-  PageDTO,
-  PluginDTO,
-  PreviewDTO,
-  ReceiptDTO,
-  SessionDTO,
-  SettingsDTO,
-  TurnDTO,
-} from './types';
+import type { Bindings } from './gen/bindings';
+import type { Route, RouteBody, RouteQuery } from './gen/routes';
 
 type Binding = (...args: unknown[]) => Promise<unknown>;
 type Service = Record<string, Binding | undefined>;
@@ -31,6 +13,8 @@ type Service = Record<string, Binding | undefined>;
 interface WailsRuntime {
   EventsOn?: (name: string, cb: (...data: unknown[]) => void) => (() => void) | void;
   WindowSetTitle?: (title: string) => void;
+  ClipboardSetText?: (text: string) => Promise<boolean>;
+  BrowserOpenURL?: (url: string) => void;
 }
 
 declare global {
@@ -84,7 +68,7 @@ export function toApiError(e: unknown): ApiError {
     }
     return new ApiError('internal', s || 'Unknown error');
   }
-  if (e instanceof DOMException && e.name === 'AbortError') return new ApiError(CodeTimeout, 'The request timed out');
+  if (typeof DOMException !== 'undefined' && e instanceof DOMException && e.name === 'AbortError') return new ApiError(CodeTimeout, 'The request timed out');
   if (e instanceof TypeError) return new ApiError(CodeNetwork, `Network error: ${e.message}`);
   if (e && typeof e === 'object') {
     const err = fromObject(e as Record<string, unknown>);
@@ -108,7 +92,7 @@ export function missing(e: unknown): boolean {
   return e instanceof ApiError && e.code === CodeNotFound && /^no (API route|such binding)/.test(e.message);
 }
 
-export const isDesktop = (): boolean => !!window.go?.app;
+export const isDesktop = (): boolean => typeof window !== 'undefined' && !!window.go?.app;
 
 let unauthorizedHandler: (e: ApiError) => void = () => {};
 /** onUnauthorized is told once a call is refused for a missing token. */
@@ -118,14 +102,17 @@ export function onUnauthorized(fn: (e: ApiError) => void): void {
 
 const defaultTimeout = 60_000;
 
-interface Route {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  path: string;
-  query?: Record<string, string | number | boolean | undefined>;
-  body?: unknown;
-}
+type ParamNames<P extends string> = P extends `${string}{${infer N}}${infer R}` ? N | ParamNames<R> : never;
 
-interface CallOptions {
+/** One HTTP request, typed by the generated route table: the path's
+ * parameters, the query parameters the Go handler reads, its body type. */
+export type HttpCall<K extends Route = Route> = {
+  route: K;
+  query?: RouteQuery[K];
+} & ([ParamNames<K>] extends [never] ? { params?: undefined } : { params: Record<ParamNames<K>, string> }) &
+  ([RouteBody[K]] extends [never] ? { body?: undefined } : { body: RouteBody[K] });
+
+export interface CallOptions {
   timeoutMs?: number;
 }
 
@@ -155,32 +142,51 @@ async function viaDesktop<T>(service: string, method: string, args: unknown[], m
   }
 }
 
-function url(r: Route): string {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(r.query ?? {})) {
-    if (v === undefined || v === '' || v === false) continue;
-    params.set(k, String(v));
+/** requestURL is the URL of a route: {params} filled in (escaped), the
+ * query's empty values left out. */
+export function requestURL(c: { route: string; params?: Record<string, string> | undefined; query?: object | undefined }): { method: string; url: string } {
+  const space = c.route.indexOf(' ');
+  const method = c.route.slice(0, space);
+  const path = c.route.slice(space + 1).replace(/\{([^}]+)\}/g, (_m, name: string) => {
+    const v = c.params?.[name];
+    if (v === undefined) throw new ApiError('invalid', `route ${c.route}: no value for {${name}}`);
+    return encodeURIComponent(v);
+  });
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(c.query ?? {})) {
+    if (v === undefined || v === null || v === '' || v === false) continue;
+    qs.set(k, String(v));
   }
-  const qs = params.toString();
-  return qs ? `${r.path}?${qs}` : r.path;
+  const q = qs.toString();
+  return { method, url: q ? `${path}?${q}` : path };
 }
 
-async function viaHTTP<T>(r: Route, ms: number): Promise<T> {
+interface AnyHttpCall {
+  route: string;
+  params?: Record<string, string> | undefined;
+  query?: object | undefined;
+  body?: unknown;
+}
+
+async function viaHTTP<T>(c: AnyHttpCall, ms: number): Promise<T> {
+  const { method, url } = requestURL(c);
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), ms);
   let res: Response;
   try {
     const init: RequestInit = {
-      method: r.method,
+      method,
       credentials: 'same-origin',
       headers: { Accept: 'application/json' },
       signal: ctl.signal,
     };
-    if (r.body !== undefined) {
-      init.body = JSON.stringify(r.body);
+    if (method !== 'GET' && method !== 'HEAD') {
+      // Every write is JSON, with a body even when the route reads none: the
+      // dashboard refuses writes that are not (a cross-site form cannot send one).
+      init.body = JSON.stringify(c.body ?? {});
       init.headers = { Accept: 'application/json', 'Content-Type': 'application/json' };
     }
-    res = await fetch(url(r), init);
+    res = await fetch(url, init);
   } catch (e) {
     clearTimeout(timer);
     throw toApiError(e);
@@ -216,88 +222,27 @@ async function viaHTTP<T>(r: Route, ms: number): Promise<T> {
   return body as T;
 }
 
-/** call runs one service method over the transport of this window. */
-function call<T>(service: string, method: string, args: unknown[], route: Route, o: CallOptions = {}): Promise<T> {
+type Svc = keyof Bindings;
+type Method<S extends Svc> = keyof Bindings[S] & string;
+type Fn<S extends Svc, M extends Method<S>> = Bindings[S][M] extends (...a: infer A) => Promise<infer R> ? (...a: A) => Promise<R> : never;
+
+/** call runs one bound method in the window, or its route on the dashboard. */
+export function call<S extends Svc, M extends Method<S>, K extends Route>(
+  service: S,
+  method: M,
+  args: Parameters<Fn<S, M>>,
+  http: HttpCall<K>,
+  o: CallOptions = {},
+): ReturnType<Fn<S, M>> {
   const ms = o.timeoutMs ?? defaultTimeout;
-  return isDesktop() ? viaDesktop<T>(service, method, args, ms) : viaHTTP<T>(route, ms);
+  type R = Awaited<ReturnType<Fn<S, M>>>;
+  return (isDesktop() ? viaDesktop<R>(service, method, args, ms) : viaHTTP<R>(http as unknown as AnyHttpCall, ms)) as ReturnType<Fn<S, M>>;
 }
 
-const enc = encodeURIComponent;
-
-type Filter = Pick<ListFilter, 'archived' | 'source' | 'profile'>;
-
-function filterQuery(f: Partial<ListFilter>): Record<string, string | number | boolean | undefined> {
-  return { archived: f.archived ? true : undefined, source: f.source, profile: f.profile, limit: f.limit || undefined, cursor: f.cursor };
+/** desktopOnly runs a bound method that has no route (a native dialog). */
+export function desktopOnly<S extends Svc, M extends Method<S>>(service: S, method: M, args: Parameters<Fn<S, M>>, ms: number): ReturnType<Fn<S, M>> {
+  return viaDesktop<Awaited<ReturnType<Fn<S, M>>>>(service, method, args, ms) as ReturnType<Fn<S, M>>;
 }
-
-function fullFilter(f: Partial<ListFilter>): ListFilter {
-  return { archived: !!f.archived, source: f.source ?? '', profile: f.profile ?? '', limit: f.limit ?? 0, cursor: f.cursor ?? '' };
-}
-
-const turnTimeout = 11 * 60_000; // the server gives a turn 10 minutes
-const writeTimeout = 60_000;
-
-export const api = {
-  sessions: {
-    list: (f: Partial<ListFilter>) =>
-      call<PageDTO>('Sessions', 'List', [fullFilter(f)], { method: 'GET', path: '/api/sessions', query: filterQuery(f) }),
-    count: (f: Filter) =>
-      call<CountDTO>('Sessions', 'Count', [fullFilter(f)], { method: 'GET', path: '/api/sessions/count', query: filterQuery(f) }),
-    ids: (f: Filter) =>
-      call<string[] | null>('Sessions', 'IDs', [fullFilter(f)], { method: 'GET', path: '/api/sessions/ids', query: filterQuery(f) }),
-    facets: () => call<FacetsDTO>('Sessions', 'Facets', [], { method: 'GET', path: '/api/sessions/facets' }),
-    search: (q: string, limit: number, archived: boolean) =>
-      call<HitDTO[] | null>('Sessions', 'Search', [q, limit, archived], {
-        method: 'GET',
-        path: '/api/sessions/search',
-        query: { q, limit, archived: archived ? true : undefined },
-      }),
-    get: (id: string) => call<SessionDTO>('Sessions', 'Get', [id], { method: 'GET', path: `/api/sessions/${enc(id)}` }),
-    transcript: (id: string) =>
-      call<MessageDTO[] | null>('Sessions', 'Transcript', [id], { method: 'GET', path: `/api/sessions/${enc(id)}/transcript` }),
-    lineage: (id: string) =>
-      call<SessionDTO[] | null>('Sessions', 'Lineage', [id], { method: 'GET', path: `/api/sessions/${enc(id)}/lineage` }),
-    compactions: (id: string) =>
-      call<CompactionDTO[] | null>('Sessions', 'Compactions', [id], { method: 'GET', path: `/api/sessions/${enc(id)}/compactions` }),
-    preview: (ids: string[]) =>
-      call<PreviewDTO>('Sessions', 'Preview', [ids], { method: 'POST', path: '/api/sessions/preview', body: { ids } }),
-    bulk: (op: BulkOp, requestID: string, ids: string[]) => {
-      const method = op === 'delete' ? 'Delete' : op === 'archive' ? 'Archive' : 'Unarchive';
-      return call<ReceiptDTO>('Sessions', method, [requestID, ids], {
-        method: 'POST',
-        path: `/api/sessions/${op}`,
-        body: { request_id: requestID, ids },
-      }, { timeoutMs: writeTimeout });
-    },
-    send: (id: string, text: string) =>
-      call<TurnDTO>('Sessions', 'Send', [id, text], { method: 'POST', path: `/api/sessions/${enc(id)}/send`, body: { text } }, {
-        timeoutMs: turnTimeout,
-      }),
-  },
-  plugins: {
-    list: () => call<PluginDTO[] | null>('Plugins', 'List', [], { method: 'GET', path: '/api/plugins' }),
-    enable: (name: string) => call<PluginDTO>('Plugins', 'Enable', [name], { method: 'POST', path: `/api/plugins/${enc(name)}/enable` }),
-    disable: (name: string) => call<PluginDTO>('Plugins', 'Disable', [name], { method: 'POST', path: `/api/plugins/${enc(name)}/disable` }),
-    install: (req: InstallRequest) =>
-      call<PluginDTO>('Plugins', 'Install', [req], { method: 'POST', path: '/api/plugins/install', body: req }, { timeoutMs: 3 * 60_000 }),
-    remove: (name: string) => call<unknown>('Plugins', 'Remove', [name], { method: 'DELETE', path: `/api/plugins/${enc(name)}` }),
-    reload: () => call<PluginDTO[] | null>('Plugins', 'Reload', [], { method: 'POST', path: '/api/plugins/reload' }),
-    open: (name: string) => call<FolderDTO>('Plugins', 'Open', [name], { method: 'POST', path: `/api/plugins/${enc(name)}/open` }),
-    /** browse exists only in the window (a native dialog); "" if cancelled. */
-    browse: (zip: boolean) => viaDesktop<string>('Plugins', 'Browse', [zip], 30 * 60_000),
-  },
-  activity: {
-    recent: (afterSeq: number, limit: number) =>
-      call<EventDTO[] | null>('Activity', 'Recent', [afterSeq, limit], { method: 'GET', path: '/api/events', query: { after: afterSeq || undefined, limit } }),
-  },
-  settings: {
-    get: () => call<SettingsDTO>('Settings', 'Get', [], { method: 'GET', path: '/api/settings' }),
-    set: (s: SettingsDTO) => call<SettingsDTO>('Settings', 'Set', [s], { method: 'PUT', path: '/api/settings', body: s }),
-    info: () => call<InfoDTO>('Settings', 'Info', [], { method: 'GET', path: '/api/info' }),
-    /** ready tells the backend the first page is painted (the window then starts plugin processes). */
-    ready: () => call<unknown>('Settings', 'Ready', [], { method: 'POST', path: '/api/ready' }),
-  },
-};
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -306,13 +251,13 @@ export const retryDelays = [500, 1000, 2000];
 
 /** withRetry runs fn, and again after each delay while it fails retryably.
  * fn must be idempotent (a bulk request with one request id). */
-export async function withRetry<T>(fn: (attempt: number) => Promise<T>, onRetry?: (e: ApiError, attempt: number) => void): Promise<T> {
+export async function withRetry<T>(fn: (attempt: number) => Promise<T>, onRetry?: (e: ApiError, attempt: number) => void, delays = retryDelays): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await fn(attempt);
     } catch (raw) {
       const e = toApiError(raw);
-      const delay = retryDelays[attempt];
+      const delay = delays[attempt];
       if (delay === undefined || !retryable(e)) throw e;
       onRetry?.(e, attempt + 1);
       await sleep(delay);
@@ -330,78 +275,6 @@ export function newRequestID(): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-// ---- live events ----
-
-type Listener<K extends keyof LiveEvents> = (data: LiveEvents[K]) => void;
-const listeners = new Map<string, Set<(data: unknown) => void>>();
-const reconnectListeners = new Set<() => void>();
-let source: EventSource | null = null;
-let started = false;
-
-function dispatch(name: string, data: unknown): void {
-  for (const fn of listeners.get(name) ?? []) {
-    try {
-      fn(data);
-    } catch (e) {
-      console.error(`live event ${name}:`, e);
-    }
-  }
-}
-
-const liveNames: (keyof LiveEvents)[] = ['activity', 'progress', 'plugin-state', 'open-session'];
-
-/** startLive connects the live events once. */
-export function startLive(): void {
-  if (started) return;
-  started = true;
-  if (isDesktop()) {
-    const on = window.runtime?.EventsOn;
-    if (!on) return;
-    for (const name of liveNames) on(name, (data: unknown) => dispatch(name, data));
-    return;
-  }
-  if (typeof EventSource === 'undefined') return;
-  let broken = false;
-  source = new EventSource('/api/stream', { withCredentials: true });
-  for (const name of liveNames) {
-    source.addEventListener(name, (ev: MessageEvent<string>) => {
-      let data: unknown;
-      try {
-        data = JSON.parse(ev.data);
-      } catch {
-        return;
-      }
-      dispatch(name, data);
-    });
-  }
-  source.addEventListener('error', () => {
-    broken = true;
-  });
-  source.addEventListener('open', () => {
-    if (!broken) return;
-    broken = false;
-    for (const fn of reconnectListeners) fn(); // events may have been missed
-  });
-}
-
-/** on subscribes to a live event; it returns the unsubscribe function. */
-export function on<K extends keyof LiveEvents>(name: K, fn: Listener<K>): () => void {
-  let set = listeners.get(name);
-  if (!set) {
-    set = new Set();
-    listeners.set(name, set);
-  }
-  const f = fn as (data: unknown) => void;
-  set.add(f);
-  return () => set?.delete(f);
-}
-
-/** onReconnect is told when the dashboard's stream came back after a break. */
-export function onReconnect(fn: () => void): () => void {
-  reconnectListeners.add(fn);
-  return () => reconnectListeners.delete(fn);
-}
-
 /** setWindowTitle sets document.title, and the window's title on desktop. */
 export function setWindowTitle(text: string): void {
   document.title = text;
@@ -410,4 +283,25 @@ export function setWindowTitle(text: string): void {
   } catch {
     /* the runtime may not be ready */
   }
+}
+
+/** copyText puts text on the clipboard (the window's runtime, else the browser's). */
+export async function copyText(text: string): Promise<boolean> {
+  try {
+    if (window.runtime?.ClipboardSetText) return await window.runtime.ClipboardSetText(text);
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** openURL opens a web link in the user's browser: the window's default
+ * browser, or a new tab of the dashboard's. */
+export function openURL(url: string): void {
+  if (window.runtime?.BrowserOpenURL) {
+    window.runtime.BrowserOpenURL(url);
+    return;
+  }
+  window.open(url, '_blank', 'noopener,noreferrer');
 }

@@ -4,6 +4,7 @@
 import { api, missing, setWindowTitle, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
 import { absolute, num, plural, relative, shortID, shortTime } from '../format';
+import { onLinkClick, renderMarkdown } from '../markdown';
 import { app, type View } from '../state';
 import type { CompactionDTO, MessageDTO, SessionDTO, TurnDTO } from '../types';
 
@@ -28,6 +29,7 @@ export class TranscriptView implements View {
     this.head = h('div', { class: 'tx-head' });
     this.lineage = h('nav', { class: 'lineage', 'aria-label': 'Lineage' });
     this.body = h('div', { class: 'messages', role: 'log', 'aria-label': 'Transcript', tabindex: '0' });
+    this.body.addEventListener('click', onLinkClick);
     this.reply = h('div', { class: 'reply', role: 'status', 'aria-live': 'polite' });
     this.composer = h('textarea', {
       class: 'composer',
@@ -241,10 +243,19 @@ function message(m: MessageDTO): HTMLElement {
     h('span', { class: 'spacer' }),
     h('time', { class: 'muted small', title: absolute(m.created_at) }, shortTime(m.created_at)),
   );
-  const el = h('article', { class: cls.join(' '), 'data-testid': 'message', 'data-role': m.role }, head, h('div', { class: 'content' }, m.content));
+  const el = h('article', { class: cls.join(' '), 'data-testid': 'message', 'data-role': m.role, 'data-message-id': m.id }, head, content(m));
   if (m.sent_content !== null && m.sent_content !== m.content) {
     el.append(h('details', { class: 'sent' }, h('summary', {}, 'As sent to the model'), h('div', { class: 'content' }, m.sent_content)));
   }
+  return el;
+}
+
+/** content renders a message: Markdown for what people and models write,
+ * plain monospace text for tool output and pruned stubs. */
+function content(m: MessageDTO): HTMLElement {
+  if (m.role === 'tool' || m.marker === 'stub') return h('div', { class: 'content plain' }, m.content);
+  const el = h('div', { class: 'content md' });
+  el.append(renderMarkdown(m.content));
   return el;
 }
 

@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError, type Filter } from '../api';
+import type { HitDTO, ListFilter, PageDTO, SessionDTO } from '../types';
+import { SessionsStore, type Change, type SessionsSource } from './sessions';
+
+function session(i: number, o: Partial<SessionDTO> = {}): SessionDTO {
+  return {
+    id: `s${i}`,
+    source: i % 2 ? 'cli' : 'cron',
+    title: `Session ${i}`,
+    profile: 'default',
+    started_at: '2026-12-01T10:00:00Z',
+    last_activity_at: '2026-12-01T10:00:00Z',
+    archived: false,
+    pinned: false,
+    message_count: i,
+    token_count: 0,
+    ...o,
+  };
+}
+
+/** fake is an API over an in-memory list, paged like the server's. */
+function fake(n: number, o: { ids?: 'missing' | 'fail'; count?: 'missing' } = {}) {
+  const all = Array.from({ length: n }, (_, i) => session(i));
+  const calls: string[] = [];
+  const match = (f: Filter) => all.filter((s) => s.archived === !!f.archived && (!f.source || s.source === f.source));
+  const src: SessionsSource = {
+    async list(f: Partial<ListFilter>): Promise<PageDTO> {
+      calls.push(`list ${f.limit} ${f.cursor ?? ''}`);
+      const rows = match(f as Filter);
+      const start = f.cursor ? Number(f.cursor) : 0;
+      const end = start + (f.limit || 50);
+      return { sessions: rows.slice(start, end), next: end < rows.length ? String(end) : undefined };
+    },
+    async count(f) {
+      if (o.count === 'missing') throw new ApiError('not_found', 'no API route GET /api/sessions/count');
+      return { count: match(f).length };
+    },
+    async ids(f) {
+      calls.push('ids');
+      if (o.ids === 'missing') throw new ApiError('not_found', 'no API route GET /api/sessions/ids');
+      if (o.ids === 'fail') throw new ApiError('internal', 'Internal error.');
+      return match(f).map((s) => s.id);
+    },
+    async search(q: string): Promise<HitDTO[]> {
+      calls.push(`search ${q}`);
+      return all.filter((s) => s.title.includes(q)).map((s) => ({ session: s, snippet: `…${q}…`, in_title: true, message_id: 7 }));
+    },
+    async facets() {
+      return { sources: ['cli', 'cron', ''], profiles: ['default'] };
+    },
+  };
+  return { all, calls, src };
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 0));
+
+describe('SessionsStore loading', () => {
+  it('loads a first page, counts, and pages on as the viewport asks', async () => {
+    const { src, calls } = fake(500);
+    const st = new SessionsStore(src);
+    const changes: Change[] = [];
+    st.changes.subscribe((c) => changes.push(c));
+    await st.reload();
+    expect(st.rows).toHaveLength(80);
+    expect(st.count).toBe(500);
+    expect(st.total).toBe(500); // placeholders for the rest
+    expect(changes).toContain('rows');
+    st.want(300);
+    await settle();
+    await settle();
+    expect(st.rows.length).toBeGreaterThanOrEqual(350);
+    expect(calls[0]).toBe('list 80 ');
+    expect(calls.slice(1).every((c) => c.startsWith('list '))).toBe(true);
+  });
+
+  it('without a count it shows one placeholder row while more exist', async () => {
+    const { src } = fake(100, { count: 'missing' });
+    const st = new SessionsStore(src);
+    await st.reload();
+    expect(st.count).toBeNull();
+    expect(st.total).toBe(81);
+  });
+
+  it('a failed load keeps an error with a retry', async () => {
+    const { src } = fake(3);
+    let fail = true;
+    const flaky: SessionsSource = { ...src, list: (f) => (fail ? Promise.reject(new ApiError('unavailable', 'down')) : src.list(f)) };
+    const st = new SessionsStore(flaky);
+    await st.reload();
+    expect(st.error?.message).toBe('Could not load sessions: down');
+    fail = false;
+    st.error?.retry();
+    await settle();
+    await settle();
+    expect(st.error).toBeNull();
+    expect(st.rows).toHaveLength(3);
+  });
+
+  it('a stale answer never overwrites a newer one', async () => {
+    const { src } = fake(10);
+    let release: () => void = () => {};
+    const slow: SessionsSource = {
+      ...src,
+      list: async (f) => {
+        if (!f.source) await new Promise<void>((r) => (release = r));
+        return src.list(f);
+      },
+    };
+    const st = new SessionsStore(slow);
+    const first = st.reload(); // waits
+    st.setSource('cron'); // a newer filter
+    await settle();
+    release();
+    await first;
+    await settle();
+    expect(st.rows.every((r) => r.session.source === 'cron')).toBe(true);
+    expect(st.rows).toHaveLength(5);
+  });
+
+  it('search keeps the snippet and the matching message', async () => {
+    const { src } = fake(20);
+    const st = new SessionsStore(src);
+    st.setQuery('  Session 1  ');
+    await settle();
+    await settle();
+    expect(st.query).toBe('Session 1');
+    expect(st.rows.map((r) => r.session.id)).toEqual(['s1', 's10', 's11', 's12', 's13', 's14', 's15', 's16', 's17', 's18', 's19']);
+    expect(st.rows[0]).toMatchObject({ snippet: '…Session 1…', messageID: 7 });
+    expect(st.next).toBeNull();
+  });
+
+  it('facets drop the empty value and a filter value that is gone', async () => {
+    const { src } = fake(2);
+    const st = new SessionsStore(src);
+    st.source = 'gateway';
+    await st.loadFacets();
+    expect(st.facets.sources).toEqual(['cli', 'cron']);
+    expect(st.source).toBe('');
+  });
+});
+
+describe('SessionsStore selection', () => {
+  it('click, ctrl-click and shift-click select as a list does', async () => {
+    const st = new SessionsStore(fake(10).src);
+    await st.reload();
+    st.click(2);
+    expect(st.selectedIDs()).toEqual(['s2']);
+    st.click(5, { shift: true });
+    expect(st.selectedIDs().sort()).toEqual(['s2', 's3', 's4', 's5']);
+    st.click(8, { mod: true });
+    expect(st.selection.size).toBe(5);
+    st.click(8, { mod: true });
+    expect(st.selection.has('s8')).toBe(false);
+    st.click(0);
+    expect(st.selectedIDs()).toEqual(['s0']);
+  });
+
+  it('arrows move the focus, Shift extends from the anchor, Space toggles', async () => {
+    const st = new SessionsStore(fake(10).src);
+    await st.reload();
+    st.click(3);
+    expect(st.moveFocus(5, true)).toBe(5);
+    expect(st.selectedIDs().sort()).toEqual(['s3', 's4', 's5']);
+    expect(st.moveFocus(99)).toBe(9);
+    st.toggle();
+    expect(st.selection.has('s9')).toBe(true);
+  });
+
+  it('selectAll selects every id of the filter, not just the loaded rows', async () => {
+    const st = new SessionsStore(fake(300).src);
+    await st.reload();
+    expect(st.rows.length).toBeLessThan(300);
+    expect(await st.selectAll()).toBeNull();
+    expect(st.selection.size).toBe(300);
+    expect(st.wholeFilter).toBe(true);
+    st.click(0);
+    expect(st.wholeFilter).toBe(false);
+  });
+
+  it('selectAll falls back to the loaded rows on an older server, and says so', async () => {
+    const st = new SessionsStore(fake(300, { ids: 'missing' }).src);
+    await st.reload();
+    const warning = await st.selectAll();
+    expect(warning).toMatch(/Selected the 80 loaded sessions/);
+    expect(st.selection.size).toBe(80);
+  });
+
+  it('selectAll reports a real failure and changes nothing', async () => {
+    const st = new SessionsStore(fake(300, { ids: 'fail' }).src);
+    await st.reload();
+    st.click(1);
+    await expect(st.selectAll()).rejects.toThrow('Internal error.');
+    expect(st.selectedIDs()).toEqual(['s1']);
+  });
+
+  it('a new filter or search clears the selection', async () => {
+    const st = new SessionsStore(fake(10).src);
+    await st.reload();
+    st.click(1);
+    st.setArchived(true);
+    expect(st.selection.size).toBe(0);
+    expect(st.focus).toBe(0);
+  });
+});

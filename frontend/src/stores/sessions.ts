@@ -1,0 +1,314 @@
+// The sessions list as state: the filter and the search, the rows loaded so
+// far (paged by cursor), the count, and the selection. No DOM: the view
+// renders what this store holds and calls its methods; tests drive it with a
+// fake API (stores/sessions.test.ts).
+
+import { missing, toApiError, type Filter } from '../api';
+import type { CountDTO, FacetsDTO, HitDTO, ListFilter, PageDTO, SessionDTO } from '../types';
+import { Emitter } from './emitter';
+
+/** The calls the store makes (api.sessions satisfies it). */
+export interface SessionsSource {
+  list(f: Partial<ListFilter>): Promise<PageDTO>;
+  count(f: Filter): Promise<CountDTO>;
+  ids(f: Filter): Promise<string[] | null>;
+  search(q: string, limit: number, archived: boolean): Promise<HitDTO[] | null>;
+  facets(): Promise<FacetsDTO>;
+}
+
+export interface Row {
+  session: SessionDTO;
+  /** the search hit's snippet */
+  snippet?: string;
+  /** the message the search hit is in */
+  messageID?: number;
+}
+
+/** What changed, so a view repaints only that. */
+export type Change = 'rows' | 'selection' | 'status' | 'filter' | 'facets';
+
+export const pageSize = 200;
+export const firstPage = 80; // a screenful and then some: the first paint waits for it
+export const bigPage = 1000; // when the viewport jumped far past what is loaded
+export const searchLimit = 500;
+
+export class SessionsStore {
+  readonly changes = new Emitter<Change>();
+
+  // the filter
+  archived = false;
+  source = '';
+  profile = '';
+  query = '';
+
+  // what is loaded
+  rows: Row[] = [];
+  /** cursor of the next page; null at the end */
+  next: string | null = null;
+  /** how many sessions the filter matches; null when unknown */
+  count: number | null = null;
+  /** a load that failed, with what to retry */
+  error: { message: string; retry: () => void } | null = null;
+  loaded = false;
+  facets: FacetsDTO = { sources: [], profiles: [] };
+
+  // the selection
+  selection = new Set<string>();
+  anchor: number | null = null;
+  focus = 0;
+
+  private gen = 0;
+  private pumping = false;
+  private wantUpTo = 0;
+  private countSupported = true;
+  private idsSupported = true;
+
+  constructor(private readonly src: SessionsSource) {}
+
+  filter(): Filter {
+    return { archived: this.archived, source: this.source, profile: this.profile };
+  }
+
+  /** total is how many rows the list shows: those loaded, and placeholders
+   * for the rest of the count while more pages exist. */
+  get total(): number {
+    if (this.next === null) return this.rows.length;
+    if (this.count !== null) return Math.max(this.count, this.rows.length + 1);
+    return this.rows.length + 1; // unknown: one placeholder row asks for more
+  }
+
+  // ---- the filter ----
+
+  setArchived(v: boolean): void {
+    if (this.archived === v) return;
+    this.archived = v;
+    this.filterChanged();
+  }
+
+  setSource(v: string): void {
+    if (this.source === v) return;
+    this.source = v;
+    this.filterChanged();
+  }
+
+  setProfile(v: string): void {
+    if (this.profile === v) return;
+    this.profile = v;
+    this.filterChanged();
+  }
+
+  setQuery(q: string): void {
+    q = q.trim();
+    if (this.query === q) return;
+    this.query = q;
+    this.filterChanged();
+  }
+
+  private filterChanged(): void {
+    this.selection.clear();
+    this.anchor = null;
+    this.focus = 0;
+    this.changes.emit('filter');
+    this.changes.emit('selection');
+    void this.reload();
+  }
+
+  // ---- loading ----
+
+  async loadFacets(): Promise<void> {
+    try {
+      const f = await this.src.facets();
+      this.facets = { sources: (f.sources ?? []).filter((x) => x !== ''), profiles: (f.profiles ?? []).filter((x) => x !== '') };
+    } catch (e) {
+      this.facets = { sources: [], profiles: [] };
+      if (!missing(e)) console.warn('facets:', e);
+    }
+    if (this.source && !this.facets.sources?.includes(this.source)) this.source = '';
+    if (this.profile && !this.facets.profiles?.includes(this.profile)) this.profile = '';
+    this.changes.emit('facets');
+  }
+
+  /** reload loads the list (or the hits) again from the start; the
+   * selection stays (ids that left the list are dropped by the caller). */
+  async reload(): Promise<void> {
+    const gen = ++this.gen;
+    this.pumping = false;
+    const f = this.filter();
+    const countP = this.countSupported
+      ? this.src.count(f).then(
+          (c) => c.count,
+          (e: unknown) => {
+            if (missing(e)) this.countSupported = false;
+            else console.warn('count:', e);
+            return null;
+          },
+        )
+      : Promise.resolve(null);
+    try {
+      if (this.query) {
+        const [hits, count] = await Promise.all([this.src.search(this.query, searchLimit, this.archived), countP]);
+        if (gen !== this.gen) return;
+        this.rows = (hits ?? []).map((x) => ({ session: x.session, snippet: x.snippet, messageID: x.message_id }));
+        this.next = null;
+        this.count = count;
+      } else {
+        const want = Math.max(firstPage, Math.min(bigPage, this.wantUpTo + 50));
+        const [page, count] = await Promise.all([this.src.list({ ...f, limit: want }), countP]);
+        if (gen !== this.gen) return;
+        this.rows = (page.sessions ?? []).map((s) => ({ session: s }));
+        this.next = page.next ? page.next : null;
+        this.count = count;
+      }
+      this.error = null;
+      this.loaded = true;
+      this.focus = Math.min(this.focus, Math.max(0, this.total - 1));
+      this.changes.emit('rows');
+      this.changes.emit('status');
+      void this.pump();
+    } catch (raw) {
+      if (gen !== this.gen) return;
+      this.error = { message: `Could not load sessions: ${toApiError(raw).message}`, retry: () => void this.reload() };
+      this.changes.emit('status');
+    }
+  }
+
+  /** want says the viewport shows rows up to index last: pages load until
+   * they are there. */
+  want(last: number): void {
+    this.wantUpTo = last;
+    void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping || this.query || this.next === null) return;
+    const gen = this.gen;
+    this.pumping = true;
+    try {
+      while (gen === this.gen && this.next !== null && this.rows.length <= this.wantUpTo + 50) {
+        const gap = this.wantUpTo - this.rows.length;
+        const limit = gap > bigPage ? bigPage : gap > pageSize ? Math.min(bigPage, gap + pageSize) : pageSize;
+        const page = await this.src.list({ ...this.filter(), limit, cursor: this.next });
+        if (gen !== this.gen) return;
+        for (const s of page.sessions ?? []) this.rows.push({ session: s });
+        this.next = page.next ? page.next : null;
+        this.changes.emit('rows');
+      }
+    } catch (raw) {
+      if (gen !== this.gen) return;
+      this.error = { message: `Could not load more sessions: ${toApiError(raw).message}`, retry: () => void this.pump() };
+      this.changes.emit('status');
+    } finally {
+      if (gen === this.gen) this.pumping = false;
+    }
+  }
+
+  // ---- the selection ----
+
+  /** click selects as a list does: plain replaces, Ctrl toggles, Shift
+   * extends from the anchor (Ctrl+Shift adds the range). */
+  click(i: number, o: { shift?: boolean; mod?: boolean } = {}): void {
+    const r = this.rows[i];
+    if (!r) return;
+    if (o.shift && this.anchor !== null) {
+      this.selectRange(this.anchor, i, !!o.mod);
+    } else if (o.mod) {
+      this.toggleID(r.session.id);
+      this.anchor = i;
+    } else {
+      this.selection = new Set([r.session.id]);
+      this.anchor = i;
+    }
+    this.focus = i;
+    this.changes.emit('selection');
+  }
+
+  /** toggle flips the focused row (Space). */
+  toggle(i = this.focus): void {
+    const r = this.rows[i];
+    if (!r) return;
+    this.toggleID(r.session.id);
+    this.anchor = i;
+    this.changes.emit('selection');
+  }
+
+  private toggleID(id: string): void {
+    if (this.selection.has(id)) this.selection.delete(id);
+    else this.selection.add(id);
+  }
+
+  private selectRange(a: number, b: number, add: boolean): void {
+    const [lo, hi] = a < b ? [a, b] : [b, a];
+    const next = add ? new Set(this.selection) : new Set<string>();
+    for (let k = lo; k <= hi; k++) {
+      const r = this.rows[k];
+      if (r) next.add(r.session.id);
+    }
+    this.selection = next;
+  }
+
+  /** moveFocus moves the focused row (arrows); extend selects the range
+   * from the anchor (Shift+arrows). It returns the new focus. */
+  moveFocus(i: number, extend = false): number {
+    const total = this.total;
+    if (total === 0) return 0;
+    const to = Math.max(0, Math.min(total - 1, i));
+    this.focus = to;
+    if (extend && this.anchor !== null) this.selectRange(this.anchor, to, false);
+    else if (extend) {
+      this.anchor = to;
+      const r = this.rows[to];
+      if (r) this.selection.add(r.session.id);
+    }
+    this.changes.emit('selection');
+    return to;
+  }
+
+  /** selectAll selects every session of the filter (the server lists the
+   * ids), or every hit of a search. It returns a warning when it could only
+   * select the loaded rows. */
+  async selectAll(): Promise<string | null> {
+    if (this.query || this.next === null) {
+      this.selection = new Set(this.rows.map((r) => r.session.id));
+      this.changes.emit('selection');
+      return null;
+    }
+    const gen = this.gen;
+    if (this.idsSupported) {
+      try {
+        const ids = await this.src.ids(this.filter());
+        if (gen !== this.gen) return null;
+        this.selection = new Set(ids ?? []);
+        this.changes.emit('selection');
+        return null;
+      } catch (e) {
+        if (!missing(e)) throw toApiError(e);
+        this.idsSupported = false;
+      }
+    }
+    this.selection = new Set(this.rows.map((r) => r.session.id));
+    this.changes.emit('selection');
+    return `Selected the ${this.rows.length} loaded sessions: this server cannot list every id of a filter.`;
+  }
+
+  clearSelection(): void {
+    if (this.selection.size === 0 && this.anchor === null) return;
+    this.selection.clear();
+    this.anchor = null;
+    this.changes.emit('selection');
+  }
+
+  /** wholeFilter is true when the selection is every session of the filter
+   * (Ctrl+A), which the confirmation says as such. */
+  get wholeFilter(): boolean {
+    const n = this.count ?? (this.next === null ? this.rows.length : null);
+    return n !== null && n > 0 && this.selection.size >= n && !this.query;
+  }
+
+  selectedIDs(): string[] {
+    return Array.from(this.selection);
+  }
+
+  rowOf(id: string): Row | undefined {
+    return this.rows.find((r) => r.session.id === id);
+  }
+}
