@@ -169,7 +169,16 @@ async function main() {
   await atrium('messages', 'append', ids['Payments refactor'], '--role', 'assistant', '--content', 'Noted: staging uses /v2/payments.');
   await atrium('messages', 'append', ids['Search tuning'], '--role', 'user', '--content', 'Tune the ranking of the search index');
   await atrium('messages', 'append', parent, '--role', 'user', '--content', 'Run the whole suite');
-  const total = titles.length + 2;
+  // a long session whose one matching message is far from its end (it is
+  // archived later, and found there)
+  const incident = (await atrium('sessions', 'create', '--title', 'Old incident')).id;
+  let hitMessage = 0;
+  for (let i = 0; i < 40; i++) {
+    const text = i === 8 ? 'The rollback failed on a **checksum mismatch** in shard 7' : `Step ${i}: nothing unusual`;
+    const m = await atrium('messages', 'append', incident, '--role', i % 2 ? 'assistant' : 'user', '--content', text);
+    if (i === 8) hitMessage = m.id;
+  }
+  const total = titles.length + 3;
   if (process.env.E2E_DEBUG) console.log(JSON.stringify({ ids, parent, child }));
   const deletesBefore = (await deleteEvents()).length;
 
@@ -486,6 +495,56 @@ async function main() {
     assert(/compress/i.test(out), `output of /help: ${out.slice(0, 200)}`);
     await page.click('[data-testid=back]');
     await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+  });
+
+  await check('row menu (right-click): Archive, then Ctrl+Z undoes it', async () => {
+    await page.click('[data-testid=nav-sessions]');
+    const victim = ids['Search tuning'];
+    const row = page.locator(`${rowSel}[data-id="${victim}"]`);
+    await row.waitFor({ timeout: 10_000 });
+    await row.click({ button: 'right' });
+    const menu = page.locator('[data-testid=menu]');
+    await menu.waitFor({ timeout: 5000 });
+    const items = await menu.locator('[role=menuitem]').allInnerTexts();
+    assert(items.some((t) => /^Open/.test(t)) && items.some((t) => /^Archive/.test(t)) && items.some((t) => /^Delete/.test(t)), `menu items: ${JSON.stringify(items)}`);
+    await menu.locator('[data-testid=menu-archive]').click();
+    await resultText(page, 'Archived 1 session');
+    await row.waitFor({ state: 'detached', timeout: 10_000 });
+    await page.locator('[data-testid=session-list]').focus();
+    await page.keyboard.press('Control+z');
+    await resultText(page, 'Unarchived 1 session');
+    await row.waitFor({ timeout: 10_000 });
+    const s = await atrium('sessions', 'show', victim);
+    eq(s.archived ?? s.session?.archived, false, 'archived flag after the undo');
+  });
+
+  await check('a search hit in the archive opens the transcript on the matching message, its words marked', async () => {
+    await atrium('sessions', 'archive', incident);
+    await page.click('[data-testid=nav-sessions]');
+    await page.click('[data-testid=tab-archived]');
+    await page.fill('[data-testid=search]', 'checksum mismatch');
+    const row = page.locator(`${rowSel}[data-id="${incident}"]`);
+    await row.locator('.snippet mark').first().waitFor({ timeout: 10_000 });
+    await row.dblclick();
+    const hit = page.locator('.messages .msg.hit');
+    await hit.waitFor({ timeout: 10_000 });
+    eq(await hit.getAttribute('data-message-id'), String(hitMessage), 'the message opened on');
+    eq(await hit.locator('mark').allInnerTexts(), ['checksum', 'mismatch'], 'marked words');
+    const inView = await page.evaluate(() => {
+      const box = document.querySelector('.messages')?.getBoundingClientRect();
+      const m = document.querySelector('.messages .msg.hit')?.getBoundingClientRect();
+      return !!box && !!m && m.top >= box.top && m.bottom <= box.bottom;
+    });
+    assert(inView, 'the matching message is not in view');
+    await page.screenshot({ path: join(artifacts, 'dashboard-search-hit.png') });
+    // archived: no composer, a way to continue instead
+    assert(!(await page.locator('[data-testid=composer]').isVisible()), 'the composer shows on an archived session');
+    const note = await page.locator('[data-testid=continues]').innerText();
+    assert(/archived/.test(note), `note: ${note}`);
+    await page.keyboard.press('Escape');
+    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+    await page.keyboard.press('Escape');
+    await page.click('[data-testid=tab-active]');
   });
 
   await check('no errors in the page console', async () => {

@@ -1,9 +1,12 @@
-// Page-wide shortcuts. Precedence of Escape: a modal, then the search box,
-// then the transcript, then the selection (each view's escape() decides
-// within its own view).
+// Page-wide shortcuts. Precedence of Escape: a menu or a modal, then the
+// search box, then the transcript, then the selection (each view's escape()
+// decides within its own view). Ctrl+Z and ? work on every page.
 
 import { isTextField } from './dom';
+import { showKeySheet } from './keys';
+import { closeMenu, menuOpen } from './menu';
 import { closeTopModal, modalOpen } from './modal';
+import { undoLast } from './ops';
 import type { View, ViewName } from './state';
 
 export interface KeyboardHost {
@@ -15,6 +18,13 @@ export interface KeyboardHost {
 export function installKeyboard(host: KeyboardHost): void {
   document.addEventListener('keydown', (ev) => {
     if (ev.defaultPrevented) return;
+    if (menuOpen()) {
+      if (ev.key === 'Escape') {
+        ev.preventDefault();
+        closeMenu();
+      }
+      return;
+    }
     if (modalOpen()) {
       if (ev.key === 'Escape') {
         ev.preventDefault();
@@ -30,9 +40,20 @@ export function installKeyboard(host: KeyboardHost): void {
       return;
     }
     if (inField) return;
-    if (ev.key === '/' && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
+    const mod = ev.ctrlKey || ev.metaKey;
+    if (ev.key === '/' && !mod && !ev.altKey) {
       ev.preventDefault();
       host.focusSearch();
+      return;
+    }
+    if (ev.key === '?' && !mod && !ev.altKey) {
+      ev.preventDefault();
+      showKeySheet();
+      return;
+    }
+    if (mod && !ev.shiftKey && !ev.altKey && (ev.key === 'z' || ev.key === 'Z')) {
+      ev.preventDefault();
+      void undoLast();
       return;
     }
     if (view.key?.(ev)) ev.preventDefault();

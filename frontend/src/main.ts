@@ -5,19 +5,13 @@ import { api, isDesktop, on, onUnauthorized, startLive, toApiError, type ApiErro
 import { h, replace } from './dom';
 import { installKeyboard } from './keyboard';
 import { mountOps } from './ops';
-import { app, type View, type ViewName } from './state';
+import { Router } from './router';
+import { app } from './state';
 import { ActivityView } from './views/activity';
 import { PluginsView } from './views/plugins';
 import { SessionsView } from './views/sessions';
 import { SettingsView } from './views/settings';
 import { TranscriptView } from './views/transcript';
-
-const navItems: { name: ViewName; label: string; key: string }[] = [
-  { name: 'sessions', label: 'Sessions', key: '1' },
-  { name: 'activity', label: 'Activity', key: '2' },
-  { name: 'plugins', label: 'Plugins', key: '3' },
-  { name: 'settings', label: 'Settings', key: '4' },
-];
 
 function unauthorized(e: ApiError): void {
   const root = document.getElementById('app');
@@ -54,74 +48,46 @@ async function boot(): Promise<void> {
 
   const sessions = new SessionsView();
   const transcript = new TranscriptView();
-  const views: Record<ViewName, View> = {
-    sessions,
-    transcript,
-    plugins: new PluginsView(),
-    activity: new ActivityView(),
-    settings: new SettingsView(),
-  };
-  const navButtons = new Map<ViewName, HTMLButtonElement>();
-  const nav = h('nav', { class: 'nav', 'aria-label': 'Main' });
-  for (const it of navItems) {
-    const b = h('button', { type: 'button', class: 'nav-btn', 'data-testid': `nav-${it.name}`, title: `${it.label} (Alt+${it.key})` }, it.label);
-    b.addEventListener('click', () => go(it.name));
-    navButtons.set(it.name, b);
-    nav.append(b);
-  }
+  const router = new Router(
+    [
+      { name: 'sessions', label: 'Sessions', key: '1', view: sessions },
+      { name: 'transcript', view: transcript, under: 'sessions', needsArg: true },
+      { name: 'activity', label: 'Activity', key: '2', view: new ActivityView() },
+      { name: 'plugins', label: 'Plugins', key: '3', view: new PluginsView() },
+      { name: 'settings', label: 'Settings', key: '4', view: new SettingsView() },
+    ],
+    'sessions',
+  );
   const brand = h('div', { class: 'brand' }, h('span', { class: 'logo', 'aria-hidden': 'true' }, '◆'), 'Atrium', h('span', { class: 'profile-chip', title: app.info.home }, app.info.profile));
-  const main = h('main', { class: 'main' });
-  for (const v of Object.values(views)) {
-    v.el.hidden = true;
-    main.append(v.el);
-  }
   const progress = h('div', { class: 'progress-host', 'aria-live': 'polite' });
   const result = h('div', { class: 'result-host' });
   mountOps(progress, result);
-  replace(root, h('header', { class: 'topbar' }, brand, nav), main, h('footer', { class: 'statusbar' }, progress, result));
+  replace(root, h('header', { class: 'topbar' }, brand, router.nav), router.main, h('footer', { class: 'statusbar' }, progress, result));
 
-  let current: ViewName = 'sessions';
-  function go(name: ViewName, arg?: string): void {
-    if (name === 'transcript' && !arg) name = 'sessions';
-    if (current !== name) {
-      views[current].hide?.();
-      views[current].el.hidden = true;
-    }
-    current = name;
+  router.onChange((name) => {
     app.current = name;
-    views[name].el.hidden = false;
-    const navName = name === 'transcript' ? 'sessions' : name;
-    for (const [n, b] of navButtons) {
-      if (n === navName) b.setAttribute('aria-current', 'page');
-      else b.removeAttribute('aria-current');
-    }
-    views[name].show(arg);
     if (name === 'sessions') sessions.focusList();
-  }
-  app.go = go;
+  });
+  app.go = (name, arg) => router.go(name, arg);
+  app.openSession = (id, at) => {
+    transcript.openAt(id, at);
+    router.go('transcript', id);
+  };
   app.sessionsStale = () => sessions.markStale();
 
   installKeyboard({
-    current: () => views[current],
-    currentName: () => current,
+    current: () => router.view(),
+    currentName: () => router.current,
     focusSearch: () => {
-      if (current !== 'sessions') go('sessions');
+      if (router.current !== 'sessions') router.go('sessions');
       sessions.focusSearch();
     },
   });
-  document.addEventListener('keydown', (ev) => {
-    if (!ev.altKey || ev.ctrlKey || ev.metaKey) return;
-    const it = navItems.find((n) => n.key === ev.key);
-    if (it) {
-      ev.preventDefault();
-      go(it.name);
-    }
-  });
   on('open-session', (d) => {
-    if (d && typeof d.id === 'string' && d.id) go('transcript', d.id);
+    if (d && typeof d.id === 'string' && d.id) app.openSession(d.id);
   });
   startLive();
-  go('sessions');
+  router.go('sessions');
 }
 
 void boot();

@@ -6,6 +6,7 @@ import { api, newRequestID, on, toApiError, withRetry, type ApiError } from './a
 import { button, h, replace } from './dom';
 import { num, plural, shortID } from './format';
 import { confirmModal } from './modal';
+import { history, type Undoable } from './stores/history';
 import type { BulkOp, ReceiptDTO } from './types';
 
 const verbs: Record<BulkOp, { ing: string; ed: string; success: string; title: string }> = {
@@ -39,6 +40,8 @@ interface RunOptions {
   requestID?: string;
   /** what the user picked, for the summary (defaults to ids.length) */
   selectedCount?: number;
+  /** an undo's own run: it is not itself put on the undo stack */
+  isUndo?: boolean;
 }
 
 /** runBulk runs one user action; it resolves to its receipt, or null when it failed. */
@@ -68,7 +71,9 @@ export async function runBulk(op: BulkOp, ids: string[], o: RunOptions = {}): Pr
     );
     bar.max = 1;
     bar.value = 1;
-    showReceipt(op, ids, r, o.selectedCount ?? ids.length, attempts);
+    const undo = o.isUndo ? null : undoOf(op, ids, r);
+    if (undo) history.push(undo);
+    showReceipt(op, ids, r, o.selectedCount ?? ids.length, attempts, undo);
     return r;
   } catch (raw) {
     const e = toApiError(raw);
@@ -103,7 +108,35 @@ export function dismissResult(): void {
   replace(resultHost);
 }
 
-function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: number, attempts: number): void {
+/** The opposite of each op, where there is one. */
+const inverse: Partial<Record<BulkOp, BulkOp>> = { archive: 'unarchive', unarchive: 'archive' };
+
+/** undoOf is how to take a finished request back: the inverse op over the
+ * requested ids that it changed (their chains follow, as they did). */
+function undoOf(op: BulkOp, requested: string[], r: ReceiptDTO): Undoable | null {
+  const back = inverse[op];
+  const affected = r.affected_ids ?? [];
+  if (!back || affected.length === 0 || r.replayed) return null;
+  const changed = requested.filter((id) => affected.includes(id));
+  const ids = changed.length > 0 ? changed : affected;
+  return {
+    label: `${verbs[op].title} of ${plural(affected.length, 'session')}`,
+    requestID: r.request_id,
+    undo: async () => (await runBulk(back, ids, { isUndo: true })) !== null,
+  };
+}
+
+/** undoLast takes back the newest action (Ctrl+Z), saying so when there is none. */
+export async function undoLast(): Promise<void> {
+  const e = history.last;
+  if (!e) {
+    showMessage('warn', 'Nothing to undo');
+    return;
+  }
+  await history.undo(e);
+}
+
+function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: number, attempts: number, undo: Undoable | null): void {
   const v = verbs[op];
   const affected = r.affected_ids ?? [];
   const req = new Set(requested);
@@ -125,12 +158,11 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
     lines.push(h('div', {}, `${plural(failed.length, 'requested session')} not ${v.success}:`), list);
   }
   const actions: HTMLButtonElement[] = [];
-  if (op === 'archive' && affected.length > 0) {
-    const undoIDs = requested.filter((id) => affected.includes(id));
+  if (undo) {
     actions.push(
-      button('Undo', { class: 'btn primary small', 'data-testid': 'undo' }, () => {
+      button('Undo', { class: 'btn primary small', 'data-testid': 'undo', title: 'Undo (Ctrl+Z)' }, () => {
         dismissResult();
-        void runBulk('unarchive', undoIDs.length > 0 ? undoIDs : affected);
+        void history.undo(undo);
       }),
     );
   }

@@ -2,7 +2,8 @@
 
 import type { InfoDTO } from './types';
 
-export type ViewName = 'sessions' | 'transcript' | 'plugins' | 'activity' | 'settings';
+/** A page's name in the router (src/router.ts): 'sessions', 'transcript', ... */
+export type ViewName = string;
 
 export interface View {
   readonly el: HTMLElement;
@@ -14,10 +15,18 @@ export interface View {
   key?(ev: KeyboardEvent): boolean;
 }
 
+/** Where to open a transcript: at a search hit's message, its words marked. */
+export interface OpenAt {
+  messageID?: number;
+  query?: string;
+}
+
 export const app = {
   info: { version: '', platform: '', profile: 'default', home: '' } as InfoDTO,
   desktop: false,
   go: (_view: ViewName, _arg?: string): void => {},
+  /** openSession shows a session's transcript, at a message if given */
+  openSession: (_id: string, _at?: OpenAt): void => {},
   current: 'sessions' as ViewName,
   /** the sessions list should reload when next shown */
   sessionsStale: (): void => {},

@@ -5,10 +5,13 @@
 import { api, on, setWindowTitle } from '../api';
 import { button, clear, h, nextFrame, replace } from '../dom';
 import { absolute, num, plural, relative } from '../format';
-import { deleteWithConfirm, onSessionsChanged, opsRunning, runBulk, showMessage } from '../ops';
+import { archiveOrUnarchive, deleteSessions, sessionMenu, type Target } from '../actions';
+import { openMenu } from '../menu';
+import { onSessionsChanged, opsRunning, showMessage } from '../ops';
 import { highlight } from '../highlight';
 import { app, type View } from '../state';
 import { searchLimit, SessionsStore, type Change } from '../stores/sessions';
+import type { SessionDTO } from '../types';
 import { VirtualList } from '../vlist';
 
 const rowHeight = 34;
@@ -56,6 +59,8 @@ export class SessionsView implements View {
     this.search.addEventListener('keydown', (ev) => {
       if (ev.key === 'ArrowDown') {
         ev.preventDefault();
+        window.clearTimeout(this.searchTimer);
+        this.applySearch(); // what was typed applies now, not after the pause
         this.focusList();
       } else if (ev.key === 'Enter') {
         ev.preventDefault();
@@ -104,6 +109,7 @@ export class SessionsView implements View {
       h('span', { class: 'c-time' }, 'Last activity'),
       h('span', { class: 'c-msgs' }, 'Msgs'),
       h('span', { class: 'c-marks' }, ''),
+      h('span', { class: 'c-menu' }, ''),
     );
     this.list = new VirtualList(
       {
@@ -131,7 +137,16 @@ export class SessionsView implements View {
       const i = rowIndexOf(ev.target);
       if (i === null) return;
       vp.focus({ preventScroll: true });
-      s.click(i, { shift: ev.shiftKey, mod: ev.ctrlKey || ev.metaKey });
+      const menuBtn = ev.target instanceof Element ? ev.target.closest<HTMLElement>('.row-menu') : null;
+      if (menuBtn) this.rowMenu(i, menuBtn);
+      else s.click(i, { shift: ev.shiftKey, mod: ev.ctrlKey || ev.metaKey });
+    });
+    vp.addEventListener('contextmenu', (ev) => {
+      const i = rowIndexOf(ev.target);
+      if (i === null) return;
+      ev.preventDefault();
+      vp.focus({ preventScroll: true });
+      this.rowMenu(i, { x: ev.clientX, y: ev.clientY });
     });
     vp.addEventListener('dblclick', (ev) => {
       const i = rowIndexOf(ev.target);
@@ -240,7 +255,30 @@ export class SessionsView implements View {
       void this.deleteSelected();
       return true;
     }
+    if (ev.key === 'e' && !mod && !ev.altKey && this.store.selection.size > 0) {
+      void archiveOrUnarchive(this.target());
+      return true;
+    }
     return false;
+  }
+
+  /** target is what the actions apply to: the selected sessions. */
+  private target(): Target {
+    const s = this.store;
+    const sessions = s.selectedIDs().map((id) => s.rowOf(id)?.session ?? ({ id, archived: s.archived } as SessionDTO));
+    return { sessions, wholeFilter: s.wholeFilter };
+  }
+
+  /** rowMenu opens row i's menu: for the selection when i is in it, else
+   * for row i alone (which becomes the selection). */
+  private rowMenu(i: number, at: HTMLElement | { x: number; y: number }): void {
+    const s = this.store;
+    const r = s.rows[i];
+    if (!r) return;
+    if (!s.selection.has(r.session.id)) s.click(i);
+    const t = this.target();
+    if (t.sessions.length === 1) t.open = () => this.open(i);
+    openMenu(sessionMenu(t), at, 'Session actions');
   }
 
   focusSearch(): void {
@@ -271,7 +309,7 @@ export class SessionsView implements View {
 
   private async afterFirstPaint(): Promise<void> {
     await nextFrame();
-    this.updateTitle();
+    if (this.visible) this.updateTitle();
     if (!readySent) {
       // The first page is on screen: the window may start its plugins.
       readySent = true;
@@ -325,6 +363,7 @@ export class SessionsView implements View {
     el.dataset.index = String(i);
     el.id = `session-row-${i}`;
     el.classList.toggle('focused', i === s.focus);
+    (el.lastElementChild as HTMLElement).style.visibility = r ? '' : 'hidden';
     if (!r) {
       el.dataset.testid = 'session-row-loading';
       delete el.dataset.id;
@@ -384,7 +423,10 @@ export class SessionsView implements View {
     if (to !== undefined) this.moveFocus(to, ev.shiftKey);
     else if (ev.key === ' ') s.toggle();
     else if (ev.key === 'Enter') this.open(s.focus);
-    else return;
+    else if (ev.key === 'ContextMenu' || (ev.key === 'F10' && ev.shiftKey)) {
+      const el = this.list.elementFor(s.focus);
+      if (el) this.rowMenu(s.focus, el.querySelector<HTMLElement>('.row-menu') ?? el);
+    } else return;
     ev.preventDefault();
     ev.stopPropagation();
   }
@@ -394,7 +436,8 @@ export class SessionsView implements View {
     if (!r) return;
     this.store.focus = i;
     this.list.refresh();
-    app.go('transcript', r.session.id);
+    const q = this.store.query;
+    app.openSession(r.session.id, q ? { messageID: r.messageID, query: q } : undefined);
   }
 
   // ---- actions ----
@@ -412,16 +455,14 @@ export class SessionsView implements View {
   }
 
   async deleteSelected(): Promise<void> {
-    const ids = this.store.selectedIDs();
-    if (ids.length === 0) return;
-    await deleteWithConfirm(ids, { wholeFilter: this.store.wholeFilter });
+    if (this.store.selection.size === 0) return;
+    await deleteSessions(this.target());
     this.list.viewport.focus({ preventScroll: true });
   }
 
   async archiveSelected(archive: boolean): Promise<void> {
-    const ids = this.store.selectedIDs();
-    if (ids.length === 0 || archive === this.store.archived) return;
-    await runBulk(archive ? 'archive' : 'unarchive', ids);
+    if (this.store.selection.size === 0 || archive === this.store.archived) return;
+    await archiveOrUnarchive(this.target());
   }
 }
 
@@ -435,6 +476,7 @@ function createRow(): HTMLElement {
     h('span', { class: 'c-time' }),
     h('span', { class: 'c-msgs' }),
     h('span', { class: 'c-marks' }),
+    h('span', { class: 'c-menu' }, h('button', { type: 'button', class: 'row-menu', title: 'Actions (right-click)', 'aria-label': 'Session actions', 'data-testid': 'row-menu', tabindex: '-1' }, '⋯')),
   );
 }
 

@@ -1,31 +1,42 @@
 // One session: header, lineage, messages with compaction markers and
 // cards, and a composer for a message or a slash command.
 
-import { api, missing, setWindowTitle, toApiError } from '../api';
+import { api, setWindowTitle, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
 import { absolute, num, plural, relative, shortID, shortTime } from '../format';
-import { onLinkClick, renderMarkdown } from '../markdown';
-import { app, type View } from '../state';
+import { archiveOrUnarchive, deleteSessions, sessionMenu, type Target } from '../actions';
+import { markWords, onLinkClick, renderMarkdown } from '../markdown';
+import { openMenu } from '../menu';
+import { runBulk } from '../ops';
+import { app, type OpenAt, type View } from '../state';
+import { TranscriptStore } from '../stores/transcript';
 import type { CompactionDTO, MessageDTO, SessionDTO, TurnDTO } from '../types';
 
 const shownAtFirst = 400;
 
 export class TranscriptView implements View {
   readonly el: HTMLElement;
+  readonly store = new TranscriptStore(api.sessions);
   private readonly head: HTMLElement;
   private readonly lineage: HTMLElement;
   private readonly body: HTMLElement;
   private readonly reply: HTMLElement;
   private readonly composer: HTMLTextAreaElement;
   private readonly sendBtn: HTMLButtonElement;
-  private id = '';
-  private gen = 0;
+  private readonly composerRow: HTMLElement;
+  private readonly elsewhere: HTMLElement;
   private sending = false;
-  private compactionsSupported = true;
+  private scrollToEnd = true;
+  /** the session whose reply and draft are on screen */
+  private shownID = '';
   private readonly drafts = new Map<string, string>();
 
   constructor() {
     const back = button('← Back', { class: 'btn plain', title: 'Back to the list (Escape)', 'data-testid': 'back' }, () => this.leave());
+    const menuBtn = button('⋯', { class: 'btn plain tx-menu', title: 'Session actions', 'aria-label': 'Session actions', 'data-testid': 'transcript-menu' }, () => {
+      const t = this.target();
+      if (t) openMenu(sessionMenu(t), menuBtn, 'Session actions');
+    });
     this.head = h('div', { class: 'tx-head' });
     this.lineage = h('nav', { class: 'lineage', 'aria-label': 'Lineage' });
     this.body = h('div', { class: 'messages', role: 'log', 'aria-label': 'Transcript', tabindex: '0' });
@@ -44,27 +55,41 @@ export class TranscriptView implements View {
         void this.send();
       }
     });
-    this.composer.addEventListener('input', () => this.drafts.set(this.id, this.composer.value));
+    this.composer.addEventListener('input', () => this.drafts.set(this.store.id, this.composer.value));
     this.sendBtn = button('Send', { class: 'btn primary', 'data-testid': 'send' }, () => void this.send());
-    const form = h('div', { class: 'composer-row' }, this.composer, this.sendBtn);
+    this.composerRow = h('div', { class: 'composer-row' }, this.composer, this.sendBtn);
+    this.elsewhere = h('div', { class: 'elsewhere', 'data-testid': 'continues', role: 'note', hidden: true });
     this.el = h(
       'section',
       { class: 'view transcript-view', 'aria-label': 'Transcript' },
-      h('div', { class: 'tx-top' }, back, this.head),
+      h('div', { class: 'tx-top' }, back, this.head, menuBtn),
       this.lineage,
       this.body,
       this.reply,
-      form,
+      this.composerRow,
+      this.elsewhere,
     );
+    this.store.changes.subscribe((c) => {
+      if (c === 'loading') replace(this.head, h('h1', { class: 'tx-title' }, 'Loading…'));
+      else if (c === 'loaded') this.render();
+      else this.renderError();
+    });
+  }
+
+  /** openAt sets where the next show lands: a search hit's message. */
+  openAt(id: string, at?: OpenAt): void {
+    this.store.open(id, at);
   }
 
   show(id?: string): void {
-    if (id && id !== this.id) {
-      this.id = id;
+    if (id && id !== this.store.id) this.store.open(id);
+    if (this.store.id !== this.shownID) {
+      this.shownID = this.store.id;
       clear(this.reply);
-      this.composer.value = this.drafts.get(id) ?? '';
+      this.composer.value = this.drafts.get(this.store.id) ?? '';
     }
-    void this.load();
+    this.scrollToEnd = true;
+    void this.store.load();
     this.body.focus({ preventScroll: true });
   }
 
@@ -73,40 +98,87 @@ export class TranscriptView implements View {
     return true;
   }
 
+  key(ev: KeyboardEvent): boolean {
+    const t = this.target();
+    if (!t || ev.ctrlKey || ev.metaKey || ev.altKey) return false;
+    if (ev.key === 'e') void archiveOrUnarchive(t);
+    else if (ev.key === 'Delete') void deleteSessions(t);
+    else return false;
+    return true;
+  }
+
+  /** target is this session, for the actions. */
+  private target(): Target | null {
+    const s = this.store.session;
+    if (!s) return null;
+    return {
+      sessions: [s],
+      done: (op) => {
+        if (op === 'delete') this.leave();
+        else void this.store.load();
+      },
+    };
+  }
+
   private leave(): void {
     app.go('sessions');
   }
 
-  async load(scrollToEnd = true): Promise<void> {
-    const gen = ++this.gen;
-    const id = this.id;
-    replace(this.head, h('h1', { class: 'tx-title' }, 'Loading…'));
-    try {
-      const compP = this.compactionsSupported
-        ? api.sessions.compactions(id).catch((e: unknown) => {
-            if (missing(e)) this.compactionsSupported = false;
-            else console.warn('compactions:', e);
-            return [] as CompactionDTO[];
-          })
-        : Promise.resolve([] as CompactionDTO[]);
-      const [s, msgs, lin, comps] = await Promise.all([
-        api.sessions.get(id),
-        api.sessions.transcript(id),
-        api.sessions.lineage(id).catch(() => [] as SessionDTO[]),
-        compP,
-      ]);
-      if (gen !== this.gen) return;
-      this.renderHead(s);
-      this.renderLineage(s, lin ?? []);
-      this.renderMessages(msgs ?? [], comps ?? [], false);
-      if (scrollToEnd) this.body.scrollTop = this.body.scrollHeight;
-    } catch (raw) {
-      if (gen !== this.gen) return;
-      const e = toApiError(raw);
-      replace(this.head, h('h1', { class: 'tx-title' }, e.code === 'not_found' ? 'Session not found' : 'Could not load the session'));
-      replace(this.body, h('p', { class: 'error-text' }, e.message));
-      clear(this.lineage);
+  private render(): void {
+    const st = this.store;
+    const s = st.session!;
+    this.renderHead(s);
+    this.renderLineage(s, st.chain);
+    this.renderMessages(st.firstShown(shownAtFirst));
+    this.renderComposer();
+    const hit = this.markHit();
+    if (hit) hit.scrollIntoView({ block: 'center' });
+    else if (this.scrollToEnd) this.body.scrollTop = this.body.scrollHeight;
+  }
+
+  private renderError(): void {
+    const e = this.store.error!;
+    replace(this.head, h('h1', { class: 'tx-title' }, e.code === 'not_found' ? 'Session not found' : 'Could not load the session'));
+    replace(this.body, h('p', { class: 'error-text' }, e.message));
+    clear(this.lineage);
+  }
+
+  /** markHit marks the search's words and outlines the matching message. */
+  private markHit(): HTMLElement | null {
+    const at = this.store.at;
+    if (!at) return null;
+    if (at.query) for (const c of Array.from(this.body.querySelectorAll('.msg .content'))) markWords(c, at.query);
+    const el = at.messageID ? this.body.querySelector<HTMLElement>(`[data-message-id="${at.messageID}"]`) : null;
+    el?.classList.add('hit');
+    return el ?? this.body.querySelector('mark');
+  }
+
+  private renderComposer(): void {
+    const c = this.store.continuation();
+    this.composerRow.hidden = c.kind !== 'open';
+    this.elsewhere.hidden = c.kind === 'open';
+    this.elsewhere.dataset.kind = c.kind;
+    switch (c.kind) {
+      case 'continues':
+        replace(this.elsewhere, 'This conversation continues in ', sessionLink(c.session.id, c.session.title || shortID(c.session.id)), '.');
+        break;
+      case 'archived':
+        replace(
+          this.elsewhere,
+          'This session is archived. ',
+          button('Unarchive', { class: 'btn small', 'data-testid': 'unarchive-here' }, () => void this.unarchive()),
+          ' to continue it.',
+        );
+        break;
+      case 'ended':
+        replace(this.elsewhere, `This session has ended${c.reason ? ` (${c.reason.replace(/_/g, ' ')})` : ''}: it takes no more messages.`);
+        break;
     }
+  }
+
+  private async unarchive(): Promise<void> {
+    const r = await runBulk('unarchive', [this.store.id]);
+    if (r) void this.store.load();
   }
 
   private renderHead(s: SessionDTO): void {
@@ -140,20 +212,22 @@ export class TranscriptView implements View {
     });
   }
 
-  private renderMessages(msgs: MessageDTO[], comps: CompactionDTO[], all: boolean): void {
+  private renderMessages(start: number): void {
+    const { messages: msgs, compactions: cards } = this.store;
     clear(this.body);
-    if (msgs.length === 0 && comps.length === 0) {
+    if (msgs.length === 0 && cards.length === 0) {
       this.body.append(h('p', { class: 'muted empty' }, 'No messages yet.'));
       return;
     }
     // Compaction cards go among the messages by created_at.
-    const cards = [...comps].sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at));
-    const start = all ? 0 : Math.max(0, msgs.length - shownAtFirst);
     const firstShown = msgs[start];
     let c = 0;
     if (start > 0 && firstShown) {
       this.body.append(
-        button(`Show ${num(start)} earlier messages`, { class: 'btn small plain more' }, () => this.renderMessages(msgs, comps, true)),
+        button(`Show ${num(start)} earlier messages`, { class: 'btn small plain more' }, () => {
+          this.renderMessages(0);
+          this.markHit();
+        }),
       );
       const t0 = Date.parse(firstShown.created_at);
       while (c < cards.length && Date.parse(cards[c]!.created_at) < t0) c++;
@@ -177,7 +251,7 @@ export class TranscriptView implements View {
     this.sending = true;
     this.sendBtn.disabled = true;
     this.composer.readOnly = true;
-    const id = this.id;
+    const id = this.store.id;
     replace(this.reply, h('div', { class: 'reply-pending' }, text.startsWith('/') ? `Running ${text.split(/\s/)[0]}…` : 'Waiting for the reply…'));
     try {
       const t = await api.sessions.send(id, text);
@@ -185,13 +259,13 @@ export class TranscriptView implements View {
       this.drafts.delete(id);
       app.sessionsStale();
       this.showTurn(t, text);
-      if (t.session_id && t.session_id !== id) {
-        this.id = t.session_id; // the conversation rotated into its continuation
-      }
-      await this.load();
+      this.store.moved(t.session_id); // the conversation rotated into its continuation
+      this.shownID = this.store.id;
+      this.scrollToEnd = true;
+      await this.store.load();
     } catch (raw) {
       const e = toApiError(raw);
-      replace(this.reply, h('div', { class: 'reply error', role: 'alert' }, h('strong', {}, 'Not sent: '), `${e.message} (${e.code})`));
+      replace(this.reply, h('div', { class: 'reply error', role: 'alert' }, h('strong', {}, 'Not sent: '), e.message));
     } finally {
       this.sending = false;
       this.sendBtn.disabled = false;
@@ -203,9 +277,13 @@ export class TranscriptView implements View {
   private showTurn(t: TurnDTO, text: string): void {
     const parts: Node[] = [];
     if (t.command) {
-      parts.push(h('div', { class: 'reply-label' }, `/${t.command.replace(/^\//, '')}`), h('pre', { class: 'reply-text' }, t.output || '(no output)'));
+      const out = h('div', { class: 'reply-text md' });
+      out.append(renderMarkdown(t.output || '(no output)'));
+      parts.push(h('div', { class: 'reply-label' }, `/${t.command.replace(/^\//, '')}`), out);
     } else {
-      parts.push(h('div', { class: 'reply-label' }, 'Reply'), h('pre', { class: 'reply-text' }, t.reply || '(empty reply)'));
+      const out = h('div', { class: 'reply-text md' });
+      out.append(renderMarkdown(t.reply || '(empty reply)'));
+      parts.push(h('div', { class: 'reply-label' }, 'Reply'), out);
       if (t.sent_text && t.sent_text !== text) {
         parts.push(h('details', {}, h('summary', {}, 'As sent to the model'), h('pre', { class: 'reply-text' }, t.sent_text)));
       }
