@@ -131,6 +131,10 @@ func TestBindingsRoutesAndEvents(t *testing.T) {
 		`"GET /api/things": { archived?: boolean; cursor?: string; limit?: number; q?: string };`,
 		`"GET /api/things/{id}": Record<string, never>;`,
 		`"POST /api/bulk": PutRequest;`,
+		`"POST /api/with": PutRequest;`,
+		`"POST /api/op/a": PutRequest;`,
+		`"POST /api/op/b": PutRequest;`,
+		`"GET /api/ext": { q2?: string };`,
 	} {
 		if !strings.Contains(r, want) {
 			t.Errorf("routes.ts lacks %q:\n%s", want, r)
@@ -156,6 +160,18 @@ func TestRefusesTypesItCannotMap(t *testing.T) {
 	}
 	_, err := Generate(dir)
 	if err == nil || !strings.Contains(err.Error(), "sessions.Session belongs to another package") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRefusesARoutePatternItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	src := "package app\n\nimport \"net/http\"\n\ntype App struct{}\n\nfunc (a *App) Bindings() []any { return nil }\n\nfunc op() string { return \"x\" }\n\nfunc routes(m *http.ServeMux) {\n\tm.HandleFunc(\"POST /api/x/\"+op(), nil)\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "app.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Generate(dir)
+	if err == nil || !strings.Contains(err.Error(), "is not a constant: write each route as a string literal") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"atrium/ext"
 )
 
 // Kind is a named string.
@@ -109,4 +111,14 @@ func (h *handler) routes() {
 		_ = decode(w, r, &in)
 	})
 	h.bulk("POST /api/bulk")
+	withBody(h, "POST /api/with", func(_ *http.Request, in PutRequest) (any, error) { return nil, nil })
+	for _, op := range []string{ext.OpA, ext.OpB} {
+		withBody(h, "POST /api/op/"+op, func(_ *http.Request, in PutRequest) (any, error) { return nil, nil })
+	}
+	h.route("GET /api/ext", func(r *http.Request) (any, error) {
+		q := r.URL.Query()
+		return q.Get(ext.FieldQ), nil
+	})
 }
+
+func withBody[T any](h *handler, pattern string, fn func(r *http.Request, in T) (any, error)) {}
