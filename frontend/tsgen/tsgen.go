@@ -53,6 +53,9 @@ type pkg struct {
 	funcs       map[string]*ast.FuncDecl // package-level functions
 	methods     map[string][]*ast.FuncDecl
 	errs        []string
+	// requestOnly are the DTOs only ever sent to Go (bodies, arguments): a
+	// field left out decodes as its zero value, so every field is optional.
+	requestOnly map[string]bool
 }
 
 // Generate parses the Go package in dir (app/) and returns the files.
@@ -61,6 +64,7 @@ func Generate(dir string) (Files, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.requestOnly = p.requests()
 	out := Files{}
 	out[DTOFile] = p.dtos()
 	out[BindingsFile] = p.bindings()
@@ -288,7 +292,11 @@ func (p *pkg) dtos() []byte {
 	for _, name := range p.dtoNames() {
 		ts := p.types[name]
 		st := ts.Type.(*ast.StructType)
-		comment(&b, "", p.docs[name])
+		doc := p.docs[name]
+		if p.requestOnly[name] {
+			doc = strings.TrimSpace(doc + "\n\n(Sent to Go only: a field left out is its zero value.)")
+		}
+		comment(&b, "", doc)
 		var extends []string
 		var body bytes.Buffer
 		for _, f := range st.Fields.List {
@@ -330,7 +338,7 @@ func (p *pkg) dtos() []byte {
 				comment(&body, "  ", doc)
 				t := p.ts(f.Type, name+"."+n.Name)
 				opt := ""
-				if omitempty {
+				if omitempty || p.requestOnly[name] {
 					opt = "?"
 					t = strings.TrimSuffix(t, " | null")
 				}
@@ -366,7 +374,7 @@ func comment(b *bytes.Buffer, indent, text string) {
 	}
 	fmt.Fprintf(b, "%s/**\n", indent)
 	for _, l := range lines {
-		fmt.Fprintf(b, "%s * %s\n", indent, strings.TrimRight(strings.ReplaceAll(l, "*/", "* /"), " "))
+		fmt.Fprintf(b, "%s%s\n", indent, strings.TrimRight(" * "+strings.ReplaceAll(l, "*/", "* /"), " "))
 	}
 	fmt.Fprintf(b, "%s */\n", indent)
 }
@@ -463,6 +471,66 @@ func (p *pkg) ts(e ast.Expr, where string) string {
 	}
 	p.fail(e.Pos(), "%s: cannot map %s", where, types(e))
 	return "unknown"
+}
+
+// requests finds the DTOs reachable only from what the UI sends (route
+// bodies, bound methods' parameters), never from what it receives (results,
+// event payloads).
+func (p *pkg) requests() map[string]bool {
+	in, out := map[string]bool{}, map[string]bool{}
+	var reach func(e ast.Expr, set map[string]bool)
+	reach = func(e ast.Expr, set map[string]bool) {
+		switch e := e.(type) {
+		case *ast.Ident:
+			if !p.isDTO(e.Name) || set[e.Name] {
+				return
+			}
+			set[e.Name] = true
+			for _, f := range p.types[e.Name].Type.(*ast.StructType).Fields.List {
+				reach(f.Type, set)
+			}
+		case *ast.StarExpr:
+			reach(e.X, set)
+		case *ast.ArrayType:
+			reach(e.Elt, set)
+		case *ast.MapType:
+			reach(e.Value, set)
+		}
+	}
+	saved := p.errs
+	for _, svc := range p.boundServices() {
+		for _, m := range p.methods[svc] {
+			if !ast.IsExported(m.Name.Name) {
+				continue
+			}
+			for _, f := range m.Type.Params.List {
+				reach(f.Type, in)
+			}
+			if m.Type.Results != nil {
+				for _, f := range m.Type.Results.List {
+					reach(f.Type, out)
+				}
+			}
+		}
+	}
+	for _, r := range p.routeList() {
+		if r.body != "" {
+			reach(ast.NewIdent(strings.Fields(r.body)[0]), in)
+		}
+	}
+	for _, e := range p.eventList() {
+		if e.goType != nil {
+			reach(e.goType, out)
+		}
+	}
+	p.errs = saved // reported once, by the files that print them
+	req := map[string]bool{}
+	for name := range in {
+		if !out[name] {
+			req[name] = true
+		}
+	}
+	return req
 }
 
 // ---- bound services ----
@@ -883,9 +951,16 @@ func (p *pkg) routes() []byte {
 
 // events reads the string constants named Event* and, from each one's
 // comment, the type of its payload ("// ProgressDTO", "// []EventDTO: ...").
-func (p *pkg) events() []byte {
-	type ev struct{ name, value, payload, doc string }
-	var evs []ev
+// event is one Event* constant: its value and its payload's type.
+type event struct {
+	name, value, payload, doc string
+	goType                    ast.Expr // nil when the comment names no type
+}
+
+// eventList reads the string constants named Event* and, from each one's
+// comment, the type of its payload ("// ProgressDTO", "// []EventDTO: ...").
+func (p *pkg) eventList() []event {
+	var evs []event
 	for _, f := range p.files {
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
@@ -898,7 +973,7 @@ func (p *pkg) events() []byte {
 					if !strings.HasPrefix(n.Name, "Event") || !ast.IsExported(n.Name) || i >= len(vs.Values) {
 						continue
 					}
-					val, ok := strLit(vs.Values[i])
+					val, ok := p.evalString(vs.Values[i], nil)
 					if !ok {
 						continue
 					}
@@ -908,23 +983,27 @@ func (p *pkg) events() []byte {
 					} else if vs.Doc != nil {
 						doc = strings.TrimSpace(vs.Doc.Text())
 					}
-					payload := "unknown"
-					if head, _, _ := strings.Cut(doc, ":"); head != "" {
-						head = strings.Fields(head)[0]
-						if e, err := parser.ParseExpr(head); err == nil {
-							var probe pkg = *p
+					e := event{name: n.Name, value: val, payload: "unknown", doc: doc}
+					if head, _, _ := strings.Cut(doc, ":"); strings.TrimSpace(head) != "" {
+						if x, err := parser.ParseExpr(strings.Fields(head)[0]); err == nil {
+							probe := *p
 							probe.errs = nil
-							if t := probe.ts(e, n.Name); len(probe.errs) == 0 {
-								payload = t
+							if t := probe.ts(x, n.Name); len(probe.errs) == 0 {
+								e.payload, e.goType = t, x
 							}
 						}
 					}
-					evs = append(evs, ev{n.Name, val, payload, doc})
+					evs = append(evs, e)
 				}
 			}
 		}
 	}
-	slices.SortFunc(evs, func(a, b ev) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(evs, func(a, b event) int { return strings.Compare(a.name, b.name) })
+	return evs
+}
+
+func (p *pkg) events() []byte {
+	evs := p.eventList()
 	var b bytes.Buffer
 	b.WriteString(header)
 	var used []string

@@ -99,6 +99,12 @@ func TestMapsGoTypesToJSONShapes(t *testing.T) {
 			t.Errorf("dto.ts lacks %q:\n%s", want, dto)
 		}
 	}
+	// a request body only: every field may be left out
+	for _, want := range []string{"  request_id?: string;", "  ids?: string[];", "a field left out is its zero value"} {
+		if !strings.Contains(dto, want) {
+			t.Errorf("dto.ts lacks %q:\n%s", want, dto)
+		}
+	}
 	for _, absent := range []string{"hidden", "secret", "interface Service", "interface handler"} {
 		if strings.Contains(dto, absent) {
 			t.Errorf("dto.ts has %q:\n%s", absent, dto)

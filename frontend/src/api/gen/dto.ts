@@ -4,10 +4,12 @@
 /**
  * BulkRequest is a delete, archive or unarchive from the UI. RequestID is
  * made by the UI once per user action; a retry with it replays.
+ *
+ * (Sent to Go only: a field left out is its zero value.)
  */
 export interface BulkRequest {
-  request_id: string;
-  ids: string[] | null;
+  request_id?: string;
+  ids?: string[];
 }
 
 /** CompactionDTO is one post_compaction of a session, as its event logged it. */
@@ -74,9 +76,13 @@ export interface HitDTO {
   in_title: boolean;
 }
 
-/** IDsRequest names sessions for a preview. */
+/**
+ * IDsRequest names sessions for a preview.
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
 export interface IDsRequest {
-  ids: string[] | null;
+  ids?: string[];
 }
 
 /** InfoDTO tells the UI where it runs. */
@@ -87,22 +93,28 @@ export interface InfoDTO {
   home: string;
 }
 
-/** InstallRequest installs a plugin from a folder or archive. */
+/**
+ * InstallRequest installs a plugin from a folder or archive.
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
 export interface InstallRequest {
-  source: string;
-  force: boolean;
+  source?: string;
+  force?: boolean;
 }
 
 /**
  * ListFilter narrows Sessions.List; empty fields do not filter (archived
  * defaults to false).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
  */
 export interface ListFilter {
-  archived: boolean;
-  source: string;
-  profile: string;
-  limit: number;
-  cursor: string;
+  archived?: boolean;
+  source?: string;
+  profile?: string;
+  limit?: number;
+  cursor?: string;
 }
 
 /** MessageDTO is one transcript message. */
@@ -197,9 +209,13 @@ export interface ReceiptDTO {
   created_at: string;
 }
 
-/** SendRequest is one user turn. */
+/**
+ * SendRequest is one user turn.
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
 export interface SendRequest {
-  text: string;
+  text?: string;
 }
 
 /** SessionDTO is one session as the UI shows it. */
