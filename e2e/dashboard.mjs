@@ -295,29 +295,13 @@ async function main() {
     await page.keyboard.press('Escape'); // clears the selection
   });
 
-  await check('delete with the in-page confirmation (count includes the cascade)', async () => {
+  await check('Delete moves a session and its delegate to the trash at once, saying for how long they can be restored', async () => {
     const before = (await deleteEvents()).length;
     await page.click(`${rowSel}[data-id="${parent}"]`);
     await page.keyboard.press('Delete');
-    const confirmText = page.locator('[data-testid=confirm-text]');
-    await confirmText.waitFor({ timeout: 10_000 });
-    const text = await confirmText.innerText();
-    eq(await confirmText.getAttribute('data-count'), '2', 'preview count');
-    eq(await confirmText.getAttribute('data-cascaded'), '1', 'preview cascaded');
-    assert(/^2 sessions will be removed, 1 of them cascaded/.test(text), `confirmation text: ${text}`);
-    const focused = await page.evaluate(() => document.activeElement?.getAttribute('data-testid'));
-    eq(focused, 'confirm-cancel', 'focused button');
-    // Escape cancels, nothing deleted
-    await page.keyboard.press('Escape');
-    await confirmText.waitFor({ state: 'detached', timeout: 5000 });
-    eq((await deleteEvents()).length, before, 'events after cancel');
-    // again, and Tab to the Delete button, Enter confirms
-    await page.keyboard.press('Delete');
-    await confirmText.waitFor({ timeout: 10_000 });
-    await page.keyboard.press('Tab');
-    eq(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'confirm-delete', 'focus after Tab');
-    await page.keyboard.press('Enter');
-    const res = await resultText(page, 'Deleted 2 sessions');
+    const res = await resultText(page, 'Moved 2 sessions to the trash');
+    assert(/1 of them cascaded/.test(res) && /You can restore them for 30 days/.test(res), `result: ${res}`);
+    eq(await page.locator('[data-testid=confirm]').count(), 0, 'confirmations shown for 1 selected');
     await waitRows(page, total - 2, 'after delete');
     await waitTitle(page, `Atrium · default · ${total - 2} sessions`);
     const shown = await rowIDs(page);
@@ -325,9 +309,11 @@ async function main() {
     const evs = await deleteEvents();
     eq(evs.length, before + 1, 'on_session_delete events');
     const last = evs[evs.length - 1];
-    const deleted = (last.payload && last.payload.deleted_ids) || [];
-    eq([...deleted].sort(), [parent, child].sort(), 'deleted_ids of the event');
-    return `"${text}" → "${res.slice(0, 80)}"`;
+    eq([...(last.payload?.deleted_ids ?? [])].sort(), [parent, child].sort(), 'deleted_ids of the event');
+    eq(last.payload?.restorable, true, 'restorable in the payload');
+    const s = await atrium('sessions', 'show', parent);
+    assert(!!s.trashed_at, `the parent is not in the trash: ${JSON.stringify(s)}`);
+    return res.slice(0, 120);
   });
 
   await check('a retried request id fires once and the retry replays', async () => {
@@ -382,9 +368,7 @@ async function main() {
     try {
       await page.click(`${rowSel}[data-id="${victim}"]`);
       await page.keyboard.press('Delete');
-      await page.locator('[data-testid=confirm-text]').waitFor({ timeout: 10_000 });
-      await page.click('[data-testid=confirm-delete]');
-      const res = await resultText(page, 'Deleted 1 session');
+      const res = await resultText(page, 'Moved 1 session to the trash');
       eq(bodies.length, 2, 'requests sent');
       eq(bodies[1].request_id, bodies[0].request_id, 'request id of the retry');
       eq(bodies[0].ids, [victim], 'ids');
@@ -525,6 +509,7 @@ async function main() {
     await page.fill('[data-testid=search]', 'checksum mismatch');
     const row = page.locator(`${rowSel}[data-id="${incident}"]`);
     await row.locator('.snippet mark').first().waitFor({ timeout: 10_000 });
+    eq(await row.locator('[data-where]').getAttribute('data-where'), 'archived', 'where the hit lives');
     await row.dblclick();
     const hit = page.locator('.messages .msg.hit');
     await hit.waitFor({ timeout: 10_000 });
@@ -545,6 +530,42 @@ async function main() {
     await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
     await page.keyboard.press('Escape');
     await page.click('[data-testid=tab-active]');
+  });
+
+  await check('trash: the deleted sessions are there; Restore brings a session back with its delegate; Delete for good asks first, Cancel focused', async () => {
+    await page.click('[data-testid=nav-sessions]');
+    await page.click('[data-testid=tab-trash]');
+    await page.locator('[data-testid=trash-summary]').filter({ hasText: 'kept 30 days' }).waitFor({ timeout: 10_000 });
+    const inTrash = [parent, child, ids['Kernel upgrade'], ids['Deploy pipeline'], ids['Billing export']];
+    await waitRows(page, inTrash.length, 'trash');
+    const shown = await rowIDs(page);
+    for (const id of inTrash) assert(shown.includes(id), `${id} not in the trash view`);
+    const restoresBefore = (await atrium('events', 'list', '--hook', 'on_session_restore')).length;
+    await page.click(`${rowSel}[data-id="${parent}"]`);
+    await page.click('[data-testid=restore-selected]');
+    await resultText(page, 'Restored 2 sessions');
+    await waitRows(page, inTrash.length - 2, 'trash after restore');
+    const restores = await atrium('events', 'list', '--hook', 'on_session_restore');
+    eq(restores.length, restoresBefore + 1, 'on_session_restore events');
+    eq([...(restores[restores.length - 1].payload?.restored_ids ?? [])].sort(), [parent, child].sort(), 'restored_ids');
+    // delete for good: asked, Cancel focused, Enter cancels
+    const deletesBefore = (await deleteEvents()).length;
+    const victim = ids['Kernel upgrade'];
+    await page.click(`${rowSel}[data-id="${victim}"]`);
+    await page.keyboard.press('Delete');
+    await page.locator('[data-testid=confirm-text]').waitFor({ timeout: 10_000 });
+    eq(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'confirm-cancel', 'focused button');
+    await page.keyboard.press('Enter');
+    await page.locator('[data-testid=confirm-text]').waitFor({ state: 'detached', timeout: 5000 });
+    await page.keyboard.press('Delete');
+    await page.click('[data-testid=confirm-purge]');
+    const purged = await resultText(page, 'Deleted 1 session for good');
+    assert(!/not deleted/.test(purged), `result: ${purged}`);
+    await waitRows(page, inTrash.length - 3, 'trash after the purge');
+    eq((await deleteEvents()).length, deletesBefore, 'on_session_delete events (the move already told plugins)');
+    await page.screenshot({ path: join(artifacts, 'dashboard-trash.png') });
+    await page.click('[data-testid=tab-active]');
+    await page.locator(`${rowSel}[data-id="${parent}"]`).waitFor({ timeout: 10_000 });
   });
 
   await check('no errors in the page console', async () => {

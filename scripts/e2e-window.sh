@@ -5,8 +5,9 @@
 # It seeds a store, starts the window, checks the list shows it, opens a
 # session through a second instance, checks that Ctrl+A, Delete, Enter
 # deletes nothing (the confirmation's Cancel has the focus), bulk-deletes
-# everything on purpose (Ctrl+A, Delete, Tab, Enter), checks one
-# on_session_delete carried every id,
+# everything on purpose (Ctrl+A, Delete, Tab, Enter) into the trash, checks
+# one on_session_delete carried every id, brings them back with Ctrl+Z (one
+# on_session_restore),
 # keeps a screenshot in e2e/artifacts/, and quits with Ctrl+Q.
 # With --bench RUNS it instead times launch-to-first-painted-list on a store
 # of 100,000 sessions and a UI bulk delete of 1,000, and prints medians.
@@ -164,7 +165,7 @@ fi
 focus_list
 delete_all_via_ui
 if wait_title '^Atrium · default · 0 sessions$' 300 >/dev/null; then
-  ok "Ctrl+A, Delete, Tab, Enter removed every session"
+  ok "Ctrl+A, Delete, Tab, Enter moved every session to the trash"
 else
   bad "the list did not empty"
 fi
@@ -175,6 +176,22 @@ if [ "$n" = 1 ] && [ "$ids" = 40 ]; then
   ok "one on_session_delete with all 40 ids"
 else
   bad "on_session_delete: $n events, $ids ids"
+fi
+
+# The delete went to the trash: Ctrl+Z brings all 40 back, one on_session_restore.
+focus_list
+xdotool key ctrl+z
+if wait_title '^Atrium · default · 40 sessions$' 300 >/dev/null; then
+  ok "Ctrl+Z restored the 40 sessions from the trash"
+else
+  bad "Ctrl+Z did not restore the sessions"
+fi
+read -r n ids < <("$BIN" --home "$H" --json events list --hook on_session_restore |
+  python3 -c 'import json,sys; e=json.load(sys.stdin); print(len(e), sum(len(x["payload"].get("restored_ids") or []) for x in e))')
+if [ "$n" = 1 ] && [ "$ids" = 40 ]; then
+  ok "one on_session_restore with all 40 ids"
+else
+  bad "on_session_restore: $n events, $ids ids"
 fi
 
 xdotool key ctrl+q

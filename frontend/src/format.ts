@@ -57,3 +57,15 @@ export function plural(n: number, one: string, many = `${one}s`): string {
 export function shortID(id: string): string {
   return id.length > 13 ? `${id.slice(0, 8)}…${id.slice(-4)}` : id;
 }
+
+/** bytes is a size for people: 512 B, 3.4 KB, 12 MB, 1.2 GB. */
+export function bytes(n: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${u === 0 ? v : v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`;
+}

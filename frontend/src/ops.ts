@@ -1,23 +1,26 @@
-// Bulk operations (delete, archive, unarchive) through receipts: one request
-// id per user action, retried with that same id on transient failures, a
-// progress bar fed by `progress` events, and a result panel.
+// Bulk operations (delete to the trash, archive, unarchive, restore, delete
+// for good) through receipts: one request id per user action, retried with
+// that same id on transient failures, a progress bar fed by `progress`
+// events, a result panel in plain words, and an entry on the undo stack.
 
 import { api, newRequestID, on, toApiError, withRetry, type ApiError } from './api';
 import { button, h, replace } from './dom';
-import { num, plural, shortID } from './format';
-import { confirmModal } from './modal';
+import { plural, shortID } from './format';
 import { history, type Undoable } from './stores/history';
+import { restoreFor, trash } from './stores/trash';
 import type { BulkOp, ReceiptDTO } from './types';
 
 const verbs: Record<BulkOp, { ing: string; ed: string; success: string; title: string }> = {
-  delete: { ing: 'Deleting', ed: 'Deleted', success: 'deleted', title: 'Delete' },
+  delete: { ing: 'Moving to the trash', ed: 'Moved to the trash', success: 'deleted', title: 'Delete' },
   archive: { ing: 'Archiving', ed: 'Archived', success: 'archived', title: 'Archive' },
   unarchive: { ing: 'Unarchiving', ed: 'Unarchived', success: 'unarchived', title: 'Unarchive' },
+  restore: { ing: 'Restoring', ed: 'Restored', success: 'restored', title: 'Restore' },
+  purge: { ing: 'Deleting for good', ed: 'Deleted for good', success: 'deleted', title: 'Delete for good' },
 };
 
 let progressHost: HTMLElement;
 let resultHost: HTMLElement;
-const changeListeners = new Set<(op: BulkOp) => void>();
+const changeListeners = new Set<(op: BulkOp | 'empty_trash') => void>();
 let running = 0;
 
 /** mountOps gives the status bar its two regions. */
@@ -27,8 +30,13 @@ export function mountOps(progress: HTMLElement, result: HTMLElement): void {
 }
 
 /** onSessionsChanged is told after every finished bulk operation. */
-export function onSessionsChanged(fn: (op: BulkOp) => void): void {
+export function onSessionsChanged(fn: (op: BulkOp | 'empty_trash') => void): void {
   changeListeners.add(fn);
+}
+
+/** sessionsChanged tells the listeners that op finished (or failed). */
+export function sessionsChanged(op: BulkOp | 'empty_trash'): void {
+  for (const fn of changeListeners) fn(op);
 }
 
 export function opsRunning(): boolean {
@@ -83,7 +91,7 @@ export async function runBulk(op: BulkOp, ids: string[], o: RunOptions = {}): Pr
     off();
     entry.remove();
     running--;
-    for (const fn of changeListeners) fn(op);
+    sessionsChanged(op);
   }
 }
 
@@ -108,17 +116,18 @@ export function dismissResult(): void {
   replace(resultHost);
 }
 
-/** The opposite of each op, where there is one. */
-const inverse: Partial<Record<BulkOp, BulkOp>> = { archive: 'unarchive', unarchive: 'archive' };
+/** The opposite of each op, where there is one (a delete to the trash is
+ * restored; a purge has none). */
+const inverse: Partial<Record<BulkOp, BulkOp>> = { archive: 'unarchive', unarchive: 'archive', delete: 'restore', restore: 'delete' };
 
-/** undoOf is how to take a finished request back: the inverse op over the
- * requested ids that it changed (their chains follow, as they did). */
+/** undoOf is how to take a finished request back: the inverse op over what
+ * it changed (a restore brings back all that its delete took). */
 function undoOf(op: BulkOp, requested: string[], r: ReceiptDTO): Undoable | null {
   const back = inverse[op];
   const affected = r.affected_ids ?? [];
-  if (!back || affected.length === 0 || r.replayed) return null;
+  if (!back || affected.length === 0 || r.replayed || (op === 'delete' && !r.trashed)) return null;
   const changed = requested.filter((id) => affected.includes(id));
-  const ids = changed.length > 0 ? changed : affected;
+  const ids = op === 'delete' ? affected : changed.length > 0 ? changed : affected;
   return {
     label: `${verbs[op].title} of ${plural(affected.length, 'session')}`,
     requestID: r.request_id,
@@ -142,11 +151,16 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
   const req = new Set(requested);
   const cascaded = affected.filter((id) => !req.has(id)).length;
   const failed = (r.outcomes ?? []).filter((o) => o.status !== v.success);
-  let title = `${v.ed} ${plural(affected.length, 'session')}`;
+  const permanent = op === 'delete' && !r.trashed;
+  const n = plural(affected.length, 'session');
+  let title = permanent ? `Deleted ${n}` : op === 'delete' ? `Moved ${n} to the trash` : op === 'purge' ? `Deleted ${n} for good` : `${v.ed} ${n}`;
   if (cascaded > 0) {
-    title += op === 'delete' ? `, ${cascaded} of them cascaded beyond the ${selected} selected` : `, ${cascaded} more from their compression chains`;
+    title += op === 'delete' || op === 'purge' ? `, ${cascaded} of them cascaded beyond the ${selected} selected` : `, ${cascaded} more with them`;
   }
   const lines: Node[] = [];
+  if (op === 'delete' && r.trashed && affected.length > 0) {
+    lines.push(h('div', { 'data-testid': 'restorable' }, `You can restore ${affected.length === 1 ? 'it' : 'them'} ${restoreFor(r.purge_after, trash.days)}.`));
+  }
   if (r.replayed) lines.push(h('div', { class: 'replayed' }, 'This had already been applied: nothing ran twice.'));
   if (attempts > 1) lines.push(h('div', {}, `Succeeded after ${plural(attempts, 'attempt')}.`));
   if (failed.length > 0) {
@@ -169,6 +183,8 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
   panel(failed.length > 0 ? 'warn' : 'ok', title, lines, actions, r.request_id);
 }
 
+/** showFailure says what went wrong in plain words, with a retry that
+ * cannot run twice (the same request id). */
 function showFailure(op: BulkOp, ids: string[], requestID: string, e: ApiError, attempts: number, o: RunOptions): void {
   const v = verbs[op];
   const lines: Node[] = [h('div', {}, e.message)];
@@ -179,38 +195,4 @@ function showFailure(op: BulkOp, ids: string[], requestID: string, e: ApiError, 
     actions.push(button('Try again', { class: 'btn primary small' }, () => void runBulk(op, ids, { ...o, requestID })));
   }
   panel('error', `${v.title} of ${plural(ids.length, 'session')} failed`, lines, actions, requestID);
-}
-
-/** deleteWithConfirm previews a delete (the count with its cascade), asks
- * with Cancel focused (Ctrl+A, Delete, Enter deletes nothing), then runs it. */
-export async function deleteWithConfirm(ids: string[], o: { wholeFilter?: boolean } = {}): Promise<ReceiptDTO | null> {
-  if (ids.length === 0) return null;
-  let preview;
-  try {
-    preview = await api.sessions.preview(ids);
-  } catch (e) {
-    showMessage('error', 'Could not preview the delete', toApiError(e).message);
-    return null;
-  }
-  const cascaded = preview.cascaded;
-  const text =
-    `${plural(preview.count, 'session')} will be removed` +
-    (cascaded > 0 ? `, ${cascaded} of them cascaded (compression chains and delegate children) beyond the ${num(ids.length)} selected.` : '.');
-  const body = h(
-    'div',
-    {},
-    h('p', { 'data-testid': 'confirm-text', 'data-count': preview.count, 'data-cascaded': cascaded }, text),
-    o.wholeFilter ? h('p', { class: 'warn-text' }, 'This is every session of the current filter.') : null,
-    h('p', { class: 'muted' }, 'Transcripts and their sidecar files are deleted for good. Plugins are told once.'),
-  );
-  if (preview.count === 0) body.appendChild(h('p', { class: 'warn-text' }, 'None of the selected sessions exists any more.'));
-  const ok = await confirmModal({
-    title: o.wholeFilter ? `Delete all ${plural(ids.length, 'session')} of this filter?` : `Delete ${plural(ids.length, 'selected session')}?`,
-    body,
-    confirmLabel: `Delete ${plural(preview.count, 'session')}`,
-    danger: true,
-    confirmTestid: 'confirm-delete',
-  });
-  if (!ok) return null;
-  return runBulk('delete', ids, { selectedCount: ids.length });
 }

@@ -7,37 +7,49 @@ import { call, desktopOnly } from './transport';
 export * from './transport';
 export { on, onReconnect, startLive } from './live';
 
-export type BulkOp = 'delete' | 'archive' | 'unarchive';
+export type BulkOp = 'delete' | 'archive' | 'unarchive' | 'restore' | 'purge';
+
+/** Where sessions live: the list's tabs. */
+export type Scope = 'active' | 'archived' | 'trash';
 
 /** The list's filter; empty fields do not filter. */
-export type Filter = Pick<ListFilter, 'archived' | 'source' | 'profile'>;
-
-function filterQuery(f: Partial<ListFilter>) {
-  return { archived: f.archived || undefined, source: f.source, profile: f.profile, limit: f.limit || undefined, cursor: f.cursor };
+export interface Filter {
+  scope: Scope;
+  source?: string;
+  profile?: string;
 }
 
-function fullFilter(f: Partial<ListFilter>): ListFilter {
-  return { archived: !!f.archived, source: f.source ?? '', profile: f.profile ?? '', limit: f.limit ?? 0, cursor: f.cursor ?? '' };
+export type Page = Filter & { limit?: number; cursor?: string };
+
+function filterQuery(f: Page) {
+  return { scope: f.scope, source: f.source || undefined, profile: f.profile || undefined, limit: f.limit || undefined, cursor: f.cursor || undefined };
+}
+
+function listFilter(f: Page): ListFilter {
+  return { scope: f.scope, source: f.source ?? '', profile: f.profile ?? '', limit: f.limit ?? 0, cursor: f.cursor ?? '' };
 }
 
 const turnTimeout = 11 * 60_000; // the server gives a turn 10 minutes
 const writeTimeout = 60_000;
 
-const bulkMethod = { delete: 'Delete', archive: 'Archive', unarchive: 'Unarchive' } as const;
+const bulkMethod = { delete: 'Delete', archive: 'Archive', unarchive: 'Unarchive', restore: 'Restore', purge: 'Purge' } as const;
 const bulkRoute = {
   delete: 'POST /api/sessions/delete',
   archive: 'POST /api/sessions/archive',
   unarchive: 'POST /api/sessions/unarchive',
+  restore: 'POST /api/sessions/restore',
+  purge: 'POST /api/sessions/purge',
 } as const;
 
 export const api = {
   sessions: {
-    list: (f: Partial<ListFilter>) => call('Sessions', 'List', [fullFilter(f)], { route: 'GET /api/sessions', query: filterQuery(f) }),
-    count: (f: Filter) => call('Sessions', 'Count', [fullFilter(f)], { route: 'GET /api/sessions/count', query: filterQuery(f) }),
-    ids: (f: Filter) => call('Sessions', 'IDs', [fullFilter(f)], { route: 'GET /api/sessions/ids', query: filterQuery(f) }),
+    list: (f: Page) => call('Sessions', 'List', [listFilter(f)], { route: 'GET /api/sessions', query: filterQuery(f) }),
+    count: (f: Filter) => call('Sessions', 'Count', [listFilter(f)], { route: 'GET /api/sessions/count', query: filterQuery(f) }),
+    ids: (f: Filter) => call('Sessions', 'IDs', [listFilter(f)], { route: 'GET /api/sessions/ids', query: filterQuery(f) }),
     facets: () => call('Sessions', 'Facets', [], { route: 'GET /api/sessions/facets' }),
-    search: (q: string, limit: number, archived: boolean) =>
-      call('Sessions', 'Search', [q, limit, archived], { route: 'GET /api/sessions/search', query: { q, limit, archived: archived || undefined } }),
+    /** search looks in a scope: 'all' is active and archived; each hit says where it lives */
+    search: (q: string, limit: number, scope: Scope | 'all') =>
+      call('Sessions', 'Find', [{ q, limit, scope }], { route: 'GET /api/sessions/search', query: { q, limit, scope } }),
     get: (id: string) => call('Sessions', 'Get', [id], { route: 'GET /api/sessions/{id}', params: { id } }),
     transcript: (id: string) => call('Sessions', 'Transcript', [id], { route: 'GET /api/sessions/{id}/transcript', params: { id } }),
     lineage: (id: string) => call('Sessions', 'Lineage', [id], { route: 'GET /api/sessions/{id}/lineage', params: { id } }),
@@ -47,6 +59,15 @@ export const api = {
       call('Sessions', bulkMethod[op], [requestID, ids], { route: bulkRoute[op], body: { request_id: requestID, ids } }, { timeoutMs: writeTimeout }),
     send: (id: string, text: string) =>
       call('Sessions', 'Send', [id, text], { route: 'POST /api/sessions/{id}/send', params: { id }, body: { text } }, { timeoutMs: turnTimeout }),
+  },
+  trash: {
+    summary: () => call('Sessions', 'Trash', [], { route: 'GET /api/trash' }),
+    /** empty purges the trash, or what has been there longer than olderThan ("7d") */
+    empty: (requestID: string, olderThan = '') =>
+      call('Sessions', 'EmptyTrash', [{ request_id: requestID, older_than: olderThan }], {
+        route: 'POST /api/trash/empty',
+        body: { request_id: requestID, older_than: olderThan },
+      }, { timeoutMs: writeTimeout }),
   },
   plugins: {
     list: () => call('Plugins', 'List', [], { route: 'GET /api/plugins' }),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError, type Filter } from '../api';
-import type { HitDTO, ListFilter, PageDTO, SessionDTO } from '../types';
+import { ApiError, type Filter, type Page } from '../api';
+import type { HitDTO, PageDTO, SessionDTO } from '../types';
 import { SessionsStore, type Change, type SessionsSource } from './sessions';
 
 function session(i: number, o: Partial<SessionDTO> = {}): SessionDTO {
@@ -15,6 +15,7 @@ function session(i: number, o: Partial<SessionDTO> = {}): SessionDTO {
     pinned: false,
     message_count: i,
     token_count: 0,
+    where: 'active',
     ...o,
   };
 }
@@ -23,11 +24,11 @@ function session(i: number, o: Partial<SessionDTO> = {}): SessionDTO {
 function fake(n: number, o: { ids?: 'missing' | 'fail'; count?: 'missing' } = {}) {
   const all = Array.from({ length: n }, (_, i) => session(i));
   const calls: string[] = [];
-  const match = (f: Filter) => all.filter((s) => s.archived === !!f.archived && (!f.source || s.source === f.source));
+  const match = (f: Filter) => all.filter((s) => s.where === f.scope && (!f.source || s.source === f.source));
   const src: SessionsSource = {
-    async list(f: Partial<ListFilter>): Promise<PageDTO> {
+    async list(f: Page): Promise<PageDTO> {
       calls.push(`list ${f.limit} ${f.cursor ?? ''}`);
-      const rows = match(f as Filter);
+      const rows = match(f);
       const start = f.cursor ? Number(f.cursor) : 0;
       const end = start + (f.limit || 50);
       return { sessions: rows.slice(start, end), next: end < rows.length ? String(end) : undefined };
@@ -42,8 +43,8 @@ function fake(n: number, o: { ids?: 'missing' | 'fail'; count?: 'missing' } = {}
       if (o.ids === 'fail') throw new ApiError('internal', 'Internal error.');
       return match(f).map((s) => s.id);
     },
-    async search(q: string): Promise<HitDTO[]> {
-      calls.push(`search ${q}`);
+    async search(q: string, _limit: number, scope: string): Promise<HitDTO[]> {
+      calls.push(`search ${q} ${scope}`);
       return all.filter((s) => s.title.includes(q)).map((s) => ({ session: s, snippet: `…${q}…`, in_title: true, message_id: 7 }));
     },
     async facets() {
@@ -118,8 +119,8 @@ describe('SessionsStore loading', () => {
     expect(st.rows).toHaveLength(5);
   });
 
-  it('search keeps the snippet and the matching message', async () => {
-    const { src } = fake(20);
+  it('search keeps the snippet and the matching message, in active and archived alike (the trash alone)', async () => {
+    const { src, calls } = fake(20);
     const st = new SessionsStore(src);
     st.setQuery('  Session 1  ');
     await settle();
@@ -128,6 +129,10 @@ describe('SessionsStore loading', () => {
     expect(st.rows.map((r) => r.session.id)).toEqual(['s1', 's10', 's11', 's12', 's13', 's14', 's15', 's16', 's17', 's18', 's19']);
     expect(st.rows[0]).toMatchObject({ snippet: '…Session 1…', messageID: 7 });
     expect(st.next).toBeNull();
+    expect(calls).toContain('search Session 1 all');
+    st.setScope('trash');
+    await settle();
+    expect(calls).toContain('search Session 1 trash');
   });
 
   it('facets drop the empty value and a filter value that is gone', async () => {
@@ -198,7 +203,7 @@ describe('SessionsStore selection', () => {
     const st = new SessionsStore(fake(10).src);
     await st.reload();
     st.click(1);
-    st.setArchived(true);
+    st.setScope('archived');
     expect(st.selection.size).toBe(0);
     expect(st.focus).toBe(0);
   });

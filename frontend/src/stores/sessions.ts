@@ -3,16 +3,16 @@
 // renders what this store holds and calls its methods; tests drive it with a
 // fake API (stores/sessions.test.ts).
 
-import { missing, toApiError, type Filter } from '../api';
-import type { CountDTO, FacetsDTO, HitDTO, ListFilter, PageDTO, SessionDTO } from '../types';
+import { missing, toApiError, type Filter, type Page, type Scope } from '../api';
+import type { CountDTO, FacetsDTO, HitDTO, PageDTO, SessionDTO } from '../types';
 import { Emitter } from './emitter';
 
 /** The calls the store makes (api.sessions satisfies it). */
 export interface SessionsSource {
-  list(f: Partial<ListFilter>): Promise<PageDTO>;
+  list(f: Page): Promise<PageDTO>;
   count(f: Filter): Promise<CountDTO>;
   ids(f: Filter): Promise<string[] | null>;
-  search(q: string, limit: number, archived: boolean): Promise<HitDTO[] | null>;
+  search(q: string, limit: number, scope: Scope | 'all'): Promise<HitDTO[] | null>;
   facets(): Promise<FacetsDTO>;
 }
 
@@ -36,7 +36,7 @@ export class SessionsStore {
   readonly changes = new Emitter<Change>();
 
   // the filter
-  archived = false;
+  scope: Scope = 'active';
   source = '';
   profile = '';
   query = '';
@@ -66,7 +66,13 @@ export class SessionsStore {
   constructor(private readonly src: SessionsSource) {}
 
   filter(): Filter {
-    return { archived: this.archived, source: this.source, profile: this.profile };
+    return { scope: this.scope, source: this.source, profile: this.profile };
+  }
+
+  /** searchScope: a search in the trash looks in the trash; elsewhere in
+   * active and archived sessions alike (each hit says where it lives). */
+  get searchScope(): Scope | 'all' {
+    return this.scope === 'trash' ? 'trash' : 'all';
   }
 
   /** total is how many rows the list shows: those loaded, and placeholders
@@ -79,9 +85,9 @@ export class SessionsStore {
 
   // ---- the filter ----
 
-  setArchived(v: boolean): void {
-    if (this.archived === v) return;
-    this.archived = v;
+  setScope(v: Scope): void {
+    if (this.scope === v) return;
+    this.scope = v;
     this.filterChanged();
   }
 
@@ -146,7 +152,7 @@ export class SessionsStore {
       : Promise.resolve(null);
     try {
       if (this.query) {
-        const [hits, count] = await Promise.all([this.src.search(this.query, searchLimit, this.archived), countP]);
+        const [hits, count] = await Promise.all([this.src.search(this.query, searchLimit, this.searchScope), countP]);
         if (gen !== this.gen) return;
         this.rows = (hits ?? []).map((x) => ({ session: x.session, snippet: x.snippet, messageID: x.message_id }));
         this.next = null;

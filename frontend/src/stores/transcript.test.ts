@@ -4,7 +4,7 @@ import type { MessageDTO, SessionDTO } from '../types';
 import { TranscriptStore, type TranscriptSource } from './transcript';
 
 function session(id: string, o: Partial<SessionDTO> = {}): SessionDTO {
-  return { id, source: 'cli', title: id, profile: 'default', started_at: '2026-12-01T10:00:00Z', last_activity_at: '2026-12-01T10:00:00Z', archived: false, pinned: false, message_count: 0, token_count: 0, ...o };
+  return { id, source: 'cli', title: id, profile: 'default', started_at: '2026-12-01T10:00:00Z', last_activity_at: '2026-12-01T10:00:00Z', archived: false, pinned: false, message_count: 0, token_count: 0, where: 'active', ...o };
 }
 
 function msg(id: number): MessageDTO {
@@ -51,6 +51,10 @@ describe('TranscriptStore', () => {
     ended.open('y');
     await ended.load();
     expect(ended.continuation()).toEqual({ kind: 'ended', reason: 'user_exit' });
+    const trashed = new TranscriptStore(source([session('t', { where: 'trash', archived: true, purge_after: '2026-12-31T00:00:00Z' })]));
+    trashed.open('t');
+    await trashed.load();
+    expect(trashed.continuation()).toEqual({ kind: 'trash', purgeAfter: '2026-12-31T00:00:00Z' });
     const live = new TranscriptStore(source([session('z')]));
     live.open('z');
     await live.load();

@@ -20,6 +20,7 @@ export type Continuation =
   | { kind: 'open' }
   | { kind: 'continues'; session: SessionDTO }
   | { kind: 'archived' }
+  | { kind: 'trash'; purgeAfter: string | undefined }
   | { kind: 'ended'; reason: string };
 
 export type TranscriptChange = 'loading' | 'loaded' | 'error';
@@ -91,10 +92,11 @@ export class TranscriptStore {
 
   /** continuation says whether the composer can send here, or where the
    * conversation goes on: the chain's newest part for a compressed session,
-   * unarchiving for an archived one. */
+   * unarchiving for an archived one, restoring for a deleted one. */
   continuation(): Continuation {
     const s = this.session;
     if (!s) return { kind: 'open' };
+    if (s.where === 'trash') return { kind: 'trash', purgeAfter: s.purge_after };
     if (s.archived) return { kind: 'archived' };
     const i = this.chain.findIndex((c) => c.id === s.id);
     const tip = this.chain[this.chain.length - 1];

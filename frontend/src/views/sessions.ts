@@ -1,11 +1,12 @@
-// The sessions list: toolbar (search, filters, Active/Archived), a
+// The sessions list: toolbar (search, filters, Active/Archived/Trash), a
 // virtualised list, selection and the bulk actions. The state lives in
 // stores/sessions.ts; this file renders it and binds the keys.
 
 import { api, on, setWindowTitle } from '../api';
 import { button, clear, h, nextFrame, replace } from '../dom';
 import { absolute, num, plural, relative } from '../format';
-import { archiveOrUnarchive, deleteSessions, sessionMenu, type Target } from '../actions';
+import { archiveOrUnarchive, deleteSessions, purgeSessions, restoreSessions, sessionMenu, type Target } from '../actions';
+import type { Scope } from '../api';
 import { openMenu } from '../menu';
 import { onSessionsChanged, opsRunning, showMessage } from '../ops';
 import { highlight } from '../highlight';
@@ -13,6 +14,17 @@ import { app, type View } from '../state';
 import { searchLimit, SessionsStore, type Change } from '../stores/sessions';
 import type { SessionDTO } from '../types';
 import { VirtualList } from '../vlist';
+import { TrashBar } from './trashbar';
+
+const emptyText: Record<Scope, string> = {
+  active: 'No sessions yet.',
+  archived: 'No archived sessions.',
+  trash: 'The trash is empty.',
+};
+
+function scopeWord(scope: Scope, n: number): string {
+  return scope === 'archived' ? 'archived' : scope === 'trash' ? 'in the trash' : n === 1 ? 'session' : 'sessions';
+}
 
 const rowHeight = 34;
 const searchRowHeight = 52;
@@ -29,10 +41,12 @@ export class SessionsView implements View {
   private readonly search: HTMLInputElement;
   private readonly sourceSel: HTMLSelectElement;
   private readonly profileSel: HTMLSelectElement;
-  private readonly tabs: { active: HTMLButtonElement; archived: HTMLButtonElement };
+  private readonly tabs: Record<Scope, HTMLButtonElement>;
+  private readonly timeHead: HTMLElement;
+  private readonly trashBar = new TrashBar();
   private readonly countLabel: HTMLElement;
   private readonly selLabel: HTMLElement;
-  private readonly actions: Record<'selectAll' | 'del' | 'archive' | 'unarchive' | 'clear', HTMLButtonElement>;
+  private readonly actions: Record<'selectAll' | 'del' | 'archive' | 'unarchive' | 'restore' | 'purge' | 'clear', HTMLButtonElement>;
   private readonly status: HTMLElement;
   private readonly list: VirtualList;
   private searchTimer = 0;
@@ -73,10 +87,9 @@ export class SessionsView implements View {
     this.profileSel = h('select', { 'aria-label': 'Filter by profile', class: 'filter', hidden: true });
     this.sourceSel.addEventListener('change', () => s.setSource(this.sourceSel.value));
     this.profileSel.addEventListener('change', () => s.setProfile(this.profileSel.value));
-    this.tabs = {
-      active: button('Active', { class: 'tab on', role: 'tab', 'data-testid': 'tab-active', 'aria-selected': 'true' }, () => s.setArchived(false)),
-      archived: button('Archived', { class: 'tab', role: 'tab', 'data-testid': 'tab-archived', 'aria-selected': 'false' }, () => s.setArchived(true)),
-    };
+    const tab = (scope: Scope, label: string) =>
+      button(label, { class: 'tab', role: 'tab', 'data-testid': `tab-${scope}`, 'aria-selected': String(scope === 'active') }, () => s.setScope(scope));
+    this.tabs = { active: tab('active', 'Active'), archived: tab('archived', 'Archived'), trash: tab('trash', 'Trash') };
     this.countLabel = h('span', { class: 'count muted', 'aria-live': 'polite' });
     const toolbar = h(
       'div',
@@ -84,7 +97,7 @@ export class SessionsView implements View {
       this.search,
       this.sourceSel,
       this.profileSel,
-      h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Active or archived sessions' }, this.tabs.active, this.tabs.archived),
+      h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Active, archived or deleted sessions' }, this.tabs.active, this.tabs.archived, this.tabs.trash),
       h('span', { class: 'spacer' }),
       this.countLabel,
     );
@@ -92,13 +105,16 @@ export class SessionsView implements View {
     this.selLabel = h('span', { class: 'sel-label', 'aria-live': 'polite' }, 'None selected');
     this.actions = {
       selectAll: button('Select all', { class: 'btn small', 'data-testid': 'select-all', title: 'Select every session in this filter (Ctrl+A)' }, () => void this.selectAll()),
-      del: button('Delete', { class: 'btn small danger', 'data-testid': 'delete-selected', title: 'Delete the selection (Delete)' }, () => void this.deleteSelected()),
-      archive: button('Archive', { class: 'btn small', 'data-testid': 'archive-selected' }, () => void this.archiveSelected(true)),
-      unarchive: button('Unarchive', { class: 'btn small', 'data-testid': 'unarchive-selected' }, () => void this.archiveSelected(false)),
+      del: button('Delete', { class: 'btn small danger', 'data-testid': 'delete-selected', title: 'Move the selection to the trash (Delete)' }, () => void this.deleteSelected()),
+      archive: button('Archive', { class: 'btn small', 'data-testid': 'archive-selected', title: 'Archive the selection (e)' }, () => void this.archiveSelected(true)),
+      unarchive: button('Unarchive', { class: 'btn small', 'data-testid': 'unarchive-selected', title: 'Unarchive the selection (e)' }, () => void this.archiveSelected(false)),
+      restore: button('Restore', { class: 'btn small', 'data-testid': 'restore-selected', title: 'Bring the selection back' }, () => void restoreSessions(this.target())),
+      purge: button('Delete for good', { class: 'btn small danger', 'data-testid': 'purge-selected', title: 'Delete the selection for good (Delete)' }, () => void purgeSessions(this.target())),
       clear: button('Clear', { class: 'btn small plain', title: 'Clear the selection (Escape)' }, () => s.clearSelection()),
     };
     const a = this.actions;
-    const selbar = h('div', { class: 'selbar' }, a.selectAll, this.selLabel, a.del, a.archive, a.unarchive, a.clear);
+    const selbar = h('div', { class: 'selbar' }, a.selectAll, this.selLabel, a.del, a.archive, a.unarchive, a.restore, a.purge, a.clear);
+    this.timeHead = h('span', { class: 'c-time' }, 'Last activity');
 
     const header = h(
       'div',
@@ -106,7 +122,7 @@ export class SessionsView implements View {
       h('span', { class: 'c-title' }, 'Title'),
       h('span', { class: 'c-source' }, 'Source'),
       h('span', { class: 'c-profile' }, 'Profile'),
-      h('span', { class: 'c-time' }, 'Last activity'),
+      this.timeHead,
       h('span', { class: 'c-msgs' }, 'Msgs'),
       h('span', { class: 'c-marks' }, ''),
       h('span', { class: 'c-menu' }, ''),
@@ -158,7 +174,7 @@ export class SessionsView implements View {
     });
     this.status = h('div', { class: 'list-status', role: 'status' });
 
-    this.el = h('section', { class: 'view sessions-view', 'aria-label': 'Sessions' }, toolbar, selbar, header, vp, this.status);
+    this.el = h('section', { class: 'view sessions-view', 'aria-label': 'Sessions' }, toolbar, this.trashBar.el, selbar, header, vp, this.status);
     s.changes.subscribe((c) => this.onChange(c));
     this.onChange('selection');
 
@@ -185,18 +201,23 @@ export class SessionsView implements View {
       case 'selection': {
         const n = s.selection.size;
         this.selLabel.textContent = n === 0 ? 'None selected' : `${num(n)} selected`;
-        for (const b of [this.actions.del, this.actions.archive, this.actions.unarchive, this.actions.clear]) b.disabled = n === 0;
-        this.actions.archive.hidden = s.archived;
-        this.actions.unarchive.hidden = !s.archived;
+        const a = this.actions;
+        for (const b of [a.del, a.archive, a.unarchive, a.restore, a.purge, a.clear]) b.disabled = n === 0;
+        a.del.hidden = s.scope === 'trash';
+        a.archive.hidden = s.scope !== 'active';
+        a.unarchive.hidden = s.scope !== 'archived';
+        a.restore.hidden = a.purge.hidden = s.scope !== 'trash';
         this.list.viewport.setAttribute('aria-activedescendant', `session-row-${s.focus}`);
         this.list.refresh();
         break;
       }
       case 'filter':
-        for (const [on, b] of [[!s.archived, this.tabs.active], [s.archived, this.tabs.archived]] as const) {
-          b.setAttribute('aria-selected', String(on));
-          b.classList.toggle('on', on);
+        for (const [scope, b] of Object.entries(this.tabs)) {
+          b.setAttribute('aria-selected', String(scope === s.scope));
+          b.classList.toggle('on', scope === s.scope);
         }
+        this.timeHead.textContent = s.scope === 'trash' ? 'Deleted' : 'Last activity';
+        this.trashBar.show(s.scope === 'trash');
         this.list.viewport.scrollTop = 0;
         break;
       case 'facets':
@@ -265,7 +286,7 @@ export class SessionsView implements View {
   /** target is what the actions apply to: the selected sessions. */
   private target(): Target {
     const s = this.store;
-    const sessions = s.selectedIDs().map((id) => s.rowOf(id)?.session ?? ({ id, archived: s.archived } as SessionDTO));
+    const sessions = s.selectedIDs().map((id) => s.rowOf(id)?.session ?? ({ id, archived: s.scope === 'archived', where: s.scope } as SessionDTO));
     return { sessions, wholeFilter: s.wholeFilter };
   }
 
@@ -326,7 +347,7 @@ export class SessionsView implements View {
       return;
     }
     if (s.loaded && s.rows.length === 0) {
-      replace(this.status, s.query ? 'No session matches this search.' : s.archived ? 'No archived sessions.' : 'No sessions yet.');
+      replace(this.status, s.query ? 'No session matches this search.' : emptyText[s.scope]);
       this.status.className = 'list-status empty';
     } else {
       clear(this.status);
@@ -340,7 +361,7 @@ export class SessionsView implements View {
       const hits = s.rows.length;
       this.countLabel.textContent = `${plural(hits, 'hit')}${hits >= searchLimit ? ` (first ${searchLimit})` : ''}`;
     } else if (s.count !== null) {
-      this.countLabel.textContent = `${num(s.count)} ${s.archived ? 'archived' : s.count === 1 ? 'session' : 'sessions'}`;
+      this.countLabel.textContent = `${num(s.count)} ${scopeWord(s.scope, s.count)}`;
     } else {
       this.countLabel.textContent = `${num(s.rows.length)}${s.next !== null ? '+' : ''} loaded`;
     }
@@ -349,7 +370,7 @@ export class SessionsView implements View {
   private updateTitle(): void {
     const s = this.store;
     const n = s.count ?? (s.query || s.next !== null ? null : s.rows.length);
-    setWindowTitle(`Atrium · ${app.info.profile} · ${n === null ? '?' : String(n)} ${s.archived ? 'archived' : 'sessions'}`);
+    setWindowTitle(`Atrium · ${app.info.profile} · ${n === null ? '?' : String(n)} ${scopeWord(s.scope, 2)}`);
   }
 
   // ---- rows ----
@@ -391,12 +412,17 @@ export class SessionsView implements View {
     else snippet.textContent = '';
     cSource!.textContent = x.source;
     cProfile!.textContent = x.profile;
-    cTime!.textContent = relative(x.last_activity_at);
-    cTime!.title = absolute(x.last_activity_at);
+    const when = s.scope === 'trash' && x.trashed_at ? x.trashed_at : x.last_activity_at;
+    cTime!.textContent = relative(when);
+    cTime!.title = absolute(when);
     cMsgs!.textContent = num(x.message_count);
     clear(cMarks!);
     if (x.pinned) cMarks!.appendChild(h('span', { class: 'badge pin', title: 'Pinned: never pruned or idle-archived' }, 'pinned'));
-    if (x.archived) cMarks!.appendChild(h('span', { class: 'badge arch', title: x.archived_at ? `Archived ${absolute(x.archived_at)}` : 'Archived' }, 'archived'));
+    if (x.where === 'trash') {
+      cMarks!.appendChild(h('span', { class: 'badge trash', 'data-where': 'trash', title: x.purge_after ? `Deleted for good ${absolute(x.purge_after)}` : 'In the trash' }, x.purge_after ? `purged ${relative(x.purge_after)}` : 'in the trash'));
+    } else if (x.archived) {
+      cMarks!.appendChild(h('span', { class: 'badge arch', 'data-where': 'archived', title: x.archived_at ? `Archived ${absolute(x.archived_at)}` : 'Archived' }, 'archived'));
+    }
     if (x.ended_at && x.end_reason === 'compression') cMarks!.appendChild(h('span', { class: 'badge', title: 'Continued in a compressed session' }, 'compressed'));
   }
 
@@ -461,7 +487,7 @@ export class SessionsView implements View {
   }
 
   async archiveSelected(archive: boolean): Promise<void> {
-    if (this.store.selection.size === 0 || archive === this.store.archived) return;
+    if (this.store.selection.size === 0 || archive !== (this.store.scope === 'active')) return;
     await archiveOrUnarchive(this.target());
   }
 }

@@ -6,7 +6,7 @@ import { app, type View } from '../state';
 import type { SettingsDTO } from '../types';
 
 interface Field {
-  key: 'hook_timeout_seconds' | 'retention_days' | 'archive_idle_days';
+  key: 'hook_timeout_seconds' | 'retention_days' | 'archive_idle_days' | 'trash_days';
   label: string;
   help: string;
   min: number;
@@ -29,6 +29,15 @@ const fields: Field[] = [
     words: /hook|timeout|callback/i,
   },
   { key: 'retention_days', label: 'Retention (days)', help: 'Ended, inactive sessions older than this are pruned.', min: 1, step: '1', integer: true, words: /retention/i },
+  {
+    key: 'trash_days',
+    label: 'Keep deleted sessions (days)',
+    help: 'Deleted sessions wait in the trash this long and can be restored; 0 = delete at once.',
+    min: 0,
+    step: '1',
+    integer: true,
+    words: /trash/i,
+  },
   {
     key: 'archive_idle_days',
     label: 'Archive idle sessions after (days)',
@@ -124,7 +133,7 @@ export class SettingsView implements View {
   private fill(): void {
     const s = this.current;
     if (!s) return;
-    for (const f of fields) this.inputs.get(f.key)!.value = String(s[f.key]);
+    for (const f of fields) this.inputs.get(f.key)!.value = String(s[f.key] ?? '');
     clear(this.profile);
     const profiles = [...new Set([...(s.profiles ?? []), s.profile].filter((p) => p))];
     for (const p of profiles) this.profile.append(h('option', { value: p }, p === app.info.profile ? `${p} (open now)` : p));
@@ -149,7 +158,8 @@ export class SettingsView implements View {
   private async save(): Promise<void> {
     this.clearErrors();
     this.saved.textContent = '';
-    const out: SettingsDTO = { hook_timeout_seconds: 0, retention_days: 0, archive_idle_days: 0, profile: this.profile.value };
+    // the keys this form does not show are sent as null: left as they are
+    const out: SettingsDTO = { hook_timeout_seconds: 0, retention_days: 0, archive_idle_days: 0, trash_days: null, trash_automatic: null, auto_prune: null, profile: this.profile.value };
     let bad: HTMLElement | null = null;
     for (const f of fields) {
       const input = this.inputs.get(f.key)!;

@@ -4,7 +4,7 @@
 import { api, setWindowTitle, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
 import { absolute, num, plural, relative, shortID, shortTime } from '../format';
-import { archiveOrUnarchive, deleteSessions, sessionMenu, type Target } from '../actions';
+import { archiveOrUnarchive, deleteSessions, restoreSessions, sessionMenu, type Target } from '../actions';
 import { markWords, onLinkClick, renderMarkdown } from '../markdown';
 import { openMenu } from '../menu';
 import { runBulk } from '../ops';
@@ -114,7 +114,7 @@ export class TranscriptView implements View {
     return {
       sessions: [s],
       done: (op) => {
-        if (op === 'delete') this.leave();
+        if (op === 'delete' || op === 'purge') this.leave();
         else void this.store.load();
       },
     };
@@ -170,10 +170,23 @@ export class TranscriptView implements View {
           ' to continue it.',
         );
         break;
+      case 'trash':
+        replace(
+          this.elsewhere,
+          `This session is in the trash (deleted for good ${c.purgeAfter ? relative(c.purgeAfter) : 'when the trash is emptied'}). `,
+          button('Restore', { class: 'btn small', 'data-testid': 'restore-here' }, () => void this.restore()),
+          ' to continue it.',
+        );
+        break;
       case 'ended':
         replace(this.elsewhere, `This session has ended${c.reason ? ` (${c.reason.replace(/_/g, ' ')})` : ''}: it takes no more messages.`);
         break;
     }
+  }
+
+  private async restore(): Promise<void> {
+    const t = this.target();
+    if (t) await restoreSessions(t);
   }
 
   private async unarchive(): Promise<void> {
@@ -187,7 +200,7 @@ export class TranscriptView implements View {
       { class: 'tx-meta' },
       h('span', { class: 'badge' }, s.source),
       h('span', { class: 'badge' }, `profile ${s.profile}`),
-      s.archived ? h('span', { class: 'badge arch' }, 'archived') : null,
+      s.where === 'trash' ? h('span', { class: 'badge trash' }, 'in the trash') : s.archived ? h('span', { class: 'badge arch' }, 'archived') : null,
       s.pinned ? h('span', { class: 'badge pin' }, 'pinned') : null,
       s.ended_at ? h('span', { class: 'badge', title: absolute(s.ended_at) }, `ended${s.end_reason ? `: ${s.end_reason}` : ''}`) : h('span', { class: 'badge live' }, 'live'),
       h('span', { class: 'muted' }, `${plural(s.message_count, 'message')} · ${num(s.token_count)} tokens · started `, h('time', { title: absolute(s.started_at) }, relative(s.started_at)), ' · last activity ', h('time', { title: absolute(s.last_activity_at) }, relative(s.last_activity_at))),

@@ -39,6 +39,17 @@ export interface DeliveryDTO {
   delivered_at: string;
 }
 
+/**
+ * EmptyTrashRequest empties the trash, or only what has been there longer
+ * than OlderThan ("12h", "7d", "2w"; "" is all of it).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface EmptyTrashRequest {
+  request_id?: string;
+  older_than?: string;
+}
+
 /** ErrorDTO is what a caller sees of an error. */
 export interface ErrorDTO {
   code: string;
@@ -104,12 +115,14 @@ export interface InstallRequest {
 }
 
 /**
- * ListFilter narrows Sessions.List; empty fields do not filter (archived
- * defaults to false).
+ * ListFilter narrows Sessions.List; empty fields do not filter. Scope is
+ * active (the default), archived, trash or all; the legacy Archived flag
+ * means scope archived.
  *
  * (Sent to Go only: a field left out is its zero value.)
  */
 export interface ListFilter {
+  scope?: string;
   archived?: boolean;
   source?: string;
   profile?: string;
@@ -198,7 +211,11 @@ export interface ProgressDTO {
   total: number;
 }
 
-/** ReceiptDTO is the result of a bulk request. */
+/**
+ * ReceiptDTO is the result of a bulk request. Trashed: the rows went to the
+ * trash and can be restored until PurgeAfter. EventID is the hook event the
+ * request fired ("" if none).
+ */
 export interface ReceiptDTO {
   request_id: string;
   op: string;
@@ -207,6 +224,21 @@ export interface ReceiptDTO {
   affected_ids: string[] | null;
   outcomes: OutcomeDTO[] | null;
   created_at: string;
+  trashed: boolean;
+  purge_after: string | null;
+  event_id: string;
+}
+
+/**
+ * SearchRequest is a search in a scope: active, archived, trash or all
+ * (active and archived; the default).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface SearchRequest {
+  q?: string;
+  scope?: string;
+  limit?: number;
 }
 
 /**
@@ -236,6 +268,15 @@ export interface SessionDTO {
   pinned: boolean;
   message_count: number;
   token_count: number;
+  platform?: string;
+  sender_id?: string;
+  sender_name?: string;
+  /** active, archived or trash */
+  where: string;
+  /** in the trash only */
+  trashed_at?: string;
+  /** in the trash only: when it goes for good */
+  purge_after?: string;
 }
 
 /**
@@ -248,10 +289,27 @@ export interface SettingsDTO {
   retention_days: number;
   /** 0 = off */
   archive_idle_days: number;
+  /** The next three are left as they are by a Set that omits them (null). */
+  trash_days: number | null;
+  /** automatic deletes go to the trash too */
+  trash_automatic: boolean | null;
+  /** retention runs daily */
+  auto_prune: boolean | null;
   /** opened next time no --profile is given */
   profile: string;
   /** read-only: the profiles of this home */
   profiles?: string[];
+}
+
+/** TrashDTO says what the trash holds and when it next purges. */
+export interface TrashDTO {
+  sessions: number;
+  messages: number;
+  bytes: number;
+  /** 0: deletes skip the trash */
+  trash_days: number;
+  oldest_trashed_at: string | null;
+  next_purge_at: string | null;
 }
 
 /** TurnDTO is the outcome of Send. */
