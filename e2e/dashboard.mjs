@@ -178,7 +178,10 @@ async function main() {
     const m = await atrium('messages', 'append', incident, '--role', i % 2 ? 'assistant' : 'user', '--content', text);
     if (i === 8) hitMessage = m.id;
   }
-  const total = titles.length + 3;
+  // three empty cron sessions, for a clean-up by rule
+  const cron = [];
+  for (let i = 0; i < 3; i++) cron.push((await atrium('sessions', 'create', '--title', `Nightly job ${i}`, '--source', 'cron')).id);
+  const total = titles.length + 6;
   if (process.env.E2E_DEBUG) console.log(JSON.stringify({ ids, parent, child }));
   const deletesBefore = (await deleteEvents()).length;
 
@@ -566,6 +569,35 @@ async function main() {
     await page.screenshot({ path: join(artifacts, 'dashboard-trash.png') });
     await page.click('[data-testid=tab-active]');
     await page.locator(`${rowSel}[data-id="${parent}"]`).waitFor({ timeout: 10_000 });
+  });
+
+  await check('clean up by rule: a preview with the count, Cancel focused, one request; Undo in Recent actions brings them back', async () => {
+    await page.click('[data-testid=nav-sessions]');
+    await page.click('[data-testid=tab-active]');
+    await page.click('[data-testid=clean-up]');
+    await page.locator('[data-testid=rule-dialog]').waitFor({ timeout: 5000 });
+    eq(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'confirm-cancel', 'focused button');
+    await page.selectOption('[data-testid=rule-source]', 'cron');
+    await page.fill('[data-testid=rule-inactive]', '');
+    await page.fill('[data-testid=rule-messages]', '<1');
+    await page.locator('[data-testid=rule-preview][data-count="3"]').waitFor({ timeout: 10_000 });
+    const preview = await page.locator('[data-testid=rule-preview]').innerText();
+    assert(/3 sessions match and would move to the trash/.test(preview) && /restore them for 30 days/.test(preview), `preview: ${preview}`);
+    const deletesBefore = (await deleteEvents()).length;
+    await page.locator('[data-testid=rule-run]:not([disabled])').click();
+    await resultText(page, 'Moved 3 sessions to the trash');
+    const evs = await deleteEvents();
+    eq(evs.length, deletesBefore + 1, 'on_session_delete events (one request, one event)');
+    eq([...(evs[evs.length - 1].payload?.deleted_ids ?? [])].sort(), [...cron].sort(), 'deleted_ids');
+    for (const id of cron) await page.locator(`${rowSel}[data-id="${id}"]`).waitFor({ state: 'detached', timeout: 10_000 });
+    await page.click('[data-testid=nav-activity]');
+    const req = page.locator('[data-testid=request]').first();
+    await req.filter({ hasText: 'Moved 3 sessions to the trash by rule' }).waitFor({ timeout: 10_000 });
+    await req.locator('[data-testid=request-undo]').click();
+    await resultText(page, 'Undone: restored 3 sessions');
+    await page.click('[data-testid=nav-sessions]');
+    for (const id of cron) await page.locator(`${rowSel}[data-id="${id}"]`).waitFor({ timeout: 10_000 });
+    return preview;
   });
 
   await check('no errors in the page console', async () => {

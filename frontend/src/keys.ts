@@ -46,5 +46,5 @@ export function showKeySheet(): void {
     for (const [k, what] of s.keys) table.append(h('tr', {}, h('th', {}, h('kbd', {}, k)), h('td', {}, what)));
     body.append(table);
   }
-  void openModal({ title: 'Keys', body, buttons: [{ label: 'Close', value: undefined, kind: 'primary', default: true }], cancelValue: undefined, testid: 'keysheet' });
+  void openModal({ title: 'Keys', body, buttons: [{ label: 'Close', value: undefined, kind: 'primary', default: true }], cancelValue: undefined, testid: 'keysheet', wide: true });
 }

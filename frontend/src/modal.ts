@@ -20,6 +20,8 @@ export interface ModalOptions<T> {
   /** what Escape and a click outside give */
   cancelValue: T;
   testid?: string;
+  /** a wider dialog, for a form */
+  wide?: boolean;
 }
 
 const stack: HTMLElement[] = [];
@@ -64,7 +66,7 @@ export function openModal<T>(o: ModalOptions<T>): Promise<T> {
     }
     const dialog = h(
       'div',
-      { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': titleID, 'data-testid': o.testid },
+      { class: o.wide ? 'modal wide' : 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': titleID, 'data-testid': o.testid },
       h('h2', { id: titleID }, o.title),
       h('div', { class: 'modal-body' }, o.body),
       h('div', { class: 'modal-buttons' }, ...btns),

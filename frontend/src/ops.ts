@@ -8,7 +8,7 @@ import { button, h, replace } from './dom';
 import { plural, shortID } from './format';
 import { history, type Undoable } from './stores/history';
 import { restoreFor, trash } from './stores/trash';
-import type { BulkOp, ReceiptDTO } from './types';
+import type { BulkOp, FilterDTO, ReceiptDTO } from './types';
 
 const verbs: Record<BulkOp, { ing: string; ed: string; success: string; title: string }> = {
   delete: { ing: 'Moving to the trash', ed: 'Moved to the trash', success: 'deleted', title: 'Delete' },
@@ -52,12 +52,40 @@ interface RunOptions {
   isUndo?: boolean;
 }
 
-/** runBulk runs one user action; it resolves to its receipt, or null when it failed. */
-export async function runBulk(op: BulkOp, ids: string[], o: RunOptions = {}): Promise<ReceiptDTO | null> {
+/** A request to run: what it does, to how many, and the call (given the
+ * request id, the same on every retry). */
+interface Job {
+  op: BulkOp;
+  /** how many sessions, for the progress label */
+  count: number;
+  /** the ids the user picked (none for a rule) */
+  requested: string[];
+  call: (requestID: string) => Promise<ReceiptDTO>;
+}
+
+/** runBulk runs one user action on ids; it resolves to its receipt, or null when it failed. */
+export function runBulk(op: BulkOp, ids: string[], o: RunOptions = {}): Promise<ReceiptDTO | null> {
+  return execute({ op, count: ids.length, requested: ids, call: (rid) => api.sessions.bulk(op, rid, ids) }, o);
+}
+
+/** runRule runs op on what a rule matches (expected: the preview's count). */
+export function runRule(op: BulkOp, filter: FilterDTO, expected: number, o: RunOptions = {}): Promise<ReceiptDTO | null> {
+  return execute({ op, count: expected, requested: [], call: (rid) => api.sessions.bulkRule(op, rid, filter) }, o);
+}
+
+/** runUndo reverses request r as a whole, on the server (a retry replays). */
+export function runUndo(r: ReceiptDTO): Promise<ReceiptDTO | null> {
+  const affected = r.affected_ids ?? [];
+  const op = (inverse[r.op as BulkOp] ?? r.op) as BulkOp;
+  return execute({ op, count: affected.length, requested: affected, call: () => api.requests.undo(r.request_id) }, { isUndo: true });
+}
+
+async function execute(job: Job, o: RunOptions): Promise<ReceiptDTO | null> {
+  const { op, count } = job;
   const requestID = o.requestID ?? newRequestID();
   const v = verbs[op];
-  const bar = h('progress', { max: Math.max(ids.length, 1), value: 0 });
-  const label = h('span', { class: 'progress-label' }, `${v.ing} ${plural(ids.length, 'session')}…`);
+  const bar = h('progress', { max: Math.max(count, 1), value: 0 });
+  const label = h('span', { class: 'progress-label' }, `${v.ing} ${plural(count, 'session')}…`);
   const entry = h('div', { class: 'progress-entry', 'data-testid': 'progress', 'data-request-id': requestID, role: 'status' }, label, bar);
   progressHost.appendChild(entry);
   running++;
@@ -67,11 +95,11 @@ export async function runBulk(op: BulkOp, ids: string[], o: RunOptions = {}): Pr
     const total = Math.max(p.total, 1);
     bar.max = total;
     bar.value = Math.min(p.done, total);
-    label.textContent = `${v.ing} ${plural(ids.length, 'session')}… ${p.done} / ${p.total}`;
+    label.textContent = `${v.ing} ${plural(p.total, 'session')}… ${p.done} / ${p.total}`;
   });
   try {
     const r = await withRetry(
-      () => api.sessions.bulk(op, requestID, ids),
+      () => job.call(requestID),
       (e: ApiError, attempt) => {
         attempts = attempt + 1;
         label.textContent = `${v.ing}… retry ${attempt} of 3 after: ${e.message}`;
@@ -79,13 +107,14 @@ export async function runBulk(op: BulkOp, ids: string[], o: RunOptions = {}): Pr
     );
     bar.max = 1;
     bar.value = 1;
-    const undo = o.isUndo ? null : undoOf(op, ids, r);
+    const undo = o.isUndo ? null : undoOf(op, job.requested, r);
     if (undo) history.push(undo);
-    showReceipt(op, ids, r, o.selectedCount ?? ids.length, attempts, undo);
+    if (o.isUndo) history.forget((e) => e.requestID === r.request_id);
+    showReceipt(op, job.requested, r, o.selectedCount ?? job.requested.length, attempts, undo, !!o.isUndo);
     return r;
   } catch (raw) {
     const e = toApiError(raw);
-    showFailure(op, ids, requestID, e, attempts, o);
+    showFailure(job, requestID, e, attempts, o);
     return null;
   } finally {
     off();
@@ -120,19 +149,18 @@ export function dismissResult(): void {
  * restored; a purge has none). */
 const inverse: Partial<Record<BulkOp, BulkOp>> = { archive: 'unarchive', unarchive: 'archive', delete: 'restore', restore: 'delete' };
 
-/** undoOf is how to take a finished request back: the inverse op over what
+/** undoOf is how to take a finished request back: on the server as a whole
+ * when it can (one receipt, a retry replays), else the inverse op over what
  * it changed (a restore brings back all that its delete took). */
 function undoOf(op: BulkOp, requested: string[], r: ReceiptDTO): Undoable | null {
   const back = inverse[op];
   const affected = r.affected_ids ?? [];
+  const label = `${verbs[op].title} of ${plural(affected.length, 'session')}`;
+  if (r.undoable && affected.length > 0) return { label, requestID: r.request_id, undo: async () => (await runUndo(r)) !== null };
   if (!back || affected.length === 0 || r.replayed || (op === 'delete' && !r.trashed)) return null;
   const changed = requested.filter((id) => affected.includes(id));
   const ids = op === 'delete' ? affected : changed.length > 0 ? changed : affected;
-  return {
-    label: `${verbs[op].title} of ${plural(affected.length, 'session')}`,
-    requestID: r.request_id,
-    undo: async () => (await runBulk(back, ids, { isUndo: true })) !== null,
-  };
+  return { label, requestID: r.request_id, undo: async () => (await runBulk(back, ids, { isUndo: true })) !== null };
 }
 
 /** undoLast takes back the newest action (Ctrl+Z), saying so when there is none. */
@@ -145,11 +173,13 @@ export async function undoLast(): Promise<void> {
   await history.undo(e);
 }
 
-function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: number, attempts: number, undo: Undoable | null): void {
+function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: number, attempts: number, undo: Undoable | null, isUndo: boolean): void {
   const v = verbs[op];
   const affected = r.affected_ids ?? [];
   const req = new Set(requested);
-  const cascaded = affected.filter((id) => !req.has(id)).length;
+  // a rule's cascade is beyond what it matched; an undo has none of its own
+  const cascaded = isUndo ? 0 : requested.length === 0 ? Math.max(0, affected.length - (r.matched || affected.length)) : affected.filter((id) => !req.has(id)).length;
+  if (requested.length === 0) selected = r.matched;
   const failed = (r.outcomes ?? []).filter((o) => o.status !== v.success);
   const permanent = op === 'delete' && !r.trashed;
   const n = plural(affected.length, 'session');
@@ -158,6 +188,7 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
     title += op === 'delete' || op === 'purge' ? `, ${cascaded} of them cascaded beyond the ${selected} selected` : `, ${cascaded} more with them`;
   }
   const lines: Node[] = [];
+  if (isUndo) title = `Undone: ${title.charAt(0).toLowerCase()}${title.slice(1)}`;
   if (op === 'delete' && r.trashed && affected.length > 0) {
     lines.push(h('div', { 'data-testid': 'restorable' }, `You can restore ${affected.length === 1 ? 'it' : 'them'} ${restoreFor(r.purge_after, trash.days)}.`));
   }
@@ -185,14 +216,14 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
 
 /** showFailure says what went wrong in plain words, with a retry that
  * cannot run twice (the same request id). */
-function showFailure(op: BulkOp, ids: string[], requestID: string, e: ApiError, attempts: number, o: RunOptions): void {
-  const v = verbs[op];
+function showFailure(job: Job, requestID: string, e: ApiError, attempts: number, o: RunOptions): void {
+  const v = verbs[job.op];
   const lines: Node[] = [h('div', {}, e.message)];
   if (attempts > 1) lines.push(h('div', {}, `Gave up after ${plural(attempts, 'attempt')}; trying again cannot run it twice.`));
   const actions: HTMLButtonElement[] = [];
   if (attempts > 1 || ['network', 'timeout', 'internal', 'busy', 'unavailable'].includes(e.code)) {
     // Same id again: if the first attempt did go through, this replays it.
-    actions.push(button('Try again', { class: 'btn primary small' }, () => void runBulk(op, ids, { ...o, requestID })));
+    actions.push(button('Try again', { class: 'btn primary small' }, () => void execute(job, { ...o, requestID })));
   }
-  panel('error', `${v.title} of ${plural(ids.length, 'session')} failed`, lines, actions, requestID);
+  panel('error', `${o.isUndo ? 'Undo' : v.title} of ${plural(job.count, 'session')} failed`, lines, actions, requestID);
 }

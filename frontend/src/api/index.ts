@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { InstallRequest, ListFilter, SettingsDTO } from './gen/dto';
+import type { FilterDTO, InstallRequest, ListFilter, SettingsDTO } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -54,11 +54,26 @@ export const api = {
     transcript: (id: string) => call('Sessions', 'Transcript', [id], { route: 'GET /api/sessions/{id}/transcript', params: { id } }),
     lineage: (id: string) => call('Sessions', 'Lineage', [id], { route: 'GET /api/sessions/{id}/lineage', params: { id } }),
     compactions: (id: string) => call('Sessions', 'Compactions', [id], { route: 'GET /api/sessions/{id}/compactions', params: { id } }),
-    preview: (ids: string[]) => call('Sessions', 'Preview', [ids], { route: 'POST /api/sessions/preview', body: { ids } }),
+    /** preview says what op would do to ids: the count, the cascade */
+    preview: (ids: string[], op: BulkOp = 'delete') =>
+      call('Sessions', 'PreviewBulk', [{ op, ids }], { route: 'POST /api/sessions/preview', body: { op, ids } }),
+    /** previewRule says what op would do to the sessions a rule matches now */
+    previewRule: (op: BulkOp, filter: FilterDTO) =>
+      call('Sessions', 'PreviewBulk', [{ op, filter }], { route: 'POST /api/sessions/preview', body: { op, filter } }),
+    /** bulkRule runs op on what a rule matches, in one transaction: one receipt, one event */
+    bulkRule: (op: BulkOp, requestID: string, filter: FilterDTO) =>
+      call('Sessions', 'Bulk', [op, { request_id: requestID, filter }], { route: bulkRoute[op], body: { request_id: requestID, filter } }, { timeoutMs: writeTimeout }),
     bulk: (op: BulkOp, requestID: string, ids: string[]) =>
       call('Sessions', bulkMethod[op], [requestID, ids], { route: bulkRoute[op], body: { request_id: requestID, ids } }, { timeoutMs: writeTimeout }),
     send: (id: string, text: string) =>
       call('Sessions', 'Send', [id, text], { route: 'POST /api/sessions/{id}/send', params: { id }, body: { text } }, { timeoutMs: turnTimeout }),
+  },
+  requests: {
+    /** recent are the remembered requests, newest first, each saying whether it can be undone */
+    recent: (limit: number) => call('Sessions', 'Requests', [limit], { route: 'GET /api/requests', query: { limit } }),
+    /** undo reverses a request as a whole; a retried undo replays */
+    undo: (requestID: string) =>
+      call('Sessions', 'Undo', [requestID], { route: 'POST /api/requests/{request_id}/undo', params: { request_id: requestID } }, { timeoutMs: writeTimeout }),
   },
   trash: {
     summary: () => call('Sessions', 'Trash', [], { route: 'GET /api/trash' }),

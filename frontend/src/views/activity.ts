@@ -7,6 +7,7 @@ import { button, clear, h, replace } from '../dom';
 import { absolute, plural, relative, shortID } from '../format';
 import { app, type View } from '../state';
 import type { EventDTO } from '../types';
+import { RecentActions } from './requests';
 
 const maxRows = 1000;
 const pageSize = 1000;
@@ -35,6 +36,7 @@ export class ActivityView implements View {
   private visible = false;
   private reorder = false;
   private hooks = new Set<string>();
+  private readonly recent = new RecentActions();
 
   constructor() {
     this.status = h('div', { class: 'list-status', role: 'status' });
@@ -54,6 +56,7 @@ export class ActivityView implements View {
         h('label', { class: 'check' }, this.failuresOnly, ' Failures only'),
         button('Reload', { class: 'btn small' }, () => void this.load(true)),
       ),
+      this.recent.el,
       h(
         'div',
         { class: 'row header activity-header', 'aria-hidden': 'true' },
@@ -74,12 +77,14 @@ export class ActivityView implements View {
 
   show(): void {
     this.visible = true;
+    this.recent.show(true);
     if (!this.loaded) void this.load(false);
     this.flushSoon();
   }
 
   hide(): void {
     this.visible = false;
+    this.recent.show(false);
   }
 
   /** load reads the log from the start, keeping its newest maxRows events. */

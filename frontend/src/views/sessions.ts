@@ -14,6 +14,7 @@ import { app, type View } from '../state';
 import { searchLimit, SessionsStore, type Change } from '../stores/sessions';
 import type { SessionDTO } from '../types';
 import { VirtualList } from '../vlist';
+import { openRuleDialog } from './rule';
 import { TrashBar } from './trashbar';
 
 const emptyText: Record<Scope, string> = {
@@ -45,6 +46,7 @@ export class SessionsView implements View {
   private readonly timeHead: HTMLElement;
   private readonly trashBar = new TrashBar();
   private readonly countLabel: HTMLElement;
+  private readonly cleanBtn: HTMLButtonElement;
   private readonly selLabel: HTMLElement;
   private readonly actions: Record<'selectAll' | 'del' | 'archive' | 'unarchive' | 'restore' | 'purge' | 'clear', HTMLButtonElement>;
   private readonly status: HTMLElement;
@@ -91,6 +93,9 @@ export class SessionsView implements View {
       button(label, { class: 'tab', role: 'tab', 'data-testid': `tab-${scope}`, 'aria-selected': String(scope === 'active') }, () => s.setScope(scope));
     this.tabs = { active: tab('active', 'Active'), archived: tab('archived', 'Archived'), trash: tab('trash', 'Trash') };
     this.countLabel = h('span', { class: 'count muted', 'aria-live': 'polite' });
+    this.cleanBtn = button('Clean up…', { class: 'btn small', 'data-testid': 'clean-up', title: 'Archive or delete the sessions a rule matches, with a preview' }, () =>
+      void openRuleDialog({ scope: s.scope === 'archived' ? 'archived' : 'active', source: s.source }, s.facets.sources ?? []),
+    );
     const toolbar = h(
       'div',
       { class: 'toolbar' },
@@ -98,6 +103,7 @@ export class SessionsView implements View {
       this.sourceSel,
       this.profileSel,
       h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Active, archived or deleted sessions' }, this.tabs.active, this.tabs.archived, this.tabs.trash),
+      this.cleanBtn,
       h('span', { class: 'spacer' }),
       this.countLabel,
     );
@@ -218,6 +224,7 @@ export class SessionsView implements View {
         }
         this.timeHead.textContent = s.scope === 'trash' ? 'Deleted' : 'Last activity';
         this.trashBar.show(s.scope === 'trash');
+        this.cleanBtn.hidden = s.scope === 'trash';
         this.list.viewport.scrollTop = 0;
         break;
       case 'facets':

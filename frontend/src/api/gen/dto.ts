@@ -2,7 +2,8 @@
 // Regenerate with `make gen` after changing app/dto.go, app/routes.go or a bound method.
 
 /**
- * BulkRequest is a delete, archive or unarchive from the UI. RequestID is
+ * BulkRequest is a delete, archive, unarchive, restore or purge from the UI,
+ * of IDs or of the sessions Filter matches (one of the two). RequestID is
  * made by the UI once per user action; a retry with it replays.
  *
  * (Sent to Go only: a field left out is its zero value.)
@@ -10,6 +11,7 @@
 export interface BulkRequest {
   request_id?: string;
   ids?: string[];
+  filter?: FilterDTO;
 }
 
 /** CompactionDTO is one post_compaction of a session, as its event logged it. */
@@ -73,6 +75,41 @@ export interface FacetsDTO {
   profiles: string[] | null;
 }
 
+/**
+ * FilterDTO is the shared filter (the same fields as query parameters, in
+ * JSON bodies and on the command line as --flags): empty fields do not
+ * filter. See sessions.ParseRule for the syntax; bad input is an invalid
+ * error naming the field.
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface FilterDTO {
+  /** active (default), archived, trash, all */
+  scope?: string;
+  /** comma list: cli, desktop, dashboard, gateway, cron, subagent, tool */
+  source?: string;
+  /** comma list; "local" for sessions without one */
+  platform?: string;
+  profile?: string;
+  /** started more than D ago: 90m, 12h, 30d, 2w */
+  older_than?: string;
+  /** last activity more than D ago */
+  inactive_for?: string;
+  /** last activity within D */
+  active_within?: string;
+  /** N, =N, <N, <=N, >N, >=N, N..M */
+  messages?: string;
+  pinned?: boolean;
+  /** delegate or branch children */
+  has_children?: boolean;
+  /** title or messages contain every word */
+  match?: string;
+  /** title contains every word */
+  title?: string;
+  /** scope trash: in the trash more than D */
+  trashed_for?: string;
+}
+
 /** FolderDTO is a plugin's folder and whether it was shown in a file manager. */
 export interface FolderDTO {
   path: string;
@@ -85,15 +122,6 @@ export interface HitDTO {
   message_id?: number;
   snippet: string;
   in_title: boolean;
-}
-
-/**
- * IDsRequest names sessions for a preview.
- *
- * (Sent to Go only: a field left out is its zero value.)
- */
-export interface IDsRequest {
-  ids?: string[];
 }
 
 /** InfoDTO tells the UI where it runs. */
@@ -115,9 +143,8 @@ export interface InstallRequest {
 }
 
 /**
- * ListFilter narrows Sessions.List; empty fields do not filter. Scope is
- * active (the default), archived, trash or all; the legacy Archived flag
- * means scope archived.
+ * ListFilter narrows Sessions.List, Count and IDs: the FilterDTO fields, a
+ * page, and the legacy Archived flag (scope archived).
  *
  * (Sent to Go only: a field left out is its zero value.)
  */
@@ -125,7 +152,17 @@ export interface ListFilter {
   scope?: string;
   archived?: boolean;
   source?: string;
+  platform?: string;
   profile?: string;
+  older_than?: string;
+  inactive_for?: string;
+  active_within?: string;
+  messages?: string;
+  pinned?: boolean;
+  has_children?: boolean;
+  match?: string;
+  title?: string;
+  trashed_for?: string;
   limit?: number;
   cursor?: string;
 }
@@ -194,13 +231,29 @@ export interface PluginStateDTO {
   error?: string;
 }
 
-/** PreviewDTO says what a delete of the requested ids would remove. */
+/**
+ * PreviewDTO says what an operation would change now, exactly (it is run
+ * and rolled back): Count rows, cascades included, of which Cascaded were
+ * neither selected nor matched; Matched is how many the rule matched (the
+ * ids found, for a selection).
+ */
 export interface PreviewDTO {
   affected_ids: string[] | null;
-  /** rows removed, cascades included */
   count: number;
-  /** of which not requested */
   cascaded: number;
+  matched: number;
+}
+
+/**
+ * PreviewRequest asks what Op (default delete) would do to IDs or to the
+ * sessions Filter matches.
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface PreviewRequest {
+  op?: string;
+  ids?: string[];
+  filter?: FilterDTO;
 }
 
 /** ProgressDTO is the progress of a bulk request. */
@@ -227,6 +280,13 @@ export interface ReceiptDTO {
   trashed: boolean;
   purge_after: string | null;
   event_id: string;
+  /** what was done: the op, or for an undo its inverse (restore, unarchive, ...) */
+  result_op: string;
+  /** sessions a rule matched (0 for ids) */
+  matched: number;
+  /** Undo(request_id) can undo it as a whole */
+  undoable: boolean;
+  undone: boolean;
 }
 
 /**
