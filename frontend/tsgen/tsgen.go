@@ -957,6 +957,8 @@ type event struct {
 	goType                    ast.Expr // nil when the comment names no type
 }
 
+var dtoRefRE = regexp.MustCompile(`(\[\])?\b[A-Z]\w*DTO\b`)
+
 // eventList reads the string constants named Event* and, from each one's
 // comment, the type of its payload ("// ProgressDTO", "// []EventDTO: ...").
 func (p *pkg) eventList() []event {
@@ -984,13 +986,24 @@ func (p *pkg) eventList() []event {
 						doc = strings.TrimSpace(vs.Doc.Text())
 					}
 					e := event{name: n.Name, value: val, payload: "unknown", doc: doc}
+					// the payload's type: the comment's first word ("// ProgressDTO",
+					// "// []EventDTO: ..."), else the first DTO it names
+					// ("// EventX (RetentionDTO): ...")
+					var cands []string
 					if head, _, _ := strings.Cut(doc, ":"); strings.TrimSpace(head) != "" {
-						if x, err := parser.ParseExpr(strings.Fields(head)[0]); err == nil {
-							probe := *p
-							probe.errs = nil
-							if t := probe.ts(x, n.Name); len(probe.errs) == 0 {
-								e.payload, e.goType = t, x
-							}
+						cands = append(cands, strings.Fields(head)[0])
+					}
+					cands = append(cands, dtoRefRE.FindAllString(doc, -1)...)
+					for _, c := range cands {
+						x, err := parser.ParseExpr(c)
+						if err != nil {
+							continue
+						}
+						probe := *p
+						probe.errs = nil
+						if t := probe.ts(x, n.Name); len(probe.errs) == 0 {
+							e.payload, e.goType = t, x
+							break
 						}
 					}
 					evs = append(evs, e)

@@ -151,6 +151,7 @@ func TestBindingsRoutesAndEvents(t *testing.T) {
 		`export const EventThing = "thing";`,
 		`[EventThings]: ThingDTO[];`,
 		`[EventOther]: unknown;`,
+		`[EventLater]: ThingDTO;`,
 	} {
 		if !strings.Contains(e, want) {
 			t.Errorf("events.ts lacks %q:\n%s", want, e)

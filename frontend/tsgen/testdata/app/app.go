@@ -46,6 +46,8 @@ const (
 	EventThing  = "thing"  // ThingDTO
 	EventThings = "things" // []ThingDTO: a batch
 	EventOther  = "other"  // free text, no type
+	// EventLater (ThingDTO): a doc comment naming its type
+	EventLater = "later"
 )
 
 type base struct{}
