@@ -94,9 +94,9 @@ delete_all_via_ui() {
   xdotool key Return
 }
 
-count_delete_events() { # HOME -> "events ids"
+count_delete_events() { # HOME -> "events ids" of the user deletes (reason delete; archives fire it too)
   "$BIN" --home "$1" --json events list --hook on_session_delete |
-    python3 -c 'import json,sys; e=json.load(sys.stdin); print(len(e), sum(len(x["payload"].get("deleted_ids") or []) for x in e))'
+    python3 -c 'import json,sys; e=[x for x in json.load(sys.stdin) if x["payload"].get("reason")=="delete"]; print(len(e), sum(len(x["payload"].get("deleted_ids") or []) for x in e))'
 }
 
 if [ "$MODE" = "--bench" ]; then
@@ -128,13 +128,25 @@ fi
 H="$WORK/home"
 "$BIN" --home "$H" dev seed --sessions 40 --messages 3 --title "Window e2e" >/dev/null
 FIRST=$("$BIN" --home "$H" --json sessions list --limit 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessions"][0]["id"])')
+# A compression chain of two parts and a parent with a delegate child: 44
+# sessions that are 42 conversations. An archived session with one message
+# to find.
+cli() { "$BIN" --home "$H" --json "$@"; }
+id_of() { python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+CA=$(cli sessions create --title "Ledger rewrite" | id_of)
+cli sessions create --title "Ledger rewrite" --parent "$CA" --relation compression >/dev/null
+PARENT=$(cli sessions create --title "Release train" | id_of)
+cli sessions create --title "subagent: run the tests" --parent "$PARENT" --relation delegate >/dev/null
+INC=$(cli sessions create --title "Old incident" | id_of)
+cli messages append "$INC" --role user --content "The rollback failed on a checksum mismatch in shard 7" >/dev/null
+cli sessions archive "$INC" >/dev/null
 
 t0=$(now_ms)
 start_window "$H"
-if W=$(wait_title '^Atrium · default · 40 sessions$'); then
-  ok "the window lists the seeded store ($(( $(now_ms) - t0 )) ms to first paint)"
+if W=$(wait_title '^Atrium · default · 42 sessions$'); then
+  ok "the window lists the seeded store ($(( $(now_ms) - t0 )) ms to first paint): 44 sessions are 42 conversations (a chain is one row, a delegate nests)"
 else
-  bad "the window never showed 40 sessions"; cat "$WORK/app.log"; echo "--- Xvfb:"; cat "$WORK/xvfb.log"; exit 1
+  bad "the window never showed 42 conversations"; cat "$WORK/app.log"; echo "--- Xvfb:"; cat "$WORK/xvfb.log"; exit 1
 fi
 
 # A second instance hands its session to the first and exits.
@@ -150,13 +162,51 @@ else
   bad "the first window did not open $FIRST"
 fi
 xdotool key Escape
-wait_title '^Atrium · default · 40 sessions$' 100 >/dev/null || true
+wait_title '^Atrium · default · 42 sessions$' 100 >/dev/null || true
+
+# A search hit in the archive opens its transcript (on the matching message,
+# the words marked: see the screenshot).
+focus_list
+xdotool key slash
+sleep 0.3
+xdotool type --delay 20 "checksum mismatch"
+sleep 0.5
+xdotool key Down
+sleep 1
+xdotool key Return
+if wait_title '^Atrium · default · Old incident$' 100 >/dev/null; then
+  ok "a search hit in the archive opens its transcript"
+  sleep 0.5
+  import -window root "$ART/window-search-hit.png" 2>/dev/null || true
+else
+  bad "the search hit in the archive did not open"
+fi
+xdotool key Escape
+sleep 0.3
+xdotool key Escape
+wait_title '^Atrium · default · 42 sessions$' 100 >/dev/null || true
+
+# Rename (F2) and pin (p) the focused row; both are in the store.
+focus_list
+xdotool key F2
+sleep 0.8
+xdotool key ctrl+a
+xdotool type --delay 20 "Renamed in the window"
+xdotool key Return
+sleep 1
+xdotool key p
+sleep 1
+if cli sessions list --limit 1000 | python3 -c 'import json,sys; s=[x for x in json.load(sys.stdin)["sessions"] if x["title"]=="Renamed in the window"]; sys.exit(0 if len(s)==1 and s[0]["pinned"] else 1)'; then
+  ok "F2 renamed and p pinned a session (in the store)"
+else
+  bad "rename/pin from the window did not persist"
+fi
 
 focus_list
 slip_via_ui
 sleep 2
 read -r n ids < <(count_delete_events "$H")
-if [ "$n" = 0 ] && wait_title '^Atrium · default · 40 sessions$' 50 >/dev/null; then
+if [ "$n" = 0 ] && wait_title '^Atrium · default · 42 sessions$' 50 >/dev/null; then
   ok "Ctrl+A, Delete, Enter deletes nothing (Cancel has the focus)"
 else
   bad "Ctrl+A, Delete, Enter: $n on_session_delete events, $ids ids"
@@ -172,27 +222,28 @@ fi
 import -window root "$ART/window.png" 2>/dev/null && ok "screenshot kept: e2e/artifacts/window.png" || bad "screenshot"
 "$BIN" --home "$H" --json sessions list >/dev/null
 read -r n ids < <(count_delete_events "$H")
-if [ "$n" = 1 ] && [ "$ids" = 40 ]; then
-  ok "one on_session_delete with all 40 ids"
+if [ "$n" = 1 ] && [ "$ids" = 44 ]; then
+  ok "one on_session_delete with all 44 ids"
 else
   bad "on_session_delete: $n events, $ids ids"
 fi
 
-# The delete went to the trash: Ctrl+Z brings all 40 back, one on_session_restore.
+# The delete went to the trash: Ctrl+Z brings all 44 back, one on_session_restore.
 focus_list
 xdotool key ctrl+z
-if wait_title '^Atrium · default · 40 sessions$' 300 >/dev/null; then
-  ok "Ctrl+Z restored the 40 sessions from the trash"
+if wait_title '^Atrium · default · 42 sessions$' 300 >/dev/null; then
+  ok "Ctrl+Z restored the 44 sessions from the trash"
 else
   bad "Ctrl+Z did not restore the sessions"
 fi
 read -r n ids < <("$BIN" --home "$H" --json events list --hook on_session_restore |
   python3 -c 'import json,sys; e=json.load(sys.stdin); print(len(e), sum(len(x["payload"].get("restored_ids") or []) for x in e))')
-if [ "$n" = 1 ] && [ "$ids" = 40 ]; then
-  ok "one on_session_restore with all 40 ids"
+if [ "$n" = 1 ] && [ "$ids" = 44 ]; then
+  ok "one on_session_restore with all 44 ids"
 else
   bad "on_session_restore: $n events, $ids ids"
 fi
+import -window root "$ART/window.png" 2>/dev/null || true
 
 xdotool key ctrl+q
 for _ in $(seq 100); do kill -0 "$APID" 2>/dev/null || break; sleep 0.1; done

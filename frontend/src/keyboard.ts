@@ -6,8 +6,9 @@ import { isTextField } from './dom';
 import { showKeySheet } from './keys';
 import { closeMenu, menuOpen } from './menu';
 import { closeTopModal, modalOpen } from './modal';
+import { newSession } from './actions';
 import { undoLast } from './ops';
-import type { View, ViewName } from './state';
+import { app, type View, type ViewName } from './state';
 
 export interface KeyboardHost {
   current(): View;
@@ -54,6 +55,11 @@ export function installKeyboard(host: KeyboardHost): void {
     if (mod && !ev.shiftKey && !ev.altKey && (ev.key === 'z' || ev.key === 'Z')) {
       ev.preventDefault();
       void undoLast();
+      return;
+    }
+    if (mod && !ev.shiftKey && !ev.altKey && (ev.key === 'n' || ev.key === 'N')) {
+      ev.preventDefault();
+      void newSession((id) => app.openSession(id));
       return;
     }
     if (view.key?.(ev)) ev.preventDefault();

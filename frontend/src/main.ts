@@ -4,13 +4,14 @@ import './style.css';
 import { api, isDesktop, on, onUnauthorized, startLive, toApiError, type ApiError } from './api';
 import { h, replace } from './dom';
 import { installKeyboard } from './keyboard';
-import { mountOps } from './ops';
+import { mountOps, showAction } from './ops';
 import { Router } from './router';
 import { app } from './state';
 import { ActivityView } from './views/activity';
 import { PluginsView } from './views/plugins';
 import { SessionsView } from './views/sessions';
 import { SettingsView } from './views/settings';
+import { StorageView } from './views/storage';
 import { TranscriptView } from './views/transcript';
 
 function unauthorized(e: ApiError): void {
@@ -54,7 +55,8 @@ async function boot(): Promise<void> {
       { name: 'transcript', view: transcript, under: 'sessions', needsArg: true },
       { name: 'activity', label: 'Activity', key: '2', view: new ActivityView() },
       { name: 'plugins', label: 'Plugins', key: '3', view: new PluginsView() },
-      { name: 'settings', label: 'Settings', key: '4', view: new SettingsView() },
+      { name: 'storage', label: 'Storage', key: '4', view: new StorageView() },
+      { name: 'settings', label: 'Settings', key: '5', view: new SettingsView() },
     ],
     'sessions',
   );
@@ -82,6 +84,10 @@ async function boot(): Promise<void> {
       if (router.current !== 'sessions') router.go('sessions');
       sessions.focusSearch();
     },
+  });
+  on('retention:pending', (r) => {
+    if (router.current === 'storage') return;
+    showAction('warn', 'Automatic pruning is waiting for you', `${r.sessions} ended sessions older than ${r.days} days would go. It runs once you have seen the preview.`, 'Review', () => router.go('storage'));
   });
   on('open-session', (d) => {
     if (d && typeof d.id === 'string' && d.id) app.openSession(d.id);

@@ -20,7 +20,8 @@ const verbs: Record<BulkOp, { ing: string; ed: string; success: string; title: s
 
 let progressHost: HTMLElement;
 let resultHost: HTMLElement;
-const changeListeners = new Set<(op: BulkOp | 'empty_trash') => void>();
+type Change = BulkOp | 'empty_trash' | 'rename' | 'pin' | 'create';
+const changeListeners = new Set<(op: Change) => void>();
 let running = 0;
 
 /** mountOps gives the status bar its two regions. */
@@ -30,12 +31,12 @@ export function mountOps(progress: HTMLElement, result: HTMLElement): void {
 }
 
 /** onSessionsChanged is told after every finished bulk operation. */
-export function onSessionsChanged(fn: (op: BulkOp | 'empty_trash') => void): void {
+export function onSessionsChanged(fn: (op: Change) => void): void {
   changeListeners.add(fn);
 }
 
 /** sessionsChanged tells the listeners that op finished (or failed). */
-export function sessionsChanged(op: BulkOp | 'empty_trash'): void {
+export function sessionsChanged(op: Change): void {
   for (const fn of changeListeners) fn(op);
 }
 
@@ -141,6 +142,15 @@ export function showMessage(kind: 'ok' | 'warn' | 'error', title: string, detail
   panel(kind, title, detail ? [h('div', {}, detail)] : [], []);
 }
 
+/** showAction puts a message with one action in the result panel. */
+export function showAction(kind: 'ok' | 'warn' | 'error', title: string, detail: string, label: string, fn: () => void): void {
+  const b = button(label, { class: 'btn primary small' }, () => {
+    dismissResult();
+    fn();
+  });
+  panel(kind, title, detail ? [h('div', {}, detail)] : [], [b]);
+}
+
 export function dismissResult(): void {
   replace(resultHost);
 }
@@ -195,12 +205,16 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
   if (r.replayed) lines.push(h('div', { class: 'replayed' }, 'This had already been applied: nothing ran twice.'));
   if (attempts > 1) lines.push(h('div', {}, `Succeeded after ${plural(attempts, 'attempt')}.`));
   if (failed.length > 0) {
+    // in words, by what happened; the ids only on demand
+    const by = new Map<string, number>();
+    for (const f of failed) by.set(f.status, (by.get(f.status) ?? 0) + 1);
+    for (const [status, n] of by) lines.push(h('div', {}, `${plural(n, 'selected session')} ${outcomeWords(status, n)}.`));
     const list = h('ul', { class: 'outcomes' });
     for (const f of failed.slice(0, 50)) {
       list.appendChild(h('li', {}, h('code', { title: f.id }, shortID(f.id)), ` ${f.status.replace(/_/g, ' ')}`, f.error ? `: ${f.error}` : ''));
     }
     if (failed.length > 50) list.appendChild(h('li', {}, `… and ${failed.length - 50} more`));
-    lines.push(h('div', {}, `${plural(failed.length, 'requested session')} not ${v.success}:`), list);
+    lines.push(h('details', {}, h('summary', {}, 'Which ones'), list));
   }
   const actions: HTMLButtonElement[] = [];
   if (undo) {
@@ -212,6 +226,21 @@ function showReceipt(op: BulkOp, requested: string[], r: ReceiptDTO, selected: n
     );
   }
   panel(failed.length > 0 ? 'warn' : 'ok', title, lines, actions, r.request_id);
+}
+
+/** outcomeWords says an outcome that is not the op's success in words. */
+function outcomeWords(status: string, n: number): string {
+  const were = n === 1 ? 'was' : 'were';
+  switch (status) {
+    case 'unchanged':
+      return `${were} already that way`;
+    case 'not_found':
+      return n === 1 ? 'no longer exists' : 'no longer exist';
+    case 'kept':
+      return `${were} kept (pinned, or still in use)`;
+    default:
+      return `: ${status.replace(/_/g, ' ')}`;
+  }
 }
 
 /** showFailure says what went wrong in plain words, with a retry that

@@ -21,6 +21,9 @@ export interface Filter {
 
 export type Page = Filter & { limit?: number; cursor?: string };
 
+/** The conversations list's filter: delegate children as rows of their own when subagents. */
+export type ConvPage = Page & { subagents?: boolean };
+
 function filterQuery(f: Page) {
   return { scope: f.scope, source: f.source || undefined, profile: f.profile || undefined, limit: f.limit || undefined, cursor: f.cursor || undefined };
 }
@@ -65,8 +68,36 @@ export const api = {
       call('Sessions', 'Bulk', [op, { request_id: requestID, filter }], { route: bulkRoute[op], body: { request_id: requestID, filter } }, { timeoutMs: writeTimeout }),
     bulk: (op: BulkOp, requestID: string, ids: string[]) =>
       call('Sessions', bulkMethod[op], [requestID, ids], { route: bulkRoute[op], body: { request_id: requestID, ids } }, { timeoutMs: writeTimeout }),
+    create: (title: string) => call('Sessions', 'Create', [{ title }], { route: 'POST /api/sessions', body: { title } }),
+    rename: (id: string, title: string) => call('Sessions', 'Rename', [id, title], { route: 'POST /api/sessions/{id}/rename', params: { id }, body: { title } }),
+    setPinned: (id: string, pinned: boolean) => call('Sessions', 'SetPinned', [id, pinned], { route: 'POST /api/sessions/{id}/pin', params: { id }, body: { pinned } }),
+    export: (id: string, format: 'markdown' | 'json') =>
+      call('Sessions', 'Export', [id, format], { route: 'GET /api/sessions/{id}/export', params: { id }, query: { format } }),
     send: (id: string, text: string) =>
       call('Sessions', 'Send', [id, text], { route: 'POST /api/sessions/{id}/send', params: { id }, body: { text } }, { timeoutMs: turnTimeout }),
+  },
+  conversations: {
+    /** list is one page of conversations: a chain is one row (its newest part), subagents nested */
+    list: (f: ConvPage) =>
+      call('Sessions', 'Conversations', [{ filter: listFilter(f), subagents: !!f.subagents }], {
+        route: 'GET /api/conversations',
+        query: { ...filterQuery(f), subagents: f.subagents || undefined },
+      }),
+    count: (f: ConvPage) =>
+      call('Sessions', 'ConversationCount', [{ filter: listFilter(f), subagents: !!f.subagents }], {
+        route: 'GET /api/conversations/count',
+        query: { ...filterQuery(f), subagents: f.subagents || undefined },
+      }),
+    ids: (f: ConvPage) =>
+      call('Sessions', 'ConversationIDs', [{ filter: listFilter(f), subagents: !!f.subagents }], {
+        route: 'GET /api/conversations/ids',
+        query: { ...filterQuery(f), subagents: f.subagents || undefined },
+      }),
+    /** subagents are a conversation's delegate children, on demand */
+    subagents: (id: string) => call('Sessions', 'Subagents', [id], { route: 'GET /api/sessions/{id}/subagents', params: { id } }),
+    /** get is a conversation as one scroll: every part's messages, a divider at each rotation */
+    get: (id: string, highlight = '') =>
+      call('Sessions', 'Conversation', [id, highlight], { route: 'GET /api/sessions/{id}/conversation', params: { id }, query: { highlight: highlight || undefined } }),
   },
   requests: {
     /** recent are the remembered requests, newest first, each saying whether it can be undone */
@@ -98,6 +129,11 @@ export const api = {
   activity: {
     recent: (afterSeq: number, limit: number) =>
       call('Activity', 'Recent', [afterSeq, limit], { route: 'GET /api/events', query: { after: afterSeq || undefined, limit } }),
+  },
+  storage: {
+    report: () => call('Storage', 'Report', [], { route: 'GET /api/storage' }),
+    vacuum: () => call('Storage', 'Vacuum', [], { route: 'POST /api/storage/vacuum' }, { timeoutMs: 10 * 60_000 }),
+    confirmRetention: () => call('Storage', 'ConfirmRetention', [], { route: 'POST /api/storage/retention/confirm' }),
   },
   settings: {
     get: () => call('Settings', 'Get', [], { route: 'GET /api/settings' }),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError, type Filter, type Page } from '../api';
-import type { HitDTO, PageDTO, SessionDTO } from '../types';
+import { ApiError, type ConvPage } from '../api';
+import type { ConversationDTO, ConversationPageDTO, HitDTO, SessionDTO } from '../types';
 import { SessionsStore, type Change, type SessionsSource } from './sessions';
 
 function session(i: number, o: Partial<SessionDTO> = {}): SessionDTO {
@@ -24,14 +24,19 @@ function session(i: number, o: Partial<SessionDTO> = {}): SessionDTO {
 function fake(n: number, o: { ids?: 'missing' | 'fail'; count?: 'missing' } = {}) {
   const all = Array.from({ length: n }, (_, i) => session(i));
   const calls: string[] = [];
-  const match = (f: Filter) => all.filter((s) => s.where === f.scope && (!f.source || s.source === f.source));
+  const match = (f: ConvPage) => all.filter((s) => s.where === f.scope && (!f.source || s.source === f.source));
+  const conv = (s: SessionDTO, subagents = 0): ConversationDTO => ({ session: s, parts: 1, chain_ids: [s.id], total_messages: s.message_count, total_tokens: 0, subagents, origin_title: '' });
   const src: SessionsSource = {
-    async list(f: Page): Promise<PageDTO> {
+    async list(f: ConvPage): Promise<ConversationPageDTO> {
       calls.push(`list ${f.limit} ${f.cursor ?? ''}`);
       const rows = match(f);
       const start = f.cursor ? Number(f.cursor) : 0;
       const end = start + (f.limit || 50);
-      return { sessions: rows.slice(start, end), next: end < rows.length ? String(end) : undefined };
+      return { rows: rows.slice(start, end).map((s) => conv(s, s.id === 's0' ? 2 : 0)), next: end < rows.length ? String(end) : undefined };
+    },
+    async subagents(id: string) {
+      calls.push(`subagents ${id}`);
+      return [conv(session(100, { title: `${id} task 1`, parent_session_id: id, relation: 'delegate' })), conv(session(101, { parent_session_id: id, relation: 'delegate' }))];
     },
     async count(f) {
       if (o.count === 'missing') throw new ApiError('not_found', 'no API route GET /api/sessions/count');
@@ -45,10 +50,12 @@ function fake(n: number, o: { ids?: 'missing' | 'fail'; count?: 'missing' } = {}
     },
     async search(q: string, _limit: number, scope: string): Promise<HitDTO[]> {
       calls.push(`search ${q} ${scope}`);
-      return all.filter((s) => s.title.includes(q)).map((s) => ({ session: s, snippet: `…${q}…`, in_title: true, message_id: 7 }));
+      return all
+        .filter((s) => s.title.includes(q))
+        .map((s) => ({ session: s, conversation_id: `tip-of-${s.id}`, where: s.where, snippet: `…${q}…`, snippet_highlights: [{ start: 1, end: 1 + q.length }], title_highlights: null, in_title: true, message_id: 7 }));
     },
     async facets() {
-      return { sources: ['cli', 'cron', ''], profiles: ['default'] };
+      return { sources: ['cli', 'cron', ''], profiles: ['default'], platforms: [] };
     },
   };
   return { all, calls, src };
@@ -127,7 +134,8 @@ describe('SessionsStore loading', () => {
     await settle();
     expect(st.query).toBe('Session 1');
     expect(st.rows.map((r) => r.session.id)).toEqual(['s1', 's10', 's11', 's12', 's13', 's14', 's15', 's16', 's17', 's18', 's19']);
-    expect(st.rows[0]).toMatchObject({ snippet: '…Session 1…', messageID: 7 });
+    expect(st.rows[0]).toMatchObject({ snippet: '…Session 1…', messageID: 7, snippetRanges: [{ start: 1, end: 10 }] });
+    expect(st.openID(0)).toBe('tip-of-s1'); // a hit opens its conversation
     expect(st.next).toBeNull();
     expect(calls).toContain('search Session 1 all');
     st.setScope('trash');
@@ -206,5 +214,43 @@ describe('SessionsStore selection', () => {
     st.setScope('archived');
     expect(st.selection.size).toBe(0);
     expect(st.focus).toBe(0);
+  });
+});
+
+describe('SessionsStore conversations', () => {
+  it('nests a conversation\'s subagents under it on demand, and hides them again', async () => {
+    const { src, calls } = fake(10);
+    const st = new SessionsStore(src);
+    await st.reload();
+    expect(st.rows[0]!.conv?.subagents).toBe(2);
+    await st.toggleSubagents(0);
+    expect(calls).toContain('subagents s0');
+    expect(st.rows.slice(0, 4).map((r) => [r.session.id, r.depth])).toEqual([['s0', 0], ['s100', 1], ['s101', 1], ['s1', 0]]);
+    expect(st.total).toBe(12);
+    await st.toggleSubagents(0);
+    expect(st.rows.map((r) => r.session.id).slice(0, 2)).toEqual(['s0', 's1']);
+    expect(st.total).toBe(10);
+  });
+
+  it('keeps open subagents open across a reload', async () => {
+    const { src } = fake(10);
+    const st = new SessionsStore(src);
+    await st.reload();
+    await st.toggleSubagents(0);
+    await st.reload();
+    expect(st.rows[1]).toMatchObject({ depth: 1 });
+    expect(st.expanded.has('s0')).toBe(true);
+  });
+
+  it('"show subagents" asks for them as rows of their own, and closes nested ones', async () => {
+    const { src } = fake(10);
+    const seen: ConvPage[] = [];
+    const st = new SessionsStore({ ...src, list: (f) => (seen.push(f), src.list(f)) });
+    await st.reload();
+    await st.toggleSubagents(0);
+    st.setSubagents(true);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(seen[seen.length - 1]).toMatchObject({ subagents: true });
+    expect(st.expanded.size).toBe(0);
   });
 });

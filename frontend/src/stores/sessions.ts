@@ -1,27 +1,41 @@
-// The sessions list as state: the filter and the search, the rows loaded so
-// far (paged by cursor), the count, and the selection. No DOM: the view
-// renders what this store holds and calls its methods; tests drive it with a
-// fake API (stores/sessions.test.ts).
+// The sessions list as state: conversations, not rows of a table (a
+// compression chain is one row, its newest part; delegate children nest
+// under their parent, fetched when opened; "show subagents" lists them as
+// rows of their own), the filter and the search, paging by cursor, the count
+// and the selection. No DOM: the view renders what this store holds; tests
+// drive it with a fake API (stores/sessions.test.ts).
 
-import { missing, toApiError, type Filter, type Page, type Scope } from '../api';
-import type { CountDTO, FacetsDTO, HitDTO, PageDTO, SessionDTO } from '../types';
+import { missing, toApiError, type ConvPage, type Scope } from '../api';
+import type { ConversationDTO, ConversationPageDTO, CountDTO, FacetsDTO, HitDTO, RangeDTO, SessionDTO } from '../types';
 import { Emitter } from './emitter';
 
-/** The calls the store makes (api.sessions satisfies it). */
+/** The calls the store makes (api.conversations with api.sessions' search and facets). */
 export interface SessionsSource {
-  list(f: Page): Promise<PageDTO>;
-  count(f: Filter): Promise<CountDTO>;
-  ids(f: Filter): Promise<string[] | null>;
+  list(f: ConvPage): Promise<ConversationPageDTO>;
+  count(f: ConvPage): Promise<CountDTO>;
+  ids(f: ConvPage): Promise<string[] | null>;
+  subagents(id: string): Promise<ConversationDTO[] | null>;
   search(q: string, limit: number, scope: Scope | 'all'): Promise<HitDTO[] | null>;
   facets(): Promise<FacetsDTO>;
 }
 
 export interface Row {
   session: SessionDTO;
-  /** the search hit's snippet */
+  /** the conversation the row stands for (list rows) */
+  conv?: ConversationDTO;
+  /** 1: a subagent shown under its parent */
+  depth: number;
+  /** a search hit: its snippet, where the words are, the message it is in,
+   * and the conversation to open */
   snippet?: string;
-  /** the message the search hit is in */
+  snippetRanges?: RangeDTO[];
+  titleRanges?: RangeDTO[];
   messageID?: number;
+  openID?: string;
+}
+
+function convRow(c: ConversationDTO, depth = 0): Row {
+  return { session: c.session, conv: c, depth };
 }
 
 /** What changed, so a view repaints only that. */
@@ -37,6 +51,8 @@ export class SessionsStore {
 
   // the filter
   scope: Scope = 'active';
+  /** delegate children as rows of their own */
+  subagents = false;
   source = '';
   profile = '';
   query = '';
@@ -50,7 +66,12 @@ export class SessionsStore {
   /** a load that failed, with what to retry */
   error: { message: string; retry: () => void } | null = null;
   loaded = false;
-  facets: FacetsDTO = { sources: [], profiles: [] };
+  facets: FacetsDTO = { sources: [], profiles: [], platforms: [] };
+
+  /** conversations whose subagents are shown under them */
+  expanded = new Set<string>();
+  /** how many nested subagent rows are in rows */
+  private nested = 0;
 
   // the selection
   selection = new Set<string>();
@@ -65,8 +86,8 @@ export class SessionsStore {
 
   constructor(private readonly src: SessionsSource) {}
 
-  filter(): Filter {
-    return { scope: this.scope, source: this.source, profile: this.profile };
+  filter(): ConvPage {
+    return { scope: this.scope, source: this.source, profile: this.profile, subagents: this.subagents };
   }
 
   /** searchScope: a search in the trash looks in the trash; elsewhere in
@@ -79,7 +100,7 @@ export class SessionsStore {
    * for the rest of the count while more pages exist. */
   get total(): number {
     if (this.next === null) return this.rows.length;
-    if (this.count !== null) return Math.max(this.count, this.rows.length + 1);
+    if (this.count !== null) return Math.max(this.count + this.nested, this.rows.length + 1);
     return this.rows.length + 1; // unknown: one placeholder row asks for more
   }
 
@@ -103,6 +124,12 @@ export class SessionsStore {
     this.filterChanged();
   }
 
+  setSubagents(v: boolean): void {
+    if (this.subagents === v) return;
+    this.subagents = v;
+    this.filterChanged();
+  }
+
   setQuery(q: string): void {
     q = q.trim();
     if (this.query === q) return;
@@ -114,6 +141,7 @@ export class SessionsStore {
     this.selection.clear();
     this.anchor = null;
     this.focus = 0;
+    this.expanded.clear();
     this.changes.emit('filter');
     this.changes.emit('selection');
     void this.reload();
@@ -124,9 +152,13 @@ export class SessionsStore {
   async loadFacets(): Promise<void> {
     try {
       const f = await this.src.facets();
-      this.facets = { sources: (f.sources ?? []).filter((x) => x !== ''), profiles: (f.profiles ?? []).filter((x) => x !== '') };
+      this.facets = {
+        sources: (f.sources ?? []).filter((x) => x !== ''),
+        profiles: (f.profiles ?? []).filter((x) => x !== ''),
+        platforms: (f.platforms ?? []).filter((x) => x !== ''),
+      };
     } catch (e) {
-      this.facets = { sources: [], profiles: [] };
+      this.facets = { sources: [], profiles: [], platforms: [] };
       if (!missing(e)) console.warn('facets:', e);
     }
     if (this.source && !this.facets.sources?.includes(this.source)) this.source = '';
@@ -154,16 +186,28 @@ export class SessionsStore {
       if (this.query) {
         const [hits, count] = await Promise.all([this.src.search(this.query, searchLimit, this.searchScope), countP]);
         if (gen !== this.gen) return;
-        this.rows = (hits ?? []).map((x) => ({ session: x.session, snippet: x.snippet, messageID: x.message_id }));
+        this.rows = (hits ?? []).map((x) => ({
+          session: x.session,
+          depth: 0,
+          snippet: x.snippet,
+          snippetRanges: x.snippet_highlights ?? undefined,
+          titleRanges: x.title_highlights ?? undefined,
+          messageID: x.message_id,
+          openID: x.conversation_id || x.session.id,
+        }));
+        this.nested = 0;
         this.next = null;
         this.count = count;
       } else {
         const want = Math.max(firstPage, Math.min(bigPage, this.wantUpTo + 50));
         const [page, count] = await Promise.all([this.src.list({ ...f, limit: want }), countP]);
         if (gen !== this.gen) return;
-        this.rows = (page.sessions ?? []).map((s) => ({ session: s }));
+        this.rows = (page.rows ?? []).map((c) => convRow(c));
+        this.nested = 0;
         this.next = page.next ? page.next : null;
         this.count = count;
+        await this.reexpand(gen);
+        if (gen !== this.gen) return;
       }
       this.error = null;
       this.loaded = true;
@@ -195,7 +239,7 @@ export class SessionsStore {
         const limit = gap > bigPage ? bigPage : gap > pageSize ? Math.min(bigPage, gap + pageSize) : pageSize;
         const page = await this.src.list({ ...this.filter(), limit, cursor: this.next });
         if (gen !== this.gen) return;
-        for (const s of page.sessions ?? []) this.rows.push({ session: s });
+        for (const c of page.rows ?? []) this.rows.push(convRow(c));
         this.next = page.next ? page.next : null;
         this.changes.emit('rows');
       }
@@ -205,6 +249,56 @@ export class SessionsStore {
       this.changes.emit('status');
     } finally {
       if (gen === this.gen) this.pumping = false;
+    }
+  }
+
+  // ---- subagents under their parent ----
+
+  /** toggleSubagents shows (fetching them) or hides the subagents of row i. */
+  async toggleSubagents(i: number): Promise<void> {
+    const r = this.rows[i];
+    if (!r?.conv || r.depth > 0) return;
+    const id = r.session.id;
+    if (this.expanded.has(id)) {
+      this.expanded.delete(id);
+      const n = this.childCount(i);
+      this.rows.splice(i + 1, n);
+      this.nested -= n;
+      this.changes.emit('rows');
+      return;
+    }
+    this.expanded.add(id);
+    const gen = this.gen;
+    try {
+      const kids = (await this.src.subagents(id)) ?? [];
+      if (gen !== this.gen || !this.expanded.has(id)) return;
+      const at = this.rows.findIndex((x) => x.depth === 0 && x.session.id === id);
+      if (at < 0) return;
+      this.rows.splice(at + 1, this.childCount(at), ...kids.map((c) => convRow(c, 1)));
+      this.nested = this.rows.filter((x) => x.depth > 0).length;
+      this.changes.emit('rows');
+    } catch (raw) {
+      this.expanded.delete(id);
+      this.error = { message: `Could not load the subagents: ${toApiError(raw).message}`, retry: () => void this.toggleSubagents(i) };
+      this.changes.emit('status');
+    }
+  }
+
+  /** childCount is how many nested rows follow row i. */
+  private childCount(i: number): number {
+    let n = 0;
+    while (this.rows[i + 1 + n]?.depth) n++;
+    return n;
+  }
+
+  /** reexpand fetches again the subagents of the conversations that were
+   * open before a reload. */
+  private async reexpand(gen: number): Promise<void> {
+    const open = [...this.expanded];
+    this.expanded.clear();
+    for (const id of open) {
+      const i = this.rows.findIndex((x) => x.depth === 0 && x.session.id === id);
+      if (i >= 0 && gen === this.gen) await this.toggleSubagents(i);
     }
   }
 
@@ -312,6 +406,12 @@ export class SessionsStore {
 
   selectedIDs(): string[] {
     return Array.from(this.selection);
+  }
+
+  /** openID is what opening row i shows: a hit's conversation, else the row. */
+  openID(i: number): string | undefined {
+    const r = this.rows[i];
+    return r ? (r.openID ?? r.session.id) : undefined;
   }
 
   rowOf(id: string): Row | undefined {

@@ -5,16 +5,16 @@
 import { api, on, setWindowTitle } from '../api';
 import { button, clear, h, nextFrame, replace } from '../dom';
 import { absolute, num, plural, relative } from '../format';
-import { archiveOrUnarchive, deleteSessions, purgeSessions, restoreSessions, sessionMenu, type Target } from '../actions';
+import { archiveOrUnarchive, deleteSessions, newSession, purgeSessions, renameSession, restoreSessions, sessionMenu, togglePin, type Target } from '../actions';
 import type { Scope } from '../api';
 import { openMenu } from '../menu';
 import { onSessionsChanged, opsRunning, showMessage } from '../ops';
-import { highlight } from '../highlight';
 import { app, type View } from '../state';
 import { searchLimit, SessionsStore, type Change } from '../stores/sessions';
 import type { SessionDTO } from '../types';
 import { VirtualList } from '../vlist';
 import { openRuleDialog } from './rule';
+import { clearTitleCell, renderTitleCell, titleCell } from './rowtitle';
 import { TrashBar } from './trashbar';
 
 const emptyText: Record<Scope, string> = {
@@ -38,7 +38,7 @@ let readySent = false;
 
 export class SessionsView implements View {
   readonly el: HTMLElement;
-  readonly store = new SessionsStore(api.sessions);
+  readonly store = new SessionsStore({ ...api.conversations, search: api.sessions.search, facets: api.sessions.facets });
   private readonly search: HTMLInputElement;
   private readonly sourceSel: HTMLSelectElement;
   private readonly profileSel: HTMLSelectElement;
@@ -47,6 +47,8 @@ export class SessionsView implements View {
   private readonly trashBar = new TrashBar();
   private readonly countLabel: HTMLElement;
   private readonly cleanBtn: HTMLButtonElement;
+  private readonly newBtn: HTMLButtonElement;
+  private readonly subagentsBox = h('input', { type: 'checkbox', 'data-testid': 'show-subagents' });
   private readonly selLabel: HTMLElement;
   private readonly actions: Record<'selectAll' | 'del' | 'archive' | 'unarchive' | 'restore' | 'purge' | 'clear', HTMLButtonElement>;
   private readonly status: HTMLElement;
@@ -93,6 +95,8 @@ export class SessionsView implements View {
       button(label, { class: 'tab', role: 'tab', 'data-testid': `tab-${scope}`, 'aria-selected': String(scope === 'active') }, () => s.setScope(scope));
     this.tabs = { active: tab('active', 'Active'), archived: tab('archived', 'Archived'), trash: tab('trash', 'Trash') };
     this.countLabel = h('span', { class: 'count muted', 'aria-live': 'polite' });
+    this.subagentsBox.addEventListener('change', () => s.setSubagents(this.subagentsBox.checked));
+    this.newBtn = button('New session', { class: 'btn small primary', 'data-testid': 'new-session', title: 'Start a session (Ctrl+N)' }, () => void newSession((id) => app.openSession(id)));
     this.cleanBtn = button('Clean up…', { class: 'btn small', 'data-testid': 'clean-up', title: 'Archive or delete the sessions a rule matches, with a preview' }, () =>
       void openRuleDialog({ scope: s.scope === 'archived' ? 'archived' : 'active', source: s.source }, s.facets.sources ?? []),
     );
@@ -104,8 +108,10 @@ export class SessionsView implements View {
       this.profileSel,
       h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Active, archived or deleted sessions' }, this.tabs.active, this.tabs.archived, this.tabs.trash),
       this.cleanBtn,
+      h('label', { class: 'check small', title: 'List subagents as rows of their own' }, this.subagentsBox, ' Show subagents'),
       h('span', { class: 'spacer' }),
       this.countLabel,
+      this.newBtn,
     );
 
     this.selLabel = h('span', { class: 'sel-label', 'aria-live': 'polite' }, 'None selected');
@@ -160,7 +166,9 @@ export class SessionsView implements View {
       if (i === null) return;
       vp.focus({ preventScroll: true });
       const menuBtn = ev.target instanceof Element ? ev.target.closest<HTMLElement>('.row-menu') : null;
+      const subBtn = ev.target instanceof Element ? ev.target.closest<HTMLElement>('.sub-toggle') : null;
       if (menuBtn) this.rowMenu(i, menuBtn);
+      else if (subBtn) void s.toggleSubagents(i);
       else s.click(i, { shift: ev.shiftKey, mod: ev.ctrlKey || ev.metaKey });
     });
     vp.addEventListener('contextmenu', (ev) => {
@@ -184,8 +192,8 @@ export class SessionsView implements View {
     s.changes.subscribe((c) => this.onChange(c));
     this.onChange('selection');
 
-    onSessionsChanged(() => {
-      s.clearSelection();
+    onSessionsChanged((op) => {
+      if (op !== 'rename' && op !== 'pin' && op !== 'create') s.clearSelection();
       void s.reload();
       void s.loadFacets();
     });
@@ -287,6 +295,10 @@ export class SessionsView implements View {
       void archiveOrUnarchive(this.target());
       return true;
     }
+    if ((ev.key === 'F2' || (ev.key === 'p' && !mod && !ev.altKey)) && this.store.selection.size === 1) {
+      void (ev.key === 'F2' ? renameSession(this.target()) : togglePin(this.target()));
+      return true;
+    }
     return false;
   }
 
@@ -386,8 +398,6 @@ export class SessionsView implements View {
     const s = this.store;
     const r = s.rows[i];
     const [cTitle, cSource, cProfile, cTime, cMsgs, cMarks] = Array.from(el.children) as HTMLElement[];
-    const title = cTitle!.firstElementChild as HTMLElement;
-    const snippet = cTitle!.lastElementChild as HTMLElement;
     el.dataset.index = String(i);
     el.id = `session-row-${i}`;
     el.classList.toggle('focused', i === s.focus);
@@ -398,9 +408,8 @@ export class SessionsView implements View {
       el.classList.add('placeholder');
       el.classList.remove('selected');
       el.setAttribute('aria-selected', 'false');
-      title.textContent = 'Loading…';
-      title.classList.remove('untitled');
-      for (const c of [snippet, cSource!, cProfile!, cTime!, cMsgs!, cMarks!]) c.textContent = '';
+      clearTitleCell(cTitle!);
+      for (const c of [cSource!, cProfile!, cTime!, cMsgs!, cMarks!]) c.textContent = '';
       cTime!.removeAttribute('title');
       return;
     }
@@ -411,18 +420,16 @@ export class SessionsView implements View {
     el.classList.remove('placeholder');
     el.classList.toggle('selected', sel);
     el.setAttribute('aria-selected', String(sel));
-    title.classList.toggle('untitled', !x.title);
-    if (s.query && x.title) replace(title, ...highlight(x.title, s.query));
-    else title.textContent = x.title || '(untitled)';
-    title.title = x.title ? `${x.title}\n${x.id}` : x.id;
-    if (s.query && r.snippet && r.snippet !== x.title) replace(snippet, ...highlight(r.snippet, s.query));
-    else snippet.textContent = '';
+    el.dataset.depth = String(r.depth);
+    el.dataset.parts = String(r.conv?.parts ?? 1);
+    renderTitleCell(cTitle!, r, { expanded: s.expanded.has(x.id), query: s.query, flat: s.subagents });
     cSource!.textContent = x.source;
     cProfile!.textContent = x.profile;
     const when = s.scope === 'trash' && x.trashed_at ? x.trashed_at : x.last_activity_at;
     cTime!.textContent = relative(when);
     cTime!.title = absolute(when);
-    cMsgs!.textContent = num(x.message_count);
+    cMsgs!.textContent = num(r.conv?.total_messages ?? x.message_count);
+    cMsgs!.title = r.conv && r.conv.parts > 1 ? `${num(r.conv.total_messages)} messages in ${r.conv.parts} parts` : '';
     clear(cMarks!);
     if (x.pinned) cMarks!.appendChild(h('span', { class: 'badge pin', title: 'Pinned: never pruned or idle-archived' }, 'pinned'));
     if (x.where === 'trash') {
@@ -455,6 +462,9 @@ export class SessionsView implements View {
     const to = moves[ev.key];
     if (to !== undefined) this.moveFocus(to, ev.shiftKey);
     else if (ev.key === ' ') s.toggle();
+    else if ((ev.key === 'ArrowRight' && !s.expanded.has(s.rows[s.focus]?.session.id ?? '')) || (ev.key === 'ArrowLeft' && s.expanded.has(s.rows[s.focus]?.session.id ?? ''))) {
+      if (s.rows[s.focus]?.conv?.subagents) void s.toggleSubagents(s.focus);
+    }
     else if (ev.key === 'Enter') this.open(s.focus);
     else if (ev.key === 'ContextMenu' || (ev.key === 'F10' && ev.shiftKey)) {
       const el = this.list.elementFor(s.focus);
@@ -470,7 +480,7 @@ export class SessionsView implements View {
     this.store.focus = i;
     this.list.refresh();
     const q = this.store.query;
-    app.openSession(r.session.id, q ? { messageID: r.messageID, query: q } : undefined);
+    app.openSession(this.store.openID(i) ?? r.session.id, q ? { messageID: r.messageID, query: q } : undefined);
   }
 
   // ---- actions ----
@@ -503,7 +513,7 @@ function createRow(): HTMLElement {
   return h(
     'div',
     { class: 'row', role: 'option' },
-    h('span', { class: 'c-title' }, h('span', { class: 'title' }), h('span', { class: 'snippet' })),
+    titleCell(),
     h('span', { class: 'c-source' }),
     h('span', { class: 'c-profile' }),
     h('span', { class: 'c-time' }),

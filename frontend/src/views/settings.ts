@@ -191,7 +191,7 @@ export class SettingsView implements View {
       const f = fields.find((x) => x.words.test(e.message)) ?? (/profile/i.test(e.message) ? ('profile' as const) : undefined);
       if (f === 'profile') this.fieldError('profile', e.message);
       else if (f) this.fieldError(f.key, e.message);
-      else replace(this.formError, `${e.message} (${e.code})`);
+      else replace(this.formError, e.message);
     } finally {
       this.saveBtn.disabled = false;
     }

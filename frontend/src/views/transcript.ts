@@ -4,19 +4,19 @@
 import { api, setWindowTitle, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
 import { absolute, num, plural, relative, shortID, shortTime } from '../format';
-import { archiveOrUnarchive, deleteSessions, restoreSessions, sessionMenu, type Target } from '../actions';
+import { archiveOrUnarchive, deleteSessions, renameSession, restoreSessions, sessionMenu, togglePin, type Target } from '../actions';
 import { markWords, onLinkClick, renderMarkdown } from '../markdown';
 import { openMenu } from '../menu';
 import { runBulk } from '../ops';
 import { app, type OpenAt, type View } from '../state';
 import { TranscriptStore } from '../stores/transcript';
-import type { CompactionDTO, MessageDTO, SessionDTO, TurnDTO } from '../types';
+import type { MessageDTO, SessionDTO, TurnDTO } from '../types';
 
 const shownAtFirst = 400;
 
 export class TranscriptView implements View {
   readonly el: HTMLElement;
-  readonly store = new TranscriptStore(api.sessions);
+  readonly store = new TranscriptStore({ get: api.sessions.get, conversation: api.conversations.get });
   private readonly head: HTMLElement;
   private readonly lineage: HTMLElement;
   private readonly body: HTMLElement;
@@ -102,6 +102,8 @@ export class TranscriptView implements View {
     const t = this.target();
     if (!t || ev.ctrlKey || ev.metaKey || ev.altKey) return false;
     if (ev.key === 'e') void archiveOrUnarchive(t);
+    else if (ev.key === 'F2') void renameSession(t);
+    else if (ev.key === 'p') void togglePin(t);
     else if (ev.key === 'Delete') void deleteSessions(t);
     else return false;
     return true;
@@ -117,6 +119,7 @@ export class TranscriptView implements View {
         if (op === 'delete' || op === 'purge') this.leave();
         else void this.store.load();
       },
+      changed: () => void this.store.load(),
     };
   }
 
@@ -128,8 +131,8 @@ export class TranscriptView implements View {
     const st = this.store;
     const s = st.session!;
     this.renderHead(s);
-    this.renderLineage(s, st.chain);
-    this.renderMessages(st.firstShown(shownAtFirst));
+    this.renderParts();
+    this.renderItems(st.firstShown(shownAtFirst));
     this.renderComposer();
     const hit = this.markHit();
     if (hit) hit.scrollIntoView({ block: 'center' });
@@ -147,7 +150,9 @@ export class TranscriptView implements View {
   private markHit(): HTMLElement | null {
     const at = this.store.at;
     if (!at) return null;
-    if (at.query) for (const c of Array.from(this.body.querySelectorAll('.msg .content'))) markWords(c, at.query);
+    // the words the server matched (stems and prefixes included), else the query's
+    const words = this.store.hitWords().join(' ') || at.query || '';
+    if (words) for (const c of Array.from(this.body.querySelectorAll('.msg .content'))) markWords(c, words);
     const el = at.messageID ? this.body.querySelector<HTMLElement>(`[data-message-id="${at.messageID}"]`) : null;
     el?.classList.add('hit');
     return el ?? this.body.querySelector('mark');
@@ -160,7 +165,7 @@ export class TranscriptView implements View {
     this.elsewhere.dataset.kind = c.kind;
     switch (c.kind) {
       case 'continues':
-        replace(this.elsewhere, 'This conversation continues in ', sessionLink(c.session.id, c.session.title || shortID(c.session.id)), '.');
+        replace(this.elsewhere, 'This subagent has finished; its conversation continues in ', sessionLink(c.id, c.title || shortID(c.id)), '.');
         break;
       case 'archived':
         replace(
@@ -213,48 +218,58 @@ export class TranscriptView implements View {
     setWindowTitle(`Atrium · ${app.info.profile} · ${s.title || shortID(s.id)}`);
   }
 
-  private renderLineage(s: SessionDTO, chain: SessionDTO[]): void {
+  /** renderParts links the parts of a chain to their dividers. */
+  private renderParts(): void {
     clear(this.lineage);
-    if (chain.length <= 1) return;
-    this.lineage.append(h('span', { class: 'muted' }, 'Compression chain: '));
-    chain.forEach((c, i) => {
+    const parts = this.store.chain?.parts ?? [];
+    if (parts.length <= 1) return;
+    this.lineage.append(h('span', { class: 'muted' }, `${parts.length} parts, read as one: `));
+    parts.forEach((p, i) => {
       if (i > 0) this.lineage.append(h('span', { class: 'sep', 'aria-hidden': 'true' }, ' → '));
-      const label = `${c.title || '(untitled)'} · ${shortTime(c.started_at)}`;
-      if (c.id === s.id) this.lineage.append(h('span', { class: 'chain current', 'aria-current': 'page', title: c.id }, label));
-      else this.lineage.append(sessionLink(c.id, label));
+      const a = h('a', { href: '#', class: 'chain', title: p.session_id }, `${p.index}. ${p.title || '(untitled)'}`);
+      a.addEventListener('click', (ev) => {
+        ev.preventDefault();
+        const target = this.body.querySelector(`[data-part-start="${p.index}"]`);
+        if (target) target.scrollIntoView({ block: 'start' });
+        else if (this.body.querySelector('.more')) {
+          this.renderItems(0);
+          this.body.querySelector(`[data-part-start="${p.index}"]`)?.scrollIntoView({ block: 'start' });
+        }
+      });
+      this.lineage.append(a);
     });
   }
 
-  private renderMessages(start: number): void {
-    const { messages: msgs, compactions: cards } = this.store;
+  /** renderItems shows the chain from item start on: messages, and a
+   * divider where each part begins ("Part 2 of 3 · compacted: …"). */
+  private renderItems(start: number): void {
+    const items = this.store.items;
     clear(this.body);
-    if (msgs.length === 0 && cards.length === 0) {
+    if (items.length === 0) {
       this.body.append(h('p', { class: 'muted empty' }, 'No messages yet.'));
       return;
     }
-    // Compaction cards go among the messages by created_at.
-    const firstShown = msgs[start];
-    let c = 0;
-    if (start > 0 && firstShown) {
+    if (start > 0) {
       this.body.append(
-        button(`Show ${num(start)} earlier messages`, { class: 'btn small plain more' }, () => {
-          this.renderMessages(0);
+        button(`Show ${num(start)} earlier items`, { class: 'btn small plain more' }, () => {
+          this.renderItems(0);
           this.markHit();
         }),
       );
-      const t0 = Date.parse(firstShown.created_at);
-      while (c < cards.length && Date.parse(cards[c]!.created_at) < t0) c++;
     }
     const frag = document.createDocumentFragment();
-    for (let i = start; i < msgs.length; i++) {
-      const m = msgs[i]!;
-      const t = Date.parse(m.created_at);
-      while (c < cards.length && Date.parse(cards[c]!.created_at) <= t && !(m.marker === 'summary')) frag.append(compactionCard(cards[c++]!));
-      frag.append(message(m));
-      // a rotation's card sits just before its summary
-      if (m.marker === 'summary') while (c < cards.length && Date.parse(cards[c]!.created_at) <= t) frag.append(compactionCard(cards[c++]!));
+    let part = 0;
+    for (let i = start; i < items.length; i++) {
+      const it = items[i]!;
+      if (it.kind === 'divider' && it.divider) {
+        frag.append(divider(it.divider.text || `Part ${it.divider.part} of ${it.divider.of}`, it.divider.part));
+      } else if (it.message) {
+        const el = message(it.message);
+        if (it.part !== part && !frag.querySelector(`[data-part-start="${it.part}"]`)) el.dataset.partStart = String(it.part);
+        frag.append(el);
+      }
+      part = it.part;
     }
-    while (c < cards.length) frag.append(compactionCard(cards[c++]!));
     this.body.append(frag);
   }
 
@@ -350,18 +365,6 @@ function content(m: MessageDTO): HTMLElement {
   return el;
 }
 
-function compactionCard(c: CompactionDTO): HTMLElement {
-  const tokens = `${c.before_tokens === null ? '?' : num(c.before_tokens)} → ${c.after_tokens === null ? '?' : num(c.after_tokens)} tokens`;
-  const bits = [tokens];
-  if (c.messages_removed !== null) bits.push(`${plural(c.messages_removed, 'message')} removed`);
-  const el = h(
-    'aside',
-    { class: 'compaction-card', 'data-testid': 'compaction-card', 'aria-label': 'Compaction' },
-    h('div', { class: 'cc-head' }, h('strong', {}, `Compaction: ${c.kind || 'unknown'}`), c.reason ? h('span', { class: 'muted' }, ` · ${c.reason}`) : null, h('span', { class: 'spacer' }), h('time', { class: 'muted small', title: absolute(c.created_at) }, shortTime(c.created_at))),
-    h('div', {}, bits.join(' · ')),
-  );
-  if (c.old_session_id && c.session_id && c.old_session_id !== c.session_id) {
-    el.append(h('div', { class: 'small' }, 'Rotated from ', sessionLink(c.old_session_id, shortID(c.old_session_id)), ' into ', sessionLink(c.session_id, shortID(c.session_id))));
-  }
-  return el;
+function divider(text: string, part: number): HTMLElement {
+  return h('div', { class: 'part-divider', role: 'separator', 'data-testid': 'part-divider', 'data-part-start': part }, h('span', {}, text));
 }
