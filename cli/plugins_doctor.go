@@ -98,7 +98,7 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin) 
 	for _, c := range info.Commands {
 		d.Commands = append(d.Commands, c.Name)
 	}
-	_ = plugins.RecordStart(st.Home, p, info.Hooks, info.Commands)
+	_ = plugins.RecordStart(st.Home, p, info.Hooks, info.Commands, info.Extras)
 	// The dry event is the most harmless one the plugin takes: a delete of
 	// a session that never existed comes first.
 	hook := ""

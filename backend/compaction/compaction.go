@@ -64,6 +64,10 @@ type Config struct {
 	Threshold      float64       // pre_api/post_tool trigger, fraction of the window (default 0.8)
 	SoftThreshold  float64       // between_turns trigger (default 0.6)
 	Cooldown       time.Duration // after a failed or ineffective automatic attempt (default 2 min)
+	// MemoryProvider is memory.provider: the plugin memory provider asked
+	// before a fold (on_pre_compress) and told after a rotation
+	// (on_session_switch).
+	MemoryProvider string
 }
 
 // DefaultConfig is the configuration when nothing is set.
@@ -102,6 +106,7 @@ type Request struct {
 	Focus     string              // optional hint for the summary (/compress FOCUS)
 	Native    llm.NativeCompactor // required for provider_native
 	Model     string
+	Platform  string // the surface, for the memory provider ("" unknown)
 }
 
 // Result says what a compaction did. Changed=false means nothing was
@@ -237,6 +242,12 @@ func (e *Engine) Compact(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	e.setCooldown(sess.ID, false)
+	if res.OldSessionID != "" {
+		// The conversation continues in a new session: the memory provider
+		// follows it (same conversation, not a reset).
+		e.tellMemory(ctx, req, res.SessionID, "on_session_switch", []any{res.SessionID},
+			map[string]any{"parent_session_id": res.OldSessionID, "reset": false, "rewound": false})
+	}
 	return res, nil
 }
 

@@ -79,6 +79,9 @@ func (e *Engine) plan(ctx context.Context, req Request, ms []sessions.Message) (
 	switch req.Kind {
 	case KindSummarize:
 		start, end := leadingSystem(ms), tailStart(ms, e.cfg.ProtectTurns)
+		if eng, ok := e.contextEngine(); ok {
+			return e.enginePlan(ctx, req, eng, ms, start, e.cfg.Rotate)
+		}
 		if end-start < 2 {
 			return plan{}, SkipNothing, fmt.Sprintf("fewer than two messages before the last %s", turnsWord(e.cfg.ProtectTurns)), nil
 		}
@@ -149,12 +152,19 @@ func (e *Engine) plan(ctx context.Context, req Request, ms []sessions.Message) (
 }
 
 func (e *Engine) summaryPlan(ctx context.Context, req Request, head []sessions.Message, rotate bool) (plan, string, string, error) {
+	if eng, ok := e.contextEngine(); ok {
+		return e.enginePlan(ctx, req, eng, head, 0, false)
+	}
+	notes := e.preCompress(ctx, req, head)
 	text, err := e.sum.Summarize(ctx, ToLLM(head), req.Focus)
 	if err != nil {
 		return plan{}, SkipAborted, fmt.Sprintf("the summary failed: %v", err), nil
 	}
 	if strings.TrimSpace(text) == "" {
 		return plan{}, SkipAborted, "the summary came back empty", nil
+	}
+	if notes != "" {
+		text += "\n\n" + MemoryNotesHeading + "\n" + notes
 	}
 	msg := sessions.NewMessage{Role: "system", Content: fmt.Sprintf("%s %s of %d messages (%s)\n%s", SummaryPrefix, req.Kind, len(head), req.Reason, text)}
 	return plan{replaced: head, inserts: []sessions.NewMessage{msg}, pos: []*float64{posOf(head[0])}, removed: intp(len(head)), rotate: rotate}, "", "", nil

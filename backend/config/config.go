@@ -105,6 +105,13 @@ type Config struct {
 	Maintenance Maintenance `yaml:"maintenance"`
 	Compaction  Compaction  `yaml:"compaction"`
 	Model       Model       `yaml:"model"`
+	Memory      Memory      `yaml:"memory"`
+}
+
+// Memory settings: the one external memory provider a plugin registered
+// (register_memory_provider) that the turn loop and compaction drive.
+type Memory struct {
+	Provider string `yaml:"provider"` // the provider's name; "" or "builtin" for none
 }
 
 // Compaction settings; nil means the default.

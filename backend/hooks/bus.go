@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -60,6 +59,10 @@ type Bus struct {
 
 	observers []func(Activity)
 	dropAll   atomic.Bool // test seam: simulate a crash between commit and delivery
+
+	order      map[string]int       // plugin load order (SetPluginOrder); unlisted plugins sort after, by name
+	suppressed map[uint64]time.Time // sync registrations that timed out, skipped until then
+	failures   failureLog
 }
 
 type registration struct {
@@ -121,19 +124,21 @@ func NewBus(d *db.DB, opts Options) *Bus {
 	}
 	base, stop := context.WithCancel(context.Background())
 	b := &Bus{
-		db:       d,
-		timeout:  NormalizeTimeout(opts.Timeout),
-		lease:    lease,
-		log:      lg,
-		procID:   uuid.Must(uuid.NewV7()).String(),
-		base:     base,
-		stop:     stop,
-		subs:     map[string]*subscriber{},
-		byHook:   map[string][]*registration{},
-		commands: NewCommands(),
-		idle:     make(chan struct{}),
-		outReady: make(chan struct{}, 1),
-		recDone:  make(chan struct{}),
+		db:         d,
+		timeout:    NormalizeTimeout(opts.Timeout),
+		lease:      lease,
+		log:        lg,
+		procID:     uuid.Must(uuid.NewV7()).String(),
+		base:       base,
+		stop:       stop,
+		subs:       map[string]*subscriber{},
+		order:      map[string]int{},
+		suppressed: map[uint64]time.Time{},
+		byHook:     map[string][]*registration{},
+		commands:   NewCommands(),
+		idle:       make(chan struct{}),
+		outReady:   make(chan struct{}, 1),
+		recDone:    make(chan struct{}),
 	}
 	close(b.idle)
 	go b.recorder()
@@ -280,7 +285,7 @@ func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any
 		// everyone else: that is a wiring bug, refuse loudly.
 		return Event{}, apperr.New(apperr.Internal, "hook bus not started: call Start before enqueuing %s", hook)
 	}
-	raw, err := json.Marshal(payload)
+	raw, err := EncodePayload(payload)
 	if err != nil {
 		return Event{}, fmt.Errorf("encode %s payload: %w", hook, err)
 	}
@@ -424,7 +429,7 @@ func (b *Bus) invoke(s *subscriber, gen uint64, j job, h Handler, start time.Tim
 	}
 	c.cancel(context.Canceled)
 	if err != nil {
-		b.log.Warn("hook callback failed", "plugin", s.name, "hook", j.ev.Hook, "event_id", j.ev.ID, "error", err)
+		b.reportFailure(s.name, j.ev.Hook, err, j.ev.Payload, "event_id", j.ev.ID)
 		return "failed", err.Error(), false
 	}
 	return "ok", "", false

@@ -584,7 +584,7 @@ func TestFailingCallbacksAreIsolatedAndRecorded(t *testing.T) {
 	t.Parallel()
 	_, d := newStore(t)
 	logs := &syncBuffer{}
-	b := newBus(t, d, hooks.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	b := newBus(t, d, hooks.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	var panicky, erroring atomic.Int32
 	must := func(_ hooks.Handle, err error) {
 		t.Helper()
@@ -648,16 +648,27 @@ func TestFailingCallbacksAreIsolatedAndRecorded(t *testing.T) {
 	if want := "map[erroring:failed:2 good:ok:2 mixed:failed:2 panicky:failed:2]"; gotAct != want {
 		t.Fatalf("activity = %s, want %s", gotAct, want)
 	}
-	// Rule 2: each failure is logged with the plugin's name.
-	logged := map[string]int{}
+	// Rule 2: each failure is logged with the plugin's name: a warning the
+	// first time (naming the fields the hook provides), identical repeats at
+	// debug.
+	logged, warned := map[string]int{}, map[string]int{}
 	for _, r := range logs.records(t) {
 		if p, ok := r["plugin"].(string); ok && r["event_id"] != nil {
 			logged[p]++
+			if r["level"] == "WARN" {
+				warned[p]++
+				if r["provides"] == nil {
+					t.Fatalf("the first warning does not say which fields the hook provides: %v", r)
+				}
+			}
 		}
 	}
 	// mixed has one failing callback per event.
 	if want := "map[erroring:2 mixed:2 panicky:2]"; fmt.Sprint(logged) != want {
 		t.Fatalf("failures logged per plugin = %v, want %s", logged, want)
+	}
+	if want := "map[erroring:1 mixed:1 panicky:1]"; fmt.Sprint(warned) != want {
+		t.Fatalf("warnings per plugin = %v, want one per distinct failure: %s", warned, want)
 	}
 }
 

@@ -1,7 +1,6 @@
 package hooks
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,7 @@ const (
 	CapContextEngine       = "context_engine"        // replaces the summarizer
 	CapMiddleware          = "middleware"            // e.g. llm_request
 	CapSystemPromptSection = "system_prompt_section" // text added to the system prompt
+	CapSubscription        = "subscription"          // ctx.subscribe: an inter-plugin event it listens to
 )
 
 // Capability describes one thing a plugin provides: what it is (Kind), its
@@ -88,12 +88,12 @@ func (c *Context) RegisterCapability(kind, name string, spec any, fn CapabilityH
 }
 
 // Capabilities lists the registered capabilities of kind ("" for every
-// kind), in plugin-name order, then registration order.
+// kind), in plugin load order (see SetPluginOrder), then registration order.
 func (b *Bus) Capabilities(kind string) []Capability {
 	b.mu.Lock()
 	regs := slices.Clone(b.caps)
 	b.mu.Unlock()
-	slices.SortStableFunc(regs, func(x, y *capReg) int { return cmp.Compare(x.cap.Plugin, y.cap.Plugin) })
+	slices.SortStableFunc(regs, func(x, y *capReg) int { return b.comparePlugins(x.cap.Plugin, y.cap.Plugin) })
 	var out []Capability
 	for _, r := range regs {
 		if kind == "" || r.cap.Kind == kind {

@@ -59,6 +59,7 @@ type (
 type Command struct {
 	Name        string
 	Description string
+	ArgsHint    string // e.g. "<file>": shown in /help and the composer
 	Plugin      string // "" for built-ins
 	fn          ContextCommand
 }
@@ -76,9 +77,10 @@ func NewCommands() *Commands {
 	return &Commands{byName: map[string]*Command{}, builtin: map[string]bool{}}
 }
 
-// NormalizeCommand lower-cases a name and strips a leading '/'.
+// NormalizeCommand lower-cases a name, strips a leading '/' and turns
+// spaces into '-', as the familiar plugin API does.
 func NormalizeCommand(name string) string {
-	return strings.ToLower(strings.TrimPrefix(strings.TrimSpace(name), "/"))
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(strings.TrimSpace(name), "/")), " ", "-")
 }
 
 func validName(n string) bool {
@@ -112,7 +114,7 @@ func adapt(handler any) (ContextCommand, error) {
 	return nil, apperr.New(apperr.Invalid, "unsupported command handler type %T: use func(args string) (string, error) or func(ctx, args string, cc hooks.CommandContext) (string, error)", handler)
 }
 
-func (c *Commands) add(name, description, plugin string, handler any, builtin bool) error {
+func (c *Commands) add(name, description, argsHint, plugin string, handler any, builtin bool) error {
 	n := NormalizeCommand(name)
 	if !validName(n) {
 		return apperr.New(apperr.Invalid, "invalid command name %q: letters, digits, '-' or '_', at most 32", name)
@@ -132,7 +134,7 @@ func (c *Commands) add(name, description, plugin string, handler any, builtin bo
 	if old, ok := c.byName[n]; ok {
 		return apperr.New(apperr.Conflict, "command /%s is already registered by %s", n, ownerName(old.Plugin))
 	}
-	c.byName[n] = &Command{Name: n, Description: description, Plugin: plugin, fn: fn}
+	c.byName[n] = &Command{Name: n, Description: description, ArgsHint: strings.TrimSpace(argsHint), Plugin: plugin, fn: fn}
 	if builtin {
 		c.builtin[n] = true
 	}
@@ -148,15 +150,26 @@ func ownerName(p string) string {
 
 // RegisterBuiltin adds a built-in command; plugins can never take its name.
 func (c *Commands) RegisterBuiltin(name, description string, handler any) error {
-	return c.add(name, description, "", handler, true)
+	return c.add(name, description, "", "", handler, true)
+}
+
+// RegisterBuiltinHint is RegisterBuiltin with an arguments hint.
+func (c *Commands) RegisterBuiltinHint(name, description, argsHint string, handler any) error {
+	return c.add(name, description, argsHint, "", handler, true)
 }
 
 // Register adds a plugin command.
 func (c *Commands) Register(plugin, name, description string, handler any) error {
+	return c.RegisterHint(plugin, name, description, "", handler)
+}
+
+// RegisterHint adds a plugin command with an arguments hint ("<file>"),
+// shown in /help and the composer.
+func (c *Commands) RegisterHint(plugin, name, description, argsHint string, handler any) error {
 	if strings.TrimSpace(plugin) == "" {
 		return apperr.New(apperr.Invalid, "command %q: plugin name is empty", name)
 	}
-	return c.add(name, description, plugin, handler, false)
+	return c.add(name, description, argsHint, plugin, handler, false)
 }
 
 // Unregister removes a plugin's command (plugin unload).

@@ -92,7 +92,7 @@ func TestCommandRegistryRefusals(t *testing.T) {
 		{"/Compress", ok, apperr.Conflict},
 		{"", ok, apperr.Invalid},
 		{"/", ok, apperr.Invalid},
-		{"has space", ok, apperr.Invalid},
+		{"has/slash", ok, apperr.Invalid},
 		{"nohandler", nil, apperr.Invalid},
 		{"badshape", func(int) {}, apperr.Invalid},
 	}
@@ -100,6 +100,14 @@ func TestCommandRegistryRefusals(t *testing.T) {
 		if err := p.RegisterCommand(sc.name, sc.handler, ""); apperr.CodeOf(err) != sc.code {
 			t.Errorf("%q: %v, want %s", sc.name, err, sc.code)
 		}
+	}
+	// As in the familiar plugin API: lower-cased, leading '/' dropped,
+	// spaces turned into '-'.
+	if err := p.RegisterCommand("/Has Space", ok, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, found := cmds.Lookup("has-space"); !found {
+		t.Fatal("a name with a space is registered with '-' in its place")
 	}
 	if err := p.RegisterCommand("dup", ok, ""); err != nil {
 		t.Fatal(err)

@@ -16,42 +16,101 @@ import (
 type Kind int
 
 const (
-	// Observer hooks fire after commit, off the caller's path; results are ignored.
+	// Observer hooks fire after commit, off the caller's path, from the
+	// durable log; results are ignored.
 	Observer Kind = iota
-	// Sync hooks are called in line and their results are used (pre_llm_call).
+	// Sync hooks are called in line (CallSync) and bounded by the callback
+	// timeout; what their answers mean is the hook's Role.
 	Sync
+)
+
+// Role says what the answers of a Sync hook mean.
+type Role int
+
+const (
+	// RoleObserve: answers are ignored (pre_command, pre_api_request,
+	// post_api_request, api_request_error, and every Observer hook).
+	RoleObserve Role = iota
+	// RoleContext: a string or {"context": ...} is added to the user turn as
+	// sent to the model (pre_llm_call).
+	RoleContext
+	// RoleControl: {"action": "block"|"approve"|"modify", ...} decides
+	// whether and how a tool runs; the hook fails closed (pre_tool_call).
+	RoleControl
+	// RoleTransform: the first string answer replaces the value
+	// (transform_tool_result, transform_llm_output).
+	RoleTransform
 )
 
 // Stable hook names. They never change once shipped.
 const (
-	OnSessionStart    = "on_session_start"
-	OnSessionEnd      = "on_session_end"
-	OnSessionFinalize = "on_session_finalize"
-	OnSessionReset    = "on_session_reset"
-	OnSessionDelete   = "on_session_delete"
-	OnSessionRestore  = "on_session_restore"
-	PostCompaction    = "post_compaction"
-	PreLLMCall        = "pre_llm_call"
-	PostLLMCall       = "post_llm_call"
-	PreToolCall       = "pre_tool_call"
-	PostToolCall      = "post_tool_call"
+	OnSessionStart     = "on_session_start"
+	OnSessionEnd       = "on_session_end"
+	OnSessionFinalize  = "on_session_finalize"
+	OnSessionReset     = "on_session_reset"
+	OnSessionDelete    = "on_session_delete"
+	OnSessionRestore   = "on_session_restore"
+	PostCompaction     = "post_compaction"
+	PreLLMCall         = "pre_llm_call"
+	PostLLMCall        = "post_llm_call"
+	PreToolCall        = "pre_tool_call"
+	PostToolCall       = "post_tool_call"
+	TransformToolRes   = "transform_tool_result"
+	TransformLLMOutput = "transform_llm_output"
+	PreAPIRequest      = "pre_api_request"
+	PostAPIRequest     = "post_api_request"
+	APIRequestError    = "api_request_error"
+	PreCommand         = "pre_command"
+	SubagentStart      = "subagent_start"
+	SubagentStop       = "subagent_stop"
 )
 
-var table = map[string]Kind{
-	OnSessionStart:    Observer,
-	OnSessionEnd:      Observer,
-	OnSessionFinalize: Observer,
-	OnSessionReset:    Observer,
-	OnSessionDelete:   Observer,
-	OnSessionRestore:  Observer,
-	PostCompaction:    Observer,
-	PreLLMCall:        Sync,
-	PostLLMCall:       Observer,
-	PreToolCall:       Observer,
-	PostToolCall:      Observer,
+type hookInfo struct {
+	kind Kind
+	role Role
 }
 
-// Names lists every known hook, sorted.
+var table = map[string]hookInfo{
+	OnSessionStart:     {Observer, RoleObserve},
+	OnSessionEnd:       {Observer, RoleObserve},
+	OnSessionFinalize:  {Observer, RoleObserve},
+	OnSessionReset:     {Observer, RoleObserve},
+	OnSessionDelete:    {Observer, RoleObserve},
+	OnSessionRestore:   {Observer, RoleObserve},
+	PostCompaction:     {Observer, RoleObserve},
+	PostLLMCall:        {Observer, RoleObserve},
+	PostToolCall:       {Observer, RoleObserve},
+	SubagentStart:      {Observer, RoleObserve},
+	SubagentStop:       {Observer, RoleObserve},
+	PreLLMCall:         {Sync, RoleContext},
+	PreToolCall:        {Sync, RoleControl},
+	TransformToolRes:   {Sync, RoleTransform},
+	TransformLLMOutput: {Sync, RoleTransform},
+	PreAPIRequest:      {Sync, RoleObserve},
+	PostAPIRequest:     {Sync, RoleObserve},
+	APIRequestError:    {Sync, RoleObserve},
+	PreCommand:         {Sync, RoleObserve},
+}
+
+// ForeignHooks are hook names of the familiar Python plugin API for moments
+// Atrium does not have (kanban boards, streaming tokens, a terminal tool,
+// gateway dispatch, approvals...). A plugin may register them: the callback
+// is kept and reported as inert, never called, and never an error.
+var ForeignHooks = []string{
+	"transform_terminal_output", "on_stream_start", "on_stream_delta", "on_stream_end", "on_interim_message",
+	"pre_verify", "transform_api_error_classification", "on_skill_lifecycle", "pre_gateway_dispatch",
+	"agent_loop_stopped", "pre_approval_request", "post_approval_response", "on_room_member_activity",
+	"pre_transcription", "kanban_task_claimed", "kanban_task_completed", "kanban_task_blocked",
+	"on_kanban_worker_spawned", "on_kanban_worker_exited", "on_kanban_worker_stale_claim",
+	"on_kanban_task_updated", "on_kanban_dispatch_tick", "gateway_platform_event", "pre_tts_synthesis",
+	"pre_auxiliary_call", "post_auxiliary_call",
+}
+
+// TelemetrySchemaVersion is sent as telemetry_schema_version in every
+// payload, as the familiar plugin API does.
+const TelemetrySchemaVersion = "hermes.observer.v1"
+
+// Names lists every hook Atrium fires, sorted.
 func Names() []string {
 	out := make([]string, 0, len(table))
 	for n := range table {
@@ -63,11 +122,31 @@ func Names() []string {
 
 // Lookup returns a hook's kind, or an invalid error for an unknown name.
 func Lookup(name string) (Kind, error) {
-	k, ok := table[name]
+	h, ok := table[name]
 	if !ok {
 		return 0, apperr.New(apperr.Invalid, "unknown hook %q (known: %v)", name, Names())
 	}
-	return k, nil
+	return h.kind, nil
+}
+
+// RoleOf is what a hook's answers mean (RoleObserve for an unknown name).
+func RoleOf(name string) Role { return table[name].role }
+
+// Known reports whether Atrium fires the hook.
+func Known(name string) bool {
+	_, ok := table[name]
+	return ok
+}
+
+// Foreign reports whether name is a hook of the familiar plugin API that
+// Atrium has no moment for (see ForeignHooks).
+func Foreign(name string) bool {
+	for _, f := range ForeignHooks {
+		if f == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Delete reasons of on_session_delete.
@@ -139,43 +218,4 @@ type PostCompactionPayload struct {
 	AfterTokens      *int   `json:"after_tokens"`
 	MessagesRemoved  *int   `json:"messages_removed"`
 	MessagesReplaced *int   `json:"messages_replaced,omitempty"` // prune_tool_results: outputs replaced by stubs
-}
-
-// SessionReset is the payload of on_session_reset (/new).
-type SessionReset struct {
-	OldSessionID string `json:"old_session_id"`
-	SessionID    string `json:"session_id"`
-	Platform     string `json:"platform"`
-}
-
-// SessionLifecycle is the payload of on_session_start, on_session_end and
-// on_session_finalize.
-type SessionLifecycle struct {
-	SessionID string `json:"session_id"`
-	Platform  string `json:"platform,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Turn      int    `json:"turn,omitempty"`
-}
-
-// LLMCall is the payload of pre_llm_call (called synchronously) and
-// post_llm_call.
-type LLMCall struct {
-	SessionID           string           `json:"session_id"`
-	UserMessage         string           `json:"user_message"`
-	ConversationHistory []map[string]any `json:"conversation_history,omitempty"`
-	IsFirstTurn         bool             `json:"is_first_turn"`
-	Model               string           `json:"model"`
-	Platform            string           `json:"platform"`
-	AssistantMessage    string           `json:"assistant_message,omitempty"`
-}
-
-// ToolCallPayload is the payload of pre_tool_call and post_tool_call.
-type ToolCallPayload struct {
-	SessionID  string `json:"session_id"`
-	ToolName   string `json:"tool_name"`
-	ToolCallID string `json:"tool_call_id"`
-	Arguments  string `json:"arguments"`
-	Result     string `json:"result,omitempty"`
-	ResultSize int    `json:"result_size,omitempty"`
-	Error      string `json:"error,omitempty"`
 }

@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,7 +77,7 @@ func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncRes
 	if kind != Sync {
 		return nil, apperr.New(apperr.Invalid, "%s is an observer hook, not a synchronous one", hook)
 	}
-	raw, err := json.Marshal(payload)
+	raw, err := EncodePayload(payload)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s payload: %w", hook, err)
 	}
@@ -88,14 +89,23 @@ func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncRes
 		}
 	}
 	b.mu.Unlock()
-	// Plugin-name order; a plugin's own callbacks keep registration order.
-	slices.SortStableFunc(regs, func(a, b *syncReg) int { return strings.Compare(a.plugin, b.plugin) })
+	// Plugin load order; a plugin's own callbacks keep registration order.
+	slices.SortStableFunc(regs, func(x, y *syncReg) int { return b.comparePlugins(x.plugin, y.plugin) })
 	out := make([]SyncResult, 0, len(regs))
 	for _, r := range regs {
+		if until, skip := b.isSuppressed(r.id); skip {
+			err := fmt.Errorf("%w (until %s)", ErrSkipped, until.Format(time.TimeOnly))
+			b.reportFailure(r.plugin, hook, err, raw)
+			out = append(out, SyncResult{Plugin: r.plugin, Err: err})
+			continue
+		}
 		b.waitDrained(ctx, r.plugin)
 		v, err := b.callOne(ctx, r, raw)
 		if err != nil {
-			b.log.Warn("hook callback failed", "plugin", r.plugin, "hook", hook, "error", err)
+			if errors.Is(err, ErrTimedOut) {
+				b.suppress(r.id)
+			}
+			b.reportFailure(r.plugin, hook, err, raw)
 		}
 		out = append(out, SyncResult{Plugin: r.plugin, Value: v, Err: err})
 	}
@@ -129,7 +139,10 @@ func (b *Bus) callOne(ctx context.Context, r *syncReg, raw json.RawMessage) (any
 	case a := <-ch:
 		return a.v, a.err
 	case <-cctx.Done():
-		return nil, fmt.Errorf("callback did not return within %s: %w", b.timeout, cctx.Err())
+		if ctx.Err() == nil {
+			return nil, fmt.Errorf("%w: callback did not return within %s", ErrTimedOut, b.timeout)
+		}
+		return nil, fmt.Errorf("callback did not return: %w", cctx.Err())
 	}
 }
 

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"os"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 
@@ -22,17 +23,9 @@ type ConfigEdit struct {
 // result must load (config.Load) before it atomically replaces the file, so
 // an invalid value changes nothing.
 func EditConfig(path string, edits ...ConfigEdit) error {
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
-	}
-	if _, _, err := config.Load(path); err != nil {
+	doc, comments, err := readConfigDoc(path)
+	if err != nil {
 		return err
-	}
-	var doc yaml.MapSlice
-	comments := yaml.CommentMap{}
-	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap(), yaml.CommentToMap(comments)); err != nil {
-		return apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
 	}
 	for _, e := range edits {
 		var err error
@@ -100,4 +93,80 @@ func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap) error
 		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
 	}
 	return err
+}
+
+// EditConfigPath sets the value at a nested key path (plugins, entries, ID,
+// settings, ...) in the config file, creating the mappings on the way and
+// keeping everything else, its order and its comments. A nil value removes
+// the key. The result must load before it replaces the file.
+func EditConfigPath(path string, keys []string, value any) error {
+	if len(keys) == 0 {
+		return apperr.New(apperr.Invalid, "edit config %s: empty key path", path)
+	}
+	doc, comments, err := readConfigDoc(path)
+	if err != nil {
+		return err
+	}
+	doc, err = setPath(path, doc, keys, value)
+	if err != nil {
+		return err
+	}
+	return writeConfig(path, doc, comments)
+}
+
+func setPath(file string, m yaml.MapSlice, keys []string, value any) (yaml.MapSlice, error) {
+	if len(keys) == 1 {
+		return setValue(m, keys[0], value), nil
+	}
+	for i, it := range m {
+		if k, _ := it.Key.(string); k != keys[0] {
+			continue
+		}
+		var sub yaml.MapSlice
+		if it.Value != nil {
+			var ok bool
+			if sub, ok = it.Value.(yaml.MapSlice); !ok {
+				return nil, apperr.New(apperr.Invalid, "config %s: %s is not a mapping", file, keys[0])
+			}
+		}
+		sub, err := setPath(file, sub, keys[1:], value)
+		if err != nil {
+			return nil, err
+		}
+		m[i].Value = sub
+		return m, nil
+	}
+	if value == nil {
+		return m, nil
+	}
+	sub, err := setPath(file, nil, keys[1:], value)
+	if err != nil {
+		return nil, err
+	}
+	return append(m, yaml.MapItem{Key: keys[0], Value: sub}), nil
+}
+
+// SetPluginSetting writes plugins.entries.<id>.settings.<key> (a dotted key
+// is nested) in the profile's config.yaml: ctx.set_config.
+func SetPluginSetting(home config.Home, id, key string, value any) error {
+	keys := append([]string{"plugins", "entries", id, "settings"}, strings.Split(key, ".")...)
+	return EditConfigPath(home.ConfigPath(), keys, value)
+}
+
+// readConfigDoc reads the config file as an ordered document with its
+// comments; it must load first (a missing file is an empty document).
+func readConfigDoc(path string) (yaml.MapSlice, yaml.CommentMap, error) {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, nil, apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
+	}
+	if _, _, err := config.Load(path); err != nil {
+		return nil, nil, err
+	}
+	var doc yaml.MapSlice
+	comments := yaml.CommentMap{}
+	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap(), yaml.CommentToMap(comments)); err != nil {
+		return nil, nil, apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
+	}
+	return doc, comments, nil
 }

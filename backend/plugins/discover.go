@@ -24,6 +24,10 @@ const (
 
 // Plugin is one discovered plugin.
 type Plugin struct {
+	// ID is the plugin's key: its manifest name, or "category/name" for a
+	// plugin found one level down in a category folder. Settings, the
+	// enabled and disabled lists and every command use it.
+	ID       string   `json:"id"`
 	Manifest Manifest `json:"manifest"`
 	// Dir is the plugin's folder on disk; empty for a bundled plugin that is
 	// only embedded (see MaterializeBundled and DiscoverOptions.BundledDir).
@@ -49,8 +53,13 @@ type Plugin struct {
 	Settings map[string]any `json:"-"`
 }
 
-// Name is the manifest's name.
-func (p Plugin) Name() string { return p.Manifest.Name }
+// Name is the plugin's key (ID): the manifest's name, or "category/name".
+func (p Plugin) Name() string {
+	if p.ID != "" {
+		return p.ID
+	}
+	return p.Manifest.Name
+}
 
 // DiscoverOptions say where to look.
 type DiscoverOptions struct {
@@ -97,9 +106,11 @@ func (o DiscoverOptions) projectDir() string {
 
 // candidate is a loaded folder before precedence is applied.
 type candidate struct {
-	p      Plugin
-	folder string
-	where  string
+	p        Plugin
+	folder   string // the folder's own name
+	rel      string // its path in the source ("cat/name" in a category)
+	category string // "" unless found in a category folder
+	where    string
 }
 
 // Discover finds every plugin, sorted by name (the load order). Sources are
@@ -143,7 +154,7 @@ func Discover(opts DiscoverOptions) ([]Plugin, error) {
 		seen := map[string]bool{}
 		for i := range cands {
 			c := &cands[i]
-			name := c.p.Manifest.Name
+			name := c.p.Name()
 			prev, exists := byName[name]
 			switch {
 			case exists && bundledNames[name] && src.name != SourceBundled && c.folder != name:
@@ -162,7 +173,7 @@ func Discover(opts DiscoverOptions) ([]Plugin, error) {
 			case exists:
 				c.p.Warnings = append(c.p.Warnings, fmt.Sprintf("overrides the %s plugin of the same name", prev.p.Source))
 			}
-			if c.folder != name && c.p.Err == "" {
+			if c.folder != c.p.Manifest.Name && c.p.Err == "" {
 				c.p.Warnings = append(c.p.Warnings, fmt.Sprintf("folder %q holds plugin %q", c.folder, name))
 			}
 			seen[name] = true
@@ -183,12 +194,37 @@ func Discover(opts DiscoverOptions) ([]Plugin, error) {
 		decide(&p, opts.Config, safe)
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Manifest.Name < out[j].Manifest.Name })
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	var enabled []Plugin
+	for _, p := range out {
+		if wanted(p) {
+			enabled = append(enabled, p)
+		}
+	}
+	_, orderWarnings := LoadOrder(enabled)
+	for i := range out {
+		out[i].Warnings = append(out[i].Warnings, orderWarnings[out[i].Name()]...)
+	}
 	return out, nil
 }
 
-// scan loads every folder of one source, sorted by folder name. Hidden
-// folders and plain files are skipped; a missing root is no plugins.
+// EnabledOrder is the load order of the plugins of list that run (enabled
+// and not broken): requires_plugins first, then alphabetical.
+func EnabledOrder(list []Plugin) []string {
+	var enabled []Plugin
+	for _, p := range list {
+		if wanted(p) {
+			enabled = append(enabled, p)
+		}
+	}
+	order, _ := LoadOrder(enabled)
+	return order
+}
+
+// scan loads every folder of one source, sorted by folder name. Hidden and
+// dunder folders and plain files are skipped; a missing root is no
+// plugins. A folder with no manifest whose subfolders have one is a
+// category: each subfolder is a plugin keyed "category/name".
 func scan(fsys fs.FS, source, dir, where, atriumVersion string) ([]candidate, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -200,35 +236,97 @@ func scan(fsys fs.FS, source, dir, where, atriumVersion string) ([]candidate, er
 	var out []candidate
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") {
+		if skipFolder(name) || !isDir(fsys, name) {
 			continue
 		}
-		if info, err := fs.Stat(fsys, name); err != nil || !info.IsDir() { // follows symlinked folders
-			continue
+		if manifestName(fsys, name) == "" {
+			if subs := categoryMembers(fsys, name); len(subs) > 0 {
+				for _, sub := range subs {
+					c := newCandidate(fsys, source, dir, where, path.Join(name, sub), sub)
+					c.category = name
+					load(&c, fsys, atriumVersion)
+					out = append(out, c)
+				}
+				continue
+			}
 		}
-		c := candidate{folder: name, where: path.Join(where, name)}
-		if dir != "" {
-			c.where = filepath.Join(dir, name)
-			c.p.Dir = c.where
-		}
-		c.p.Source = source
+		c := newCandidate(fsys, source, dir, where, name, name)
 		load(&c, fsys, atriumVersion)
 		out = append(out, c)
 	}
 	return out, nil
 }
 
+func newCandidate(fsys fs.FS, source, dir, where, rel, folder string) candidate {
+	c := candidate{folder: folder, rel: rel, where: path.Join(where, rel)}
+	if dir != "" {
+		c.where = filepath.Join(dir, filepath.FromSlash(rel))
+		c.p.Dir = c.where
+	}
+	c.p.Source = source
+	return c
+}
+
+// skipFolder: hidden folders and Python's dunder folders (__pycache__).
+func skipFolder(name string) bool {
+	return strings.HasPrefix(name, ".") || (strings.HasPrefix(name, "__") && strings.HasSuffix(name, "__"))
+}
+
+func isDir(fsys fs.FS, name string) bool {
+	info, err := fs.Stat(fsys, name) // follows symlinked folders
+	return err == nil && info.IsDir()
+}
+
+// manifestName is the manifest file in folder rel (plugin.yaml, else
+// plugin.yml), or "" when it has none.
+func manifestName(fsys fs.FS, rel string) string {
+	for _, n := range []string{ManifestFile, ManifestFileAlt} {
+		if _, err := fs.Stat(fsys, path.Join(rel, n)); err == nil {
+			return n
+		}
+	}
+	return ""
+}
+
+// categoryMembers lists the subfolders of a category folder that hold a
+// manifest, sorted.
+func categoryMembers(fsys fs.FS, rel string) []string {
+	entries, err := fs.ReadDir(fsys, rel)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		sub := path.Join(rel, e.Name())
+		if skipFolder(e.Name()) || !isDir(fsys, sub) || manifestName(fsys, sub) == "" {
+			continue
+		}
+		out = append(out, e.Name())
+	}
+	return out
+}
+
 // load reads and validates one folder's manifest into c.p; failures become
 // c.p.Err.
 func load(c *candidate, fsys fs.FS, atriumVersion string) {
 	p := &c.p
-	file := path.Join(c.where, ManifestFile)
-	if p.Dir != "" {
-		file = filepath.Join(p.Dir, ManifestFile)
+	mf := manifestName(fsys, c.rel)
+	if mf == "" {
+		mf = ManifestFile
 	}
-	data, err := fs.ReadFile(fsys, c.folder+"/"+ManifestFile)
+	file := path.Join(c.where, mf)
+	if p.Dir != "" {
+		file = filepath.Join(p.Dir, mf)
+	}
+	key := func(name string) string {
+		if c.category != "" {
+			return c.category + "/" + name
+		}
+		return name
+	}
+	data, err := fs.ReadFile(fsys, path.Join(c.rel, mf))
 	if err != nil {
-		p.Manifest.Name = c.folder
+		p.Manifest.Name, p.ID = c.folder, key(c.folder)
 		if errors.Is(err, fs.ErrNotExist) {
 			p.Err = fmt.Sprintf("%s: no %s", c.where, ManifestFile)
 		} else {
@@ -242,14 +340,21 @@ func load(c *candidate, fsys fs.FS, atriumVersion string) {
 		if !ValidName(m.Name) {
 			p.Manifest.Name = c.folder
 		}
+		p.ID = key(p.Manifest.Name)
 		p.Err = err.Error()
 		return
 	}
-	if m.Runtime == RuntimeGo && p.Source != SourceBundled {
+	p.ID = key(m.Name)
+	_, statErr := fs.Stat(fsys, path.Join(c.rel, PythonPackageFile))
+	if err := p.Manifest.ResolveRuntime(statErr == nil); err != nil {
+		p.Err = fmt.Sprintf("%s: %v", file, err)
+		return
+	}
+	if p.Manifest.Runtime == RuntimeGo && p.Source != SourceBundled {
 		p.Err = fmt.Sprintf("%s: runtime go is only for bundled plugins (use python or command)", file)
 		return
 	}
-	if err := m.CheckAtrium(atriumVersion); err != nil {
+	if err := p.Manifest.CheckAtrium(atriumVersion); err != nil {
 		p.Err = err.Error()
 	}
 }
@@ -257,7 +362,7 @@ func load(c *candidate, fsys fs.FS, atriumVersion string) {
 // settingsErr validates the plugin's settings from config.yaml; an invalid
 // setting puts the plugin in error.
 func settingsErr(p *Plugin, cfg config.Config) {
-	settings, warnings, err := p.Manifest.Settings(cfg.Plugins.Entries[p.Manifest.Name])
+	settings, warnings, err := p.Manifest.Settings(cfg.Plugins.Entries[p.Name()])
 	p.Warnings = append(p.Warnings, warnings...)
 	if err != nil {
 		p.Err = err.Error()
@@ -269,7 +374,7 @@ func settingsErr(p *Plugin, cfg config.Config) {
 // decide sets Enabled and State: the deny list wins, then the allow list,
 // then a bundled plugin's enabled_by_default; safe mode loads none.
 func decide(p *Plugin, cfg config.Config, safe bool) {
-	name := p.Manifest.Name
+	name := p.Name()
 	reason := ""
 	switch {
 	case contains(cfg.Plugins.Disabled, name):

@@ -110,8 +110,14 @@ func install(ctx context.Context, src, pluginsDir, atriumVersion string, force b
 }
 
 func manifestOf(files []file, label string) (Manifest, error) {
+	hasPackage := false
 	for _, f := range files {
-		if f.rel != ManifestFile || f.dir {
+		if f.rel == PythonPackageFile && !f.dir {
+			hasPackage = true
+		}
+	}
+	for _, f := range files {
+		if (f.rel != ManifestFile && f.rel != ManifestFileAlt) || f.dir {
 			continue
 		}
 		rc, err := f.open()
@@ -124,7 +130,13 @@ func manifestOf(files []file, label string) (Manifest, error) {
 			return Manifest{}, apperr.Wrap(apperr.Invalid, err, "read %s", ManifestFile)
 		}
 		m, _, err := ParseManifest(data, label)
-		return m, err
+		if err != nil {
+			return m, err
+		}
+		if err := m.ResolveRuntime(hasPackage); err != nil {
+			return m, apperr.Wrap(apperr.Invalid, err, "%s", label)
+		}
+		return m, nil
 	}
 	return Manifest{}, apperr.New(apperr.Invalid, "no %s at the top of the plugin", ManifestFile)
 }

@@ -217,7 +217,8 @@ func TestInstallRefusesUnsafeArchives(t *testing.T) {
 		{"absolute", []string{"plugin.yaml", py("evil"), "/tmp/evil", "boom"}, apperr.Invalid},
 		{"symlink", []string{"plugin.yaml", py("evil"), "link@", "/etc/passwd"}, apperr.Invalid},
 		{"no manifest", []string{"main.py", "pass"}, apperr.Invalid},
-		{"bad manifest", []string{"plugin.yaml", "name: evil\n"}, apperr.Invalid},
+		{"bad manifest", []string{"plugin.yaml", "name: evil\n"}, apperr.Invalid}, // no runtime and no __init__.py
+		{"bad name", []string{"plugin.yaml", "name: Evil Plugin\n", "__init__.py", "def register(ctx): pass\n"}, apperr.Invalid},
 		{"go runtime", []string{"plugin.yaml", "name: evil\nruntime: go\n"}, apperr.Invalid},
 		{"too new", []string{"plugin.yaml", py("evil", `requires_atrium: ">=9"`)}, apperr.Rejected},
 	}

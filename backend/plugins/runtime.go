@@ -51,6 +51,9 @@ type RuntimeOptions struct {
 	Hold bool
 	// Tune adjusts the process host before the first plugin starts (tests).
 	Tune func(*proc.Host)
+	// BuiltinTools are the turn loop's own tools: a plugin tool of the same
+	// name needs override=True and allow_tool_override.
+	BuiltinTools []string
 }
 
 // Change is a plugin's new state, for the UI.
@@ -79,8 +82,9 @@ type Runtime struct {
 	runner    string            // the Python runner's path, once written
 	changes   observers[Change]
 	stopped   bool
-	watchSig  string // the folders' signature the last Sync saw
-	reloadSig string // the reload marker's, likewise
+	enabled   []string // the enabled plugins in load order, at the last Sync
+	watchSig  string   // the folders' signature the last Sync saw
+	reloadSig string   // the reload marker's, likewise
 
 	recordMu sync.Mutex // serializes the host record's rewrites
 }
@@ -170,6 +174,10 @@ func (r *Runtime) sync(ctx context.Context, force, wait bool) error {
 	if err != nil {
 		return err
 	}
+	r.mu.Lock()
+	r.enabled = EnabledOrder(list)
+	r.mu.Unlock()
+	r.opts.Bus.SetPluginOrder(r.enabled)
 	var problems []error
 	r.syncGo(list, cfg, force, &problems)
 	if r.opts.Want.Processes {
@@ -230,7 +238,7 @@ func (r *Runtime) syncGo(list []Plugin, cfg config.Config, force bool, problems 
 			for _, c := range g.ctx.Commands() {
 				cmds = append(cmds, proc.CommandInfo{Name: c})
 			}
-			_ = RecordStart(r.home, p, g.ctx.Hooks(), cmds)
+			_ = RecordStart(r.home, p, g.ctx.Hooks(), cmds, proc.Extras{})
 			changes = append(changes, Change{Name: name, State: StateRunning})
 		}
 		r.mu.Lock()
@@ -398,7 +406,11 @@ func (r *Runtime) Spec(p Plugin, cfg config.Config) (proc.Spec, error) {
 			r.mu.Unlock()
 		}
 	}
-	spec, err := p.Spec(r.home, cfg, r.opts.Python, runner)
+	var extra []string
+	if reg := ReadRegistration(r.home, p); reg != nil {
+		extra = reg.Env
+	}
+	spec, err := p.SpecWith(r.home, cfg, r.opts.Python, runner, SpecContext{BuiltinTools: r.opts.BuiltinTools, ExtraEnv: extra})
 	if err != nil {
 		return proc.Spec{}, err
 	}
@@ -415,7 +427,7 @@ func (r *Runtime) onHostState(in proc.Info) {
 	if ok {
 		switch in.State {
 		case proc.StateRunning:
-			_ = RecordStart(r.home, h.p, in.Hooks, in.Commands)
+			_ = RecordStart(r.home, h.p, in.Hooks, in.Commands, in.Extras)
 		case proc.StateError:
 			_ = RecordFailure(r.home, h.p, in.Err)
 		}

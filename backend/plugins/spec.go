@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/hooks"
 	"atrium/backend/plugins/proc"
 	bundled "atrium/plugins"
 )
@@ -34,24 +36,44 @@ func BundledCacheDir(home config.Home, version string) string {
 	return filepath.Join(home.Dir, "cache", "bundled", v)
 }
 
+// SpecContext is what a process plugin learns of its world beyond its own
+// manifest and settings, in ATRIUM_PLUGIN_CONTEXT (JSON): the hook names
+// Atrium fires, the built-in tools, the gates of its config entry. The
+// Python runner reads it. (Nothing in it may change with other plugins'
+// state: a changed spec restarts the plugin.)
+type SpecContext struct {
+	BuiltinTools []string
+	// ExtraEnv are further variables passed through when set: those the
+	// plugin's tools named in requires_env at its last handshake.
+	ExtraEnv []string
+}
+
 // Spec builds what the process host needs to run p: the argv (python:
 // [python, runnerPath, Dir]; command: the manifest's command, a relative
 // program resolved against Dir), the minimal environment (PATH, LANG and TZ
-// from the host, HOME = the work dir, the requires_env names that are set,
-// ATRIUM_PLUGIN_NAME, ATRIUM_PLUGIN_DIR and ATRIUM_HOME = the profile's
-// folder), the work dir and the validated settings.
+// from the host, HOME = the work dir, the requires_env and optional_env
+// names that are set, ATRIUM_PLUGIN_NAME, ATRIUM_PLUGIN_DIR, ATRIUM_HOME and
+// HERMES_HOME = the profile's folder, ATRIUM_PROFILE), the work dir and the
+// validated settings.
 func (p Plugin) Spec(home config.Home, cfg config.Config, python string, runnerPath string) (proc.Spec, error) {
+	return p.SpecWith(home, cfg, python, runnerPath, SpecContext{})
+}
+
+// SpecWith is Spec with the context the plugin is told about.
+func (p Plugin) SpecWith(home config.Home, cfg config.Config, python string, runnerPath string, x SpecContext) (proc.Spec, error) {
 	m := p.Manifest
+	name := p.Name()
 	if p.State == StateError {
-		return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s is broken: %s", m.Name, p.Err)
+		return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s is broken: %s", name, p.Err)
 	}
 	if m.Runtime == RuntimeGo {
-		return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s has runtime go: it runs in-process, not under the process host", m.Name)
+		return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s has runtime go: it runs in-process, not under the process host", name)
 	}
 	if p.Dir == "" {
-		return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s is embedded only: materialize the bundled plugins (MaterializeBundled) and discover with BundledDir", m.Name)
+		return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s is embedded only: materialize the bundled plugins (MaterializeBundled) and discover with BundledDir", name)
 	}
-	settings, _, err := m.Settings(cfg.Plugins.Entries[m.Name])
+	entry := cfg.Plugins.Entries[name]
+	settings, _, err := m.Settings(entry)
 	if err != nil {
 		return proc.Spec{}, err
 	}
@@ -59,15 +81,15 @@ func (p Plugin) Spec(home config.Home, cfg config.Config, python string, runnerP
 	switch m.Runtime {
 	case RuntimePython:
 		if python == "" || runnerPath == "" {
-			return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s needs a Python interpreter and the runner", m.Name)
+			return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s needs a Python interpreter and the runner", name)
 		}
 		argv = []string{python, runnerPath, p.Dir}
 	case RuntimeCommand:
 		argv = append([]string{resolveProgram(p.Dir, m.Command[0])}, m.Command[1:]...)
 	default:
-		return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s: unknown runtime %q", m.Name, m.Runtime)
+		return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s: unknown runtime %q", name, m.Runtime)
 	}
-	work := WorkDir(home, m.Name)
+	work := WorkDir(home, name)
 	env := []string{}
 	for _, k := range []string{"PATH", "LANG", "TZ"} {
 		if v, ok := os.LookupEnv(k); ok {
@@ -75,17 +97,44 @@ func (p Plugin) Spec(home config.Home, cfg config.Config, python string, runnerP
 		}
 	}
 	env = append(env, "HOME="+work)
-	for _, k := range m.RequiresEnv {
-		if contains(reservedEnv, k) {
-			continue
+	seen := map[string]bool{}
+	pass := func(k string) {
+		if seen[k] || contains(reservedEnv, k) || !envRe.MatchString(k) {
+			return
 		}
+		seen[k] = true
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
 	}
-	env = append(env, "ATRIUM_PLUGIN_NAME="+m.Name, "ATRIUM_PLUGIN_DIR="+p.Dir, "ATRIUM_HOME="+home.Dir)
+	for _, list := range [][]EnvVar{m.RequiresEnv, m.OptionalEnv} {
+		for _, e := range list {
+			pass(e.Name)
+		}
+	}
+	for _, k := range x.ExtraEnv {
+		pass(k)
+	}
+	gates := GatesOf(entry)
+	llmGate, _ := asMap(entry)["llm"].(map[string]any)
+	ctxJSON, err := json.Marshal(map[string]any{
+		"plugin_id": name, "profile": home.Profile, "hermes_home": home.Dir,
+		"hooks": hooks.Names(), "sync_hooks": syncHooks(), "foreign_hooks": hooks.ForeignHooks,
+		"hook_timeout":        cfg.HookTimeout().Seconds(),
+		"builtin_tools":       nonNilList(x.BuiltinTools),
+		"allow_tool_override": gates.AllowToolOverride, "allow_gateway_injection": gates.AllowGatewayInjection,
+		"granted_capabilities": nonNilList(gates.GrantedCapabilities), "llm_gate": llmGate,
+		"manifest": map[string]any{"name": m.Name, "version": m.Version, "description": m.Description, "kind": m.Kind,
+			"source": p.Source, "path": p.Dir, "requires_env": m.RequiresEnv},
+	})
+	if err != nil {
+		return proc.Spec{}, apperr.Wrap(apperr.Internal, err, "plugin %s: encode its context", name)
+	}
+	env = append(env, "ATRIUM_PLUGIN_NAME="+name, "ATRIUM_PLUGIN_DIR="+p.Dir, "ATRIUM_HOME="+home.Dir,
+		"HERMES_HOME="+home.Dir, "ATRIUM_PROFILE="+home.Profile, "ATRIUM_PLUGIN_CONTEXT="+string(ctxJSON),
+		"PYTHONDONTWRITEBYTECODE=1")
 	return proc.Spec{
-		Name:     m.Name,
+		Name:     name,
 		Dir:      p.Dir,
 		Argv:     argv,
 		Env:      env,
@@ -95,6 +144,21 @@ func (p Plugin) Spec(home config.Home, cfg config.Config, python string, runnerP
 		Commands: append([]string(nil), m.Commands...),
 		Timeout:  cfg.HookTimeout(),
 	}, nil
+}
+
+func syncHooks() []string {
+	var out []string
+	for _, n := range hooks.Names() {
+		if k, _ := hooks.Lookup(n); k == hooks.Sync {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 // resolveProgram makes a program with a path (./run, bin/x) absolute

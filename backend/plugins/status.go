@@ -35,9 +35,16 @@ type Registration struct {
 	Hooks        []string          `json:"hooks"`
 	Commands     []string          `json:"commands"`
 	Descriptions map[string]string `json:"descriptions,omitempty"` // of the commands
-	At           time.Time         `json:"at"`
-	Error        string            `json:"error,omitempty"` // "" after a good start
-	ErrorAt      time.Time         `json:"error_at,omitzero"`
+	ArgsHints    map[string]string `json:"args_hints,omitempty"`   // of the commands
+	// Extras: what it registered beyond hooks and commands (tools, memory
+	// providers, CLI commands, ...; and what Atrium accepts but never calls).
+	Extras proc.Extras `json:"extras"`
+	// Env: the variables its tools named in requires_env, passed through to
+	// its next process when set.
+	Env     []string  `json:"env,omitempty"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error,omitempty"` // "" after a good start
+	ErrorAt time.Time `json:"error_at,omitzero"`
 }
 
 // RunState is one plugin as one live process hosts it.
@@ -88,8 +95,8 @@ func readRegistration(home config.Home, name, fingerprint string) *Registration 
 }
 
 // RecordStart stores a good start's registrations (clearing the last error).
-func RecordStart(home config.Home, p Plugin, hooks []string, commands []proc.CommandInfo) error {
-	r := Registration{Fingerprint: Fingerprint(p), Hooks: nonNilList(hooks), Commands: []string{}, At: time.Now().UTC()}
+func RecordStart(home config.Home, p Plugin, hooks []string, commands []proc.CommandInfo, extras proc.Extras) error {
+	r := Registration{Fingerprint: Fingerprint(p), Hooks: nonNilList(hooks), Commands: []string{}, Extras: extras, At: time.Now().UTC()}
 	for _, c := range commands {
 		r.Commands = append(r.Commands, c.Name)
 		if c.Description != "" {
@@ -98,6 +105,19 @@ func RecordStart(home config.Home, p Plugin, hooks []string, commands []proc.Com
 			}
 			r.Descriptions[c.Name] = c.Description
 		}
+		if c.ArgsHint != "" {
+			if r.ArgsHints == nil {
+				r.ArgsHints = map[string]string{}
+			}
+			r.ArgsHints[c.Name] = c.ArgsHint
+		}
+	}
+	for _, t := range extras.Tools {
+		for _, e := range t.RequiresEnv {
+			if !slices.Contains(r.Env, e) {
+				r.Env = append(r.Env, e)
+			}
+		}
 	}
 	return writeJSON(registrationPath(home, p.Name()), r)
 }
@@ -105,9 +125,9 @@ func RecordStart(home config.Home, p Plugin, hooks []string, commands []proc.Com
 // Handshake is the registration as the plugin last declared it, for
 // proc.Host.Launch.
 func (r Registration) Handshake() proc.InitializeResult {
-	res := proc.InitializeResult{ProtocolVersion: proc.ProtocolVersion, Hooks: r.Hooks}
+	res := proc.InitializeResult{ProtocolVersion: proc.ProtocolVersion, Hooks: r.Hooks, Extras: r.Extras}
 	for _, c := range r.Commands {
-		res.Commands = append(res.Commands, proc.CommandInfo{Name: c, Description: r.Descriptions[c]})
+		res.Commands = append(res.Commands, proc.CommandInfo{Name: c, Description: r.Descriptions[c], ArgsHint: r.ArgsHints[c]})
 	}
 	return res
 }

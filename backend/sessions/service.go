@@ -137,7 +137,16 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Session, error) {
 		if p.ParentID != "" {
 			out.ParentSessionID = &p.ParentID
 		}
-		return tx.G.WithContext(ctx).Create(&out).Error
+		if err := tx.G.WithContext(ctx).Create(&out).Error; err != nil {
+			return err
+		}
+		if p.Relation == RelationDelegate && s.bus != nil {
+			// A delegate child is a subagent's session: its task starts.
+			_, err := s.bus.EnqueueTx(ctx, tx, hooks.SubagentStart, hooks.SubagentStartPayload{ParentSessionID: p.ParentID,
+				ChildSessionID: out.ID, ChildSubagentID: out.ID, ChildGoal: out.Title, Profile: s.profile})
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return Session{}, fmt.Errorf("create session: %w", err)
@@ -213,6 +222,18 @@ func (s *Service) AppendMessageTx(ctx context.Context, tx *db.Tx, sessionID stri
 // compression rotation ends the old link without finalizing: the
 // conversation goes on in its continuation.)
 func (s *Service) End(ctx context.Context, id, reason string) (Session, bool, error) {
+	return s.EndWith(ctx, id, reason, EndInfo{})
+}
+
+// EndInfo is what the caller knows of an end, for on_session_finalize.
+type EndInfo struct {
+	Platform     string // the surface that ended it ("" unknown)
+	NewSessionID string // the session the conversation goes on in (/new), "" when none
+}
+
+// EndWith is End with what the caller knows of it. Ending a delegate child
+// (a subagent's session) also fires subagent_stop.
+func (s *Service) EndWith(ctx context.Context, id, reason string, info EndInfo) (Session, bool, error) {
 	if err := ValidateID(id); err != nil {
 		return Session{}, false, err
 	}
@@ -235,8 +256,18 @@ func (s *Service) End(ctx context.Context, id, reason string) (Session, bool, er
 		if s.bus == nil {
 			return apperr.New(apperr.Internal, "session store of profile %s has no hook bus", s.profile)
 		}
-		_, err = s.bus.EnqueueTx(ctx, tx, hooks.OnSessionFinalize, hooks.SessionLifecycle{SessionID: id, Reason: reason})
-		return err
+		fin := hooks.SessionFinalize{SessionID: id, Platform: hooks.StrOrNil(info.Platform), Reason: reason,
+			NewSessionID: hooks.StrOrNil(info.NewSessionID)}
+		if info.NewSessionID != "" {
+			fin.OldSessionID = &id
+		}
+		if _, err = s.bus.EnqueueTx(ctx, tx, hooks.OnSessionFinalize, fin); err != nil {
+			return err
+		}
+		if out.Relation == RelationDelegate && out.ParentSessionID != nil {
+			return s.subagentStopTx(ctx, tx, out, reason)
+		}
+		return nil
 	})
 	if err != nil {
 		return Session{}, false, fmt.Errorf("end session %s: %w", id, err)
@@ -355,4 +386,27 @@ func getTx(ctx context.Context, tx *db.Tx, id string) (Session, error) {
 		return Session{}, apperr.New(apperr.NotFound, "session %s not found", id)
 	}
 	return out, nil
+}
+
+// subagentStopTx fires subagent_stop for a delegate child that ended: its
+// task, how it ended, its last answer and how long it ran.
+func (s *Service) subagentStopTx(ctx context.Context, tx *db.Tx, child Session, reason string) error {
+	var last struct{ Content string }
+	if err := tx.G.WithContext(ctx).Raw(`SELECT content FROM messages WHERE session_id = ? AND role = 'assistant' AND active = 1
+		ORDER BY COALESCE(pos, id) DESC LIMIT 1`, child.ID).Scan(&last).Error; err != nil {
+		return err
+	}
+	status := "completed"
+	switch reason {
+	case "failed", "error", "interrupted", "timeout", "cancelled":
+		status = reason
+	}
+	var dur int64
+	if child.EndedAt != nil {
+		dur = child.EndedAt.Time.Sub(child.StartedAt.Time).Milliseconds()
+	}
+	_, err := s.bus.EnqueueTx(ctx, tx, hooks.SubagentStop, hooks.SubagentStopPayload{ParentSessionID: *child.ParentSessionID,
+		ChildSessionID: child.ID, ChildSubagentID: child.ID, ChildGoal: child.Title, ChildStatus: status,
+		ChildSummary: hooks.StrOrNil(last.Content), DurationMS: dur, Reason: reason, Profile: s.profile})
+	return err
 }

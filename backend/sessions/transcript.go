@@ -107,7 +107,8 @@ func (s *Service) Reset(ctx context.Context, old, next, platform string) error {
 		if s.bus == nil {
 			return apperr.New(apperr.Internal, "session store of profile %s has no hook bus", s.profile)
 		}
-		_, err := s.bus.EnqueueTx(ctx, tx, hooks.OnSessionReset, hooks.SessionReset{OldSessionID: old, SessionID: next, Platform: platform})
+		_, err := s.bus.EnqueueTx(ctx, tx, hooks.OnSessionReset, hooks.SessionReset{OldSessionID: old, SessionID: next,
+			NewSessionID: next, Platform: platform, Reason: "new"})
 		return err
 	})
 }

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"time"
 
 	"atrium/backend/compaction"
@@ -15,6 +16,9 @@ type ModelFlags struct {
 	BaseURL  string
 	Model    string
 	APIKey   string // environment variable name
+	// Approve asks a person about a tool call a plugin wants approved
+	// (nil: such calls are blocked).
+	Approve func(ctx context.Context, a turns.Approval) (bool, error)
 }
 
 // compactionConfig maps config.yaml onto the engine's configuration.
@@ -80,5 +84,6 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 	} else if s.Config.Model.Name != "" {
 		model = s.Config.Model.Name
 	}
-	return turns.New(s.DB, s.Sessions, s.Compaction, s.Bus, turns.Options{Provider: p, Model: model})
+	return turns.New(s.DB, s.Sessions, s.Compaction, s.Bus, turns.Options{Provider: p, Model: model,
+		MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve})
 }

@@ -84,12 +84,14 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	if err != nil {
 		return fail(err)
 	}
-	st.Compaction = compaction.NewEngine(d, sess, bus, sum, compactionConfig(cfg.Compaction))
+	ccfg := compactionConfig(cfg.Compaction)
+	ccfg.MemoryProvider = cfg.Memory.Provider
+	st.Compaction = compaction.NewEngine(d, sess, bus, sum, ccfg)
 	// Built-in commands first, so no plugin can take their names.
 	if err := st.Compaction.RegisterCommands(bus.Commands()); err != nil {
 		return fail(err)
 	}
-	if err := turns.RegisterCommands(bus, sess); err != nil {
+	if err := turns.RegisterCommands(bus, sess, turns.CommandOptions{MemoryProvider: cfg.Memory.Provider}); err != nil {
 		return fail(err)
 	}
 	if opts.Register != nil {

@@ -3,6 +3,7 @@ package turns
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"atrium/backend/apperr"
@@ -16,6 +17,13 @@ type switchKey struct{}
 // conversation if the command moved it (/new, or a /compress that rotated).
 func (l *Loop) command(ctx context.Context, name, args string, cc hooks.CommandContext) (Turn, error) {
 	t := Turn{SessionID: cc.SessionID, Command: name}
+	if _, known := l.bus.Commands().Lookup(name); known && l.bus.HasSync(hooks.PreCommand) {
+		// pre_command observes a recognized command before its handler runs.
+		if _, err := l.bus.CallSync(ctx, hooks.PreCommand, hooks.PreCommandPayload{Surface: cc.Platform, Command: name,
+			AliasUsed: nil, ArgsRaw: args, SessionKey: cc.SessionKey, Platform: cc.Platform, SessionID: cc.SessionID}); err != nil {
+			return t, err
+		}
+	}
 	next := new(string)
 	out, err := l.bus.RunCommand(context.WithValue(ctx, switchKey{}, next), name, args, cc)
 	t.Output = out
@@ -41,13 +49,19 @@ func (l *Loop) Continuation(ctx context.Context, id string) (string, error) {
 	return chain[len(chain)-1].ID, nil
 }
 
-func (l *Loop) registerCommands() error { return RegisterCommands(l.bus, l.sessions) }
+// CommandOptions configure the lifecycle commands.
+type CommandOptions struct {
+	// MemoryProvider is memory.provider: /new and /exit tell it the session
+	// ended (on_session_end) and /new that the conversation moved
+	// (on_session_switch, reset).
+	MemoryProvider string
+}
 
 // RegisterCommands adds the lifecycle commands the turn loop owns (/new,
 // /exit, /help) to the bus's registry. Call it before plugins register, so
 // no plugin can take their names. It is idempotent.
-func RegisterCommands(bus *hooks.Bus, s *sessions.Service) error {
-	c := &lifecycle{bus: bus, sessions: s}
+func RegisterCommands(bus *hooks.Bus, s *sessions.Service, o CommandOptions) error {
+	c := &lifecycle{bus: bus, sessions: s, memory: o.MemoryProvider}
 	cmds := bus.Commands()
 	for _, cmd := range []struct {
 		name, desc string
@@ -70,6 +84,28 @@ func RegisterCommands(bus *hooks.Bus, s *sessions.Service) error {
 type lifecycle struct {
 	bus      *hooks.Bus
 	sessions *sessions.Service
+	memory   string
+}
+
+// tellMemory tells the memory provider about a session boundary; a failure
+// is logged, never the command's.
+func (l *lifecycle) tellMemory(ctx context.Context, cc hooks.CommandContext, sessionID, method string, args []any, kwargs map[string]any) {
+	c, ok := l.bus.MemoryProvider(l.memory)
+	if !ok {
+		return
+	}
+	call := hooks.MemoryCall{Args: args, Kwargs: kwargs, SessionID: sessionID, Platform: cc.Platform, SessionKey: cc.SessionKey}
+	if _, err := l.bus.CallMemory(ctx, c, method, call); err != nil {
+		slog.Warn("memory provider call failed", "provider", c.Name, "method", method, "error", err)
+	}
+}
+
+func (l *lifecycle) transcript(ctx context.Context, id string) []map[string]any {
+	ms, err := l.sessions.Messages(ctx, id, false)
+	if err != nil {
+		return []map[string]any{}
+	}
+	return historyPayload(ms)
 }
 
 func (l *lifecycle) cmdNew(ctx context.Context, _ string, cc hooks.CommandContext) (string, error) {
@@ -77,18 +113,21 @@ func (l *lifecycle) cmdNew(ctx context.Context, _ string, cc hooks.CommandContex
 	if err != nil {
 		return "", err
 	}
-	if !old.Ended() {
-		if _, _, err := l.sessions.End(ctx, old.ID, "new"); err != nil {
-			return "", err
-		}
-	}
 	next, err := l.sessions.Create(ctx, sessions.CreateParams{Title: old.Title, Source: old.Source})
 	if err != nil {
 		return "", err
 	}
+	if !old.Ended() {
+		l.tellMemory(ctx, cc, old.ID, "on_session_end", []any{l.transcript(ctx, old.ID)}, nil)
+		if _, _, err := l.sessions.EndWith(ctx, old.ID, "new", sessions.EndInfo{Platform: cc.Platform, NewSessionID: next.ID}); err != nil {
+			return "", err
+		}
+	}
 	if err := l.sessions.Reset(ctx, old.ID, next.ID, cc.Platform); err != nil {
 		return "", err
 	}
+	l.tellMemory(ctx, cc, next.ID, "on_session_switch", []any{next.ID}, map[string]any{"parent_session_id": old.ID,
+		"reset": true, "rewound": false})
 	if box, ok := ctx.Value(switchKey{}).(*string); ok {
 		*box = next.ID
 	}
@@ -98,7 +137,10 @@ func (l *lifecycle) cmdNew(ctx context.Context, _ string, cc hooks.CommandContex
 func (l *lifecycle) cmdExit(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
 	switch strings.TrimSpace(args) {
 	case "":
-		s, changed, err := l.sessions.End(ctx, cc.SessionID, "exit")
+		if cur, err := l.sessions.Get(ctx, cc.SessionID); err == nil && !cur.Ended() {
+			l.tellMemory(ctx, cc, cc.SessionID, "on_session_end", []any{l.transcript(ctx, cc.SessionID)}, nil)
+		}
+		s, changed, err := l.sessions.EndWith(ctx, cc.SessionID, "exit", sessions.EndInfo{Platform: cc.Platform})
 		if err != nil {
 			return "", err
 		}
@@ -136,7 +178,11 @@ func (l *lifecycle) cmdHelp(_ context.Context, _ string, _ hooks.CommandContext)
 		if c.Plugin != "" {
 			owner = " (" + c.Plugin + ")"
 		}
-		fmt.Fprintf(&b, "/%s - %s%s\n", c.Name, c.Description, owner)
+		hint := ""
+		if c.ArgsHint != "" {
+			hint = " " + c.ArgsHint
+		}
+		fmt.Fprintf(&b, "/%s%s - %s%s\n", c.Name, hint, c.Description, owner)
 	}
 	return strings.TrimRight(b.String(), "\n"), nil
 }

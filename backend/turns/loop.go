@@ -1,7 +1,10 @@
 // Package turns is the turn loop: it sends a user turn to the model with
-// the context plugins add at pre_llm_call, runs the tools the model asks
-// for, stores everything, and triggers compaction where the transcript grows
-// too large. It also owns the session lifecycle commands (/new, /exit, /help).
+// the context plugins add (pre_llm_call, the memory provider's prefetch, the
+// system prompt sections), runs the tools the model asks for (built-in and
+// plugin tools, around pre_tool_call, transform_tool_result and
+// post_tool_call), stores everything, and triggers compaction where the
+// transcript grows too large. It also owns the session lifecycle commands
+// (/new, /exit, /help). It reaches plugins only through the hook bus.
 package turns
 
 import (
@@ -10,6 +13,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"atrium/backend/apperr"
 	"atrium/backend/compaction"
@@ -25,6 +30,22 @@ type Options struct {
 	Model         string
 	Tools         map[string]Tool // default BuiltinTools()
 	MaxToolRounds int             // default 4
+	// MemoryProvider is memory.provider: the name of the plugin memory
+	// provider the loop drives ("" for none).
+	MemoryProvider string
+	// Approve asks a person whether a tool call a plugin flagged with
+	// {"action": "approve"} may run (the terminal asks on a tty). nil, an
+	// error or a no blocks the call: pre_tool_call fails closed.
+	Approve func(ctx context.Context, a Approval) (bool, error)
+}
+
+// Approval is a tool call a plugin wants a person to approve.
+type Approval struct {
+	SessionID string
+	ToolName  string
+	Args      map[string]any
+	Plugin    string
+	Message   string
 }
 
 // Loop runs turns.
@@ -51,7 +72,7 @@ func New(d *db.DB, s *sessions.Service, eng *compaction.Engine, bus *hooks.Bus, 
 		opts.Model = opts.Provider.Name()
 	}
 	l := &Loop{db: d, sessions: s, engine: eng, bus: bus, opts: opts}
-	if err := l.registerCommands(); err != nil {
+	if err := RegisterCommands(bus, s, CommandOptions{MemoryProvider: opts.MemoryProvider}); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -66,7 +87,20 @@ type Turn struct {
 	Reply       string              `json:"reply,omitempty"`
 	SentText    string              `json:"sent_text,omitempty"` // the user turn as the model got it
 	ToolCalls   []string            `json:"tool_calls,omitempty"`
+	Blocked     []string            `json:"blocked,omitempty"` // tool calls pre_tool_call blocked
 	Compactions []compaction.Result `json:"compactions,omitempty"`
+}
+
+// turnCtx is what every hook of one turn is told about it.
+type turnCtx struct {
+	sessionID  string
+	taskID     string // the conversation: the session the turn started in
+	turnID     string
+	platform   string
+	sessionKey string
+	apiCalls   int
+	mem        *memory // the active memory provider, nil for none
+	tools      *toolTable
 }
 
 // Send runs one user turn, or a slash command when text starts with "/".
@@ -96,26 +130,34 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	if err != nil {
 		return Turn{}, err
 	}
-	first := true
-	for _, m := range history {
-		if m.Role == "user" {
-			first = false
-			break
-		}
+	first := !slices.ContainsFunc(history, func(m sessions.Message) bool { return m.Role == "user" })
+	tc := &turnCtx{sessionID: sessionID, taskID: sessionID, turnID: uuid.Must(uuid.NewV7()).String(),
+		platform: cc.Platform, sessionKey: cc.SessionKey}
+	tc.mem = l.activeMemory(ctx, tc)
+
+	// The system prompt (plugin sections, the memory provider's block) is
+	// assembled once, at the first turn, and stored: frozen per session.
+	var system string
+	if first && !hasLeadingSystem(history) {
+		system = l.systemPrompt(ctx, tc, sess)
 	}
-	// pre_llm_call: synchronous; every string or {"context": ...} answer is
-	// added to this turn as sent to the model, in plugin order.
-	results, err := l.bus.CallSync(ctx, hooks.PreLLMCall, hooks.LLMCall{SessionID: sessionID, UserMessage: text,
-		ConversationHistory: historyPayload(history), IsFirstTurn: first, Model: l.opts.Model, Platform: cc.Platform})
+	// pre_llm_call and the memory provider's prefetch: every string or
+	// {"context": ...} answer is added to this turn as sent to the model.
+	extra, err := l.turnContext(ctx, tc, sess, text, history, first)
 	if err != nil {
 		return Turn{}, err
 	}
 	sent := text
-	if extra := hooks.ContextTexts(results); len(extra) > 0 {
+	if len(extra) > 0 {
 		sent = text + "\n\n" + strings.Join(extra, "\n\n")
 	}
 	t.SentText = sent
 	err = l.db.InTx(ctx, func(tx *db.Tx) error {
+		if system != "" {
+			if _, err := l.sessions.AppendMessageTx(ctx, tx, sessionID, sessions.NewMessage{Role: "system", Content: system}); err != nil {
+				return err
+			}
+		}
 		m := sessions.NewMessage{Role: "user", Content: text}
 		if sent != text {
 			m.SentContent = &sent
@@ -124,7 +166,8 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 			return err
 		}
 		if first {
-			_, err := l.bus.EnqueueTx(ctx, tx, hooks.OnSessionStart, hooks.SessionLifecycle{SessionID: sessionID, Platform: cc.Platform})
+			_, err := l.bus.EnqueueTx(ctx, tx, hooks.OnSessionStart, hooks.SessionStart{SessionID: sessionID,
+				Model: hooks.Str(l.opts.Model), Platform: cc.Platform, SessionKey: cc.SessionKey})
 			return err
 		}
 		return nil
@@ -132,133 +175,120 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	if err != nil {
 		return Turn{}, err
 	}
-	// pre_api: compact before the call when the prompt is over the threshold.
-	if err := l.maybeCompact(ctx, &t, compaction.KindSummarize, compaction.ReasonPreAPI, l.engine.Config().Threshold); err != nil {
+	reply, exit, err := l.respond(ctx, &t, tc)
+	if err != nil {
+		l.endTurn(ctx, &t, tc, false, "error: "+err.Error())
 		return t, err
 	}
-	reply, err := l.modelRounds(ctx, &t)
-	if err != nil {
-		return t, err
+	if out, ok := l.transformReply(ctx, tc, t.SessionID, reply); ok {
+		reply = out
 	}
 	t.Reply = reply
 	err = l.db.InTx(ctx, func(tx *db.Tx) error {
 		if _, err := l.sessions.AppendMessageTx(ctx, tx, t.SessionID, sessions.NewMessage{Role: "assistant", Content: reply}); err != nil {
 			return err
 		}
-		if _, err := l.bus.EnqueueTx(ctx, tx, hooks.PostLLMCall, hooks.LLMCall{SessionID: t.SessionID, UserMessage: text,
-			AssistantMessage: reply, IsFirstTurn: first, Model: l.opts.Model, Platform: cc.Platform}); err != nil {
+		hist, err := l.sessions.MessagesTx(ctx, tx, t.SessionID)
+		if err != nil {
 			return err
 		}
-		_, err := l.bus.EnqueueTx(ctx, tx, hooks.OnSessionEnd, hooks.SessionLifecycle{SessionID: t.SessionID, Platform: cc.Platform})
+		if _, err := l.bus.EnqueueTx(ctx, tx, hooks.PostLLMCall, hooks.PostLLMCallPayload{SessionID: t.SessionID, TaskID: tc.taskID,
+			TurnID: tc.turnID, UserMessage: text, AssistantResponse: reply, AssistantMessage: reply,
+			ConversationHistory: historyPayload(hist), IsFirstTurn: first, Model: l.opts.Model, Platform: cc.Platform,
+			SessionKey: cc.SessionKey}); err != nil {
+			return err
+		}
+		_, err = l.bus.EnqueueTx(ctx, tx, hooks.OnSessionEnd, l.sessionEnd(tc, t.SessionID, true, exit))
 		return err
 	})
 	if err != nil {
 		return t, err
 	}
+	l.afterTurn(ctx, tc, &t, text, reply)
 	// Between turns: prune stale tool output first, then the soft threshold.
 	// prune_tool_results' own plan decides whether there is anything to prune.
-	if _, err := l.compact(ctx, &t, compaction.KindPruneToolResults, compaction.ReasonProactivePrune); err != nil {
+	if _, err := l.compact(ctx, &t, tc, compaction.KindPruneToolResults, compaction.ReasonProactivePrune); err != nil {
 		return t, err
 	}
-	if err := l.maybeCompact(ctx, &t, compaction.KindSummarize, compaction.ReasonBetweenTurns, l.engine.Config().SoftThreshold); err != nil {
+	if err := l.maybeCompact(ctx, &t, tc, compaction.KindSummarize, compaction.ReasonBetweenTurns, l.engine.Config().SoftThreshold); err != nil {
 		return t, err
 	}
 	return t, nil
 }
 
+// respond compacts before the call when needed, then runs the model rounds.
+func (l *Loop) respond(ctx context.Context, t *Turn, tc *turnCtx) (string, string, error) {
+	// pre_api: compact before the call when the prompt is over the threshold.
+	if err := l.maybeCompact(ctx, t, tc, compaction.KindSummarize, compaction.ReasonPreAPI, l.engine.Config().Threshold); err != nil {
+		return "", "", err
+	}
+	return l.modelRounds(ctx, t, tc)
+}
+
+// endTurn fires on_session_end for a turn that did not finish.
+func (l *Loop) endTurn(ctx context.Context, t *Turn, tc *turnCtx, completed bool, reason string) {
+	err := l.db.InTx(ctx, func(tx *db.Tx) error {
+		_, err := l.bus.EnqueueTx(ctx, tx, hooks.OnSessionEnd, l.sessionEnd(tc, t.SessionID, completed, reason))
+		return err
+	})
+	if err != nil && ctx.Err() == nil {
+		// The turn's own error is what the caller reports.
+		_ = err
+	}
+}
+
+func (l *Loop) sessionEnd(tc *turnCtx, sessionID string, completed bool, reason string) hooks.SessionEnd {
+	interrupted := strings.Contains(reason, context.Canceled.Error()) || strings.Contains(reason, context.DeadlineExceeded.Error())
+	return hooks.SessionEnd{SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, Completed: completed,
+		Failed: !completed && !interrupted, Interrupted: interrupted, TurnExitReason: reason,
+		Model: hooks.Str(l.opts.Model), Platform: tc.platform, SessionKey: tc.sessionKey}
+}
+
 // modelRounds calls the model, running requested tools, until it answers
 // with text. A context-length error compacts (overflow) and retries once.
-func (l *Loop) modelRounds(ctx context.Context, t *Turn) (string, error) {
+// It returns the reply and why the turn ended.
+func (l *Loop) modelRounds(ctx context.Context, t *Turn, tc *turnCtx) (string, string, error) {
 	retried := false
+	tc.tools = l.toolTable(ctx, tc)
 	for round := 0; round <= l.opts.MaxToolRounds; round++ {
 		msgs, err := l.sessions.Messages(ctx, t.SessionID, false)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
-		resp, err := l.opts.Provider.Complete(ctx, llm.Request{Model: l.opts.Model, Messages: compaction.ToLLM(msgs), Tools: l.toolSpecs()})
+		resp, err := l.complete(ctx, tc, t.SessionID, llm.Request{Model: l.opts.Model, Messages: compaction.ToLLM(msgs), Tools: tc.tools.specs()})
 		if errors.Is(err, llm.ErrContextLength) && !retried {
 			retried = true
-			res, cerr := l.compact(ctx, t, compaction.KindSummarize, compaction.ReasonOverflow)
+			res, cerr := l.compact(ctx, t, tc, compaction.KindSummarize, compaction.ReasonOverflow)
 			if cerr != nil {
-				return "", cerr
+				return "", "", cerr
 			}
 			if !res.Changed {
-				return "", apperr.Wrap(apperr.Rejected, err, "the prompt is over the model's context and compaction could not shrink it (%s)", res.Skipped)
+				return "", "", apperr.Wrap(apperr.Rejected, err, "the prompt is over the model's context and compaction could not shrink it (%s)", res.Skipped)
 			}
 			round--
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("model call: %w", err)
+			return "", "", fmt.Errorf("model call: %w", err)
 		}
 		if len(resp.ToolCalls) == 0 {
-			return resp.Content, nil
+			return resp.Content, "text_response", nil
 		}
 		for _, call := range resp.ToolCalls {
-			if err := l.runTool(ctx, t, call); err != nil {
-				return "", err
+			if err := l.runTool(ctx, t, tc, call); err != nil {
+				return "", "", err
 			}
 		}
-		if err := l.maybeCompact(ctx, t, compaction.KindSummarize, compaction.ReasonPostTool, l.engine.Config().Threshold); err != nil {
-			return "", err
+		if err := l.maybeCompact(ctx, t, tc, compaction.KindSummarize, compaction.ReasonPostTool, l.engine.Config().Threshold); err != nil {
+			return "", "", err
 		}
 	}
-	return "", apperr.New(apperr.Rejected, "the model asked for tools %d times in a row; stopping the turn", l.opts.MaxToolRounds+1)
-}
-
-func (l *Loop) runTool(ctx context.Context, t *Turn, call llm.ToolCall) error {
-	t.ToolCalls = append(t.ToolCalls, call.Name)
-	payload := hooks.ToolCallPayload{SessionID: t.SessionID, ToolName: call.Name, ToolCallID: call.ID, Arguments: call.Arguments}
-	// The assistant's request is stored (and pre_tool_call fires) before the tool runs.
-	err := l.db.InTx(ctx, func(tx *db.Tx) error {
-		if _, err := l.sessions.AppendMessageTx(ctx, tx, t.SessionID, sessions.NewMessage{Role: "assistant", Content: call.Arguments,
-			ToolName: call.Name, ToolCallID: call.ID}); err != nil {
-			return err
-		}
-		_, err := l.bus.EnqueueTx(ctx, tx, hooks.PreToolCall, payload)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	var result string
-	tool, ok := l.opts.Tools[call.Name]
-	if !ok {
-		payload.Error = "unknown tool " + call.Name
-		result = "error: " + payload.Error
-	} else if out, err := tool.Run(ctx, call.Arguments); err != nil {
-		payload.Error = err.Error()
-		result = "error: " + err.Error()
-	} else {
-		result = out
-	}
-	payload.Result, payload.ResultSize = clip(result, 2000), len(result)
-	return l.db.InTx(ctx, func(tx *db.Tx) error {
-		if _, err := l.sessions.AppendMessageTx(ctx, tx, t.SessionID, sessions.NewMessage{Role: "tool", Content: result,
-			ToolName: call.Name, ToolCallID: call.ID}); err != nil {
-			return err
-		}
-		_, err := l.bus.EnqueueTx(ctx, tx, hooks.PostToolCall, payload)
-		return err
-	})
-}
-
-func (l *Loop) toolSpecs() []llm.ToolSpec {
-	names := make([]string, 0, len(l.opts.Tools))
-	for n := range l.opts.Tools {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	out := make([]llm.ToolSpec, 0, len(names))
-	for _, n := range names {
-		out = append(out, l.opts.Tools[n].Spec)
-	}
-	return out
+	return "", "", apperr.New(apperr.Rejected, "the model asked for tools %d times in a row; stopping the turn", l.opts.MaxToolRounds+1)
 }
 
 // maybeCompact compacts when the active transcript's estimate is over
 // fraction of the model's window.
-func (l *Loop) maybeCompact(ctx context.Context, t *Turn, kind, reason string, fraction float64) error {
+func (l *Loop) maybeCompact(ctx context.Context, t *Turn, tc *turnCtx, kind, reason string, fraction float64) error {
 	if fraction <= 0 {
 		return nil
 	}
@@ -269,12 +299,12 @@ func (l *Loop) maybeCompact(ctx context.Context, t *Turn, kind, reason string, f
 	if float64(s.TokenCount) <= fraction*float64(l.opts.Provider.ContextWindow()) {
 		return nil
 	}
-	_, err = l.compact(ctx, t, kind, reason)
+	_, err = l.compact(ctx, t, tc, kind, reason)
 	return err
 }
 
-func (l *Loop) compact(ctx context.Context, t *Turn, kind, reason string) (compaction.Result, error) {
-	req := compaction.Request{SessionID: t.SessionID, Kind: kind, Reason: reason, Model: l.opts.Model}
+func (l *Loop) compact(ctx context.Context, t *Turn, tc *turnCtx, kind, reason string) (compaction.Result, error) {
+	req := compaction.Request{SessionID: t.SessionID, Kind: kind, Reason: reason, Model: l.opts.Model, Platform: platformOf(tc)}
 	res, err := l.engine.Compact(ctx, req)
 	if apperr.CodeOf(err) == apperr.Conflict {
 		return res, nil // someone else is compacting it: go on with the turn
@@ -286,16 +316,26 @@ func (l *Loop) compact(ctx context.Context, t *Turn, kind, reason string) (compa
 		t.Compactions = append(t.Compactions, res)
 		if res.OldSessionID != "" {
 			t.SessionID, t.Rotated = res.SessionID, true
+			if tc != nil {
+				tc.sessionID = res.SessionID
+			}
 		}
 	}
 	return res, nil
+}
+
+func platformOf(tc *turnCtx) string {
+	if tc == nil {
+		return ""
+	}
+	return tc.platform
 }
 
 // Hygiene is the gateway's between-messages call: it compacts a session
 // above the soft threshold (reason gateway_hygiene).
 func (l *Loop) Hygiene(ctx context.Context, sessionID string) (Turn, error) {
 	t := Turn{SessionID: sessionID}
-	err := l.maybeCompact(ctx, &t, compaction.KindSummarize, compaction.ReasonGatewayHygiene, l.engine.Config().SoftThreshold)
+	err := l.maybeCompact(ctx, &t, nil, compaction.KindSummarize, compaction.ReasonGatewayHygiene, l.engine.Config().SoftThreshold)
 	return t, err
 }
 
@@ -315,12 +355,27 @@ func (l *Loop) Native() llm.NativeCompactor {
 	return n
 }
 
+// Provider is the model the loop talks to (ctx.llm uses it too).
+func (l *Loop) Provider() llm.Provider { return l.opts.Provider }
+
+// Model is the model name the loop sends.
+func (l *Loop) Model() string { return l.opts.Model }
+
+// historyPayload is the conversation as the model sees it, for the hooks'
+// conversation_history ([] for an empty one, never null).
 func historyPayload(ms []sessions.Message) []map[string]any {
 	out := make([]map[string]any, 0, len(ms))
 	for _, m := range compaction.ToLLM(ms) {
-		out = append(out, map[string]any{"role": m.Role, "content": m.Content})
+		out = append(out, messageMap(m))
 	}
 	return out
+}
+
+// messageMap is one message in the OpenAI shape plugins expect.
+func messageMap(m llm.Message) map[string]any { return compaction.OpenAIMessage(m) }
+
+func hasLeadingSystem(ms []sessions.Message) bool {
+	return len(ms) > 0 && ms[0].Role == "system"
 }
 
 func clip(s string, n int) string {

@@ -238,8 +238,8 @@ func TestToolsProactivePruneAndLifecycleHooks(t *testing.T) {
 	}
 	e.send(t, s.ID, "use tool big_output: link")
 	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionStart: 1, hooks.OnSessionEnd: 2, hooks.PostLLMCall: 2,
-		hooks.PreToolCall: 2, hooks.PostToolCall: 2, "*": 0})
-	var post hooks.ToolCallPayload
+		hooks.PostToolCall: 2, "*": 0})
+	var post hooks.ToolResultPayload
 	e.Rec.Events(hooks.PostToolCall)[0].Decode(&post)
 	if post.ToolName != "echo" || post.Result != "hello tools" || post.SessionID != s.ID || post.ToolCallID == "" {
 		t.Fatalf("post_tool_call %+v", post)

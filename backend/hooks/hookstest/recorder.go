@@ -77,6 +77,22 @@ func (r *Recorder) Deletes(t testing.TB) []hooks.SessionDelete {
 }
 
 // Reset waits for pending deliveries, then forgets what was recorded.
+// Forget flushes the bus and drops what was recorded for hook, so a
+// fixture's own events (a delegate child's subagent_start) are not counted
+// with what a test asserts.
+func (r *Recorder) Forget(hook string) {
+	_ = r.bus.Flush(context.Background())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.events[:0]
+	for _, e := range r.events {
+		if e.Hook != hook {
+			kept = append(kept, e)
+		}
+	}
+	r.events = kept
+}
+
 func (r *Recorder) Reset() {
 	_ = r.bus.Flush(context.Background())
 	r.mu.Lock()

@@ -25,7 +25,9 @@ import (
 const DownPrefix = "plugin down:"
 
 func sameRegistration(a, b InitializeResult) bool {
-	return slices.Equal(dedupe(a.Hooks), dedupe(b.Hooks)) && slices.Equal(a.Commands, b.Commands)
+	ea, _ := json.Marshal(a.Extras)
+	eb, _ := json.Marshal(b.Extras)
+	return slices.Equal(dedupe(a.Hooks), dedupe(b.Hooks)) && slices.Equal(a.Commands, b.Commands) && string(ea) == string(eb)
 }
 
 func dedupe(list []string) []string {
@@ -78,7 +80,7 @@ func (p *plugin) register(res InitializeResult) error {
 	}
 	for _, c := range res.Commands {
 		cname := hooks.NormalizeCommand(c.Name)
-		err := bus.Commands().Register(name, cname, c.Description, hooks.ContextCommand(func(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
+		err := bus.Commands().RegisterHint(name, cname, c.Description, c.ArgsHint, hooks.ContextCommand(func(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
 			return p.onCommand(ctx, cname, args, cc)
 		}))
 		if err != nil {
@@ -87,6 +89,12 @@ func (p *plugin) register(res InitializeResult) error {
 		}
 		cmds = append(cmds, cname)
 	}
+	capHandles, err := p.registerCapabilities(res.Extras)
+	handles = append(handles, capHandles...)
+	if err != nil {
+		undo()
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopping {
@@ -94,7 +102,7 @@ func (p *plugin) register(res InitializeResult) error {
 		undo()
 		return fmt.Errorf("plugin %s is stopped", name)
 	}
-	p.hooks, p.commands, p.handles, p.cmdNames = hookNames, res.Commands, handles, cmds
+	p.hooks, p.commands, p.handles, p.cmdNames, p.extras = hookNames, res.Commands, handles, cmds, res.Extras
 	return nil
 }
 
@@ -212,13 +220,35 @@ func (p *plugin) request(ctx context.Context, method string, params any) (json.R
 	return res, err
 }
 
+// onSync calls a synchronous hook in the plugin. pre_llm_call answers
+// {"context": ...} (or a bare string); every other synchronous hook answers
+// {"results": [...]}, the non-null answers of its callbacks in order, which
+// the bus gets as hooks.Results. A plugin that has no such method (one
+// written for an earlier protocol) answers nothing.
 func (p *plugin) onSync(ctx context.Context, hook string, payload json.RawMessage) (any, error) {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
 	raw, err := p.request(ctx, hook, PreLLMCallParams{Payload: payload})
+	var rpcErr *RPCError
+	if errors.As(err, &rpcErr) && rpcErr.Code == CodeMethodNotFound {
+		p.h.log.Warn("plugin does not answer a hook it registered; treated as no answer", "plugin", p.spec.Name, "hook", hook)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
+	}
+	if hooks.RoleOf(hook) != hooks.RoleContext {
+		var out struct {
+			Results []any `json:"results"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return nil, fmt.Errorf("plugin %s: malformed %s answer: %v", p.spec.Name, hook, err)
+		}
+		if len(out.Results) == 0 {
+			return nil, nil
+		}
+		return hooks.Results(out.Results), nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {

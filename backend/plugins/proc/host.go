@@ -34,6 +34,9 @@ type Info struct {
 	Commands []CommandInfo `json:"commands"`
 	PID      int           `json:"pid,omitempty"`
 	Restarts int           `json:"restarts"`
+	// Extras: what it registered beyond hooks and commands (tools, memory
+	// providers, CLI commands, ..., and what Atrium accepts but never calls).
+	Extras Extras `json:"extras"`
 }
 
 // Host runs out-of-process plugins, one long-lived child each, bridged onto
@@ -56,6 +59,7 @@ type Host struct {
 	mu        sync.Mutex
 	plugins   map[string]*plugin
 	order     []string
+	services  Services // answers the plugins' requests; nil refuses them
 	done      chan struct{}
 	closed    bool
 	wg        sync.WaitGroup
@@ -142,6 +146,7 @@ func (h *Host) Start(ctx context.Context, spec Spec) (Info, error) {
 // then. A prior that cannot be registered (a command taken meanwhile, say) is
 // an error, and nothing is started: use Start.
 func (h *Host) Launch(spec Spec, prior InitializeResult) (Info, error) {
+	sanitize(&prior, nil)
 	if err := validate(InitializeResult{ProtocolVersion: ProtocolVersion, Hooks: prior.Hooks, Commands: prior.Commands}); err != nil {
 		return Info{Name: spec.Name, State: StateError}, apperr.Wrap(apperr.Invalid, err, "plugin %s: last handshake", spec.Name)
 	}

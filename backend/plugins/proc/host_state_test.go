@@ -281,17 +281,17 @@ func TestLaunchCorrectsAStaleRegistration(t *testing.T) {
 func TestLaunchRefusesABadPriorAndReportsAFailedStart(t *testing.T) {
 	t.Parallel()
 	e := launchEnv(t)
-	bad := InitializeResult{ProtocolVersion: ProtocolVersion, Hooks: []string{"on_moon_landing"}}
+	bad := InitializeResult{ProtocolVersion: ProtocolVersion, Commands: []CommandInfo{{Name: ""}}}
 	if _, err := e.host.Launch(e.spec, bad); err == nil || len(e.host.List()) != 0 {
 		t.Fatalf("bad prior: %v, hosted %+v", err, e.host.List())
 	}
-	broken := goSpec(t, "tp", "unknown-hook", 5*time.Second)
+	broken := goSpec(t, "tp", "bad-version", 5*time.Second)
 	if _, err := e.host.Launch(broken, lastHandshake); err != nil {
 		t.Fatal(err)
 	}
 	ev := e.emit(t, hooks.PostCompaction, map[string]any{"n": 1})
 	e.flush(t)
-	if in, _ := e.host.Info("tp"); in.State != StateError || !strings.Contains(in.Err, "on_moon_landing") {
+	if in, _ := e.host.Info("tp"); in.State != StateError || !strings.Contains(in.Err, "protocol_version 99") {
 		t.Fatalf("info: %+v", in)
 	}
 	if st, msg := e.delivery(t, ev.Seq); st == "ok" || !strings.Contains(msg, "in error") {

@@ -169,15 +169,33 @@ func contains(xs []string, s string) bool {
 	return false
 }
 
-func TestUnknownHookInHandshakeIsAnError(t *testing.T) {
+// A hook name Atrium does not know is a warning, never a refusal: the
+// plugin runs with the hooks Atrium knows, the unknown name is reported.
+func TestUnknownHookInHandshakeIsAWarning(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "unknown-hook", 5*time.Second, nil)
 	infos := e.host.List()
-	if len(infos) != 1 || infos[0].State != StateError || !strings.Contains(infos[0].Err, "on_moon_landing") {
+	if len(infos) != 1 || infos[0].State != StateRunning || contains(infos[0].Hooks, "on_moon_landing") ||
+		!contains(infos[0].Extras.UnknownHooks, "on_moon_landing") {
 		t.Fatalf("list: %+v", infos)
 	}
-	if contains(e.Bus.Subscribers(hooks.PostCompaction), "tp") {
-		t.Fatal("a refused plugin is subscribed")
+	if !contains(e.Bus.Subscribers(hooks.PostCompaction), "tp") {
+		t.Fatal("the plugin's known hooks are not registered")
+	}
+}
+
+// A child that writes something that is not JSON-RPC and exits fails its
+// handshake at once, not after the handshake timeout.
+func TestGarbageBeforeTheHandshakeFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", 5*time.Second, nil)
+	start := time.Now()
+	_, err := e.host.Start(context.Background(), goSpec(t, "noisy", "garbage-then-exit", 30*time.Second))
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("start: %v after %s", err, time.Since(start))
+	}
+	if !strings.Contains(err.Error(), "not a JSON-RPC") {
+		t.Fatalf("the error does not say what the plugin wrote: %v", err)
 	}
 }
 

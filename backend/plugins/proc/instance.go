@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -271,10 +273,19 @@ func (in *instance) dispatch(m message) {
 	case m.Method == "log":
 		var lp LogParams
 		_ = json.Unmarshal(m.Params, &lp)
-		in.p.h.log.Info("plugin log", "plugin", in.p.spec.Name, "level", lp.Level, "message", lp.Message)
+		level := slog.LevelInfo
+		switch strings.ToLower(lp.Level) {
+		case "debug":
+			level = slog.LevelDebug
+		case "warn", "warning":
+			level = slog.LevelWarn
+		case "error":
+			level = slog.LevelError
+		}
+		in.p.h.log.Log(context.Background(), level, "plugin log", "plugin", in.p.spec.Name, "message", lp.Message)
 	case m.Method != "":
 		if len(m.ID) > 0 {
-			_ = in.write(message{ID: m.ID, Error: &RPCError{Code: CodeMethodNotFound, Message: "the host has no method " + m.Method}})
+			go in.serve(m) // a request of the plugin's (ctx.llm, dispatch_tool, ...)
 		}
 	case len(m.ID) > 0:
 		id, err := strconv.ParseInt(string(m.ID), 10, 64)

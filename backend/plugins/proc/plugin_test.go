@@ -41,6 +41,12 @@ func runTestPlugin(mode string) int {
 	}
 	workDir := ""
 	flagged := map[string]bool{}
+	if mode == "garbage-then-exit" {
+		// A plugin that prints something (a banner, a traceback) on stdout
+		// and dies before its handshake.
+		fmt.Fprintln(os.Stdout, "Traceback (most recent call last): boom")
+		return 1
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 4<<20)
 	for in.Scan() {
@@ -65,7 +71,11 @@ func runTestPlugin(mode string) int {
 			if mode == "unknown-hook" {
 				hooksList = append(hooksList, "on_moon_landing")
 			}
-			send(testMsg{ID: m.ID, Result: map[string]any{"protocol_version": 1, "hooks": hooksList,
+			version := 1
+			if mode == "bad-version" {
+				version = 99
+			}
+			send(testMsg{ID: m.ID, Result: map[string]any{"protocol_version": version, "hooks": hooksList,
 				"commands": []map[string]string{{"name": cmdName(), "description": "who is asking"}}}})
 		case "event":
 			var ev EventParams

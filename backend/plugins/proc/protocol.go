@@ -72,13 +72,84 @@ type InitializeParams struct {
 type CommandInfo struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	ArgsHint    string `json:"args_hint,omitempty"`
 }
 
-// InitializeResult is the plugin's answer: what it registered.
+// InitializeResult is the plugin's answer: what it registered. Hooks and
+// Commands are all a plugin must answer; the rest is what the familiar
+// Python plugin API registers beyond them (the runner fills it in).
 type InitializeResult struct {
 	ProtocolVersion int           `json:"protocol_version"`
 	Hooks           []string      `json:"hooks"`
 	Commands        []CommandInfo `json:"commands"`
+	Extras
+}
+
+// Extras are a plugin's registrations beyond hooks and commands. Each is a
+// capability on the hook bus, called with JSON through the `capability`
+// request; Inert lists what the plugin registered that Atrium has no moment
+// for (accepted, never called); UnknownHooks and Warnings are reported.
+type Extras struct {
+	Tools         []ToolInfo    `json:"tools,omitempty"`
+	CLICommands   []CLIInfo     `json:"cli_commands,omitempty"`
+	Middleware    []string      `json:"middleware,omitempty"`
+	Sections      []SectionInfo `json:"system_prompt_sections,omitempty"`
+	Memory        []NamedInfo   `json:"memory_providers,omitempty"`
+	Engines       []NamedInfo   `json:"context_engines,omitempty"`
+	Subscriptions []string      `json:"subscriptions,omitempty"`
+	Inert         []InertInfo   `json:"inert,omitempty"`
+	UnknownHooks  []string      `json:"unknown_hooks,omitempty"`
+	Warnings      []string      `json:"warnings,omitempty"`
+}
+
+// ToolInfo is a tool a plugin registered (register_tool).
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Toolset     string          `json:"toolset,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"` // OpenAI function schema: name, description, parameters
+	Description string          `json:"description,omitempty"`
+	Emoji       string          `json:"emoji,omitempty"`
+	Override    bool            `json:"override,omitempty"`
+	RequiresEnv []string        `json:"requires_env,omitempty"`
+	HasCheck    bool            `json:"has_check,omitempty"`
+	IsAsync     bool            `json:"is_async,omitempty"`
+}
+
+// CLIInfo is a command line command (register_cli_command): `atrium NAME`.
+type CLIInfo struct {
+	Name        string `json:"name"`
+	Help        string `json:"help,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// SectionInfo is a system prompt section; Static is its text when it is
+// not computed per session.
+type SectionInfo struct {
+	ID       string  `json:"id"`
+	Position string  `json:"position,omitempty"`
+	MaxChars int     `json:"max_chars,omitempty"`
+	Static   *string `json:"static,omitempty"`
+}
+
+// NamedInfo names a memory provider or a context engine.
+type NamedInfo struct {
+	Name string `json:"name"`
+}
+
+// InertInfo is a registration Atrium accepts but never calls, and why.
+type InertInfo struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// CapabilityParams is the host's `capability` request: call method of the
+// plugin's capability kind/name with params.
+type CapabilityParams struct {
+	Kind   string          `json:"kind"`
+	Name   string          `json:"name"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 }
 
 // EventParams is the `event` notification for an observer hook.

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ type plugin struct {
 	err       string
 	hooks     []string
 	commands  []CommandInfo
+	extras    Extras
 	handles   []hooks.Handle
 	cmdNames  []string
 	stopping  bool
@@ -114,11 +116,18 @@ func (p *plugin) startOnce(ctx context.Context) (*instance, InitializeResult, er
 	if err == nil {
 		err = json.Unmarshal(raw, &res)
 		if err == nil {
+			sanitize(&res, p.h.log.With("plugin", p.spec.Name))
 			err = validate(res)
 		}
 		if err != nil {
 			err = terminalError{fmt.Sprintf("plugin %s: bad handshake: %v", p.spec.Name, err)}
 		}
+	} else if cause := inst.killCause(); errors.Is(err, errDied) && (cause == "garbage" || cause == "flood") {
+		// It wrote something that is not the protocol: say what, at once.
+		p.mu.Lock()
+		msg := p.err
+		p.mu.Unlock()
+		err = terminalError{fmt.Sprintf("plugin %s: handshake failed: %s", p.spec.Name, strings.TrimPrefix(msg, "plugin "+p.spec.Name+" "))}
 	} else if hctx.Err() != nil {
 		err = fmt.Errorf("plugin %s: no handshake within %s", p.spec.Name, p.h.handshakeTimeout(p.spec))
 	} else {
@@ -326,7 +335,7 @@ func (p *plugin) info() Info {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	in := Info{Name: p.spec.Name, State: p.state, Err: p.err, Hooks: append([]string{}, p.hooks...),
-		Commands: append([]CommandInfo{}, p.commands...), Restarts: p.restarts}
+		Commands: append([]CommandInfo{}, p.commands...), Restarts: p.restarts, Extras: p.extras}
 	if p.inst != nil {
 		in.PID = p.inst.pid
 	}

@@ -5,135 +5,129 @@ Usage: python3 atrium_runner.py PLUGIN_DIR
 
 Loads PLUGIN_DIR/__init__.py, calls its register(ctx) and speaks the Atrium
 plugin protocol (docs/plugin-protocol.md): JSON-RPC 2.0, one JSON object per
-line on stdin/stdout. Anything the plugin prints goes to stderr, which the
-host logs under the plugin's name.
+line on stdin/stdout, in both directions (the plugin may ask the host for
+things while it answers: ctx.llm, ctx.dispatch_tool, ...). Anything the plugin
+prints goes to stderr, which the host logs under the plugin's name.
+
+The ctx it passes is the familiar Python plugin API (the Hermes agent's
+register(ctx) API), written for Atrium: hooks, slash and CLI commands, tools,
+middleware, memory providers, context engines, system prompt sections,
+inter-plugin events and the host's model. Beside it the runner ships the host
+modules such plugins import (agent.memory_provider, agent.context_engine,
+hermes_cli.profiles, hermes_constants) from its hostlib folder.
 """
 
+import argparse
 import asyncio
+import contextlib
+import copy
 import importlib.util
 import inspect
+import io
+import itertools
 import json
 import os
+import queue
+import re
 import sys
+import threading
+import time
 import traceback
 import types
 
 PROTOCOL_VERSION = 1
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_HOSTLIB = os.path.join(_HERE, "hostlib")
+if os.path.isdir(_HOSTLIB) and _HOSTLIB not in sys.path:
+    sys.path.insert(0, _HOSTLIB)
+
 _out = sys.stdout
 sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
+_send_lock = threading.Lock()
+
+# What the host tells the runner about its world (set by the host in the
+# child's environment): known hook names, the profile, the callback timeout...
+_CONTEXT = {}
+try:
+    _CONTEXT = json.loads(os.environ.get("ATRIUM_PLUGIN_CONTEXT") or "{}")
+except ValueError:
+    _CONTEXT = {}
+
+_DEFAULT_HOOKS = [
+    "on_session_start", "on_session_end", "on_session_finalize", "on_session_reset", "on_session_delete",
+    "post_compaction", "pre_llm_call", "post_llm_call", "pre_tool_call", "post_tool_call",
+    "transform_tool_result", "transform_llm_output", "pre_api_request", "post_api_request",
+    "api_request_error", "pre_command", "subagent_start", "subagent_stop",
+]
+KNOWN_HOOKS = set(_CONTEXT.get("hooks") or _DEFAULT_HOOKS)
+SYNC_HOOKS = set(_CONTEXT.get("sync_hooks") or [
+    "pre_llm_call", "pre_tool_call", "transform_tool_result", "transform_llm_output", "pre_api_request",
+    "post_api_request", "api_request_error", "pre_command"])
+FOREIGN_HOOKS = set(_CONTEXT.get("foreign_hooks") or [])
+# Hooks whose callbacks run under the callback timeout here (a hung callback
+# is abandoned and skipped for 60 s); pre_tool_call fails closed.
+BOUNDED_HOOKS = {"pre_tool_call", "transform_tool_result", "transform_llm_output", "pre_llm_call",
+                 "pre_api_request", "post_api_request", "api_request_error"}
+FAIL_CLOSED_HOOKS = {"pre_tool_call"}
+TRANSFORM_HOOKS = {"transform_tool_result", "transform_llm_output"}
+MIDDLEWARE_KINDS = {"llm_request", "tool_request"}
+INERT_MIDDLEWARE = {"llm_execution", "tool_execution"}
+SUPPRESS_SECONDS = 60.0
+MAX_ABANDONED = 3
+TIMEOUT_BLOCK_MESSAGE = "pre_tool_call plugin callback timed out or is still running"
+SECTION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
+SECTION_MAX_CHARS = 4000
+SECTION_POSITIONS = {"after_memory"}
 
 
 def _send(obj):
     obj["jsonrpc"] = "2.0"
-    _out.write(json.dumps(obj, default=str) + "\n")
-    _out.flush()
+    line = json.dumps(obj, default=_jsonable) + "\n"
+    with _send_lock:
+        _out.write(line)
+        _out.flush()
 
 
-class PluginContext:
-    """What register(ctx) receives: the familiar registration API."""
-
-    def __init__(self, name="", settings=None, work_dir=""):
-        self.name = name
-        self.settings = settings or {}
-        self.work_dir = work_dir
-        self.hooks = {}  # name -> [callbacks]
-        self.commands = {}  # name -> (handler, description)
-
-    def register_hook(self, name, fn=None):
-        if fn is None:  # decorator form
-            def deco(f):
-                self.register_hook(name, f)
-                return f
-            return deco
-        self.hooks.setdefault(name, []).append(fn)
-        return fn
-
-    def register_command(self, name, handler=None, description="", **_ignored):
-        if handler is None:
-            def deco(f):
-                self.register_command(name, f, description)
-                return f
-            return deco
-        self.commands[name.lstrip("/").lower()] = (handler, description or "")
-        return handler
-
-    def log(self, message, level="info"):
-        _send({"method": "log", "params": {"level": level, "message": str(message)}})
+def _jsonable(v):
+    if isinstance(v, (set, frozenset, tuple)):
+        return list(v)
+    if hasattr(v, "__dict__"):
+        return {k: x for k, x in vars(v).items() if not k.startswith("_")}
+    return str(v)
 
 
-def _call(fn, kwargs, positional=None):
-    """Calls fn with the keyword arguments its signature declares (all of them
-    with **kwargs); awaits a coroutine."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        sig = None
-    args = []
-    if sig is None:
-        use = dict(kwargs)
-    else:
-        params = sig.parameters.values()
-        if any(p.kind == p.VAR_KEYWORD for p in params):
-            use = dict(kwargs)
-        else:
-            use = {p.name: kwargs[p.name] for p in params
-                   if p.name in kwargs and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-        if positional is not None:
-            names = [p.name for p in sig.parameters.values()
-                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-            if names and names[0] not in kwargs:
-                args.append(positional)
-            elif not names and any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values()):
-                args.append(positional)
-    result = fn(*args, **use)
-    if inspect.isawaitable(result):
-        result = _run(result)
-    return result
+def _log(message, level="info"):
+    _send({"method": "log", "params": {"level": level, "message": str(message)}})
 
 
-_loop = None
+# ---------------------------------------------------------------------------
+# The message pump: a reader thread files host requests in the inbox and
+# wakes whoever waits for an answer; the main thread handles the inbox, also
+# while it waits (so a callback that asks the host something can be asked
+# something in turn).
+# ---------------------------------------------------------------------------
+
+_inbox = queue.Queue()
+_EOF = object()
+_WAKE = object()
+_pending = {}
+_pending_lock = threading.Lock()
+_ids = itertools.count(1)
 
 
-def _run(awaitable):
-    global _loop
-    if _loop is None:
-        _loop = asyncio.new_event_loop()
-    return _loop.run_until_complete(awaitable)
+class HostError(RuntimeError):
+    """The host refused or failed a plugin's request."""
 
 
-def _source(obj):
-    if not obj:
-        return None
-    return types.SimpleNamespace(
-        user_id=obj.get("user_id", ""), chat_id=obj.get("chat_id", ""),
-        thread_id=obj.get("thread_id", ""), chat_type=obj.get("chat_type", ""),
-        user_name=obj.get("user_name", ""))
+class _Future:
+    def __init__(self):
+        self.event = threading.Event()
+        self.result = None
+        self.error = None
 
 
-def _error(mid, code, message, tb=None):
-    err = {"code": code, "message": message}
-    if tb:
-        err["data"] = {"traceback": tb}
-    _send({"id": mid, "error": err})
-
-
-def _load(plugin_dir):
-    path = os.path.join(plugin_dir, "__init__.py")
-    name = "atrium_plugin_" + "".join(c if c.isalnum() else "_" for c in os.path.basename(os.path.abspath(plugin_dir)))
-    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=[plugin_dir])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def main(argv):
-    if len(argv) != 2:
-        print("usage: atrium_runner.py PLUGIN_DIR", file=sys.stderr)
-        return 2
-    plugin_dir = argv[1]
-    ctx = None
+def _reader():
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -143,85 +137,1168 @@ def main(argv):
         except ValueError:
             print("atrium runner: ignoring a malformed line from the host", file=sys.stderr)
             continue
-        method, mid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
-        if method == "initialize":
+        if not isinstance(msg, dict):
+            continue
+        if "method" not in msg and isinstance(msg.get("id"), str):
+            with _pending_lock:
+                fut = _pending.pop(msg["id"], None)
+            if fut is not None:
+                fut.result, fut.error = msg.get("result"), msg.get("error")
+                fut.event.set()
+                _inbox.put(_WAKE)
+            continue
+        _inbox.put(msg)
+    _inbox.put(_EOF)
+
+
+def _on_main_thread():
+    return threading.current_thread() is threading.main_thread()
+
+
+def _serve_until(done, deadline):
+    """Handles host messages on the main thread until done() or deadline
+    (monotonic seconds; None: no bound). Returns done()."""
+    while not done():
+        timeout = None if deadline is None else deadline - time.monotonic()
+        if timeout is not None and timeout <= 0:
+            return done()
+        try:
+            msg = _inbox.get(timeout=timeout)
+        except queue.Empty:
+            continue
+        if msg is _WAKE:
+            continue
+        if msg is _EOF:
+            _inbox.put(_EOF)
+            raise HostError("the host closed the connection")
+        _handle(msg)
+    return True
+
+
+def _host_call(method, params, timeout=None):
+    """Sends a request to the host and returns its result (raises HostError)."""
+    rid = "p%d" % next(_ids)
+    fut = _Future()
+    with _pending_lock:
+        _pending[rid] = fut
+    _send({"id": rid, "method": method, "params": params})
+    limit = timeout if timeout is not None else (_request_budget() or 3600.0)
+    deadline = time.monotonic() + limit
+    if _on_main_thread():
+        _serve_until(fut.event.is_set, deadline)
+    else:
+        fut.event.wait(max(0.0, deadline - time.monotonic()))
+    if not fut.event.is_set():
+        with _pending_lock:
+            _pending.pop(rid, None)
+        raise HostError("the host did not answer %s within %.0f s" % (method, limit))
+    if fut.error:
+        raise HostError(fut.error.get("message") or str(fut.error))
+    return fut.result
+
+
+def _callback_timeout():
+    t = _CONTEXT.get("hook_timeout")
+    return float(t) if isinstance(t, (int, float)) else 30.0
+
+
+def _request_budget():
+    """How long a request may take here before the host gives up on it
+    (None: the callback timeout is off)."""
+    t = _callback_timeout()
+    if t <= 0:
+        return None
+    return max(0.5, t * 0.8 - 0.25)
+
+
+# ---------------------------------------------------------------------------
+# Calling plugin code
+# ---------------------------------------------------------------------------
+
+_loops = threading.local()
+
+
+def _await(awaitable):
+    loop = getattr(_loops, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _loops.loop = loop
+    return loop.run_until_complete(awaitable)
+
+
+def _narrow(fn, kwargs):
+    """The keyword arguments fn declares (all of them with **kwargs)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return dict(kwargs)
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return dict(kwargs)
+    return {p.name: kwargs[p.name] for p in params
+            if p.name in kwargs and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _call(fn, kwargs, positional=()):
+    """Calls fn with the positional arguments and the keyword arguments its
+    signature declares; awaits a coroutine."""
+    use = _narrow(fn, kwargs)
+    if positional:
+        try:
+            names = [p.name for p in inspect.signature(fn).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            names = []
+        for n in names[:len(positional)]:
+            use.pop(n, None)
+    result = fn(*positional, **use)
+    if inspect.isawaitable(result):
+        result = _await(result)
+    return result
+
+
+def _fn_name(fn):
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+_reported = set()
+
+
+def _report(hook, fn, exc, kwargs, tb=None, surface="hook"):
+    """A warning (with the traceback and the fields the hook provides) the
+    first time a (hook, callback, error) is seen; repeats at debug."""
+    key = (hook, getattr(fn, "__module__", ""), _fn_name(fn), type(exc).__name__, str(exc)[:200])
+    if key in _reported:
+        _log("%s %s callback %s raised again: %s" % (surface, hook, _fn_name(fn), exc), "debug")
+        return
+    _reported.add(key)
+    print("%s%s %r callback %s raised %s: %s (the %s provides: %s; identical failures are logged at debug from now on)"
+          % ((tb or "") + ("\n" if tb else ""), surface, hook, _fn_name(fn), type(exc).__name__, exc, surface,
+             ", ".join(sorted(kwargs)) or "no fields"), file=sys.stderr)
+
+
+_suppressed = {}   # (hook, id(fn)) -> monotonic time until which it is skipped
+_running = set()   # (hook, id(fn), call identity) with a worker still running
+_abandoned = {}    # (hook, id(fn)) -> number of abandoned workers
+_gate = threading.Lock()
+_SKIPPED = object()
+
+
+def _call_identity(kwargs):
+    for f in ("tool_call_id", "turn_id"):
+        v = kwargs.get(f)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def _run_bounded(hook, fn, kwargs, deadline):
+    """Runs one callback on a worker thread, bounded by deadline; _SKIPPED
+    when it is suppressed after a timeout, still running for this call, or
+    timed out now (the worker is abandoned, never joined)."""
+    skey = (hook, id(fn))
+    gkey = skey + (_call_identity(kwargs),)
+    with _gate:
+        until = _suppressed.get(skey)
+        if gkey in _running or (until is not None and until > time.monotonic()) or _abandoned.get(skey, 0) >= MAX_ABANDONED:
+            print("atrium runner: %s callback %s skipped: it timed out recently or is still running"
+                  % (hook, _fn_name(fn)), file=sys.stderr)
+            return _SKIPPED
+        _suppressed.pop(skey, None)
+        _running.add(gkey)
+    box = {}
+    done = threading.Event()
+
+    def work():
+        try:
+            box["value"] = _call(fn, kwargs)
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            box["exc"], box["tb"] = exc, traceback.format_exc()
+        finally:
+            with _gate:
+                if gkey in _running:
+                    _running.discard(gkey)
+                    if box.get("abandoned"):
+                        _abandoned[skey] = max(0, _abandoned.get(skey, 1) - 1)
+            done.set()
+            _inbox.put(_WAKE)
+
+    threading.Thread(target=work, name="atrium-hook-" + hook, daemon=True).start()
+    if _on_main_thread():
+        _serve_until(done.is_set, deadline)
+    else:
+        done.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    if not done.is_set():
+        with _gate:
+            box["abandoned"] = True
+            _suppressed[skey] = time.monotonic() + SUPPRESS_SECONDS
+            _abandoned[skey] = _abandoned.get(skey, 0) + 1
+        print("atrium runner: %s callback %s timed out; skipped for %.0f s" % (hook, _fn_name(fn), SUPPRESS_SECONDS),
+              file=sys.stderr)
+        return _SKIPPED
+    if "exc" in box:
+        raise _Raised(box["exc"], box["tb"])
+    return box.get("value")
+
+
+class _Raised(Exception):
+    def __init__(self, exc, tb):
+        super().__init__(str(exc))
+        self.exc, self.tb = exc, tb
+
+
+@contextlib.contextmanager
+def _session_env(session_key):
+    """HERMES_SESSION_KEY is set while a call that belongs to a
+    conversation runs."""
+    if not session_key:
+        yield
+        return
+    old = os.environ.get("HERMES_SESSION_KEY")
+    os.environ["HERMES_SESSION_KEY"] = str(session_key)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("HERMES_SESSION_KEY", None)
+        else:
+            os.environ["HERMES_SESSION_KEY"] = old
+
+
+# ---------------------------------------------------------------------------
+# What register(ctx) receives
+# ---------------------------------------------------------------------------
+
+
+class PluginToolOverrideError(PermissionError):
+    """A plugin asked to override a built-in tool without
+    plugins.entries.<id>.allow_tool_override."""
+
+
+class PluginLlmTrustError(PermissionError):
+    """A plugin asked ctx.llm for an override it is not trusted with."""
+
+
+class _Usage(types.SimpleNamespace):
+    pass
+
+
+class PluginLlmCompleteResult(types.SimpleNamespace):
+    """ctx.llm.complete's answer: text, provider, model, agent_id, usage."""
+
+
+class PluginLlm:
+    """ctx.llm: completions on the profile's configured model, through the
+    host (the plugin never sees credentials)."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def _gate(self, provider, model, agent_id, profile):
+        gate = (self._ctx._context.get("llm_gate") or {})
+        for what, value, key in (("provider", provider, "allow_provider_override"),
+                                 ("model", model, "allow_model_override"),
+                                 ("agent id", agent_id, "allow_agent_id_override"),
+                                 ("auth profile", profile, "allow_profile_override")):
+            if value and not gate.get(key):
+                raise PluginLlmTrustError("Plugin %r cannot override the %s (set plugins.entries.%s.llm.%s to true to allow)."
+                                          % (self._ctx.plugin_id, what, self._ctx.plugin_id, key))
+
+    def complete(self, messages, *, provider=None, model=None, agent_id=None, profile=None, max_tokens=None,
+                 temperature=None, timeout=None, purpose=None, **_ignored):
+        self._gate(provider, model, agent_id, profile)
+        if not isinstance(messages, list) or not messages:
+            raise ValueError("messages must be a non-empty list of {role, content}")
+        res = _host_call("llm.complete", {"messages": messages, "model": model, "max_tokens": max_tokens,
+                                          "temperature": temperature, "purpose": purpose}, timeout=timeout)
+        usage = _Usage(**{k: v for k, v in (res.get("usage") or {}).items()})
+        return PluginLlmCompleteResult(text=res.get("text", ""), provider=res.get("provider", ""),
+                                       model=res.get("model", ""), agent_id=res.get("agent_id", ""),
+                                       usage=usage, audit=res.get("audit") or {})
+
+    async def acomplete(self, messages, **kw):
+        return self.complete(messages, **kw)
+
+    def complete_structured(self, *, instructions="", input=None, json_schema=None, json_mode=False,
+                            schema_name=None, system_prompt=None, **kw):
+        msgs = []
+        system = [system_prompt] if system_prompt else []
+        if json_mode or json_schema is not None:
+            system.append("Respond with a single JSON object that matches the requested shape. Do not include prose.")
+        if system:
+            msgs.append({"role": "system", "content": "\n\n".join(system)})
+        text = instructions
+        if schema_name:
+            text += "\n\nSchema name: " + schema_name
+        if json_schema is not None:
+            text += "\n\nJSON schema:\n" + json.dumps(json_schema, sort_keys=True)
+        for block in input or []:
+            if isinstance(block, dict) and block.get("type") == "text":
+                text += "\n\n" + str(block.get("text", ""))
+            elif isinstance(block, str):
+                text += "\n\n" + block
+        msgs.append({"role": "user", "content": text})
+        res = self.complete(msgs, **kw)
+        parsed, kind = None, "text"
+        if json_mode or json_schema is not None:
             try:
-                work_dir = params.get("work_dir") or os.environ.get("ATRIUM_PLUGIN_WORKDIR", "")
-                if work_dir:
-                    os.environ.setdefault("ATRIUM_PLUGIN_WORKDIR", work_dir)
-                ctx = PluginContext(params.get("name", ""), params.get("settings"), work_dir)
-                module = _load(plugin_dir)
-                reg = getattr(module, "register", None)
-                if reg is None:
-                    raise RuntimeError("%s/__init__.py has no register(ctx)" % plugin_dir)
-                reg(ctx)
-            except BaseException as exc:  # noqa: BLE001 - reported to the host
-                _error(mid, -32000, "register failed: %s" % exc, traceback.format_exc())
-                return 1
-            _send({"id": mid, "result": {
-                "protocol_version": PROTOCOL_VERSION,
-                "hooks": list(ctx.hooks),
-                "commands": [{"name": n, "description": d} for n, (_, d) in ctx.commands.items()],
-            }})
-        elif method == "event":
-            event_id = params.get("event_id", "")
-            payload = params.get("payload") or {}
-            kwargs = dict(payload) if isinstance(payload, dict) else {"payload": payload}
-            kwargs.setdefault("event_id", event_id)
-            kwargs.setdefault("redelivery", params.get("redelivery", False))
-            kwargs.setdefault("hook", params.get("hook", ""))
-            done = {"event_id": event_id}
-            for fn in (ctx.hooks.get(params.get("hook"), []) if ctx else []):
-                try:
-                    _call(fn, kwargs)
-                except Exception as exc:  # noqa: BLE001
-                    tb = traceback.format_exc()
-                    print(tb, file=sys.stderr)
-                    done.setdefault("error", "%s: %s" % (type(exc).__name__, exc))
-                    done.setdefault("traceback", tb)
-            _send({"method": "event_done", "params": done})
-        elif method == "pre_llm_call":
-            payload = params.get("payload") or {}
-            kwargs = dict(payload) if isinstance(payload, dict) else {"payload": payload}
-            texts, failure = [], None
-            for fn in (ctx.hooks.get("pre_llm_call", []) if ctx else []):
-                try:
-                    r = _call(fn, kwargs)
-                except Exception as exc:  # noqa: BLE001
-                    failure = (exc, traceback.format_exc())
-                    print(failure[1], file=sys.stderr)
-                    continue
-                if isinstance(r, dict):
-                    r = r.get("context")
-                if isinstance(r, str) and r.strip():
-                    texts.append(r)
-            if failure and not texts:
-                _error(mid, -32000, "%s: %s" % (type(failure[0]).__name__, failure[0]), failure[1])
+                parsed, kind = json.loads(res.text), "json"
+            except ValueError:
+                pass
+        return PluginLlmCompleteResult(text=res.text, provider=res.provider, model=res.model, agent_id=res.agent_id,
+                                       usage=res.usage, parsed=parsed, content_type=kind, audit=res.audit)
+
+    async def acomplete_structured(self, **kw):
+        return self.complete_structured(**kw)
+
+
+class PluginState:
+    """ctx.state: small JSON key/value state in the plugin's own folder."""
+
+    _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+    quota_bytes = 10 * 1024 * 1024
+
+    def __init__(self, folder):
+        self.data_dir = folder
+        self.path = os.path.join(folder, "state.json")
+        self._lock = threading.RLock()
+
+    def _check(self, key):
+        if not isinstance(key, str) or not self._KEY.match(key) or ".." in key:
+            raise ValueError("Plugin state keys must be 1-128 characters using letters, numbers, '_', '-', '.', or ':'")
+
+    def _read(self):
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return {}
+        if not isinstance(data, dict):
+            raise RuntimeError("plugin state %s: the root must be an object" % self.path)
+        return data
+
+    def get(self, key, default=None):
+        self._check(key)
+        with self._lock:
+            return self._read().get(key, default)
+
+    def set(self, key, value):
+        self._check(key)
+        with self._lock:
+            data = self._read()
+            data[key] = value
+            self._write(data)
+
+    def delete(self, key):
+        self._check(key)
+        with self._lock:
+            data = self._read()
+            if data.pop(key, None) is not None:
+                self._write(data)
+
+    def keys(self):
+        with self._lock:
+            return sorted(self._read())
+
+    def _write(self, data):
+        encoded = json.dumps(data, ensure_ascii=False, indent=2)
+        if len(encoded.encode("utf-8")) > self.quota_bytes:
+            raise ValueError("plugin state quota exceeded (%d bytes)" % self.quota_bytes)
+        os.makedirs(self.data_dir, exist_ok=True)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(encoded)
+        os.replace(tmp, self.path)
+
+
+class _Registration(types.SimpleNamespace):
+    """What a ctx.register_* call returns (a handle the plugin may keep)."""
+
+    def dispose(self):
+        return None
+
+
+_INERT_REGISTRARS = {
+    "register_skill": "Atrium has no skills, so it is never used",
+    "register_context_reference": "Atrium has no @-references, so it is never called",
+    "register_platform": "Atrium has no gateway platforms yet, so it is never started",
+    "register_platform_handler": "Atrium has no gateway platforms yet, so it is never called",
+    "register_telegram_handler": "Atrium has no gateway platforms yet, so it is never called",
+    "register_slack_action_handler": "Atrium has no gateway platforms yet, so it is never called",
+    "register_image_gen_provider": "Atrium has no image generation, so it is never called",
+    "register_video_gen_provider": "Atrium has no video generation, so it is never called",
+    "register_web_search_provider": "Atrium has no web search tool, so it is never called",
+    "register_browser_provider": "Atrium has no browser tool, so it is never called",
+    "register_terminal_environment_provider": "Atrium has no terminal tool, so it is never called",
+    "register_tts_provider": "Atrium has no text to speech, so it is never called",
+    "register_transcription_provider": "Atrium has no transcription, so it is never called",
+    "register_secret_source": "Atrium reads secrets from the environment only, so it is never called",
+    "register_redaction_patterns": "Atrium has no redaction pass, so they are never applied",
+    "register_approval_transport": "Atrium has no approval transports, so it is never called",
+    "register_dashboard_auth_provider": "Atrium's dashboard uses its own token, so it is never called",
+    "register_auxiliary_task": "Atrium has no auxiliary model tasks, so it is never used",
+    "register_provider": "Atrium's model providers are built in, so it is never used",
+    "register_model_provider": "Atrium's model providers are built in, so it is never used",
+}
+
+
+class PluginContext:
+    """What register(ctx) receives: the familiar registration API."""
+
+    def __init__(self, name="", settings=None, work_dir="", context=None):
+        self._context = context or {}
+        self.name = name
+        self.plugin_id = self._context.get("plugin_id") or name
+        self.settings = settings if settings is not None else {}
+        self.work_dir = work_dir
+        manifest = self._context.get("manifest") or {}
+        self.manifest = types.SimpleNamespace(name=manifest.get("name", name), version=manifest.get("version", ""),
+                                              description=manifest.get("description", ""),
+                                              kind=manifest.get("kind", "standalone"),
+                                              source=manifest.get("source", ""), key=self.plugin_id,
+                                              path=manifest.get("path", ""), requires_env=manifest.get("requires_env", []))
+        self.hooks = {}          # name -> [callbacks], hooks Atrium fires
+        self.other_hooks = {}    # name -> [callbacks], hooks Atrium has no moment for (inert) or unknown
+        self.commands = {}       # name -> (handler, description, args_hint)
+        self.tools = {}          # name -> dict
+        self.cli_commands = {}   # name -> dict
+        self.middleware = {}     # kind -> [callbacks]
+        self.sections = {}       # id -> dict
+        self.memory_providers = {}
+        self.context_engines = {}
+        self.subscriptions = {}  # event -> [callbacks]
+        self.inert = []          # {"kind", "name", "reason"}
+        self.warnings = []
+        self.unload_callbacks = []
+        self._llm = None
+        self._state = None
+
+    # -- facades -----------------------------------------------------------
+
+    @property
+    def profile_name(self):
+        return self._context.get("profile") or os.environ.get("ATRIUM_PROFILE") or "default"
+
+    @property
+    def hermes_home(self):
+        return self._context.get("hermes_home") or os.environ.get("HERMES_HOME", "")
+
+    @property
+    def llm(self):
+        if self._llm is None:
+            self._llm = PluginLlm(self)
+        return self._llm
+
+    @property
+    def state(self):
+        if self._state is None:
+            self._state = PluginState(self.work_dir or os.getcwd())
+        return self._state
+
+    def has_plugin(self, plugin_id):
+        try:
+            return bool(_host_call("has_plugin", {"id": plugin_id}, timeout=10))
+        except HostError:
+            return plugin_id in (self._context.get("enabled_plugins") or [])
+
+    def on_unload(self, callback):
+        if not callable(callback):
+            raise TypeError("on_unload callback must be callable")
+        self.unload_callbacks.append(callback)
+        return _Registration(kind="on_unload", key=_fn_name(callback))
+
+    def log(self, message, level="info"):
+        _log(message, level)
+
+    # -- settings ------------------------------------------------------------
+
+    @staticmethod
+    def _segments(key):
+        if not isinstance(key, str) or not key or "/" in key or "\\" in key:
+            raise ValueError("Expected a plugin-relative config key such as 'endpoint' or 'retry.policy'")
+        parts = key.split(".")
+        if parts[0].lower() in ("model", "plugins", "security", "settings") or not all(
+                re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$", p) for p in parts):
+            raise ValueError("Expected a plugin-relative config key such as 'endpoint' or 'retry.policy'")
+        return parts
+
+    def get_config(self, key=None, default=None):
+        """plugins.entries.<id>.settings (all of it without a key, else the
+        value at a dotted key)."""
+        if key is None:
+            return copy.deepcopy(self.settings)
+        cur = self.settings
+        for seg in self._segments(key):
+            if not isinstance(cur, dict) or seg not in cur:
+                return default
+            cur = cur[seg]
+        return copy.deepcopy(cur)
+
+    def set_config(self, key, value=None):
+        """Writes one value of plugins.entries.<id>.settings in config.yaml
+        (a mapping sets several)."""
+        items = key.items() if isinstance(key, dict) else [(key, value)]
+        for k, v in items:
+            parts = self._segments(k)
+            _host_call("set_config", {"key": ".".join(parts), "value": v}, timeout=30)
+            cur = self.settings
+            for seg in parts[:-1]:
+                nxt = cur.get(seg)
+                if not isinstance(nxt, dict):
+                    nxt = {}
+                    cur[seg] = nxt
+                cur = nxt
+            cur[parts[-1]] = v
+
+    # -- registration ----------------------------------------------------------
+
+    def _inert(self, kind, name, reason):
+        self.inert.append({"kind": kind, "name": str(name), "reason": reason})
+        print("atrium runner: %s %s registered; %s" % (kind, name, reason), file=sys.stderr)
+        return _Registration(kind=kind, key=str(name), inert=True)
+
+    def register_hook(self, name, fn=None):
+        if fn is None:  # decorator form
+            def deco(f):
+                self.register_hook(name, f)
+                return f
+            return deco
+        if name in KNOWN_HOOKS:
+            self.hooks.setdefault(name, []).append(fn)
+        else:
+            self.other_hooks.setdefault(name, []).append(fn)
+            if name in FOREIGN_HOOKS:
+                self._inert("hook", name, "Atrium has no such moment, so it is never called")
             else:
-                _send({"id": mid, "result": {"context": "\n\n".join(texts) if texts else None}})
-        elif method == "command":
-            name = params.get("name", "")
-            entry = ctx.commands.get(name) if ctx else None
-            if entry is None:
-                _error(mid, -32601, "no command /%s" % name)
-                continue
-            kwargs = {
-                "args": params.get("args", ""), "raw_args": params.get("args", ""),
-                "session_id": params.get("session_id", ""), "session_key": params.get("session_key", ""),
-                "platform": params.get("platform", ""), "source": _source(params.get("source")),
-            }
+                self.warnings.append("registered unknown hook %r (kept, never called; Atrium knows %s)"
+                                     % (name, ", ".join(sorted(KNOWN_HOOKS))))
+        return fn
+
+    def register_command(self, name, handler=None, description="", args_hint="", argument_mode=None, **_ignored):
+        if handler is None:
+            def deco(f):
+                self.register_command(name, f, description, args_hint, argument_mode)
+                return f
+            return deco
+        clean = str(name).lower().strip().lstrip("/").replace(" ", "-")
+        if not clean:
+            self.warnings.append("tried to register a command with an empty name")
+            return None
+        self.commands[clean] = (handler, description or "Plugin command", (args_hint or "").strip())
+        return handler
+
+    def register_tool(self, name, toolset="", schema=None, handler=None, check_fn=None, requires_env=None,
+                      is_async=False, description="", emoji="", override=False, **_ignored):
+        if handler is None or not callable(handler):
+            raise TypeError("register_tool %r needs a callable handler" % name)
+        schema = dict(schema or {})
+        if schema.get("type") == "function" and isinstance(schema.get("function"), dict):
+            schema = dict(schema["function"])
+        builtin = set(self._context.get("builtin_tools") or [])
+        if name in builtin:
+            if not override:
+                self.warnings.append("tried to shadow the built-in tool %r without override=True (not registered)" % name)
+                return None
+            if not (self._context.get("allow_tool_override") or self.manifest.source == "bundled"):
+                raise PluginToolOverrideError(
+                    "Plugin %r cannot override built-in tool %r. Set plugins.entries.%s.allow_tool_override: true in "
+                    "config.yaml to allow this plugin to replace built-in tools." % (self.plugin_id, name, self.plugin_id))
+        if name in self.tools and not override:
+            self.warnings.append("registered tool %r twice; the second registration replaces the first" % name)
+        envs = [e if isinstance(e, str) else (e or {}).get("name", "") for e in (requires_env or [])]
+        self.tools[name] = {"handler": handler, "check_fn": check_fn, "requires_env": [e for e in envs if e],
+                            "is_async": bool(is_async), "toolset": toolset or self.plugin_id,
+                            "schema": schema, "description": description or schema.get("description", ""),
+                            "emoji": emoji, "override": bool(override)}
+        return _Registration(kind="tool", key=name)
+
+    def register_middleware(self, kind, fn):
+        if kind in MIDDLEWARE_KINDS:
+            self.middleware.setdefault(kind, []).append(fn)
+        elif kind in INERT_MIDDLEWARE:
+            self._inert("middleware", kind, "Atrium runs no execution middleware, so it is never called")
+        else:
+            self.warnings.append("registered unknown middleware %r (kept, never called)" % kind)
+        return _Registration(kind="middleware", key=kind)
+
+    def register_cli_command(self, name, help="", setup_fn=None, handler_fn=None, description="", **_ignored):
+        if setup_fn is None or not callable(setup_fn):
+            raise TypeError("register_cli_command %r needs a setup_fn(parser)" % name)
+        self.cli_commands[str(name)] = {"help": help or "", "setup_fn": setup_fn, "handler_fn": handler_fn,
+                                        "description": description or ""}
+        return _Registration(kind="cli_command", key=name)
+
+    def register_memory_provider(self, provider):
+        try:
+            from agent.memory_provider import MemoryProvider
+        except ImportError:  # pragma: no cover - the hostlib ships it
+            MemoryProvider = object
+        if not isinstance(provider, MemoryProvider):
+            self.warnings.append("tried to register a memory provider that does not inherit from MemoryProvider (ignored)")
+            return None
+        name = str(getattr(provider, "name", "") or "").strip() or self.plugin_id
+        self.memory_providers[name] = _ProviderHost(provider, self)
+        return None
+
+    def register_context_engine(self, engine):
+        try:
+            from agent.context_engine import ContextEngine
+        except ImportError:  # pragma: no cover
+            ContextEngine = object
+        if self.context_engines:
+            self.warnings.append("tried to register a second context engine; only one is allowed (ignored)")
+            return None
+        if not isinstance(engine, ContextEngine):
+            self.warnings.append("tried to register a context engine that does not inherit from ContextEngine (ignored)")
+            return None
+        name = str(getattr(engine, "name", "") or "").strip() or self.plugin_id
+        self.context_engines[name] = engine
+        return _Registration(kind="context_engine", key=name)
+
+    def register_system_prompt_section(self, id, content, *, position="after_memory", max_chars=SECTION_MAX_CHARS):
+        if not isinstance(id, str) or not SECTION_ID_RE.match(id):
+            raise ValueError("system prompt section id must be 1-128 lowercase characters using letters, numbers, '.', '_', or '-'")
+        if not isinstance(content, str) and not callable(content):
+            raise TypeError("system prompt section content must be a string or callable")
+        if position not in SECTION_POSITIONS:
+            raise ValueError("system prompt section position must be one of: " + ", ".join(sorted(SECTION_POSITIONS)))
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or not 0 < max_chars <= SECTION_MAX_CHARS:
+            raise ValueError("system prompt section max_chars must be between 1 and %d" % SECTION_MAX_CHARS)
+        if id in self.sections:
+            raise ValueError("system prompt section %r is already registered by plugin %r" % (id, self.plugin_id))
+        self.sections[id] = {"content": content, "position": position, "max_chars": max_chars}
+        return _Registration(kind="system_prompt_section", key=id)
+
+    def emit(self, event, payload=None):
+        if not event or not isinstance(event, str):
+            raise ValueError("Plugin %r emit() requires a non-empty event name" % self.plugin_id)
+        if ":" in event:
+            raise ValueError("Plugin %r may not emit %r: emit only the bare event name; the namespace is forced to %r"
+                             % (self.plugin_id, event, self.plugin_id + ":"))
+        if payload is not None and not isinstance(payload, dict):
+            raise TypeError("Plugin %r emit() payload must be a dict or None" % self.plugin_id)
+        res = _host_call("emit", {"event": "%s:%s" % (self.plugin_id, event), "payload": payload or {}}, timeout=10)
+        return int(res or 0)
+
+    def subscribe(self, event, callback):
+        if not event or not isinstance(event, str):
+            raise ValueError("Plugin %r subscribe() requires a non-empty event name" % self.plugin_id)
+        if not callable(callback):
+            raise TypeError("Event subscriber callback must be callable")
+        self.subscriptions.setdefault(event, []).append(callback)
+
+    def inject_message(self, content, role="user", *, session_key=None):
+        res = _host_call("inject_message", {"content": str(content), "role": role or "user",
+                                            "session_key": session_key or os.environ.get("HERMES_SESSION_KEY")}, timeout=30)
+        return bool(res)
+
+    def dispatch_tool(self, tool_name, args=None, **kwargs):
+        res = _host_call("dispatch_tool", {"name": tool_name, "args": args or {},
+                                           "session_key": os.environ.get("HERMES_SESSION_KEY")})
+        return res if isinstance(res, str) else json.dumps(res)
+
+    def spawn_task(self, coro, *, name=None):
+        if not asyncio.iscoroutine(coro):
+            raise TypeError("spawn_task expects a coroutine")
+        return asyncio.get_running_loop().create_task(coro, name=name)
+
+    def has_capability(self, capability):
+        return capability in (self._context.get("granted_capabilities") or [])
+
+    def __getattr__(self, attr):
+        # Any registrar of the familiar API Atrium has no moment for is
+        # accepted, recorded and reported as inert; the plugin goes on.
+        if attr.startswith("register_"):
+            reason = _INERT_REGISTRARS.get(attr, "Atrium has no such capability, so it is never used")
+
+            def inert(*args, **kwargs):
+                label = args[0] if args and isinstance(args[0], str) else getattr(args[0], "name", "") if args else ""
+                if attr == "register_redaction_patterns":
+                    self._inert(attr[len("register_"):], label or "patterns", reason)
+                    return 0
+                return self._inert(attr[len("register_"):], label or kwargs.get("name", "") or "-", reason)
+            return inert
+        raise AttributeError(attr)
+
+
+class _ProviderHost:
+    """Drives one memory provider: initialize once per process, before any
+    other call."""
+
+    def __init__(self, provider, ctx):
+        self.provider = provider
+        self.ctx = ctx
+        self.ready = False
+        self.available = None
+        self.reason = ""
+
+    def ensure(self, session_id, platform):
+        if self.ready:
+            return True
+        if self.available is None:
             try:
-                out = _call(entry[0], kwargs, positional=params.get("args", ""))
+                self.available = bool(self.provider.is_available())
+            except Exception as exc:  # noqa: BLE001
+                self.available, self.reason = False, "is_available raised %s: %s" % (type(exc).__name__, exc)
+            if not self.available and not self.reason:
+                try:
+                    self.reason = self.provider.unavailable_reason() or "is_available() returned False"
+                except Exception:  # noqa: BLE001
+                    self.reason = "is_available() returned False"
+        if not self.available:
+            return False
+        _call(self.provider.initialize, {"hermes_home": self.ctx.hermes_home, "platform": platform or "cli",
+                                         "agent_context": "primary", "agent_identity": self.ctx.profile_name},
+              positional=(session_id or "",))
+        self.ready = True
+        return True
+
+
+# ---------------------------------------------------------------------------
+# Handlers of the host's requests
+# ---------------------------------------------------------------------------
+
+_ctx = None
+_plugin_dir = ""
+
+
+class _RPCError(Exception):
+    def __init__(self, code, message, tb=None):
+        super().__init__(message)
+        self.code, self.tb = code, tb
+
+
+def _load(plugin_dir):
+    path = os.path.join(plugin_dir, "__init__.py")
+    base = "".join(c if c.isalnum() else "_" for c in os.path.basename(os.path.abspath(plugin_dir)))
+    name = "atrium_plugin_" + base
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=[plugin_dir])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    # Plugins of the familiar API are loaded as hermes_plugins.<name> there.
+    ns = sys.modules.setdefault("hermes_plugins", types.ModuleType("hermes_plugins"))
+    if not hasattr(ns, "__path__"):
+        ns.__path__ = []
+    sys.modules["hermes_plugins." + base] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _initialize(params):
+    global _ctx
+    work_dir = params.get("work_dir") or os.environ.get("ATRIUM_PLUGIN_WORKDIR", "")
+    if work_dir:
+        os.environ.setdefault("ATRIUM_PLUGIN_WORKDIR", work_dir)
+    _ctx = PluginContext(params.get("name", ""), params.get("settings"), work_dir, _CONTEXT)
+    module = _load(_plugin_dir)
+    reg = getattr(module, "register", None)
+    if reg is None:
+        raise RuntimeError("%s/__init__.py has no register(ctx)" % _plugin_dir)
+    reg(_ctx)
+    for w in _ctx.warnings:
+        print("atrium runner: warning: " + w, file=sys.stderr)
+    c = _ctx
+    return {
+        "protocol_version": PROTOCOL_VERSION,
+        "hooks": list(c.hooks),
+        "commands": [{"name": n, "description": d, "args_hint": h} for n, (_, d, h) in c.commands.items()],
+        "tools": [{"name": n, "toolset": t["toolset"], "schema": t["schema"], "description": t["description"],
+                   "emoji": t["emoji"], "override": t["override"], "requires_env": t["requires_env"],
+                   "has_check": t["check_fn"] is not None, "is_async": t["is_async"]} for n, t in c.tools.items()],
+        "cli_commands": [{"name": n, "help": e["help"], "description": e["description"]} for n, e in c.cli_commands.items()],
+        "middleware": list(c.middleware),
+        "system_prompt_sections": [{"id": i, "position": s["position"], "max_chars": s["max_chars"],
+                                    "static": s["content"] if isinstance(s["content"], str) else None}
+                                   for i, s in c.sections.items()],
+        "memory_providers": [{"name": n} for n in c.memory_providers],
+        "context_engines": [{"name": n} for n in c.context_engines],
+        "subscriptions": list(c.subscriptions),
+        "inert": c.inert + [{"kind": "hook", "name": n, "reason": "Atrium has no such moment, so it is never called"}
+                            for n in c.other_hooks if n in FOREIGN_HOOKS and not any(
+                                i["kind"] == "hook" and i["name"] == n for i in c.inert)],
+        "unknown_hooks": [n for n in c.other_hooks if n not in FOREIGN_HOOKS],
+        "warnings": c.warnings,
+    }
+
+
+def _event(params):
+    event_id = params.get("event_id", "")
+    hook = params.get("hook", "")
+    payload = params.get("payload") or {}
+    kwargs = dict(payload) if isinstance(payload, dict) else {"payload": payload}
+    kwargs.setdefault("event_id", event_id)
+    kwargs.setdefault("redelivery", params.get("redelivery", False))
+    kwargs.setdefault("hook", hook)
+    done = {"event_id": event_id}
+    with _session_env(kwargs.get("session_key")):
+        for fn in (_ctx.hooks.get(hook, []) if _ctx else []):
+            try:
+                _call(fn, kwargs)
             except Exception as exc:  # noqa: BLE001
                 tb = traceback.format_exc()
-                print(tb, file=sys.stderr)
-                _error(mid, -32000, "%s: %s" % (type(exc).__name__, exc), tb)
+                _report(hook, fn, exc, kwargs, tb)
+                done.setdefault("error", "%s: %s" % (type(exc).__name__, exc))
+                done.setdefault("traceback", tb)
+    _send({"method": "event_done", "params": done})
+
+
+def _sync_hook(hook, params):
+    """A hook called in line: pre_llm_call answers {"context": ...}; the
+    others {"results": [...]}, the non-None answers in callback order."""
+    payload = params.get("payload") or {}
+    kwargs = dict(payload) if isinstance(payload, dict) else {"payload": payload}
+    callbacks = _ctx.hooks.get(hook, []) if _ctx else []
+    budget = _request_budget()
+    deadline = None if budget is None else time.monotonic() + budget
+    results, errors = [], []
+    with _session_env(kwargs.get("session_key")):
+        for fn in callbacks:
+            try:
+                if hook in BOUNDED_HOOKS:
+                    value = _run_bounded(hook, fn, kwargs, deadline)
+                    if value is _SKIPPED:
+                        if hook in FAIL_CLOSED_HOOKS:
+                            results.append({"action": "block", "message": TIMEOUT_BLOCK_MESSAGE})
+                        errors.append({"callback": _fn_name(fn), "error": "timed out or still running"})
+                        continue
+                else:
+                    value = _call(fn, kwargs)
+            except Exception as exc:  # noqa: BLE001
+                real, tb = (exc.exc, exc.tb) if isinstance(exc, _Raised) else (exc, traceback.format_exc())
+                _report(hook, fn, real, kwargs, tb)
+                errors.append({"callback": _fn_name(fn), "error": "%s: %s" % (type(real).__name__, real), "traceback": tb})
+                if hook in FAIL_CLOSED_HOOKS:
+                    results.append({"action": "block", "message": "%s plugin callback %s raised %s: %s"
+                                    % (hook, _fn_name(fn), type(real).__name__, str(real)[:200])})
                 continue
-            _send({"id": mid, "result": {"output": "" if out is None else str(out)}})
-        elif method == "shutdown":
-            return 0
-        elif mid is not None:
-            _error(mid, -32601, "unknown method %r" % method)
+            if value is not None:
+                results.append(value)
+    if hook == "pre_llm_call":
+        texts = []
+        for r in results:
+            if isinstance(r, dict):
+                r = r.get("context")
+            if isinstance(r, str) and r.strip():
+                texts.append(r)
+        if errors and not texts and len(errors) == len(callbacks):
+            e = errors[-1]
+            raise _RPCError(-32000, e["error"], e.get("traceback"))
+        return {"context": "\n\n".join(texts) if texts else None}
+    out = {"results": results}
+    if errors:
+        out["errors"] = errors
+    return out
+
+
+def _command(params):
+    name = params.get("name", "")
+    entry = _ctx.commands.get(name) if _ctx else None
+    if entry is None:
+        raise _RPCError(-32601, "no command /%s" % name)
+    src = params.get("source")
+    source = None
+    if src:
+        source = types.SimpleNamespace(user_id=src.get("user_id", ""), chat_id=src.get("chat_id", ""),
+                                       thread_id=src.get("thread_id", ""), chat_type=src.get("chat_type", ""),
+                                       user_name=src.get("user_name", ""))
+    raw = params.get("args", "")
+    kwargs = {"args": raw, "raw_args": raw, "session_id": params.get("session_id", ""),
+              "session_key": params.get("session_key", ""), "platform": params.get("platform", ""), "source": source}
+    fn = entry[0]
+    with _session_env(params.get("session_key")):
+        try:
+            sig = inspect.signature(fn)
+            names = [p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            positional = (raw,) if (names and names[0] not in kwargs) or (
+                not names and any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values())) else ()
+        except (TypeError, ValueError):
+            positional = (raw,)
+        out = _call(fn, kwargs, positional=positional)
+    return {"output": "" if out is None else str(out)}
+
+
+def _normalize_tool_result(v):
+    if isinstance(v, str):
+        return v
+    try:
+        return json.dumps(v, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _tool(name, method, params):
+    t = _ctx.tools.get(name)
+    if t is None:
+        raise _RPCError(-32601, "no tool %r" % name)
+    if method == "check":
+        missing = [e for e in t["requires_env"] if not os.environ.get(e)]
+        if missing:
+            return {"available": False, "reason": "requires_env: %s not set" % ", ".join(missing)}
+        if t["check_fn"] is not None:
+            try:
+                ok = bool(_call(t["check_fn"], {}))
+            except Exception as exc:  # noqa: BLE001
+                return {"available": False, "reason": "check_fn raised %s: %s" % (type(exc).__name__, exc)}
+            if not ok:
+                return {"available": False, "reason": "check_fn returned False"}
+        return {"available": True}
+    if method != "call":
+        raise _RPCError(-32601, "tool method %r" % method)
+    args = params.get("args") or {}
+    kw = {k: params.get(k) for k in ("task_id", "session_id", "tool_call_id", "turn_id") if k in params}
+    with _session_env(params.get("session_key")):
+        try:
+            result = _call(t["handler"], kw, positional=(args,))
+        except Exception as exc:  # noqa: BLE001
+            _report("tool:" + name, t["handler"], exc, {"args": args, **kw}, traceback.format_exc(), surface="tool")
+            return {"result": json.dumps({"error": "Tool execution failed: %s: %s" % (type(exc).__name__, exc)}),
+                    "error": "%s: %s" % (type(exc).__name__, exc), "error_type": type(exc).__name__}
+    return {"result": _normalize_tool_result(result)}
+
+
+_PROVIDER_METHODS = {"is_available", "initialize", "system_prompt_block", "prefetch", "queue_prefetch", "sync_turn",
+                     "get_tool_schemas", "handle_tool_call", "on_turn_start", "on_session_end", "on_session_switch",
+                     "on_pre_compress", "on_delegation", "shutdown", "recall_status", "on_memory_write"}
+
+
+def _memory(name, method, params):
+    host = _ctx.memory_providers.get(name)
+    if host is None:
+        raise _RPCError(-32601, "no memory provider %r" % name)
+    if method not in _PROVIDER_METHODS:
+        raise _RPCError(-32601, "memory provider method %r" % method)
+    args = params.get("args") or []
+    kwargs = params.get("kwargs") or {}
+    session_id = params.get("session_id") or kwargs.get("session_id") or ""
+    with _session_env(params.get("session_key")):
+        if method == "is_available":
+            ok = host.ensure(session_id, params.get("platform"))
+            return {"available": ok, "reason": host.reason}
+        if method == "initialize":
+            ok = host.ensure(session_id, params.get("platform"))
+            return {"available": ok, "reason": host.reason}
+        if method == "shutdown" and not host.ready:
+            return {"value": None}
+        if not host.ensure(session_id, params.get("platform")):
+            return {"available": False, "reason": host.reason, "value": None}
+        value = _call(getattr(host.provider, method), kwargs, positional=tuple(args))
+    if method == "recall_status" and value is not None:
+        value = {"provider_label": value.provider_label, "count": value.count, "glyph": value.glyph}
+    return {"available": True, "value": value}
+
+
+def _engine(name, method, params):
+    engine = _ctx.context_engines.get(name)
+    if engine is None:
+        raise _RPCError(-32601, "no context engine %r" % name)
+    allowed = {"compress", "should_compress", "get_tool_schemas", "handle_tool_call", "on_session_start",
+               "on_session_end", "on_session_reset", "update_from_response", "update_model", "get_status",
+               "has_content_to_compress"}
+    if method not in allowed:
+        raise _RPCError(-32601, "context engine method %r" % method)
+    value = _call(getattr(engine, method), params.get("kwargs") or {}, positional=tuple(params.get("args") or []))
+    return {"value": value}
+
+
+def _cli(name, params):
+    entry = _ctx.cli_commands.get(name)
+    if entry is None:
+        raise _RPCError(-32601, "no CLI command %r" % name)
+    argv = [str(a) for a in params.get("argv") or []]
+    parser = argparse.ArgumentParser(prog=params.get("prog") or ("atrium " + name),
+                                     description=entry["description"] or entry["help"] or None)
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            entry["setup_fn"](parser)
+            if entry["handler_fn"] is not None:
+                parser.set_defaults(func=entry["handler_fn"])
+            args = parser.parse_args(argv)
+            fn = getattr(args, "func", None)
+            if fn is None:
+                parser.print_help()
+            else:
+                result = fn(args)
+                if inspect.isawaitable(result):
+                    result = _await(result)
+                if isinstance(result, int) and not isinstance(result, bool):
+                    code = result
+        except SystemExit as exc:
+            if exc.code is None:
+                code = 0
+            elif isinstance(exc.code, int):
+                code = exc.code
+            else:
+                print(exc.code, file=sys.stderr)
+                code = 1
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            code = 1
+    return {"exit_code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
+def _middleware(kind, params):
+    payload = params.get("payload") or {}
+    results = []
+    for fn in _ctx.middleware.get(kind, []):
+        try:
+            value = _call(fn, dict(payload))
+        except Exception as exc:  # noqa: BLE001
+            _report(kind, fn, exc, payload, traceback.format_exc(), surface="middleware")
+            continue
+        if value is not None:
+            results.append(value)
+            key = "request" if kind == "llm_request" else "args"
+            if isinstance(value, dict) and isinstance(value.get(key), dict):
+                payload = dict(payload, **{key: value[key]})
+    return {"results": results}
+
+
+def _section(section_id, params):
+    s = _ctx.sections.get(section_id)
+    if s is None:
+        raise _RPCError(-32601, "no system prompt section %r" % section_id)
+    content = s["content"]
+    try:
+        value = content(types.MappingProxyType(dict(params.get("session_info") or {}))) if callable(content) else content
+    except Exception as exc:  # noqa: BLE001
+        return {"text": None, "skipped": "raised %s: %s" % (type(exc).__name__, exc)}
+    if not isinstance(value, str):
+        return {"text": None, "skipped": "returned %s, not str" % type(value).__name__}
+    text = value.strip()
+    if len(text) > s["max_chars"]:
+        return {"text": None, "skipped": "exceeded max_chars (%d > %d)" % (len(text), s["max_chars"])}
+    return {"text": text or None}
+
+
+def _deliver(event, params):
+    payload = params.get("payload") or {}
+    delivered = 0
+    for fn in _ctx.subscriptions.get(event, []):
+        try:
+            _call(fn, copy.deepcopy(payload))
+            delivered += 1
+        except Exception as exc:  # noqa: BLE001
+            _report(event, fn, exc, payload, traceback.format_exc(), surface="event")
+    return {"delivered": delivered}
+
+
+def _capability(params):
+    kind, name, method = params.get("kind"), params.get("name"), params.get("method")
+    p = params.get("params") or {}
+    if _ctx is None:
+        raise _RPCError(-32603, "not initialized")
+    if kind == "tool":
+        return _tool(name, method, p)
+    if kind == "memory_provider":
+        return _memory(name, method, p)
+    if kind == "context_engine":
+        return _engine(name, method, p)
+    if kind == "cli_command":
+        return _cli(name, p)
+    if kind == "middleware":
+        return _middleware(name, p)
+    if kind == "system_prompt_section":
+        return _section(name, p)
+    if kind == "subscription":
+        return _deliver(name, p)
+    raise _RPCError(-32601, "unknown capability kind %r" % kind)
+
+
+def _error(mid, code, message, tb=None):
+    err = {"code": code, "message": message}
+    if tb:
+        err["data"] = {"traceback": tb}
+    _send({"id": mid, "error": err})
+
+
+_exiting = False
+_init_failed = False
+
+
+def _handle(msg):
+    """Handles one message from the host (possibly nested in a wait)."""
+    global _exiting, _init_failed
+    method, mid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    if method == "event":
+        _event(params)
+        return
+    if method == "shutdown":
+        _exiting = True
+        _inbox.put(_EOF)
+        return
+    if method is None:
+        return
+    try:
+        if method == "initialize":
+            try:
+                result = _initialize(params)
+            except BaseException as exc:  # noqa: BLE001 - reported to the host
+                _error(mid, -32000, "register failed: %s" % exc, traceback.format_exc())
+                _exiting = _init_failed = True
+                _inbox.put(_EOF)
+                return
+        elif method == "command":
+            result = _command(params)
+        elif method == "capability":
+            result = _capability(params)
+        elif method in SYNC_HOOKS:
+            result = _sync_hook(method, params)
+        else:
+            raise _RPCError(-32601, "unknown method %r" % method)
+    except _RPCError as exc:
+        if mid is not None:
+            _error(mid, exc.code, str(exc), exc.tb)
+        return
+    except HostError as exc:
+        if mid is not None:
+            _error(mid, -32000, "HostError: %s" % exc, traceback.format_exc())
+        return
+    except Exception as exc:  # noqa: BLE001
+        tb = traceback.format_exc()
+        print(tb, file=sys.stderr)
+        if mid is not None:
+            _error(mid, -32000, "%s: %s" % (type(exc).__name__, exc), tb)
+        return
+    if mid is not None:
+        _send({"id": mid, "result": result})
+
+
+def _shutdown():
+    if _ctx is None:
+        return
+    for host in _ctx.memory_providers.values():
+        if host.ready:
+            try:
+                host.provider.shutdown()
+            except Exception:  # noqa: BLE001
+                traceback.print_exc()
+    for cb in reversed(_ctx.unload_callbacks):
+        try:
+            _call(cb, {})
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+
+
+def main(argv):
+    global _plugin_dir
+    if len(argv) != 2:
+        print("usage: atrium_runner.py PLUGIN_DIR", file=sys.stderr)
+        return 2
+    _plugin_dir = argv[1]
+    threading.Thread(target=_reader, name="atrium-reader", daemon=True).start()
+    while True:
+        msg = _inbox.get()
+        if msg is _WAKE:
+            continue
+        if msg is _EOF:
+            break
+        _handle(msg)
+        if _exiting:
+            break
+    if _init_failed:
+        return 1
+    _shutdown()
     return 0
 
 

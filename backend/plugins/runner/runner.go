@@ -1,50 +1,82 @@
 // Package runner embeds Atrium's Python plugin runner, which loads a plugin's
-// __init__.py, calls its register(ctx) and speaks docs/plugin-protocol.md.
+// __init__.py, calls its register(ctx) and speaks docs/plugin-protocol.md,
+// and the host modules it ships beside it (hostlib/: agent.memory_provider,
+// agent.context_engine, hermes_cli.profiles, hermes_constants), which
+// plugins written for the familiar Python plugin API import by name.
 package runner
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 )
 
-//go:embed atrium_runner.py
-var source []byte
+//go:embed atrium_runner.py hostlib
+var files embed.FS
 
 // FileName is the runner's file name once written out.
 const FileName = "atrium_runner.py"
 
 // Source returns the runner's text.
-func Source() []byte { return append([]byte(nil), source...) }
+func Source() []byte {
+	b, _ := files.ReadFile(FileName)
+	return b
+}
 
-// WriteTo writes the runner into dir (created if missing) and returns its
-// path: run it as `python3 PATH PLUGIN_DIR`.
+// WriteTo writes the runner and its host modules into dir (created if
+// missing) and returns the runner's path: run it as `python3 PATH
+// PLUGIN_DIR`. Each file is replaced atomically, so a plugin starting
+// meanwhile reads the old file or the new one.
 func WriteTo(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("plugin runner folder: %w", err)
 	}
-	path := filepath.Join(dir, FileName)
-	tmp, err := os.CreateTemp(dir, ".runner-*")
+	err := fs.WalkDir(files, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || path.Ext(name) != ".py" {
+			return nil
+		}
+		data, err := files.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		return writeAtomic(filepath.Join(dir, filepath.FromSlash(name)), data)
+	})
 	if err != nil {
 		return "", fmt.Errorf("write plugin runner: %w", err)
 	}
-	if _, err := tmp.Write(source); err != nil {
+	return filepath.Join(dir, FileName), nil
+}
+
+func writeAtomic(target string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(target), ".runner-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("write plugin runner: %w", err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
-		return "", err
+		return err
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		os.Remove(tmp.Name())
-		return "", err
+		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmp.Name(), target); err != nil {
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("write plugin runner: %w", err)
+		return err
 	}
-	return path, nil
+	return nil
 }

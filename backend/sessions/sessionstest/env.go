@@ -72,10 +72,15 @@ func (e *Env) MustCreate(t testing.TB, p sessions.CreateParams) sessions.Session
 	return s
 }
 
-// MustChild creates a child of parent with the given relation.
+// MustChild creates a child of parent with the given relation. A delegate
+// child's subagent_start is part of the setup: it is not recorded.
 func (e *Env) MustChild(t testing.TB, parent, relation string) sessions.Session {
 	t.Helper()
-	return e.MustCreate(t, sessions.CreateParams{Title: relation + " of " + parent, ParentID: parent, Relation: relation})
+	s := e.MustCreate(t, sessions.CreateParams{Title: relation + " of " + parent, ParentID: parent, Relation: relation})
+	if relation == sessions.RelationDelegate && e.Rec != nil {
+		e.Rec.Forget(hooks.SubagentStart)
+	}
+	return s
 }
 
 // MustAppend appends n user messages.

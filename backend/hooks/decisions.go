@@ -1,0 +1,159 @@
+package hooks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Results is a plugin's answer to a synchronous hook when it has several
+// callbacks: their non-null answers in order (a process plugin answers so).
+type Results []any
+
+// Answers flattens CallSync's results into the answers in callback order:
+// a plugin's Results are expanded, nulls and failed calls are left out.
+func Answers(results []SyncResult) []any {
+	var out []any
+	for _, r := range results {
+		if r.Err != nil || r.Value == nil {
+			continue
+		}
+		switch v := r.Value.(type) {
+		case Results:
+			for _, x := range v {
+				if x != nil {
+					out = append(out, normalize(x))
+				}
+			}
+		default:
+			out = append(out, normalize(v))
+		}
+	}
+	return out
+}
+
+// normalize turns a Go value into the shape it has after a trip through
+// JSON (maps of any, float64 numbers), so in-process and process plugins
+// answer alike.
+func normalize(v any) any {
+	switch v.(type) {
+	case string, map[string]any, []any, bool, float64, nil:
+		return v
+	}
+	if raw, ok := v.(json.RawMessage); ok {
+		var out any
+		if json.Unmarshal(raw, &out) == nil {
+			return out
+		}
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return v
+	}
+	return out
+}
+
+// FirstString is what a transform hook (transform_tool_result,
+// transform_llm_output) decides: the first string answer, if any (an empty
+// one counts only when allowEmpty).
+func FirstString(results []SyncResult, allowEmpty bool) (string, bool) {
+	for _, a := range Answers(results) {
+		if s, ok := a.(string); ok && (allowEmpty || strings.TrimSpace(s) != "") {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// ToolDecision is what pre_tool_call decided for one tool call.
+type ToolDecision struct {
+	// Action is "block", "approve" or "" (run it).
+	Action  string
+	Message string
+	// Args are the arguments after every "modify" answer (each shallow-
+	// merged into the arguments as they were), nil when none modified them.
+	Args   map[string]any
+	Plugin string // who blocked or asked for approval
+}
+
+// TimeoutBlockMessage is the tool result when a pre_tool_call callback did
+// not decide in time (the hook fails closed).
+const TimeoutBlockMessage = "pre_tool_call plugin callback timed out or is still running"
+
+// DecideToolCall reads pre_tool_call's answers as the control hook they
+// are: {"action": "block", "message": ...} vetoes the call (the message is
+// the tool's result), {"action": "approve", "message"?: ...} asks for a
+// person's approval, {"action": "modify", "args": {...}} rewrites the
+// arguments; the first block or approve wins, modifications accumulate. It
+// fails closed: a plugin whose callback timed out, is still running or
+// raised blocks the call.
+func DecideToolCall(results []SyncResult, args map[string]any) ToolDecision {
+	var d ToolDecision
+	for _, r := range results {
+		if r.Err != nil {
+			msg := TimeoutBlockMessage
+			if !errors.Is(r.Err, ErrTimedOut) && !errors.Is(r.Err, ErrSkipped) {
+				msg = fmt.Sprintf("pre_tool_call plugin %s raised: %s", r.Plugin, clipText(oneLine(r.Err.Error()), 200))
+			}
+			return ToolDecision{Action: "block", Message: msg, Args: d.Args, Plugin: r.Plugin}
+		}
+		answers := []any{r.Value}
+		if rs, ok := r.Value.(Results); ok {
+			answers = rs
+		}
+		for _, a := range answers {
+			m, ok := normalize(a).(map[string]any)
+			if !ok {
+				continue
+			}
+			switch action, _ := m["action"].(string); action {
+			case "modify":
+				if partial, ok := m["args"].(map[string]any); ok && len(partial) > 0 {
+					base := d.Args
+					if base == nil {
+						base = args
+					}
+					merged := make(map[string]any, len(base)+len(partial))
+					for k, v := range base {
+						merged[k] = v
+					}
+					for k, v := range partial {
+						merged[k] = v
+					}
+					d.Args = merged
+				}
+			case "block":
+				msg, _ := m["message"].(string)
+				if msg == "" {
+					continue // a block needs its message: it becomes the result
+				}
+				return ToolDecision{Action: "block", Message: msg, Args: d.Args, Plugin: r.Plugin}
+			case "approve":
+				msg, _ := m["message"].(string)
+				return ToolDecision{Action: "approve", Message: msg, Args: d.Args, Plugin: r.Plugin}
+			}
+		}
+	}
+	return d
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

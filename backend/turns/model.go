@@ -1,0 +1,193 @@
+package turns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"atrium/backend/hooks"
+	"atrium/backend/llm"
+)
+
+// complete is one model call: llm_request middleware may rewrite the
+// request, pre_api_request and post_api_request (or api_request_error) are
+// called around it.
+func (l *Loop) complete(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) (llm.Response, error) {
+	tc.apiCalls++
+	req = l.llmRequestMiddleware(ctx, tc, sessionID, req)
+	observe := l.bus.HasSync(hooks.PreAPIRequest) || l.bus.HasSync(hooks.PostAPIRequest) || l.bus.HasSync(hooks.APIRequestError)
+	if !observe {
+		return l.opts.Provider.Complete(ctx, req)
+	}
+	start := time.Now()
+	p := hooks.APIRequest{SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, APIRequestID: uuid.Must(uuid.NewV7()).String(),
+		APICallCount: tc.apiCalls, Model: req.Model, Provider: l.opts.Provider.Name(), Platform: tc.platform,
+		APIMode: "chat_completions", StartedAt: unixSeconds(start), MessageCount: len(req.Messages), ToolCount: len(req.Tools),
+		ApproxInputTokens: llm.EstimateMessages(req.Messages), Request: requestMap(req),
+		ContextLength: l.opts.Provider.ContextWindow(), SessionKey: tc.sessionKey}
+	l.inline(ctx, hooks.PreAPIRequest, p)
+	resp, err := l.opts.Provider.Complete(ctx, req)
+	end := time.Now()
+	ended, dur, ms := unixSeconds(end), end.Sub(start).Seconds(), end.Sub(start).Milliseconds()
+	p.EndedAt, p.APIDuration, p.DurationMS = &ended, &dur, &ms
+	if err != nil {
+		retry := errors.Is(err, llm.ErrContextLength)
+		p.Error, p.Retryable = map[string]any{"type": errorType(err), "message": err.Error()}, &retry
+		l.inline(ctx, hooks.APIRequestError, p)
+		return resp, err
+	}
+	finish := "stop"
+	if len(resp.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	chars, calls := len(resp.Content), len(resp.ToolCalls)
+	p.FinishReason, p.AssistantContentChars, p.AssistantToolCallCount = &finish, &chars, &calls
+	p.Usage = map[string]any{"prompt_tokens": resp.PromptTokens, "completion_tokens": resp.CompletionTokens,
+		"total_tokens": resp.PromptTokens + resp.CompletionTokens, "input_tokens": resp.PromptTokens,
+		"output_tokens": resp.CompletionTokens}
+	p.Response = responseMap(resp)
+	l.inline(ctx, hooks.PostAPIRequest, p)
+	return resp, nil
+}
+
+// inline calls an observing synchronous hook; its answers are ignored.
+func (l *Loop) inline(ctx context.Context, hook string, payload any) {
+	if !l.bus.HasSync(hook) {
+		return
+	}
+	if _, err := l.bus.CallSync(ctx, hook, payload); err != nil {
+		slog.Warn("hook failed", "hook", hook, "error", err)
+	}
+}
+
+// llmRequestMiddleware applies llm_request middleware: each plugin sees the
+// request as the previous one left it; {"request": {...}} replaces it.
+func (l *Loop) llmRequestMiddleware(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) llm.Request {
+	var caps []hooks.Capability
+	for _, c := range l.bus.Capabilities(hooks.CapMiddleware) {
+		if c.Name == "llm_request" {
+			caps = append(caps, c)
+		}
+	}
+	if len(caps) == 0 {
+		return req
+	}
+	original := requestMap(req)
+	current := original
+	for _, c := range caps {
+		raw, err := l.bus.CallCapability(ctx, c.Plugin, hooks.CapMiddleware, c.Name, "invoke", map[string]any{"payload": map[string]any{
+			"request": current, "original_request": original, "session_id": sessionID, "task_id": tc.taskID,
+			"turn_id": tc.turnID, "model": req.Model, "platform": tc.platform, "api_call_count": tc.apiCalls,
+			"telemetry_schema_version": hooks.TelemetrySchemaVersion, "middleware_schema_version": "hermes.middleware.v1"}})
+		if err != nil {
+			slog.Warn("llm_request middleware failed", "plugin", c.Plugin, "error", err)
+			continue
+		}
+		var out struct {
+			Results []map[string]any `json:"results"`
+		}
+		_ = json.Unmarshal(raw, &out)
+		for _, r := range out.Results {
+			if next, ok := r["request"].(map[string]any); ok {
+				current = next
+			}
+		}
+	}
+	return requestFromMap(current, req)
+}
+
+func requestMap(req llm.Request) map[string]any {
+	msgs := make([]any, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		msgs = append(msgs, messageMap(m))
+	}
+	tools := make([]any, 0, len(req.Tools))
+	for _, t := range req.Tools {
+		var params any
+		_ = json.Unmarshal([]byte(t.Parameters), &params)
+		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{"name": t.Name,
+			"description": t.Description, "parameters": params}})
+	}
+	return map[string]any{"model": req.Model, "messages": msgs, "tools": tools}
+}
+
+// requestFromMap reads a rewritten request back; what does not parse keeps
+// the original's value.
+func requestFromMap(m map[string]any, orig llm.Request) llm.Request {
+	out := orig
+	if model, ok := m["model"].(string); ok && model != "" {
+		out.Model = model
+	}
+	if raw, ok := m["messages"].([]any); ok {
+		var msgs []llm.Message
+		for _, x := range raw {
+			mm, ok := x.(map[string]any)
+			if !ok {
+				continue
+			}
+			msg := llm.Message{}
+			msg.Role, _ = mm["role"].(string)
+			msg.Content, _ = mm["content"].(string)
+			msg.ToolCallID, _ = mm["tool_call_id"].(string)
+			msg.ToolName, _ = mm["name"].(string)
+			if calls, ok := mm["tool_calls"].([]any); ok {
+				for _, c := range calls {
+					cm, _ := c.(map[string]any)
+					fn, _ := cm["function"].(map[string]any)
+					tcall := llm.ToolCall{}
+					tcall.ID, _ = cm["id"].(string)
+					tcall.Name, _ = fn["name"].(string)
+					tcall.Arguments, _ = fn["arguments"].(string)
+					msg.ToolCalls = append(msg.ToolCalls, tcall)
+				}
+			}
+			if msg.Role != "" {
+				msgs = append(msgs, msg)
+			}
+		}
+		out.Messages = msgs
+	}
+	if raw, ok := m["tools"].([]any); ok {
+		var tools []llm.ToolSpec
+		for _, x := range raw {
+			tm, _ := x.(map[string]any)
+			fn, ok := tm["function"].(map[string]any)
+			if !ok {
+				fn = tm
+			}
+			name, _ := fn["name"].(string)
+			if name == "" {
+				continue
+			}
+			desc, _ := fn["description"].(string)
+			params, _ := json.Marshal(fn["parameters"])
+			tools = append(tools, llm.ToolSpec{Name: name, Description: desc, Parameters: string(params)})
+		}
+		out.Tools = tools
+	}
+	return out
+}
+
+func responseMap(r llm.Response) map[string]any {
+	calls := make([]any, 0, len(r.ToolCalls))
+	for _, c := range r.ToolCalls {
+		calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+	}
+	return map[string]any{"content": r.Content, "tool_calls": calls}
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+func errorType(err error) string {
+	if errors.Is(err, llm.ErrContextLength) {
+		return "ContextLengthError"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "Timeout"
+	}
+	return "APIError"
+}

@@ -1,0 +1,399 @@
+package turns
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"atrium/backend/db"
+	"atrium/backend/hooks"
+	"atrium/backend/llm"
+	"atrium/backend/sessions"
+)
+
+// toolSource says who runs a tool.
+type toolSource int
+
+const (
+	srcBuiltin toolSource = iota
+	srcPlugin             // a plugin's register_tool
+	srcMemory             // the memory provider's get_tool_schemas
+)
+
+type toolEntry struct {
+	spec   llm.ToolSpec
+	source toolSource
+	run    func(ctx context.Context, args string) (string, error) // built-in
+	plugin string                                                 // plugin or memory provider capability
+	name   string                                                 // its name in the capability
+}
+
+// toolTable is the tools of one turn: the built-in ones, the plugins'
+// (override rules applied, check_fn and requires_env honoured) and the
+// memory provider's.
+type toolTable struct {
+	byName map[string]toolEntry
+	order  []string
+}
+
+func (tt *toolTable) specs() []llm.ToolSpec {
+	out := make([]llm.ToolSpec, 0, len(tt.order))
+	for _, n := range tt.order {
+		out = append(out, tt.byName[n].spec)
+	}
+	return out
+}
+
+// toolInfo is a plugin tool's description as its plugin registered it.
+type toolInfo struct {
+	Name            string          `json:"name"`
+	Schema          json.RawMessage `json:"schema"`
+	Description     string          `json:"description"`
+	Override        bool            `json:"override"`
+	OverrideAllowed bool            `json:"override_allowed"`
+	RequiresEnv     []string        `json:"requires_env"`
+	HasCheck        bool            `json:"has_check"`
+}
+
+var warnedShadow sync.Map // "plugin/tool" -> true: shadowing warned once per process
+
+// toolTable builds the tools offered this turn.
+func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
+	tt := &toolTable{byName: map[string]toolEntry{}}
+	names := make([]string, 0, len(l.opts.Tools))
+	for n := range l.opts.Tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		tool := l.opts.Tools[n]
+		tt.add(toolEntry{spec: tool.Spec, source: srcBuiltin, run: tool.Run, name: n})
+	}
+	for _, c := range l.bus.Capabilities(hooks.CapTool) {
+		var ti toolInfo
+		if err := json.Unmarshal(c.Spec, &ti); err != nil || ti.Name == "" {
+			continue
+		}
+		if prev, taken := tt.byName[ti.Name]; taken {
+			if !ti.Override || (prev.source == srcPlugin && !ti.OverrideAllowed) {
+				if _, done := warnedShadow.LoadOrStore(c.Plugin+"/"+ti.Name, true); !done {
+					slog.Warn("plugin tool shadows an existing tool without override=True (and allow_tool_override); not offered",
+						"plugin", c.Plugin, "tool", ti.Name)
+				}
+				continue
+			}
+		}
+		if !l.toolAvailable(ctx, c, ti) {
+			continue
+		}
+		tt.add(toolEntry{spec: specOf(ti.Name, ti.Description, ti.Schema), source: srcPlugin, plugin: c.Plugin, name: ti.Name})
+	}
+	if tc.mem != nil {
+		var schemas []json.RawMessage
+		if a := l.callMemory(ctx, tc, "get_tool_schemas", nil, nil); a.Available {
+			_ = json.Unmarshal(a.Value, &schemas)
+		}
+		for _, raw := range schemas {
+			var s struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			}
+			if json.Unmarshal(normalizeSchema(raw), &s) != nil || s.Name == "" {
+				continue
+			}
+			if _, taken := tt.byName[s.Name]; taken {
+				continue
+			}
+			tt.add(toolEntry{spec: specOf(s.Name, s.Description, raw), source: srcMemory, plugin: tc.mem.cap.Plugin, name: s.Name})
+		}
+	}
+	return tt
+}
+
+func (tt *toolTable) add(e toolEntry) {
+	if _, ok := tt.byName[e.spec.Name]; !ok {
+		tt.order = append(tt.order, e.spec.Name)
+	}
+	tt.byName[e.spec.Name] = e
+}
+
+// toolAvailable applies a plugin tool's requires_env (set in this process)
+// and check_fn (asked of the plugin).
+func (l *Loop) toolAvailable(ctx context.Context, c hooks.Capability, ti toolInfo) bool {
+	for _, e := range ti.RequiresEnv {
+		if os.Getenv(e) == "" {
+			return false
+		}
+	}
+	if !ti.HasCheck && len(ti.RequiresEnv) == 0 {
+		return true
+	}
+	raw, err := l.bus.CallCapability(ctx, c.Plugin, hooks.CapTool, ti.Name, "check", map[string]any{})
+	if err != nil {
+		slog.Warn("plugin tool availability check failed; not offered", "plugin", c.Plugin, "tool", ti.Name, "error", err)
+		return false
+	}
+	var out struct {
+		Available bool `json:"available"`
+	}
+	return json.Unmarshal(raw, &out) == nil && out.Available
+}
+
+// normalizeSchema accepts {"type": "function", "function": {...}} too.
+func normalizeSchema(raw json.RawMessage) json.RawMessage {
+	var wrapped struct {
+		Type     string          `json:"type"`
+		Function json.RawMessage `json:"function"`
+	}
+	if json.Unmarshal(raw, &wrapped) == nil && wrapped.Type == "function" && len(wrapped.Function) > 0 {
+		return wrapped.Function
+	}
+	return raw
+}
+
+// specOf turns an OpenAI function schema into the tool spec a provider is
+// offered.
+func specOf(name, description string, schema json.RawMessage) llm.ToolSpec {
+	var s struct {
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	_ = json.Unmarshal(normalizeSchema(schema), &s)
+	if description == "" {
+		description = s.Description
+	}
+	params := string(s.Parameters)
+	if params == "" || params == "null" {
+		params = `{"type":"object","properties":{}}`
+	}
+	return llm.ToolSpec{Name: name, Description: description, Parameters: params}
+}
+
+// parseArgs reads a tool call's arguments as an object ({} when they are
+// empty or not an object).
+func parseArgs(text string) map[string]any {
+	var args map[string]any
+	if err := json.Unmarshal([]byte(text), &args); err != nil || args == nil {
+		return map[string]any{}
+	}
+	return args
+}
+
+// runTool runs one tool call the model asked for: the assistant's request
+// is stored, tool_request middleware and pre_tool_call may rewrite or block
+// it (failing closed), the tool runs, transform_tool_result may replace its
+// result, and the result is stored as a tool message with post_tool_call.
+func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolCall) error {
+	t.ToolCalls = append(t.ToolCalls, call.Name)
+	err := l.db.InTx(ctx, func(tx *db.Tx) error {
+		_, err := l.sessions.AppendMessageTx(ctx, tx, t.SessionID, sessions.NewMessage{Role: "assistant", Content: call.Arguments,
+			ToolName: call.Name, ToolCallID: call.ID})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	args := parseArgs(call.Arguments)
+	args, trace := l.toolRequestMiddleware(ctx, tc, call, args)
+	result, status, errType, errMsg, dur := "", "ok", "", "", time.Duration(0)
+	decision := l.preToolCall(ctx, tc, t.SessionID, call, args, trace)
+	if decision.Args != nil {
+		args = decision.Args
+	}
+	if decision.Action == "approve" {
+		decision = l.approve(ctx, t.SessionID, call.Name, args, decision)
+	}
+	if decision.Action == "block" {
+		t.Blocked = append(t.Blocked, call.Name)
+		b, _ := json.Marshal(map[string]string{"error": decision.Message})
+		result, status, errType, errMsg = string(b), "blocked", "blocked", decision.Message
+	} else {
+		start := time.Now()
+		result, errType, errMsg = l.execTool(ctx, tc, t.SessionID, call, args)
+		dur = time.Since(start)
+		if errMsg != "" {
+			status = "error"
+		}
+	}
+	payload := hooks.ToolResultPayload{ToolName: call.Name, Args: args, Arguments: call.Arguments, TaskID: tc.taskID,
+		SessionID: t.SessionID, ToolCallID: call.ID, TurnID: tc.turnID, Result: result, ResultSize: len(result),
+		DurationMS: dur.Milliseconds(), Status: status, ErrorType: hooks.StrOrNil(errType), ErrorMessage: hooks.StrOrNil(errMsg),
+		Error: errMsg, SessionKey: tc.sessionKey}
+	stored := result
+	if l.bus.HasSync(hooks.TransformToolRes) {
+		if results, err := l.bus.CallSync(ctx, hooks.TransformToolRes, payload); err == nil {
+			if s, ok := hooks.FirstString(results, true); ok {
+				stored = s
+			}
+		}
+	}
+	payload.Result, payload.ResultSize = clip(result, 2000), len(result)
+	return l.db.InTx(ctx, func(tx *db.Tx) error {
+		if _, err := l.sessions.AppendMessageTx(ctx, tx, t.SessionID, sessions.NewMessage{Role: "tool", Content: stored,
+			ToolName: call.Name, ToolCallID: call.ID}); err != nil {
+			return err
+		}
+		_, err := l.bus.EnqueueTx(ctx, tx, hooks.PostToolCall, payload)
+		return err
+	})
+}
+
+// preToolCall asks the control hook; no subscriber means run it.
+func (l *Loop) preToolCall(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, trace []map[string]any) hooks.ToolDecision {
+	if !l.bus.HasSync(hooks.PreToolCall) {
+		return hooks.ToolDecision{}
+	}
+	if trace == nil {
+		trace = []map[string]any{}
+	}
+	results, err := l.bus.CallSync(ctx, hooks.PreToolCall, hooks.ToolCallPayload{ToolName: call.Name, Args: args,
+		Arguments: call.Arguments, TaskID: tc.taskID, SessionID: sessionID, ToolCallID: call.ID, TurnID: tc.turnID,
+		MiddlewareTrace: trace, SessionKey: tc.sessionKey})
+	if err != nil {
+		return hooks.ToolDecision{Action: "block", Message: "pre_tool_call could not be asked: " + err.Error()}
+	}
+	return hooks.DecideToolCall(results, args)
+}
+
+// approve runs a plugin's {"action": "approve"} through the person at the
+// surface; with nobody to ask, or on a no, the call is blocked.
+func (l *Loop) approve(ctx context.Context, sessionID, tool string, args map[string]any, d hooks.ToolDecision) hooks.ToolDecision {
+	blocked := hooks.ToolDecision{Action: "block", Message: "BLOCKED: plugin approval required for " + tool, Args: d.Args, Plugin: d.Plugin}
+	if l.opts.Approve == nil {
+		blocked.Message += " (nobody to approve it on this surface)"
+		return blocked
+	}
+	ok, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message})
+	if err != nil {
+		blocked.Message = "BLOCKED: plugin approval gate failed for " + tool
+		return blocked
+	}
+	if !ok {
+		return blocked
+	}
+	return hooks.ToolDecision{Args: d.Args}
+}
+
+// execTool runs a tool: built-in, a plugin's, or the memory provider's. A
+// failing tool is a result the model reads ({"error": ...}), not a failed
+// turn.
+func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any) (result, errType, errMsg string) {
+	e, ok := tc.tools.byName[call.Name]
+	if !ok {
+		msg := "unknown tool " + call.Name
+		return "error: " + msg, "unknown_tool", msg
+	}
+	switch e.source {
+	case srcBuiltin:
+		argText, _ := json.Marshal(args)
+		out, err := e.run(ctx, string(argText))
+		if err != nil {
+			return "error: " + err.Error(), "error", err.Error()
+		}
+		return out, "", ""
+	case srcPlugin:
+		raw, err := l.bus.CallCapability(ctx, e.plugin, hooks.CapTool, e.name, "call", map[string]any{"args": args,
+			"task_id": tc.taskID, "session_id": sessionID, "tool_call_id": call.ID, "turn_id": tc.turnID, "session_key": tc.sessionKey})
+		if err != nil {
+			b, _ := json.Marshal(map[string]string{"error": "Tool execution failed: " + err.Error()})
+			return string(b), "error", err.Error()
+		}
+		var out struct {
+			Result    string `json:"result"`
+			Error     string `json:"error"`
+			ErrorType string `json:"error_type"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return "error: malformed tool result", "error", err.Error()
+		}
+		return out.Result, out.ErrorType, out.Error
+	default:
+		a := l.callMemory(ctx, tc, "handle_tool_call", []any{e.name, args}, map[string]any{"session_id": sessionID, "tool_call_id": call.ID})
+		if !a.Available {
+			msg := "memory provider unavailable: " + a.Reason
+			b, _ := json.Marshal(map[string]string{"error": msg})
+			return string(b), "error", msg
+		}
+		var s string
+		if json.Unmarshal(a.Value, &s) == nil {
+			return s, "", ""
+		}
+		return string(a.Value), "", ""
+	}
+}
+
+// toolRequestMiddleware lets tool_request middleware rewrite a call's
+// arguments ({"args": {...}}) before the hooks see them.
+func (l *Loop) toolRequestMiddleware(ctx context.Context, tc *turnCtx, call llm.ToolCall, args map[string]any) (map[string]any, []map[string]any) {
+	var trace []map[string]any
+	for _, c := range l.bus.Capabilities(hooks.CapMiddleware) {
+		if c.Name != "tool_request" {
+			continue
+		}
+		raw, err := l.bus.CallCapability(ctx, c.Plugin, hooks.CapMiddleware, c.Name, "invoke", map[string]any{"payload": map[string]any{
+			"tool_name": call.Name, "args": args, "original_args": args, "task_id": tc.taskID, "session_id": tc.sessionID,
+			"tool_call_id": call.ID, "turn_id": tc.turnID, "telemetry_schema_version": hooks.TelemetrySchemaVersion,
+			"middleware_schema_version": "hermes.middleware.v1"}})
+		if err != nil {
+			slog.Warn("tool_request middleware failed", "plugin", c.Plugin, "error", err)
+			continue
+		}
+		var out struct {
+			Results []map[string]any `json:"results"`
+		}
+		_ = json.Unmarshal(raw, &out)
+		for _, r := range out.Results {
+			if next, ok := r["args"].(map[string]any); ok {
+				args = next
+				trace = append(trace, map[string]any{"source": c.Plugin})
+			}
+		}
+	}
+	return args, trace
+}
+
+// DispatchTool runs a tool by name outside a turn (ctx.dispatch_tool): a
+// built-in or a plugin's tool, no hooks around it, as the familiar API's
+// registry dispatch does. The result is the tool's string.
+func (l *Loop) DispatchTool(ctx context.Context, sessionKey, name string, args map[string]any) (string, error) {
+	if args == nil {
+		args = map[string]any{}
+	}
+	if tool, ok := l.opts.Tools[name]; ok {
+		b, _ := json.Marshal(args)
+		return tool.Run(ctx, string(b))
+	}
+	for _, c := range l.bus.Capabilities(hooks.CapTool) {
+		if c.Name != name {
+			continue
+		}
+		raw, err := l.bus.CallCapability(ctx, c.Plugin, hooks.CapTool, name, "call", map[string]any{"args": args,
+			"session_key": sessionKey, "session_id": sessionOfKey(sessionKey)})
+		if err != nil {
+			return "", err
+		}
+		var out struct {
+			Result string `json:"result"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return "", fmt.Errorf("tool %s: malformed result: %w", name, err)
+		}
+		return out.Result, nil
+	}
+	b, _ := json.Marshal(map[string]string{"error": "Unknown tool: " + name})
+	return string(b), nil
+}
+
+// sessionOfKey is the session id of a local session key ("cli:<id>").
+func sessionOfKey(key string) string {
+	if i := strings.LastIndexByte(key, ':'); i >= 0 {
+		return key[i+1:]
+	}
+	return ""
+}
