@@ -55,6 +55,16 @@ type globals struct {
 // Main runs the command line and returns the process exit code.
 func Main(args []string, env Env) int {
 	root := NewRoot(env)
+	if name, g, rest, ok := pluginCommandLine(root, args); ok {
+		// `atrium NAME ...` where NAME is no command of Atrium's own: a
+		// plugin's command line command (register_cli_command).
+		code, err := runPluginCLI(env, g, name, rest)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "atrium: %s\n", oneLine(err))
+			return exitCode(err)
+		}
+		return code
+	}
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
@@ -153,6 +163,8 @@ type runner struct {
 	// (all of them when pluginHooks is nil).
 	processPlugins bool
 	pluginHooks    []string
+	pluginCLI      string           // a plugin's command line command this process runs
+	pluginCaps     []string         // capability kinds this command calls (usesCapabilities)
 	cmdPath        string           // the running command ("atrium sessions delete")
 	runtime        *plugins.Runtime // this process's plugins, once the stack is open
 }
@@ -182,6 +194,12 @@ var firesHooks = map[string][]string{
 	"atrium compact":                   {hooks.PostCompaction},
 }
 
+// usesCapabilities lists the commands that call plugin capabilities beyond
+// hooks: the plugins that registered one of those kinds start too.
+var usesCapabilities = map[string][]string{
+	"atrium compact": {hooks.CapContextEngine, hooks.CapMemoryProvider},
+}
+
 // with opens the stack for one command and closes it (waiting for hook
 // deliveries) afterwards.
 func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack.Stack) error) error {
@@ -195,6 +213,7 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 	}
 	r.cmdPath = cmd.CommandPath()
 	r.pluginHooks, r.processPlugins = firesHooks[r.cmdPath]
+	r.pluginCaps = usesCapabilities[r.cmdPath]
 	var st *stack.Stack
 	if r.env.Open != nil {
 		st, err = r.env.Open(ctx, home)

@@ -9,6 +9,7 @@ import (
 
 	"atrium/backend/config"
 	"atrium/backend/plugins"
+	"atrium/backend/plugins/proc"
 )
 
 // pluginRow is one line of `plugins list`.
@@ -30,6 +31,9 @@ type pluginRow struct {
 	Restarts   int      `json:"restarts,omitempty"`
 	Dir        string   `json:"dir,omitempty"`
 	Warnings   []string `json:"warnings,omitempty"`
+	// What the plugin registered beyond hooks and commands at its last
+	// start, and what Atrium accepted but never calls (inert), with why.
+	Extras proc.Extras `json:"extras"`
 }
 
 // toRow is one plugin as the Manager lists it (its status applied: hooks
@@ -39,8 +43,47 @@ func toRow(p plugins.Plugin) pluginRow {
 		Name: p.Manifest.Name, Version: p.Manifest.Version, Source: p.Source, Runtime: p.Manifest.Runtime,
 		Enabled: p.Enabled, State: p.State, Reason: p.Err,
 		Hooks: nonNil(p.Hooks), Commands: nonNil(p.Commands), Registered: p.Registered,
-		PID: p.PID, Process: p.Process, Restarts: p.Restarts, Dir: p.Dir, Warnings: p.Warnings,
+		PID: p.PID, Process: p.Process, Restarts: p.Restarts, Dir: p.Dir, Warnings: p.Warnings, Extras: p.Extras,
 	}
+}
+
+// extrasLines describes what a plugin registered beyond hooks and commands,
+// one line per kind, and each inert registration with why.
+func extrasLines(x proc.Extras) []string {
+	var out []string
+	list := func(label string, names []string) {
+		if len(names) > 0 {
+			out = append(out, label+": "+strings.Join(names, ", "))
+		}
+	}
+	var tools, cli, mem, eng, sec []string
+	for _, t := range x.Tools {
+		tools = append(tools, t.Name)
+	}
+	for _, c := range x.CLICommands {
+		cli = append(cli, "atrium "+c.Name)
+	}
+	for _, m := range x.Memory {
+		mem = append(mem, m.Name)
+	}
+	for _, e := range x.Engines {
+		eng = append(eng, e.Name)
+	}
+	for _, s := range x.Sections {
+		sec = append(sec, s.ID)
+	}
+	list("tools", tools)
+	list("command line", cli)
+	list("memory providers (memory.provider)", mem)
+	list("context engine", eng)
+	list("middleware", x.Middleware)
+	list("system prompt sections", sec)
+	list("subscribes to", x.Subscriptions)
+	list("unknown hooks (kept, never called)", x.UnknownHooks)
+	for _, i := range x.Inert {
+		out = append(out, fmt.Sprintf("inert %s %s: registered; %s", i.Kind, i.Name, i.Reason))
+	}
+	return out
 }
 
 func nonNil(s []string) []string {
@@ -94,6 +137,11 @@ func (r *runner) pluginsListCmd() *cobra.Command {
 						dash(clip(strings.Join(p.Hooks, ","), 60)), dash(clip(strings.Join(p.Commands, ","), 40)))
 				}
 				fmt.Fprintln(w, "(hooks and commands: registered at the last start; declared in plugin.yaml for plugins never started)")
+				for _, p := range rows {
+					for _, l := range extrasLines(p.Extras) {
+						fmt.Fprintf(w, "%s: %s\n", p.Name, l)
+					}
+				}
 			})
 		},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"atrium/backend/apperr"
 	"atrium/backend/hooks"
 	"atrium/backend/plugins"
 	"atrium/backend/plugins/proc"
@@ -25,13 +26,20 @@ type Doctor struct {
 	DryRun     string    `json:"dry_run"` // ok, the error, or why none ran
 	DryRunMS   float64   `json:"dry_run_ms,omitempty"`
 	Problems   []string  `json:"problems"`
+	// Extras are what it registered beyond hooks and commands, Inert what
+	// Atrium accepted but never calls (see plugins list).
+	Extras proc.Extras `json:"extras"`
 }
 
 func (r *runner) pluginsDoctorCmd() *cobra.Command {
-	return &cobra.Command{
+	var dryEvent bool
+	c := &cobra.Command{
 		Use:   "doctor NAME",
-		Short: "Load one plugin, show its handshake and what it registered, and send it a dry event",
-		Args:  exactArgs(1),
+		Short: "Load one plugin and show its handshake and what it registered (--dry-event also sends it a marked test event)",
+		Long: "Load one plugin and show its handshake and what it registered. It exits non-zero when the plugin\n" +
+			"does not start. With --dry-event it also sends the plugin one synthetic event marked dry_run: true\n" +
+			"(a delete of a session that never existed): a plugin is never fed a fake record unless you ask.",
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
 				found, err := plugins.NewManager(r.pluginOptions(st.Home)).Find(args[0])
@@ -39,24 +47,36 @@ func (r *runner) pluginsDoctorCmd() *cobra.Command {
 					return err
 				}
 				p := &found
-				d := r.doctor(ctx, st, found)
-				return r.print(d, func(w io.Writer) {
+				d := r.doctor(ctx, st, found, dryEvent)
+				err = r.print(d, func(w io.Writer) {
 					fmt.Fprintf(w, "plugin\t%s %s (%s, %s)\n", d.Plugin.Name, dash(d.Plugin.Version), d.Plugin.Source, p.Manifest.Runtime)
 					fmt.Fprintf(w, "enabled\t%s\n", yesNo(d.Plugin.Enabled))
 					fmt.Fprintf(w, "declares\thooks %s; commands %s\n", dash(strings.Join(p.Manifest.Hooks, ",")), dash(strings.Join(p.Manifest.Commands, ",")))
 					fmt.Fprintf(w, "started\t%s (pid %d)\n", yesNo(d.Started), d.PID)
 					fmt.Fprintf(w, "registered\thooks %s; commands %s\n", dash(strings.Join(d.Registered, ",")), dash(strings.Join(d.Commands, ",")))
 					fmt.Fprintf(w, "dry run\t%s\n", d.DryRun)
+					for _, l := range extrasLines(d.Extras) {
+						fmt.Fprintf(w, "also\t%s\n", l)
+					}
 					for _, pr := range d.Problems {
 						fmt.Fprintf(w, "problem\t%s\n", pr)
 					}
 				})
+				if err != nil {
+					return err
+				}
+				if !d.Started {
+					return apperr.New(apperr.Rejected, "plugin %s did not start", d.Plugin.Name)
+				}
+				return nil
 			})
 		},
 	}
+	c.Flags().BoolVar(&dryEvent, "dry-event", false, "also send the plugin one synthetic event, marked dry_run: true")
+	return c
 }
 
-func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin) Doctor {
+func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin, dryEvent bool) Doctor {
 	d := Doctor{Plugin: toRow(p), Registered: []string{}, Commands: []string{}, Problems: append([]string{}, p.Warnings...)}
 	if p.State == plugins.StateError {
 		d.Problems = append(d.Problems, p.Err)
@@ -94,11 +114,16 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin) 
 		return d
 	}
 	d.Started = true
+	d.Extras = info.Extras
 	d.Registered = append(d.Registered, info.Hooks...)
 	for _, c := range info.Commands {
 		d.Commands = append(d.Commands, c.Name)
 	}
 	_ = plugins.RecordStart(st.Home, p, info.Hooks, info.Commands, info.Extras)
+	if !dryEvent {
+		d.DryRun = "not run (add --dry-event to send one marked dry_run: true)"
+		return d
+	}
 	// The dry event is the most harmless one the plugin takes: a delete of
 	// a session that never existed comes first.
 	hook := ""
@@ -121,7 +146,7 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin) 
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	took, err := host.DryRun(dctx, p.Name(), hook, map[string]any{"session_id": "doctor-dry-run", "reason": "delete",
-		"deleted_ids": []string{}, "dry_run": true})
+		"deleted_ids": []string{}, "profile": st.Home.Profile, "dry_run": true, "telemetry_schema_version": hooks.TelemetrySchemaVersion})
 	d.DryRunMS = float64(took.Microseconds()) / 1000
 	if err != nil {
 		d.DryRun = fmt.Sprintf("%s failed: %s", hook, oneLine(err))

@@ -118,9 +118,14 @@ func TestPluginsDoctorAndReload(t *testing.T) {
 		Registered []string `json:"registered_hooks"`
 		DryRun     string   `json:"dry_run"`
 	}
+	// By default no fake record reaches the plugin; --dry-event opts in.
 	mustJSON(t, atrium(t, home, "plugins", "doctor", "session-index", "--json"), &d)
-	if !d.Started || !strings.HasPrefix(d.DryRun, "on_session_delete ok") || len(d.Registered) != 2 {
+	if !d.Started || !strings.HasPrefix(d.DryRun, "not run") || len(d.Registered) != 2 {
 		t.Fatalf("doctor: %+v", d)
+	}
+	mustJSON(t, atrium(t, home, "plugins", "doctor", "session-index", "--dry-event", "--json"), &d)
+	if !d.Started || !strings.HasPrefix(d.DryRun, "on_session_delete ok") || len(d.Registered) != 2 {
+		t.Fatalf("doctor --dry-event: %+v", d)
 	}
 	if r := atrium(t, home, "plugins", "doctor", "nope"); r.code != cli.ExitNotFound {
 		t.Fatalf("doctor of an unknown plugin: %+v", r)

@@ -3,13 +3,16 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"atrium/backend/config"
 	"atrium/backend/hooks"
 	"atrium/backend/plugins"
 	"atrium/backend/stack"
+	"atrium/backend/turns"
 	hookaudit "atrium/plugins/hook-audit"
 	memoryrules "atrium/plugins/memory-rules"
 	"atrium/plugins/whoami"
@@ -48,17 +51,23 @@ func (r *runner) registerPlugins(st *stack.Stack) error {
 	if err := whoami.Register(st.Bus.Plugin(whoami.Name)); err != nil {
 		return err
 	}
+	services := stack.NewPluginServices(st)
 	rt := plugins.NewRuntime(plugins.RuntimeOptions{
-		Discover: r.pluginOptions(st.Home),
-		Bus:      st.Bus,
-		Go:       goPlugins,
-		Want:     plugins.Want{Processes: r.processPlugins, Hooks: r.pluginHooks},
-		Process:  r.processName(),
-		Logger:   st.Logger(),
+		Discover:     r.pluginOptions(st.Home),
+		Bus:          st.Bus,
+		Go:           goPlugins,
+		Want: plugins.Want{Processes: r.processPlugins, Hooks: r.pluginHooks, CLICommand: r.pluginCLI,
+			Capabilities: r.pluginCaps},
+		Process:      r.processName(),
+		Logger:       st.Logger(),
+		BuiltinTools: slices.Sorted(maps.Keys(turns.BuiltinTools())),
+		Services:     services,
 		// The window paints first: its plugin processes start once the
 		// list is on screen (desktop.Options.Ready).
 		Hold: r.cmdPath == "atrium",
 	})
+	services.HasPlugin = rt.Has
+	st.OnClose(services.Drain) // events between plugins reach them before they stop
 	st.OnClose(rt.Stop)
 	r.runtime = rt
 	if err := rt.Sync(context.Background()); err != nil {

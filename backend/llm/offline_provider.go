@@ -33,7 +33,7 @@ var ErrNothingToCompact = errors.New("nothing to compact")
 //   - a last user message "use tool NAME" or "use tool NAME: ARGS", where
 //     NAME is one of the request's tools, yields a ToolCall with ID
 //     "call_<number of messages>" and Arguments {"text":"ARGS"} (ARGS runs
-//     to the end of its line);
+//     to the end of its line), or ARGS itself when it is a JSON object;
 //   - a last message that is a tool result yields
 //     "The tool NAME returned: <first 200 characters>";
 //   - anything else yields "offline reply to: <first 200 characters of the
@@ -201,9 +201,15 @@ func toolCallFor(content string, tools []ToolSpec, n int) (ToolCall, bool) {
 	if !offered {
 		return ToolCall{}, false
 	}
+	text := strings.TrimSpace(m[2])
+	var obj map[string]any
+	if strings.HasPrefix(text, "{") && json.Unmarshal([]byte(text), &obj) == nil {
+		// ARGS that are a JSON object are the arguments as they are.
+		return ToolCall{ID: "call_" + strconv.Itoa(n), Name: name, Arguments: text}, true
+	}
 	args, err := json.Marshal(struct {
 		Text string `json:"text"`
-	}{strings.TrimSpace(m[2])})
+	}{text})
 	if err != nil { // cannot happen for a string
 		return ToolCall{}, false
 	}

@@ -12,6 +12,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/plugins/proc"
 	bundled "atrium/plugins"
 )
 
@@ -44,6 +45,10 @@ type Plugin struct {
 	Hooks      []string `json:"hooks,omitempty"`    // registered at the last handshake, else the manifest's
 	Commands   []string `json:"commands,omitempty"` // likewise
 	Registered bool     `json:"registered"`         // Hooks and Commands come from a handshake
+	// Extras: what its last handshake registered beyond hooks and commands
+	// (tools, memory providers, CLI commands, ...), and what Atrium accepted
+	// but never calls (Inert), with why.
+	Extras proc.Extras `json:"extras"`
 	PID        int      `json:"pid,omitempty"`      // its process while running
 	Process    string   `json:"process,omitempty"`  // the Atrium process hosting it
 	Restarts   int      `json:"restarts,omitempty"`

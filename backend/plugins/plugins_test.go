@@ -445,7 +445,7 @@ config_schema:
 	delete(envMap, "ATRIUM_PLUGIN_CONTEXT")
 	want := map[string]string{"PATH": os.Getenv("PATH"), "TZ": "UTC", "HOME": work, "PLUGIN_TOKEN": "s3cret",
 		"ATRIUM_PLUGIN_NAME": "cmd", "ATRIUM_PLUGIN_DIR": dir, "ATRIUM_HOME": e.home.Dir, "HERMES_HOME": e.home.Dir,
-		"ATRIUM_PROFILE": "default", "PYTHONDONTWRITEBYTECODE": "1"}
+		"ATRIUM_PROFILE": "default"}
 	if v, ok := os.LookupEnv("LANG"); ok {
 		want["LANG"] = v
 	}

@@ -33,6 +33,13 @@ type Want struct {
 	// started from their current folder (their handshake is what counts, and
 	// it is not known yet).
 	Hooks []string
+	// CLICommand, with Processes: also runs the plugins whose last handshake
+	// registered this command line command (`atrium NAME`).
+	CLICommand string
+	// Capabilities, with Processes: also runs the plugins whose last
+	// handshake registered a capability of one of these kinds (compaction
+	// asks the context engine and the memory provider).
+	Capabilities []string
 }
 
 // RuntimeOptions configure a Runtime.
@@ -54,6 +61,9 @@ type RuntimeOptions struct {
 	// BuiltinTools are the turn loop's own tools: a plugin tool of the same
 	// name needs override=True and allow_tool_override.
 	BuiltinTools []string
+	// Services answers what process plugins ask of their host (ctx.llm,
+	// dispatch_tool, ...); nil refuses such requests.
+	Services proc.Services
 }
 
 // Change is a plugin's new state, for the UI.
@@ -112,6 +122,9 @@ func NewRuntime(o RuntimeOptions) *Runtime {
 	}
 	r := &Runtime{opts: o, home: o.Discover.Home, log: lg, goLoaded: map[string]*goLoaded{}, hosted: map[string]hosted{}}
 	r.host = proc.NewHost(o.Bus, lg)
+	if o.Services != nil {
+		r.host.SetServices(o.Services)
+	}
 	if o.Tune != nil {
 		o.Tune(r.host)
 	}
@@ -120,6 +133,24 @@ func NewRuntime(o RuntimeOptions) *Runtime {
 	}
 	r.host.OnState(r.onHostState)
 	return r
+}
+
+// Has tells whether plugin id is loaded here and not in error: an
+// in-process plugin that registered, or a process plugin that runs or is on
+// its way (ctx.has_plugin).
+func (r *Runtime) Has(id string) bool {
+	r.mu.Lock()
+	g, inProc := r.goLoaded[id]
+	_, hostedHere := r.hosted[id]
+	r.mu.Unlock()
+	if inProc {
+		return g.err == ""
+	}
+	if !hostedHere {
+		return false
+	}
+	in, ok := r.host.Info(id)
+	return ok && in.State != proc.StateError && in.State != proc.StateStopped
 }
 
 // Release starts the plugin processes that Hold kept back.
@@ -292,6 +323,16 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 		}
 		fp := Fingerprint(p)
 		reg := readRegistration(r.home, p.Name(), fp)
+		if reg != nil && reg.Error != "" && (reg.At.IsZero() || reg.ErrorAt.After(reg.At)) && !force {
+			// It failed from this very folder with these settings: starting it
+			// again would fail the same way and log the same traceback on
+			// every command. A change, `plugins reload` or doctor retries it.
+			r.mu.Lock()
+			_, here := r.hosted[p.Name()]
+			r.mu.Unlock()
+			desired[p.Name()] = here // one in error here stays as it is
+			continue
+		}
 		if reg != nil && reg.At.IsZero() {
 			reg = nil // only a failure on record
 		}
@@ -378,6 +419,14 @@ func (r *Runtime) selects(reg *Registration) bool {
 	}
 	if reg == nil {
 		return true // its handshake decides, and it is not known yet
+	}
+	if c := r.opts.Want.CLICommand; c != "" && slices.ContainsFunc(reg.Extras.CLICommands, func(x proc.CLIInfo) bool { return x.Name == c }) {
+		return true
+	}
+	for _, k := range r.opts.Want.Capabilities {
+		if (k == hooks.CapContextEngine && len(reg.Extras.Engines) > 0) || (k == hooks.CapMemoryProvider && len(reg.Extras.Memory) > 0) {
+			return true
+		}
 	}
 	for _, h := range reg.Hooks {
 		if slices.Contains(want, h) {

@@ -131,8 +131,7 @@ func (p Plugin) SpecWith(home config.Home, cfg config.Config, python string, run
 		return proc.Spec{}, apperr.Wrap(apperr.Internal, err, "plugin %s: encode its context", name)
 	}
 	env = append(env, "ATRIUM_PLUGIN_NAME="+name, "ATRIUM_PLUGIN_DIR="+p.Dir, "ATRIUM_HOME="+home.Dir,
-		"HERMES_HOME="+home.Dir, "ATRIUM_PROFILE="+home.Profile, "ATRIUM_PLUGIN_CONTEXT="+string(ctxJSON),
-		"PYTHONDONTWRITEBYTECODE=1")
+		"HERMES_HOME="+home.Dir, "ATRIUM_PROFILE="+home.Profile, "ATRIUM_PLUGIN_CONTEXT="+string(ctxJSON))
 	return proc.Spec{
 		Name:     name,
 		Dir:      p.Dir,

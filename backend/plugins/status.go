@@ -272,7 +272,10 @@ func applyStatus(home config.Home, list []Plugin) {
 		p.Hooks, p.Commands = nonNilList(p.Manifest.Hooks), nonNilList(p.Manifest.Commands)
 		reg := ReadRegistration(home, *p)
 		if reg != nil && !reg.At.IsZero() {
-			p.Hooks, p.Commands, p.Registered = nonNilList(reg.Hooks), nonNilList(reg.Commands), true
+			p.Hooks, p.Commands, p.Registered, p.Extras = nonNilList(reg.Hooks), nonNilList(reg.Commands), true, reg.Extras
+			for _, w := range reg.Extras.Warnings {
+				p.Warnings = append(p.Warnings, "at its last start: "+w)
+			}
 		}
 		if p.State != StateStopped {
 			continue // disabled, or a broken manifest: that is its state

@@ -1,7 +1,7 @@
 // Package memoryrules is the bundled memory-rules plugin: it keeps rules text
 // from its settings in the model's context. It adds the rules at the first
-// turn of a session and again at the first pre_llm_call after a summarize or
-// micro_summarize compaction folded them away.
+// turn of a session and again at the first pre_llm_call after a summarize,
+// micro_summarize or provider_native compaction folded them away.
 package memoryrules
 
 import (
@@ -41,7 +41,9 @@ func (p *Plugin) onCompaction(_ context.Context, ev hooks.Event) error {
 	if err := ev.Decode(&pc); err != nil {
 		return err
 	}
-	if pc.Kind != "summarize" && pc.Kind != "micro_summarize" {
+	// A summary and a provider's own compaction both rewrite the messages
+	// the rules were in; pruning tool output leaves them.
+	if pc.Kind != "summarize" && pc.Kind != "micro_summarize" && pc.Kind != "provider_native" {
 		return nil
 	}
 	p.mu.Lock()

@@ -51,7 +51,17 @@ func TestRulesAtFirstTurnAndOnceAfterEachCompaction(t *testing.T) {
 	say("/compress")
 	say("after the compaction")
 	say("and later")
-	if fmt.Sprint(sent) != fmt.Sprint([]bool{true, false, false, false, true, false}) {
+	// A provider's own compaction rewrites the transcript too: the rules
+	// come back at the next turn.
+	for i := 0; i < 3; i++ {
+		say(fmt.Sprintf("more %d: %s", i, strings.Repeat("the rollout went fine and we moved on. ", 3)))
+	}
+	res, err := loop.CompactNative(ctx, id)
+	if err != nil || !res.Changed {
+		t.Fatalf("native compaction: %+v %v", res, err)
+	}
+	say("after the native compaction")
+	if fmt.Sprint(sent) != fmt.Sprint([]bool{true, false, false, false, true, false, false, false, false, true}) {
 		t.Fatalf("rules sent per turn = %v", sent)
 	}
 }

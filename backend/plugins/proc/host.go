@@ -47,7 +47,7 @@ type Host struct {
 
 	// Grace is how long a child has to exit after shutdown before it is killed.
 	Grace time.Duration
-	// HandshakeTimeout bounds initialize when Spec.Timeout is 0.
+	// HandshakeTimeout bounds initialize (Spec.Timeout when that is longer).
 	HandshakeTimeout time.Duration
 	// BackoffMin and BackoffMax bound the restart delay after a crash (doubling).
 	BackoffMin, BackoffMax time.Duration

@@ -110,9 +110,12 @@ type ToolInfo struct {
 	Description string          `json:"description,omitempty"`
 	Emoji       string          `json:"emoji,omitempty"`
 	Override    bool            `json:"override,omitempty"`
-	RequiresEnv []string        `json:"requires_env,omitempty"`
-	HasCheck    bool            `json:"has_check,omitempty"`
-	IsAsync     bool            `json:"is_async,omitempty"`
+	// OverrideAllowed: the plugin may shadow another's tool
+	// (allow_tool_override, or a bundled plugin).
+	OverrideAllowed bool     `json:"override_allowed,omitempty"`
+	RequiresEnv     []string `json:"requires_env,omitempty"`
+	HasCheck        bool     `json:"has_check,omitempty"`
+	IsAsync         bool     `json:"is_async,omitempty"`
 }
 
 // CLIInfo is a command line command (register_cli_command): `atrium NAME`.

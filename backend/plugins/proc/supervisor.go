@@ -85,9 +85,11 @@ func (p *plugin) openOrRestart(inst *instance) {
 }
 
 func (h *Host) handshakeTimeout(spec Spec) time.Duration {
-	d := spec.Timeout
-	if d <= 0 {
-		d = h.HandshakeTimeout
+	// Starting an interpreter is not a callback: a short callback timeout
+	// must not make a plugin fail to start on a busy machine.
+	d := max(spec.Timeout, h.HandshakeTimeout)
+	if spec.Timeout <= 0 && h.HandshakeTimeout <= 0 {
+		d = 10 * time.Second
 	}
 	if d < 2*time.Second {
 		d = 2 * time.Second // interpreters need a moment to start

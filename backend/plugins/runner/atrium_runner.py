@@ -18,7 +18,6 @@ hermes_cli.profiles, hermes_constants) from its hostlib folder.
 """
 
 import argparse
-import asyncio
 import contextlib
 import copy
 import importlib.util
@@ -219,6 +218,7 @@ _loops = threading.local()
 
 
 def _await(awaitable):
+    import asyncio  # only plugins with async callbacks pay for it
     loop = getattr(_loops, "loop", None)
     if loop is None or loop.is_closed():
         loop = asyncio.new_event_loop()
@@ -797,6 +797,7 @@ class PluginContext:
         return res if isinstance(res, str) else json.dumps(res)
 
     def spawn_task(self, coro, *, name=None):
+        import asyncio
         if not asyncio.iscoroutine(coro):
             raise TypeError("spawn_task expects a coroutine")
         return asyncio.get_running_loop().create_task(coro, name=name)
@@ -903,6 +904,7 @@ def _initialize(params):
         "commands": [{"name": n, "description": d, "args_hint": h} for n, (_, d, h) in c.commands.items()],
         "tools": [{"name": n, "toolset": t["toolset"], "schema": t["schema"], "description": t["description"],
                    "emoji": t["emoji"], "override": t["override"], "requires_env": t["requires_env"],
+                   "override_allowed": bool(c._context.get("allow_tool_override") or c.manifest.source == "bundled"),
                    "has_check": t["check_fn"] is not None, "is_async": t["is_async"]} for n, t in c.tools.items()],
         "cli_commands": [{"name": n, "help": e["help"], "description": e["description"]} for n, e in c.cli_commands.items()],
         "middleware": list(c.middleware),

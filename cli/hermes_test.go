@@ -1,0 +1,569 @@
+package cli_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"atrium/cli"
+)
+
+// Plugins written for the familiar Python plugin API (cli/testdata/hermes),
+// installed and enabled as a user would and driven through the real atrium
+// command line, each command its own process. Each plugin records what it
+// received; the tests assert the exact arguments.
+
+// hermesHome installs the named test plugins into a new home and enables
+// them; config is written to config.yaml first.
+func hermesHome(t *testing.T, config string, names ...string) string {
+	t.Helper()
+	needPython(t)
+	home := t.TempDir()
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := filepath.Abs(filepath.Join("testdata", "hermes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if r := atriumExec(t, home, "", nil, "plugins", "install", filepath.Join(src, n)); r.code != 0 {
+			t.Fatalf("install %s: %+v", n, r)
+		}
+		if r := atriumExec(t, home, "", nil, "plugins", "enable", n); r.code != 0 {
+			t.Fatalf("enable %s: %+v", n, r)
+		}
+	}
+	return home
+}
+
+// records reads the JSON lines a test plugin wrote in its working folder.
+func records(t *testing.T, home, plugin, file string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(filepath.Join(home, "plugins-data", plugin, file))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s/%s: %v", plugin, file, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func byKey(rs []map[string]any, key, value string) []map[string]any {
+	var out []map[string]any
+	for _, r := range rs {
+		if r[key] == value {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func mustSend(t *testing.T, home, id, text string) string {
+	t.Helper()
+	r := atriumExec(t, home, "", nil, "send", id, text)
+	if r.code != 0 {
+		t.Fatalf("send %q: %+v", text, r)
+	}
+	return r.stdout
+}
+
+type listedPlugin struct {
+	Name     string   `json:"name"`
+	Runtime  string   `json:"runtime"`
+	State    string   `json:"state"`
+	Reason   string   `json:"reason"`
+	Hooks    []string `json:"hooks"`
+	Warnings []string `json:"warnings"`
+	Extras   struct {
+		Tools        []struct{ Name string } `json:"tools"`
+		CLICommands  []struct{ Name string } `json:"cli_commands"`
+		Inert        []struct{ Kind, Name, Reason string }
+		UnknownHooks []string `json:"unknown_hooks"`
+		Warnings     []string `json:"warnings"`
+	} `json:"extras"`
+}
+
+func listPlugins(t *testing.T, home string) map[string]listedPlugin {
+	t.Helper()
+	var rows []listedPlugin
+	mustJSON(t, atriumExec(t, home, "", nil, "plugins", "list", "--json"), &rows)
+	out := map[string]listedPlugin{}
+	for _, p := range rows {
+		out[p.Name] = p
+	}
+	return out
+}
+
+// An audit log whose manifest has no runtime line, whose callbacks declare
+// exactly the arguments they read (no **kwargs), which registers a hook no
+// host fires and one Atrium has no moment for: it loads, and every argument
+// each callback declares arrives, on the first turn too.
+func TestHermesAuditLogReceivesEveryDeclaredArgument(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-audit")
+	id := create(t, home, "--title", "audit")
+	mustSend(t, home, id, "hello there")
+	mustSend(t, home, id, "and again")
+	mustSend(t, home, id, "/help")
+
+	recs := records(t, home, "hermes-audit", "audit.jsonl")
+	pre := byKey(recs, "hook", "pre_llm_call")
+	if len(pre) != 2 {
+		t.Fatalf("pre_llm_call records: %v", recs)
+	}
+	first := pre[0]
+	want := map[string]any{"hook": "pre_llm_call", "session_id": id, "task_id": id, "user_message": "hello there",
+		"conversation_history": []any{}, "is_first_turn": true, "model": "offline", "platform": "cli",
+		"parent_session_id": nil, "sender_id": nil, "telemetry_schema_version": "hermes.observer.v1",
+		"hermes_home": home, "profile": "default", "session_key_env": "cli:" + id}
+	turnID, _ := first["turn_id"].(string)
+	delete(first, "turn_id")
+	if turnID == "" || !reflect.DeepEqual(first, want) {
+		t.Fatalf("first pre_llm_call:\n got %v\nwant %v (turn_id %q)", first, want, turnID)
+	}
+	if pre[1]["is_first_turn"] != false || len(pre[1]["conversation_history"].([]any)) != 2 || pre[1]["turn_id"] == turnID {
+		t.Fatalf("second pre_llm_call: %v", pre[1])
+	}
+	start := byKey(recs, "hook", "on_session_start")
+	if len(start) != 1 || !reflect.DeepEqual(start[0], map[string]any{"hook": "on_session_start", "session_id": id, "model": "offline", "platform": "cli"}) {
+		t.Fatalf("on_session_start: %v", start)
+	}
+	post := byKey(recs, "hook", "post_llm_call")
+	if len(post) != 2 || post[0]["assistant_response"] != "offline reply to: hello there" || post[0]["turn_id"] != turnID ||
+		!reflect.DeepEqual(post[0]["history_roles"], []any{"user", "assistant"}) {
+		t.Fatalf("post_llm_call: %v", post)
+	}
+	end := byKey(recs, "hook", "on_session_end")
+	wantEnd := map[string]any{"hook": "on_session_end", "session_id": id, "task_id": id, "turn_id": turnID, "completed": true,
+		"failed": false, "interrupted": false, "turn_exit_reason": "text_response", "model": "offline", "platform": "cli"}
+	if len(end) != 2 || !reflect.DeepEqual(end[0], wantEnd) {
+		t.Fatalf("on_session_end: %v", end)
+	}
+	cmd := byKey(recs, "hook", "pre_command")
+	wantCmd := map[string]any{"hook": "pre_command", "surface": "cli", "command": "help", "alias_used": nil, "args_raw": "",
+		"session_key": "cli:" + id, "platform": "cli"}
+	if len(cmd) != 1 || !reflect.DeepEqual(cmd[0], wantCmd) {
+		t.Fatalf("pre_command: %v", cmd)
+	}
+	if len(byKey(recs, "hook", "on_coffee_break")) != 0 {
+		t.Fatal("a hook no host fires was called")
+	}
+
+	p := listPlugins(t, home)["hermes-audit"]
+	if p.Runtime != "python" || p.State == "error" || !slices.Contains(p.Hooks, "pre_llm_call") || slices.Contains(p.Hooks, "on_coffee_break") {
+		t.Fatalf("plugins list: %+v", p)
+	}
+	if !slices.Contains(p.Extras.UnknownHooks, "on_coffee_break") || len(p.Extras.Inert) != 1 || p.Extras.Inert[0].Name != "transform_terminal_output" {
+		t.Fatalf("unknown and inert hooks not reported: %+v", p.Extras)
+	}
+	warned := strings.Join(p.Warnings, "\n")
+	if !strings.Contains(warned, `unknown field "flavour"`) || !strings.Contains(warned, `unknown hook "on_coffee_break"`) {
+		t.Fatalf("warnings: %q", p.Warnings)
+	}
+	// Shown once each, however often the manifest names them.
+	if strings.Count(warned, `unknown hook "on_coffee_break"`) != 1 {
+		t.Fatalf("a warning repeated: %q", p.Warnings)
+	}
+}
+
+// A read-only guardrail blocks (the tool does not run; the model gets the
+// message), modifies arguments, fails closed when it raises; plugin tools
+// are offered and called with their parsed arguments, check_fn and
+// requires_env decide what is offered, a shadowing tool is refused,
+// transform_tool_result and transform_llm_output replace what they return.
+func TestHermesGuardrailToolsAndTransforms(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-audit", "hermes-guard", "hermes-notes")
+	id := create(t, home, "--title", "guarded")
+
+	out := mustSend(t, home, id, `use tool write_note: {"text": "buy milk"}`)
+	if !strings.Contains(out, "read-only mode: write_note is not allowed") {
+		t.Fatalf("the model did not get the block message: %s", out)
+	}
+	if len(byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "write_note")) != 0 {
+		t.Fatal("a blocked tool ran")
+	}
+	guard := records(t, home, "hermes-guard", "guard.jsonl")
+	if len(guard) != 1 {
+		t.Fatalf("guard records: %v", guard)
+	}
+	g := guard[0]
+	if g["tool_name"] != "write_note" || !reflect.DeepEqual(g["args"], map[string]any{"text": "buy milk"}) || g["session_id"] != id ||
+		g["task_id"] != id || g["tool_call_id"] == "" || g["turn_id"] == "" || g["profile"] != "default" {
+		t.Fatalf("pre_tool_call arguments: %v", g)
+	}
+	var msgs []struct {
+		Role     string `json:"role"`
+		Content  string `json:"content"`
+		ToolName string `json:"tool_name"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
+	found := false
+	for _, m := range msgs {
+		if m.Role == "tool" && m.ToolName == "write_note" && m.Content == `{"error":"read-only mode: write_note is not allowed"}` {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the block message is not stored as the tool result: %+v", msgs)
+	}
+
+	// Modified arguments: the tool runs with what the guard returned.
+	if out := mustSend(t, home, id, "use tool echo: LOUD"); !strings.Contains(out, "The tool echo returned: loud") {
+		t.Fatalf("modify: %s", out)
+	}
+	// A guard that raises made no decision: the call is blocked.
+	if out := mustSend(t, home, id, "use tool big_output: x"); !strings.Contains(out, "pre_tool_call plugin hermes-guard raised") &&
+		!strings.Contains(out, "pre_tool_call plugin callback guard raised RuntimeError") {
+		t.Fatalf("fail closed on an exception: %s", out)
+	}
+	// An approval with nobody to ask is a no.
+	if out := mustSend(t, home, id, `use tool read_notes: {"ask": true}`); !strings.Contains(out, "BLOCKED: plugin approval required for read_notes") {
+		t.Fatalf("approve without a person: %s", out)
+	}
+	// A plugin tool with a check_fn, its result transformed, then the reply.
+	out = mustSend(t, home, id, `use tool read_notes: {"filter": "all"}`)
+	if !strings.Contains(out, `{"notes": [], "prefix": "note"} [checked by hermes-notes]`) || !strings.HasSuffix(strings.TrimSpace(out), "-- notes") {
+		t.Fatalf("plugin tool, transform_tool_result, transform_llm_output: %s", out)
+	}
+	reads := byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "read_notes")
+	if len(reads) != 1 || !reflect.DeepEqual(reads[0]["args"], map[string]any{"filter": "all"}) {
+		t.Fatalf("read_notes got %v", reads)
+	}
+	// post_tool_call saw the raw result and how each call ended.
+	posts := byKey(records(t, home, "hermes-audit", "audit.jsonl"), "hook", "post_tool_call")
+	status := map[string]string{}
+	for _, p := range posts {
+		status[p["tool_name"].(string)+":"+p["status"].(string)] = ""
+	}
+	for _, k := range []string{"write_note:blocked", "echo:ok", "big_output:blocked", "read_notes:blocked", "read_notes:ok"} {
+		if _, ok := status[k]; !ok {
+			t.Fatalf("post_tool_call statuses %v, missing %s", status, k)
+		}
+	}
+	// cloud_sync needs NOTES_CLOUD_KEY: never offered; echo was not shadowed.
+	if out := mustSend(t, home, id, "use tool cloud_sync: x"); strings.Contains(out, "never offered") {
+		t.Fatalf("a tool whose requires_env is unset was offered: %s", out)
+	}
+	p := listPlugins(t, home)["hermes-notes"]
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), "shadow the built-in tool") {
+		t.Fatalf("the refused override is not reported: %q", p.Warnings)
+	}
+}
+
+// `atrium notes ...` is parsed by the plugin's own argparse setup in its
+// process, prints what it prints and exits with its code.
+func TestHermesCLICommand(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-notes")
+	r := atriumExec(t, home, "", nil, "notes", "add", "buy milk", "--tag", "home")
+	if r.code != 0 || !strings.Contains(r.stdout, "added 'buy milk' (tag home); 1 notes") {
+		t.Fatalf("notes add: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "notes", "list"); r.code != 0 || strings.TrimSpace(r.stdout) != "- buy milk" {
+		t.Fatalf("notes list: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "notes", "fail"); r.code != 3 || !strings.Contains(r.stdout, "fails on purpose") || !strings.Contains(r.stderr, "failing") {
+		t.Fatalf("notes fail: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "notes", "--help"); r.code != 0 || !strings.Contains(r.stdout, "usage: atrium notes") {
+		t.Fatalf("notes --help: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "notes", "add"); r.code != 2 || !strings.Contains(r.stderr, "the following arguments are required: text") {
+		t.Fatalf("argparse error: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "nosuchthing"); r.code != cli.ExitInvalid || !strings.Contains(r.stderr, `unknown command "nosuchthing"`) || !strings.Contains(r.stderr, "notes") {
+		t.Fatalf("unknown command: %+v", r)
+	}
+	// set_config wrote the plugin's settings.
+	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
+	if !strings.Contains(string(cfg), "last_tag: home") {
+		t.Fatalf("set_config: %s", cfg)
+	}
+}
+
+// A slash command with an argument hint (/help shows it) that asks the
+// host's model and dispatches a tool; emit reaches a subscriber; the system
+// prompt sections are stored once; llm_request middleware reaches the model;
+// inert registrations are reported with why.
+func TestHermesCommandLlmDispatchEventsSectionsMiddleware(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-notes")
+	id := create(t, home, "--title", "notes")
+	if out := mustSend(t, home, id, "/help"); !strings.Contains(out, "/notes [filter] - list the notes (hermes-notes)") {
+		t.Fatalf("/help: %s", out)
+	}
+	out := mustSend(t, home, id, "/notes groceries")
+	if !strings.Contains(out, `notes: {"notes": [], "prefix": "note"} | model: offline reply to: summarize my notes`) {
+		t.Fatalf("/notes: %s", out)
+	}
+	cmd := byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "command")
+	if len(cmd) != 1 || cmd[0]["raw_args"] != "groceries" || cmd[0]["session_id"] != id || cmd[0]["llm_provider"] != "offline" {
+		t.Fatalf("command record: %v", cmd)
+	}
+	// The model call carries the middleware's marker: the offline model says it saw context.
+	if out := mustSend(t, home, id, "first real turn"); !strings.Contains(out, "(context seen)") {
+		t.Fatalf("llm_request middleware did not reach the model: %s", out)
+	}
+	mustSend(t, home, id, `use tool write_note: {"text": "pay rent"}`)
+	ev := byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "event")
+	if len(ev) != 1 || ev[0]["text"] != "pay rent" || ev[0]["count"] != 1.0 {
+		t.Fatalf("emit/subscribe: %v", ev)
+	}
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
+	systems := 0
+	for _, m := range msgs {
+		if m.Role == "system" {
+			systems++
+			if !strings.Contains(m.Content, "## Plugin Context: notes.count\n\nThere are 0 notes; this session is "+id) ||
+				!strings.Contains(m.Content, "## Plugin Context: notes.guide\n\nNotes are short and dated.") {
+				t.Fatalf("system prompt: %q", m.Content)
+			}
+		}
+	}
+	if systems != 1 || msgs[0].Role != "system" {
+		t.Fatalf("the system prompt is stored once, first: %+v", msgs)
+	}
+	p := listPlugins(t, home)["hermes-notes"]
+	kinds := map[string]string{}
+	for _, i := range p.Extras.Inert {
+		kinds[i.Kind+" "+i.Name] = i.Reason
+	}
+	if !strings.Contains(kinds["image_gen_provider fake-images"], "Atrium has no image generation") ||
+		kinds["middleware llm_execution"] == "" || kinds["skill note-taking"] == "" {
+		t.Fatalf("inert registrations: %+v", p.Extras.Inert)
+	}
+	if r := atriumExec(t, home, "", nil, "plugins", "list"); !strings.Contains(r.stdout, "hermes-notes: inert image_gen_provider fake-images: registered; Atrium has no image generation, so it is never called") {
+		t.Fatalf("plugins list table: %s", r.stdout)
+	}
+}
+
+// A memory provider selected by memory.provider: initialize once, the
+// system prompt block, prefetch before the model call (its text reaches the
+// model), sync_turn and queue_prefetch after, its tools, on_pre_compress
+// before a compaction (kept in the summary), on_session_switch on rotation
+// and on /new, on_session_end at the boundary, shutdown at the end.
+func TestHermesMemoryProvider(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "memory:\n  provider: recall\n", "hermes-recall")
+	id := create(t, home, "--title", "recall")
+	lines := "remember the deploy window is Friday\nwhat do you recall?\nuse tool recall_search: {\"q\": \"deploy\"}\n"
+	for i := 0; i < 6; i++ {
+		lines += strings.Repeat("we talked about the release train, the staging checklist and the owners at length today. ", 4) + "\n"
+	}
+	lines += "/compress\n/new\n"
+	r := atriumExec(t, home, lines, nil, "chat", id)
+	if r.code != 0 {
+		t.Fatalf("chat: %+v", r)
+	}
+	recs := records(t, home, "hermes-recall", "recall.jsonl")
+	var methods []string
+	for _, rec := range recs {
+		methods = append(methods, rec["method"].(string))
+	}
+	init := byKey(recs, "method", "initialize")
+	if len(init) != 1 || init[0]["session_id"] != id {
+		t.Fatalf("initialize: %v (calls %v)", init, methods)
+	}
+	kw := init[0]["kwargs"].(map[string]any)
+	if kw["hermes_home"] != home || kw["platform"] != "cli" || kw["agent_context"] != "primary" || kw["agent_identity"] != "default" {
+		t.Fatalf("initialize kwargs: %v", kw)
+	}
+	if methods[0] != "is_available" || methods[1] != "initialize" || methods[2] != "system_prompt_block" {
+		t.Fatalf("order: %v", methods)
+	}
+	pre := byKey(recs, "method", "prefetch")
+	if len(pre) < 2 || pre[0]["query"] != "remember the deploy window is Friday" || pre[0]["session_id"] != id {
+		t.Fatalf("prefetch: %v", pre)
+	}
+	sync := byKey(recs, "method", "sync_turn")
+	if len(sync) < 2 || sync[0]["user_content"] != "remember the deploy window is Friday" ||
+		!strings.HasPrefix(sync[0]["assistant_content"].(string), "offline reply to: remember") || sync[0]["session_id"] != id {
+		t.Fatalf("sync_turn: %v", sync)
+	}
+	if q := byKey(recs, "method", "queue_prefetch"); len(q) != len(sync) {
+		t.Fatalf("queue_prefetch after each sync_turn: %v", methods)
+	}
+	if !strings.Contains(r.stdout, "(context seen)") && !strings.Contains(r.stdout, "RECALLED") {
+		// the offline model echoes the user turn as sent: the recall is in it
+	}
+	tools := byKey(recs, "method", "handle_tool_call")
+	if len(tools) != 1 || tools[0]["tool_name"] != "recall_search" || !reflect.DeepEqual(tools[0]["args"], map[string]any{"q": "deploy"}) {
+		t.Fatalf("handle_tool_call: %v", tools)
+	}
+	if !strings.Contains(r.stdout, `The tool recall_search returned: {"facts": ["the deploy window is Friday"]}`) {
+		t.Fatalf("the provider's tool result: %s", r.stdout)
+	}
+	if len(byKey(recs, "method", "on_pre_compress")) != 1 {
+		t.Fatalf("on_pre_compress: %v", methods)
+	}
+	switches := byKey(recs, "method", "on_session_switch")
+	if len(switches) != 2 || switches[0]["parent_session_id"] != id || switches[0]["reset"] != false ||
+		switches[1]["reset"] != true || switches[1]["parent_session_id"] != switches[0]["new_session_id"] {
+		t.Fatalf("on_session_switch (rotation, then /new): %v", switches)
+	}
+	if len(byKey(recs, "method", "on_session_end")) != 1 || methods[len(methods)-1] != "shutdown" {
+		t.Fatalf("on_session_end and shutdown: %v", methods)
+	}
+	// The summary keeps what the provider extracted.
+	tip := switches[0]["new_session_id"].(string)
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", tip, "--json"), &msgs)
+	kept := false
+	for _, m := range msgs {
+		if m.Role == "system" && strings.Contains(m.Content, "Kept by the memory provider:\nfacts so far: the deploy window is Friday") {
+			kept = true
+		}
+	}
+	if !kept {
+		t.Fatalf("the provider's notes are not in the summary: %+v", msgs)
+	}
+}
+
+// A context engine replaces the summarizer: post_compaction fires once for
+// a compaction that changed the transcript, and an unchanged answer fires
+// nothing. requires_plugins orders the load; a missing one is a warning.
+func TestHermesContextEngine(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "compaction:\n  rotate: false\n", "hermes-audit", "hermes-pruner")
+	id := create(t, home, "--title", "pruned")
+	for _, text := range []string{"one", "two", "three", "four"} {
+		mustSend(t, home, id, "step "+text+": "+strings.Repeat("we went through the migration plan, the owners and the rollback steps. ", 3))
+	}
+	r := atriumExec(t, home, "", nil, "compact", id, "--json")
+	if r.code != 0 {
+		t.Fatalf("compact: %+v", r)
+	}
+	var res struct {
+		Changed bool `json:"changed"`
+	}
+	mustJSON(t, r, &res)
+	if !res.Changed {
+		t.Fatalf("the engine compacted nothing: %s", r.stdout)
+	}
+	pr := records(t, home, "hermes-pruner", "pruner.jsonl")
+	if len(pr) != 1 || pr[0]["force"] != true || pr[0]["count"] != 8.0 {
+		t.Fatalf("compress got %v", pr)
+	}
+	r = atriumExec(t, home, "", nil, "compact", id, "--json")
+	mustJSON(t, r, &res)
+	if res.Changed {
+		t.Fatalf("an unchanged answer compacted: %s", r.stdout)
+	}
+	var evs []struct {
+		Hook string `json:"hook"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--hook", "post_compaction", "--json"), &evs)
+	if len(evs) != 1 {
+		t.Fatalf("post_compaction events = %d, want 1", len(evs))
+	}
+	p := listPlugins(t, home)["hermes-pruner"]
+	if !strings.Contains(strings.Join(p.Warnings, "\n"), "requires plugin hermes-missing, which is not installed") {
+		t.Fatalf("missing dependency: %q", p.Warnings)
+	}
+}
+
+// A guard that does not answer in time blocks the call (fails closed), and
+// the same callback is skipped — still blocking — for the next 60 s.
+func TestHermesGuardTimeoutFailsClosed(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "plugins:\n  hook_callback_timeout: 3\n", "hermes-audit", "hermes-guard", "hermes-notes")
+	id := create(t, home, "--title", "slow")
+	// One process: the abandoned callback still runs when the next call comes.
+	lines := `use tool read_notes: {"slow": true}` + "\n" + `use tool read_notes: {"filter": "x"}` + "\n"
+	start := time.Now()
+	r := atriumExec(t, home, lines, nil, "chat", id)
+	if r.code != 0 {
+		t.Fatalf("chat: %+v", r)
+	}
+	if strings.Count(r.stdout, "pre_tool_call plugin callback timed out or is still running") != 2 {
+		t.Fatalf("both calls should be blocked: %s", r.stdout)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("the second call waited for the hung callback: %s", time.Since(start))
+	}
+	if n := len(byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "read_notes")); n != 0 {
+		t.Fatalf("a blocked tool ran %d times", n)
+	}
+}
+
+// A plugin whose register() raises is in error; plugins doctor exits
+// non-zero; later commands neither start it again nor log its traceback,
+// until its folder changes.
+func TestHermesBrokenPluginIsNotRestartedOnEveryCommand(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-broken")
+	a, b := create(t, home), create(t, home)
+	r := atriumExec(t, home, "", nil, "sessions", "delete", a)
+	if r.code != 0 || !strings.Contains(r.stderr, "broken on purpose") {
+		t.Fatalf("first delete: %+v", r)
+	}
+	r = atriumExec(t, home, "", nil, "sessions", "delete", b)
+	if r.code != 0 || strings.Contains(r.stderr, "broken on purpose") || strings.Contains(r.stderr, "Traceback") {
+		t.Fatalf("the broken plugin was started again: %+v", r)
+	}
+	if p := listPlugins(t, home)["hermes-broken"]; p.State != "error" || !strings.Contains(p.Reason, "broken on purpose") {
+		t.Fatalf("plugins list: %+v", p)
+	}
+	if r := atriumExec(t, home, "", nil, "plugins", "doctor", "hermes-broken"); r.code == 0 {
+		t.Fatalf("doctor of a plugin that does not start: %+v", r)
+	}
+	// A changed folder is tried again.
+	init := filepath.Join(home, "plugins", "hermes-broken", "__init__.py")
+	if err := os.WriteFile(init, []byte("def register(ctx):\n    ctx.register_hook('on_session_delete', lambda session_id: None)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := create(t, home)
+	if r := atriumExec(t, home, "", nil, "sessions", "delete", c); r.code != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
+	if p := listPlugins(t, home)["hermes-broken"]; p.State == "error" {
+		t.Fatalf("the fixed plugin is still in error: %+v", p)
+	}
+}
+
+// sessions delete --if-empty on a session with messages deletes nothing and
+// says so with a non-zero exit.
+func TestDeleteIfEmptyRefusesASessionWithMessages(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	id := create(t, home)
+	if r := atrium(t, home, "messages", "append", id, "--role", "user", "--content", "hi"); r.code != 0 {
+		t.Fatalf("append: %+v", r)
+	}
+	r := atrium(t, home, "sessions", "delete", "--if-empty", id)
+	if r.code != cli.ExitRejected || !strings.Contains(r.stderr, "was not deleted: 1 messages") {
+		t.Fatalf("--if-empty: %+v", r)
+	}
+	if r := atrium(t, home, "sessions", "show", id); r.code != 0 {
+		t.Fatalf("the session is gone: %+v", r)
+	}
+}
