@@ -53,9 +53,9 @@ func (r *runner) registerPlugins(st *stack.Stack) error {
 	}
 	services := stack.NewPluginServices(st)
 	rt := plugins.NewRuntime(plugins.RuntimeOptions{
-		Discover:     r.pluginOptions(st.Home),
-		Bus:          st.Bus,
-		Go:           goPlugins,
+		Discover: r.pluginOptions(st.Home),
+		Bus:      st.Bus,
+		Go:       goPlugins,
 		Want: plugins.Want{Processes: r.processPlugins, Hooks: r.pluginHooks, CLICommand: r.pluginCLI,
 			Capabilities: r.pluginCaps},
 		Process:      r.processName(),

@@ -48,10 +48,10 @@ type Plugin struct {
 	// Extras: what its last handshake registered beyond hooks and commands
 	// (tools, memory providers, CLI commands, ...), and what Atrium accepted
 	// but never calls (Inert), with why.
-	Extras proc.Extras `json:"extras"`
-	PID        int      `json:"pid,omitempty"`      // its process while running
-	Process    string   `json:"process,omitempty"`  // the Atrium process hosting it
-	Restarts   int      `json:"restarts,omitempty"`
+	Extras   proc.Extras `json:"extras"`
+	PID      int         `json:"pid,omitempty"`     // its process while running
+	Process  string      `json:"process,omitempty"` // the Atrium process hosting it
+	Restarts int         `json:"restarts,omitempty"`
 
 	// Settings are the plugin's validated settings (defaults filled) from
 	// the config Discover was given.
