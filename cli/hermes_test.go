@@ -549,21 +549,3 @@ func TestHermesBrokenPluginIsNotRestartedOnEveryCommand(t *testing.T) {
 		t.Fatalf("the fixed plugin is still in error: %+v", p)
 	}
 }
-
-// sessions delete --if-empty on a session with messages deletes nothing and
-// says so with a non-zero exit.
-func TestDeleteIfEmptyRefusesASessionWithMessages(t *testing.T) {
-	t.Parallel()
-	home := t.TempDir()
-	id := create(t, home)
-	if r := atrium(t, home, "messages", "append", id, "--role", "user", "--content", "hi"); r.code != 0 {
-		t.Fatalf("append: %+v", r)
-	}
-	r := atrium(t, home, "sessions", "delete", "--if-empty", id)
-	if r.code != cli.ExitRejected || !strings.Contains(r.stderr, "was not deleted: 1 messages") {
-		t.Fatalf("--if-empty: %+v", r)
-	}
-	if r := atrium(t, home, "sessions", "show", id); r.code != 0 {
-		t.Fatalf("the session is gone: %+v", r)
-	}
-}
