@@ -219,6 +219,15 @@ type TurnDTO struct {
 	Compactions int      `json:"compactions"`
 }
 
+// CommandDTO is a slash command the composer offers: its name, the hint
+// for its arguments and what it does.
+type CommandDTO struct {
+	Name        string `json:"name"`
+	ArgsHint    string `json:"args_hint,omitempty"`
+	Description string `json:"description"`
+	Plugin      string `json:"plugin,omitempty"`
+}
+
 // PluginDTO is one discovered plugin.
 type PluginDTO struct {
 	Name        string   `json:"name"`

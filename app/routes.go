@@ -71,6 +71,7 @@ func (h *handler) routes() {
 		return s.ConversationIDs(f)
 	})
 	withBody(h, "POST /api/sessions", func(_ *http.Request, in CreateRequest) (any, error) { return s.Create(in) })
+	h.route("GET /api/commands", func(r *http.Request) (any, error) { return s.Commands() })
 	h.route("GET /api/sessions/{id}", func(r *http.Request) (any, error) { return s.Get(r.PathValue("id")) })
 	h.route("GET /api/sessions/{id}/transcript", func(r *http.Request) (any, error) { return s.Transcript(r.PathValue("id")) })
 	h.route("GET /api/sessions/{id}/lineage", func(r *http.Request) (any, error) { return s.Lineage(r.PathValue("id")) })

@@ -270,6 +270,14 @@ func (s *Sessions) run(req receipts.Request) (ReceiptDTO, error) {
 	return toReceipt(r), nil
 }
 
+// Commands lists the slash commands (built-in and the plugins'), with the
+// hint for their arguments, for the composer.
+func (s *Sessions) Commands() ([]CommandDTO, error) {
+	return lo.Map(s.st.Bus.Commands().List(), func(c hooks.Command, _ int) CommandDTO {
+		return CommandDTO{Name: c.Name, ArgsHint: c.ArgsHint, Description: c.Description, Plugin: c.Plugin}
+	}), nil
+}
+
 // Send runs one user turn (or a /command) in a session.
 func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
 	ctx, cancel := s.with(turnTimeout)

@@ -514,6 +514,11 @@ async function main() {
   await check('transcript composer runs a slash command and shows its output', async () => {
     await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);
     await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+    // Typing "/" lists the matching commands with what they do.
+    await page.click('[data-testid=composer]');
+    await page.keyboard.type('/he');
+    await page.locator('[data-testid=hint-help]').waitFor({ timeout: 5000 });
+    assert(/list the commands/.test(await page.locator('[data-testid=command-hints]').innerText()), 'command hints');
     await page.fill('[data-testid=composer]', '/help');
     await page.click('[data-testid=send]');
     await page.locator('[data-testid=reply]').waitFor({ timeout: 30_000 });

@@ -12,7 +12,7 @@ func (e *Engine) RegisterCommands(cmds *hooks.Commands) error {
 	if _, exists := cmds.Lookup("compress"); exists {
 		return nil
 	}
-	return cmds.RegisterBuiltin("compress", "compact this session now: /compress [focus]", e.cmdCompress)
+	return cmds.RegisterBuiltinHint("compress", "compact this session now", "[focus]", e.cmdCompress)
 }
 
 func (e *Engine) cmdCompress(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {

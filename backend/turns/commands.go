@@ -64,17 +64,17 @@ func RegisterCommands(bus *hooks.Bus, s *sessions.Service, o CommandOptions) err
 	c := &lifecycle{bus: bus, sessions: s, memory: o.MemoryProvider}
 	cmds := bus.Commands()
 	for _, cmd := range []struct {
-		name, desc string
-		fn         hooks.ContextCommand
+		name, desc, hint string
+		fn               hooks.ContextCommand
 	}{
-		{"new", "end this session and start a fresh one in the same conversation", c.cmdNew},
-		{"exit", "end this session; /exit --delete deletes it", c.cmdExit},
-		{"help", "list the commands", c.cmdHelp},
+		{"new", "end this session and start a fresh one in the same conversation", "", c.cmdNew},
+		{"exit", "end this session; --delete also deletes it", "[--delete]", c.cmdExit},
+		{"help", "list the commands", "", c.cmdHelp},
 	} {
 		if _, exists := cmds.Lookup(cmd.name); exists {
 			continue
 		}
-		if err := cmds.RegisterBuiltin(cmd.name, cmd.desc, cmd.fn); err != nil {
+		if err := cmds.RegisterBuiltinHint(cmd.name, cmd.desc, cmd.hint, cmd.fn); err != nil {
 			return err
 		}
 	}

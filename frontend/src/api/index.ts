@@ -73,6 +73,8 @@ export const api = {
     setPinned: (id: string, pinned: boolean) => call('Sessions', 'SetPinned', [id, pinned], { route: 'POST /api/sessions/{id}/pin', params: { id }, body: { pinned } }),
     export: (id: string, format: 'markdown' | 'json') =>
       call('Sessions', 'Export', [id, format], { route: 'GET /api/sessions/{id}/export', params: { id }, query: { format } }),
+    /** commands are the slash commands a composer may offer, with their argument hints */
+    commands: () => call('Sessions', 'Commands', [], { route: 'GET /api/commands' }),
     send: (id: string, text: string) =>
       call('Sessions', 'Send', [id, text], { route: 'POST /api/sessions/{id}/send', params: { id }, body: { text } }, { timeoutMs: turnTimeout }),
   },

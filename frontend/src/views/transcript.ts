@@ -10,7 +10,7 @@ import { openMenu } from '../menu';
 import { runBulk } from '../ops';
 import { app, type OpenAt, type View } from '../state';
 import { TranscriptStore } from '../stores/transcript';
-import type { MessageDTO, SessionDTO, TurnDTO } from '../types';
+import type { CommandDTO, MessageDTO, SessionDTO, TurnDTO } from '../types';
 
 const shownAtFirst = 400;
 
@@ -30,6 +30,8 @@ export class TranscriptView implements View {
   /** the session whose reply and draft are on screen */
   private shownID = '';
   private readonly drafts = new Map<string, string>();
+  private readonly hints: HTMLElement;
+  private commands: CommandDTO[] | null = null;
 
   constructor() {
     const back = button('← Back', { class: 'btn plain', title: 'Back to the list (Escape)', 'data-testid': 'back' }, () => this.leave());
@@ -55,9 +57,15 @@ export class TranscriptView implements View {
         void this.send();
       }
     });
-    this.composer.addEventListener('input', () => this.drafts.set(this.store.id, this.composer.value));
+    this.composer.addEventListener('input', () => {
+      this.drafts.set(this.store.id, this.composer.value);
+      void this.renderHints();
+    });
     this.sendBtn = button('Send', { class: 'btn primary', 'data-testid': 'send' }, () => void this.send());
-    this.composerRow = h('div', { class: 'composer-row' }, this.composer, this.sendBtn);
+    // Typing "/" lists the commands that match, with the hint for their
+    // arguments (args_hint) and what they do; a click fills the name in.
+    this.hints = h('ul', { class: 'command-hints', role: 'listbox', 'aria-label': 'Commands', 'data-testid': 'command-hints', hidden: '' });
+    this.composerRow = h('div', { class: 'composer-wrap' }, this.hints, h('div', { class: 'composer-row' }, this.composer, this.sendBtn));
     this.elsewhere = h('div', { class: 'elsewhere', 'data-testid': 'continues', role: 'note', hidden: true });
     this.el = h(
       'section',
@@ -81,7 +89,50 @@ export class TranscriptView implements View {
     this.store.open(id, at);
   }
 
+  private async renderHints(): Promise<void> {
+    const text = this.composer.value;
+    const m = /^\/([^\s]*)$/.exec(text);
+    if (!m) {
+      this.hints.hidden = true;
+      return;
+    }
+    if (this.commands === null) {
+      try {
+        this.commands = (await api.sessions.commands()) ?? [];
+      } catch {
+        this.commands = [];
+      }
+    }
+    const prefix = (m[1] ?? '').toLowerCase();
+    const matches = this.commands.filter((c) => c.name.startsWith(prefix)).slice(0, 8);
+    if (matches.length === 0 || this.composer.value !== text) {
+      this.hints.hidden = matches.length === 0;
+      return;
+    }
+    replace(
+      this.hints,
+      ...matches.map((c) => {
+        const li = h(
+          'li',
+          { role: 'option', 'data-testid': `hint-${c.name}` },
+          h('code', {}, `/${c.name}`),
+          c.args_hint ? h('span', { class: 'args-hint' }, ` ${c.args_hint}`) : null,
+          h('span', { class: 'muted' }, ` — ${c.description}${c.plugin ? ` (${c.plugin})` : ''}`),
+        );
+        li.addEventListener('click', () => {
+          this.composer.value = `/${c.name} `;
+          this.drafts.set(this.store.id, this.composer.value);
+          this.hints.hidden = true;
+          this.composer.focus();
+        });
+        return li;
+      }),
+    );
+    this.hints.hidden = false;
+  }
+
   show(id?: string): void {
+    this.commands = null; // plugins may have changed: ask again
     if (id && id !== this.store.id) this.store.open(id);
     if (this.store.id !== this.shownID) {
       this.shownID = this.store.id;
