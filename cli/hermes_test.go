@@ -326,6 +326,14 @@ func TestHermesCommandLlmDispatchEventsSectionsMiddleware(t *testing.T) {
 	if out := mustSend(t, home, id, "first real turn"); !strings.Contains(out, "(context seen)") {
 		t.Fatalf("llm_request middleware did not reach the model: %s", out)
 	}
+	// inject_message queues into the conversation the command runs in;
+	// has_plugin knows what runs; on_unload ran when the process ended.
+	if out := mustSend(t, home, id, "/remind pay rent"); !strings.Contains(out, "injected=True has_self=True has_ghost=False") {
+		t.Fatalf("/remind: %s", out)
+	}
+	if len(byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "unload")) == 0 {
+		t.Fatal("on_unload callbacks did not run when the plugin stopped")
+	}
 	mustSend(t, home, id, `use tool write_note: {"text": "pay rent"}`)
 	ev := byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "event")
 	if len(ev) != 1 || ev[0]["text"] != "pay rent" || ev[0]["count"] != 1.0 {
@@ -348,6 +356,15 @@ func TestHermesCommandLlmDispatchEventsSectionsMiddleware(t *testing.T) {
 	}
 	if systems != 1 || msgs[0].Role != "system" {
 		t.Fatalf("the system prompt is stored once, first: %+v", msgs)
+	}
+	injected := false
+	for _, m := range msgs {
+		if m.Role == "user" && m.Content == "[system] remember: pay rent" {
+			injected = true
+		}
+	}
+	if !injected {
+		t.Fatalf("the injected message is not in the conversation: %+v", msgs)
 	}
 	p := listPlugins(t, home)["hermes-notes"]
 	kinds := map[string]string{}

@@ -459,3 +459,27 @@ config_schema:
 		t.Fatalf("go runtime spec: %v", err)
 	}
 }
+
+func (e *env) discoverByID() map[string]plugins.Plugin {
+	e.t.Helper()
+	all, err := plugins.Discover(e.opts())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]plugins.Plugin{}
+	for _, p := range all {
+		out[p.Name()] = p
+	}
+	return out
+}
+
+func keys(m map[string]plugins.Plugin) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func writeFile(path, data string) error { return os.WriteFile(path, []byte(data), 0o644) }

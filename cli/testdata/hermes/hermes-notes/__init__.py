@@ -52,6 +52,12 @@ def notes_command(raw_args, session_id=None):
     return "notes: %s | model: %s" % (listing, summary.text)
 
 
+def remind(raw_args):
+    # No session key given: the conversation the command runs in (HERMES_SESSION_KEY).
+    ok = _ctx.inject_message("remember: " + raw_args, role="system")
+    return "injected=%s has_self=%s has_ghost=%s" % (ok, _ctx.has_plugin("hermes-notes"), _ctx.has_plugin("ghost"))
+
+
 def setup(parser):
     sub = parser.add_subparsers(dest="action")
     add = sub.add_parser("add", help="add a note")
@@ -116,6 +122,7 @@ def register(ctx):
     ctx.register_hook("transform_tool_result", stamp)
     ctx.register_hook("transform_llm_output", sign)
     ctx.register_command("notes", handler=notes_command, description="list the notes", args_hint="[filter]")
+    ctx.register_command("remind", handler=remind, description="queue a reminder into this conversation", args_hint="<text>")
     ctx.register_cli_command(name="notes", help="manage notes", setup_fn=setup, handler_fn=run,
                              description="Notes from the command line")
     ctx.register_system_prompt_section("notes.guide", "Notes are short and dated.")
