@@ -48,10 +48,10 @@ func TestDecideToolCall(t *testing.T) {
 func TestEncodePayloadAddsTheTelemetryVersion(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		`{}`:      `{"telemetry_schema_version":"hermes.observer.v1"}`,
-		`{"a":1}`: `{"telemetry_schema_version":"hermes.observer.v1","a":1}`,
+		`{}`:                                  `{"telemetry_schema_version":"hermes.observer.v1"}`,
+		`{"a":1}`:                             `{"telemetry_schema_version":"hermes.observer.v1","a":1}`,
 		`{"telemetry_schema_version":"mine"}`: `{"telemetry_schema_version":"mine"}`,
-		`[1]`: `[1]`,
+		`[1]`:                                 `[1]`,
 	} {
 		got, err := hooks.EncodePayload(json.RawMessage(in))
 		if err != nil || string(got) != want {
