@@ -427,7 +427,7 @@ async function main() {
     const first = await read();
     const seqs = first.map((x) => x[0]);
     eq([...seqs].sort((a, b) => b - a), seqs, 'order');
-    eq(first.length, 5, 'events so far (archive, unarchive (on_session_restore), delete, retried delete, UI-retried delete)');
+    eq(first.length, 6, 'events so far (subagent_start of the seeded delegate child, archive, unarchive (on_session_restore), delete, retried delete, UI-retried delete)');
     assert(first.some((x) => /archive/.test(x[2])), `no archive reason shown: ${JSON.stringify(first)}`);
     // a delete made elsewhere shows up without a reload (SSE)
     const victim = ids['Billing export'];
@@ -477,11 +477,11 @@ async function main() {
     assert(second?.state === 'running' && second.pid > 0 && second.pid !== first.pid && alive(second.pid), `after enable: ${JSON.stringify(second)}`);
     await page.click('[data-testid=plugins-reload]');
     await page.locator('.plugins-view .notice.ok').filter({ hasText: 'reloaded' }).waitFor({ timeout: 10_000 });
-    // Reload answers once the plugins are rediscovered; the restarted process
-    // registers a moment later: wait for it (a condition, not a sleep).
+    // serve's watch may restart it once more after the reload: wait for a
+    // running process that is not the one before the reload.
     let third = await listed();
-    for (let i = 0; i < 100 && !(third?.state === 'running' && third.pid !== second.pid); i++) {
-      await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 50 && !(third?.state === 'running' && third.pid !== second.pid && alive(third.pid)); i++) {
+      await new Promise((r) => setTimeout(r, 200));
       third = await listed();
     }
     assert(third?.state === 'running' && third.pid !== second.pid && alive(third.pid) && !alive(second.pid), `after reload: ${JSON.stringify(third)}`);
