@@ -74,6 +74,15 @@ func (r *runner) chatCmd() *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				// On a terminal, a tool call a plugin wants approved is asked
+				// of the person at it; elsewhere it is blocked (fail closed).
+				var ask func(turns.Approval) bool
+				f.Approve = func(_ context.Context, a turns.Approval) (bool, error) {
+					if ask == nil {
+						return false, nil
+					}
+					return ask(a), nil
+				}
 				loop, err := st.Loop(f)
 				if err != nil {
 					return err
@@ -94,7 +103,7 @@ func (r *runner) chatCmd() *cobra.Command {
 					id = s.ID
 					fmt.Fprintf(r.env.Stdout, "(new session %s)\n", id)
 				}
-				return r.chatLoop(ctx, loop, id, cmd.InOrStdin())
+				return r.chatLoop(ctx, loop, id, cmd.InOrStdin(), &ask)
 			})
 		},
 	}
@@ -103,13 +112,28 @@ func (r *runner) chatCmd() *cobra.Command {
 	return c
 }
 
-func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader) error {
+func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *func(turns.Approval) bool) error {
 	interactive := false
 	if fi, ok := in.(*os.File); ok && term.IsTerminal(int(fi.Fd())) {
 		interactive = true
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	if interactive && ask != nil {
+		// The chat loop waits in Send meanwhile: the scanner is free.
+		*ask = func(a turns.Approval) bool {
+			fmt.Fprintf(r.env.Stdout, "plugin %s asks before %s runs with %v", a.Plugin, a.ToolName, a.Args)
+			if a.Message != "" {
+				fmt.Fprintf(r.env.Stdout, " (%s)", a.Message)
+			}
+			fmt.Fprint(r.env.Stdout, ". Run it? [y/N] ")
+			if !sc.Scan() {
+				return false
+			}
+			answer := strings.ToLower(strings.TrimSpace(sc.Text()))
+			return answer == "y" || answer == "yes"
+		}
+	}
 	for {
 		if interactive {
 			fmt.Fprint(r.env.Stdout, "> ")
