@@ -34,6 +34,17 @@ export interface ChainDTO {
   items: ItemDTO[] | null;
 }
 
+/**
+ * CommandDTO is a slash command the composer offers: its name, the hint
+ * for its arguments and what it does.
+ */
+export interface CommandDTO {
+  name: string;
+  args_hint?: string;
+  description: string;
+  plugin?: string;
+}
+
 /** CompactionDTO is one post_compaction of a session, as its event logged it. */
 export interface CompactionDTO {
   event_id: string;

@@ -5,6 +5,7 @@ import type { BulkRequest, CreateRequest, EmptyTrashRequest, InstallRequest, Pin
 
 /** Every route of the JSON API, as registered in app/ ("METHOD /path/{param}"). */
 export const routes = [
+  "GET /api/commands",
   "GET /api/conversations",
   "GET /api/conversations/count",
   "GET /api/conversations/ids",
@@ -56,6 +57,7 @@ export type Route = (typeof routes)[number];
 
 /** The JSON body each route decodes (never: it reads none). */
 export interface RouteBody {
+  "GET /api/commands": never;
   "GET /api/conversations": never;
   "GET /api/conversations/count": never;
   "GET /api/conversations/ids": never;
@@ -105,6 +107,7 @@ export interface RouteBody {
 
 /** The query parameters each route reads. */
 export interface RouteQuery {
+  "GET /api/commands": Record<string, never>;
   "GET /api/conversations": { active_within?: string; archived?: boolean; cursor?: string; has_children?: boolean; inactive_for?: string; limit?: number; match?: string; messages?: string; older_than?: string; pinned?: boolean; platform?: string; profile?: string; scope?: string; source?: string; subagents?: boolean; title?: string; trashed_for?: string };
   "GET /api/conversations/count": { active_within?: string; archived?: boolean; cursor?: string; has_children?: boolean; inactive_for?: string; limit?: number; match?: string; messages?: string; older_than?: string; pinned?: boolean; platform?: string; profile?: string; scope?: string; source?: string; subagents?: boolean; title?: string; trashed_for?: string };
   "GET /api/conversations/ids": { active_within?: string; archived?: boolean; cursor?: string; has_children?: boolean; inactive_for?: string; limit?: number; match?: string; messages?: string; older_than?: string; pinned?: boolean; platform?: string; profile?: string; scope?: string; source?: string; subagents?: boolean; title?: string; trashed_for?: string };
