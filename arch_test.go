@@ -14,17 +14,18 @@ import (
 // style's dependency direction). Third-party modules are checked separately.
 var allowed = map[string][]string{
 	"backend/apperr":      {},
+	"backend/limits":      {"backend/apperr"},
 	"backend/db":          {"backend/apperr"},
 	"backend/llm":         {"backend/apperr"},
 	"backend/hooks":       {"backend/db", "backend/apperr"},
-	"backend/config":      {"backend/apperr", "backend/hooks"},
-	"backend/sessions":    {"backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
-	"backend/receipts":    {"backend/sessions", "backend/db", "backend/apperr"},
+	"backend/config":      {"backend/apperr", "backend/hooks", "backend/limits"},
+	"backend/sessions":    {"backend/hooks", "backend/db", "backend/apperr", "backend/llm", "backend/limits"},
+	"backend/receipts":    {"backend/sessions", "backend/db", "backend/apperr", "backend/limits"},
 	"backend/compaction":  {"backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
 	"backend/maintenance": {"backend/sessions", "backend/receipts", "backend/hooks", "backend/db", "backend/apperr"},
 	// The turn loop reaches plugins only through the hook bus: never proc.
 	"backend/turns":          {"backend/compaction", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
-	"backend/plugins":        {"backend/config", "backend/apperr", "backend/hooks", "backend/plugins/proc", "backend/plugins/runner", "plugins"},
+	"backend/plugins":        {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/plugins/proc", "backend/plugins/runner", "plugins"},
 	"backend/plugins/runner": {},
 	"backend/plugins/proc":   {"backend/hooks", "backend/db", "backend/apperr"},
 	"app":                    {"backend"},

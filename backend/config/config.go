@@ -13,6 +13,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/hooks"
+	"atrium/backend/limits"
 )
 
 // Home is the data folder of one profile.
@@ -262,12 +263,18 @@ func (c Config) Validate() error {
 // are returned as warnings, never as errors.
 func Load(path string) (Config, []string, error) {
 	var c Config
-	data, err := os.ReadFile(path)
+	data, err := limits.ReadFile(path, limits.ConfigBytes, "a config file")
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil, nil
 	}
+	if apperr.Is(err, apperr.Invalid) {
+		return c, nil, err
+	}
 	if err != nil {
 		return c, nil, apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
+	}
+	if err := limits.CheckYAMLDepth(data, limits.YAMLDepth, "config "+path); err != nil {
+		return c, nil, err
 	}
 	if err := yaml.Unmarshal(data, &c); err != nil {
 		return Config{}, nil, apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))

@@ -66,6 +66,18 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 			t.Errorf("%q: %v", body, err)
 		}
 	}
+	// Bounds: a config nested past the depth limit or over the size limit
+	// is refused before the YAML library reads it.
+	for body, msg := range map[string]string{
+		"plugins:\n  entries:\n    x: " + strings.Repeat("[", 50_000) + strings.Repeat("]", 50_000) + "\n": "nested deeper than 32 levels",
+		"sessions:\n  retention_days: 3\n" + strings.Repeat("# padding\n", 120_000):                        "over the 1 MiB limit for a config file",
+	} {
+		p := write(body)
+		_, _, err := Load(p)
+		if apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%.40q: %v", body, err)
+		}
+	}
 	_, w, err = Load(write("sessions:\n  colour: blue\n"))
 	if err != nil || len(w) != 1 || !strings.Contains(w[0], "colour") {
 		t.Fatalf("unknown key: %v %v", w, err)

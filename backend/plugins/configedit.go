@@ -156,12 +156,13 @@ func SetPluginSetting(home config.Home, id, key string, value any) error {
 // readConfigDoc reads the config file as an ordered document with its
 // comments; it must load first (a missing file is an empty document).
 func readConfigDoc(path string) (yaml.MapSlice, yaml.CommentMap, error) {
+	// Load first: it bounds the file's size and nesting before any parse.
+	if _, _, err := config.Load(path); err != nil {
+		return nil, nil, err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, nil, apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
-	}
-	if _, _, err := config.Load(path); err != nil {
-		return nil, nil, err
 	}
 	var doc yaml.MapSlice
 	comments := yaml.CommentMap{}

@@ -329,12 +329,16 @@ func load(c *candidate, fsys fs.FS, atriumVersion string) {
 		}
 		return name
 	}
-	data, err := fs.ReadFile(fsys, path.Join(c.rel, mf))
+	data, err := readManifest(fsys, path.Join(c.rel, mf), file)
 	if err != nil {
 		p.Manifest.Name, p.ID = c.folder, key(c.folder)
-		if errors.Is(err, fs.ErrNotExist) {
+		var ae *apperr.Error
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			p.Err = fmt.Sprintf("%s: no %s", c.where, ManifestFile)
-		} else {
+		case errors.As(err, &ae):
+			p.Err = err.Error()
+		default:
 			p.Err = fmt.Sprintf("cannot read %s: %v", file, err)
 		}
 		return

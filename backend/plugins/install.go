@@ -13,13 +13,22 @@ import (
 	"strings"
 
 	"atrium/backend/apperr"
+	"atrium/backend/limits"
 )
 
 // Install limits: an archive past them is refused before anything is written.
 const (
 	maxInstallFiles = 10000
 	maxInstallBytes = 256 << 20
+	// maxInstallRatio bounds how much one archive entry may expand (a zip
+	// bomb), for entries over ratioFloor; source and data rarely pass 20:1.
+	maxInstallRatio = 200
+	ratioFloor      = 1 << 20
 )
+
+// errCorrupt marks an archive entry whose data does not match its header
+// (a lying size, a bad checksum): invalid input, not an internal error.
+var errCorrupt = errors.New("does not match its header (a corrupt or forged archive)")
 
 // file is one regular file or folder to install, at a slash path relative
 // to the plugin's folder.
@@ -93,6 +102,9 @@ func install(ctx context.Context, src, pluginsDir, atriumVersion string, force b
 			return "", err
 		}
 		if err := writeFile(tmp, f); err != nil {
+			if errors.Is(err, errCorrupt) {
+				return "", apperr.Wrap(apperr.Invalid, err, "install %s: entry %s", src, limits.Echo(f.rel))
+			}
 			return "", apperr.Wrap(apperr.Internal, err, "install %s: write %s", src, f.rel)
 		}
 	}
@@ -124,9 +136,12 @@ func manifestOf(files []file, label string) (Manifest, error) {
 		if err != nil {
 			return Manifest{}, apperr.Wrap(apperr.Invalid, err, "read %s", ManifestFile)
 		}
-		data, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+		data, err := readManifestFrom(rc, label)
 		rc.Close()
 		if err != nil {
+			if apperr.CodeOf(err) == apperr.Invalid {
+				return Manifest{}, err
+			}
 			return Manifest{}, apperr.Wrap(apperr.Invalid, err, "read %s", ManifestFile)
 		}
 		m, _, err := ParseManifest(data, label)
@@ -191,6 +206,7 @@ func folderFiles(root string) ([]file, error) {
 func zipFiles(zr *zip.Reader) ([]file, error) {
 	var out []file
 	var total uint64
+	seen := map[string]bool{} // clean path -> is a folder
 	for _, zf := range zr.File {
 		name := zf.Name
 		mode := zf.Mode()
@@ -214,15 +230,35 @@ func zipFiles(zr *zip.Reader) ([]file, error) {
 			return nil, apperr.New(apperr.Invalid, "zip entry %q escapes the plugin folder", name)
 		}
 		total += zf.UncompressedSize64
-		if len(out) >= maxInstallFiles || total > maxInstallBytes {
+		if len(out) >= maxInstallFiles || total > maxInstallBytes || zf.UncompressedSize64 > maxInstallBytes {
 			return nil, apperr.New(apperr.Invalid, "the archive is too large (over %d files or %d MiB)", maxInstallFiles, maxInstallBytes>>20)
 		}
+		if zf.UncompressedSize64 > ratioFloor && zf.UncompressedSize64/max(zf.CompressedSize64, 1) > maxInstallRatio {
+			return nil, apperr.New(apperr.Invalid, "zip entry %s expands %d times (over %d:1): refused as a zip bomb",
+				limits.Echo(name), zf.UncompressedSize64/max(zf.CompressedSize64, 1), maxInstallRatio)
+		}
+		isDir := mode.IsDir() || strings.HasSuffix(name, "/")
+		if wasDir, dup := seen[clean]; dup {
+			if wasDir && isDir {
+				continue // the same folder listed twice is harmless
+			}
+			return nil, apperr.New(apperr.Invalid, "zip entry %s appears twice in the archive", limits.Echo(clean))
+		}
+		seen[clean] = isDir
 		zf := zf
-		f := file{rel: clean, dir: mode.IsDir() || strings.HasSuffix(name, "/"), exec: mode&0o111 != 0, size: int64(zf.UncompressedSize64)}
+		f := file{rel: clean, dir: isDir, exec: mode&0o111 != 0, size: int64(zf.UncompressedSize64)}
 		if !f.dir {
 			f.open = func() (io.ReadCloser, error) { return zf.Open() }
 		}
 		out = append(out, f)
+	}
+	// A file that is also the parent of another entry ("a" and "a/b").
+	for rel := range seen {
+		for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+			if isDir, ok := seen[dir]; ok && !isDir {
+				return nil, apperr.New(apperr.Invalid, "zip entry %s is a file and the folder of %s", limits.Echo(dir), limits.Echo(rel))
+			}
+		}
 	}
 	return stripTop(out), nil
 }
@@ -288,9 +324,25 @@ func writeFile(root string, f file) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(w, io.LimitReader(rc, f.size+1)); err != nil {
+	n, err := io.Copy(w, &readErr{io.LimitReader(rc, f.size+1)})
+	if err == nil && n != f.size {
+		err = fmt.Errorf("%w: %d bytes where its header says %d", errCorrupt, n, f.size)
+	}
+	if err != nil {
 		w.Close()
 		return err
 	}
 	return w.Close()
+}
+
+// readErr marks every read error of an entry as errCorrupt, so a failed
+// write stays an internal error and bad data is invalid input.
+type readErr struct{ r io.Reader }
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	return n, err
 }

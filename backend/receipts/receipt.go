@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"atrium/backend/apperr"
+	"atrium/backend/limits"
 	"atrium/backend/sessions"
 )
 
@@ -70,7 +71,7 @@ var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
 // ValidRequestID checks a request id (an undo's is "undo:" and the id).
 func ValidRequestID(id string) error {
 	if !requestIDPattern.MatchString(strings.TrimPrefix(id, UndoPrefix)) {
-		return apperr.New(apperr.Invalid, "invalid request id %q: use 1-128 letters, digits, '-', '_', '.' or ':'", id)
+		return apperr.New(apperr.Invalid, "invalid request id %s: use 1-128 letters, digits, '-', '_', '.' or ':'", limits.Echo(id))
 	}
 	return nil
 }
@@ -81,7 +82,7 @@ func (r Request) Validate() error {
 		return err
 	}
 	if !slices.Contains(Ops, r.Op) {
-		return apperr.New(apperr.Invalid, "invalid operation %q (one of %s)", r.Op, strings.Join(Ops, ", "))
+		return apperr.New(apperr.Invalid, "invalid operation %s (one of %s)", limits.Echo(r.Op), strings.Join(Ops, ", "))
 	}
 	if r.Op == OpUndo {
 		if r.Target == "" || len(r.SessionIDs) > 0 || r.Filter != nil {

@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/samber/lo"
 	"gorm.io/gorm"
 
 	"atrium/backend/apperr"
 	"atrium/backend/db"
+	"atrium/backend/limits"
 )
 
 // Recursive expansions, seeded from a JSON array (one bound parameter, so no
@@ -206,7 +209,7 @@ func decodeCursor(s string) (cursor, error) {
 		err = json.Unmarshal(raw, &c)
 	}
 	if err != nil || c.ID == "" {
-		return cursor{}, apperr.New(apperr.Invalid, "invalid page cursor %q", s)
+		return cursor{}, apperr.New(apperr.Invalid, "invalid page cursor %s", limits.Echo(s))
 	}
 	return c, nil
 }
@@ -232,10 +235,22 @@ type SearchOptions struct {
 	Archived *bool  // legacy: true is ScopeArchived, false ScopeActive
 }
 
+// Search bounds: what a person types is short; a query past these is refused
+// before SQLite sees it, and a search that runs past SearchTimeout is
+// interrupted.
+const (
+	MaxSearchBytes = 1024
+	MaxSearchWords = 32
+	SearchTimeout  = 5 * time.Second
+)
+
 // ftsQuery turns what a person typed into a safe FTS5 query: every word is
 // quoted (so FTS syntax in the input is literal), all words must match, and
 // the last one also matches as a prefix.
 func ftsQuery(q string) (string, error) {
+	if len(q) > MaxSearchBytes {
+		return "", apperr.New(apperr.Invalid, "search query is %d bytes, over the %d-byte limit", len(q), MaxSearchBytes)
+	}
 	words := strings.FieldsFunc(q, func(r rune) bool {
 		return !(r == '_' || r == '-' || r == '\'' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127)
 	})
@@ -248,7 +263,10 @@ func ftsQuery(q string) (string, error) {
 		parts = append(parts, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
 	}
 	if len(parts) == 0 {
-		return "", apperr.New(apperr.Invalid, "search query %q has no words", q)
+		return "", apperr.New(apperr.Invalid, "search query %s has no words", limits.Echo(q))
+	}
+	if len(parts) > MaxSearchWords {
+		return "", apperr.New(apperr.Invalid, "search query has %d words, over the limit of %d", len(parts), MaxSearchWords)
 	}
 	parts[len(parts)-1] += "*"
 	return strings.Join(parts, " "), nil
@@ -263,6 +281,20 @@ func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit,
 	if err != nil {
 		return nil, err
 	}
+	timeout := s.searchTimeout
+	if timeout <= 0 {
+		timeout = SearchTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hits, err := s.search(ctx, q, match, o)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, apperr.Wrap(apperr.Rejected, ctx.Err(), "search stopped after %s (the limit): use more or longer words", timeout)
+	}
+	return hits, err
+}
+
+func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) ([]Hit, error) {
 	limit := o.Limit
 	if limit <= 0 || limit > 500 {
 		limit = 20

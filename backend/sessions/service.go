@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -26,6 +27,8 @@ type Options struct {
 	// retention prune) to the trash too (sessions.trash_automatic); nil
 	// means true.
 	TrashAutomatic *bool
+	// SearchTimeout bounds one Search (default sessions.SearchTimeout).
+	SearchTimeout time.Duration
 }
 
 // DefaultTrashDays is sessions.trash_days when unset.
@@ -41,6 +44,8 @@ type Service struct {
 	log         *slog.Logger
 	trashDays   int
 	trashAuto   bool
+
+	searchTimeout time.Duration
 }
 
 // NewService builds the store service. bus may be nil only for a store that is
@@ -61,7 +66,8 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 	if opts.TrashAutomatic != nil {
 		auto = *opts.TrashAutomatic
 	}
-	return &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg, trashDays: days, trashAuto: auto}
+	return &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg, trashDays: days, trashAuto: auto,
+		searchTimeout: opts.SearchTimeout}
 }
 
 // TrashDays is how long deleted sessions stay restorable (0: deleted at once).

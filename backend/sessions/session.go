@@ -10,6 +10,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/db"
+	"atrium/backend/limits"
 	"atrium/backend/llm"
 )
 
@@ -115,7 +116,7 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 // empty or over-long ids.
 func ValidateID(id string) error {
 	if !idPattern.MatchString(id) || strings.Contains(id, "..") {
-		return apperr.New(apperr.Invalid, "invalid session id %q: use 1-128 letters, digits, '-', '_' or '.', no '..'", id)
+		return apperr.New(apperr.Invalid, "invalid session id %s: use 1-128 letters, digits, '-', '_' or '.', no '..'", limits.Echo(id))
 	}
 	return nil
 }
