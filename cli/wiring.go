@@ -56,7 +56,9 @@ func (r *runner) registerPlugins(st *stack.Stack) error {
 		Discover: r.pluginOptions(st.Home),
 		Bus:      st.Bus,
 		Go:       goPlugins,
-		Want: plugins.Want{Processes: r.processPlugins, Hooks: r.pluginHooks, CLICommand: r.pluginCLI,
+		// A store this process cannot write fires no hook: no process
+		// plugin has anything to receive.
+		Want: plugins.Want{Processes: r.processPlugins && st.DB.Writable() == nil, Hooks: r.pluginHooks, CLICommand: r.pluginCLI,
 			Capabilities: r.pluginCaps},
 		Process:      r.processName(),
 		Logger:       st.Logger(),

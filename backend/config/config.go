@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -86,14 +87,52 @@ func (h Home) SessionsDir() string { return filepath.Join(h.Dir, "sessions") }
 // PluginsDir holds user plugins.
 func (h Home) PluginsDir() string { return filepath.Join(h.Dir, "plugins") }
 
-// Ensure creates the profile's folders if they are missing.
+// Ensure creates the profile's folders if they are missing, private to
+// their owner (0700: transcripts and sidecar files are nobody else's). A
+// home that exists but cannot be written (a read-only file system) is left
+// as it is: it can still be read.
 func (h Home) Ensure() error {
-	for _, d := range []string{h.Dir, h.SessionsDir(), h.PluginsDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
+	if h.Root != h.Dir {
+		if err := mkdirPrivate(h.Root); err != nil {
+			return err
+		}
+	}
+	if err := mkdirPrivate(h.Dir); err != nil {
+		return err
+	}
+	for _, d := range []string{h.SessionsDir(), h.PluginsDir()} {
+		if err := mkdirPrivate(d); err != nil && !Unwritable(err) {
+			return err
 		}
 	}
 	return nil
+}
+
+// mkdirPrivate creates dir (and its parents) 0700, and makes an existing
+// folder that others could read private, best effort.
+func mkdirPrivate(dir string) error {
+	if info, err := os.Stat(dir); err == nil && info.IsDir() {
+		if info.Mode().Perm()&0o077 != 0 {
+			_ = os.Chmod(dir, info.Mode().Perm()&0o700)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Unwritable reports whether err says a file cannot be written because its
+// file system is read-only or full, or its folder is not writable by this
+// user: the home can still be read.
+func Unwritable(err error) bool {
+	for _, e := range []error{syscall.EROFS, syscall.EACCES, syscall.EPERM, syscall.ENOSPC, syscall.EDQUOT} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // Config is config.yaml. Zero values mean "use the default".

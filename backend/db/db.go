@@ -12,10 +12,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/driver/sqlite"
@@ -40,10 +42,17 @@ type Options struct {
 
 // DB is an open store.
 type DB struct {
-	Write *gorm.DB // one connection, BEGIN IMMEDIATE
+	Write *gorm.DB // one connection, BEGIN IMMEDIATE; nil when the store cannot be written
 	Read  *gorm.DB // read-only pool
 	Path  string
 	clock func() time.Time
+
+	// writeErr says why Write is nil (a read-only file system, a folder
+	// without write permission): every InTx returns it.
+	writeErr error
+	// damaged is set once any statement met a malformed page: from then on
+	// this process writes nothing to the store (see Damaged).
+	damaged atomic.Bool
 
 	// commitMu is held from BEGIN until the ordered after-commit functions
 	// ran, so events committed by this process are queued for delivery in
@@ -52,6 +61,13 @@ type DB struct {
 }
 
 // Open opens (creating if needed) and migrates the store at path.
+//
+// Opening an existing, up-to-date store never writes to it: the schema
+// version is read first, and only a store that needs a migration is written
+// to, under the write lock (BEGIN IMMEDIATE) taken before the version is read
+// again, so any number of processes may open a new store at once. A store
+// that cannot be written (a read-only file system or folder) still opens for
+// reading; its writes fail with one line that names the cause.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	sync := strings.ToLower(strings.TrimSpace(opts.Synchronous))
 	switch sync {
@@ -70,32 +86,85 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if clock == nil {
 		clock = time.Now
 	}
+	d := &DB{Path: path, clock: clock}
+	existed, err := createPrivate(path)
+	if err != nil {
+		return nil, d.cannotWrite(err, "create")
+	}
 	q := url.Values{}
 	q.Set("_foreign_keys", "on")
-	q.Set("_journal_mode", "WAL")
 	q.Set("_busy_timeout", fmt.Sprint(busy.Milliseconds()))
-	q.Set("_synchronous", sync)
-	writeDSN := "file:" + path + "?" + q.Encode() + "&_txlock=immediate"
-	write, err := openGorm(writeDSN, 1)
+	wq := url.Values{}
+	for k, v := range q {
+		wq[k] = v
+	}
+	wq.Set("_journal_mode", "WAL")
+	wq.Set("_synchronous", sync)
+	write, err := openGorm("file:"+path+"?"+wq.Encode()+"&_txlock=immediate", 1)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		if !existed {
+			return nil, d.cannotWrite(err, "create")
+		}
+		// Readable, perhaps, but not writable: serve reads, refuse writes.
+		d.writeErr = d.cannotWrite(err, "write")
 	}
-	d := &DB{Write: write, Path: path, clock: clock}
-	if err := migrate(ctx, write); err != nil {
-		d.closePool(write)
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
+	d.Write = write
 	readConns := opts.ReadConns
 	if readConns <= 0 {
 		readConns = 4
 	}
-	read, err := openGorm("file:"+path+"?"+q.Encode()+"&_query_only=1", readConns)
+	readDSN := "file:" + path + "?" + q.Encode() + "&mode=ro&_query_only=1"
+	read, err := openGorm(readDSN, readConns)
+	if err != nil && write == nil {
+		// A WAL store in a read-only folder whose -shm is gone (its last
+		// writer closed cleanly): nobody can be writing it, so read it as
+		// immutable.
+		read, err = openGorm(readDSN+"&immutable=1", readConns)
+	}
 	if err != nil {
 		d.closePool(write)
-		return nil, fmt.Errorf("open %s for reading: %w", path, err)
+		return nil, fmt.Errorf("open %s for reading: %w", path, d.classify(err))
 	}
 	d.Read = read
+	for _, g := range []*gorm.DB{write, read} {
+		if g != nil {
+			d.watch(g)
+		}
+	}
+	if err := d.migrate(ctx); err != nil {
+		_ = d.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	tightenModes(path)
 	return d, nil
+}
+
+// createPrivate creates path empty with mode 0600 unless it exists (SQLite
+// would create it 0644, and its -wal and -shm files copy the store's mode):
+// transcripts are private. It reports whether the file was there already.
+func createPrivate(path string) (existed bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		return false, f.Close()
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return true, nil
+	}
+	if _, serr := os.Stat(path); serr == nil {
+		return true, nil // present but not openable for writing here
+	}
+	return false, err
+}
+
+// tightenModes makes an existing store, its WAL and its shared-memory file
+// private (0600) if an older Atrium left them readable by others; best
+// effort: a read-only home keeps its modes.
+func tightenModes(path string) {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if info, err := os.Stat(p); err == nil && info.Mode().Perm()&0o077 != 0 {
+			_ = os.Chmod(p, info.Mode().Perm()&0o700)
+		}
+	}
 }
 
 func openGorm(dsn string, conns int) (*gorm.DB, error) {
@@ -132,10 +201,14 @@ func (d *DB) closePool(g *gorm.DB) {
 	}
 }
 
-// Close closes both pools.
+// Close closes both pools. The writer of a store found damaged is left
+// open until the process exits: closing the last connection would
+// checkpoint the WAL into the damaged file.
 func (d *DB) Close() error {
 	d.closePool(d.Read)
-	d.closePool(d.Write)
+	if !d.damaged.Load() {
+		d.closePool(d.Write)
+	}
 	return nil
 }
 
@@ -164,6 +237,9 @@ func (tx *Tx) AfterCommitOrdered(fn func()) { tx.ordered = append(tx.ordered, fn
 // InTx runs fn in one write transaction (BEGIN IMMEDIATE). If fn returns an
 // error or panics, the transaction rolls back and nothing queued runs.
 func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
+	if err := d.Writable(); err != nil {
+		return err
+	}
 	var t *Tx
 	d.commitMu.Lock()
 	locked := true
@@ -177,7 +253,7 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return fn(t)
 	})
 	if err != nil {
-		return Translate(err)
+		return Translate(d.classify(err))
 	}
 	for _, f := range t.ordered {
 		f()

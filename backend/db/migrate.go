@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -61,55 +62,88 @@ func SchemaVersion() int {
 	return len(ms)
 }
 
-func migrate(ctx context.Context, g *gorm.DB) error {
+// migrate brings the schema up to date. The version is read first without
+// writing: an up-to-date store is not written to (a read-only command on a
+// read-only home opens it). Otherwise the write lock is taken (BEGIN
+// IMMEDIATE) before the version is read again, and every pending migration
+// runs in that one transaction, so concurrent first opens queue on the lock
+// and the later ones find the schema already there.
+func (d *DB) migrate(ctx context.Context) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return err
 	}
-	g = g.WithContext(ctx)
-	if err := g.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`).Error; err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
-	}
-	var current int
-	if err := g.Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current).Error; err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+	current, err := schemaVersion(ctx, d.Read)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", d.classify(err))
 	}
 	if current > len(ms) {
-		return apperr.New(apperr.Rejected,
-			"the store's schema is version %d but this atrium knows only up to %d: it was written by a newer atrium; upgrade atrium instead (nothing was changed)",
-			current, len(ms))
+		return newerSchema(current, len(ms))
+	}
+	if current == len(ms) {
+		return nil
+	}
+	if err := d.Writable(); err != nil {
+		return fmt.Errorf("the store needs its schema brought from version %d to %d: %w", current, len(ms), err)
+	}
+	sqlDB, err := d.Write.DB()
+	if err != nil {
+		return err
+	}
+	tx, err := sqlDB.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the writer's DSN sets _txlock
+	if err != nil {
+		return fmt.Errorf("lock the store to migrate it: %w", d.classify(err))
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", d.classify(err))
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", d.classify(err))
+	}
+	if current > len(ms) {
+		return newerSchema(current, len(ms))
 	}
 	for _, m := range ms[current:] {
-		err := applyMigration(ctx, g, m)
-		if err != nil {
+		if err := applyMigration(ctx, tx, m); err != nil {
 			if strings.Contains(err.Error(), "no such module: fts5") {
 				return fmt.Errorf("migration %s: this binary was built without FTS5 (build with -tags sqlite_fts5): %w", m.name, err)
 			}
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return fmt.Errorf("migration %s: %w", m.name, d.classify(err))
 		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit migrations: %w", d.classify(err))
 	}
 	return nil
 }
 
+// schemaVersion reads the version without writing (0 for a new store).
+func schemaVersion(ctx context.Context, g *gorm.DB) (int, error) {
+	g = g.WithContext(ctx)
+	var n int
+	if err := g.Raw(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n).Error; err != nil || n == 0 {
+		return 0, err
+	}
+	var v int
+	err := g.Raw(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v).Error
+	return v, err
+}
+
+func newerSchema(current, known int) error {
+	return apperr.New(apperr.Rejected,
+		"the store's schema is version %d but this atrium knows only up to %d: it was written by a newer atrium; upgrade atrium instead (nothing was changed)",
+		current, known)
+}
+
 // applyMigration runs one multi-statement script on the raw connection: a
 // prepared statement (gorm's PrepareStmt) would run only its first statement.
-func applyMigration(ctx context.Context, g *gorm.DB, m migration) error {
-	sqlDB, err := g.DB()
-	if err != nil {
-		return err
-	}
-	tx, err := sqlDB.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback() }()
+func applyMigration(ctx context.Context, tx *sql.Tx, m migration) error {
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UnixMilli()); err != nil {
-		return err
-	}
-	return tx.Commit()
+	_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, time.Now().UnixMilli())
+	return err
 }

@@ -48,8 +48,11 @@ type Bus struct {
 	nextReg  uint64
 	started  bool
 	closed   bool
-	pending  int           // events handed to delivery and not yet recorded
-	idle     chan struct{} // closed when pending drops to 0
+	// registered: this process's row in processes has committed (see
+	// registerTx); until then it has claimed nothing and writes nothing.
+	registered atomic.Bool
+	pending    int           // events handed to delivery and not yet recorded
+	idle       chan struct{} // closed when pending drops to 0
 
 	outMu    sync.Mutex
 	outQueue []outcome     // unbounded: a committing caller never blocks on it
@@ -281,9 +284,12 @@ func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any
 		return Event{}, apperr.New(apperr.Internal, "hook bus closed: %s cannot be enqueued", hook)
 	}
 	if !started {
-		// A claim by a process with no process row would look lapsed to
-		// everyone else: that is a wiring bug, refuse loudly.
+		// Start recovers lapsed events before this process adds its own:
+		// enqueuing first is a wiring bug, refuse loudly.
 		return Event{}, apperr.New(apperr.Internal, "hook bus not started: call Start before enqueuing %s", hook)
+	}
+	if err := b.registerTx(ctx, tx); err != nil {
+		return Event{}, err
 	}
 	raw, err := EncodePayload(payload)
 	if err != nil {

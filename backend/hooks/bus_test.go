@@ -1327,14 +1327,35 @@ func TestCloseIsBoundedAndLeavesUndeliveredEventsForTheNextProcess(t *testing.T)
 	}
 }
 
-func TestStartIsIdempotent(t *testing.T) {
+// Start is idempotent and writes nothing: a process registers as a claimer
+// with its first event (or its first claim of lapsed events), so a command
+// that only reads never writes to the store.
+func TestStartIsIdempotentAndRegistersLazily(t *testing.T) {
 	t.Parallel()
 	_, d := newStore(t)
+	subscribe(t, newBus(t, d, hooks.Options{}), "p", hooks.OnSessionDelete) // a subscriber: Start looks for lapsed events
 	b := newBus(t, d, hooks.Options{})
+	subscribe(t, b, "p", hooks.OnSessionDelete)
+	var changes int64
+	d.Write.Raw(`SELECT total_changes()`).Scan(&changes)
 	mustStart(t, b)
 	mustStart(t, b)
-	if n := count(t, d, `SELECT COUNT(*) FROM processes`); n != 1 {
-		t.Fatalf("processes = %d, want 1", n)
+	var after int64
+	d.Write.Raw(`SELECT total_changes()`).Scan(&after)
+	if n := count(t, d, `SELECT COUNT(*) FROM processes`); n != 0 || after != changes {
+		t.Fatalf("Start wrote: processes = %d, changes %d -> %d", n, changes, after)
+	}
+	mustEnqueue(t, d, b, hooks.OnSessionDelete, map[string]any{"session_id": "s"})
+	mustEnqueue(t, d, b, hooks.OnSessionDelete, map[string]any{"session_id": "t"})
+	if n := count(t, d, `SELECT COUNT(*) FROM processes WHERE id = ?`, b.ProcessID()); n != 1 {
+		t.Fatalf("processes = %d after an event, want 1", n)
+	}
+	mustFlush(t, b)
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, d, `SELECT COUNT(*) FROM processes`); n != 0 {
+		t.Fatalf("processes = %d after Close, want 0", n)
 	}
 }
 

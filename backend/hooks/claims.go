@@ -13,10 +13,14 @@ import (
 	"atrium/backend/db"
 )
 
-// Start registers this process as a live claimer, starts its heartbeat and
-// delivers, as redeliveries, the events whose claim lapsed because the process
-// that committed them died before it delivered them. Register plugins first:
-// a redelivered event goes to the subscribers present at Start.
+// Start starts this process's heartbeat and delivers, as redeliveries, the
+// events whose claim lapsed because the process that committed them died
+// before it delivered them. Register plugins first: a redelivered event goes
+// to the subscribers present at Start.
+//
+// Start writes nothing: the process registers as a claimer (its row in
+// processes) in the transaction of its first event, or of its first claim of
+// lapsed events, so a command that only reads never writes to the store.
 func (b *Bus) Start(ctx context.Context) error {
 	b.mu.Lock()
 	if b.started {
@@ -25,20 +29,14 @@ func (b *Bus) Start(ctx context.Context) error {
 	}
 	b.started = true
 	b.mu.Unlock()
-	host, _ := os.Hostname()
-	now := b.db.Now()
-	err := b.db.InTx(ctx, func(tx *db.Tx) error {
-		return tx.G.WithContext(ctx).Exec(`INSERT INTO processes (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)`,
-			b.procID, host, os.Getpid(), db.Ms(now), db.Ms(now)).Error
-	})
-	if err != nil {
-		b.mu.Lock()
-		b.started = false
-		b.mu.Unlock()
-		return fmt.Errorf("register process for hook delivery: %w", err)
-	}
 	if _, err := b.Recover(ctx); err != nil {
-		return err
+		if b.db.Writable() != nil {
+			// A store this process cannot write (read-only, damaged): the
+			// lapsed events wait for a process that can deliver them.
+			b.log.Warn("lapsed hook events not redelivered", "error", err)
+		} else {
+			return err
+		}
 	}
 	interval := b.lease / 4
 	b.bgWG.Add(1)
@@ -55,7 +53,7 @@ func (b *Bus) Start(ctx context.Context) error {
 					return
 				}
 				b.heartbeat()
-				if _, err := b.Recover(b.base); err != nil && !errors.Is(err, context.Canceled) {
+				if _, err := b.Recover(b.base); err != nil && !errors.Is(err, context.Canceled) && b.db.Writable() == nil {
 					b.log.Warn("recover lapsed hook events", "error", err)
 				}
 			}
@@ -64,7 +62,26 @@ func (b *Bus) Start(ctx context.Context) error {
 	return nil
 }
 
+// registerTx makes this process a live claimer in tx (its row in
+// processes), before tx records a claim of this process: a claim by a
+// process with no row would look lapsed to everyone else. Idempotent.
+func (b *Bus) registerTx(ctx context.Context, tx *db.Tx) error {
+	if b.registered.Load() {
+		return nil
+	}
+	host, _ := os.Hostname()
+	if err := tx.G.WithContext(ctx).Exec(`INSERT OR IGNORE INTO processes (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)`,
+		b.procID, host, os.Getpid(), db.Ms(tx.Now), db.Ms(tx.Now)).Error; err != nil {
+		return fmt.Errorf("register process for hook delivery: %w", err)
+	}
+	tx.AfterCommitOrdered(func() { b.registered.Store(true) })
+	return nil
+}
+
 func (b *Bus) heartbeat() {
+	if !b.registered.Load() {
+		return
+	}
 	err := b.db.InTx(b.base, func(tx *db.Tx) error {
 		return tx.G.Exec(`UPDATE processes SET heartbeat_at = ? WHERE id = ?`, db.Ms(tx.Now), b.procID).Error
 	})
@@ -102,7 +119,13 @@ func (b *Bus) Recover(ctx context.Context) (int, error) {
 	if len(subscribed) == 0 {
 		return 0, nil
 	}
-	host, _ := os.Hostname()
+	// Look first, without writing: most of the time nothing has lapsed.
+	if lapsed, err := b.anyLapsed(ctx, subscribed); err != nil || !lapsed {
+		if err != nil {
+			return 0, fmt.Errorf("recover hook events: %w", err)
+		}
+		return 0, nil
+	}
 	var claimed []pendingRow
 	done := map[int64]map[string]bool{}
 	err := b.db.InTx(ctx, func(tx *db.Tx) error {
@@ -111,19 +134,7 @@ func (b *Bus) Recover(ctx context.Context) (int, error) {
 		if err := g.Raw(`SELECT id, host, pid, heartbeat_at FROM processes`).Scan(&procs).Error; err != nil {
 			return err
 		}
-		live := []string{b.procID}
-		var dead []string
-		stale := db.Ms(tx.Now.Add(-b.lease))
-		for _, p := range procs {
-			if p.ID == b.procID {
-				continue
-			}
-			if p.HeartbeatAt < stale || (p.Host == host && !pidAlive(p.Pid)) {
-				dead = append(dead, p.ID)
-			} else {
-				live = append(live, p.ID)
-			}
-		}
+		live, dead := b.partition(procs, tx.Now)
 		if len(dead) > 0 {
 			if err := g.Exec(`DELETE FROM processes WHERE id IN ?`, dead).Error; err != nil {
 				return err
@@ -136,6 +147,9 @@ func (b *Bus) Recover(ctx context.Context) (int, error) {
 		}
 		if len(claimed) == 0 {
 			return nil
+		}
+		if err := b.registerTx(ctx, tx); err != nil {
+			return err
 		}
 		seqs := make([]int64, len(claimed))
 		for i, c := range claimed {
@@ -169,6 +183,50 @@ func (b *Bus) Recover(ctx context.Context) (int, error) {
 	return len(claimed), nil
 }
 
+// partition splits the processes rows into the live claimers (this process
+// always among them) and the dead: a lapsed heartbeat, or a pid on this host
+// that no longer runs.
+func (b *Bus) partition(procs []procRow, now time.Time) (live, dead []string) {
+	host, _ := os.Hostname()
+	live = []string{b.procID}
+	stale := db.Ms(now.Add(-b.lease))
+	for _, p := range procs {
+		if p.ID == b.procID {
+			continue
+		}
+		if p.HeartbeatAt < stale || (p.Host == host && !pidAlive(p.Pid)) {
+			dead = append(dead, p.ID)
+		} else {
+			live = append(live, p.ID)
+		}
+	}
+	return live, dead
+}
+
+// anyLapsed reports, from the read pool, whether an undelivered event of
+// one of hooks is claimed by a process that is not a live claimer.
+func (b *Bus) anyLapsed(ctx context.Context, hooks []string) (bool, error) {
+	g := b.db.Read.WithContext(ctx)
+	var owners []string
+	if err := g.Raw(`SELECT DISTINCT claimed_by FROM hook_events WHERE delivered_at IS NULL AND hook IN ?`, hooks).Scan(&owners).Error; err != nil {
+		return false, err
+	}
+	if len(owners) == 0 {
+		return false, nil
+	}
+	var procs []procRow
+	if err := g.Raw(`SELECT id, host, pid, heartbeat_at FROM processes`).Scan(&procs).Error; err != nil {
+		return false, err
+	}
+	live, _ := b.partition(procs, b.db.Now())
+	for _, o := range owners {
+		if !slices.Contains(live, o) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 func pidAlive(pid int) bool {
 	if pid <= 0 {
 		return false
@@ -179,8 +237,8 @@ func pidAlive(pid int) bool {
 
 // Close waits for pending deliveries (bounded by ctx), then withdraws this
 // process's claim. Events still undelivered stay in the log, claimed by a
-// process that no longer exists, and the next process to open the store
-// redelivers them.
+// process that no longer exists, and the next process that hosts a
+// subscriber of their hook redelivers them.
 func (b *Bus) Close(ctx context.Context) error {
 	b.mu.Lock()
 	if b.closed {
@@ -188,12 +246,11 @@ func (b *Bus) Close(ctx context.Context) error {
 		return nil
 	}
 	b.closed = true
-	started := b.started
 	b.mu.Unlock()
 	flushErr := b.Flush(ctx)
 	b.stop()
 	b.bgWG.Wait()
-	if started && !b.dropAll.Load() {
+	if b.registered.Load() && !b.dropAll.Load() {
 		_ = b.db.InTx(context.Background(), func(tx *db.Tx) error {
 			return tx.G.Exec(`DELETE FROM processes WHERE id = ?`, b.procID).Error
 		})

@@ -188,13 +188,17 @@ func Fingerprint(p Plugin) string {
 func writeHostRecord(home config.Home, process string, plugins []RunState) error {
 	path := filepath.Join(runDir(home), strconv.Itoa(os.Getpid())+".json")
 	if plugins == nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) && !config.Unwritable(err) {
 			return err
 		}
 		return nil
 	}
-	return writeJSON(path, hostRecord{PID: os.Getpid(), Start: processStart(os.Getpid()), Process: process,
+	err := writeJSON(path, hostRecord{PID: os.Getpid(), Start: processStart(os.Getpid()), Process: process,
 		UpdatedAt: time.Now().UTC(), Plugins: plugins})
+	if config.Unwritable(err) {
+		return nil // a read-only or full home keeps no record: nothing to say to anyone
+	}
+	return err
 }
 
 // liveHosts reads the records of the processes that still run, oldest

@@ -215,7 +215,7 @@ func copySidecars(from, to string, ids []string) error {
 		if !want[id] || !e.Type().IsRegular() {
 			continue
 		}
-		if err := os.MkdirAll(to, 0o755); err != nil {
+		if err := os.MkdirAll(to, 0o700); err != nil {
 			return err
 		}
 		if err := copyFile(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
@@ -231,7 +231,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.Create(dst)
+	out, err := os.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600) // sidecars are as private as transcripts
 	if err != nil {
 		return err
 	}
