@@ -47,6 +47,7 @@ gen:
 e2e: build e2e/node_modules/.package-lock.json
 	dbus-run-session -- ./scripts/e2e-window.sh $(BIN)
 	node e2e/dashboard.mjs $(BIN)
+	node e2e/cross-origin.mjs $(BIN)
 
 deps:
 	./scripts/deps.sh

@@ -75,6 +75,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, ErrorDTO{Code: CodeUnauthorized, Message: "missing or wrong access token: open the link atrium serve printed"})
 		return
 	}
+	if refuseCrossSite(w, r) {
+		return
+	}
 	if !isAPI(r.URL.Path) && r.URL.Path != "/" && h.files != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		h.files.ServeHTTP(w, r)

@@ -55,6 +55,9 @@ func (c client) do(method, path, auth string, body any, out any) int {
 	if auth != "" {
 		req.Header.Set("Authorization", "Bearer "+auth)
 	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json") // every API write is JSON (origin.go)
+	}
 	res, err := c.srv.Client().Do(req)
 	if err != nil {
 		c.t.Fatal(err)
