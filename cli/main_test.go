@@ -15,6 +15,13 @@ import (
 // with ATRIUM_TEST_MAIN=1: end-to-end tests run the real command line as a
 // real process, with its own plugin children and its own exit.
 func TestMain(m *testing.M) {
+	// As in main.go: the binary is its plugins' guard, in the tests too.
+	if len(os.Args) > 1 && os.Args[1] == proc.GuardCommand {
+		os.Exit(proc.Guard(os.Args[2:]))
+	}
+	if exe, err := os.Executable(); err == nil {
+		proc.UseGuard(exe)
+	}
 	if os.Getenv("ATRIUM_TEST_MAIN") == "1" {
 		proc.AtriumVersion = "v9.9.9-test"
 		os.Exit(cli.Main(os.Args[1:], cli.Env{Version: "v9.9.9-test", Stdout: os.Stdout, Stderr: os.Stderr}))

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -49,10 +48,9 @@ func (p *plugin) spawn() (*instance, error) {
 			return nil, fmt.Errorf("plugin %s: work folder: %w", spec.Name, err)
 		}
 	}
-	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd := command(spec.Argv)                 // in its own process group, under the guard where there is one
 	cmd.Env = append([]string{}, spec.Env...) // non-nil: never inherit the host's environment
 	cmd.Dir = spec.WorkDir
-	cmd.SysProcAttr = procAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -85,6 +83,7 @@ func (p *plugin) spawn() (*instance, error) {
 	go func() { defer readers.Done(); in.readStderr(errR) }()
 	go func() {
 		err := cmd.Wait()
+		reapGroup(in.pid) // what the child left in its group (a forked helper) goes with it
 		// A grandchild may still hold the pipes: give the readers a moment to
 		// drain, then close our ends so they return.
 		done := make(chan struct{})
@@ -107,16 +106,14 @@ func (p *plugin) spawn() (*instance, error) {
 	return in, nil
 }
 
-// kill ends the child's process group; Wait reaps it (see spawn).
+// kill ends the child's process tree; Wait reaps it (see spawn).
 func (in *instance) kill(cause string) {
 	in.mu.Lock()
 	if in.cause == "" {
 		in.cause = cause
 	}
 	in.mu.Unlock()
-	if err := syscall.Kill(-in.pid, syscall.SIGKILL); err != nil {
-		_ = in.cmd.Process.Kill()
-	}
+	stopTree(in.pid, in.dead)
 }
 
 func (in *instance) killCause() string {

@@ -14,6 +14,13 @@ import (
 // TestMain doubles as a tiny Go plugin speaking the protocol when the test
 // binary is re-executed with ATRIUM_TEST_PLUGIN=mode.
 func TestMain(m *testing.M) {
+	// Every plugin of these tests runs under the guard, as in atrium.
+	if len(os.Args) > 1 && os.Args[1] == GuardCommand {
+		os.Exit(Guard(os.Args[2:]))
+	}
+	if exe, err := os.Executable(); err == nil {
+		UseGuard(exe)
+	}
 	if mode := os.Getenv("ATRIUM_TEST_PLUGIN"); mode != "" {
 		os.Exit(runTestPlugin(mode))
 	}
