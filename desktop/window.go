@@ -4,6 +4,7 @@ package desktop
 
 import (
 	"context"
+	"os"
 	"sync"
 	"time"
 
@@ -29,6 +30,9 @@ const Available = true
 func Run(ctx context.Context, st *stack.Stack, o Options) error {
 	if handOff(UniqueID(st.Home.Dir)) {
 		return nil // the open window has our arguments and shows itself
+	}
+	if err := CheckDisplay(os.Getenv); err != nil {
+		return err // GTK would abort with a trace
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -125,6 +125,18 @@ if [ "$MODE" = "--bench" ]; then
   exit 0
 fi
 
+# Without a display (none set, or one nobody answers): one line that says
+# so and points to atrium serve, a non-zero exit, no GTK abort or trace.
+for d in "env -u DISPLAY -u WAYLAND_DISPLAY" "env -u WAYLAND_DISPLAY DISPLAY=:987"; do
+  code=0; $d "$BIN" --home "$WORK/home-nodisplay" >"$WORK/nodisplay.out" 2>"$WORK/nodisplay.err" </dev/null || code=$?
+  if [ "$code" -ne 0 ] && [ "$(wc -l <"$WORK/nodisplay.err")" -eq 1 ] && grep -q 'atrium serve' "$WORK/nodisplay.err" &&
+    ! grep -qiE 'panic|goroutine|gtk' "$WORK/nodisplay.err"; then
+    ok "without a display ($d): exit $code, one line: $(cat "$WORK/nodisplay.err")"
+  else
+    bad "without a display ($d): exit $code"; cat "$WORK/nodisplay.err"
+  fi
+done
+
 H="$WORK/home"
 "$BIN" --home "$H" dev seed --sessions 40 --messages 3 --title "Window e2e" >/dev/null
 FIRST=$("$BIN" --home "$H" --json sessions list --limit 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["sessions"][0]["id"])')

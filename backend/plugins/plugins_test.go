@@ -455,6 +455,26 @@ config_schema:
 	if spec.WorkDir != work || spec.Settings["n"] != 2 || spec.Timeout != hooks.DefaultTimeout {
 		t.Fatalf("spec %+v", spec)
 	}
+	// An interpreter from PATH and a script in the plugin's folder: the
+	// arguments that name a file there are resolved against it too.
+	dir = MustWrite(t, e.home.PluginsDir(), "interp", `name: interp
+runtime: command
+command: [python3, plugin.py, --level=2, -v, data/rules.txt, plain-word, /etc/hosts]
+`, "plugin.py", "print('x')\n")
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "rules.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.Plugins.Enabled = []string{"cmd", "interp"}
+	spec, err = e.discover()["interp"].Spec(e.home, e.cfg, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"python3", filepath.Join(dir, "plugin.py"), "--level=2", "-v", filepath.Join(dir, "data", "rules.txt"), "plain-word", "/etc/hosts"}; !slices.Equal(spec.Argv, want) {
+		t.Fatalf("argv %q, want %q", spec.Argv, want)
+	}
 	if _, err := (plugins.Plugin{Manifest: plugins.Manifest{Name: "g", Runtime: "go"}, Dir: "/x"}).Spec(e.home, e.cfg, "", ""); apperr.CodeOf(err) != apperr.Invalid {
 		t.Fatalf("go runtime spec: %v", err)
 	}

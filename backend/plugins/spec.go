@@ -85,7 +85,10 @@ func (p Plugin) SpecWith(home config.Home, cfg config.Config, python string, run
 		}
 		argv = []string{python, runnerPath, p.Dir}
 	case RuntimeCommand:
-		argv = append([]string{resolveProgram(p.Dir, m.Command[0])}, m.Command[1:]...)
+		argv = []string{resolveProgram(p.Dir, m.Command[0])}
+		for _, a := range m.Command[1:] {
+			argv = append(argv, resolveArg(p.Dir, a))
+		}
 	default:
 		return proc.Spec{}, apperr.New(apperr.Invalid, "plugin %s: unknown runtime %q", name, m.Runtime)
 	}
@@ -174,6 +177,22 @@ func resolveProgram(dir, prog string) string {
 		return filepath.Join(dir, prog)
 	}
 	return prog
+}
+
+// resolveArg makes an argument that names a file or folder inside the
+// plugin's folder (plugin.py, lib/main.js) absolute against it: the plugin
+// runs in its own working folder, not in its plugin folder, so
+// command: [python3, plugin.py] would otherwise look in the wrong place.
+// Options ("-x", "--flag=v"), absolute paths and words that name nothing in
+// the folder are passed as written.
+func resolveArg(dir, arg string) string {
+	if arg == "" || strings.HasPrefix(arg, "-") || filepath.IsAbs(arg) || !filepath.IsLocal(filepath.FromSlash(arg)) {
+		return arg
+	}
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(arg))); err == nil {
+		return filepath.Join(dir, filepath.FromSlash(arg))
+	}
+	return arg
 }
 
 // DefaultOptions are a profile's discovery options as Atrium runs it: the

@@ -50,7 +50,7 @@ func newEnv(t *testing.T, mode string, timeout time.Duration, tune func(*Host)) 
 		addErr = e.host.Add(e.spec)
 	})
 	t.Cleanup(func() { _ = e.host.Stop(context.Background()) })
-	if addErr != nil && mode != "unknown-hook" {
+	if addErr != nil && mode != "unknown-hook" && mode != "garbage-first" {
 		t.Fatalf("add: %v", addErr)
 	}
 	return e
@@ -196,6 +196,21 @@ func TestGarbageBeforeTheHandshakeFailsAtOnce(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "not a JSON-RPC") {
 		t.Fatalf("the error does not say what the plugin wrote: %v", err)
+	}
+}
+
+// A plugin that writes garbage before its handshake is cut off, and says
+// so, rather than "process exited".
+func TestGarbageBeforeTheHandshakeCutsThePluginOff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "garbage-first", 5*time.Second, nil)
+	infos := e.host.List()
+	if len(infos) != 1 || infos[0].State != StateError || !strings.Contains(infos[0].Err, "cut off before its handshake") ||
+		!strings.Contains(infos[0].Err, "Loading model weights") || strings.Contains(infos[0].Err, "exited") {
+		t.Fatalf("list: %+v", infos)
+	}
+	if in, _ := e.host.Info("tp"); in.Restarts != 0 {
+		t.Fatalf("a cut-off plugin was restarted: %+v", in)
 	}
 }
 

@@ -35,6 +35,7 @@ type instance struct {
 	calls  map[int64]chan message
 	events map[string]chan EventDoneParams
 	cause  string // why the host killed it ("timeout", "garbage", "flood", "shutdown"), "" if it exited by itself
+	cutErr error  // what it wrote that cut it off (garbage, a flood), nil otherwise
 
 	dead    chan struct{} // closed once Wait returned
 	exitErr error
@@ -114,6 +115,22 @@ func (in *instance) kill(cause string) {
 	}
 	in.mu.Unlock()
 	stopTree(in.pid, in.dead)
+}
+
+// setCutOff records why the child was cut off (the first reason wins).
+func (in *instance) setCutOff(err error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cutErr == nil {
+		in.cutErr = err
+	}
+}
+
+// cutOffErr is what cut the child off, nil if nothing did.
+func (in *instance) cutOffErr() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.cutErr
 }
 
 func (in *instance) killCause() string {

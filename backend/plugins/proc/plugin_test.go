@@ -46,6 +46,9 @@ func runTestPlugin(mode string) int {
 		out.Write(append(b, '\n'))
 		out.Flush()
 	}
+	if mode == "garbage-first" {
+		fmt.Fprintln(os.Stdout, "Loading model weights...") // before its handshake
+	}
 	workDir := ""
 	flagged := map[string]bool{}
 	if mode == "garbage-then-exit" {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -124,12 +123,8 @@ func (p *plugin) startOnce(ctx context.Context) (*instance, InitializeResult, er
 		if err != nil {
 			err = terminalError{fmt.Sprintf("plugin %s: bad handshake: %v", p.spec.Name, err)}
 		}
-	} else if cause := inst.killCause(); errors.Is(err, errDied) && (cause == "garbage" || cause == "flood") {
-		// It wrote something that is not the protocol: say what, at once.
-		p.mu.Lock()
-		msg := p.err
-		p.mu.Unlock()
-		err = terminalError{fmt.Sprintf("plugin %s: handshake failed: %s", p.spec.Name, strings.TrimPrefix(msg, "plugin "+p.spec.Name+" "))}
+	} else if cut := inst.cutOffErr(); cut != nil {
+		err = terminalError{fmt.Sprintf("plugin %s cut off before its handshake: %v", p.spec.Name, cut)}
 	} else if hctx.Err() != nil {
 		err = fmt.Errorf("plugin %s: no handshake within %s", p.spec.Name, p.h.handshakeTimeout(p.spec))
 	} else {
@@ -217,6 +212,7 @@ func (p *plugin) fail(msg string) {
 
 // cutOff kills a misbehaving child and puts the plugin in error.
 func (p *plugin) cutOff(in *instance, cause string, err error) {
+	in.setCutOff(err)
 	p.fail(fmt.Sprintf("plugin %s cut off: %v", p.spec.Name, err))
 	in.kill(cause)
 }
