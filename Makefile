@@ -7,7 +7,7 @@ VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo
 LDFLAGS      := -X main.version=$(VERSION)
 BIN          := build/bin/atrium
 
-.PHONY: build run test deps vet unit e2e frontend gen bench bench-ui clean
+.PHONY: build run test deps vet unit fuzz e2e frontend gen bench bench-ui clean
 
 # make build: the web UI, then the one binary (window + every subcommand).
 build: frontend
@@ -29,7 +29,7 @@ e2e/node_modules/.package-lock.json: e2e/package-lock.json
 # make test: installs what the tests need on a fresh Debian machine, vets,
 # runs every Go test with the race detector, builds, then drives the real
 # window under Xvfb and the dashboard in headless Chromium.
-test: deps unit build e2e
+test: deps unit fuzz build e2e
 
 # unit: the Go tests (frontend/tsgen among them: the TypeScript contract is
 # current with app/), the type check of the UI against it (in `frontend`),
@@ -43,6 +43,19 @@ unit: frontend
 # app/ again (after changing app/dto.go, app/routes.go or a bound method).
 gen:
 	go test -tags '$(TAGS)' -count=1 ./frontend/tsgen -run TestGeneratedFilesAreCurrent -update
+
+# make fuzz: a brief run of every fuzz target on top of its checked-in
+# corpus (testdata/fuzz/; go test alone replays that corpus as tests).
+# FUZZTIME=5m make fuzz for a real session.
+FUZZTIME     ?= 3s
+FUZZ_TARGETS := backend/plugins:FuzzManifest backend/plugins:FuzzInstallZip backend/config:FuzzLoad \
+	backend/sessions:FuzzValidateID backend/sessions:FuzzSearch backend/receipts:FuzzRequestValidate \
+	backend/plugins/proc:FuzzParseMessage app:FuzzAPIBodies
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($(FUZZTIME))"; \
+		go test -tags '$(TAGS)' -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -parallel 2 ./$${t%%:*}/; \
+	done
 
 e2e: build e2e/node_modules/.package-lock.json
 	dbus-run-session -- ./scripts/e2e-window.sh $(BIN)

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"net/http"
 	"path"
@@ -161,7 +162,14 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var big *http.MaxBytesError
+		if errors.As(err, &big) {
+			return apperr.New(apperr.Invalid, "request body is over the %d KiB limit", maxBody>>10)
+		}
 		return invalid(err, "request body")
+	}
+	if dec.More() {
+		return apperr.New(apperr.Invalid, "request body holds more than one JSON value")
 	}
 	return nil
 }

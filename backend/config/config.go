@@ -315,18 +315,29 @@ func Load(path string) (Config, []string, error) {
 	if err := limits.CheckYAMLDepth(data, limits.YAMLDepth, "config "+path); err != nil {
 		return c, nil, err
 	}
-	if err := yaml.Unmarshal(data, &c); err != nil {
+	if err := unmarshal(data, &c); err != nil {
 		return Config{}, nil, apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
 	}
 	var warnings []string
 	var strict Config
-	if err := yaml.UnmarshalWithOptions(data, &strict, yaml.Strict()); err != nil {
+	if err := unmarshal(data, &strict, yaml.Strict()); err != nil {
 		warnings = append(warnings, fmt.Sprintf("config %s:%s (ignored)", path, describe(err)))
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, nil, apperr.Wrap(apperr.Invalid, err, "config %s", path)
 	}
 	return c, warnings, nil
+}
+
+// unmarshal is yaml.UnmarshalWithOptions with the library's panics (a tag
+// with no value dereferences nil in goccy/go-yaml v1.19.2) as errors.
+func unmarshal(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML parser could not read this file (%v)", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, v, opts...)
 }
 
 // describe renders a YAML error as "LINE:COL: message" on one line.

@@ -343,7 +343,7 @@ func load(c *candidate, fsys fs.FS, atriumVersion string) {
 		}
 		return
 	}
-	m, warnings, err := ParseManifest(data, file)
+	m, warnings, err := parseManifest(data, file)
 	p.Manifest, p.Warnings = m, warnings
 	if err != nil {
 		if !ValidName(m.Name) {

@@ -144,7 +144,7 @@ func manifestOf(files []file, label string) (Manifest, error) {
 			}
 			return Manifest{}, apperr.Wrap(apperr.Invalid, err, "read %s", ManifestFile)
 		}
-		m, _, err := ParseManifest(data, label)
+		m, _, err := parseManifest(data, label)
 		if err != nil {
 			return m, err
 		}

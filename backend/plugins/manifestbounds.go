@@ -4,6 +4,7 @@ import (
 	"io"
 	"io/fs"
 
+	"atrium/backend/apperr"
 	"atrium/backend/limits"
 )
 
@@ -37,4 +38,18 @@ func checkManifestBytes(data []byte, label string) error {
 		return limits.TooLarge(label, int64(len(data)), limits.ManifestBytes, "a "+ManifestFile)
 	}
 	return limits.CheckYAMLDepth(data, limits.YAMLDepth, label)
+}
+
+// parseManifest is ParseManifest for bytes that passed the bounds, with the
+// YAML library's panics (goccy/go-yaml v1.19.2 dereferences nil on a tag
+// with no value, "hooks: !x ") turned into an invalid error: a broken
+// manifest is one error row, never a crash of every command.
+func parseManifest(data []byte, file string) (m Manifest, warnings []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			m, warnings = Manifest{}, nil
+			err = apperr.New(apperr.Invalid, "%s: the YAML parser could not read this file (%v)", file, r)
+		}
+	}()
+	return ParseManifest(data, file)
 }

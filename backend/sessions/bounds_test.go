@@ -17,9 +17,15 @@ func TestHostileInputIsBoundedAndNotEchoedWhole(t *testing.T) {
 	ctx := context.Background()
 	long := strings.Repeat("x/", 5000) // 10 KB, invalid
 	for name, err := range map[string]error{
-		"id":     sessions.ValidateID(long),
-		"search": func() error { _, err := e.Sessions.Search(ctx, strings.Repeat("word ", 2000), sessions.SearchOptions{}); return err }(),
-		"words":  func() error { _, err := e.Sessions.Search(ctx, strings.Repeat("w ", 40), sessions.SearchOptions{}); return err }(),
+		"id": sessions.ValidateID(long),
+		"search": func() error {
+			_, err := e.Sessions.Search(ctx, strings.Repeat("word ", 2000), sessions.SearchOptions{})
+			return err
+		}(),
+		"words": func() error {
+			_, err := e.Sessions.Search(ctx, strings.Repeat("w ", 40), sessions.SearchOptions{})
+			return err
+		}(),
 		"cursor": func() error { _, err := e.Sessions.List(ctx, sessions.Filter{Cursor: long}); return err }(),
 	} {
 		if apperr.CodeOf(err) != apperr.Invalid {

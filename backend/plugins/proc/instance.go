@@ -255,9 +255,9 @@ func (in *instance) readStdout(r io.Reader) {
 				_, _ = io.Copy(io.Discard, br)
 				return
 			}
-			var m message
-			if jerr := json.Unmarshal(line, &m); jerr != nil || m.JSONRPC != "2.0" {
-				in.p.cutOff(in, "garbage", fmt.Errorf("wrote a line on stdout that is not a JSON-RPC 2.0 message: %.80q", bytes.TrimSpace(line)))
+			m, perr := parseMessage(line)
+			if perr != nil {
+				in.p.cutOff(in, "garbage", perr)
 				_, _ = io.Copy(io.Discard, br)
 				return
 			}

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -30,6 +31,21 @@ type message struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   *RPCError       `json:"error,omitempty"`
+}
+
+// parseMessage decodes one stdout line of a plugin; anything but a JSON-RPC
+// 2.0 object is an error that quotes at most 80 bytes of the line.
+func parseMessage(line []byte) (message, error) {
+	var m message
+	if err := json.Unmarshal(line, &m); err != nil || m.JSONRPC != "2.0" {
+		line = bytes.TrimSpace(line)
+		more := ""
+		if len(line) > 40 {
+			line, more = line[:40], fmt.Sprintf("... (%d bytes)", len(line))
+		}
+		return message{}, fmt.Errorf("wrote a line on stdout that is not a JSON-RPC 2.0 message: %q%s", line, more)
+	}
+	return m, nil
 }
 
 // RPCError is a JSON-RPC error object. Data.traceback carries a Python
