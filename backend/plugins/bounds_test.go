@@ -159,6 +159,10 @@ func TestInstallRefusesHostileArchivesAsInvalidInput(t *testing.T) {
 	if len(rec.got()) != 0 {
 		t.Fatalf("observer fired: %q", rec.got())
 	}
+	// A 10 KB plugin name (a dashboard path) is not echoed whole.
+	if _, err := m.Find(strings.Repeat("n", 10_000)); apperr.CodeOf(err) != apperr.NotFound || len(err.Error()) > 200 {
+		t.Fatalf("find a 10 KB name: %d-byte error", len(err.Error()))
+	}
 }
 
 func TestYAMLDepthCheck(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/limits"
 )
 
 // Manager lists and changes a profile's plugins: enable and disable rewrite
@@ -92,7 +93,7 @@ func (m *Manager) Find(name string) (Plugin, error) {
 			return p, nil
 		}
 	}
-	return Plugin{}, apperr.New(apperr.NotFound, "no plugin named %q (see atrium plugins list)", name)
+	return Plugin{}, apperr.New(apperr.NotFound, "no plugin named %s (see atrium plugins list)", limits.Echo(name))
 }
 
 // Enable removes name from plugins.disabled and, unless it is a bundled

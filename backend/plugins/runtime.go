@@ -188,6 +188,11 @@ func (r *Runtime) Reload(ctx context.Context) error {
 func (r *Runtime) sync(ctx context.Context, force, wait bool) error {
 	r.syncMu.Lock()
 	defer r.syncMu.Unlock()
+	return r.syncLocked(ctx, force, wait)
+}
+
+// syncLocked is sync with syncMu held.
+func (r *Runtime) syncLocked(ctx context.Context, force, wait bool) error {
 	r.mu.Lock()
 	stopped := r.stopped
 	r.mu.Unlock()
@@ -550,17 +555,36 @@ func (r *Runtime) Watch(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		sig, reloadSig := r.signature()
-		r.mu.Lock()
-		changed, reload := sig != r.watchSig, reloadSig != r.reloadSig
-		r.mu.Unlock()
-		if !changed && !reload {
+		if !r.watchedChange() {
 			continue
 		}
-		if err := r.sync(ctx, reload, false); err != nil && ctx.Err() == nil {
+		// Look again under syncMu: a Reload or Sync that ran meanwhile (the
+		// dashboard's Reload touches the marker, then syncs) took the
+		// change in already, and a second forced sync would restart every
+		// plugin once more right after.
+		r.syncMu.Lock()
+		var err error
+		if r.watchedChange() {
+			_, reloadSig := r.signature()
+			r.mu.Lock()
+			reload := reloadSig != r.reloadSig
+			r.mu.Unlock()
+			err = r.syncLocked(ctx, reload, false)
+		}
+		r.syncMu.Unlock()
+		if err != nil && ctx.Err() == nil {
 			r.log.Warn("plugins changed; some did not load", "error", err)
 		}
 	}
+}
+
+// watchedChange reports whether the folders, config.yaml or the reload
+// marker changed since the last sync.
+func (r *Runtime) watchedChange() bool {
+	sig, reloadSig := r.signature()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return sig != r.watchSig || reloadSig != r.reloadSig
 }
 
 // signature summarizes what Watch looks at: config.yaml, the plugin folders

@@ -426,3 +426,36 @@ func TestAPluginThatRegistersBySettingsIsStartedAgainWhenTheyChange(t *testing.T
 		t.Fatal("not subscribed to what its settings say")
 	}
 }
+
+// A Reload in a process that also watches (the dashboard's Reload touches
+// the reload marker, which its own watcher sees) restarts each plugin once,
+// not a second time right after it returned.
+func TestReloadWhileWatchingRestartsOnce(t *testing.T) {
+	t.Parallel()
+	needPython(t)
+	e := newEnv(t)
+	e.pyPlugin("idx", "1", hooks.OnSessionDelete)
+	e.enable("idx")
+	rt, _, _ := e.runtime(plugins.Want{Processes: true}, "atrium serve")
+	if err := rt.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go rt.Watch(ctx, 20*time.Millisecond) // it ticks many times during the Reload
+	before := rt.Host().List()[0].PID
+	if err := rt.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := rt.Host().List()[0]
+	if after.PID == before || after.State != plugins.StateRunning {
+		t.Fatalf("after Reload: %+v (pid before %d)", after, before)
+	}
+	// Fifty watch intervals: the plugin keeps the process Reload started.
+	for range 50 {
+		time.Sleep(20 * time.Millisecond)
+		if now := rt.Host().List(); len(now) != 1 || now[0].PID != after.PID {
+			t.Fatalf("restarted again after Reload returned: %+v (pid after Reload %d)", now, after.PID)
+		}
+	}
+}
