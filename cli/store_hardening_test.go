@@ -121,7 +121,7 @@ func TestFullDiskServesReadsAndRefusesWritesInOneLine(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, id) || r.stderr != "" {
 		t.Fatalf("sessions list on a full disk: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	long := strings.Repeat("a long title to need new pages ", 100)
+	long := strings.Repeat("a title to need a page ", 10)
 	for range 3 {
 		wantOneLine(t, "create", atriumExec(t, home, "", nil, "sessions", "create", "--title", long), 5,
 			"cannot be written", "the disk is full")
