@@ -1152,7 +1152,7 @@ func BenchmarkDispatch10(b *testing.B) {
 		defer os.RemoveAll(dir)
 		r := openRaw(b, filepath.Join(dir, "state.db"), true)
 		defer r.Close()
-		ins := mustPrepare(b, r, `INSERT INTO hook_events (event_id, hook, payload, created_at, claimed_by) VALUES (?, ?, ?, ?, ?) RETURNING seq`)
+		ins := mustPrepare(b, r, `INSERT INTO hook_events (event_id, hook, payload, created_at) VALUES (?, ?, ?, ?) RETURNING seq`)
 		var wg sync.WaitGroup
 		fns := make([]hooks.Handler, numObservers)
 		for i := range fns {
@@ -1167,7 +1167,7 @@ func BenchmarkDispatch10(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := tx.Stmt(ins).QueryRow(ev.ID, ev.Hook, string(raw), Now.UnixMilli(), "proc").Scan(&ev.Seq); err != nil {
+			if err := tx.Stmt(ins).QueryRow(ev.ID, ev.Hook, string(raw), Now.UnixMilli()).Scan(&ev.Seq); err != nil {
 				b.Fatal(err)
 			}
 			if err := tx.Commit(); err != nil {

@@ -21,45 +21,53 @@ import (
 type Options struct {
 	// Timeout bounds each callback (plugins.hook_callback_timeout); it is
 	// passed through NormalizeTimeout, so 0 or less means unbounded.
+	// SetTimeout changes it later.
 	Timeout time.Duration
 	// Logger receives callback failures, with the plugin's name.
 	Logger *slog.Logger
-	// Lease is how long a process's claim on its events outlives its last
-	// heartbeat (default 2 minutes).
+	// Lease is how long a process on another machine is believed alive
+	// after its last heartbeat (default 2 minutes). A process on this
+	// machine is alive while its pid runs with the same start time.
 	Lease time.Duration
+	// Watch is how often a delivering bus looks for commits made by other
+	// processes (PRAGMA data_version; default 100 ms). A poke (Wake) from
+	// the committing process is faster; this is what makes it optional.
+	Watch time.Duration
 }
 
-// Bus registers callbacks and delivers durable events to them.
+// Bus registers callbacks, logs events in the caller's transaction and
+// delivers them. A bus delivers itself (the engine, see deliver.go) unless
+// it has a Remote: then it is a client of the profile's plugin host, which
+// delivers, and answers synchronous calls, for it.
 type Bus struct {
 	db      *db.DB
-	timeout time.Duration
+	timeout atomic.Int64 // nanoseconds; 0 = unbounded
 	lease   time.Duration
+	watch   time.Duration
 	log     *slog.Logger
 	procID  string
 	base    context.Context
 	stop    context.CancelFunc
 
-	mu       sync.Mutex
-	subs     map[string]*subscriber     // by plugin name
-	byHook   map[string][]*registration // registration order
-	syncRegs []*syncReg
-	caps     []*capReg
-	commands *Commands
-	nextReg  uint64
-	started  bool
-	closed   bool
-	// registered: this process's row in processes has committed (see
-	// registerTx); until then it has claimed nothing and writes nothing.
-	registered atomic.Bool
-	pending    int           // events handed to delivery and not yet recorded
-	idle       chan struct{} // closed when pending drops to 0
+	mu        sync.Mutex
+	subs      map[string]*subscriber     // by plugin name
+	byHook    map[string][]*registration // registration order
+	syncRegs  []*syncReg
+	caps      []*capReg
+	commands  *Commands
+	nextReg   uint64
+	started   bool
+	engine    bool // delivering: started without a remote
+	closed    bool
+	remote    Remote
+	committed int64         // the highest seq this bus committed
+	progress  chan struct{} // closed and replaced whenever a subscriber advances
+	procRow   bool          // this process's row is in processes
 
-	outMu    sync.Mutex
-	outQueue []outcome     // unbounded: a committing caller never blocks on it
-	outReady chan struct{} // signalled when outQueue gains items
-	recDone  chan struct{}
-	bgWG     sync.WaitGroup
-
+	rec       *recorder
+	pokes     sync.WaitGroup
+	bgWG      sync.WaitGroup // watcher, heartbeat: they end with base
+	workWG    sync.WaitGroup // delivery workers: one may be stuck in a hung callback
 	observers []func(Activity)
 	dropAll   atomic.Bool // test seam: simulate a crash between commit and delivery
 
@@ -75,34 +83,6 @@ type registration struct {
 	fn     Handler
 }
 
-type subscriber struct {
-	name    string
-	queue   []job
-	running bool
-	gen     uint64
-}
-
-type job struct {
-	ev       Event
-	handlers []Handler
-	state    *eventState
-}
-
-type eventState struct {
-	remaining atomic.Int32
-}
-
-type outcome struct {
-	seq        int64
-	subscriber string // "" marks only "event fully handed out"
-	status     string
-	err        string
-	redelivery bool
-	at         time.Time
-	dur        time.Duration
-	eventDone  bool
-}
-
 // Activity is what the bus reports to in-process observers of delivery (the
 // desktop's activity panel): one per subscriber outcome.
 type Activity struct {
@@ -115,7 +95,8 @@ type Activity struct {
 	Redelivery bool   `json:"redelivery"`
 }
 
-// NewBus builds a bus on d. Register plugins, then call Start.
+// NewBus builds a bus on d. Register plugins (or set a Remote), then call
+// Start.
 func NewBus(d *db.DB, opts Options) *Bus {
 	lg := opts.Logger
 	if lg == nil {
@@ -125,11 +106,15 @@ func NewBus(d *db.DB, opts Options) *Bus {
 	if lease <= 0 {
 		lease = 2 * time.Minute
 	}
+	watch := opts.Watch
+	if watch <= 0 {
+		watch = 100 * time.Millisecond
+	}
 	base, stop := context.WithCancel(context.Background())
 	b := &Bus{
 		db:         d,
-		timeout:    NormalizeTimeout(opts.Timeout),
 		lease:      lease,
+		watch:      watch,
 		log:        lg,
 		procID:     uuid.Must(uuid.NewV7()).String(),
 		base:       base,
@@ -139,17 +124,20 @@ func NewBus(d *db.DB, opts Options) *Bus {
 		suppressed: map[uint64]time.Time{},
 		byHook:     map[string][]*registration{},
 		commands:   NewCommands(),
-		idle:       make(chan struct{}),
-		outReady:   make(chan struct{}, 1),
-		recDone:    make(chan struct{}),
+		progress:   make(chan struct{}),
 	}
-	close(b.idle)
-	go b.recorder()
+	b.timeout.Store(int64(NormalizeTimeout(opts.Timeout)))
+	b.rec = newRecorder(b)
 	return b
 }
 
 // Timeout is the callback bound in force (0 = none).
-func (b *Bus) Timeout() time.Duration { return b.timeout }
+func (b *Bus) Timeout() time.Duration { return time.Duration(b.timeout.Load()) }
+
+// SetTimeout changes the callback bound (plugins.hook_callback_timeout) for
+// every callback that starts from now on; it is normalised like
+// Options.Timeout.
+func (b *Bus) SetTimeout(d time.Duration) { b.timeout.Store(int64(NormalizeTimeout(d))) }
 
 // ProcessID identifies this process's claims in the event log.
 func (b *Bus) ProcessID() string { return b.procID }
@@ -160,7 +148,8 @@ type Handle struct {
 	id uint64
 }
 
-// Unregister removes the callback; events already queued for it still run.
+// Unregister removes the callback. An event being delivered to it finishes;
+// the events after it wait in the log for the plugin's next registration.
 func (h Handle) Unregister() {
 	if h.b == nil {
 		return
@@ -180,6 +169,9 @@ func (h Handle) Unregister() {
 		for i, r := range regs {
 			if r.id == h.id {
 				h.b.byHook[hook] = append(regs[:i:i], regs[i+1:]...)
+				if s := h.b.subs[r.plugin]; s != nil {
+					s.poke()
+				}
 				return
 			}
 		}
@@ -203,14 +195,40 @@ func (b *Bus) RegisterHook(plugin, hook string, fn Handler) (Handle, error) {
 		return Handle{}, apperr.New(apperr.Invalid, "plugin %s: %s is called synchronously; register it with RegisterSync", plugin, hook)
 	}
 	b.mu.Lock()
+	known := b.subs[plugin] != nil && b.subs[plugin].sinceSet
+	b.mu.Unlock()
+	var since int64
+	var sinceErr error
+	if !known {
+		// A subscriber the log has never seen starts here, not where the
+		// log stands when its claim is made.
+		since, sinceErr = b.head(context.Background())
+	}
+	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.nextReg++
 	r := &registration{id: b.nextReg, plugin: plugin, hook: hook, fn: fn}
 	b.byHook[hook] = append(b.byHook[hook], r)
-	if b.subs[plugin] == nil {
-		b.subs[plugin] = &subscriber{name: plugin}
+	s := b.subscriberLocked(plugin)
+	if !s.sinceSet && !known && sinceErr == nil {
+		s.since, s.sinceSet = since, true
 	}
+	if s.suspended {
+		s.suspended = false // a new registration is a new chance
+		s.hooksSaved = ""   // written again, active again
+	}
+	b.runLocked(s)
 	return Handle{b: b, id: r.id}, nil
+}
+
+// subscriberLocked returns plugin's subscriber record, creating it.
+func (b *Bus) subscriberLocked(plugin string) *subscriber {
+	s := b.subs[plugin]
+	if s == nil {
+		s = &subscriber{name: plugin, wake: make(chan struct{}, 1)}
+		b.subs[plugin] = s
+	}
+	return s
 }
 
 // Context is what a plugin's Register receives.
@@ -271,8 +289,9 @@ func (b *Bus) OnActivity(fn func(Activity)) {
 	b.observers = append(b.observers, fn)
 }
 
-// EnqueueTx writes an event for hook into the caller's transaction and queues
-// its delivery for after the commit. On rollback neither happens.
+// EnqueueTx writes an event for hook into the caller's transaction. After
+// the commit, the bus's engine (or, for a client, the profile's plugin host,
+// which it pokes) delivers it from the log; on rollback nothing happens.
 func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any) (Event, error) {
 	if _, err := Lookup(hook); err != nil {
 		return Event{}, err
@@ -284,12 +303,8 @@ func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any
 		return Event{}, apperr.New(apperr.Internal, "hook bus closed: %s cannot be enqueued", hook)
 	}
 	if !started {
-		// Start recovers lapsed events before this process adds its own:
-		// enqueuing first is a wiring bug, refuse loudly.
+		// Nothing would deliver it or wait for it: a wiring bug, refuse loudly.
 		return Event{}, apperr.New(apperr.Internal, "hook bus not started: call Start before enqueuing %s", hook)
-	}
-	if err := b.registerTx(ctx, tx); err != nil {
-		return Event{}, err
 	}
 	raw, err := EncodePayload(payload)
 	if err != nil {
@@ -301,253 +316,41 @@ func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any
 	ev := Event{ID: uuid.Must(uuid.NewV7()).String(), Hook: hook, Payload: raw, CreatedAt: time.UnixMilli(created).UTC()}
 	row := struct{ Seq int64 }{}
 	err = tx.G.WithContext(ctx).Raw(
-		`INSERT INTO hook_events (event_id, hook, payload, created_at, claimed_by) VALUES (?, ?, ?, ?, ?) RETURNING seq`,
-		ev.ID, hook, string(raw), created, b.procID).Scan(&row).Error
+		`INSERT INTO hook_events (event_id, hook, payload, created_at) VALUES (?, ?, ?, ?) RETURNING seq`,
+		ev.ID, hook, string(raw), created).Scan(&row).Error
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s event: %w", hook, err)
 	}
 	ev.Seq = row.Seq
-	tx.AfterCommitOrdered(func() { b.deliver(ev) })
+	tx.AfterCommitOrdered(func() { b.committedEvent(ev) })
 	return ev, nil
 }
 
-// deliver hands a committed event to every current subscriber of its hook.
-func (b *Bus) deliver(ev Event) {
+// committedEvent runs right after the commit of an event: it wakes the
+// subscribers of its hook here, or pokes the host.
+func (b *Bus) committedEvent(ev Event) {
 	if b.dropAll.Load() {
 		return
 	}
-	b.deliverTo(ev, nil)
-}
-
-// deliverTo queues ev for the subscribers of its hook, skipping those in skip.
-func (b *Bus) deliverTo(ev Event, skip map[string]bool) {
 	b.mu.Lock()
-	// Group this hook's callbacks by plugin, in registration order.
-	var order []string
-	handlers := map[string][]Handler{}
+	b.committed = max(b.committed, ev.Seq)
+	remote := b.remote
 	for _, r := range b.byHook[ev.Hook] {
-		if skip[r.plugin] {
-			continue
-		}
-		if _, ok := handlers[r.plugin]; !ok {
-			order = append(order, r.plugin)
-		}
-		handlers[r.plugin] = append(handlers[r.plugin], r.fn)
-	}
-	b.addPendingLocked()
-	if len(order) == 0 {
-		b.mu.Unlock()
-		// Nobody to hand it to: it is delivered. Sent outside the lock, as
-		// the recorder takes the lock once it has written.
-		b.pushOutcome(outcome{seq: ev.Seq, eventDone: true, at: b.db.Now()})
-		return
-	}
-	defer b.mu.Unlock()
-	st := &eventState{}
-	st.remaining.Store(int32(len(order)))
-	for _, name := range order {
-		s := b.subs[name]
-		s.queue = append(s.queue, job{ev: ev, handlers: handlers[name], state: st})
-		if !s.running {
-			s.running = true
-			go b.work(s, s.gen)
+		if s := b.subs[r.plugin]; s != nil {
+			s.poke()
 		}
 	}
-}
-
-func (b *Bus) addPendingLocked() {
-	if b.pending == 0 {
-		b.idle = make(chan struct{})
+	if remote != nil {
+		b.pokes.Add(1)
 	}
-	b.pending++
-}
-
-// work drains one subscriber's queue in order. If a callback overruns the
-// timeout, its timer detaches this goroutine (bumping gen) and starts a
-// replacement, so the hung callback holds only itself.
-func (b *Bus) work(s *subscriber, gen uint64) {
-	for {
-		b.mu.Lock()
-		if s.gen != gen {
-			b.mu.Unlock()
-			return
-		}
-		if len(s.queue) == 0 {
-			s.running = false
-			b.mu.Unlock()
-			return
-		}
-		j := s.queue[0]
-		s.queue[0] = job{}
-		s.queue = s.queue[1:]
-		b.mu.Unlock()
-
-		start := time.Now()
-		status, errText := "ok", ""
-		for _, h := range j.handlers {
-			st, e, abandoned := b.invoke(s, gen, j, h, start)
-			if abandoned {
-				return
-			}
-			if st != "ok" && status == "ok" {
-				status, errText = st, e
-			}
-		}
-		b.finish(j, s.name, status, errText, time.Since(start))
-	}
-}
-
-const (
-	callRunning int32 = iota
-	callFinished
-	callTimedOut
-)
-
-// invoke runs one callback with the timeout, recovering panics.
-func (b *Bus) invoke(s *subscriber, gen uint64, j job, h Handler, start time.Time) (status, errText string, abandoned bool) {
-	c := &callCtx{Context: b.base}
-	var state atomic.Int32
-	var timer *time.Timer
-	if b.timeout > 0 {
-		c.deadline = time.Now().Add(b.timeout)
-		timer = time.AfterFunc(b.timeout, func() {
-			if !state.CompareAndSwap(callRunning, callTimedOut) {
-				return
-			}
-			c.cancel(context.DeadlineExceeded)
-			msg := fmt.Sprintf("callback did not return within %s", b.timeout)
-			b.log.Warn("hook callback timed out", "plugin", s.name, "hook", j.ev.Hook, "event_id", j.ev.ID, "timeout", b.timeout)
-			b.mu.Lock()
-			if s.gen == gen {
-				s.gen++
-				go b.work(s, s.gen) // the replacement takes the rest of the queue
-			}
-			b.mu.Unlock()
-			b.finish(j, s.name, "timeout", msg, time.Since(start))
-		})
-	}
-	err := b.safeCall(c, h, j.ev)
-	if timer != nil {
-		timer.Stop()
-	}
-	if !state.CompareAndSwap(callRunning, callFinished) {
-		return "", "", true
-	}
-	c.cancel(context.Canceled)
-	if err != nil {
-		b.reportFailure(s.name, j.ev.Hook, err, j.ev.Payload, "event_id", j.ev.ID)
-		return "failed", err.Error(), false
-	}
-	return "ok", "", false
-}
-
-func (b *Bus) safeCall(ctx context.Context, h Handler, ev Event) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return h(ctx, ev)
-}
-
-// finish records one subscriber's outcome for an event.
-func (b *Bus) finish(j job, sub, status, errText string, dur time.Duration) {
-	done := j.state.remaining.Add(-1) == 0
-	b.pushOutcome(outcome{seq: j.ev.Seq, subscriber: sub, status: status, err: errText,
-		redelivery: j.ev.Redelivery, at: b.db.Now(), dur: dur, eventDone: done})
-	b.mu.Lock()
-	obs := b.observers
 	b.mu.Unlock()
-	for _, fn := range obs {
-		fn(Activity{EventID: j.ev.ID, Seq: j.ev.Seq, Hook: j.ev.Hook, Subscriber: sub, Status: status, Error: errText, Redelivery: j.ev.Redelivery})
+	if remote != nil {
+		go func() { defer b.pokes.Done(); remote.Poke() }()
 	}
 }
 
-func (b *Bus) pushOutcome(o outcome) {
-	b.outMu.Lock()
-	b.outQueue = append(b.outQueue, o)
-	b.outMu.Unlock()
-	select {
-	case b.outReady <- struct{}{}:
-	default:
-	}
-}
-
-// recorder writes outcomes in batches: whatever arrived while the previous
-// batch was being written goes in the next single transaction.
-func (b *Bus) recorder() {
-	defer close(b.recDone)
-	for range b.outReady {
-		for {
-			b.outMu.Lock()
-			batch := b.outQueue
-			if len(batch) > 512 {
-				batch = batch[:512]
-			}
-			b.outQueue = b.outQueue[len(batch):]
-			b.outMu.Unlock()
-			if len(batch) == 0 {
-				break
-			}
-			b.recordBatch(batch)
-		}
-	}
-}
-
-func (b *Bus) recordBatch(batch []outcome) {
-	if err := b.record(batch); err != nil {
-		b.log.Error("record hook deliveries", "error", err)
-	}
-	done := 0
-	for _, o := range batch {
-		if o.eventDone {
-			done++
-		}
-	}
-	if done > 0 {
-		b.mu.Lock()
-		b.pending -= done
-		if b.pending == 0 {
-			close(b.idle)
-		}
-		b.mu.Unlock()
-	}
-}
-
-func (b *Bus) record(batch []outcome) error {
-	return b.db.InTx(b.base, func(tx *db.Tx) error {
-		for _, o := range batch {
-			if o.subscriber != "" {
-				if err := tx.G.Exec(`INSERT OR REPLACE INTO hook_deliveries (seq, subscriber, status, error, redelivery, delivered_at, duration_us)
-					VALUES (?, ?, ?, ?, ?, ?, ?)`, o.seq, o.subscriber, o.status, o.err, o.redelivery, db.Ms(o.at), o.dur.Microseconds()).Error; err != nil {
-					return err
-				}
-			}
-			if o.eventDone {
-				if err := tx.G.Exec(`UPDATE hook_events SET delivered_at = ? WHERE seq = ?`, db.Ms(o.at), o.seq).Error; err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-}
-
-// Flush waits until every event handed to delivery so far has reached each of
-// its subscribers (or timed out) and been recorded.
-func (b *Bus) Flush(ctx context.Context) error {
-	b.mu.Lock()
-	ch := b.idle
-	b.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("flush hook deliveries: %w", ctx.Err())
-	}
-}
-
-// Subscribers lists the plugins subscribed to hook, in registration order.
+// Subscribers lists the plugins subscribed to hook here, in registration
+// order.
 func (b *Bus) Subscribers(hook string) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -565,7 +368,8 @@ func (b *Bus) Subscribers(hook string) []string {
 // Commands is the slash-command registry served with this bus.
 func (b *Bus) Commands() *Commands { return b.commands }
 
-// RunCommand runs a slash command bounded by the callback timeout.
+// RunCommand runs a slash command bounded by the callback timeout: here if
+// it is registered here, else on the profile's plugin host.
 func (b *Bus) RunCommand(ctx context.Context, name, args string, cc CommandContext) (string, error) {
 	return b.commands.Run(ctx, b.Timeout, name, args, cc)
 }
@@ -580,4 +384,174 @@ func (c *Context) RegisterCommand(name string, handler any, description string) 
 	n := NormalizeCommand(name)
 	c.cmds = append(c.cmds, n)
 	return nil
+}
+
+// SetRemote makes this bus a client of the profile's plugin host (call it
+// before Start): its events are delivered there, Flush and Close wait for
+// that delivery, and synchronous hooks, plugin commands and capabilities
+// not registered here are answered there. SetRemote(nil) before Start
+// makes it deliver itself again (a window that became the host).
+func (b *Bus) SetRemote(r Remote) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.remote = r
+	if r == nil {
+		b.commands.setRemote(nil)
+		return
+	}
+	b.commands.setRemote(r)
+}
+
+func (b *Bus) remoteOf() Remote {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.remote
+}
+
+// Start lets the bus take events. Without a remote it starts delivering:
+// each subscriber registered here (now or later) claims its position in the
+// log, unless another live process delivers to it, and catches up from
+// there; commits of other processes are noticed within Options.Watch. A
+// client (SetRemote) only takes events. Start again after SetRemote(nil)
+// starts delivering.
+func (b *Bus) Start(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return apperr.New(apperr.Internal, "hook bus closed")
+	}
+	b.started = true
+	if b.remote != nil || b.engine {
+		return nil
+	}
+	if err := b.db.Writable(); err != nil {
+		// A store this process cannot write (read-only, damaged) takes no
+		// event and records no delivery: its events wait for a process
+		// that can deliver them.
+		b.log.Debug("hook delivery not started", "error", err)
+		return nil
+	}
+	b.engine = true
+	b.rec.start()
+	b.bgWG.Add(1)
+	go b.watchCommits()
+	for _, s := range b.subs {
+		b.runLocked(s)
+	}
+	return nil
+}
+
+// Delivering reports whether this bus delivers events itself.
+func (b *Bus) Delivering() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.engine
+}
+
+// Flush waits until every event in the log so far was delivered to each
+// subscriber that takes it and is being delivered to (here, by another
+// process, or, for a client, by the plugin host), and recorded. A
+// subscriber in error (suspended) is not waited for.
+func (b *Bus) Flush(ctx context.Context) error {
+	if r := b.remoteOf(); r != nil {
+		b.pokes.Wait()
+		b.mu.Lock()
+		seq := b.committed
+		b.mu.Unlock()
+		if seq == 0 {
+			return nil
+		}
+		if err := r.Wait(ctx, seq); err != nil {
+			return fmt.Errorf("wait for hook delivery by the plugin host: %w", err)
+		}
+		return nil
+	}
+	head, err := b.head(ctx)
+	if err != nil {
+		return err
+	}
+	return b.WaitDelivered(ctx, head)
+}
+
+// Close waits for pending deliveries (bounded by ctx), then stops
+// delivering and withdraws this process's claims, recording where each
+// subscriber stands: the next process to deliver continues from there.
+func (b *Bus) Close(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	started := b.started
+	b.mu.Unlock()
+	var flushErr error
+	if started && !b.dropAll.Load() {
+		flushErr = b.Flush(ctx)
+	}
+	b.mu.Lock()
+	b.closed = true
+	engine := b.engine
+	for _, s := range b.subs {
+		s.poke()
+	}
+	b.mu.Unlock()
+	b.stop()
+	b.bgWG.Wait()
+	b.pokes.Wait()
+	// A worker stuck in a callback that ignores its ctx is left behind
+	// (bounded by ctx): what it had in hand is redelivered by the next
+	// deliverer, flagged.
+	workers := make(chan struct{})
+	go func() { b.workWG.Wait(); close(workers) }()
+	select {
+	case <-workers:
+	case <-ctx.Done():
+	}
+	if engine {
+		b.rec.stopAndDrain()
+		if !b.dropAll.Load() {
+			b.releaseAll()
+		}
+	}
+	return flushErr
+}
+
+// SimulateCrash makes the bus behave as if its process died right after its
+// commits: nothing more is delivered or recorded, no heartbeat is sent, its
+// claims stay, and its process row says it is dead. Tests only.
+func (b *Bus) SimulateCrash() {
+	b.dropAll.Store(true)
+	b.markDead()
+	b.stop()
+	workers := make(chan struct{})
+	go func() { b.workWG.Wait(); close(workers) }()
+	select {
+	case <-workers:
+	case <-time.After(200 * time.Millisecond): // one stuck in a callback stays stuck
+	}
+}
+
+// wakeAll pokes every subscriber's worker.
+func (b *Bus) wakeAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.subs {
+		s.poke()
+	}
+}
+
+// Wake tells the bus that plugin may take events again (its process came
+// back): its delivery resumes at once instead of at the next retry.
+func (b *Bus) Wake(plugin string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.subs[plugin]; s != nil {
+		s.poke()
+	}
+}
+
+// notifyProgress wakes every waiter on subscriber progress. b.mu is held.
+func (b *Bus) notifyProgressLocked() {
+	close(b.progress)
+	b.progress = make(chan struct{})
 }

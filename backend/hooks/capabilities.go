@@ -88,10 +88,14 @@ func (c *Context) RegisterCapability(kind, name string, spec any, fn CapabilityH
 }
 
 // Capabilities lists the registered capabilities of kind ("" for every
-// kind), in plugin load order (see SetPluginOrder), then registration order.
+// kind), in plugin load order (see SetPluginOrder), then registration
+// order: those registered here and, for a client, those of the profile's
+// plugin host (asked within the callback timeout; a host that cannot be
+// reached adds none, and is logged).
 func (b *Bus) Capabilities(kind string) []Capability {
 	b.mu.Lock()
 	regs := slices.Clone(b.caps)
+	remote := b.remote
 	b.mu.Unlock()
 	slices.SortStableFunc(regs, func(x, y *capReg) int { return b.comparePlugins(x.cap.Plugin, y.cap.Plugin) })
 	var out []Capability
@@ -100,7 +104,25 @@ func (b *Bus) Capabilities(kind string) []Capability {
 			out = append(out, r.cap)
 		}
 	}
+	if remote != nil { // the host's, in its load order, after
+		ctx, cancel := b.remoteContext()
+		defer cancel()
+		more, err := remote.Capabilities(ctx, kind)
+		if err != nil {
+			b.log.Warn("list the plugin host's capabilities", "error", err)
+		}
+		out = append(out, more...)
+	}
 	return out
+}
+
+// remoteContext bounds a call to the plugin host that has no caller's ctx.
+func (b *Bus) remoteContext() (context.Context, context.CancelFunc) {
+	d := b.Timeout()
+	if d <= 0 {
+		d = DefaultTimeout
+	}
+	return context.WithTimeout(context.Background(), d)
 }
 
 // CallCapability calls method of plugin's capability kind/name with params
@@ -119,7 +141,11 @@ func (b *Bus) CallCapability(ctx context.Context, plugin, kind, name, method str
 			break
 		}
 	}
+	remote := b.remote
 	b.mu.Unlock()
+	if fn == nil && remote != nil {
+		return remote.CallCapability(ctx, plugin, kind, name, method, raw)
+	}
 	if fn == nil {
 		return nil, apperr.New(apperr.NotFound, "plugin %s has no %s %q", plugin, kind, name)
 	}

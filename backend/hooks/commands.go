@@ -70,6 +70,19 @@ type Commands struct {
 	mu      sync.RWMutex
 	byName  map[string]*Command
 	builtin map[string]bool
+	remote  Remote // the plugin host, for a client: its plugin commands
+}
+
+func (c *Commands) setRemote(r Remote) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.remote = r
+}
+
+func (c *Commands) remoteOf() Remote {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.remote
 }
 
 // NewCommands makes an empty registry.
@@ -182,13 +195,26 @@ func (c *Commands) Unregister(plugin, name string) {
 	}
 }
 
-// List returns the commands sorted by name.
+// List returns the commands sorted by name: those registered here and, for
+// a client, the plugin commands of the profile's plugin host (a host that
+// cannot be reached within a few seconds adds none).
 func (c *Commands) List() []Command {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
 	out := make([]Command, 0, len(c.byName))
 	for _, cmd := range c.byName {
 		out = append(out, *cmd)
+	}
+	remote := c.remote
+	c.mu.RUnlock()
+	if remote != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		more, _ := remote.Commands(ctx)
+		cancel()
+		for _, m := range more {
+			if _, local := c.Lookup(m.Name); !local {
+				out = append(out, Command{Name: m.Name, Description: m.Description, Plugin: m.Plugin})
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -221,6 +247,9 @@ func ParseCommand(line string) (name, args string, ok bool) {
 func (c *Commands) Run(ctx context.Context, timeout TimeoutFunc, name, args string, cc CommandContext) (string, error) {
 	cmd, ok := c.Lookup(name)
 	if !ok {
+		if remote := c.remoteOf(); remote != nil {
+			return c.runRemote(ctx, remote, timeout(), name, args, cc)
+		}
 		return "", apperr.New(apperr.NotFound, "unknown command /%s (try /help)", NormalizeCommand(name))
 	}
 	cctx := ctx
@@ -256,3 +285,16 @@ func (c *Commands) Run(ctx context.Context, timeout TimeoutFunc, name, args stri
 
 // TimeoutFunc supplies the bound in force for a call.
 type TimeoutFunc func() time.Duration
+
+// runRemote runs a command on the plugin host. The host bounds it by its
+// own timeout; this bound (a little longer) only covers a host that stops
+// answering.
+func (c *Commands) runRemote(ctx context.Context, remote Remote, timeout time.Duration, name, args string, cc CommandContext) (string, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout+2*time.Second)
+		defer cancel()
+	}
+	// The host's errors already name the command.
+	return remote.RunCommand(ctx, NormalizeCommand(name), args, cc)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"atrium/backend/db"
@@ -31,6 +32,11 @@ type LoggedEvent struct {
 	Delivered  bool            `json:"delivered"`
 	Redelivery bool            `json:"redelivery"`
 	Deliveries []Delivery      `json:"deliveries"`
+	// Pending lists the active subscribers that take this event and have
+	// not yet (a disabled or removed plugin never appears here).
+	Pending []string `json:"pending"`
+	// Rev orders changes to the event for the activity feed (Bus.Tail).
+	Rev int64 `json:"-"`
 }
 
 // LogFilter narrows ListEvents.
@@ -53,7 +59,7 @@ func ListEvents(ctx context.Context, d *db.DB, f LogFilter) ([]LoggedEvent, erro
 	if limit <= 0 {
 		limit = 1000
 	}
-	q := `SELECT seq, event_id, hook, payload, created_at, delivered_at, redelivered FROM hook_events WHERE seq > ?`
+	q := `SELECT seq, event_id, hook, payload, created_at, delivered_at, redelivered, rev FROM hook_events WHERE seq > ?`
 	args := []any{f.AfterSeq}
 	if f.Hook != "" {
 		q += ` AND hook = ?`
@@ -65,11 +71,16 @@ func ListEvents(ctx context.Context, d *db.DB, f LogFilter) ([]LoggedEvent, erro
 		args = append(args, f.Session, f.Session, f.Session)
 	}
 	if f.Seqs != nil {
-		raw, _ := json.Marshal(f.Seqs)
 		q += ` AND seq IN (SELECT value FROM json_each(?))`
-		args = append(args, string(raw))
+		args = append(args, mustJSON(f.Seqs))
 	}
 	args = append(args, limit)
+	return readEvents(ctx, d, q+` ORDER BY seq LIMIT ?`, args...)
+}
+
+// readEvents runs a query over hook_events (the columns of ListEvents) and
+// adds each event's deliveries and pending subscribers.
+func readEvents(ctx context.Context, d *db.DB, q string, args ...any) ([]LoggedEvent, error) {
 	var rows []struct {
 		Seq         int64
 		EventID     string
@@ -78,9 +89,10 @@ func ListEvents(ctx context.Context, d *db.DB, f LogFilter) ([]LoggedEvent, erro
 		CreatedAt   int64
 		DeliveredAt *int64
 		Redelivered bool
+		Rev         int64
 	}
 	g := d.Read.WithContext(ctx)
-	if err := g.Raw(q+` ORDER BY seq LIMIT ?`, args...).Scan(&rows).Error; err != nil {
+	if err := g.Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
 	out := make([]LoggedEvent, 0, len(rows))
@@ -90,7 +102,8 @@ func ListEvents(ctx context.Context, d *db.DB, f LogFilter) ([]LoggedEvent, erro
 		index[r.Seq] = len(out)
 		seqs = append(seqs, r.Seq)
 		out = append(out, LoggedEvent{EventID: r.EventID, Seq: r.Seq, Hook: r.Hook, Payload: json.RawMessage(r.Payload),
-			CreatedAt: time.UnixMilli(r.CreatedAt).UTC(), Delivered: r.DeliveredAt != nil, Redelivery: r.Redelivered, Deliveries: []Delivery{}})
+			CreatedAt: time.UnixMilli(r.CreatedAt).UTC(), Delivered: r.DeliveredAt != nil, Redelivery: r.Redelivered,
+			Deliveries: []Delivery{}, Pending: []string{}, Rev: r.Rev})
 	}
 	if len(seqs) == 0 {
 		return out, nil
@@ -112,6 +125,24 @@ func ListEvents(ctx context.Context, d *db.DB, f LogFilter) ([]LoggedEvent, erro
 		e.Deliveries = append(e.Deliveries, Delivery{Subscriber: x.Subscriber, Status: x.Status, Error: x.Error,
 			Redelivery: x.Redelivery, DeliveredAt: time.UnixMilli(x.DeliveredAt).UTC()})
 	}
+	var subs []struct {
+		Name     string
+		Hooks    string
+		Position int64
+	}
+	if err := g.Raw(`SELECT name, hooks, position FROM hook_subscribers WHERE active = 1 ORDER BY name`).Scan(&subs).Error; err != nil {
+		return nil, fmt.Errorf("list hook positions: %w", err)
+	}
+	for _, sub := range subs {
+		var hooks []string
+		_ = json.Unmarshal([]byte(sub.Hooks), &hooks)
+		for i := range out {
+			e := &out[i]
+			if !e.Delivered && e.Seq > sub.Position && slices.Contains(hooks, e.Hook) {
+				e.Pending = append(e.Pending, sub.Name)
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -121,11 +152,44 @@ func mustJSON(v any) string {
 }
 
 // PruneDelivered removes delivered events older than keep (and their
-// delivery rows); undelivered events are never pruned.
+// delivery rows); undelivered events are never pruned. It first drops the
+// positions of subscribers that no live process delivers to and that have
+// not moved for keep (a plugin disabled or removed long ago, or one that
+// has had no host since), so their backlog goes with the log's retention.
 func PruneDelivered(ctx context.Context, d *db.DB, keep time.Duration) (int64, error) {
 	var n int64
 	err := d.InTx(ctx, func(tx *db.Tx) error {
-		res := tx.G.WithContext(ctx).Exec(`DELETE FROM hook_events WHERE delivered_at IS NOT NULL AND delivered_at < ?`, db.Ms(tx.Now.Add(-keep)))
+		g := tx.G.WithContext(ctx)
+		cutoff := db.Ms(tx.Now.Add(-keep))
+		var stale []struct {
+			Name      string
+			ClaimedBy string
+			Pid       int
+			Start     string
+		}
+		if err := g.Raw(`SELECT s.name, s.claimed_by, COALESCE(p.pid, 0) AS pid, COALESCE(p.start, '') AS start
+			FROM hook_subscribers s LEFT JOIN processes p ON p.id = s.claimed_by WHERE s.updated_at < ?`, cutoff).Scan(&stale).Error; err != nil {
+			return err
+		}
+		var drop []string
+		for _, s := range stale {
+			if s.ClaimedBy == "" || !ProcessAlive(s.Pid, s.Start) {
+				drop = append(drop, s.Name)
+			}
+		}
+		if len(drop) > 0 {
+			if err := g.Exec(`DELETE FROM hook_subscribers WHERE name IN ?`, drop).Error; err != nil {
+				return err
+			}
+			rev, err := nextRev(g)
+			if err != nil {
+				return err
+			}
+			if err := settleTx(g, tx.Now, rev); err != nil {
+				return err
+			}
+		}
+		res := g.Exec(`DELETE FROM hook_events WHERE delivered_at IS NOT NULL AND delivered_at < ?`, cutoff)
 		n = res.RowsAffected
 		return res.Error
 	})

@@ -64,17 +64,18 @@ func (c *Context) RegisterSync(hook string, fn SyncHandler) error {
 }
 
 // CallSync calls every plugin subscribed to hook, one after another in
-// plugin-name order (callbacks of one plugin in registration order), each
+// plugin load order (callbacks of one plugin in registration order), each
 // bounded by the callback timeout, and returns their answers in that order.
-// Before a plugin is called, the observer events already queued for it are
-// delivered first (bounded by the same timeout), so a pre_llm_call never
-// overtakes the post_compaction that preceded it.
+// Before a plugin is called, it takes every observer event committed so far
+// (bounded by the same timeout), so a pre_llm_call never overtakes the
+// post_compaction that preceded it, whichever process committed it. A
+// client (SetRemote) asks the profile's plugin host, whose answers come
+// after those of any plugin registered here.
 func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncResult, error) {
-	kind, err := Lookup(hook)
-	if err != nil {
+	if _, err := Lookup(hook); err != nil {
 		return nil, err
 	}
-	if kind != Sync {
+	if k, _ := Lookup(hook); k != Sync {
 		return nil, apperr.New(apperr.Invalid, "%s is an observer hook, not a synchronous one", hook)
 	}
 	raw, err := EncodePayload(payload)
@@ -88,10 +89,17 @@ func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncRes
 			regs = append(regs, r)
 		}
 	}
+	remote := b.remote
 	b.mu.Unlock()
 	// Plugin load order; a plugin's own callbacks keep registration order.
 	slices.SortStableFunc(regs, func(x, y *syncReg) int { return b.comparePlugins(x.plugin, y.plugin) })
 	out := make([]SyncResult, 0, len(regs))
+	var head int64
+	if len(regs) > 0 {
+		if head, err = b.head(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for _, r := range regs {
 		if until, skip := b.isSuppressed(r.id); skip {
 			err := fmt.Errorf("%w (until %s)", ErrSkipped, until.Format(time.TimeOnly))
@@ -99,7 +107,7 @@ func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncRes
 			out = append(out, SyncResult{Plugin: r.plugin, Err: err})
 			continue
 		}
-		b.waitDrained(ctx, r.plugin)
+		b.waitDrained(ctx, r.plugin, head)
 		v, err := b.callOne(ctx, r, raw)
 		if err != nil {
 			if errors.Is(err, ErrTimedOut) {
@@ -109,6 +117,13 @@ func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncRes
 		}
 		out = append(out, SyncResult{Plugin: r.plugin, Value: v, Err: err})
 	}
+	if remote != nil {
+		res, err := remote.CallSync(ctx, hook, raw)
+		if err != nil {
+			return out, fmt.Errorf("%s on the plugin host: %w", hook, err)
+		}
+		out = append(out, res...)
+	}
 	return out, nil
 }
 
@@ -117,8 +132,9 @@ func (b *Bus) CallSync(ctx context.Context, hook string, payload any) ([]SyncRes
 func (b *Bus) callOne(ctx context.Context, r *syncReg, raw json.RawMessage) (any, error) {
 	cctx := ctx
 	cancel := func() {}
-	if b.timeout > 0 {
-		cctx, cancel = context.WithTimeout(ctx, b.timeout)
+	timeout := b.Timeout()
+	if timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
 	type answer struct {
@@ -140,29 +156,9 @@ func (b *Bus) callOne(ctx context.Context, r *syncReg, raw json.RawMessage) (any
 		return a.v, a.err
 	case <-cctx.Done():
 		if ctx.Err() == nil {
-			return nil, fmt.Errorf("%w: callback did not return within %s", ErrTimedOut, b.timeout)
+			return nil, fmt.Errorf("%w: callback did not return within %s", ErrTimedOut, timeout)
 		}
 		return nil, fmt.Errorf("callback did not return: %w", cctx.Err())
-	}
-}
-
-// waitDrained waits until plugin has no queued or running observer event,
-// bounded by the callback timeout and ctx.
-func (b *Bus) waitDrained(ctx context.Context, plugin string) {
-	limit := b.timeout
-	if limit <= 0 {
-		limit = DefaultTimeout
-	}
-	deadline := time.Now().Add(limit)
-	for {
-		b.mu.Lock()
-		s := b.subs[plugin]
-		busy := s != nil && (s.running || len(s.queue) > 0)
-		b.mu.Unlock()
-		if !busy || time.Now().After(deadline) || ctx.Err() != nil {
-			return
-		}
-		time.Sleep(200 * time.Microsecond)
 	}
 }
 

@@ -214,6 +214,8 @@ func (r *Runtime) syncLocked(ctx context.Context, force, wait bool) error {
 	r.enabled = EnabledOrder(list)
 	r.mu.Unlock()
 	r.opts.Bus.SetPluginOrder(r.enabled)
+	// The callback bound follows config.yaml live, like the plugin specs.
+	r.opts.Bus.SetTimeout(cfg.HookTimeout())
 	var problems []error
 	r.syncGo(list, cfg, force, &problems)
 	if r.opts.Want.Processes {
@@ -222,6 +224,19 @@ func (r *Runtime) syncLocked(ctx context.Context, force, wait bool) error {
 	r.mu.Lock()
 	r.watchSig, r.reloadSig = sig, reloadSig
 	r.mu.Unlock()
+	// Plugins disabled or removed stop holding events back (their positions
+	// are kept for the log's retention, so enabling them soon catches up).
+	if r.opts.Bus.Delivering() {
+		var keep []string
+		for _, p := range list {
+			if wanted(p) {
+				keep = append(keep, p.Name())
+			}
+		}
+		if err := r.opts.Bus.Retire(ctx, keep); err != nil {
+			r.log.Warn("retire hook subscribers", "error", err)
+		}
+	}
 	r.publish()
 	return errors.Join(problems...)
 }
@@ -484,6 +499,11 @@ func (r *Runtime) onHostState(in proc.Info) {
 			_ = RecordStart(r.home, h.p, in.Hooks, in.Commands, in.Extras)
 		case proc.StateError:
 			_ = RecordFailure(r.home, h.p, in.Err)
+			if r.opts.Bus.Delivering() {
+				if err := r.opts.Bus.Suspend(context.Background(), in.Name, in.Err); err != nil {
+					r.log.Warn("suspend plugin", "plugin", in.Name, "error", err)
+				}
+			}
 		}
 	}
 	r.publish()

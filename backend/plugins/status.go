@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"atrium/backend/config"
+	"atrium/backend/hooks"
 	"atrium/backend/plugins/proc"
 )
 
@@ -193,7 +193,7 @@ func writeHostRecord(home config.Home, process string, plugins []RunState) error
 		}
 		return nil
 	}
-	err := writeJSON(path, hostRecord{PID: os.Getpid(), Start: processStart(os.Getpid()), Process: process,
+	err := writeJSON(path, hostRecord{PID: os.Getpid(), Start: hooks.ProcessStart(os.Getpid()), Process: process,
 		UpdatedAt: time.Now().UTC(), Plugins: plugins})
 	if config.Unwritable(err) {
 		return nil // a read-only or full home keeps no record: nothing to say to anyone
@@ -219,7 +219,7 @@ func liveHosts(home config.Home) []hostRecord {
 		if err != nil || json.Unmarshal(b, &r) != nil {
 			continue
 		}
-		if !processAlive(r.PID, r.Start) {
+		if !hooks.ProcessAlive(r.PID, r.Start) {
 			_ = os.Remove(path)
 			continue
 		}
@@ -227,42 +227,6 @@ func liveHosts(home config.Home) []hostRecord {
 	}
 	slices.SortFunc(out, func(a, b hostRecord) int { return a.UpdatedAt.Compare(b.UpdatedAt) })
 	return out
-}
-
-// processAlive tells whether pid runs and, when start is known, is the same
-// process that wrote it (not a later one given the same pid).
-func processAlive(pid int, start string) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	if start != "" {
-		if now := processStart(pid); now != "" && now != start {
-			return false
-		}
-	}
-	return true
-}
-
-// processStart is the process's start time in clock ticks since boot
-// (field 22 of /proc/PID/stat), "" where there is no /proc.
-func processStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19] // field 22 overall: fields after ')' start at field 3
 }
 
 // applyStatus adds to discovered plugins what live processes and the last

@@ -1,9 +1,11 @@
 package proc
 
 // The bridge to the hook bus: a plugin's handshake registrations become bus
-// hooks and commands, bus events and requests become wire calls bounded by
-// the callback timeout, and events missed while the plugin was down are
-// redelivered once it is back.
+// hooks and commands, and bus events and requests become wire calls bounded
+// by the callback timeout. What the plugin could not take (its process was
+// down, restarting, stopped for a restart) is reported to the bus with a
+// coded status, and the bus keeps it in the log for the plugin's return:
+// proc knows processes and the wire, never the log.
 
 import (
 	"context"
@@ -11,18 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
-	"atrium/backend/apperr"
-	"atrium/backend/db"
 	"atrium/backend/hooks"
 )
-
-// DownPrefix starts the error recorded for an event a plugin missed because
-// its process was down (crashed, restarting) for the whole callback bound.
-// Host.catchUp redelivers exactly those events after a restart.
-const DownPrefix = "plugin down:"
 
 func sameRegistration(a, b InitializeResult) bool {
 	ea, _ := json.Marshal(a.Extras)
@@ -155,49 +149,62 @@ func doneError(d EventDoneParams) error {
 }
 
 // onEvent is the bus Handler of every observer hook the plugin registered.
+// An event the plugin cannot take now goes back to the bus as unavailable
+// (it stays in the log for the plugin's next process: restarting, stopped
+// for a restart, not running within the bound), or suspended when the
+// plugin is in error. An event its process died on is unavailable and
+// handed out (the retry is a redelivery), except the second time: a plugin
+// that dies twice on one event has it recorded as failed.
 func (p *plugin) onEvent(ctx context.Context, ev hooks.Event) error {
 	cctx, cancel, limit := p.bound(ctx)
 	defer cancel()
-	crashes := 0
-	for {
-		inst, err := p.waitRunning(cctx)
-		if err != nil {
-			var te terminalError
-			if errors.As(err, &te) {
-				return err
-			}
-			p.addMissed(ev)
-			return fmt.Errorf("%s %s was not running within %s; event %s is redelivered after its restart", DownPrefix, p.spec.Name, limit, ev.ID)
-		}
-		d, err := inst.sendEvent(cctx, eventParams(ev))
+	inst, err := p.waitRunning(cctx)
+	if err != nil {
+		var te terminalError
 		switch {
-		case err == nil:
-			return doneError(d)
-		case errors.Is(err, errDied):
-			crashes++
-			if crashes >= 2 {
-				return fmt.Errorf("plugin %s exited twice while handling event %s; not retried", p.spec.Name, ev.ID)
-			}
-			ev.Redelivery = true // it may have seen it
-		case cctx.Err() != nil:
-			p.timedOut(inst, ev.Hook)
-			return fmt.Errorf("callback did not return within %s; plugin %s restarted", limit, p.spec.Name)
-		default:
-			return err
+		case errors.As(err, &te) && te.stopped:
+			return hooks.Unavailable(err, false)
+		case errors.As(err, &te):
+			return fmt.Errorf("%w: %v", hooks.ErrSuspended, err)
 		}
+		return hooks.Unavailable(fmt.Errorf("plugin %s was not running within %s", p.spec.Name, limit), false)
 	}
+	d, err := inst.sendEvent(cctx, eventParams(ev))
+	var unsent notSent
+	switch {
+	case err == nil:
+		return doneError(d)
+	case errors.As(err, &unsent):
+		return hooks.Unavailable(fmt.Errorf("plugin %s exited before event %s was sent", p.spec.Name, ev.ID), false)
+	case errors.Is(err, errDied):
+		if p.diedOn(ev.ID) >= 2 {
+			return fmt.Errorf("plugin %s exited twice while handling event %s; not retried", p.spec.Name, ev.ID)
+		}
+		return hooks.Unavailable(fmt.Errorf("plugin %s exited while handling event %s", p.spec.Name, ev.ID), true)
+	case cctx.Err() != nil:
+		p.timedOut(inst, ev.Hook)
+		return fmt.Errorf("callback did not return within %s; plugin %s restarted", limit, p.spec.Name)
+	default:
+		return err
+	}
+}
+
+// diedOn counts the deaths of the plugin's process while it handled event
+// id (only the latest such event is remembered).
+func (p *plugin) diedOn(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.crashID != id {
+		p.crashID, p.crashes = id, 0
+	}
+	p.crashes++
+	return p.crashes
 }
 
 // timedOut kills a child whose callback overran; onExit restarts it at once.
 func (p *plugin) timedOut(in *instance, what string) {
 	p.h.log.Warn("plugin callback timed out; restarting", "plugin", p.spec.Name, "hook", what, "pid", in.pid)
 	in.kill("timeout")
-}
-
-func (p *plugin) addMissed(ev hooks.Event) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.missed[ev.ID] = ev
 }
 
 // request sends a request to the ready instance, bounded like a callback.
@@ -210,7 +217,7 @@ func (p *plugin) request(ctx context.Context, method string, params any) (json.R
 		if errors.As(err, &te) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%s %s was not running within %s", DownPrefix, p.spec.Name, limit)
+		return nil, fmt.Errorf("plugin %s was not running within %s", p.spec.Name, limit)
 	}
 	res, err := inst.call(cctx, method, params)
 	if err != nil && !errors.Is(err, errDied) && cctx.Err() != nil {
@@ -290,150 +297,4 @@ func (p *plugin) onCommand(ctx context.Context, name, args string, cc hooks.Comm
 		return "", nil
 	}
 	return *out.Output, nil
-}
-
-// missedRow is one event a plugin missed while down.
-type missedRow struct {
-	Seq       int64
-	EventID   string
-	Hook      string
-	Payload   string
-	CreatedAt int64
-}
-
-// catchUp redelivers, in seq order and flagged as redeliveries with their
-// original event_id, the events the plugin missed while it was down: the
-// hook_deliveries rows recorded for it as failed/timeout with DownPrefix, and
-// those this process noted in memory (whose row may not be written yet). Each
-// one delivered is updated to ok. It returns how many it delivered.
-func (h *Host) catchUp(name string) (int, error) {
-	h.mu.Lock()
-	p := h.plugins[name]
-	h.mu.Unlock()
-	if p == nil {
-		return 0, apperr.New(apperr.NotFound, "no plugin %s", name)
-	}
-	p.mu.Lock()
-	inst := p.catching
-	if inst == nil {
-		inst = p.inst
-	}
-	mem := p.missed
-	p.missed = map[string]hooks.Event{}
-	registered := map[string]bool{}
-	for _, hk := range p.hooks {
-		registered[hk] = true
-	}
-	p.mu.Unlock()
-	if inst == nil {
-		for _, ev := range mem {
-			p.addMissed(ev)
-		}
-		return 0, nil
-	}
-	d := h.bus.DB()
-	var rows []missedRow
-	err := d.Read.Raw(`SELECT e.seq, e.event_id, e.hook, e.payload, e.created_at
-		FROM hook_deliveries d JOIN hook_events e ON e.seq = d.seq
-		WHERE d.subscriber = ? AND d.status IN ('failed', 'timeout') AND d.error LIKE ?
-		ORDER BY d.seq`, name, DownPrefix+"%").Scan(&rows).Error
-	if err != nil {
-		for _, ev := range mem {
-			p.addMissed(ev)
-		}
-		return 0, fmt.Errorf("read missed events of %s: %w", name, err)
-	}
-	byID := map[string]hooks.Event{}
-	for _, r := range rows {
-		byID[r.EventID] = hooks.Event{ID: r.EventID, Seq: r.Seq, Hook: r.Hook, Payload: json.RawMessage(r.Payload),
-			CreatedAt: time.UnixMilli(r.CreatedAt).UTC()}
-	}
-	for id, ev := range mem {
-		byID[id] = ev
-	}
-	evs := make([]hooks.Event, 0, len(byID))
-	for _, ev := range byID {
-		evs = append(evs, ev)
-	}
-	sort.Slice(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })
-	limit := p.spec.Timeout
-	if limit <= 0 {
-		limit = h.bus.Timeout()
-	}
-	n := 0
-	for i, ev := range evs {
-		if !registered[ev.Hook] {
-			h.markDelivery(name, ev.Seq, "ok", "", 0)
-			continue
-		}
-		ev.Redelivery = true
-		ctx, cancel := context.Background(), context.CancelFunc(func() {})
-		if limit > 0 {
-			ctx, cancel = context.WithTimeout(ctx, limit)
-		}
-		start := time.Now()
-		dn, err := inst.sendEvent(ctx, eventParams(ev))
-		cancel()
-		switch {
-		case err == nil:
-			status, msg := "ok", ""
-			if e := doneError(dn); e != nil {
-				status, msg = "failed", e.Error()
-			}
-			h.markDelivery(name, ev.Seq, status, msg, time.Since(start))
-			n++
-		case errors.Is(err, errDied):
-			for _, rest := range evs[i:] {
-				p.addMissed(rest)
-			}
-			return n, fmt.Errorf("plugin %s exited during catch-up", name)
-		default: // overran its bound: recorded, not retried; restart it
-			h.markDelivery(name, ev.Seq, "timeout", fmt.Sprintf("redelivery did not finish within %s", limit), time.Since(start))
-			for _, rest := range evs[i+1:] {
-				p.addMissed(rest)
-			}
-			inst.kill("timeout")
-			return n, fmt.Errorf("plugin %s timed out during catch-up", name)
-		}
-	}
-	return n, nil
-}
-
-// markDelivery rewrites the delivery row of a redelivered event. The bus
-// records outcomes asynchronously, so a row not written yet is retried for a
-// few seconds in the background.
-func (h *Host) markDelivery(name string, seq int64, status, msg string, dur time.Duration) {
-	if h.updateDelivery(name, seq, status, msg, dur) {
-		return
-	}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		for i := 0; i < 100; i++ {
-			select {
-			case <-time.After(50 * time.Millisecond):
-			case <-h.done:
-				return
-			}
-			if h.updateDelivery(name, seq, status, msg, dur) {
-				return
-			}
-		}
-	}()
-}
-
-func (h *Host) updateDelivery(name string, seq int64, status, msg string, dur time.Duration) bool {
-	d := h.bus.DB()
-	var affected int64
-	err := d.InTx(context.Background(), func(tx *db.Tx) error {
-		r := tx.G.Exec(`UPDATE hook_deliveries SET status = ?, error = ?, redelivery = 1, delivered_at = ?, duration_us = ?
-			WHERE seq = ? AND subscriber = ?`, status, msg, db.Ms(tx.Now), dur.Microseconds(), seq, name)
-		affected = r.RowsAffected
-		return r.Error
-	})
-	if err != nil {
-		h.log.Warn("record plugin redelivery", "plugin", name, "seq", seq, "error", err)
-		return true
-	}
-	return affected > 0
 }

@@ -240,7 +240,7 @@ func (h *Host) newPlugin(spec Spec, state string) (*plugin, error) {
 		return nil, apperr.New(apperr.Conflict, "plugin %s is already hosted", spec.Name)
 	}
 	p := &plugin{h: h, spec: spec, ready: make(chan struct{}), readyOpen: true, state: state,
-		missed: map[string]hooks.Event{}, backoff: h.BackoffMin, quit: make(chan struct{})}
+		backoff: h.BackoffMin, quit: make(chan struct{})}
 	h.plugins[spec.Name] = p
 	h.order = append(h.order, spec.Name)
 	return p, nil
@@ -310,8 +310,9 @@ func (h *Host) Stop(ctx context.Context) error {
 
 // Remove stops one plugin (shutdown, Grace, then kill; always reaped),
 // withdraws its hooks and commands from the bus and forgets it, so a plugin
-// of that name can be started again. Events already queued for it fail as
-// "stopped"; the observers see it stopped.
+// of that name can be started again. Its events are not lost: they wait in
+// the log, and a plugin of that name started again (a restart after its
+// folder or settings changed) takes them; the observers see it stopped.
 func (h *Host) Remove(ctx context.Context, name string) error {
 	h.mu.Lock()
 	p := h.plugins[name]

@@ -20,6 +20,12 @@ import (
 // errDied reports that the child exited (or was killed) before it answered.
 var errDied = errors.New("plugin process exited")
 
+// notSent is a write that failed: the child never got the message.
+type notSent struct{ err error }
+
+func (e notSent) Error() string { return e.err.Error() }
+func (e notSent) Unwrap() error { return e.err }
+
 // instance is one run of a plugin's child process.
 type instance struct {
 	p       *plugin
@@ -220,7 +226,7 @@ func (in *instance) sendEvent(ctx context.Context, params EventParams) (EventDon
 		in.mu.Unlock()
 	}()
 	if err := in.notify("event", params); err != nil {
-		return EventDoneParams{}, err
+		return EventDoneParams{}, notSent{err}
 	}
 	select {
 	case d := <-ch:

@@ -23,7 +23,6 @@ type plugin struct {
 
 	mu        sync.Mutex
 	inst      *instance     // the running, ready instance; nil while down
-	catching  *instance     // the instance catchUp delivers to (before it is ready)
 	ready     chan struct{} // closed while inst != nil or the state is final
 	readyOpen bool
 	state     string
@@ -37,12 +36,17 @@ type plugin struct {
 	quit      chan struct{} // closed by stop: ends a pending restart at once
 	restarts  int
 	backoff   time.Duration
-	missed    map[string]hooks.Event // by event_id: missed while down, for catchUp
+	crashID   string // the last event its process died on, and how often
+	crashes   int
 	lastPID   int
 }
 
-// terminalError is returned when the plugin will not come back by itself.
-type terminalError struct{ msg string }
+// terminalError is returned when the plugin will not come back by itself:
+// it is in error, or (stopped) it is being stopped.
+type terminalError struct {
+	msg     string
+	stopped bool
+}
 
 func (e terminalError) Error() string { return e.msg }
 
@@ -121,10 +125,10 @@ func (p *plugin) startOnce(ctx context.Context) (*instance, InitializeResult, er
 			err = validate(res)
 		}
 		if err != nil {
-			err = terminalError{fmt.Sprintf("plugin %s: bad handshake: %v", p.spec.Name, err)}
+			err = terminalError{msg: fmt.Sprintf("plugin %s: bad handshake: %v", p.spec.Name, err)}
 		}
 	} else if cut := inst.cutOffErr(); cut != nil {
-		err = terminalError{fmt.Sprintf("plugin %s cut off before its handshake: %v", p.spec.Name, cut)}
+		err = terminalError{msg: fmt.Sprintf("plugin %s cut off before its handshake: %v", p.spec.Name, cut)}
 	} else if hctx.Err() != nil {
 		err = fmt.Errorf("plugin %s: no handshake within %s", p.spec.Name, p.h.handshakeTimeout(p.spec))
 	} else {
@@ -155,17 +159,11 @@ func validate(res InitializeResult) error {
 	return nil
 }
 
-// becomeReady catches up on missed events, then opens the plugin to live
-// traffic. If the instance died meanwhile, onExit or the caller restarts it.
+// becomeReady opens the plugin to traffic and tells the bus, whose
+// delivery resumes from the plugin's position in the log. If the instance
+// died meanwhile, onExit or the caller restarts it.
 func (p *plugin) becomeReady(inst *instance) bool {
 	p.mu.Lock()
-	p.catching = inst
-	p.mu.Unlock()
-	if _, err := p.h.catchUp(p.spec.Name); err != nil {
-		p.h.log.Warn("plugin catch-up", "plugin", p.spec.Name, "error", err)
-	}
-	p.mu.Lock()
-	p.catching = nil
 	if p.stopping || inst.isDead() {
 		if !inst.isDead() {
 			go inst.kill("shutdown")
@@ -177,6 +175,7 @@ func (p *plugin) becomeReady(inst *instance) bool {
 	p.state, p.err = StateRunning, ""
 	p.openLocked()
 	p.mu.Unlock()
+	p.h.bus.Wake(p.spec.Name)
 	p.changed()
 	return true
 }
@@ -316,9 +315,9 @@ func (p *plugin) waitRunning(ctx context.Context) (*instance, error) {
 		case inst != nil && !inst.isDead():
 			return inst, nil
 		case stopping || state == StateStopped:
-			return nil, terminalError{fmt.Sprintf("plugin %s is stopped", p.spec.Name)}
+			return nil, terminalError{msg: fmt.Sprintf("plugin %s is stopped", p.spec.Name), stopped: true}
 		case state == StateError:
-			return nil, terminalError{fmt.Sprintf("plugin %s is in error: %s", p.spec.Name, msg)}
+			return nil, terminalError{msg: fmt.Sprintf("plugin %s is in error: %s", p.spec.Name, msg)}
 		}
 		select {
 		case <-ch:
@@ -347,9 +346,6 @@ func (p *plugin) stop(ctx context.Context) {
 	}
 	p.stopping = true
 	inst := p.inst
-	if inst == nil {
-		inst = p.catching
-	}
 	p.mu.Unlock()
 	p.unregister()
 	if inst != nil && !inst.isDead() {
