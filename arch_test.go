@@ -27,7 +27,8 @@ var allowed = map[string][]string{
 	"backend/turns":          {"backend/compaction", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
 	"backend/plugins":        {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/plugins/proc", "backend/plugins/runner", "plugins"},
 	"backend/plugins/runner": {},
-	"backend/plugins/proc":   {"backend/hooks", "backend/db", "backend/apperr"},
+	"backend/plugins/proc":   {"backend/hooks", "backend/apperr"},
+	"backend/pluginhost":     {"backend/hooks", "backend/apperr"},
 	"app":                    {"backend"},
 	"desktop":                {"app", "backend", "build", "frontend"},
 }

@@ -274,6 +274,7 @@ type EventDTO struct {
 	CreatedAt  time.Time       `json:"created_at"`
 	Delivered  bool            `json:"delivered"`
 	Deliveries []DeliveryDTO   `json:"deliveries"`
+	Pending    []string        `json:"pending"` // plugins that take it and have not had it yet
 }
 
 // SettingsDTO is the editable part of config.yaml. They take effect when the
@@ -394,7 +395,7 @@ func toPlugin(p plugins.Plugin, _ int) PluginDTO {
 
 func toEvent(e hooks.LoggedEvent, _ int) EventDTO {
 	out := EventDTO{Seq: e.Seq, EventID: e.EventID, Hook: e.Hook, Payload: e.Payload, CreatedAt: e.CreatedAt,
-		Delivered: e.Delivered, Deliveries: make([]DeliveryDTO, len(e.Deliveries))}
+		Delivered: e.Delivered, Deliveries: make([]DeliveryDTO, len(e.Deliveries)), Pending: nonNil(e.Pending)}
 	for i, d := range e.Deliveries {
 		out.Deliveries[i] = DeliveryDTO(d)
 	}

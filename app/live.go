@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/samber/lo"
@@ -58,45 +57,41 @@ type OpenSessionDTO struct {
 	ID string `json:"id"`
 }
 
-// Live timing: deliveries that come fast are batched for batchDelay; the log
-// is polled every pollEvery for events written by other processes.
+// Live timing: deliveries that come fast are batched for batchDelay; the
+// log is read every pollEvery for what other processes committed or
+// delivered (the plugin host may be another process).
 const (
 	batchDelay = 150 * time.Millisecond
-	pollEvery  = time.Second
+	pollEvery  = 500 * time.Millisecond
 	liveLimit  = 500
 )
 
-// live forwards hook activity to the emitter, batched.
+// live forwards hook activity to the emitter, batched: the bus's activity
+// feed (Tail) says what is new or changed, whoever committed or delivered.
 type live struct {
 	st   *stack.Stack
 	emit Emitter
-
-	mu      sync.Mutex
-	touched map[int64]bool
-	wake    chan struct{}
+	wake chan struct{}
 }
 
 func newLive(st *stack.Stack, emit Emitter) *live {
-	l := &live{st: st, emit: emit, touched: map[int64]bool{}, wake: make(chan struct{}, 1)}
+	l := &live{st: st, emit: emit, wake: make(chan struct{}, 1)}
 	st.Bus.OnActivity(l.note)
 	return l
 }
 
-// note is the bus observer: it only records the seq (it must not block).
-func (l *live) note(a hooks.Activity) {
-	l.mu.Lock()
-	l.touched[a.Seq] = true
-	l.mu.Unlock()
+// note is the bus observer: a delivery happened here (it must not block).
+func (l *live) note(hooks.Activity) {
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
 }
 
-// run emits batches until ctx ends. It starts after the newest event in the
-// log: the UI loads history through Activity.Recent.
+// run emits batches until ctx ends. It starts at the present: the UI loads
+// history through Activity.Recent.
 func (l *live) run(ctx context.Context) {
-	last := l.newestSeq(ctx)
+	cur, _ := l.st.Bus.TailStart(ctx)
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
@@ -111,45 +106,18 @@ func (l *live) run(ctx context.Context) {
 			}
 		case <-tick.C:
 		}
-		last = l.flush(ctx, last)
+		cur = l.flush(ctx, cur)
 	}
 }
 
-func (l *live) newestSeq(ctx context.Context) int64 {
-	var seq int64
-	_ = l.st.DB.Read.WithContext(ctx).Raw(`SELECT COALESCE(MAX(seq), 0) FROM hook_events`).Scan(&seq).Error
-	return seq
-}
-
-// flush emits the events after last and those whose deliveries changed.
-func (l *live) flush(ctx context.Context, last int64) int64 {
-	l.mu.Lock()
-	seqs := lo.Keys(l.touched)
-	l.touched = map[int64]bool{}
-	l.mu.Unlock()
-	out := map[int64]EventDTO{}
-	fresh, err := hooks.ListEvents(ctx, l.st.DB, hooks.LogFilter{AfterSeq: last, Limit: liveLimit})
-	if err != nil {
-		return last
+// flush emits the events new or changed since cur.
+func (l *live) flush(ctx context.Context, cur hooks.TailCursor) hooks.TailCursor {
+	evs, next, err := l.st.Bus.Tail(ctx, cur, liveLimit)
+	if err != nil || len(evs) == 0 {
+		return cur
 	}
-	for _, e := range fresh {
-		out[e.Seq] = toEvent(e, 0)
-		last = max(last, e.Seq)
-	}
-	old := lo.Filter(seqs, func(s int64, _ int) bool { _, ok := out[s]; return !ok && s <= last })
-	if len(old) > 0 {
-		changed, err := hooks.ListEvents(ctx, l.st.DB, hooks.LogFilter{Seqs: old, Limit: len(old)})
-		if err == nil {
-			for _, e := range changed {
-				out[e.Seq] = toEvent(e, 0)
-			}
-		}
-	}
-	if len(out) == 0 {
-		return last
-	}
-	batch := lo.Values(out)
+	batch := lo.Map(evs, toEvent)
 	sortEvents(batch)
 	l.emit.Emit(EventActivity, batch)
-	return last
+	return next
 }

@@ -44,6 +44,10 @@ type Env struct {
 	Clock func() time.Time
 	// Open overrides how a stack is opened (tests, future plugin wiring).
 	Open func(ctx context.Context, home config.Home) (*stack.Stack, error)
+	// HostExe and HostEnv start a background plugin host (atrium plugins
+	// host run); by default this executable with this environment.
+	HostExe string
+	HostEnv []string
 }
 
 type globals struct {
@@ -117,6 +121,7 @@ func NewRoot(env Env) *cobra.Command {
 	pf.BoolVar(&g.json, "json", false, "print one JSON document for scripts")
 
 	r := &runner{env: env, g: g}
+	pf.BoolVar(&r.noWait, "no-wait", false, "return once the change is committed, without waiting for the plugin host to deliver its hook events")
 	r.window(root)
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
@@ -166,7 +171,10 @@ type runner struct {
 	pluginCLI      string           // a plugin's command line command this process runs
 	pluginCaps     []string         // capability kinds this command calls (usesCapabilities)
 	cmdPath        string           // the running command ("atrium sessions delete")
-	runtime        *plugins.Runtime // this process's plugins, once the stack is open
+	profile        string           // the profile of the running command
+	runtime        *plugins.Runtime // this process's plugins, once the stack is open (host or inline)
+	noWait         bool             // --no-wait
+	host           hosting          // this process's part in the profile's plugin hosting
 }
 
 // firesHooks lists the commands whose work can fire hooks, with the hooks
@@ -212,22 +220,34 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 		return err
 	}
 	r.cmdPath = cmd.CommandPath()
+	r.profile = home.Profile
 	r.pluginHooks, r.processPlugins = firesHooks[r.cmdPath]
 	r.pluginCaps = usesCapabilities[r.cmdPath]
 	var st *stack.Stack
 	if r.env.Open != nil {
 		st, err = r.env.Open(ctx, home)
 	} else {
+		if err := r.planPlugins(ctx, home); err != nil {
+			if errors.Is(err, errHosted) {
+				return nil // `plugins host run` while another process hosts
+			}
+			return err
+		}
 		st, err = stack.Open(ctx, home, stack.Options{Clock: r.env.Clock, Register: r.registerPlugins, Interactive: r.cmdPath == "atrium"})
 	}
 	if err != nil {
+		_ = r.stopHosting(nil)
 		return err
 	}
 	for _, w := range st.Warnings {
 		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s\n", w)
 	}
+	if err := r.startHosting(st); err != nil {
+		_ = r.stopHosting(st)
+		return err
+	}
 	runErr := fn(ctx, st)
-	if cerr := st.Close(context.Background()); cerr != nil && runErr == nil {
+	if cerr := r.stopHosting(st); cerr != nil && runErr == nil {
 		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s\n", oneLine(cerr))
 	}
 	return runErr

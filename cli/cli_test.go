@@ -19,6 +19,7 @@ type run struct {
 
 func atrium(t *testing.T, home string, args ...string) run {
 	t.Helper()
+	stopHostAtCleanup(t, home)
 	var out, errb bytes.Buffer
 	code := cli.Main(append(args, "--home", home), cli.Env{Version: "v9.9.9-test", Stdout: &out, Stderr: &errb})
 	return run{code, out.String(), errb.String()}
@@ -26,6 +27,7 @@ func atrium(t *testing.T, home string, args ...string) run {
 
 func atriumStdin(t *testing.T, home, stdin string, args ...string) run {
 	t.Helper()
+	stopHostAtCleanup(t, home)
 	var out, errb bytes.Buffer
 	root := cli.NewRoot(cli.Env{Version: "v9.9.9-test", Stdout: &out, Stderr: &errb})
 	root.SetArgs(append(args, "--home", home))

@@ -90,17 +90,23 @@ func runPluginCLI(env Env, g globals, name string, argv []string) (int, error) {
 		return ExitInvalid, err
 	}
 	r.cmdPath = "atrium " + name
+	r.profile = home.Profile
 	r.processPlugins, r.pluginHooks, r.pluginCLI = true, []string{}, name
 	var st *stack.Stack
 	if env.Open != nil {
 		st, err = env.Open(context.Background(), home)
 	} else {
+		// The plugin runs in the profile's host (started if none runs).
+		if err := r.planPlugins(context.Background(), home); err != nil {
+			return ExitInternal, err
+		}
 		st, err = stack.Open(context.Background(), home, stack.Options{Clock: env.Clock, Register: r.registerPlugins})
 	}
 	if err != nil {
+		_ = r.stopHosting(nil)
 		return ExitInternal, err
 	}
-	defer func() { _ = st.Close(context.Background()) }()
+	defer func() { _ = r.stopHosting(st) }()
 	var found *hooks.Capability
 	for _, c := range st.Bus.Capabilities(hooks.CapCLICommand) {
 		if c.Name == name && found == nil {

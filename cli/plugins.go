@@ -105,7 +105,7 @@ func (r *runner) plugins() (*plugins.Manager, error) {
 func (r *runner) pluginsCmd() *cobra.Command {
 	c := &cobra.Command{Use: "plugins", Short: "List, enable, disable, install and remove plugins"}
 	c.AddCommand(r.pluginsListCmd(), r.pluginsToggleCmd(true), r.pluginsToggleCmd(false), r.pluginsInstallCmd(), r.pluginsRemoveCmd(),
-		r.pluginsDoctorCmd(), r.pluginsReloadCmd())
+		r.pluginsDoctorCmd(), r.pluginsReloadCmd(), r.pluginsHostCmd())
 	return c
 }
 

@@ -93,7 +93,13 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin, 
 		d.DryRun = "not run: in-process plugins run inside every Atrium process"
 		return d
 	}
-	spec, err := r.runtime.Spec(p, st.Config)
+	// The spec as the profile's host would run it; doctor starts its own
+	// copy, outside the host, and sends it the dry event directly.
+	rt := r.runtime
+	if rt == nil {
+		rt = plugins.NewRuntime(plugins.RuntimeOptions{Discover: r.pluginOptions(st.Home), Bus: st.Bus, Logger: st.Logger()})
+	}
+	spec, err := rt.Spec(p, st.Config)
 	if err != nil {
 		d.Problems = append(d.Problems, err.Error())
 		d.DryRun = "not run"

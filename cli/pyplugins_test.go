@@ -148,8 +148,8 @@ def register(ctx):
 			t.Fatalf("sidecar of %s: exists=%v, want %v", s, err == nil, want)
 		}
 	}
-	// Its handshake is known now: the next delete launches it in the
-	// background, and the event waits for it.
+	// The plugin runs in the profile's background host, which the first
+	// delete started: the next delete reaches the same instance.
 	if r := atriumExec(t, home, "", nil, "sessions", "delete", keep); r.code != 0 {
 		t.Fatalf("second delete: %+v", r)
 	}
@@ -161,11 +161,23 @@ def register(ctx):
 		State      string   `json:"state"`
 		Hooks      []string `json:"hooks"`
 		Registered bool     `json:"registered"`
+		Process    string   `json:"process"`
 	}
 	mustJSON(t, atriumExec(t, home, "", nil, "plugins", "list", "--json"), &rows)
 	for _, p := range rows {
-		if p.Name == "pysidecars" && (p.State != "stopped" || !p.Registered || len(p.Hooks) != 1 || p.Hooks[0] != "on_session_delete") {
-			t.Fatalf("after its process ended: %+v", p)
+		if p.Name == "pysidecars" && (p.State != "running" || p.Process != "a background host" || !p.Registered ||
+			len(p.Hooks) != 1 || p.Hooks[0] != "on_session_delete") {
+			t.Fatalf("after the commands ended: %+v", p)
+		}
+	}
+	// Once the host stops, the plugin is stopped, with what it registered.
+	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
+		t.Fatalf("host stop: %+v", r)
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "plugins", "list", "--json"), &rows)
+	for _, p := range rows {
+		if p.Name == "pysidecars" && (p.State != "stopped" || !p.Registered || len(p.Hooks) != 1) {
+			t.Fatalf("after the host stopped: %+v", p)
 		}
 	}
 }

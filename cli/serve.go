@@ -18,6 +18,7 @@ import (
 
 	"atrium/app"
 	"atrium/backend/apperr"
+	"atrium/backend/pluginhost"
 	"atrium/backend/stack"
 	"atrium/frontend"
 )
@@ -41,6 +42,7 @@ func (r *runner) serveCmd() *cobra.Command {
 			if remote {
 				fmt.Fprintf(r.env.Stderr, "atrium: warning: serving on non-loopback address %s: anyone who can reach it and has the token controls this profile\n", addr)
 			}
+			r.host.kind = pluginhost.KindServe
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error { return r.serve(ctx, st, f, addr) })
 		},
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"atrium/backend/pluginhost"
 	"atrium/backend/stack"
 	"atrium/desktop"
 )
@@ -27,6 +28,7 @@ func (r *runner) window(root *cobra.Command) {
 			fmt.Fprintln(r.env.Stderr, "atrium: this build has no desktop window (make build adds it); the commands:")
 			return cmd.Help()
 		}
+		r.host.kind = pluginhost.KindWindow
 		return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
 			loop, err := st.Loop(f)
 			if err != nil {

@@ -37,29 +37,46 @@ func (r *runner) pluginOptions(home config.Home) plugins.DiscoverOptions {
 
 // processName says what this process is in `atrium plugins list`.
 func (r *runner) processName() string {
-	if r.cmdPath == "atrium" {
-		return "the desktop window"
+	if r.host.kind != "" {
+		return processLabel(r.host.kind)
 	}
 	return r.cmdPath
 }
 
-// registerPlugins runs, before the bus starts, every enabled in-process
-// plugin and the process plugins this command has something for (see
-// firesHooks). A plugin that fails is reported and skipped; it never stops
-// the command. The runtime stops with the stack.
+// registerPlugins runs before the bus starts. A client forwards to the
+// profile's plugin host and runs no plugin; the host and an inline process
+// load them (loadPlugins).
 func (r *runner) registerPlugins(st *stack.Stack) error {
+	if r.host.mode == modeClient {
+		if r.host.client != nil {
+			st.Bus.SetRemote(r.host.client)
+		}
+		return nil
+	}
+	return r.loadPlugins(st)
+}
+
+// loadPlugins runs every enabled in-process plugin and, in the host, every
+// enabled process plugin; inline, only the process plugins this command has
+// something for (see firesHooks). A plugin that fails is reported and
+// skipped; it never stops the command. The runtime stops with the stack.
+func (r *runner) loadPlugins(st *stack.Stack) error {
 	if err := whoami.Register(st.Bus.Plugin(whoami.Name)); err != nil {
 		return err
 	}
 	services := stack.NewPluginServices(st)
+	// A store this process cannot write fires no hook: no process plugin
+	// has anything to receive.
+	want := plugins.Want{Processes: r.processPlugins && st.DB.Writable() == nil, Hooks: r.pluginHooks, CLICommand: r.pluginCLI,
+		Capabilities: r.pluginCaps}
+	if r.host.mode == modeHost {
+		want = plugins.Want{Processes: true} // the host runs every enabled plugin
+	}
 	rt := plugins.NewRuntime(plugins.RuntimeOptions{
-		Discover: r.pluginOptions(st.Home),
-		Bus:      st.Bus,
-		Go:       goPlugins,
-		// A store this process cannot write fires no hook: no process
-		// plugin has anything to receive.
-		Want: plugins.Want{Processes: r.processPlugins && st.DB.Writable() == nil, Hooks: r.pluginHooks, CLICommand: r.pluginCLI,
-			Capabilities: r.pluginCaps},
+		Discover:     r.pluginOptions(st.Home),
+		Bus:          st.Bus,
+		Go:           goPlugins,
+		Want:         want,
 		Process:      r.processName(),
 		Logger:       st.Logger(),
 		BuiltinTools: slices.Sorted(maps.Keys(turns.BuiltinTools())),
@@ -103,9 +120,13 @@ func (r *runner) releasePlugins() {
 // plugins enable in a terminal) do too. The watch ends with ctx.
 func (r *runner) pluginManager(ctx context.Context, st *stack.Stack) *plugins.Manager {
 	m := plugins.NewManager(r.pluginOptions(st.Home))
+	r.host.mu.Lock()
+	r.host.manager = m
+	r.host.mu.Unlock()
 	if r.runtime != nil {
 		m.Attach(r.runtime)
 		go r.runtime.Watch(ctx, 2*time.Second)
 	}
+	r.standBy(ctx, st) // a client window or serve hosts once the host it found ends
 	return m
 }

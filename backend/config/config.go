@@ -194,6 +194,30 @@ type Plugins struct {
 	Enabled             []string       `yaml:"enabled"`
 	Disabled            []string       `yaml:"disabled"`
 	Entries             map[string]any `yaml:"entries"`
+	// Host is where plugins run: "" or "auto" (one plugin host per profile:
+	// the window, atrium serve, or a background host a command starts) or
+	// "inline" (each process runs the plugins it needs itself).
+	Host string `yaml:"host"`
+	// HostIdleMinutes is how long a background host stays without work
+	// (default 10).
+	HostIdleMinutes *float64 `yaml:"host_idle_minutes"`
+}
+
+// Plugin host modes (plugins.host).
+const (
+	PluginHostAuto   = "auto"
+	PluginHostInline = "inline"
+)
+
+// InlinePlugins tells whether plugins.host is inline.
+func (c Config) InlinePlugins() bool { return strings.EqualFold(c.Plugins.Host, PluginHostInline) }
+
+// HostIdle is plugins.host_idle_minutes with its default.
+func (c Config) HostIdle() time.Duration {
+	if c.Plugins.HostIdleMinutes == nil {
+		return 10 * time.Minute
+	}
+	return time.Duration(*c.Plugins.HostIdleMinutes * float64(time.Minute))
 }
 
 // Hooks settings.
@@ -271,6 +295,14 @@ func (c Config) Validate() error {
 	}
 	if c.Sessions.ArchiveIdleDays < 0 {
 		return fmt.Errorf("sessions.archive_idle_days must be 0 (off) or positive, not %d", c.Sessions.ArchiveIdleDays)
+	}
+	switch strings.ToLower(c.Plugins.Host) {
+	case "", PluginHostAuto, PluginHostInline:
+	default:
+		return fmt.Errorf("plugins.host must be auto or inline, not %q", c.Plugins.Host)
+	}
+	if m := c.Plugins.HostIdleMinutes; m != nil && *m <= 0 {
+		return fmt.Errorf("plugins.host_idle_minutes must be positive, not %v", *m)
 	}
 	if c.Hooks.EventRetentionDays != nil && *c.Hooks.EventRetentionDays <= 0 {
 		return fmt.Errorf("hooks.event_retention_days must be positive")

@@ -531,8 +531,9 @@ func (b *Bus) SimulateCrash() {
 	}
 }
 
-// wakeAll pokes every subscriber's worker.
-func (b *Bus) wakeAll() {
+// WakeAll makes every subscriber look at the log again (a poke from a
+// process that committed).
+func (b *Bus) WakeAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range b.subs {

@@ -447,7 +447,7 @@ func (b *Bus) watchCommits() {
 		if v != last {
 			// The first reading wakes everyone too: a commit made before
 			// it and after a worker's last read would otherwise go unseen.
-			b.wakeAll()
+			b.WakeAll()
 			b.rec.settleSoon()
 			last = v
 		}
@@ -462,7 +462,7 @@ func (b *Bus) WaitDelivered(ctx context.Context, seq int64) error {
 	if r := b.remoteOf(); r != nil {
 		return r.Wait(ctx, seq)
 	}
-	b.wakeAll()
+	b.WakeAll()
 	for {
 		b.mu.Lock()
 		done := true

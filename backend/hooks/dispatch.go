@@ -157,10 +157,14 @@ func payloadFields(raw json.RawMessage) string {
 }
 
 // HasSync reports whether any plugin registered the synchronous hook, so a
-// caller can skip building a large payload nobody receives.
+// caller can skip building a large payload nobody receives. A client cannot
+// know without asking: it says yes, and CallSync asks the plugin host.
 func (b *Bus) HasSync(hook string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.remote != nil {
+		return true
+	}
 	for _, r := range b.syncRegs {
 		if r.hook == hook {
 			return true

@@ -430,26 +430,29 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 	wg.Wait()
 }
 
-// selects applies Want.Hooks to a process plugin with its last good
-// handshake (nil: never started from its current folder).
-func (r *Runtime) selects(reg *Registration) bool {
-	want := r.opts.Want.Hooks
-	if want == nil {
+// selects applies Want to a process plugin with its last good handshake
+// (nil: never started from its current folder).
+func (r *Runtime) selects(reg *Registration) bool { return r.opts.Want.selects(reg) }
+
+// selects tells whether a plugin with this last good handshake (nil: never
+// started from its current folder) has something for w.
+func (w Want) selects(reg *Registration) bool {
+	if w.Hooks == nil {
 		return true
 	}
 	if reg == nil {
 		return true // its handshake decides, and it is not known yet
 	}
-	if c := r.opts.Want.CLICommand; c != "" && slices.ContainsFunc(reg.Extras.CLICommands, func(x proc.CLIInfo) bool { return x.Name == c }) {
+	if c := w.CLICommand; c != "" && slices.ContainsFunc(reg.Extras.CLICommands, func(x proc.CLIInfo) bool { return x.Name == c }) {
 		return true
 	}
-	for _, k := range r.opts.Want.Capabilities {
+	for _, k := range w.Capabilities {
 		if (k == hooks.CapContextEngine && len(reg.Extras.Engines) > 0) || (k == hooks.CapMemoryProvider && len(reg.Extras.Memory) > 0) {
 			return true
 		}
 	}
 	for _, h := range reg.Hooks {
-		if slices.Contains(want, h) {
+		if slices.Contains(w.Hooks, h) {
 			return true
 		}
 	}
@@ -515,10 +518,20 @@ func (r *Runtime) publish() {
 	r.recordMu.Lock()
 	defer r.recordMu.Unlock()
 	r.mu.Lock()
-	if r.stopped {
-		r.mu.Unlock()
+	stopped := r.stopped
+	r.mu.Unlock()
+	if stopped {
 		return
 	}
+	if err := writeHostRecord(r.home, r.opts.Process, r.States()); err != nil {
+		r.log.Warn("publish plugin states", "error", err)
+	}
+}
+
+// States reports every plugin this runtime runs: the in-process ones, then
+// those of its process host.
+func (r *Runtime) States() []RunState {
+	r.mu.Lock()
 	states := []RunState{}
 	for _, name := range sortedKeys(r.goLoaded) {
 		g := r.goLoaded[name]
@@ -537,9 +550,37 @@ func (r *Runtime) publish() {
 		states = append(states, RunState{Name: in.Name, State: in.State, Error: in.Err, PID: in.PID, Restarts: in.Restarts,
 			Hooks: nonNilList(in.Hooks), Commands: cmds})
 	}
-	if err := writeHostRecord(r.home, r.opts.Process, states); err != nil {
-		r.log.Warn("publish plugin states", "error", err)
+	return states
+}
+
+// Needed tells whether some enabled plugin has something for w (Hooks nil:
+// any plugin): one whose last handshake from its current folder registered
+// one of w's hooks, its command line command or a capability of one of its
+// kinds, or one never started from that folder (its handshake decides). A
+// command that needs none starts no plugin host.
+func Needed(o DiscoverOptions, w Want) (bool, error) {
+	cfg, _, err := config.Load(o.Home.ConfigPath())
+	if err != nil {
+		return false, err
 	}
+	o.Config = cfg
+	list, err := Discover(o)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range list {
+		if !wanted(p) {
+			continue
+		}
+		reg := ReadRegistration(o.Home, p)
+		if reg != nil && reg.At.IsZero() {
+			reg = nil
+		}
+		if w.selects(reg) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Stop stops every child (with the host's grace period), unloads the

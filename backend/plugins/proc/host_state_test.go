@@ -95,7 +95,7 @@ func TestStateObserversSeeEveryTransition(t *testing.T) {
 func TestRemoveStopsOneAndTheNameCanStartAgain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "basic", 2*time.Second, nil)
-	other := goSpec(t, "other", "basic", 2*time.Second)
+	other := goSpec(t, "other", "basic", 10*time.Second) // a -race child on a busy machine may need more than 2 s to handshake
 	other.Env = append(other.Env, "ATRIUM_TEST_CMD=other")
 	if err := e.host.Add(other); err != nil {
 		t.Fatal(err)

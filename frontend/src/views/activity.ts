@@ -229,7 +229,11 @@ function row(e: EventDTO): HTMLElement {
   const delivery = h(
     'span',
     { class: 'a-delivery' },
-    h('span', { class: `badge ${e.delivered ? 'ok' : 'pending'}` }, e.delivered ? 'delivered' : 'pending'),
+    h(
+      'span',
+      { class: `badge ${e.delivered ? 'ok' : 'pending'}`, title: e.delivered ? '' : `waiting for ${(e.pending ?? []).join(', ') || 'the plugin host'}` },
+      e.delivered ? 'delivered' : 'pending',
+    ),
     deliveries.length > 0 ? h('span', { class: 'muted small' }, ` ${okCount}/${deliveries.length} ok`) : null,
   );
   const el = h(
