@@ -435,6 +435,25 @@ func (b *Bus) Start(ctx context.Context) error {
 	b.rec.start()
 	b.bgWG.Add(1)
 	go b.watchCommits()
+	// The subscribers registered so far claim their positions now, so a
+	// process that answers others once Start returned (the plugin host)
+	// has them in the log before it answers.
+	var subs []*subscriber
+	for _, s := range b.subs {
+		if len(b.hooksOfLocked(s.name)) > 0 {
+			subs = append(subs, s)
+		}
+	}
+	b.mu.Unlock()
+	for _, s := range subs {
+		b.mu.Lock()
+		hooks := b.hooksOfLocked(s.name)
+		b.mu.Unlock()
+		if _, err := b.claim(ctx, s, hooks); err != nil {
+			b.log.Warn("claim hook subscriber", "plugin", s.name, "error", err)
+		}
+	}
+	b.mu.Lock()
 	for _, s := range b.subs {
 		b.runLocked(s)
 	}

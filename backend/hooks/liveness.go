@@ -19,7 +19,8 @@ import (
 // subscribers here and for the plugin host records (package plugins).
 
 // ProcessAlive tells whether pid runs and, when start is known, is the
-// process that had it then (not a later one given the same pid).
+// process that had it then (not a later one given the same pid). A zombie
+// (dead, not yet reaped by a parent that never reaps) is dead.
 func ProcessAlive(pid int, start string) bool {
 	if pid <= 0 {
 		return false
@@ -27,10 +28,12 @@ func ProcessAlive(pid int, start string) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
 	}
-	if start != "" {
-		if now := ProcessStart(pid); now != "" && now != start {
-			return false
-		}
+	state, now := procStat(pid)
+	if state == "Z" || state == "X" {
+		return false
+	}
+	if start != "" && now != "" && now != start {
+		return false
 	}
 	return true
 }
@@ -38,20 +41,27 @@ func ProcessAlive(pid int, start string) bool {
 // ProcessStart is the process's start time in clock ticks since boot
 // (field 22 of /proc/PID/stat), "" where there is no /proc.
 func ProcessStart(pid int) string {
+	_, start := procStat(pid)
+	return start
+}
+
+// procStat reads a process's state and start time from /proc/PID/stat
+// ("", "" where there is no /proc).
+func procStat(pid int) (state, start string) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
 	if i < 0 {
-		return ""
+		return "", ""
 	}
 	f := strings.Fields(s[i+1:])
 	if len(f) < 20 {
-		return ""
+		return "", ""
 	}
-	return f[19] // field 22 overall: fields after ')' start at field 3
+	return f[0], f[19] // fields 3 and 22 overall: fields after ')' start at field 3
 }
 
 // ensureProcess writes this process's row (once, at its first claim: a
