@@ -707,6 +707,13 @@ try {
     /* already gone */
   }
   await stopServer();
+  // serve hosted the plugins; a background host a command may have started
+  // before it is stopped too (insurance: nothing outlives the run).
+  try {
+    await run(bin, ['--home', home, 'plugins', 'host', 'stop']);
+  } catch {
+    /* none ran */
+  }
   if (failed > 0 && serverLog) console.log(`--- atrium serve output ---\n${serverLog.trim().split('\n').slice(-30).join('\n')}`);
   if (process.env.E2E_KEEP) console.log(`home kept at ${home}`);
   else rmSync(home, { recursive: true, force: true });

@@ -30,7 +30,13 @@ stop() { # TERM, wait 5 s, then KILL
   kill -9 "$1" 2>/dev/null || true
   wait "$1" 2>/dev/null || true
 }
-cleanup() { stop "$APID"; stop "$XPID"; rm -rf "$WORK"; }
+cleanup() {
+  stop "$APID"; stop "$XPID"
+  # A background plugin host a command may have started (the window hosts
+  # while it runs; this is insurance): stopped before its home goes.
+  for h in "$WORK"/*/; do [ -f "$h/state.db" ] && "$BIN" --home "$h" plugins host stop >/dev/null 2>&1; done
+  rm -rf "$WORK"
+}
 trap cleanup EXIT
 
 DFILE="$WORK/display"

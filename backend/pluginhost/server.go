@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"atrium/backend/apperr"
@@ -38,7 +39,7 @@ type Server struct {
 	h    Handler
 	log  *slog.Logger
 	ln   *net.UnixListener
-	uid  int // the only uid allowed in
+	uid  atomic.Int64 // the only uid allowed in
 
 	mu       sync.Mutex
 	closed   bool
@@ -71,7 +72,8 @@ func Serve(site Site, bus *hooks.Bus, h Handler, logger *slog.Logger) (*Server, 
 		ln.Close()
 		return nil, err
 	}
-	s := &Server{site: site, bus: bus, h: h, log: logger, ln: ln, uid: os.Getuid(), lastWork: time.Now(), conns: map[net.Conn]bool{}}
+	s := &Server{site: site, bus: bus, h: h, log: logger, ln: ln, lastWork: time.Now(), conns: map[net.Conn]bool{}}
+	s.uid.Store(int64(os.Getuid()))
 	bus.OnActivity(func(hooks.Activity) { s.Touch() })
 	s.wg.Add(1)
 	go s.accept()
@@ -150,7 +152,7 @@ func (s *Server) accept() {
 }
 
 func (s *Server) serve(c *net.UnixConn) {
-	if uid, err := peerUID(c); err != nil || uid != s.uid {
+	if uid, err := peerUID(c); err != nil || int64(uid) != s.uid.Load() {
 		s.log.Warn("plugin host: refused a connection from another user", "uid", uid, "error", err)
 		return
 	}
