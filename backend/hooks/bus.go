@@ -30,7 +30,7 @@ type Options struct {
 	// machine is alive while its pid runs with the same start time.
 	Lease time.Duration
 	// Watch is how often a delivering bus looks for commits made by other
-	// processes (PRAGMA data_version; default 100 ms). A poke (Wake) from
+	// processes (PRAGMA data_version; default 50 ms). A poke (Wake) from
 	// the committing process is faster; this is what makes it optional.
 	Watch time.Duration
 }
@@ -65,6 +65,8 @@ type Bus struct {
 	procRow   bool          // this process's row is in processes
 
 	rec       *recorder
+	cache     logCache      // the newest events, read once for every subscriber
+	commitGen atomic.Uint64 // bumped by every commit noticed (here or by the watcher)
 	pokes     sync.WaitGroup
 	bgWG      sync.WaitGroup // watcher, heartbeat: they end with base
 	workWG    sync.WaitGroup // delivery workers: one may be stuck in a hung callback
@@ -108,7 +110,7 @@ func NewBus(d *db.DB, opts Options) *Bus {
 	}
 	watch := opts.Watch
 	if watch <= 0 {
-		watch = 100 * time.Millisecond
+		watch = 50 * time.Millisecond
 	}
 	base, stop := context.WithCancel(context.Background())
 	b := &Bus{
@@ -332,6 +334,7 @@ func (b *Bus) committedEvent(ev Event) {
 	if b.dropAll.Load() {
 		return
 	}
+	b.commitGen.Add(1)
 	b.mu.Lock()
 	b.committed = max(b.committed, ev.Seq)
 	remote := b.remote
@@ -553,6 +556,7 @@ func (b *Bus) SimulateCrash() {
 // WakeAll makes every subscriber look at the log again (a poke from a
 // process that committed).
 func (b *Bus) WakeAll() {
+	b.commitGen.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range b.subs {

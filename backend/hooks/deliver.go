@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -32,7 +34,7 @@ type subscriber struct {
 	position   int64  // recorded: every event up to here is handled
 	through    int64  // handled here, recorded or not (>= position)
 	unrecorded int    // outcomes handed to the recorder, not yet written
-	inflight   int64  // durable mark: events up to here may have been handed out
+	inflight   int64  // events up to here were handed out (written at release)
 	redeliver  int64  // events up to here go out flagged as redeliveries
 	hooksSaved string // the hooks list last written to its row
 	waiting    bool   // its plugin is unavailable; retrying
@@ -181,7 +183,7 @@ func (b *Bus) work(s *subscriber, gen uint64) {
 		b.mu.Lock()
 		from := s.through
 		b.mu.Unlock()
-		evs, upto, err := b.readAfter(b.base, from, hooks)
+		evs, upto, err := b.cache.after(b, from, hooks)
 		if err != nil {
 			if b.base.Err() == nil {
 				b.log.Warn("read hook events", "plugin", s.name, "error", err)
@@ -200,16 +202,6 @@ func (b *Bus) work(s *subscriber, gen uint64) {
 			b.notifyProgressLocked()
 			b.mu.Unlock()
 			if !b.sleep(s, 0) {
-				exit()
-				return
-			}
-			continue
-		}
-		if err := b.markInflight(s, evs[len(evs)-1].Seq); err != nil {
-			if b.base.Err() == nil {
-				b.log.Warn("record hook events in flight", "plugin", s.name, "error", err)
-			}
-			if !b.sleep(s, retryDown) {
 				exit()
 				return
 			}
@@ -243,6 +235,9 @@ func (b *Bus) deliverBatch(s *subscriber, gen uint64, evs []Event) (cont, all bo
 		b.mu.Lock()
 		handlers := b.handlersLocked(s.name, ev.Hook)
 		ev.Redelivery = ev.Seq <= s.redeliver
+		if len(handlers) > 0 {
+			s.inflight = max(s.inflight, ev.Seq) // handed out from here on
+		}
 		b.mu.Unlock()
 		if len(handlers) == 0 {
 			return true, false // its registrations changed: read again
@@ -419,6 +414,62 @@ func (b *Bus) recorded(name string, seq int64, n int) {
 	b.notifyProgressLocked()
 }
 
+// logCache holds the newest events of the log, read once for all the
+// subscribers (one commit wakes them all): every event with from < seq <=
+// to. A subscriber behind it reads the log itself.
+type logCache struct {
+	mu       sync.Mutex
+	filled   bool
+	from, to int64
+	evs      []Event
+	gen      uint64 // the bus's commit generation the cache has read up to
+}
+
+const cacheMax = 4096
+
+// after returns the events after seq of hooks, and how far that looked
+// (see readAfter), from the cache when it covers seq.
+func (c *logCache) after(b *Bus, seq int64, hooks []string) ([]Event, int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.filled && seq < c.from {
+		return b.readAfter(b.base, seq, hooks) // catching up: behind the cache
+	}
+	if gen := b.commitGen.Load(); !c.filled || gen != c.gen {
+		start := c.to
+		if !c.filled {
+			start = seq
+		}
+		evs, upto, err := b.readAfter(b.base, start, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !c.filled {
+			c.from, c.to, c.filled = start, start, true
+		}
+		c.evs = append(c.evs, evs...)
+		c.to = max(c.to, upto)
+		if len(evs) < readBatch {
+			c.gen = gen // read everything committed before this generation
+		}
+		if n := len(c.evs); n > cacheMax {
+			drop := n - cacheMax/2
+			c.from = c.evs[drop-1].Seq
+			c.evs = append([]Event(nil), c.evs[drop:]...)
+		}
+	}
+	var out []Event
+	for _, ev := range c.evs {
+		if ev.Seq > seq && slices.Contains(hooks, ev.Hook) {
+			out = append(out, ev)
+			if len(out) == readBatch {
+				return out, ev.Seq, nil
+			}
+		}
+	}
+	return out, c.to, nil
+}
+
 // watchCommits wakes every worker when another connection committed
 // (PRAGMA data_version moved), and has events nobody takes settled.
 func (b *Bus) watchCommits() {
@@ -447,6 +498,7 @@ func (b *Bus) watchCommits() {
 		if v != last {
 			// The first reading wakes everyone too: a commit made before
 			// it and after a worker's last read would otherwise go unseen.
+			b.commitGen.Add(1)
 			b.WakeAll()
 			b.rec.settleSoon()
 			last = v
@@ -462,7 +514,17 @@ func (b *Bus) WaitDelivered(ctx context.Context, seq int64) error {
 	if r := b.remoteOf(); r != nil {
 		return r.Wait(ctx, seq)
 	}
-	b.WakeAll()
+	// A subscriber not known to have looked up to seq looks again (events
+	// a process committed without a poke the watcher has not seen yet).
+	b.mu.Lock()
+	behind := false
+	for _, s := range b.subs {
+		behind = behind || (s.claimed && s.through < seq)
+	}
+	b.mu.Unlock()
+	if behind {
+		b.WakeAll()
+	}
 	for {
 		b.mu.Lock()
 		done := true

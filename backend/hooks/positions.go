@@ -133,39 +133,72 @@ func (r *recorder) write(batch []outcome) {
 		n   int
 	}
 	acks := map[string]*ack{}
+	// A batch is a handful of statements, whatever its size: the rows go in
+	// as one JSON array each.
+	type deliveryRow struct {
+		Seq        int64  `json:"seq"`
+		Subscriber string `json:"sub"`
+		Status     string `json:"st"`
+		Err        string `json:"err"`
+		Redelivery int    `json:"re"`
+		At         int64  `json:"at"`
+		Micros     int64  `json:"us"`
+	}
+	type positionRow struct {
+		Name string `json:"name"`
+		Seq  int64  `json:"seq"`
+		Err  string `json:"err"`
+	}
+	var rows []deliveryRow
+	var seqs, redelivered []int64
+	var suspends []outcome
+	lastErr := map[string]string{}
+	for _, o := range batch {
+		if o.suspend {
+			suspends = append(suspends, o)
+			continue
+		}
+		r := deliveryRow{Seq: o.seq, Subscriber: o.subscriber, Status: o.status, Err: o.err, At: db.Ms(o.at), Micros: o.dur.Microseconds()}
+		if o.redelivery {
+			r.Redelivery = 1
+			redelivered = append(redelivered, o.seq)
+		}
+		rows = append(rows, r)
+		seqs = append(seqs, o.seq)
+		a := acks[o.subscriber]
+		if a == nil {
+			a = &ack{}
+			acks[o.subscriber] = a
+		}
+		a.seq, a.n = max(a.seq, o.seq), a.n+1
+		lastErr[o.subscriber] = o.err
+	}
+	positions := make([]positionRow, 0, len(acks))
+	for name, a := range acks {
+		positions = append(positions, positionRow{Name: name, Seq: a.seq, Err: lastErr[name]})
+	}
 	err := b.db.InTx(context.Background(), func(tx *db.Tx) error {
 		g := tx.G
-		var seqs []int64
-		lastErr := map[string]string{}
-		for _, o := range batch {
-			if o.suspend {
-				if err := g.Exec(`UPDATE hook_subscribers SET active = 0, last_error = ?, updated_at = ? WHERE name = ?`,
-					o.err, db.Ms(tx.Now), o.subscriber).Error; err != nil {
-					return err
-				}
-				continue
-			}
-			if err := g.Exec(`INSERT OR REPLACE INTO hook_deliveries (seq, subscriber, status, error, redelivery, delivered_at, duration_us)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, o.seq, o.subscriber, o.status, o.err, o.redelivery, db.Ms(o.at), o.dur.Microseconds()).Error; err != nil {
+		for _, o := range suspends {
+			if err := g.Exec(`UPDATE hook_subscribers SET active = 0, last_error = ?, updated_at = ? WHERE name = ?`,
+				o.err, db.Ms(tx.Now), o.subscriber).Error; err != nil {
 				return err
 			}
-			if o.redelivery {
-				if err := g.Exec(`UPDATE hook_events SET redelivered = 1 WHERE seq = ?`, o.seq).Error; err != nil {
-					return err
-				}
-			}
-			seqs = append(seqs, o.seq)
-			a := acks[o.subscriber]
-			if a == nil {
-				a = &ack{}
-				acks[o.subscriber] = a
-			}
-			a.seq, a.n = max(a.seq, o.seq), a.n+1
-			lastErr[o.subscriber] = o.err
 		}
-		for name, a := range acks {
-			if err := g.Exec(`UPDATE hook_subscribers SET position = MAX(position, ?), last_error = ?, updated_at = ? WHERE name = ?`,
-				a.seq, lastErr[name], db.Ms(tx.Now), name).Error; err != nil {
+		if len(rows) > 0 {
+			if err := g.Exec(`INSERT OR REPLACE INTO hook_deliveries (seq, subscriber, status, error, redelivery, delivered_at, duration_us)
+				SELECT value->>'seq', value->>'sub', value->>'st', value->>'err', value->>'re', value->>'at', value->>'us' FROM json_each(?)`,
+				mustJSON(rows)).Error; err != nil {
+				return err
+			}
+			if err := g.Exec(`UPDATE hook_subscribers SET position = MAX(position, v.seq), last_error = v.err, updated_at = ?
+				FROM (SELECT value->>'name' AS name, value->>'seq' AS seq, value->>'err' AS err FROM json_each(?)) AS v
+				WHERE hook_subscribers.name = v.name`, db.Ms(tx.Now), mustJSON(positions)).Error; err != nil {
+				return err
+			}
+		}
+		if len(redelivered) > 0 {
+			if err := g.Exec(`UPDATE hook_events SET redelivered = 1 WHERE seq IN (SELECT value FROM json_each(?))`, mustJSON(redelivered)).Error; err != nil {
 				return err
 			}
 		}
@@ -215,8 +248,11 @@ type subRow struct {
 
 // claim makes this process the one delivering to s, unless another live
 // process is. A subscriber seen for the first time starts at the head of
-// the log. Events a previous deliverer may have handed out and not
-// recorded (position, inflight] go out again flagged as redeliveries.
+// the log. Events a previous deliverer handed out and did not record go out
+// again flagged as redeliveries: (position, inflight] after a clean
+// release; after its death, whose hand-outs are not written down (a write
+// before each would cost more than the delivery), everything up to the
+// head of the log.
 func (b *Bus) claim(ctx context.Context, s *subscriber, hooks []string) (bool, error) {
 	if err := b.ensureProcess(ctx); err != nil {
 		return false, err
@@ -251,7 +287,13 @@ func (b *Bus) claim(ctx context.Context, s *subscriber, hooks []string) (bool, e
 			if err != nil || alive {
 				return err
 			}
-			if err := g.Exec(`DELETE FROM processes WHERE id = ?`, row.ClaimedBy).Error; err != nil {
+			// Its process died holding it: what it may have handed out is
+			// unknown, so everything up to the head goes out flagged.
+			if err := g.Raw(`SELECT COALESCE(MAX(seq), 0) FROM hook_events`).Scan(&row.Inflight).Error; err != nil {
+				return err
+			}
+			if err := g.Exec(`DELETE FROM processes WHERE id = ? AND NOT EXISTS (
+				SELECT 1 FROM hook_subscribers WHERE claimed_by = ? AND name != ?)`, row.ClaimedBy, row.ClaimedBy, s.name).Error; err != nil {
 				return err
 			}
 		}
@@ -297,9 +339,12 @@ func (b *Bus) release(s *subscriber) {
 		}
 	}
 	if !b.dropAll.Load() {
+		b.mu.Lock()
+		handedOut := s.inflight
+		b.mu.Unlock()
 		err := b.db.InTx(context.Background(), func(tx *db.Tx) error {
-			return tx.G.Exec(`UPDATE hook_subscribers SET claimed_by = '', updated_at = ? WHERE name = ? AND claimed_by = ?`,
-				db.Ms(tx.Now), s.name, b.procID).Error
+			return tx.G.Exec(`UPDATE hook_subscribers SET claimed_by = '', inflight = MAX(inflight, ?), updated_at = ? WHERE name = ? AND claimed_by = ?`,
+				handedOut, db.Ms(tx.Now), s.name, b.procID).Error
 		})
 		if err != nil {
 			b.log.Warn("release hook subscriber", "plugin", s.name, "error", err)
@@ -315,7 +360,11 @@ func (b *Bus) release(s *subscriber) {
 func (b *Bus) releaseAll() {
 	b.mu.Lock()
 	row := b.procRow
-	for _, s := range b.subs {
+	handedOut := map[string]int64{}
+	for name, s := range b.subs {
+		if s.claimed {
+			handedOut[name] = s.inflight
+		}
 		s.claimed = false
 	}
 	b.mu.Unlock()
@@ -323,6 +372,13 @@ func (b *Bus) releaseAll() {
 		return
 	}
 	err := b.db.InTx(context.Background(), func(tx *db.Tx) error {
+		// A callback cut off by the close may have had its event: the next
+		// deliverer sends what this one handed out unrecorded again, flagged.
+		for name, seq := range handedOut {
+			if err := tx.G.Exec(`UPDATE hook_subscribers SET inflight = MAX(inflight, ?) WHERE name = ? AND claimed_by = ?`, seq, name, b.procID).Error; err != nil {
+				return err
+			}
+		}
 		if err := tx.G.Exec(`UPDATE hook_subscribers SET claimed_by = '', updated_at = ? WHERE claimed_by = ?`, db.Ms(tx.Now), b.procID).Error; err != nil {
 			return err
 		}
@@ -331,27 +387,6 @@ func (b *Bus) releaseAll() {
 	if err != nil {
 		b.log.Warn("release hook subscribers", "error", err)
 	}
-}
-
-// markInflight records, before events up to seq are handed to s, that they
-// may have been seen.
-func (b *Bus) markInflight(s *subscriber, seq int64) error {
-	b.mu.Lock()
-	done := seq <= s.inflight
-	b.mu.Unlock()
-	if done {
-		return nil
-	}
-	err := b.db.InTx(b.base, func(tx *db.Tx) error {
-		return tx.G.Exec(`UPDATE hook_subscribers SET inflight = MAX(inflight, ?) WHERE name = ?`, seq, s.name).Error
-	})
-	if err != nil {
-		return err
-	}
-	b.mu.Lock()
-	s.inflight = max(s.inflight, seq)
-	b.mu.Unlock()
-	return nil
 }
 
 // saveHooks records the hooks s takes when they changed (a plugin that
@@ -377,35 +412,44 @@ func (b *Bus) saveHooks(s *subscriber, hooks []string) error {
 	return nil
 }
 
-// readAfter reads the next events after seq of the given hooks, and how far
+// readAfter reads the next events after seq of the given hooks (nil: all),
+// and how far
 // it looked: the head of the log, or the last event read if the batch is
-// full.
+// full. One statement: the head and the events are of the same snapshot.
 func (b *Bus) readAfter(ctx context.Context, seq int64, hooks []string) ([]Event, int64, error) {
-	head, err := b.head(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	if head <= seq {
-		return nil, head, nil
-	}
 	var rows []struct {
-		Seq       int64
+		Seq       *int64
 		EventID   string
 		Hook      string
 		Payload   string
 		CreatedAt int64
+		Head      int64
 	}
-	if err := b.db.Read.WithContext(ctx).Raw(`SELECT seq, event_id, hook, payload, created_at FROM hook_events
-		WHERE seq > ? AND seq <= ? AND hook IN ? ORDER BY seq LIMIT ?`, seq, head, hooks, readBatch).Scan(&rows).Error; err != nil {
+	filter, args := `AND hook IN ?`, []any{seq, hooks, readBatch}
+	if hooks == nil { // every hook (the shared cache)
+		filter, args = ``, []any{seq, readBatch}
+	}
+	if err := b.db.Read.WithContext(ctx).Raw(`SELECT e.seq, e.event_id, e.hook, e.payload, e.created_at, h.head FROM
+		(SELECT COALESCE(MAX(seq), 0) AS head FROM hook_events) h
+		LEFT JOIN (SELECT seq, event_id, hook, payload, created_at FROM hook_events
+			WHERE seq > ? `+filter+` ORDER BY seq LIMIT ?) e ON 1
+		ORDER BY e.seq`, args...).Scan(&rows).Error; err != nil {
 		return nil, 0, err
 	}
-	evs := make([]Event, len(rows))
-	for i, r := range rows {
-		evs[i] = Event{ID: r.EventID, Seq: r.Seq, Hook: r.Hook, Payload: json.RawMessage(r.Payload), CreatedAt: time.UnixMilli(r.CreatedAt).UTC()}
+	if len(rows) == 0 {
+		return nil, seq, nil
+	}
+	head := rows[0].Head
+	evs := make([]Event, 0, len(rows))
+	for _, r := range rows {
+		if r.Seq == nil {
+			continue // no event after seq: the one row carries the head
+		}
+		evs = append(evs, Event{ID: r.EventID, Seq: *r.Seq, Hook: r.Hook, Payload: json.RawMessage(r.Payload), CreatedAt: time.UnixMilli(r.CreatedAt).UTC()})
 	}
 	upto := head
-	if len(rows) == readBatch {
-		upto = rows[len(rows)-1].Seq
+	if len(evs) == readBatch {
+		upto = evs[len(evs)-1].Seq
 	}
 	return evs, upto, nil
 }

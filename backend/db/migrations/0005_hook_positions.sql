@@ -1,9 +1,10 @@
 -- Delivery from positions (issue #11). Each subscriber of observer hooks (a
 -- plugin) has one row: the hooks it takes, the last seq it handled (its
--- position), the highest seq possibly handed to it and not yet recorded
--- (inflight: a crash redelivers (position, inflight] as redeliveries), and
--- the one process delivering to it now (claimed_by, a processes.id). Events
--- are no longer claimed one by one.
+-- position), the highest seq handed to it and not recorded when its last
+-- deliverer let it go (inflight: the next one redelivers (position,
+-- inflight] flagged; after a crash, up to the head of the log), and the one
+-- process delivering to it now (claimed_by, a processes.id). Events are no
+-- longer claimed one by one.
 CREATE TABLE hook_subscribers (
   name        TEXT    PRIMARY KEY,
   hooks       TEXT    NOT NULL DEFAULT '[]',
