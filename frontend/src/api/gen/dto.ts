@@ -155,6 +155,8 @@ export interface EventDTO {
   created_at: string;
   delivered: boolean;
   deliveries: DeliveryDTO[] | null;
+  /** plugins that take it and have not had it yet */
+  pending: string[] | null;
 }
 
 /** ExportDTO is a conversation written out, to save as Filename. */
