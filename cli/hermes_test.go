@@ -327,9 +327,13 @@ func TestHermesCommandLlmDispatchEventsSectionsMiddleware(t *testing.T) {
 		t.Fatalf("llm_request middleware did not reach the model: %s", out)
 	}
 	// inject_message queues into the conversation the command runs in;
-	// has_plugin knows what runs; on_unload ran when the process ended.
+	// has_plugin knows what runs; on_unload runs when the plugin stops (with
+	// the profile's plugin host that runs it).
 	if out := mustSend(t, home, id, "/remind pay rent"); !strings.Contains(out, "injected=True has_self=True has_ghost=False") {
 		t.Fatalf("/remind: %s", out)
+	}
+	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
+		t.Fatalf("host stop: %+v", r)
 	}
 	if len(byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "unload")) == 0 {
 		t.Fatal("on_unload callbacks did not run when the plugin stopped")
@@ -384,7 +388,8 @@ func TestHermesCommandLlmDispatchEventsSectionsMiddleware(t *testing.T) {
 // system prompt block, prefetch before the model call (its text reaches the
 // model), sync_turn and queue_prefetch after, its tools, on_pre_compress
 // before a compaction (kept in the summary), on_session_switch on rotation
-// and on /new, on_session_end at the boundary, shutdown at the end.
+// and on /new, on_session_end at the boundary, shutdown when the plugin host
+// that runs it stops.
 func TestHermesMemoryProvider(t *testing.T) {
 	t.Parallel()
 	home := hermesHome(t, "memory:\n  provider: recall\n", "hermes-recall")
@@ -397,6 +402,11 @@ func TestHermesMemoryProvider(t *testing.T) {
 	r := atriumExec(t, home, lines, nil, "chat", id)
 	if r.code != 0 {
 		t.Fatalf("chat: %+v", r)
+	}
+	// The provider lives in the profile's plugin host (one instance for
+	// every command): its shutdown comes when the host stops.
+	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
+		t.Fatalf("host stop: %+v", r)
 	}
 	recs := records(t, home, "hermes-recall", "recall.jsonl")
 	var methods []string

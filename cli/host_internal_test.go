@@ -457,7 +457,7 @@ func TestKillingTheHostLosesNothing(t *testing.T) {
 	defer committer.Close(context.Background())
 	commit := func(n int) {
 		err := d.InTx(context.Background(), func(tx *db.Tx) error {
-			_, err := committer.EnqueueTx(context.Background(), tx, hooks.OnSessionFinalize, hooks.SessionLifecycle{SessionID: fmt.Sprint("s", n), Reason: "test"})
+			_, err := committer.EnqueueTx(context.Background(), tx, hooks.OnSessionFinalize, hooks.SessionFinalize{SessionID: fmt.Sprint("s", n), Reason: "test"})
 			return err
 		})
 		must(t, err)

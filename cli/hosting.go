@@ -37,18 +37,21 @@ const (
 
 // hosting is this process's part in the profile's plugin hosting.
 type hosting struct {
-	mu      sync.Mutex
-	mode    pluginMode
-	kind    string // pluginhost.Kind*: what this process hosts as, if it may host
-	site    pluginhost.Site
-	client  *pluginhost.Client
-	lock    *pluginhost.Lock
-	server  *pluginhost.Server
-	since   time.Time
-	idle    time.Duration
-	done    chan struct{} // closed by Stop/Handover of a background host
-	doneSet sync.Once
-	manager *plugins.Manager
+	mu     sync.Mutex
+	mode   pluginMode
+	kind   string // pluginhost.Kind*: what this process hosts as, if it may host
+	site   pluginhost.Site
+	client *pluginhost.Client
+	lock   *pluginhost.Lock
+	server *pluginhost.Server
+	since  time.Time
+	idle   time.Duration
+	done   chan struct{} // closed by Stop/Handover of a background host
+	// startProblems: the plugins that did not start with the host, told to
+	// the first command that asks (Sync).
+	startProblems []string
+	doneSet       sync.Once
+	manager       *plugins.Manager
 }
 
 // hostStartTimeout bounds how long a command waits for a background host to
@@ -131,9 +134,21 @@ func (r *runner) planPlugins(ctx context.Context, home config.Home) error {
 		return err
 	}
 	// Start it now, so the plugins are registered before this command
-	// commits anything (a plugin never started before learns its handshake).
+	// commits anything (a plugin never started before learns its
+	// handshake), and have it take in changes to plugin folders and
+	// config.yaml made since, as a process that starts its own plugins would.
 	if err := h.client.Ensure(ctx); err != nil {
 		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s; the events of this command wait in the log for the next host\n", oneLine(err))
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, hostStartTimeout)
+	defer cancel()
+	problems, err := h.client.Sync(sctx)
+	if err != nil {
+		fmt.Fprintf(r.env.Stderr, "atrium: warning: the plugin host: %s\n", oneLine(err))
+	}
+	for _, p := range problems {
+		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s\n", p)
 	}
 	return nil
 }
@@ -311,6 +326,36 @@ func (hh hostHandler) Plugins() []pluginhost.PluginState {
 	}
 	for _, s := range hh.r.runtime.States() {
 		out = append(out, pluginhost.PluginState{Name: s.Name, State: s.State, PID: s.PID, Restarts: s.Restarts, Error: s.Error})
+	}
+	return out
+}
+
+func (hh hostHandler) Sync() []string {
+	h := &hh.r.host
+	h.mu.Lock()
+	out := h.startProblems
+	h.startProblems = nil
+	h.mu.Unlock()
+	if rt := hh.r.runtime; rt != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), hostStartTimeout)
+		defer cancel()
+		out = append(out, errLines(rt.Sync(ctx))...)
+	}
+	return out
+}
+
+// errLines is a joined error's parts, one line each.
+func errLines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var out []string
+	for _, e := range errs {
+		out = append(out, oneLine(e))
 	}
 	return out
 }

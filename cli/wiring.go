@@ -91,6 +91,11 @@ func (r *runner) loadPlugins(st *stack.Stack) error {
 	r.runtime = rt
 	if err := rt.Sync(context.Background()); err != nil {
 		r.warnEach("", err)
+		if r.host.mode == modeHost {
+			r.host.mu.Lock()
+			r.host.startProblems = errLines(err) // for the command that started it
+			r.host.mu.Unlock()
+		}
 	}
 	return nil
 }

@@ -212,7 +212,7 @@ func (c *Commands) List() []Command {
 		cancel()
 		for _, m := range more {
 			if _, local := c.Lookup(m.Name); !local {
-				out = append(out, Command{Name: m.Name, Description: m.Description, Plugin: m.Plugin})
+				out = append(out, Command{Name: m.Name, Description: m.Description, ArgsHint: m.ArgsHint, Plugin: m.Plugin})
 			}
 		}
 	}

@@ -157,18 +157,24 @@ func payloadFields(raw json.RawMessage) string {
 }
 
 // HasSync reports whether any plugin registered the synchronous hook, so a
-// caller can skip building a large payload nobody receives. A client cannot
-// know without asking: it says yes, and CallSync asks the plugin host.
+// caller can skip building a large payload nobody receives: here, or, for a
+// client, in the profile's plugin host (asked once every few seconds; if it
+// cannot be asked, yes, and CallSync tells).
 func (b *Bus) HasSync(hook string) bool {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.remote != nil {
-		return true
-	}
 	for _, r := range b.syncRegs {
 		if r.hook == hook {
+			b.mu.Unlock()
 			return true
 		}
 	}
-	return false
+	remote := b.remote
+	b.mu.Unlock()
+	if remote == nil {
+		return false
+	}
+	ctx, cancel := b.remoteContext()
+	defer cancel()
+	list, err := remote.SyncHooks(ctx)
+	return err != nil || slices.Contains(list, hook)
 }

@@ -2,6 +2,7 @@ package hooks_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -413,5 +414,27 @@ func TestSetTimeoutAppliesToTheNextCallbacks(t *testing.T) {
 	mustEnqueue(t, d, b, hooks.OnSessionEnd, payload{})
 	if dl := recv(t, deadlines, "third"); dl != 0 {
 		t.Fatalf("third deadline %s, want none", dl)
+	}
+}
+
+// A plugin that registers a synchronous hook before its observer hooks (as
+// a Python plugin may) gets its events like any other.
+func TestASyncRegistrationFirstStillGetsItsEvents(t *testing.T) {
+	t.Parallel()
+	_, d := newStore(t)
+	b := newBus(t, d, hooks.Options{})
+	p := b.Plugin("audit")
+	if err := p.RegisterSync(hooks.PreLLMCall, func(context.Context, json.RawMessage) (any, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	got := &sink{got: make(chan hooks.Event, 4)}
+	if err := p.RegisterHook(hooks.OnSessionEnd, got.handle); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, b)
+	ev := mustEnqueue(t, d, b, hooks.OnSessionEnd, payload{N: 1})
+	mustFlush(t, b)
+	if evs := got.Events(); len(evs) != 1 || evs[0].ID != ev.ID {
+		t.Fatalf("got %+v", evs)
 	}
 }

@@ -18,7 +18,11 @@ type Remote interface {
 	// Wait returns once every event up to seq was delivered by the host to
 	// the subscribers that take it (bounded by ctx).
 	Wait(ctx context.Context, seq int64) error
-	// CallSync calls a synchronous hook on the host's plugins.
+	// SyncHooks lists the synchronous hooks the host's plugins registered.
+	SyncHooks(ctx context.Context) ([]string, error)
+	// CallSync calls a synchronous hook on the host's plugins. A plugin's
+	// Results and the errors control hooks decide on (ErrTimedOut,
+	// ErrSkipped) come back as such.
 	CallSync(ctx context.Context, hook string, payload json.RawMessage) ([]SyncResult, error)
 	// Commands lists the plugin commands registered in the host.
 	Commands(ctx context.Context) ([]Command, error)

@@ -47,9 +47,7 @@ func (b *Bus) RegisterSync(plugin, hook string, fn SyncHandler) (Handle, error) 
 	defer b.mu.Unlock()
 	b.nextReg++
 	b.syncRegs = append(b.syncRegs, &syncReg{id: b.nextReg, plugin: plugin, hook: hook, fn: fn})
-	if b.subs[plugin] == nil {
-		b.subs[plugin] = &subscriber{name: plugin}
-	}
+	b.subscriberLocked(plugin)
 	return Handle{b: b, id: b.nextReg}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +24,10 @@ type Client struct {
 	Ensure func(ctx context.Context) error
 	// NoWait makes Wait return at once (--no-wait).
 	NoWait bool
+
+	syncMu    sync.Mutex
+	syncHooks []string
+	syncAt    time.Time
 }
 
 // NewClient is a client of site's host.
@@ -117,6 +122,14 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return st, c.call(ctx, mStatus, nil, &st)
 }
 
+// Sync asks the host to bring its plugins in line with their folders and
+// config.yaml before this command uses them; it returns the problems of
+// plugins that did not start (each reported once).
+func (c *Client) Sync(ctx context.Context) ([]string, error) {
+	var out []string
+	return out, c.call(ctx, mSync, nil, &out)
+}
+
 // Handover asks a background host to stop for a window or serve.
 func (c *Client) Handover(ctx context.Context) error { return c.call(ctx, mHandover, nil, nil) }
 
@@ -177,17 +190,45 @@ func (c *Client) CallSync(ctx context.Context, hook string, payload json.RawMess
 	out := make([]hooks.SyncResult, 0, len(res))
 	for _, r := range res {
 		sr := hooks.SyncResult{Plugin: r.Plugin}
-		if r.Error != "" {
+		switch {
+		case r.ErrorKind == "timed_out":
+			sr.Err = fmt.Errorf("%w: %s", hooks.ErrTimedOut, r.Error)
+		case r.ErrorKind == "skipped":
+			sr.Err = fmt.Errorf("%w: %s", hooks.ErrSkipped, r.Error)
+		case r.Error != "":
 			sr.Err = errors.New(r.Error)
-		} else if len(r.Value) > 0 {
+		case len(r.Value) > 0:
 			var v any
 			if err := json.Unmarshal(r.Value, &v); err == nil {
 				sr.Value = v
+				if list, ok := v.([]any); ok && r.Results {
+					sr.Value = hooks.Results(list)
+				}
 			}
 		}
 		out = append(out, sr)
 	}
 	return out, nil
+}
+
+// SyncHooks lists the synchronous hooks the host's plugins registered, so a
+// client calls only those (hooks.Bus.HasSync). It is asked once per client
+// and kept for a few seconds.
+func (c *Client) SyncHooks(ctx context.Context) ([]string, error) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if c.syncAt.IsZero() || time.Since(c.syncAt) > 5*time.Second {
+		var list []string
+		err := c.call(ctx, mSyncHooks, nil, &list)
+		if Unreachable(err) {
+			list, err = nil, nil // no host: no plugin
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.syncHooks, c.syncAt = list, time.Now()
+	}
+	return c.syncHooks, nil
 }
 
 // Commands lists the host's plugin commands.
@@ -202,7 +243,7 @@ func (c *Client) Commands(ctx context.Context) ([]hooks.Command, error) {
 	}
 	out := make([]hooks.Command, 0, len(res))
 	for _, r := range res {
-		out = append(out, hooks.Command{Name: r.Name, Description: r.Description, Plugin: r.Plugin})
+		out = append(out, hooks.Command{Name: r.Name, Description: r.Description, ArgsHint: r.ArgsHint, Plugin: r.Plugin})
 	}
 	return out, nil
 }

@@ -105,7 +105,8 @@ func (f *fakeHandler) Handover() error {
 	}
 	return nil
 }
-func (f *fakeHandler) Stop() error { return f.Handover() }
+func (f *fakeHandler) Stop() error    { return f.Handover() }
+func (f *fakeHandler) Sync() []string { return nil }
 
 func newHost(t *testing.T, dir, kind string) *hostEnv {
 	t.Helper()
@@ -118,7 +119,7 @@ func newHost(t *testing.T, dir, kind string) *hostEnv {
 	} else {
 		e.d = dbtest.Open(t, time.Now)
 	}
-	e.bus = hooks.NewBus(e.d, hooks.Options{Timeout: 5 * time.Second})
+	e.bus = hooks.NewBus(e.d, hooks.Options{Timeout: time.Second})
 	p := e.bus.Plugin("p")
 	must(t, p.RegisterHook(hooks.OnSessionEnd, func(_ context.Context, ev hooks.Event) error { e.events <- ev; return nil }))
 	must(t, p.RegisterSync(hooks.PreLLMCall, func(_ context.Context, raw json.RawMessage) (any, error) {
@@ -127,6 +128,14 @@ func newHost(t *testing.T, dir, kind string) *hostEnv {
 		}
 		_ = json.Unmarshal(raw, &call)
 		return map[string]any{"context": "rules for " + call.SessionID}, nil
+	}))
+	must(t, p.RegisterSync(hooks.PreToolCall, func(context.Context, json.RawMessage) (any, error) {
+		return hooks.Results{map[string]any{"action": "modify", "args": map[string]any{"x": 2}},
+			map[string]any{"action": "block", "message": "not now"}}, nil
+	}))
+	must(t, e.bus.Plugin("slow").RegisterSync(hooks.TransformToolRes, func(ctx context.Context, _ json.RawMessage) (any, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}))
 	must(t, p.RegisterCommand("whoami", func(_ context.Context, args string, cc hooks.CommandContext) (string, error) {
 		return "host says " + args + " in " + cc.SessionID, nil
@@ -208,6 +217,22 @@ func TestAClientBusIsServedByTheHost(t *testing.T) {
 	}
 	if got := hooks.ContextTexts(res); len(got) != 1 || got[0] != "rules for s9" {
 		t.Fatalf("context: %v", got)
+	}
+	// A control hook decides the same through the host: a plugin's several
+	// answers stay its Results; a timeout stays a timeout (it fails closed).
+	if !clientBus.HasSync(hooks.PreToolCall) || clientBus.HasSync(hooks.PostAPIRequest) {
+		t.Fatal("HasSync does not follow the host's registrations")
+	}
+	res, err = clientBus.CallSync(bg, hooks.PreToolCall, map[string]any{"tool_name": "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := hooks.DecideToolCall(res, map[string]any{"x": 1}); d.Action != "block" || d.Message != "not now" || d.Args["x"] != 2.0 {
+		t.Fatalf("decision through the host: %+v", d)
+	}
+	res, err = clientBus.CallSync(bg, hooks.TransformToolRes, map[string]any{})
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, hooks.ErrTimedOut) {
+		t.Fatalf("a timeout through the host: %+v %v", res, err)
 	}
 	out, err := clientBus.RunCommand(bg, "/WhoAmI", "a b", hooks.LocalContext("cli", "s3"))
 	if err != nil || out != "host says a b in s3" {

@@ -28,6 +28,10 @@ type Handler interface {
 	// serve refuse: they host while they run.
 	Handover() error
 	Stop() error
+	// Sync brings the host's plugins in line with their folders and
+	// config.yaml now (a command about to use them), and reports what did
+	// not start, once.
+	Sync() []string
 }
 
 // Server answers the profile's clients for the host: it waits for
@@ -243,7 +247,14 @@ func (s *Server) dispatch(req request) (any, error) {
 			sr := syncResult{Plugin: r.Plugin}
 			if r.Err != nil {
 				sr.Error = r.Err.Error()
+				switch {
+				case errors.Is(r.Err, hooks.ErrTimedOut):
+					sr.ErrorKind = "timed_out"
+				case errors.Is(r.Err, hooks.ErrSkipped):
+					sr.ErrorKind = "skipped"
+				}
 			} else if r.Value != nil {
+				_, sr.Results = r.Value.(hooks.Results)
 				raw, err := json.Marshal(r.Value)
 				if err != nil {
 					sr.Error = fmt.Sprintf("encode the answer: %v", err)
@@ -254,11 +265,19 @@ func (s *Server) dispatch(req request) (any, error) {
 			out = append(out, sr)
 		}
 		return out, nil
+	case mSyncHooks:
+		out := []string{}
+		for _, h := range hooks.Names() {
+			if k, _ := hooks.Lookup(h); k == hooks.Sync && s.bus.HasSync(h) {
+				out = append(out, h)
+			}
+		}
+		return out, nil
 	case mCommands:
 		out := []commandInfo{}
 		for _, c := range s.bus.Commands().List() {
 			if c.Plugin != "" {
-				out = append(out, commandInfo{Name: c.Name, Description: c.Description, Plugin: c.Plugin})
+				out = append(out, commandInfo{Name: c.Name, Description: c.Description, ArgsHint: c.ArgsHint, Plugin: c.Plugin})
 			}
 		}
 		return out, nil
@@ -297,6 +316,12 @@ func (s *Server) dispatch(req request) (any, error) {
 		return s.bus.CallCapability(ctx, p.Plugin, p.Kind, p.Name, p.Method, p.Params)
 	case mStatus:
 		return Status{Info: s.h.Info(), Plugins: s.h.Plugins()}, nil
+	case mSync:
+		out := s.h.Sync()
+		if out == nil {
+			out = []string{}
+		}
+		return out, nil
 	case mHandover:
 		return struct{}{}, s.h.Handover()
 	case mStop:

@@ -49,6 +49,8 @@ const (
 	mCapabilities   = "capabilities"
 	mCallCapability = "call_capability"
 	mStatus         = "status"
+	mSyncHooks      = "sync_hooks"
+	mSync           = "sync"
 	mHandover       = "handover"
 	mStop           = "stop"
 )
@@ -63,15 +65,22 @@ type callSyncParams struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
+// syncResult is one plugin's answer to a synchronous hook. Results says the
+// value is a hooks.Results (a plugin with several callbacks answers with
+// all of them); ErrorKind keeps what a control hook decides on
+// ("timed_out", "skipped").
 type syncResult struct {
-	Plugin string          `json:"plugin"`
-	Value  json.RawMessage `json:"value,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	Plugin    string          `json:"plugin"`
+	Value     json.RawMessage `json:"value,omitempty"`
+	Results   bool            `json:"results,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	ErrorKind string          `json:"error_kind,omitempty"`
 }
 
 type commandInfo struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
+	ArgsHint    string `json:"args_hint,omitempty"`
 	Plugin      string `json:"plugin"`
 }
 
