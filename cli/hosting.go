@@ -138,7 +138,10 @@ func (r *runner) planPlugins(ctx context.Context, home config.Home) error {
 	// handshake), and have it take in changes to plugin folders and
 	// config.yaml made since, as a process that starts its own plugins would.
 	if err := h.client.Ensure(ctx); err != nil {
-		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s; the events of this command wait in the log for the next host\n", oneLine(err))
+		if !config.Unwritable(err) { // a read-only home: the command's own write says so, once
+			fmt.Fprintf(r.env.Stderr, "atrium: warning: %s; the events of this command wait in the log for the next host\n", oneLine(err))
+		}
+		h.client.Ensure = nil // no host to wait for
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, hostStartTimeout)

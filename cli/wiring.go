@@ -47,11 +47,14 @@ func (r *runner) processName() string {
 // profile's plugin host and runs no plugin; the host and an inline process
 // load them (loadPlugins).
 func (r *runner) registerPlugins(st *stack.Stack) error {
-	if r.host.mode == modeClient {
+	switch {
+	case r.host.mode == modeClient:
 		if r.host.client != nil {
 			st.Bus.SetRemote(r.host.client)
 		}
 		return nil
+	case r.host.mode == modeInline && !r.processPlugins && r.pluginCLI == "":
+		return nil // a command that fires nothing needs no plugin (and claims nothing)
 	}
 	return r.loadPlugins(st)
 }
