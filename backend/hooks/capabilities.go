@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"atrium/backend/apperr"
 )
@@ -116,13 +117,15 @@ func (b *Bus) Capabilities(kind string) []Capability {
 	return out
 }
 
-// remoteContext bounds a call to the plugin host that has no caller's ctx.
+// remoteContext bounds a question to the plugin host that has no caller's
+// ctx (what is registered there): the callback timeout, but never less than
+// 10 s, so a busy host is not taken for one without plugins.
 func (b *Bus) remoteContext() (context.Context, context.CancelFunc) {
 	d := b.Timeout()
 	if d <= 0 {
 		d = DefaultTimeout
 	}
-	return context.WithTimeout(context.Background(), d)
+	return context.WithTimeout(context.Background(), max(d, 10*time.Second))
 }
 
 // CallCapability calls method of plugin's capability kind/name with params
