@@ -673,3 +673,42 @@ func TestNoWaitReturnsAtCommit(t *testing.T) {
 		}
 	}
 }
+
+// A background host exits by itself after plugins.host_idle_minutes; a
+// second `atrium serve` is a client of the first and hosts once the first
+// ends, and the next command's event reaches its plugins.
+func TestAnIdleHostExitsAndASecondServeTakesOver(t *testing.T) {
+	needPython3(t)
+	t.Parallel()
+	home := hostHome(t, "")
+	cfg, err := os.ReadFile(filepath.Join(home, "config.yaml"))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(home, "config.yaml"), bytes.Replace(cfg, []byte("host_idle_minutes: 1"), []byte("host_idle_minutes: 0.02"), 1), 0o644))
+	a := strings.TrimSpace(mustProc(t, home, "sessions", "create").stdout)
+	b := strings.TrimSpace(mustProc(t, home, "sessions", "create").stdout)
+	mustProc(t, home, "sessions", "end", a)
+	if _, ok := hostInfo(t, home); !ok {
+		t.Fatal("no background host after a command that needs one")
+	}
+	waitUntil(t, "the idle host gone by itself", 30*time.Second, func() bool {
+		return !pluginhost.NewSite(home).Held() && len(homeProcs(home)) == 0
+	})
+
+	first := startServe(t, home)
+	second := startServe(t, home)
+	if in, ok := hostInfo(t, home); !ok || in.PID != first.Process.Pid || in.Kind != pluginhost.KindServe {
+		t.Fatalf("host %+v, want the first serve (pid %d)", in, first.Process.Pid)
+	}
+	must(t, first.Process.Signal(syscall.SIGTERM))
+	_ = first.Wait()
+	waitUntil(t, "the second serve hosting", 30*time.Second, func() bool {
+		in, ok := hostInfo(t, home)
+		return ok && in.PID == second.Process.Pid
+	})
+	mustProc(t, home, "sessions", "delete", b)
+	lines := pidlogLines(t, home)
+	last := lines[len(lines)-1]
+	if last.Hook != hooks.OnSessionDelete || !last.hostedBy(second.Process.Pid) {
+		t.Fatalf("the delete reached %+v, want a plugin of the second serve (pid %d)", last, second.Process.Pid)
+	}
+}

@@ -459,3 +459,53 @@ func TestReloadWhileWatchingRestartsOnce(t *testing.T) {
 		}
 	}
 }
+
+// The bus's callback bound follows plugins.hook_callback_timeout at every
+// sync, like the plugin specs; disabling a plugin retires its position (no
+// event waits for it), enabling it again resumes it.
+func TestSyncAppliesTheTimeoutAndRetiresDisabledPlugins(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rt, st, _ := e.runtime(plugins.Want{}, "atrium serve")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(e.home.Dir, 0o755))
+	MustWrite(t, e.bundled, "audit", "name: audit\nruntime: go\nhooks: [on_session_delete]\n")
+	must(os.WriteFile(e.home.ConfigPath(), []byte("plugins:\n  hook_callback_timeout: 7\n"), 0o644))
+	must(rt.Sync(context.Background()))
+	if got := st.Bus.Timeout(); got != 7*time.Second {
+		t.Fatalf("timeout after sync = %s, want 7s", got)
+	}
+	must(st.Bus.Flush(context.Background()))
+	active := func() bool {
+		states, err := st.Bus.SubscriberStates(context.Background())
+		must(err)
+		for _, s := range states {
+			if s.Name == "audit" {
+				return s.Active
+			}
+		}
+		return false
+	}
+	if !active() {
+		t.Fatal("the enabled plugin has no active position")
+	}
+	must(os.WriteFile(e.home.ConfigPath(), []byte("plugins:\n  disabled: [audit]\n  hook_callback_timeout: 2\n"), 0o644))
+	must(rt.Sync(context.Background()))
+	if got := st.Bus.Timeout(); got != 2*time.Second {
+		t.Fatalf("timeout after the second sync = %s, want 2s", got)
+	}
+	if active() {
+		t.Fatal("a disabled plugin still holds events back")
+	}
+	must(os.WriteFile(e.home.ConfigPath(), []byte("plugins:\n  enabled: []\n"), 0o644))
+	must(rt.Sync(context.Background()))
+	must(st.Bus.Flush(context.Background()))
+	if !active() || st.Bus.Timeout() != hooks.DefaultTimeout {
+		t.Fatalf("enabled again: active %v, timeout %s", active(), st.Bus.Timeout())
+	}
+}
