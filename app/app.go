@@ -57,6 +57,7 @@ type Options struct {
 	Version  string  // shown in Settings.Info
 	Emitter  Emitter // live events to the UI; nil drops them
 	Picker   Picker  // native file dialogs; nil: Plugins.Browse is unsupported
+	Saver    Saver   // a native save dialog; nil: Sessions.SaveExport is unsupported
 	Opener   Opener  // opens a folder in the file manager; nil: Plugins.Open only reports the path
 	// Ready runs once when the UI reports its first paint (Settings.Ready).
 	Ready func()
@@ -68,7 +69,7 @@ func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Ma
 		o.Emitter = nopEmitter{}
 	}
 	a := &App{
-		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter),
+		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter).withSaver(o.Saver),
 		Plugins:  NewPlugins(ctx, mgr, o.Picker, o.Opener),
 		Activity: NewActivity(ctx, st),
 		Settings: NewSettings(st, o.Platform, o.Version, o.Ready),

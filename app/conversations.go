@@ -1,11 +1,14 @@
 package app
 
 import (
+	"os"
+	"path/filepath"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/samber/lo"
 
+	"atrium/backend/apperr"
 	"atrium/backend/sessions"
 )
 
@@ -107,6 +110,13 @@ type ExportDTO struct {
 	Filename    string `json:"filename"`
 	ContentType string `json:"content_type"`
 	Content     string `json:"content"`
+}
+
+// SavedDTO says where an export was written; Path is "" when the user
+// cancelled the dialog.
+type SavedDTO struct {
+	Path  string `json:"path"`
+	Bytes int    `json:"bytes"`
 }
 
 // utf16Ranges turns byte ranges of s into UTF-16 ranges.
@@ -271,4 +281,63 @@ func (s *Sessions) Export(id, format string) (ExportDTO, error) {
 		return ExportDTO{}, err
 	}
 	return ExportDTO{Filename: ex.Filename, ContentType: ex.ContentType, Content: string(ex.Content)}, nil
+}
+
+func (s *Sessions) withSaver(sv Saver) *Sessions {
+	s.saver = sv
+	return s
+}
+
+// SaveExport writes the conversation of id as format to a file the user
+// picks in a native save dialog. Only the window has one: the dashboard
+// downloads Export's content instead. The export is built before the
+// dialog opens, so a missing session is reported without asking where.
+func (s *Sessions) SaveExport(id, format string) (SavedDTO, error) {
+	if s.saver == nil {
+		return SavedDTO{}, apperr.New(apperr.Rejected, "no save dialog here: download the export instead")
+	}
+	ctx, cancel := s.with(readTimeout)
+	ex, err := s.st.Sessions.Export(ctx, id, format)
+	cancel()
+	if err != nil {
+		return SavedDTO{}, err
+	}
+	path, err := s.saver.SaveFile("Export the conversation", ex.Filename)
+	if err != nil {
+		return SavedDTO{}, apperr.Wrap(apperr.Internal, err, "save dialog")
+	}
+	if path == "" {
+		return SavedDTO{}, nil
+	}
+	if err := writeFileAtomic(path, ex.Content); err != nil {
+		return SavedDTO{}, apperr.Wrap(apperr.Rejected, err, "could not write the export to %s", path)
+	}
+	return SavedDTO{Path: path, Bytes: len(ex.Content)}, nil
+}
+
+// writeFileAtomic writes data beside path and renames it into place, so a
+// full disk or a crash never leaves half an export over an existing file.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }

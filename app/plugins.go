@@ -16,6 +16,13 @@ type Picker interface {
 	PickPluginSource(zip bool) (string, error)
 }
 
+// Saver asks the user where to save a file.
+type Saver interface {
+	// SaveFile shows a native save dialog proposing filename; "" when
+	// cancelled.
+	SaveFile(title, filename string) (string, error)
+}
+
 // Opener shows a folder in the desktop's file manager.
 type Opener interface {
 	OpenFolder(path string) error

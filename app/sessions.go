@@ -20,6 +20,7 @@ type Sessions struct {
 	loop     *turns.Loop
 	platform string
 	emit     Emitter
+	saver    Saver
 }
 
 // NewSessions binds st. loop runs Send; platform is told to plugins; bulk

@@ -5,6 +5,7 @@ package desktop
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ func Run(ctx context.Context, st *stack.Stack, o Options) error {
 		}
 	}
 	a := app.New(ctx, st, o.Loop, o.Plugins, app.Options{Platform: app.PlatformDesktop, Version: o.Version,
-		Emitter: emit, Picker: wr, Opener: wr, Ready: ready})
+		Emitter: emit, Picker: wr, Saver: wr, Opener: wr, Ready: ready})
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -127,6 +128,26 @@ func (w *wailsRuntime) PickPluginSource(zip bool) (string, error) {
 			Filters: []runtime.FileFilter{{DisplayName: "Plugin archives (*.zip)", Pattern: "*.zip"}}})
 	}
 	return runtime.OpenDirectoryDialog(ctx, runtime.OpenDialogOptions{Title: "Install a plugin folder"})
+}
+
+// SaveFile opens in the user's downloads folder (XDG_DOWNLOAD_DIR, else
+// ~/Downloads, else home), not in whatever folder the window was started from.
+func (w *wailsRuntime) SaveFile(title, filename string) (string, error) {
+	return runtime.SaveFileDialog(w.get(), runtime.SaveDialogOptions{Title: title, DefaultFilename: filename,
+		DefaultDirectory: downloadsDir(), CanCreateDirectories: true})
+}
+
+func downloadsDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	for _, d := range []string{os.Getenv("XDG_DOWNLOAD_DIR"), filepath.Join(home, "Downloads")} {
+		if st, err := os.Stat(d); d != "" && err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return home
 }
 
 func (w *wailsRuntime) OpenFolder(path string) error {

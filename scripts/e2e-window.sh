@@ -220,6 +220,30 @@ else
   bad "rename/pin from the window did not persist"
 fi
 
+# Export from the row menu (Shift+F10, End, four up: "Export as Markdown"):
+# the native save dialog proposes a name; typing a path there writes the
+# file, which holds the renamed conversation.
+focus_list
+xdotool key shift+F10
+sleep 0.5
+xdotool key End Up Up Up Up Return
+if D=$(wait_title '^Export the conversation$' 100); then
+  xdotool mousemove --window "$D" 40 40 windowfocus --sync "$D" 2>/dev/null || true
+  sleep 0.5
+  import -window root "$ART/window-export-dialog.png" 2>/dev/null || true
+  xdotool key ctrl+a
+  xdotool type --delay 10 "$WORK/exported.md"
+  xdotool key Return
+  for _ in $(seq 50); do [ -s "$WORK/exported.md" ] && break; sleep 0.1; done
+  if [ -s "$WORK/exported.md" ] && grep -q '^# ' "$WORK/exported.md"; then
+    ok "Export as Markdown saved the conversation through the native save dialog"
+  else
+    bad "the save dialog did not write $WORK/exported.md"; import -window root "$ART/window-export.png" 2>/dev/null || true
+  fi
+else
+  bad "Export as Markdown opened no save dialog"; import -window root "$ART/window-export.png" 2>/dev/null || true
+fi
+
 focus_list
 slip_via_ui
 sleep 2

@@ -107,17 +107,17 @@ export async function togglePin(t: Target, isUndo = false): Promise<boolean> {
 }
 
 /** exportSession saves the whole conversation as Markdown or JSON: a
- * download on the dashboard, the clipboard in the window. */
+ * native save dialog in the window, a download on the dashboard. */
 export async function exportSession(t: Target, format: 'markdown' | 'json'): Promise<void> {
   const s = t.sessions.length === 1 ? t.sessions[0] : undefined;
   if (!s) return;
   try {
-    const x = await api.sessions.export(s.id, format);
     if (isDesktop()) {
-      const ok = await copyText(x.content);
-      showMessage(ok ? 'ok' : 'error', ok ? `Copied ${x.filename} (${bytes(x.content.length)}) to the clipboard` : 'Could not copy the export');
+      const saved = await api.sessions.saveExport(s.id, format);
+      if (saved.path) showMessage('ok', `Saved ${saved.path} (${bytes(saved.bytes)})`);
       return;
     }
+    const x = await api.sessions.export(s.id, format);
     const url = URL.createObjectURL(new Blob([x.content], { type: x.content_type }));
     const a = h('a', { href: url, download: x.filename, hidden: true });
     document.body.append(a);

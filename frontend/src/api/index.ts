@@ -73,6 +73,9 @@ export const api = {
     setPinned: (id: string, pinned: boolean) => call('Sessions', 'SetPinned', [id, pinned], { route: 'POST /api/sessions/{id}/pin', params: { id }, body: { pinned } }),
     export: (id: string, format: 'markdown' | 'json') =>
       call('Sessions', 'Export', [id, format], { route: 'GET /api/sessions/{id}/export', params: { id }, query: { format } }),
+    /** saveExport exists only in the window: a native save dialog, then the
+     * file written; path "" if the user cancelled. */
+    saveExport: (id: string, format: 'markdown' | 'json') => desktopOnly('Sessions', 'SaveExport', [id, format], 30 * 60_000),
     /** commands are the slash commands a composer may offer, with their argument hints */
     commands: () => call('Sessions', 'Commands', [], { route: 'GET /api/commands' }),
     send: (id: string, text: string) =>

@@ -461,6 +461,15 @@ export interface RetentionDTO {
 }
 
 /**
+ * SavedDTO says where an export was written; Path is "" when the user
+ * cancelled the dialog.
+ */
+export interface SavedDTO {
+  path: string;
+  bytes: number;
+}
+
+/**
  * SearchRequest is a search in a scope: active, archived, trash or all
  * (active and archived; the default).
  *
