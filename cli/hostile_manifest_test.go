@@ -78,8 +78,12 @@ func TestHostileManifestsDoNotTakeCommandsDown(t *testing.T) {
 		ht, hm = min(ht, d), min(hm, m)
 	}
 	t.Logf("sessions list: %v, %d KiB without; %v, %d KiB with the hostile manifests", ct, cm, ht, hm)
-	if ht-ct > 100*time.Millisecond {
-		t.Errorf("hostile manifests cost %v more per command (the bound is 100 ms)", ht-ct)
+	// A guard against the regression (seconds and gigabytes per command), not
+	// a timing: on a loaded machine the clean command itself stretches, so
+	// the bound is 100 ms or the clean command's own time, whichever is more.
+	// The figure on a quiet machine is in docs/benchmarks.md.
+	if bound := max(100*time.Millisecond, ct); ht-ct > bound {
+		t.Errorf("hostile manifests cost %v more per command (the bound is %v)", ht-ct, bound)
 	}
 	if hm-cm > 50<<10 {
 		t.Errorf("hostile manifests cost %d KiB more per command (the bound is 50 MiB)", hm-cm)

@@ -505,7 +505,9 @@ func TestSyncAppliesTheTimeoutAndRetiresDisabledPlugins(t *testing.T) {
 	must(os.WriteFile(e.home.ConfigPath(), []byte("plugins:\n  enabled: []\n"), 0o644))
 	must(rt.Sync(context.Background()))
 	must(st.Bus.Flush(context.Background()))
-	if !active() || st.Bus.Timeout() != hooks.DefaultTimeout {
-		t.Fatalf("enabled again: active %v, timeout %s", active(), st.Bus.Timeout())
+	// The plugin's subscriber claims its row again from its own worker.
+	waitUntil(t, "the re-enabled plugin's position is active again", active)
+	if st.Bus.Timeout() != hooks.DefaultTimeout {
+		t.Fatalf("enabled again: timeout %s", st.Bus.Timeout())
 	}
 }
