@@ -48,6 +48,10 @@ type Env struct {
 	// host run); by default this executable with this environment.
 	HostExe string
 	HostEnv []string
+	// Window, when this build has no window, opens it another way (main:
+	// the atrium-window binary beside this one, run in this process's
+	// place); it returns only on failure. Nil: `atrium` prints the help.
+	Window func() error
 }
 
 type globals struct {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whole-process benchmarks of the profile's plugin host (docs/benchmarks.md).
 
-    scripts/bench-host.py build/bin/atrium [--runs 41] [--events 200]
+    scripts/bench-host.py build/bin/atrium [--runs 41] [--events 200]   (the command-line binary)
 
 1. A terminal `atrium sessions delete` of one session with the bundled
    Python plugin (session-index) enabled: with a warm plugin host versus
