@@ -24,7 +24,11 @@ var allowed = map[string][]string{
 	"backend/compaction":  {"backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
 	"backend/maintenance": {"backend/sessions", "backend/receipts", "backend/hooks", "backend/db", "backend/apperr"},
 	// The turn loop reaches plugins only through the hook bus: never proc.
-	"backend/turns":          {"backend/compaction", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
+	"backend/turns": {"backend/compaction", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
+	// The gateway and the scheduler run turns; they reach plugins only
+	// through the hook bus.
+	"backend/gateway":        {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
+	"backend/cron":           {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
 	"backend/plugins":        {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/plugins/proc", "backend/plugins/runner", "plugins"},
 	"backend/plugins/runner": {},
 	"backend/plugins/proc":   {"backend/hooks", "backend/apperr"},

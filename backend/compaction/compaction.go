@@ -263,7 +263,8 @@ func (e *Engine) commit(ctx context.Context, sess sessions.Session, p plan, res 
 				return err
 			}
 			next, err := e.sessions.CreateTx(ctx, tx, sessions.CreateParams{ID: newID(), Title: sess.Title, Source: sess.Source,
-				ParentID: sess.ID, Relation: sessions.RelationCompression})
+				ParentID: sess.ID, Relation: sessions.RelationCompression,
+				Platform: sess.Platform, SenderID: sess.SenderID, SenderName: sess.SenderName})
 			if err != nil {
 				return err
 			}
@@ -314,6 +315,7 @@ func (e *Engine) commit(ctx context.Context, sess sessions.Session, p plan, res 
 		ev, err := e.bus.EnqueueTx(ctx, tx, hooks.PostCompaction, hooks.PostCompactionPayload{
 			SessionID: res.SessionID, OldSessionID: res.OldSessionID, Kind: res.Kind, Reason: res.Reason,
 			BeforeTokens: res.BeforeTokens, AfterTokens: res.AfterTokens, MessagesRemoved: res.MessagesRemoved, MessagesReplaced: p.replacedN,
+			Platform: hooks.StrOrNil(req.Platform),
 		})
 		if err != nil {
 			return err

@@ -146,6 +146,7 @@ type Config struct {
 	Compaction  Compaction  `yaml:"compaction"`
 	Model       Model       `yaml:"model"`
 	Memory      Memory      `yaml:"memory"`
+	Gateway     Gateway     `yaml:"gateway"`
 }
 
 // Memory settings: the one external memory provider a plugin registered
@@ -172,6 +173,12 @@ type Model struct {
 	APIKeyEnv     string  `yaml:"api_key_env"` // environment variable holding the key
 	ContextWindow int     `yaml:"context_window"`
 	TimeoutSecs   float64 `yaml:"timeout_seconds"`
+	// NativeCompaction lets a provider that compacts natively (the offline
+	// one plays it) do the automatic compactions: kind provider_native,
+	// reason provider. NativeThreshold is the fraction of the window at
+	// which it compacts before a call (default compaction.threshold).
+	NativeCompaction bool     `yaml:"native_compaction"`
+	NativeThreshold  *float64 `yaml:"native_compaction_threshold"`
 }
 
 // Storage settings.
@@ -326,7 +333,10 @@ func (c Config) Validate() error {
 	if c.Receipts.TTLHours != nil && *c.Receipts.TTLHours <= 0 {
 		return fmt.Errorf("receipts.ttl_hours must be positive")
 	}
-	return nil
+	if t := c.Model.NativeThreshold; t != nil && (*t <= 0 || *t > 1) {
+		return fmt.Errorf("model.native_compaction_threshold must be in (0, 1], not %v", *t)
+	}
+	return c.Gateway.Validate()
 }
 
 // Load reads path; a missing file gives the defaults. A file that cannot be

@@ -31,6 +31,10 @@ type MemoryCall struct {
 	SessionID  string         `json:"session_id"`
 	Platform   string         `json:"platform"`
 	SessionKey string         `json:"session_key,omitempty"`
+	// UserID is the gateway sender (initialize's user_id), "" on local
+	// surfaces; AgentContext is "primary" (default), "subagent" or "cron".
+	UserID       string `json:"user_id,omitempty"`
+	AgentContext string `json:"agent_context,omitempty"`
 }
 
 // MemoryAnswer is a memory provider's answer: Available is false when its

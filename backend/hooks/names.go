@@ -40,6 +40,10 @@ const (
 	// RoleTransform: the first string answer replaces the value
 	// (transform_tool_result, transform_llm_output).
 	RoleTransform
+	// RoleDispatch: {"action": "skip"|"rewrite"|"allow", ...} decides
+	// whether and how an incoming gateway message is routed
+	// (pre_gateway_dispatch); it fails open.
+	RoleDispatch
 )
 
 // Stable hook names. They never change once shipped.
@@ -63,6 +67,7 @@ const (
 	PreCommand         = "pre_command"
 	SubagentStart      = "subagent_start"
 	SubagentStop       = "subagent_stop"
+	PreGatewayDispatch = "pre_gateway_dispatch"
 )
 
 type hookInfo struct {
@@ -90,6 +95,7 @@ var table = map[string]hookInfo{
 	PostAPIRequest:     {Sync, RoleObserve},
 	APIRequestError:    {Sync, RoleObserve},
 	PreCommand:         {Sync, RoleObserve},
+	PreGatewayDispatch: {Sync, RoleDispatch},
 }
 
 // ForeignHooks are hook names of the familiar Python plugin API for moments
@@ -98,7 +104,7 @@ var table = map[string]hookInfo{
 // is kept and reported as inert, never called, and never an error.
 var ForeignHooks = []string{
 	"transform_terminal_output", "on_stream_start", "on_stream_delta", "on_stream_end", "on_interim_message",
-	"pre_verify", "transform_api_error_classification", "on_skill_lifecycle", "pre_gateway_dispatch",
+	"pre_verify", "transform_api_error_classification", "on_skill_lifecycle",
 	"agent_loop_stopped", "pre_approval_request", "post_approval_response", "on_room_member_activity",
 	"pre_transcription", "kanban_task_claimed", "kanban_task_completed", "kanban_task_blocked",
 	"on_kanban_worker_spawned", "on_kanban_worker_exited", "on_kanban_worker_stale_claim",
@@ -218,4 +224,7 @@ type PostCompactionPayload struct {
 	AfterTokens      *int   `json:"after_tokens"`
 	MessagesRemoved  *int   `json:"messages_removed"`
 	MessagesReplaced *int   `json:"messages_replaced,omitempty"` // prune_tool_results: outputs replaced by stubs
+	// Platform is the surface whose turn or command caused it (cli,
+	// desktop, telegram, cron, ...); null when unknown.
+	Platform *string `json:"platform"`
 }

@@ -94,7 +94,11 @@ func (l *lifecycle) tellMemory(ctx context.Context, cc hooks.CommandContext, ses
 	if !ok {
 		return
 	}
-	call := hooks.MemoryCall{Args: args, Kwargs: kwargs, SessionID: sessionID, Platform: cc.Platform, SessionKey: cc.SessionKey}
+	call := hooks.MemoryCall{Args: args, Kwargs: kwargs, SessionID: sessionID, Platform: cc.Platform, SessionKey: cc.SessionKey,
+		AgentContext: AgentContextOf(cc)}
+	if cc.Source != nil {
+		call.UserID = cc.Source.UserID
+	}
 	if _, err := l.bus.CallMemory(ctx, c, method, call); err != nil {
 		slog.Warn("memory provider call failed", "provider", c.Name, "method", method, "error", err)
 	}
@@ -113,7 +117,8 @@ func (l *lifecycle) cmdNew(ctx context.Context, _ string, cc hooks.CommandContex
 	if err != nil {
 		return "", err
 	}
-	next, err := l.sessions.Create(ctx, sessions.CreateParams{Title: old.Title, Source: old.Source})
+	next, err := l.sessions.Create(ctx, sessions.CreateParams{Title: old.Title, Source: old.Source,
+		Platform: old.Platform, SenderID: old.SenderID, SenderName: old.SenderName})
 	if err != nil {
 		return "", err
 	}

@@ -49,7 +49,8 @@ func (l *Loop) activeMemory(ctx context.Context, tc *turnCtx) *memory {
 }
 
 func (l *Loop) memCall(tc *turnCtx, args []any, kwargs map[string]any) hooks.MemoryCall {
-	return hooks.MemoryCall{Args: args, Kwargs: kwargs, SessionID: tc.sessionID, Platform: tc.platform, SessionKey: tc.sessionKey}
+	return hooks.MemoryCall{Args: args, Kwargs: kwargs, SessionID: tc.sessionID, Platform: tc.platform, SessionKey: tc.sessionKey,
+		UserID: tc.userID, AgentContext: tc.agentCtx}
 }
 
 // callMemory calls a provider method; a failure is logged and ignored (a
@@ -151,7 +152,7 @@ func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Sessi
 	if l.bus.HasSync(hooks.PreLLMCall) {
 		results, err := l.bus.CallSync(ctx, hooks.PreLLMCall, hooks.LLMCall{SessionID: tc.sessionID, TaskID: tc.taskID,
 			TurnID: tc.turnID, UserMessage: text, ConversationHistory: historyPayload(history), IsFirstTurn: first,
-			Model: l.opts.Model, Platform: tc.platform, ParentSessionID: sess.ParentSessionID, SenderID: nil,
+			Model: l.opts.Model, Platform: tc.platform, ParentSessionID: sess.ParentSessionID, SenderID: hooks.StrOrNil(tc.userID),
 			SessionKey: tc.sessionKey})
 		if err != nil {
 			return nil, err

@@ -37,6 +37,17 @@ type Options struct {
 	// {"action": "approve"} may run (the terminal asks on a tty). nil, an
 	// error or a no blocks the call: pre_tool_call fails closed.
 	Approve func(ctx context.Context, a Approval) (bool, error)
+	// NoBetweenTurns leaves the soft-threshold compaction after a turn to
+	// the caller: the gateway compacts between messages instead, with
+	// reason gateway_hygiene (Hygiene).
+	NoBetweenTurns bool
+	// NativeCompaction (model.native_compaction) lets a provider that
+	// compacts natively do every automatic compaction instead of the local
+	// summary: kind provider_native, reason provider. NativeThreshold is
+	// the fraction of the window at which the provider compacts before a
+	// call (default: the compaction threshold).
+	NativeCompaction bool
+	NativeThreshold  float64
 }
 
 // Approval is a tool call a plugin wants a person to approve.
@@ -98,6 +109,9 @@ type turnCtx struct {
 	turnID     string
 	platform   string
 	sessionKey string
+	userID     string // the gateway sender, "" on local surfaces
+	userName   string
+	agentCtx   string // primary, or cron for a scheduled run
 	apiCalls   int
 	mem        *memory // the active memory provider, nil for none
 	tools      *toolTable
@@ -132,7 +146,10 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	}
 	first := !slices.ContainsFunc(history, func(m sessions.Message) bool { return m.Role == "user" })
 	tc := &turnCtx{sessionID: sessionID, taskID: sessionID, turnID: uuid.Must(uuid.NewV7()).String(),
-		platform: cc.Platform, sessionKey: cc.SessionKey}
+		platform: cc.Platform, sessionKey: cc.SessionKey, agentCtx: AgentContextOf(cc)}
+	if cc.Source != nil {
+		tc.userID, tc.userName = cc.Source.UserID, cc.Source.UserName
+	}
 	tc.mem = l.activeMemory(ctx, tc)
 
 	// The system prompt (plugin sections, the memory provider's block) is
@@ -210,6 +227,9 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	if _, err := l.compact(ctx, &t, tc, compaction.KindPruneToolResults, compaction.ReasonProactivePrune); err != nil {
 		return t, err
 	}
+	if l.opts.NoBetweenTurns {
+		return t, nil
+	}
 	if err := l.maybeCompact(ctx, &t, tc, compaction.KindSummarize, compaction.ReasonBetweenTurns, l.engine.Config().SoftThreshold); err != nil {
 		return t, err
 	}
@@ -218,8 +238,13 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 
 // respond compacts before the call when needed, then runs the model rounds.
 func (l *Loop) respond(ctx context.Context, t *Turn, tc *turnCtx) (string, string, error) {
-	// pre_api: compact before the call when the prompt is over the threshold.
-	if err := l.maybeCompact(ctx, t, tc, compaction.KindSummarize, compaction.ReasonPreAPI, l.engine.Config().Threshold); err != nil {
+	// pre_api: compact before the call when the prompt is over the threshold
+	// (the provider's own threshold when it compacts natively).
+	threshold := l.engine.Config().Threshold
+	if l.nativeOn() && l.opts.NativeThreshold > 0 {
+		threshold = l.opts.NativeThreshold
+	}
+	if err := l.maybeCompact(ctx, t, tc, compaction.KindSummarize, compaction.ReasonPreAPI, threshold); err != nil {
 		return "", "", err
 	}
 	return l.modelRounds(ctx, t, tc)
@@ -305,6 +330,11 @@ func (l *Loop) maybeCompact(ctx context.Context, t *Turn, tc *turnCtx, kind, rea
 
 func (l *Loop) compact(ctx context.Context, t *Turn, tc *turnCtx, kind, reason string) (compaction.Result, error) {
 	req := compaction.Request{SessionID: t.SessionID, Kind: kind, Reason: reason, Model: l.opts.Model, Platform: platformOf(tc)}
+	if kind == compaction.KindSummarize && l.nativeOn() {
+		// The provider compacts natively: it does what the local summary
+		// would have done, and says so.
+		req.Kind, req.Reason, req.Native = compaction.KindProviderNative, compaction.ReasonProvider, l.Native()
+	}
 	res, err := l.engine.Compact(ctx, req)
 	if apperr.CodeOf(err) == apperr.Conflict {
 		return res, nil // someone else is compacting it: go on with the turn
@@ -334,8 +364,18 @@ func platformOf(tc *turnCtx) string {
 // Hygiene is the gateway's between-messages call: it compacts a session
 // above the soft threshold (reason gateway_hygiene).
 func (l *Loop) Hygiene(ctx context.Context, sessionID string) (Turn, error) {
+	return l.HygieneFor(ctx, sessionID, hooks.CommandContext{})
+}
+
+// HygieneFor is Hygiene for a conversation of a platform: the compaction
+// tells plugins (post_compaction's platform) and the memory provider which.
+func (l *Loop) HygieneFor(ctx context.Context, sessionID string, cc hooks.CommandContext) (Turn, error) {
 	t := Turn{SessionID: sessionID}
-	err := l.maybeCompact(ctx, &t, nil, compaction.KindSummarize, compaction.ReasonGatewayHygiene, l.engine.Config().SoftThreshold)
+	var tc *turnCtx
+	if cc.Platform != "" {
+		tc = &turnCtx{sessionID: sessionID, platform: cc.Platform, sessionKey: cc.SessionKey, agentCtx: AgentContextOf(cc)}
+	}
+	err := l.maybeCompact(ctx, &t, tc, compaction.KindSummarize, compaction.ReasonGatewayHygiene, l.engine.Config().SoftThreshold)
 	return t, err
 }
 
@@ -348,6 +388,21 @@ func (l *Loop) CompactNative(ctx context.Context, sessionID string) (compaction.
 	return l.engine.Compact(ctx, compaction.Request{SessionID: sessionID, Kind: compaction.KindProviderNative,
 		Reason: compaction.ReasonProvider, Native: n, Model: l.opts.Model})
 }
+
+// nativeOn reports whether automatic compactions are the provider's.
+func (l *Loop) nativeOn() bool { return l.opts.NativeCompaction && l.Native() != nil }
+
+// AgentContextOf is the memory provider's agent_context for a call: "cron"
+// for a scheduled run, else "primary".
+func AgentContextOf(cc hooks.CommandContext) string {
+	if cc.Platform == PlatformCron {
+		return "cron"
+	}
+	return "primary"
+}
+
+// PlatformCron is the platform of scheduled runs.
+const PlatformCron = "cron"
 
 // Native returns the provider as a native compactor, if it is one.
 func (l *Loop) Native() llm.NativeCompactor {

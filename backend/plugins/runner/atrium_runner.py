@@ -57,17 +57,17 @@ _DEFAULT_HOOKS = [
     "on_session_start", "on_session_end", "on_session_finalize", "on_session_reset", "on_session_delete",
     "post_compaction", "pre_llm_call", "post_llm_call", "pre_tool_call", "post_tool_call",
     "transform_tool_result", "transform_llm_output", "pre_api_request", "post_api_request",
-    "api_request_error", "pre_command", "subagent_start", "subagent_stop",
+    "api_request_error", "pre_command", "subagent_start", "subagent_stop", "pre_gateway_dispatch",
 ]
 KNOWN_HOOKS = set(_CONTEXT.get("hooks") or _DEFAULT_HOOKS)
 SYNC_HOOKS = set(_CONTEXT.get("sync_hooks") or [
     "pre_llm_call", "pre_tool_call", "transform_tool_result", "transform_llm_output", "pre_api_request",
-    "post_api_request", "api_request_error", "pre_command"])
+    "post_api_request", "api_request_error", "pre_command", "pre_gateway_dispatch"])
 FOREIGN_HOOKS = set(_CONTEXT.get("foreign_hooks") or [])
 # Hooks whose callbacks run under the callback timeout here (a hung callback
 # is abandoned and skipped for 60 s); pre_tool_call fails closed.
 BOUNDED_HOOKS = {"pre_tool_call", "transform_tool_result", "transform_llm_output", "pre_llm_call",
-                 "pre_api_request", "post_api_request", "api_request_error"}
+                 "pre_api_request", "post_api_request", "api_request_error", "pre_gateway_dispatch"}
 FAIL_CLOSED_HOOKS = {"pre_tool_call"}
 TRANSFORM_HOOKS = {"transform_tool_result", "transform_llm_output"}
 MIDDLEWARE_KINDS = {"llm_request", "tool_request"}
@@ -829,11 +829,16 @@ class _ProviderHost:
         self.provider = provider
         self.ctx = ctx
         self.ready = False
+        self.identity = None
         self.available = None
         self.reason = ""
 
-    def ensure(self, session_id, platform):
-        if self.ready:
+    def ensure(self, session_id, platform, user_id=None, agent_context=None):
+        # initialize once per process, and again when the agent it serves
+        # changes (a cron run, another gateway sender): the provider learns
+        # agent_context and user_id as the familiar API gives them.
+        identity = (agent_context or "primary", user_id or None)
+        if self.ready and identity == self.identity:
             return True
         if self.available is None:
             try:
@@ -847,10 +852,12 @@ class _ProviderHost:
                     self.reason = "is_available() returned False"
         if not self.available:
             return False
-        _call(self.provider.initialize, {"hermes_home": self.ctx.hermes_home, "platform": platform or "cli",
-                                         "agent_context": "primary", "agent_identity": self.ctx.profile_name},
-              positional=(session_id or "",))
-        self.ready = True
+        kwargs = {"hermes_home": self.ctx.hermes_home, "platform": platform or "cli",
+                  "agent_context": identity[0], "agent_identity": self.ctx.profile_name}
+        if identity[1]:
+            kwargs["user_id"] = identity[1]
+        _call(self.provider.initialize, kwargs, positional=(session_id or "",))
+        self.ready, self.identity = True, identity
         return True
 
 
@@ -943,11 +950,35 @@ def _event(params):
     _send({"method": "event_done", "params": done})
 
 
+class _AttrDict(dict):
+    """A dict whose keys are also attributes, recursively (a gateway event
+    read as event.text or event["text"]); a missing attribute is None."""
+
+    @classmethod
+    def wrap(cls, value):
+        if isinstance(value, dict):
+            return cls({k: cls.wrap(v) for k, v in value.items()})
+        if isinstance(value, list):
+            return [cls.wrap(v) for v in value]
+        return value
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.get(name)
+
+
 def _sync_hook(hook, params):
     """A hook called in line: pre_llm_call answers {"context": ...}; the
     others {"results": [...]}, the non-None answers in callback order."""
     payload = params.get("payload") or {}
     kwargs = dict(payload) if isinstance(payload, dict) else {"payload": payload}
+    if hook == "pre_gateway_dispatch":
+        # The familiar API hands callbacks the message as an object
+        # (event.text, event.source.user_id); a dict view stays available.
+        for key in ("event", "gateway"):
+            if isinstance(kwargs.get(key), dict):
+                kwargs[key] = _AttrDict.wrap(kwargs[key])
     callbacks = _ctx.hooks.get(hook, []) if _ctx else []
     budget = _request_budget()
     deadline = None if budget is None else time.monotonic() + budget
@@ -1004,7 +1035,8 @@ def _command(params):
                                        user_name=src.get("user_name", ""))
     raw = params.get("args", "")
     kwargs = {"args": raw, "raw_args": raw, "session_id": params.get("session_id", ""),
-              "session_key": params.get("session_key", ""), "platform": params.get("platform", ""), "source": source}
+              "session_key": params.get("session_key", ""), "platform": params.get("platform", ""), "source": source,
+              "user_id": source.user_id if source is not None else None}
     fn = entry[0]
     with _session_env(params.get("session_key")):
         try:
@@ -1071,16 +1103,17 @@ def _memory(name, method, params):
     args = params.get("args") or []
     kwargs = params.get("kwargs") or {}
     session_id = params.get("session_id") or kwargs.get("session_id") or ""
+    who = (params.get("user_id"), params.get("agent_context"))
     with _session_env(params.get("session_key")):
         if method == "is_available":
-            ok = host.ensure(session_id, params.get("platform"))
+            ok = host.ensure(session_id, params.get("platform"), *who)
             return {"available": ok, "reason": host.reason}
         if method == "initialize":
-            ok = host.ensure(session_id, params.get("platform"))
+            ok = host.ensure(session_id, params.get("platform"), *who)
             return {"available": ok, "reason": host.reason}
         if method == "shutdown" and not host.ready:
             return {"value": None}
-        if not host.ensure(session_id, params.get("platform")):
+        if not host.ensure(session_id, params.get("platform"), *who):
             return {"available": False, "reason": host.reason, "value": None}
         value = _call(getattr(host.provider, method), kwargs, positional=tuple(args))
     if method == "recall_status" and value is not None:

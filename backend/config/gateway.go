@@ -1,0 +1,193 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Gateway is config.yaml's gateway section: the chat platforms the agent
+// answers on. Tokens and signing secrets are never in the file: each
+// adapter names the environment variable that holds it.
+type Gateway struct {
+	// Autostart: the window and `atrium serve` run the gateway while they
+	// are open (`atrium gateway run` always does).
+	Autostart bool      `yaml:"autostart"`
+	Telegram  *Telegram `yaml:"telegram"`
+	Slack     *Slack    `yaml:"slack"`
+	Webhook   *Webhook  `yaml:"webhook"`
+	// DeliveryDeadlineMinutes: a reply that could not be sent is retried
+	// with backoff this long before it is given up (default 1440, a day).
+	DeliveryDeadlineMinutes *float64 `yaml:"delivery_deadline_minutes"`
+}
+
+// Access is who may talk to an adapter. Deny by default: with both lists
+// empty nobody may.
+type Access struct {
+	AllowedUsers IDList `yaml:"allowed_users"`
+	AllowedChats IDList `yaml:"allowed_chats"`
+}
+
+// Telegram is the Telegram adapter (Bot API, long polling).
+type Telegram struct {
+	Access             `yaml:",inline"`
+	TokenEnv           string `yaml:"token_env"` // default TELEGRAM_BOT_TOKEN
+	BaseURL            string `yaml:"base_url"`  // default https://api.telegram.org
+	PollTimeoutSeconds int    `yaml:"poll_timeout_seconds"`
+}
+
+// Slack is the Slack adapter (Events API over HTTP, Web API for replies).
+type Slack struct {
+	Access           `yaml:",inline"`
+	TokenEnv         string `yaml:"token_env"`          // default SLACK_BOT_TOKEN
+	SigningSecretEnv string `yaml:"signing_secret_env"` // default SLACK_SIGNING_SECRET
+	Listen           string `yaml:"listen"`             // default 127.0.0.1:8790
+	APIURL           string `yaml:"api_url"`            // default https://slack.com/api
+}
+
+// Webhook is the generic adapter: signed JSON POSTs in, signed replies out.
+type Webhook struct {
+	Access    `yaml:",inline"`
+	SecretEnv string `yaml:"secret_env"` // default ATRIUM_WEBHOOK_SECRET
+	Listen    string `yaml:"listen"`     // default 127.0.0.1:8791
+	ReplyURL  string `yaml:"reply_url"`  // where replies are POSTed; "" keeps them for GET /replies
+	Name      string `yaml:"platform"`   // the platform name it reports (default "webhook")
+}
+
+// IDList is a list of platform ids; numbers and strings are both accepted
+// (Telegram ids are numbers, Slack ids strings).
+type IDList []string
+
+// UnmarshalYAML reads a list of numbers or strings.
+func (l *IDList) UnmarshalYAML(unmarshal func(any) error) error {
+	var raw []any
+	if err := unmarshal(&raw); err != nil {
+		return err
+	}
+	out := make(IDList, 0, len(raw))
+	for _, v := range raw {
+		switch x := v.(type) {
+		case string:
+			out = append(out, strings.TrimSpace(x))
+		case int:
+			out = append(out, strconv.Itoa(x))
+		case int64:
+			out = append(out, strconv.FormatInt(x, 10))
+		case uint64:
+			out = append(out, strconv.FormatUint(x, 10))
+		case float64:
+			out = append(out, strconv.FormatFloat(x, 'f', -1, 64))
+		default:
+			return fmt.Errorf("an id must be a number or a string, not %v", v)
+		}
+	}
+	*l = out
+	return nil
+}
+
+// Contains reports whether id is in the list.
+func (l IDList) Contains(id string) bool {
+	for _, x := range l {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks the gateway section.
+func (g Gateway) Validate() error {
+	if d := g.DeliveryDeadlineMinutes; d != nil && *d <= 0 {
+		return fmt.Errorf("gateway.delivery_deadline_minutes must be positive")
+	}
+	if t := g.Telegram; t != nil {
+		if err := checkEnv("gateway.telegram.token_env", t.TokenEnv); err != nil {
+			return err
+		}
+		if err := checkURL("gateway.telegram.base_url", t.BaseURL); err != nil {
+			return err
+		}
+		if t.PollTimeoutSeconds < 0 || t.PollTimeoutSeconds > 300 {
+			return fmt.Errorf("gateway.telegram.poll_timeout_seconds must be 0 to 300")
+		}
+	}
+	if s := g.Slack; s != nil {
+		for k, v := range map[string]string{"token_env": s.TokenEnv, "signing_secret_env": s.SigningSecretEnv} {
+			if err := checkEnv("gateway.slack."+k, v); err != nil {
+				return err
+			}
+		}
+		if err := checkURL("gateway.slack.api_url", s.APIURL); err != nil {
+			return err
+		}
+		if err := checkListen("gateway.slack.listen", s.Listen); err != nil {
+			return err
+		}
+	}
+	if w := g.Webhook; w != nil {
+		if err := checkEnv("gateway.webhook.secret_env", w.SecretEnv); err != nil {
+			return err
+		}
+		if err := checkURL("gateway.webhook.reply_url", w.ReplyURL); err != nil {
+			return err
+		}
+		if err := checkListen("gateway.webhook.listen", w.Listen); err != nil {
+			return err
+		}
+		if w.Name != "" && !regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`).MatchString(w.Name) {
+			return fmt.Errorf("gateway.webhook.platform %q: lower-case letters, digits, '-' or '_'", w.Name)
+		}
+	}
+	return nil
+}
+
+func checkEnv(field, v string) error {
+	if v != "" && !envName.MatchString(v) {
+		return fmt.Errorf("%s must name an environment variable (the secret itself never goes in config.yaml), not %q", field, clipSecret(v))
+	}
+	return nil
+}
+
+// clipSecret shows at most a few characters of what may be a pasted token.
+func clipSecret(v string) string {
+	if len(v) > 6 {
+		return v[:3] + "…"
+	}
+	return v
+}
+
+func checkURL(field, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s must be an http(s) URL, not %q", field, v)
+	}
+	return nil
+}
+
+func checkListen(field, v string) error {
+	if v == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return fmt.Errorf("%s must be host:port, not %q", field, v)
+	}
+	return nil
+}
+
+// Secret reads the secret an adapter's *_env setting names (def when
+// unset); "" when the variable is empty or missing.
+func Secret(envVar, def string) (name, value string) {
+	if envVar == "" {
+		envVar = def
+	}
+	return envVar, os.Getenv(envVar)
+}

@@ -1,0 +1,182 @@
+// Package gateway lets the agent answer on chat platforms. A gateway is a
+// set of platform adapters behind one interface (receive, send, typing and
+// edits where the platform has them, the sender's identity); the Service
+// checks who may talk, asks pre_gateway_dispatch, routes each conversation
+// to its session (session_key = <platform>:<chat_type>:<chat_id>[:<thread_id>]),
+// keeps long conversations small between messages (gateway_hygiene), runs
+// the turn, and delivers the reply after the turn committed, from a durable
+// outbox, retried with backoff, one worker per platform so one platform
+// down never blocks another.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Inbound is a message an adapter received, with the identity it derived.
+type Inbound struct {
+	EventID   string // the platform's id of the delivery, for redelivery dedupe
+	MessageID string // the platform's id of the message
+	Text      string
+	UserID    string
+	UserName  string
+	ChatID    string
+	ChatType  string // dm, group, channel
+	ThreadID  string // "" when the platform or the chat has no threads
+	ReplyTo   string // where a threaded reply goes (Slack: the thread's ts)
+	At        time.Time
+}
+
+// Message is what Send delivers.
+type Message struct {
+	ChatID   string
+	ThreadID string
+	ReplyTo  string
+	Text     string
+}
+
+// Inbox is where an adapter hands what it received; it returns at once
+// (the turn runs elsewhere).
+type Inbox func(Inbound)
+
+// Reporter is told of an adapter's connection state.
+type Reporter func(state, detail string, err error)
+
+// Adapter is one chat platform.
+type Adapter interface {
+	// Platform is its name (telegram, slack, webhook, ...).
+	Platform() string
+	// Run receives until ctx ends, handing each message to in and its
+	// state to report. A platform that is down is retried with backoff
+	// inside Run; Run returns only when ctx ends (or on a configuration
+	// error that retrying cannot fix).
+	Run(ctx context.Context, in Inbox, report Reporter) error
+	// Send delivers one message and returns the platform's id for it.
+	// An error wrapped with Permanent is not retried.
+	Send(ctx context.Context, m Message) (string, error)
+}
+
+// Typer is an adapter that can show "typing…" while a turn runs.
+type Typer interface {
+	Typing(ctx context.Context, chatID, threadID string) error
+}
+
+// Editor is an adapter that can edit a message it sent.
+type Editor interface {
+	Edit(ctx context.Context, chatID, messageID, text string) error
+}
+
+// permanentError is a send error that retrying cannot fix (a chat that
+// does not exist, a bot removed from it, a refused request).
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as not worth retrying.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err was marked Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+// retryAfter is a send error that says when to try again (HTTP 429).
+type retryAfter struct {
+	err   error
+	after time.Duration
+}
+
+func (e retryAfter) Error() string { return e.err.Error() }
+func (e retryAfter) Unwrap() error { return e.err }
+
+// RetryAfter marks err as "try again after d" (a platform's rate limit).
+func RetryAfter(err error, d time.Duration) error { return retryAfter{err, d} }
+
+func retryDelay(err error) (time.Duration, bool) {
+	var r retryAfter
+	if errors.As(err, &r) {
+		return r.after, true
+	}
+	return 0, false
+}
+
+// Access is who may talk to an adapter. Deny by default: a sender is let in
+// only when their user id or the chat's id is listed.
+type Access struct {
+	Users []string
+	Chats []string
+}
+
+// Allows reports whether the sender may talk.
+func (a Access) Allows(userID, chatID string) bool {
+	for _, u := range a.Users {
+		if u != "" && u == userID {
+			return true
+		}
+	}
+	for _, c := range a.Chats {
+		if c != "" && c == chatID {
+			return true
+		}
+	}
+	return false
+}
+
+// backoff is the delay before attempt n (1-based) of something that
+// failed: base doubled each time, capped.
+func backoff(base, ceiling time.Duration, n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := base
+	for i := 1; i < n && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// scrub removes a secret from an error's text (Go's HTTP client errors
+// carry the URL, and Telegram's URLs carry the token).
+func scrub(err error, secret string) error {
+	if err == nil || secret == "" {
+		return err
+	}
+	return scrubbed{err: err, secret: secret}
+}
+
+type scrubbed struct {
+	err    error
+	secret string
+}
+
+func (s scrubbed) Error() string { return strings.ReplaceAll(s.err.Error(), s.secret, "<token>") }
+func (s scrubbed) Unwrap() error { return s.err }
+
+// errMissingSecret says which environment variable is missing.
+func errMissingSecret(platform, envVar string) error {
+	return fmt.Errorf("%s: the environment variable %s is not set (the %s adapter reads its secret from there; it never goes in config.yaml)",
+		platform, envVar, platform)
+}

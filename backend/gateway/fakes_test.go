@@ -1,0 +1,318 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeTelegram is a loopback fake of the Telegram Bot API's HTTP interface
+// (https://core.telegram.org/bots/api): POST /bot<token>/<method> with a
+// JSON body, answered {"ok": true, "result": ...} or {"ok": false,
+// "error_code", "description", "parameters": {"retry_after"}}.
+type fakeTelegram struct {
+	*httptest.Server
+	token string
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	updates   []map[string]any
+	nextID    int64
+	confirmed int64 // the highest offset a getUpdates confirmed
+	sent      []map[string]any
+	actions   int
+	failSend  int  // answer the next failSend sendMessage calls with a 500
+	down      bool // every sendMessage fails (an outage)
+	rateLimit int  // answer the next rateLimit sendMessage calls with 429 retry_after 1
+}
+
+func newFakeTelegram(t *testing.T, token string) *fakeTelegram {
+	f := &fakeTelegram{token: token, nextID: 100}
+	f.cond = sync.NewCond(&f.mu)
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(func() {
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+		f.Close()
+	})
+	return f
+}
+
+func tgOK(w http.ResponseWriter, result any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+}
+
+func tgErr(w http.ResponseWriter, code int, desc string, retryAfter int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	body := map[string]any{"ok": false, "error_code": code, "description": desc}
+	if retryAfter > 0 {
+		body["parameters"] = map[string]any{"retry_after": retryAfter}
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimPrefix(r.URL.Path, "/bot")
+	token, method, ok := strings.Cut(path, "/")
+	if !ok || token != f.token {
+		tgErr(w, http.StatusUnauthorized, "Unauthorized", 0)
+		return
+	}
+	if r.Method != http.MethodPost || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		tgErr(w, http.StatusBadRequest, "Bad Request: expected a JSON POST", 0)
+		return
+	}
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		tgErr(w, http.StatusBadRequest, "Bad Request: invalid JSON", 0)
+		return
+	}
+	switch method {
+	case "getMe":
+		tgOK(w, map[string]any{"id": 999, "is_bot": true, "first_name": "Atrium", "username": "atrium_bot"})
+	case "getUpdates":
+		f.getUpdates(r.Context(), w, body)
+	case "sendMessage":
+		f.mu.Lock()
+		switch {
+		case f.down:
+			f.mu.Unlock()
+			tgErr(w, http.StatusBadGateway, "Bad Gateway", 0)
+			return
+		case f.rateLimit > 0:
+			f.rateLimit--
+			f.mu.Unlock()
+			tgErr(w, http.StatusTooManyRequests, "Too Many Requests: retry after 1", 1)
+			return
+		case f.failSend > 0:
+			f.failSend--
+			f.mu.Unlock()
+			tgErr(w, http.StatusInternalServerError, "Internal Server Error", 0)
+			return
+		}
+		if _, ok := body["chat_id"]; !ok || body["text"] == "" {
+			f.mu.Unlock()
+			tgErr(w, http.StatusBadRequest, "Bad Request: message text is empty", 0)
+			return
+		}
+		f.sent = append(f.sent, body)
+		id := len(f.sent) + 5000
+		f.cond.Broadcast()
+		f.mu.Unlock()
+		chat, err := strconv.ParseInt(fmt.Sprint(body["chat_id"]), 10, 64)
+		if err != nil {
+			tgErr(w, http.StatusBadRequest, "Bad Request: chat not found", 0)
+			return
+		}
+		tgOK(w, map[string]any{"message_id": id, "chat": map[string]any{"id": chat}, "date": time.Now().Unix(), "text": body["text"]})
+	case "sendChatAction":
+		f.mu.Lock()
+		f.actions++
+		f.mu.Unlock()
+		tgOK(w, true)
+	default:
+		tgErr(w, http.StatusNotFound, "Not Found: method not found", 0)
+	}
+}
+
+// getUpdates long-polls: it answers at once when updates after offset wait,
+// else when one arrives or the timeout passes. An offset confirms (drops)
+// every earlier update, as the real API does.
+func (f *fakeTelegram) getUpdates(ctx context.Context, w http.ResponseWriter, body map[string]any) {
+	offset := int64(0)
+	if v, ok := body["offset"].(float64); ok {
+		offset = int64(v)
+	}
+	timeout := 0.0
+	if v, ok := body["timeout"].(float64); ok {
+		timeout = v
+	}
+	deadline := time.Now().Add(time.Duration(timeout * float64(time.Second)))
+	stop := context.AfterFunc(ctx, func() { f.mu.Lock(); f.cond.Broadcast(); f.mu.Unlock() })
+	defer stop()
+	go func() {
+		time.Sleep(time.Until(deadline))
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	}()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if offset > f.confirmed {
+		f.confirmed = offset
+	}
+	for {
+		var out []map[string]any
+		for _, u := range f.updates {
+			if int64(u["update_id"].(int64)) >= f.confirmed {
+				out = append(out, u)
+			}
+		}
+		if len(out) > 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			if out == nil {
+				out = []map[string]any{}
+			}
+			tgOK(w, out)
+			return
+		}
+		f.cond.Wait()
+	}
+}
+
+// push queues an incoming text message from a user in a private chat
+// (chatID == userID) or a group.
+func (f *fakeTelegram) push(userID int64, first string, chatID int64, chatType, text string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	f.updates = append(f.updates, map[string]any{"update_id": f.nextID, "message": map[string]any{
+		"message_id": f.nextID * 10, "date": time.Now().Unix(), "text": text,
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": first},
+		"chat": map[string]any{"id": chatID, "type": chatType},
+	}})
+	f.cond.Broadcast()
+	return f.nextID
+}
+
+func (f *fakeTelegram) sentTexts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, len(f.sent))
+	for i, m := range f.sent {
+		out[i] = fmt.Sprint(m["text"])
+	}
+	return out
+}
+
+func (f *fakeTelegram) set(fn func(f *fakeTelegram)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+// fakeSlackAPI is a loopback fake of the Slack Web API methods the adapter
+// uses (auth.test, users.info, chat.postMessage, chat.update): form-encoded
+// POSTs to /api/<method> carrying the bot token, answered {"ok": ...}.
+type fakeSlackAPI struct {
+	*httptest.Server
+	token string
+
+	mu     sync.Mutex
+	posted []map[string]string
+	fail   int
+}
+
+func newFakeSlackAPI(t *testing.T, token string) *fakeSlackAPI {
+	f := &fakeSlackAPI{token: token}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func slackJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (f *fakeSlackAPI) serve(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		slackJSON(w, map[string]any{"ok": false, "error": "invalid_form_data"})
+		return
+	}
+	tok := r.Form.Get("token")
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		tok = strings.TrimPrefix(h, "Bearer ")
+	}
+	if tok != f.token {
+		slackJSON(w, map[string]any{"ok": false, "error": "invalid_auth"})
+		return
+	}
+	switch strings.TrimPrefix(r.URL.Path, "/api/") {
+	case "auth.test":
+		slackJSON(w, map[string]any{"ok": true, "url": "https://acme.slack.com/", "team": "Acme", "user": "atrium", "team_id": "T1", "user_id": "UBOT", "bot_id": "B1"})
+	case "users.info":
+		id := r.Form.Get("user")
+		slackJSON(w, map[string]any{"ok": true, "user": map[string]any{"id": id, "name": strings.ToLower(id), "real_name": "Real " + id,
+			"profile": map[string]any{"display_name": "Ada " + id}}})
+	case "chat.postMessage":
+		f.mu.Lock()
+		if f.fail > 0 {
+			f.fail--
+			f.mu.Unlock()
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		if r.Form.Get("channel") == "CGONE" {
+			f.mu.Unlock()
+			slackJSON(w, map[string]any{"ok": false, "error": "channel_not_found"})
+			return
+		}
+		m := map[string]string{"channel": r.Form.Get("channel"), "text": r.Form.Get("text"), "thread_ts": r.Form.Get("thread_ts")}
+		f.posted = append(f.posted, m)
+		ts := fmt.Sprintf("1700000000.%06d", len(f.posted))
+		f.mu.Unlock()
+		slackJSON(w, map[string]any{"ok": true, "channel": m["channel"], "ts": ts})
+	default:
+		slackJSON(w, map[string]any{"ok": false, "error": "unknown_method"})
+	}
+}
+
+func (f *fakeSlackAPI) texts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, len(f.posted))
+	for i, m := range f.posted {
+		out[i] = m["text"]
+	}
+	return out
+}
+
+// slackEvent posts one Events API request to the adapter's endpoint, signed
+// as Slack signs it (v0, HMAC-SHA256 over "v0:<ts>:<body>").
+func slackEvent(t *testing.T, url, secret string, body any, tamper bool) int {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	m := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(m, "v0:%s:%s", ts, raw)
+	sig := "v0=" + hex.EncodeToString(m.Sum(nil))
+	if tamper {
+		raw = append(raw[:len(raw)-1], []byte(`,"x":1}`)...)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(raw)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", sig)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+var slackSeq int
+
+// slackMessage is a message event callback from user in channel.
+func slackMessage(user, channel, channelType, text string) map[string]any {
+	slackSeq++
+	ts := fmt.Sprintf("1700000100.%06d", slackSeq)
+	return map[string]any{"token": "verification-token-unused", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+		"event_id": fmt.Sprintf("Ev%06d", slackSeq), "event_time": time.Now().Unix(),
+		"event": map[string]any{"type": "message", "user": user, "text": text, "ts": ts, "channel": channel, "channel_type": channelType, "event_ts": ts}}
+}

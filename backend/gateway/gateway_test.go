@@ -1,0 +1,564 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"atrium/backend/compaction"
+	"atrium/backend/db"
+	"atrium/backend/gateway"
+	"atrium/backend/hooks"
+	"atrium/backend/hooks/hookstest"
+	"atrium/backend/llm"
+	"atrium/backend/sessions"
+	"atrium/backend/turns"
+	"atrium/plugins/whoami"
+)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type env struct {
+	db   *db.DB
+	bus  *hooks.Bus
+	sess *sessions.Service
+	rec  *hookstest.Recorder
+	loop *turns.Loop
+	logs *syncBuf
+	log  *slog.Logger
+}
+
+// newEnv is a real store on a temp file (real clock: delivery backoff is
+// timed), a bus with a recorder and the whoami plugin, a compaction engine
+// and a turn loop on the offline provider with a window of window tokens.
+func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)) *env {
+	t.Helper()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "state.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuf{}
+	lg := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	bus := hooks.NewBus(d, hooks.Options{Timeout: 5 * time.Second, Logger: lg})
+	rec := hookstest.Record(t, bus)
+	if err := whoami.Register(bus.Plugin(whoami.Name)); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range register {
+		r(bus)
+	}
+	if err := bus.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = bus.Close(ctx)
+		_ = d.Close()
+	})
+	sess := sessions.NewService(d, bus, sessions.Options{Profile: "default", SessionsDir: t.TempDir(), Logger: lg})
+	c := compaction.DefaultConfig()
+	c.Threshold, c.SoftThreshold = 0.95, soft
+	eng := compaction.NewEngine(d, sess, bus, llm.OfflineSummarizer{}, c)
+	if err := eng.RegisterCommands(bus.Commands()); err != nil {
+		t.Fatal(err)
+	}
+	loop, err := turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{db: d, bus: bus, sess: sess, rec: rec, loop: loop, logs: logs, log: lg}
+}
+
+func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Service {
+	t.Helper()
+	g := gateway.New(gateway.Options{DB: e.db, Sessions: e.sess, Bus: e.bus, Loop: e.loop, Adapters: adapters,
+		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond})
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = g.Stop(ctx)
+	})
+	return g
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (e *env) count(t *testing.T, q string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := e.db.Read.Raw(q, args...).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (e *env) posts(t *testing.T) []hooks.PostCompactionPayload {
+	t.Helper()
+	if err := e.bus.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var out []hooks.PostCompactionPayload
+	for _, ev := range e.rec.Events(hooks.PostCompaction) {
+		var p hooks.PostCompactionPayload
+		if err := ev.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func (e *env) route(t *testing.T, key string) string {
+	t.Helper()
+	id, err := gateway.NewStore(e.db).Route(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+const tgToken = "123456:TEST-telegram-token-never-logged"
+
+func telegram(f *fakeTelegram, users ...string) gateway.Configured {
+	return gateway.Configured{Adapter: gateway.NewTelegram(gateway.TelegramOptions{Token: tgToken, BaseURL: f.URL,
+		PollTimeout: time.Second, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond}),
+		Access: gateway.Access{Users: users}}
+}
+
+// A conversation over the Telegram Bot API: /whoami tells the sender's id
+// and the platform; the session is a gateway session with the sender on
+// it; an unknown sender is refused once and nothing fires; a long chat is
+// compacted once with gateway_hygiene; /compress fires post_compaction with
+// the platform; /new fires on_session_reset and the conversation follows.
+func TestTelegramConversation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2000, 0.5)
+	f := newFakeTelegram(t, tgToken)
+	e.start(t, telegram(f, "4242"))
+	key := "telegram:dm:4242"
+
+	f.push(4242, "Ada", 4242, "private", "/whoami")
+	waitFor(t, "the /whoami reply", func() bool { return len(f.sentTexts()) == 1 })
+	sid := e.route(t, key)
+	if got := f.sentTexts()[0]; !strings.Contains(got, "Ada (4242) on telegram") || !strings.Contains(got, "key "+key) || !strings.Contains(got, sid) {
+		t.Fatalf("whoami answered %q (session %s)", got, sid)
+	}
+	s, err := e.sess.Get(context.Background(), sid)
+	if err != nil || s.Source != "gateway" || s.Platform != "telegram" || s.SenderID != "4242" || s.SenderName != "Ada" {
+		t.Fatalf("session %+v %v", s, err)
+	}
+	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
+
+	// An unknown sender: one polite refusal, then silence; nothing reaches
+	// the model or the plugins, no session is made.
+	before := e.count(t, `SELECT COUNT(*) FROM sessions`)
+	f.push(777, "Mallory", 777, "private", "hello?")
+	f.push(777, "Mallory", 777, "private", "/whoami")
+	waitFor(t, "the refusal", func() bool { return len(f.sentTexts()) == 2 })
+	if got := f.sentTexts()[1]; !strings.Contains(got, "only answers the people its owner allowed") || !strings.Contains(got, "777") {
+		ds, _ := gateway.NewStore(e.db).Deliveries(context.Background(), "", 10)
+		t.Fatalf("refusal %q; outbox %+v; log %s", got, ds, e.logs.String())
+	}
+	waitFor(t, "both refused", func() bool {
+		return e.count(t, `SELECT count FROM gateway_refusals WHERE platform = 'telegram' AND user_id = '777'`) == 2
+	})
+	if n := e.count(t, `SELECT COUNT(*) FROM sessions`); n != before {
+		t.Fatalf("a refused sender made a session: %d -> %d", before, n)
+	}
+	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
+
+	// A long chat: between messages, the session above the soft threshold
+	// is compacted once with gateway_hygiene, then the conversation goes on
+	// in the continuation.
+	long := strings.Repeat("the shipment for order 77 leaves from the north dock on monday morning ", 6)
+	say := func(text string) {
+		n := len(f.sentTexts())
+		f.push(4242, "Ada", 4242, "private", text)
+		waitFor(t, "a reply", func() bool { return len(f.sentTexts()) == n+1 })
+	}
+	for i := 0; i < 14 && len(e.posts(t)) == 0; i++ {
+		say(long)
+	}
+	say("and the invoice?") // well below the threshold again: no second compaction
+	posts := e.posts(t)
+	if len(posts) != 1 || posts[0].Reason != compaction.ReasonGatewayHygiene || posts[0].Kind != compaction.KindSummarize ||
+		posts[0].Platform == nil || *posts[0].Platform != "telegram" {
+		t.Fatalf("hygiene compactions: %+v", posts)
+	}
+	tip := e.route(t, key)
+	if tip == sid || posts[0].SessionID != tip || posts[0].OldSessionID != sid {
+		t.Fatalf("route %s after hygiene %+v (was %s)", tip, posts[0], sid)
+	}
+	if s, _ := e.sess.Get(context.Background(), tip); s.Platform != "telegram" || s.SenderID != "4242" {
+		t.Fatalf("the continuation lost its sender: %+v", s)
+	}
+
+	// /compress from the chat: reason manual, platform telegram.
+	n := len(f.sentTexts())
+	f.push(4242, "Ada", 4242, "private", "/compress")
+	waitFor(t, "the /compress reply", func() bool { return len(f.sentTexts()) == n+1 })
+	posts = e.posts(t)
+	if len(posts) != 2 || posts[1].Reason != compaction.ReasonManual || posts[1].Platform == nil || *posts[1].Platform != "telegram" {
+		t.Fatalf("/compress: %+v, replied %q", posts, f.sentTexts()[n])
+	}
+	tip = e.route(t, key)
+
+	// /new: on_session_reset with both ids; the next message goes to the new session.
+	n = len(f.sentTexts())
+	f.push(4242, "Ada", 4242, "private", "/new")
+	waitFor(t, "the /new reply", func() bool { return len(f.sentTexts()) == n+1 })
+	if err := e.bus.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resets := e.rec.Events(hooks.OnSessionReset)
+	if len(resets) != 1 {
+		t.Fatalf("resets %d", len(resets))
+	}
+	var reset hooks.SessionReset
+	_ = resets[0].Decode(&reset)
+	fresh := e.route(t, key)
+	if reset.OldSessionID != tip || reset.NewSessionID != fresh || reset.Platform != "telegram" || fresh == tip {
+		t.Fatalf("reset %+v, route %s (was %s)", reset, fresh, tip)
+	}
+	f.push(4242, "Ada", 4242, "private", "hello again")
+	waitFor(t, "a reply in the new session", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'assistant'`, fresh) == 1
+	})
+	if strings.Contains(e.logs.String(), tgToken) {
+		t.Fatal("the bot token reached the log")
+	}
+}
+
+// A send that fails is retried with backoff and delivered once; the turn
+// is stored once. A rate limit waits as long as the platform asks.
+func TestDeliveryRetriesWithoutRunningTheTurnAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	f := newFakeTelegram(t, tgToken)
+	f.set(func(f *fakeTelegram) { f.failSend, f.rateLimit = 2, 1 })
+	e.start(t, telegram(f, "1"))
+	f.push(1, "Bo", 1, "private", "what ships today?")
+	waitFor(t, "the reply after the retries", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_outbox WHERE state = 'sent'`) == 1
+	})
+	if len(f.sentTexts()) != 1 {
+		t.Fatalf("sent %q", f.sentTexts())
+	}
+	sid := e.route(t, "telegram:dm:1")
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'assistant'`, sid); n != 1 {
+		t.Fatalf("assistant messages %d", n)
+	}
+	if n := e.count(t, `SELECT attempts FROM gateway_outbox WHERE state = 'sent'`); n != 4 {
+		t.Fatalf("attempts %d, want 4 (two 500s, one 429, then sent)", n)
+	}
+	waitFor(t, "the last error on the status", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'telegram' AND last_error LIKE '%delivery failed%'`) == 1
+	})
+	if strings.Contains(e.logs.String(), tgToken) {
+		t.Fatal("the bot token reached the log")
+	}
+}
+
+// The same update delivered twice (a restart before the offset was
+// confirmed) runs one turn.
+func TestRedeliveredMessageRunsOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	store := gateway.NewStore(e.db)
+	ok1, err1 := store.Take(context.Background(), "telegram", "101")
+	ok2, err2 := store.Take(context.Background(), "telegram", "101")
+	if !ok1 || ok2 || err1 != nil || err2 != nil {
+		t.Fatalf("take: %v %v %v %v", ok1, ok2, err1, err2)
+	}
+}
+
+// A platform that is down does not hold up another: its replies wait and
+// retry while the webhook platform answers.
+func TestOnePlatformDownDoesNotBlockAnother(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	f := newFakeTelegram(t, tgToken)
+	f.set(func(f *fakeTelegram) { f.down = true })
+	recv := newReplyReceiver(t, "s3cret", 0)
+	wh := webhookAdapter(t, "s3cret", recv.URL)
+	e.start(t, telegram(f, "1"), gateway.Configured{Adapter: wh, Access: gateway.Access{Users: []string{"u1"}}})
+	f.push(1, "Bo", 1, "private", "are you there?")
+	waitFor(t, "telegram's reply failing", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_outbox WHERE platform = 'telegram' AND attempts >= 2 AND state = 'pending'`) == 1
+	})
+	postSigned(t, wh, "s3cret", map[string]any{"id": "m1", "user_id": "u1", "chat_id": "c1", "text": "/whoami"}, http.StatusAccepted)
+	waitFor(t, "the webhook reply", func() bool { return len(recv.replies()) == 1 })
+	if r := recv.replies()[0]; !strings.Contains(r.Text, "u1 on webhook") || r.ChatID != "c1" {
+		t.Fatalf("reply %+v", r)
+	}
+	f.set(func(f *fakeTelegram) { f.down = false })
+	waitFor(t, "telegram back", func() bool { return len(f.sentTexts()) == 1 })
+}
+
+// pre_gateway_dispatch runs before a message is routed: skip drops it
+// (nothing stored, nothing fired), rewrite changes the text, allow routes it.
+func TestPreGatewayDispatch(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []hooks.GatewayDispatchPayload
+	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
+		if _, err := bus.RegisterSync("guard", hooks.PreGatewayDispatch, func(_ context.Context, raw json.RawMessage) (any, error) {
+			var p hooks.GatewayDispatchPayload
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			seen = append(seen, p)
+			mu.Unlock()
+			switch {
+			case strings.Contains(p.Event.Text, "spam"):
+				return map[string]any{"action": "skip", "reason": "spam"}, nil
+			case p.Event.Text == "who":
+				return map[string]any{"action": "rewrite", "text": "/whoami"}, nil
+			}
+			return map[string]any{"action": "allow"}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	f := newFakeTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	f.push(5, "Cy", -100, "supergroup", "buy spam now")
+	f.push(5, "Cy", -100, "supergroup", "who")
+	waitFor(t, "the rewritten message's answer", func() bool { return len(f.sentTexts()) == 1 })
+	if got := f.sentTexts()[0]; !strings.Contains(got, "Cy (5) on telegram") {
+		t.Fatalf("rewrite answered %q", got)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content LIKE '%spam%'`); n != 0 {
+		t.Fatalf("a skipped message was stored")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0].Event.Source.UserID != "5" || seen[0].Event.ChatType != "group" || seen[0].SessionKey != "telegram:group:-100" ||
+		seen[0].SessionID != nil || seen[1].SessionID != nil || seen[0].Gateway.Platform != "telegram" {
+		t.Fatalf("payloads %+v", seen)
+	}
+}
+
+// A bad token is a clear state on the Gateway page, never the token.
+func TestTelegramBadTokenIsAnErrorState(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	f := newFakeTelegram(t, "other-token")
+	e.start(t, telegram(f, "1"))
+	waitFor(t, "the error state", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'telegram' AND state = 'error' AND last_error LIKE '%401 Unauthorized%'`) == 1
+	})
+	var errText string
+	_ = e.db.Read.Raw(`SELECT last_error FROM gateway_status WHERE platform = 'telegram'`).Scan(&errText).Error
+	if strings.Contains(errText, tgToken) || strings.Contains(e.logs.String(), tgToken) {
+		t.Fatalf("token leaked: %s", errText)
+	}
+}
+
+func TestMissingSecretSaysWhichVariable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	e.start(t, gateway.Configured{Adapter: gateway.NewTelegram(gateway.TelegramOptions{TokenEnv: "MY_TG_TOKEN"})})
+	waitFor(t, "the error state", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'telegram' AND state = 'error' AND last_error LIKE '%MY_TG_TOKEN is not set%'`) == 1
+	})
+}
+
+const slackToken, slackSecret = "xoxb-test-token", "slack-signing-secret"
+
+// A conversation over Slack's Events API (signatures verified) and Web API.
+func TestSlackConversation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	api := newFakeSlackAPI(t, slackToken)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := gateway.NewSlack(gateway.SlackOptions{Token: slackToken, SigningSecret: slackSecret, Listener: ln, APIURL: api.URL + "/api"})
+	e.start(t, gateway.Configured{Adapter: sl, Access: gateway.Access{Users: []string{"U1"}}})
+	url := "http://" + ln.Addr().String() + gateway.SlackEventsPath
+	waitFor(t, "connected", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'slack' AND state = 'connected'`) == 1
+	})
+
+	// url_verification echoes the challenge; a bad signature is refused.
+	if code := slackEvent(t, url, slackSecret, map[string]any{"type": "url_verification", "challenge": "c-123", "token": "x"}, false); code != 200 {
+		t.Fatalf("url_verification: %d", code)
+	}
+	if code := slackEvent(t, url, "wrong-secret", slackMessage("U1", "D1", "im", "/whoami"), false); code != http.StatusUnauthorized {
+		t.Fatalf("bad signature: %d", code)
+	}
+	if code := slackEvent(t, url, slackSecret, slackMessage("U1", "D1", "im", "/whoami"), true); code != http.StatusUnauthorized {
+		t.Fatalf("tampered body: %d", code)
+	}
+
+	ev := slackMessage("U1", "D1", "im", "/whoami")
+	if code := slackEvent(t, url, slackSecret, ev, false); code != 200 {
+		t.Fatalf("message: %d", code)
+	}
+	// Slack retries a delivery: one turn.
+	if code := slackEvent(t, url, slackSecret, ev, false); code != 200 {
+		t.Fatalf("retry: %d", code)
+	}
+	waitFor(t, "the reply", func() bool { return len(api.texts()) == 1 })
+	if got := api.texts()[0]; !strings.Contains(got, "Ada U1 (U1) on slack") || !strings.Contains(got, "key slack:dm:D1") {
+		t.Fatalf("whoami over slack: %q", got)
+	}
+	// An unknown user in a channel thread: refused once, in the thread.
+	th := slackMessage("U9", "C1", "channel", "hi")
+	th["event"].(map[string]any)["thread_ts"] = "1700000000.000100"
+	slackEvent(t, url, slackSecret, th, false)
+	waitFor(t, "the refusal", func() bool { return len(api.texts()) == 2 })
+	api.mu.Lock()
+	refusal := api.posted[1]
+	api.mu.Unlock()
+	if refusal["thread_ts"] != "1700000000.000100" || !strings.Contains(refusal["text"], "U9") {
+		t.Fatalf("refusal %+v", refusal)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM sessions WHERE sender_id = 'U9'`); n != 0 {
+		t.Fatal("a refused sender got a session")
+	}
+	// A conversation in a thread is its own session.
+	msg := slackMessage("U1", "C1", "channel", "<@UBOT> summarise the thread")
+	msg["event"].(map[string]any)["thread_ts"] = "1700000000.000200"
+	slackEvent(t, url, slackSecret, msg, false)
+	waitFor(t, "the thread reply", func() bool { return len(api.texts()) == 3 })
+	if id := e.route(t, "slack:channel:C1:1700000000.000200"); id == "" {
+		t.Fatal("no route for the thread")
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content = 'summarise the thread'`); n != 1 {
+		t.Fatalf("the mention was not stripped (%d)", n)
+	}
+}
+
+func webhookAdapter(t *testing.T, secret, replyURL string) *gateway.Webhook {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gateway.NewWebhook(gateway.WebhookOptions{Secret: secret, Listener: ln, ReplyURL: replyURL})
+}
+
+type replyReceiver struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  []gateway.WebhookReply
+	fail int
+	bad  int
+}
+
+// newReplyReceiver is the bridge's side of the webhook: it verifies each
+// reply's signature and answers 500 to the first fail ones.
+func newReplyReceiver(t *testing.T, secret string, fail int) *replyReceiver {
+	r := &replyReceiver{fail: fail}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var buf bytes.Buffer
+		_, _ = buf.ReadFrom(req.Body)
+		if err := gateway.Verify(secret, req.Header, buf.Bytes(), time.Now()); err != nil {
+			r.mu.Lock()
+			r.bad++
+			r.mu.Unlock()
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.fail > 0 {
+			r.fail--
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		var rep gateway.WebhookReply
+		_ = json.Unmarshal(buf.Bytes(), &rep)
+		r.got = append(r.got, rep)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *replyReceiver) replies() []gateway.WebhookReply {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]gateway.WebhookReply(nil), r.got...)
+}
+
+func postSigned(t *testing.T, w *gateway.Webhook, secret string, body map[string]any, want int) {
+	t.Helper()
+	waitFor(t, "the webhook listening", func() bool { return w.Addr() != "" })
+	raw, _ := json.Marshal(body)
+	ts := time.Now().Unix()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+w.Addr()+gateway.WebhookPath, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(gateway.HeaderTimestamp, strings.TrimSpace(json.Number(jsonInt(ts)).String()))
+	req.Header.Set(gateway.HeaderSignature, gateway.Sign(secret, ts, raw))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Fatalf("POST %v: HTTP %d, want %d", body, resp.StatusCode, want)
+	}
+}
+
+func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+// The generic webhook: signed in (a wrong signature is refused), signed
+// reply out, retried when the receiver answers 500.
+func TestWebhookConversation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	recv := newReplyReceiver(t, "hook-secret", 2)
+	wh := webhookAdapter(t, "hook-secret", recv.URL)
+	e.start(t, gateway.Configured{Adapter: wh, Access: gateway.Access{Chats: []string{"room-1"}}})
+	postSigned(t, wh, "wrong", map[string]any{"id": "m0", "user_id": "u1", "chat_id": "room-1", "text": "/whoami"}, http.StatusUnauthorized)
+	postSigned(t, wh, "hook-secret", map[string]any{"id": "m1", "user_id": "u1", "chat_id": "room-1"}, http.StatusBadRequest)
+	postSigned(t, wh, "hook-secret", map[string]any{"id": "m1", "user_id": "u1", "user_name": "Una", "chat_id": "room-1", "chat_type": "group", "text": "/whoami"}, http.StatusAccepted)
+	waitFor(t, "the reply after two 500s", func() bool { return len(recv.replies()) == 1 })
+	r := recv.replies()[0]
+	if !strings.Contains(r.Text, "Una (u1) on webhook") || !strings.Contains(r.Text, "key webhook:group:room-1") || r.ReplyTo != "m1" || r.DeliveryID == "" {
+		t.Fatalf("reply %+v", r)
+	}
+	if recv.bad != 0 {
+		t.Fatalf("%d replies had a bad signature", recv.bad)
+	}
+	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
+}

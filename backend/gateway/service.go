@@ -1,0 +1,603 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"atrium/backend/apperr"
+	"atrium/backend/db"
+	"atrium/backend/hooks"
+	"atrium/backend/sessions"
+	"atrium/backend/turns"
+)
+
+// Configured is an adapter with who may talk to it.
+type Configured struct {
+	Adapter Adapter
+	Access  Access
+}
+
+// Options configure a Service.
+type Options struct {
+	DB       *db.DB
+	Sessions *sessions.Service
+	Bus      *hooks.Bus
+	// Loop runs the turns; build it with turns.Options.NoBetweenTurns: the
+	// gateway compacts between messages itself (gateway_hygiene).
+	Loop     *turns.Loop
+	Adapters []Configured
+	Profile  string
+	Process  string // who runs the gateway, for the Gateway page ("atrium gateway run", "the desktop window")
+	Logger   *slog.Logger
+	// Deadline is how long a reply is retried (default DefaultDeadline).
+	Deadline time.Duration
+	// RetryBase and RetryMax shape the delivery backoff (default 2 s
+	// doubling up to 5 min); Poll is how often an idle delivery worker
+	// looks at the outbox for messages other processes queued (default 2 s).
+	RetryBase, RetryMax, Poll time.Duration
+	// Parallel bounds the conversations answered at once (default 4); the
+	// messages of one conversation are always answered in order.
+	Parallel int
+	// TurnTimeout bounds one message's turn (default 10 min).
+	TurnTimeout time.Duration
+}
+
+// Service is a running gateway: start it in the process that hosts the
+// profile, stop it when that process ends.
+type Service struct {
+	o     Options
+	store *Store
+	log   *slog.Logger
+	sem   chan struct{}
+
+	mu      sync.Mutex
+	convos  map[string]*convo
+	wake    map[string]chan struct{}
+	state   map[string]string
+	started bool
+
+	stop       context.CancelFunc // adapters, workers
+	turnCancel context.CancelFunc // turns in flight
+	turnCtx    context.Context
+	wg         sync.WaitGroup // adapters, workers
+	turns      sync.WaitGroup // conversation drains
+}
+
+type convo struct {
+	pending []job
+}
+
+type job struct {
+	c   Configured
+	msg Inbound
+}
+
+// New builds a gateway (Start runs it).
+func New(o Options) *Service {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if o.Deadline <= 0 {
+		o.Deadline = DefaultDeadline
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = 2 * time.Second
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = 5 * time.Minute
+	}
+	if o.Poll <= 0 {
+		o.Poll = 2 * time.Second
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	if o.TurnTimeout <= 0 {
+		o.TurnTimeout = 10 * time.Minute
+	}
+	if o.Profile == "" {
+		o.Profile = "default"
+	}
+	s := &Service{o: o, store: NewStore(o.DB), log: o.Logger, sem: make(chan struct{}, o.Parallel),
+		convos: map[string]*convo{}, wake: map[string]chan struct{}{}, state: map[string]string{}}
+	for _, c := range o.Adapters {
+		s.wake[c.Adapter.Platform()] = make(chan struct{}, 1)
+	}
+	return s
+}
+
+// Store is the gateway's store.
+func (s *Service) Store() *Store { return s.store }
+
+// Platforms are the adapters' names, sorted.
+func (s *Service) Platforms() []string {
+	out := make([]string, 0, len(s.o.Adapters))
+	for _, c := range s.o.Adapters {
+		out = append(out, c.Adapter.Platform())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Start runs every adapter and its delivery worker in the background.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return apperr.New(apperr.Conflict, "the gateway is already running")
+	}
+	s.started = true
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = cancel
+	s.turnCtx, s.turnCancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.mu.Unlock()
+	for _, c := range s.o.Adapters {
+		c := c
+		p := c.Adapter.Platform()
+		s.report(p, Starting, "", nil)
+		s.wg.Add(2)
+		go func() {
+			defer s.wg.Done()
+			err := c.Adapter.Run(run, func(m Inbound) { s.accept(c, m) }, func(state, detail string, err error) { s.report(p, state, detail, err) })
+			switch {
+			case err != nil && run.Err() == nil:
+				s.report(p, Errored, "not running", err)
+			default:
+				s.report(p, Stopped, "", nil)
+			}
+		}()
+		go func() {
+			defer s.wg.Done()
+			s.deliver(run, c.Adapter)
+		}()
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.housekeeping(run)
+	}()
+	return nil
+}
+
+// Stop stops receiving, lets the turns in flight finish (bounded by ctx),
+// then stops delivering. Replies not yet sent stay in the outbox for the
+// next host.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.started {
+		s.mu.Unlock()
+		return nil
+	}
+	s.started = false
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.turns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.turnCancel()
+		<-done
+	}
+	s.stop()
+	s.turnCancel()
+	s.wg.Wait()
+	return nil
+}
+
+// Wake tells platform's delivery worker that the outbox changed.
+func (s *Service) Wake(platform string) {
+	if ch, ok := s.wake[platform]; ok {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// report records an adapter's state (in the store, for every surface).
+func (s *Service) report(platform, state, detail string, err error) {
+	s.mu.Lock()
+	key := state + "\x00" + detail
+	if err == nil && s.state[platform] == key {
+		s.mu.Unlock()
+		return
+	}
+	s.state[platform] = key
+	s.mu.Unlock()
+	st := Status{Platform: platform, State: state, Detail: detail, PID: os.Getpid(), Process: s.o.Process}
+	if err != nil {
+		st.LastError = err.Error()
+		s.log.Warn("gateway adapter", "platform", platform, "state", state, "error", err)
+	}
+	if werr := s.store.SetStatus(context.Background(), st); werr != nil {
+		s.log.Warn("gateway: cannot record the adapter's state", "platform", platform, "error", werr)
+	}
+}
+
+// SessionKey is the conversation's key: <platform>:<chat_type>:<chat_id>[:<thread_id>].
+func SessionKey(platform string, src hooks.Source) string {
+	return hooks.GatewayContext(platform, "", src).SessionKey
+}
+
+// accept queues a message behind the earlier ones of its conversation.
+func (s *Service) accept(c Configured, m Inbound) {
+	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
+	key := SessionKey(c.Adapter.Platform(), src)
+	s.mu.Lock()
+	if !s.started {
+		s.mu.Unlock()
+		return
+	}
+	cv, running := s.convos[key]
+	if !running {
+		cv = &convo{}
+		s.convos[key] = cv
+	}
+	cv.pending = append(cv.pending, job{c: c, msg: m})
+	s.mu.Unlock()
+	if !running {
+		s.turns.Add(1)
+		go s.drain(key)
+	}
+}
+
+func (s *Service) drain(key string) {
+	defer s.turns.Done()
+	for {
+		s.mu.Lock()
+		cv := s.convos[key]
+		if len(cv.pending) == 0 {
+			delete(s.convos, key)
+			s.mu.Unlock()
+			return
+		}
+		j := cv.pending[0]
+		cv.pending = cv.pending[1:]
+		s.mu.Unlock()
+		s.sem <- struct{}{}
+		ctx, cancel := context.WithTimeout(s.turnCtx, s.o.TurnTimeout)
+		if err := s.handle(ctx, j.c, j.msg); err != nil {
+			s.log.Warn("gateway: a message was not answered", "platform", j.c.Adapter.Platform(), "error", err)
+		}
+		cancel()
+		<-s.sem
+	}
+}
+
+// RefusalText is what an unknown sender is told, once.
+const RefusalText = "Sorry, this assistant only answers the people its owner allowed. Your %s id is %s; the owner can add it to gateway.%s.allowed_users."
+
+// handle answers one message: access, pre_gateway_dispatch, route,
+// hygiene, the turn, then the reply into the outbox.
+func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
+	platform := c.Adapter.Platform()
+	taken, err := s.store.Take(ctx, platform, m.EventID)
+	if err != nil || !taken {
+		return err
+	}
+	_ = s.store.count(ctx, platform, "received")
+	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
+	key := SessionKey(platform, src)
+	out := Outbound{Platform: platform, ChatID: m.ChatID, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo}
+	if !c.Access.Allows(m.UserID, m.ChatID) {
+		// Deny by default: nothing reaches the model or the plugins; the
+		// sender is told once.
+		first, err := s.store.Refuse(ctx, platform, m.UserID, m.UserName, m.ChatID)
+		s.log.Info("gateway: refused a sender who is not allowed", "platform", platform, "user_id", m.UserID, "first", first)
+		if err != nil || !first {
+			return err
+		}
+		out.Text, out.Origin = fmt.Sprintf(RefusalText, platform, m.UserID, platform), "refusal"
+		return s.enqueue(ctx, out)
+	}
+	text := stripBotName(m.Text)
+	sid, err := s.current(ctx, key)
+	if err != nil {
+		return err
+	}
+	if s.o.Bus.HasSync(hooks.PreGatewayDispatch) {
+		d, err := s.dispatch(ctx, platform, key, sid, text, m, src)
+		if err != nil {
+			return err
+		}
+		if d.Action == "skip" {
+			s.log.Info("gateway: pre_gateway_dispatch skipped a message", "platform", platform, "plugin", d.Plugin, "reason", d.Reason)
+			return nil
+		}
+		text = d.Text
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if name, _, ok := hooks.ParseCommand(text); ok && name == "start" {
+		if _, known := s.o.Bus.Commands().Lookup("start"); !known {
+			out.Text, out.Origin = "Hello! Write a message to talk to the agent; /help lists the commands.", "reply"
+			return s.enqueue(ctx, out)
+		}
+	}
+	if sid == "" {
+		sess, err := s.o.Sessions.Create(ctx, sessions.CreateParams{Title: title(platform, m), Source: "gateway", Platform: platform,
+			SenderID: m.UserID, SenderName: clipRunes(m.UserName, 256)})
+		if err != nil {
+			return err
+		}
+		sid = sess.ID
+		if err := s.store.SetRoute(ctx, key, platform, sid); err != nil {
+			return err
+		}
+	} else if _, isCmd := commandName(text); !isCmd {
+		// Between messages: a conversation above the soft threshold is
+		// compacted before the next turn (gateway_hygiene).
+		h, err := s.o.Loop.HygieneFor(ctx, sid, hooks.GatewayContext(platform, sid, src))
+		if err != nil {
+			s.log.Warn("gateway: hygiene failed; the turn goes on", "session", sid, "error", err)
+		} else if h.SessionID != sid {
+			sid = h.SessionID
+			if err := s.store.SetRoute(ctx, key, platform, sid); err != nil {
+				return err
+			}
+		}
+	}
+	stopTyping := s.typing(ctx, c.Adapter, m)
+	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
+	stopTyping()
+	if t.SessionID != "" && t.SessionID != sid {
+		if rerr := s.store.SetRoute(ctx, key, platform, t.SessionID); rerr != nil {
+			return rerr
+		}
+	}
+	out.SessionID, out.Origin = t.SessionID, "reply"
+	switch {
+	case err != nil:
+		out.Text = "Sorry, that did not work: " + PlainError(err)
+	default:
+		out.Text = Answer(t)
+	}
+	if out.Text == "" {
+		return err
+	}
+	if eerr := s.enqueue(ctx, out); eerr != nil {
+		return eerr
+	}
+	return nil
+}
+
+// current is the live session of a conversation: its route, followed along
+// compression rotations to the tip; "" when it has none, or when its
+// session ended (/exit), was deleted or is in the trash.
+func (s *Service) current(ctx context.Context, key string) (string, error) {
+	sid, err := s.store.Route(ctx, key)
+	if err != nil || sid == "" {
+		return "", err
+	}
+	tip, err := s.o.Loop.Continuation(ctx, sid)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	sess, err := s.o.Sessions.Get(ctx, tip)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if sess.Ended() || sess.Trashed() {
+		return "", nil
+	}
+	return tip, nil
+}
+
+// dispatch asks pre_gateway_dispatch what to do with a message.
+func (s *Service) dispatch(ctx context.Context, platform, key, sid, text string, m Inbound, src hooks.Source) (hooks.DispatchDecision, error) {
+	ev := hooks.GatewayEvent{Text: text, MessageType: "text", MessageID: m.MessageID, Timestamp: float64(m.At.UnixMilli()) / 1000,
+		Platform: platform, UserID: m.UserID, UserName: m.UserName, ChatID: m.ChatID, ChatType: m.ChatType, ThreadID: m.ThreadID,
+		Source: src, MediaURLs: []string{}}
+	if _, ok := commandName(text); ok {
+		ev.MessageType = "command"
+	}
+	if m.ReplyTo != "" {
+		ev.ReplyToMessageID = &m.ReplyTo
+	}
+	results, err := s.o.Bus.CallSync(ctx, hooks.PreGatewayDispatch, hooks.GatewayDispatchPayload{Event: ev,
+		Gateway: hooks.GatewayInfo{Platform: platform, Platforms: s.Platforms(), Profile: s.o.Profile}, Platform: platform,
+		SessionKey: key, SessionID: hooks.StrOrNil(sid), UserID: m.UserID, ChatID: m.ChatID, Text: text})
+	if err != nil {
+		return hooks.DispatchDecision{}, err
+	}
+	return hooks.DecideDispatch(results, text), nil
+}
+
+// typing shows "typing…" until the returned func is called, where the
+// platform has it; failures are ignored.
+func (s *Service) typing(ctx context.Context, a Adapter, m Inbound) func() {
+	t, ok := a.(Typer)
+	if !ok {
+		return func() {}
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, cc := context.WithTimeout(tctx, 5*time.Second)
+			_ = t.Typing(c, m.ChatID, m.ThreadID)
+			cc()
+			if !sleep(tctx, 4*time.Second) {
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (s *Service) enqueue(ctx context.Context, o Outbound) error {
+	// The reply is stored even if the turn's ctx ran out meanwhile.
+	if _, err := s.store.Enqueue(context.WithoutCancel(ctx), o, s.o.Deadline); err != nil {
+		return err
+	}
+	s.Wake(o.Platform)
+	return nil
+}
+
+// deliver sends platform's outbox in order, retrying with backoff; it
+// never runs a turn again.
+func (s *Service) deliver(ctx context.Context, a Adapter) {
+	platform := a.Platform()
+	wake := s.wake[platform]
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-wake:
+			return true
+		case <-t.C:
+			return true
+		}
+	}
+	for ctx.Err() == nil {
+		d, ok, err := s.store.next(ctx, platform)
+		if err != nil {
+			if !wait(s.o.Poll) {
+				return
+			}
+			continue
+		}
+		if !ok {
+			if !wait(s.o.Poll) {
+				return
+			}
+			continue
+		}
+		now := s.o.DB.Now()
+		if d.NextAt.After(now) {
+			if !wait(min(d.NextAt.Sub(now), s.o.Poll)) {
+				return
+			}
+			continue
+		}
+		if now.After(d.Deadline) {
+			_ = s.store.markFailed(ctx, d.ID, "gave up: "+d.LastError, now, true)
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		mid, err := a.Send(sctx, Message{ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, Text: d.Text})
+		cancel()
+		if err == nil {
+			if ok, _ := s.store.markSent(context.WithoutCancel(ctx), d.ID, mid); ok {
+				_ = s.store.count(context.WithoutCancel(ctx), platform, "sent")
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		delay := backoff(s.o.RetryBase, s.o.RetryMax, d.Attempts+1)
+		if ra, ok := retryDelay(err); ok {
+			delay = max(ra, s.o.RetryBase)
+		}
+		final := IsPermanent(err) || now.Add(delay).After(d.Deadline)
+		_ = s.store.markFailed(ctx, d.ID, err.Error(), now.Add(delay), final)
+		s.report(platform, s.currentState(platform), "", fmt.Errorf("delivery failed (attempt %d): %w", d.Attempts+1, err))
+	}
+}
+
+func (s *Service) currentState(platform string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, _, _ := strings.Cut(s.state[platform], "\x00")
+	if st == "" {
+		return Starting
+	}
+	return st
+}
+
+// housekeeping forgets old inbound ids.
+func (s *Service) housekeeping(ctx context.Context) {
+	for {
+		_ = s.store.PruneInbound(ctx, s.o.DB.Now().Add(-7*24*time.Hour))
+		if !sleep(ctx, time.Hour) {
+			return
+		}
+	}
+}
+
+// stripBotName turns Telegram's "/cmd@my_bot args" into "/cmd args".
+func stripBotName(text string) string {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") {
+		return text
+	}
+	head, rest, _ := strings.Cut(t, " ")
+	if i := strings.IndexByte(head, '@'); i > 0 {
+		head = head[:i]
+	}
+	if rest == "" {
+		return head
+	}
+	return head + " " + rest
+}
+
+func commandName(text string) (string, bool) {
+	n, _, ok := hooks.ParseCommand(text)
+	return n, ok
+}
+
+func title(platform string, m Inbound) string {
+	who := m.UserName
+	if who == "" {
+		who = m.UserID
+	}
+	p := strings.ToUpper(platform[:1]) + platform[1:]
+	if m.ChatType != "" && m.ChatType != "dm" {
+		return clipRunes(fmt.Sprintf("%s %s %s · %s", p, m.ChatType, m.ChatID, who), 200)
+	}
+	return clipRunes(fmt.Sprintf("%s · %s", p, who), 200)
+}
+
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
+
+func nonEmpty(xs ...string) []string {
+	var out []string
+	for _, x := range xs {
+		if strings.TrimSpace(x) != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Answer is what a turn says back: a command's output and the reply.
+func Answer(t turns.Turn) string {
+	return strings.TrimSpace(strings.Join(nonEmpty(t.Output, t.Reply), "\n\n"))
+}
+
+// PlainError is what a chat is told of a failure: the message of a coded
+// error, never an internal chain.
+func PlainError(err error) string {
+	var e *apperr.Error
+	if errors.As(err, &e) && e.Code != apperr.Internal {
+		return err.Error()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "the answer took too long."
+	}
+	return "something went wrong on the agent's side (its owner can see the details in the log)."
+}

@@ -1,0 +1,342 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+)
+
+// SlackOptions configure the Slack adapter.
+type SlackOptions struct {
+	Token            string // the bot token (xoxb-...), from the environment
+	TokenEnv         string
+	SigningSecret    string // the app's signing secret, from the environment
+	SigningSecretEnv string
+	Listen           string       // where the Events API posts (default 127.0.0.1:8790), path /slack/events
+	Listener         net.Listener // a listener to serve on instead of Listen (tests)
+	APIURL           string       // default https://slack.com/api
+	RetryBase        time.Duration
+	RetryMax         time.Duration
+	Client           *http.Client
+}
+
+// Slack receives Slack's Events API over HTTP (every request's signature
+// verified with the signing secret, through slack-go) and answers with the
+// Web API (chat.postMessage, chat.update) through slack-go's client.
+type Slack struct {
+	o   SlackOptions
+	api *slack.Client
+
+	mu     sync.Mutex
+	names  map[string]string
+	botID  string
+	addr   string
+	events chan Inbound
+}
+
+// SlackEventsPath is where the Events API request URL points.
+const SlackEventsPath = "/slack/events"
+
+// NewSlack builds the adapter.
+func NewSlack(o SlackOptions) *Slack {
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:8790"
+	}
+	if o.APIURL == "" {
+		o.APIURL = "https://slack.com/api"
+	}
+	if o.TokenEnv == "" {
+		o.TokenEnv = "SLACK_BOT_TOKEN"
+	}
+	if o.SigningSecretEnv == "" {
+		o.SigningSecretEnv = "SLACK_SIGNING_SECRET"
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = time.Second
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = time.Minute
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	api := slack.New(o.Token, slack.OptionAPIURL(strings.TrimRight(o.APIURL, "/")+"/"), slack.OptionHTTPClient(o.Client))
+	return &Slack{o: o, api: api, names: map[string]string{}, events: make(chan Inbound, 256)}
+}
+
+// Platform implements Adapter.
+func (s *Slack) Platform() string { return "slack" }
+
+// Addr is the address the Events API endpoint listens on ("" before Run).
+func (s *Slack) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Run implements Adapter: serve the Events API endpoint, check the token
+// (auth.test), and hand messages on in order.
+func (s *Slack) Run(ctx context.Context, in Inbox, report Reporter) error {
+	switch {
+	case s.o.Token == "":
+		return errMissingSecret("slack", s.o.TokenEnv)
+	case s.o.SigningSecret == "":
+		return errMissingSecret("slack", s.o.SigningSecretEnv)
+	}
+	ln := s.o.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.o.Listen); err != nil {
+			return fmt.Errorf("slack: cannot listen on %s: %w", s.o.Listen, err)
+		}
+	}
+	s.mu.Lock()
+	s.addr = ln.Addr().String()
+	s.mu.Unlock()
+	mux := http.NewServeMux()
+	mux.Handle(SlackEventsPath, s)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.forward(ctx, in)
+	}()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+		wg.Wait()
+	}()
+	for attempt := 1; ; attempt++ {
+		auth, err := s.api.AuthTestContext(ctx)
+		if err == nil {
+			s.mu.Lock()
+			s.botID = auth.UserID
+			s.mu.Unlock()
+			report(Connected, fmt.Sprintf("%s in %s, events on http://%s%s", auth.User, auth.Team, ln.Addr(), SlackEventsPath), nil)
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		report(Retrying, "auth.test failed", err)
+		if !sleep(ctx, backoff(s.o.RetryBase, s.o.RetryMax, attempt)) {
+			return nil
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-served:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("slack: the events endpoint stopped: %w", err)
+	}
+}
+
+// forward resolves each sender's name and hands messages on, in the order
+// they came.
+func (s *Slack) forward(ctx context.Context, in Inbox) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-s.events:
+			m.UserName = s.userName(ctx, m.UserID)
+			in(m)
+		}
+	}
+}
+
+// userName asks users.info once per user (best effort).
+func (s *Slack) userName(ctx context.Context, id string) string {
+	s.mu.Lock()
+	name, ok := s.names[id]
+	s.mu.Unlock()
+	if ok {
+		return name
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if u, err := s.api.GetUserInfoContext(cctx, id); err == nil {
+		name = u.Profile.DisplayName
+		if name == "" {
+			name = u.RealName
+		}
+		if name == "" {
+			name = u.Name
+		}
+	}
+	s.mu.Lock()
+	s.names[id] = name
+	s.mu.Unlock()
+	return name
+}
+
+var mentionRE = regexp.MustCompile(`<@[A-Z0-9]+>\s*`)
+
+// ServeHTTP is the Events API endpoint: it verifies the request's
+// signature (v0, timestamp within five minutes), answers url_verification,
+// and queues message and app_mention events, answering 200 at once.
+func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20+1))
+	if err != nil || len(body) > 1<<20 {
+		http.Error(w, "body too large or unreadable", http.StatusBadRequest)
+		return
+	}
+	sv, err := slack.NewSecretsVerifier(r.Header, s.o.SigningSecret)
+	if err == nil {
+		_, _ = sv.Write(body)
+		err = sv.Ensure()
+	}
+	if err != nil {
+		http.Error(w, "invalid signature", http.StatusUnauthorized)
+		return
+	}
+	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+	if err != nil {
+		http.Error(w, "not an Events API request", http.StatusBadRequest)
+		return
+	}
+	switch ev.Type {
+	case slackevents.URLVerification:
+		v, _ := ev.Data.(*slackevents.EventsAPIURLVerificationEvent)
+		if v == nil {
+			http.Error(w, "no challenge", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(slackevents.ChallengeResponse{Challenge: v.Challenge})
+		return
+	case slackevents.CallbackEvent:
+		if m, ok := s.inbound(ev); ok {
+			select {
+			case s.events <- m:
+			default:
+				// Full: Slack retries the event, which is deduplicated.
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+				return
+			}
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// inbound turns a callback event into a message, or false for one that is
+// not a person's message (bots, edits, joins, the bot itself).
+func (s *Slack) inbound(ev slackevents.EventsAPIEvent) (Inbound, bool) {
+	var m Inbound
+	var channelType string
+	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.MessageEvent:
+		if e.BotID != "" || (e.SubType != "" && e.SubType != "file_share" && e.SubType != "thread_broadcast") {
+			return m, false
+		}
+		m = Inbound{UserID: e.User, ChatID: e.Channel, Text: e.Text, MessageID: e.TimeStamp, ThreadID: e.ThreadTimeStamp}
+		channelType = e.ChannelType
+	case *slackevents.AppMentionEvent:
+		if e.BotID != "" {
+			return m, false
+		}
+		m = Inbound{UserID: e.User, ChatID: e.Channel, Text: e.Text, MessageID: e.TimeStamp, ThreadID: e.ThreadTimeStamp}
+		channelType = "channel"
+		if strings.HasPrefix(e.Channel, "D") {
+			channelType = "im"
+		}
+	default:
+		return m, false
+	}
+	s.mu.Lock()
+	bot := s.botID
+	s.mu.Unlock()
+	if m.UserID == "" || m.UserID == bot {
+		return m, false
+	}
+	m.Text = strings.TrimSpace(mentionRE.ReplaceAllString(m.Text, ""))
+	// A message and its app_mention are one message: dedupe on channel+ts.
+	m.EventID = m.ChatID + ":" + m.MessageID
+	m.ReplyTo = m.ThreadID
+	m.ChatType = slackChatType(channelType)
+	if ts := strings.SplitN(m.MessageID, ".", 2); len(ts) > 0 {
+		var sec int64
+		_, _ = fmt.Sscan(ts[0], &sec)
+		m.At = time.Unix(sec, 0).UTC()
+	}
+	return m, m.Text != ""
+}
+
+func slackChatType(t string) string {
+	switch t {
+	case "im":
+		return "dm"
+	case "mpim", "group":
+		return "group"
+	case "channel":
+		return "channel"
+	}
+	if t == "" {
+		return "channel"
+	}
+	return t
+}
+
+// Send implements Adapter (chat.postMessage, in the thread when there is one).
+func (s *Slack) Send(ctx context.Context, m Message) (string, error) {
+	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false)}
+	if m.ThreadID != "" {
+		opts = append(opts, slack.MsgOptionTS(m.ThreadID))
+	}
+	_, ts, err := s.api.PostMessageContext(ctx, m.ChatID, opts...)
+	return ts, slackError("chat.postMessage", err)
+}
+
+// Edit implements Editor (chat.update).
+func (s *Slack) Edit(ctx context.Context, chatID, messageID, text string) error {
+	_, _, _, err := s.api.UpdateMessageContext(ctx, chatID, messageID, slack.MsgOptionText(text, false))
+	return slackError("chat.update", err)
+}
+
+// slackError classifies a Web API error: rate limits wait, Slack's own
+// "this cannot work" answers are permanent, the rest is retried.
+func slackError(method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	wrapped := fmt.Errorf("slack %s: %w", method, err)
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return RetryAfter(wrapped, rl.RetryAfter)
+	}
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout":
+			return wrapped
+		}
+		return Permanent(wrapped)
+	}
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) && sc.Code >= 400 && sc.Code < 500 && sc.Code != http.StatusTooManyRequests && sc.Code != http.StatusRequestTimeout {
+		return Permanent(wrapped)
+	}
+	return wrapped
+}
