@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"atrium/backend/apperr"
+	"atrium/backend/cron"
+	"atrium/backend/gateway"
 	"atrium/backend/maintenance"
 	"atrium/backend/plugins"
 	"atrium/backend/sessions"
@@ -46,6 +48,8 @@ type App struct {
 	Activity *Activity
 	Settings *Settings
 	Storage  *Storage
+	Gateway  *Gateway
+	Cron     *Cron
 	log      *slog.Logger
 	live     *live
 	emit     Emitter
@@ -61,6 +65,9 @@ type Options struct {
 	Opener   Opener  // opens a folder in the file manager; nil: Plugins.Open only reports the path
 	// Ready runs once when the UI reports its first paint (Settings.Ready).
 	Ready func()
+	// Cron is the scheduler this process hosts (nil: a store-only one, for
+	// the page and "run now").
+	Cron *cron.Service
 }
 
 // New builds the services of st. Call Run to push live events.
@@ -68,12 +75,17 @@ func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Ma
 	if o.Emitter == nil {
 		o.Emitter = nopEmitter{}
 	}
+	if o.Cron == nil {
+		o.Cron = cron.New(cron.Options{DB: st.DB, Sessions: st.Sessions, Loop: loop, Outbox: gateway.NewStore(st.DB), Logger: st.Logger()})
+	}
 	a := &App{
 		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter).withSaver(o.Saver),
 		Plugins:  NewPlugins(ctx, mgr, o.Picker, o.Opener),
 		Activity: NewActivity(ctx, st),
 		Settings: NewSettings(st, o.Platform, o.Version, o.Ready),
 		Storage:  NewStorage(ctx, st),
+		Gateway:  NewGateway(ctx, st),
+		Cron:     NewCron(ctx, st, o.Cron),
 		log:      st.Logger(),
 		emit:     o.Emitter,
 		live:     newLive(st, o.Emitter),
@@ -95,7 +107,7 @@ func (a *App) OpenSession(id string) { a.emit.Emit(EventOpenSession, OpenSession
 
 // Bindings are the services the window binds, for Wails' Bind option.
 func (a *App) Bindings() []any {
-	return []any{a.Sessions, a.Plugins, a.Activity, a.Settings, a.Storage}
+	return []any{a.Sessions, a.Plugins, a.Activity, a.Settings, a.Storage, a.Gateway, a.Cron}
 }
 
 // ErrorDTO is what a caller sees of an error.

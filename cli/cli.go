@@ -135,7 +135,7 @@ func NewRoot(env Env) *cobra.Command {
 			return r.print(map[string]string{"version": env.Version}, func(w io.Writer) { fmt.Fprintln(w, env.Version) })
 		},
 	})
-	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.storageCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.serveCmd(), r.devCmd())
+	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.storageCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.serveCmd(), r.gatewayCmd(), r.cronCmd(), r.devCmd())
 	return root
 }
 
@@ -204,6 +204,8 @@ var firesHooks = map[string][]string{
 	"atrium serve":                     nil,
 	"atrium":                           nil, // the window
 	"atrium compact":                   {hooks.PostCompaction},
+	"atrium gateway run":               nil,
+	"atrium cron run":                  nil,
 }
 
 // usesCapabilities lists the commands that call plugin capabilities beyond

@@ -69,9 +69,13 @@ func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags,
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	host, err := r.services(st, "atrium serve", f)
+	if err != nil {
+		return err
+	}
 	hub := app.NewHub()
 	a := app.New(ctx, st, loop, r.pluginManager(ctx, st),
-		app.Options{Platform: app.PlatformDashboard, Version: r.env.Version, Emitter: hub})
+		app.Options{Platform: app.PlatformDashboard, Version: r.env.Version, Emitter: hub, Cron: host.CronService()})
 	srv := &http.Server{Handler: app.NewHandler(a, token, app.Serving{Assets: frontend.Dist(), Hub: hub}), ReadHeaderTimeout: 10 * time.Second,
 		// Requests end with the server, so open event streams do not hold up
 		// the shutdown.
@@ -79,6 +83,7 @@ func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags,
 	var wg sync.WaitGroup
 	wg.Go(func() { st.Maintenance.Loop(ctx) })
 	wg.Go(func() { a.Run(ctx) })
+	wg.Go(func() { host.Run(ctx) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(r.env.Stdout, "Atrium dashboard: http://%s/?token=%s\n", ln.Addr(), token)

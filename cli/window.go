@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -39,8 +40,18 @@ func (r *runner) window(root *cobra.Command) {
 			}
 			wctx, stop := context.WithCancel(ctx)
 			defer stop()
+			host, err := r.services(st, "the desktop window", f)
+			if err != nil {
+				return err
+			}
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer stop()
+			// The window hosts the scheduler, and the gateway with
+			// gateway.autostart, while it is open.
+			wg.Go(func() { host.Run(wctx) })
 			return desktop.Run(ctx, st, desktop.Options{Version: r.env.Version, Open: open, Loop: loop,
-				Plugins: r.pluginManager(wctx, st), Ready: r.releasePlugins})
+				Plugins: r.pluginManager(wctx, st), Ready: r.releasePlugins, Cron: host.CronService()})
 		})
 	}
 }

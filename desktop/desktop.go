@@ -7,6 +7,7 @@
 package desktop
 
 import (
+	"atrium/backend/cron"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
@@ -27,6 +28,9 @@ type Options struct {
 	// after the page loaded, whichever comes first (it starts the plugin
 	// processes kept back so the window paints sooner).
 	Ready func()
+	// Cron is the scheduler this process hosts (the Cron page's "run now"
+	// and new jobs reach it at once); nil for a store-only one.
+	Cron *cron.Service
 }
 
 // readyAfter bounds how long Options.Ready waits for the UI's first paint.

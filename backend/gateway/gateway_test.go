@@ -17,6 +17,7 @@ import (
 	"atrium/backend/compaction"
 	"atrium/backend/db"
 	"atrium/backend/gateway"
+	"atrium/backend/gateway/gatewaytest"
 	"atrium/backend/hooks"
 	"atrium/backend/hooks/hookstest"
 	"atrium/backend/llm"
@@ -155,7 +156,7 @@ func (e *env) route(t *testing.T, key string) string {
 
 const tgToken = "123456:TEST-telegram-token-never-logged"
 
-func telegram(f *fakeTelegram, users ...string) gateway.Configured {
+func telegram(f *gatewaytest.Telegram, users ...string) gateway.Configured {
 	return gateway.Configured{Adapter: gateway.NewTelegram(gateway.TelegramOptions{Token: tgToken, BaseURL: f.URL,
 		PollTimeout: time.Second, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond}),
 		Access: gateway.Access{Users: users}}
@@ -169,14 +170,14 @@ func telegram(f *fakeTelegram, users ...string) gateway.Configured {
 func TestTelegramConversation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 2000, 0.5)
-	f := newFakeTelegram(t, tgToken)
+	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "4242"))
 	key := "telegram:dm:4242"
 
-	f.push(4242, "Ada", 4242, "private", "/whoami")
-	waitFor(t, "the /whoami reply", func() bool { return len(f.sentTexts()) == 1 })
+	f.Push(4242, "Ada", 4242, "private", "/whoami")
+	waitFor(t, "the /whoami reply", func() bool { return len(f.SentTexts()) == 1 })
 	sid := e.route(t, key)
-	if got := f.sentTexts()[0]; !strings.Contains(got, "Ada (4242) on telegram") || !strings.Contains(got, "key "+key) || !strings.Contains(got, sid) {
+	if got := f.SentTexts()[0]; !strings.Contains(got, "Ada (4242) on telegram") || !strings.Contains(got, "key "+key) || !strings.Contains(got, sid) {
 		t.Fatalf("whoami answered %q (session %s)", got, sid)
 	}
 	s, err := e.sess.Get(context.Background(), sid)
@@ -188,10 +189,10 @@ func TestTelegramConversation(t *testing.T) {
 	// An unknown sender: one polite refusal, then silence; nothing reaches
 	// the model or the plugins, no session is made.
 	before := e.count(t, `SELECT COUNT(*) FROM sessions`)
-	f.push(777, "Mallory", 777, "private", "hello?")
-	f.push(777, "Mallory", 777, "private", "/whoami")
-	waitFor(t, "the refusal", func() bool { return len(f.sentTexts()) == 2 })
-	if got := f.sentTexts()[1]; !strings.Contains(got, "only answers the people its owner allowed") || !strings.Contains(got, "777") {
+	f.Push(777, "Mallory", 777, "private", "hello?")
+	f.Push(777, "Mallory", 777, "private", "/whoami")
+	waitFor(t, "the refusal", func() bool { return len(f.SentTexts()) == 2 })
+	if got := f.SentTexts()[1]; !strings.Contains(got, "only answers the people its owner allowed") || !strings.Contains(got, "777") {
 		ds, _ := gateway.NewStore(e.db).Deliveries(context.Background(), "", 10)
 		t.Fatalf("refusal %q; outbox %+v; log %s", got, ds, e.logs.String())
 	}
@@ -208,9 +209,9 @@ func TestTelegramConversation(t *testing.T) {
 	// in the continuation.
 	long := strings.Repeat("the shipment for order 77 leaves from the north dock on monday morning ", 6)
 	say := func(text string) {
-		n := len(f.sentTexts())
-		f.push(4242, "Ada", 4242, "private", text)
-		waitFor(t, "a reply", func() bool { return len(f.sentTexts()) == n+1 })
+		n := len(f.SentTexts())
+		f.Push(4242, "Ada", 4242, "private", text)
+		waitFor(t, "a reply", func() bool { return len(f.SentTexts()) == n+1 })
 	}
 	for i := 0; i < 14 && len(e.posts(t)) == 0; i++ {
 		say(long)
@@ -230,19 +231,19 @@ func TestTelegramConversation(t *testing.T) {
 	}
 
 	// /compress from the chat: reason manual, platform telegram.
-	n := len(f.sentTexts())
-	f.push(4242, "Ada", 4242, "private", "/compress")
-	waitFor(t, "the /compress reply", func() bool { return len(f.sentTexts()) == n+1 })
+	n := len(f.SentTexts())
+	f.Push(4242, "Ada", 4242, "private", "/compress")
+	waitFor(t, "the /compress reply", func() bool { return len(f.SentTexts()) == n+1 })
 	posts = e.posts(t)
 	if len(posts) != 2 || posts[1].Reason != compaction.ReasonManual || posts[1].Platform == nil || *posts[1].Platform != "telegram" {
-		t.Fatalf("/compress: %+v, replied %q", posts, f.sentTexts()[n])
+		t.Fatalf("/compress: %+v, replied %q", posts, f.SentTexts()[n])
 	}
 	tip = e.route(t, key)
 
 	// /new: on_session_reset with both ids; the next message goes to the new session.
-	n = len(f.sentTexts())
-	f.push(4242, "Ada", 4242, "private", "/new")
-	waitFor(t, "the /new reply", func() bool { return len(f.sentTexts()) == n+1 })
+	n = len(f.SentTexts())
+	f.Push(4242, "Ada", 4242, "private", "/new")
+	waitFor(t, "the /new reply", func() bool { return len(f.SentTexts()) == n+1 })
 	if err := e.bus.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestTelegramConversation(t *testing.T) {
 	if reset.OldSessionID != tip || reset.NewSessionID != fresh || reset.Platform != "telegram" || fresh == tip {
 		t.Fatalf("reset %+v, route %s (was %s)", reset, fresh, tip)
 	}
-	f.push(4242, "Ada", 4242, "private", "hello again")
+	f.Push(4242, "Ada", 4242, "private", "hello again")
 	waitFor(t, "a reply in the new session", func() bool {
 		return e.count(t, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'assistant'`, fresh) == 1
 	})
@@ -270,15 +271,15 @@ func TestTelegramConversation(t *testing.T) {
 func TestDeliveryRetriesWithoutRunningTheTurnAgain(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 8192, 0.9)
-	f := newFakeTelegram(t, tgToken)
-	f.set(func(f *fakeTelegram) { f.failSend, f.rateLimit = 2, 1 })
+	f := gatewaytest.NewTelegram(t, tgToken)
+	f.Set(func(f *gatewaytest.Telegram) { f.FailSend, f.RateLimit = 2, 1 })
 	e.start(t, telegram(f, "1"))
-	f.push(1, "Bo", 1, "private", "what ships today?")
+	f.Push(1, "Bo", 1, "private", "what ships today?")
 	waitFor(t, "the reply after the retries", func() bool {
 		return e.count(t, `SELECT COUNT(*) FROM gateway_outbox WHERE state = 'sent'`) == 1
 	})
-	if len(f.sentTexts()) != 1 {
-		t.Fatalf("sent %q", f.sentTexts())
+	if len(f.SentTexts()) != 1 {
+		t.Fatalf("sent %q", f.SentTexts())
 	}
 	sid := e.route(t, "telegram:dm:1")
 	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'assistant'`, sid); n != 1 {
@@ -313,12 +314,12 @@ func TestRedeliveredMessageRunsOnce(t *testing.T) {
 func TestOnePlatformDownDoesNotBlockAnother(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 8192, 0.9)
-	f := newFakeTelegram(t, tgToken)
-	f.set(func(f *fakeTelegram) { f.down = true })
+	f := gatewaytest.NewTelegram(t, tgToken)
+	f.Set(func(f *gatewaytest.Telegram) { f.Down = true })
 	recv := newReplyReceiver(t, "s3cret", 0)
 	wh := webhookAdapter(t, "s3cret", recv.URL)
 	e.start(t, telegram(f, "1"), gateway.Configured{Adapter: wh, Access: gateway.Access{Users: []string{"u1"}}})
-	f.push(1, "Bo", 1, "private", "are you there?")
+	f.Push(1, "Bo", 1, "private", "are you there?")
 	waitFor(t, "telegram's reply failing", func() bool {
 		return e.count(t, `SELECT COUNT(*) FROM gateway_outbox WHERE platform = 'telegram' AND attempts >= 2 AND state = 'pending'`) == 1
 	})
@@ -327,8 +328,8 @@ func TestOnePlatformDownDoesNotBlockAnother(t *testing.T) {
 	if r := recv.replies()[0]; !strings.Contains(r.Text, "u1 on webhook") || r.ChatID != "c1" {
 		t.Fatalf("reply %+v", r)
 	}
-	f.set(func(f *fakeTelegram) { f.down = false })
-	waitFor(t, "telegram back", func() bool { return len(f.sentTexts()) == 1 })
+	f.Set(func(f *gatewaytest.Telegram) { f.Down = false })
+	waitFor(t, "telegram back", func() bool { return len(f.SentTexts()) == 1 })
 }
 
 // pre_gateway_dispatch runs before a message is routed: skip drops it
@@ -357,12 +358,12 @@ func TestPreGatewayDispatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	f := newFakeTelegram(t, tgToken)
+	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
-	f.push(5, "Cy", -100, "supergroup", "buy spam now")
-	f.push(5, "Cy", -100, "supergroup", "who")
-	waitFor(t, "the rewritten message's answer", func() bool { return len(f.sentTexts()) == 1 })
-	if got := f.sentTexts()[0]; !strings.Contains(got, "Cy (5) on telegram") {
+	f.Push(5, "Cy", -100, "supergroup", "buy spam now")
+	f.Push(5, "Cy", -100, "supergroup", "who")
+	waitFor(t, "the rewritten message's answer", func() bool { return len(f.SentTexts()) == 1 })
+	if got := f.SentTexts()[0]; !strings.Contains(got, "Cy (5) on telegram") {
 		t.Fatalf("rewrite answered %q", got)
 	}
 	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content LIKE '%spam%'`); n != 0 {
@@ -380,7 +381,7 @@ func TestPreGatewayDispatch(t *testing.T) {
 func TestTelegramBadTokenIsAnErrorState(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 8192, 0.9)
-	f := newFakeTelegram(t, "other-token")
+	f := gatewaytest.NewTelegram(t, "other-token")
 	e.start(t, telegram(f, "1"))
 	waitFor(t, "the error state", func() bool {
 		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'telegram' AND state = 'error' AND last_error LIKE '%401 Unauthorized%'`) == 1
@@ -407,7 +408,7 @@ const slackToken, slackSecret = "xoxb-test-token", "slack-signing-secret"
 func TestSlackConversation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 8192, 0.9)
-	api := newFakeSlackAPI(t, slackToken)
+	api := gatewaytest.NewSlackAPI(t, slackToken)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -420,36 +421,34 @@ func TestSlackConversation(t *testing.T) {
 	})
 
 	// url_verification echoes the challenge; a bad signature is refused.
-	if code := slackEvent(t, url, slackSecret, map[string]any{"type": "url_verification", "challenge": "c-123", "token": "x"}, false); code != 200 {
+	if code := gatewaytest.SlackEvent(t, url, slackSecret, map[string]any{"type": "url_verification", "challenge": "c-123", "token": "x"}, false); code != 200 {
 		t.Fatalf("url_verification: %d", code)
 	}
-	if code := slackEvent(t, url, "wrong-secret", slackMessage("U1", "D1", "im", "/whoami"), false); code != http.StatusUnauthorized {
+	if code := gatewaytest.SlackEvent(t, url, "wrong-secret", gatewaytest.SlackMessage("U1", "D1", "im", "/whoami"), false); code != http.StatusUnauthorized {
 		t.Fatalf("bad signature: %d", code)
 	}
-	if code := slackEvent(t, url, slackSecret, slackMessage("U1", "D1", "im", "/whoami"), true); code != http.StatusUnauthorized {
+	if code := gatewaytest.SlackEvent(t, url, slackSecret, gatewaytest.SlackMessage("U1", "D1", "im", "/whoami"), true); code != http.StatusUnauthorized {
 		t.Fatalf("tampered body: %d", code)
 	}
 
-	ev := slackMessage("U1", "D1", "im", "/whoami")
-	if code := slackEvent(t, url, slackSecret, ev, false); code != 200 {
+	ev := gatewaytest.SlackMessage("U1", "D1", "im", "/whoami")
+	if code := gatewaytest.SlackEvent(t, url, slackSecret, ev, false); code != 200 {
 		t.Fatalf("message: %d", code)
 	}
 	// Slack retries a delivery: one turn.
-	if code := slackEvent(t, url, slackSecret, ev, false); code != 200 {
+	if code := gatewaytest.SlackEvent(t, url, slackSecret, ev, false); code != 200 {
 		t.Fatalf("retry: %d", code)
 	}
-	waitFor(t, "the reply", func() bool { return len(api.texts()) == 1 })
-	if got := api.texts()[0]; !strings.Contains(got, "Ada U1 (U1) on slack") || !strings.Contains(got, "key slack:dm:D1") {
+	waitFor(t, "the reply", func() bool { return len(api.Texts()) == 1 })
+	if got := api.Texts()[0]; !strings.Contains(got, "Ada U1 (U1) on slack") || !strings.Contains(got, "key slack:dm:D1") {
 		t.Fatalf("whoami over slack: %q", got)
 	}
 	// An unknown user in a channel thread: refused once, in the thread.
-	th := slackMessage("U9", "C1", "channel", "hi")
+	th := gatewaytest.SlackMessage("U9", "C1", "channel", "hi")
 	th["event"].(map[string]any)["thread_ts"] = "1700000000.000100"
-	slackEvent(t, url, slackSecret, th, false)
-	waitFor(t, "the refusal", func() bool { return len(api.texts()) == 2 })
-	api.mu.Lock()
-	refusal := api.posted[1]
-	api.mu.Unlock()
+	gatewaytest.SlackEvent(t, url, slackSecret, th, false)
+	waitFor(t, "the refusal", func() bool { return len(api.Texts()) == 2 })
+	refusal := api.Posted()[1]
 	if refusal["thread_ts"] != "1700000000.000100" || !strings.Contains(refusal["text"], "U9") {
 		t.Fatalf("refusal %+v", refusal)
 	}
@@ -457,10 +456,10 @@ func TestSlackConversation(t *testing.T) {
 		t.Fatal("a refused sender got a session")
 	}
 	// A conversation in a thread is its own session.
-	msg := slackMessage("U1", "C1", "channel", "<@UBOT> summarise the thread")
+	msg := gatewaytest.SlackMessage("U1", "C1", "channel", "<@UBOT> summarise the thread")
 	msg["event"].(map[string]any)["thread_ts"] = "1700000000.000200"
-	slackEvent(t, url, slackSecret, msg, false)
-	waitFor(t, "the thread reply", func() bool { return len(api.texts()) == 3 })
+	gatewaytest.SlackEvent(t, url, slackSecret, msg, false)
+	waitFor(t, "the thread reply", func() bool { return len(api.Texts()) == 3 })
 	if id := e.route(t, "slack:channel:C1:1700000000.000200"); id == "" {
 		t.Fatal("no route for the thread")
 	}

@@ -214,7 +214,9 @@ func (s *Service) report(platform, state, detail string, err error) {
 	st := Status{Platform: platform, State: state, Detail: detail, PID: os.Getpid(), Process: s.o.Process}
 	if err != nil {
 		st.LastError = err.Error()
-		s.log.Warn("gateway adapter", "platform", platform, "state", state, "error", err)
+		s.log.Warn("gateway adapter", "platform", platform, "state", state, "detail", detail, "error", err)
+	} else {
+		s.log.Info("gateway adapter", "platform", platform, "state", state, "detail", detail)
 	}
 	if werr := s.store.SetStatus(context.Background(), st); werr != nil {
 		s.log.Warn("gateway: cannot record the adapter's state", "platform", platform, "error", werr)

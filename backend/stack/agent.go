@@ -19,6 +19,9 @@ type ModelFlags struct {
 	// Approve asks a person about a tool call a plugin wants approved
 	// (nil: such calls are blocked).
 	Approve func(ctx context.Context, a turns.Approval) (bool, error)
+	// NoBetweenTurns: the caller compacts between messages itself (the
+	// gateway's hygiene).
+	NoBetweenTurns bool
 }
 
 // compactionConfig maps config.yaml onto the engine's configuration.
@@ -84,6 +87,10 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 	} else if s.Config.Model.Name != "" {
 		model = s.Config.Model.Name
 	}
-	return turns.New(s.DB, s.Sessions, s.Compaction, s.Bus, turns.Options{Provider: p, Model: model,
-		MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve})
+	o := turns.Options{Provider: p, Model: model, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve,
+		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction}
+	if t := s.Config.Model.NativeThreshold; t != nil {
+		o.NativeThreshold = *t
+	}
+	return turns.New(s.DB, s.Sessions, s.Compaction, s.Bus, o)
 }

@@ -1,4 +1,7 @@
-package gateway_test
+// Package gatewaytest has loopback fakes of the chat platforms' documented
+// HTTP APIs (Telegram's Bot API, Slack's Web API, Slack-signed Events API
+// requests) for the tests of the gateway and of the command line.
+package gatewaytest
 
 import (
 	"context"
@@ -13,15 +16,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// fakeTelegram is a loopback fake of the Telegram Bot API's HTTP interface
+// Telegram is a loopback fake of the Telegram Bot API's HTTP interface
 // (https://core.telegram.org/bots/api): POST /bot<token>/<method> with a
 // JSON body, answered {"ok": true, "result": ...} or {"ok": false,
 // "error_code", "description", "parameters": {"retry_after"}}.
-type fakeTelegram struct {
+type Telegram struct {
 	*httptest.Server
 	token string
 
@@ -32,13 +36,16 @@ type fakeTelegram struct {
 	confirmed int64 // the highest offset a getUpdates confirmed
 	sent      []map[string]any
 	actions   int
-	failSend  int  // answer the next failSend sendMessage calls with a 500
-	down      bool // every sendMessage fails (an outage)
-	rateLimit int  // answer the next rateLimit sendMessage calls with 429 retry_after 1
+	// FailSend answers the next FailSend sendMessage calls with a 500;
+	// Down fails every one (an outage); RateLimit answers the next ones
+	// with 429 and retry_after 1. Change them with Set.
+	FailSend  int
+	Down      bool
+	RateLimit int
 }
 
-func newFakeTelegram(t *testing.T, token string) *fakeTelegram {
-	f := &fakeTelegram{token: token, nextID: 100}
+func NewTelegram(t testing.TB, token string) *Telegram {
+	f := &Telegram{token: token, nextID: 100}
 	f.cond = sync.NewCond(&f.mu)
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(func() {
@@ -65,7 +72,7 @@ func tgErr(w http.ResponseWriter, code int, desc string, retryAfter int) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
+func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
 	path := strings.TrimPrefix(r.URL.Path, "/bot")
 	token, method, ok := strings.Cut(path, "/")
 	if !ok || token != f.token {
@@ -89,17 +96,17 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 	case "sendMessage":
 		f.mu.Lock()
 		switch {
-		case f.down:
+		case f.Down:
 			f.mu.Unlock()
 			tgErr(w, http.StatusBadGateway, "Bad Gateway", 0)
 			return
-		case f.rateLimit > 0:
-			f.rateLimit--
+		case f.RateLimit > 0:
+			f.RateLimit--
 			f.mu.Unlock()
 			tgErr(w, http.StatusTooManyRequests, "Too Many Requests: retry after 1", 1)
 			return
-		case f.failSend > 0:
-			f.failSend--
+		case f.FailSend > 0:
+			f.FailSend--
 			f.mu.Unlock()
 			tgErr(w, http.StatusInternalServerError, "Internal Server Error", 0)
 			return
@@ -132,7 +139,7 @@ func (f *fakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 // getUpdates long-polls: it answers at once when updates after offset wait,
 // else when one arrives or the timeout passes. An offset confirms (drops)
 // every earlier update, as the real API does.
-func (f *fakeTelegram) getUpdates(ctx context.Context, w http.ResponseWriter, body map[string]any) {
+func (f *Telegram) getUpdates(ctx context.Context, w http.ResponseWriter, body map[string]any) {
 	offset := int64(0)
 	if v, ok := body["offset"].(float64); ok {
 		offset = int64(v)
@@ -175,7 +182,7 @@ func (f *fakeTelegram) getUpdates(ctx context.Context, w http.ResponseWriter, bo
 
 // push queues an incoming text message from a user in a private chat
 // (chatID == userID) or a group.
-func (f *fakeTelegram) push(userID int64, first string, chatID int64, chatType, text string) int64 {
+func (f *Telegram) Push(userID int64, first string, chatID int64, chatType, text string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
@@ -188,7 +195,8 @@ func (f *fakeTelegram) push(userID int64, first string, chatID int64, chatType, 
 	return f.nextID
 }
 
-func (f *fakeTelegram) sentTexts() []string {
+// SentTexts are the texts of every sendMessage, in order.
+func (f *Telegram) SentTexts() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]string, len(f.sent))
@@ -198,16 +206,17 @@ func (f *fakeTelegram) sentTexts() []string {
 	return out
 }
 
-func (f *fakeTelegram) set(fn func(f *fakeTelegram)) {
+// Set changes the fake under its lock.
+func (f *Telegram) Set(fn func(f *Telegram)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f)
 }
 
-// fakeSlackAPI is a loopback fake of the Slack Web API methods the adapter
+// SlackAPI is a loopback fake of the Slack Web API methods the adapter
 // uses (auth.test, users.info, chat.postMessage, chat.update): form-encoded
 // POSTs to /api/<method> carrying the bot token, answered {"ok": ...}.
-type fakeSlackAPI struct {
+type SlackAPI struct {
 	*httptest.Server
 	token string
 
@@ -216,8 +225,15 @@ type fakeSlackAPI struct {
 	fail   int
 }
 
-func newFakeSlackAPI(t *testing.T, token string) *fakeSlackAPI {
-	f := &fakeSlackAPI{token: token}
+// Posted is every chat.postMessage received: channel, text, thread_ts.
+func (f *SlackAPI) Posted() []map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]map[string]string(nil), f.posted...)
+}
+
+func NewSlackAPI(t testing.TB, token string) *SlackAPI {
+	f := &SlackAPI{token: token}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	return f
@@ -228,7 +244,7 @@ func slackJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (f *fakeSlackAPI) serve(w http.ResponseWriter, r *http.Request) {
+func (f *SlackAPI) serve(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		slackJSON(w, map[string]any{"ok": false, "error": "invalid_form_data"})
 		return
@@ -271,7 +287,8 @@ func (f *fakeSlackAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (f *fakeSlackAPI) texts() []string {
+// Texts are the texts posted, in order.
+func (f *SlackAPI) Texts() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]string, len(f.posted))
@@ -281,9 +298,9 @@ func (f *fakeSlackAPI) texts() []string {
 	return out
 }
 
-// slackEvent posts one Events API request to the adapter's endpoint, signed
+// SlackEvent posts one Events API request to the adapter's endpoint, signed
 // as Slack signs it (v0, HMAC-SHA256 over "v0:<ts>:<body>").
-func slackEvent(t *testing.T, url, secret string, body any, tamper bool) int {
+func SlackEvent(t testing.TB, url, secret string, body any, tamper bool) int {
 	t.Helper()
 	raw, _ := json.Marshal(body)
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
@@ -306,13 +323,13 @@ func slackEvent(t *testing.T, url, secret string, body any, tamper bool) int {
 	return resp.StatusCode
 }
 
-var slackSeq int
+var slackSeq atomic.Int64
 
-// slackMessage is a message event callback from user in channel.
-func slackMessage(user, channel, channelType, text string) map[string]any {
-	slackSeq++
-	ts := fmt.Sprintf("1700000100.%06d", slackSeq)
+// SlackMessage is a message event callback from user in channel.
+func SlackMessage(user, channel, channelType, text string) map[string]any {
+	n := slackSeq.Add(1)
+	ts := fmt.Sprintf("1700000100.%06d", n)
 	return map[string]any{"token": "verification-token-unused", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
-		"event_id": fmt.Sprintf("Ev%06d", slackSeq), "event_time": time.Now().Unix(),
+		"event_id": fmt.Sprintf("Ev%06d", n), "event_time": time.Now().Unix(),
 		"event": map[string]any{"type": "message", "user": user, "text": text, "ts": ts, "channel": channel, "channel_type": channelType, "event_ts": ts}}
 }

@@ -1,0 +1,232 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"atrium/backend/cron"
+	"atrium/backend/gateway"
+	"atrium/backend/hostlock"
+	"atrium/backend/stack"
+)
+
+// Gateway is the Gateway page: the adapters, their state, who may talk,
+// who was refused.
+type Gateway struct {
+	base
+	st *stack.Stack
+}
+
+// NewGateway binds st.
+func NewGateway(ctx context.Context, st *stack.Stack) *Gateway {
+	return &Gateway{base: base{ctx: ctx}, st: st}
+}
+
+// HostDTO is the process that runs a service.
+type HostDTO struct {
+	PID     int       `json:"pid"`
+	Process string    `json:"process"`
+	Since   time.Time `json:"since"`
+}
+
+// AdapterDTO is one platform adapter.
+type AdapterDTO struct {
+	Platform     string     `json:"platform"`
+	Configured   bool       `json:"configured"`
+	State        string     `json:"state"` // connected, starting, retrying, error, stopped, not running
+	Detail       string     `json:"detail"`
+	LastError    string     `json:"last_error"`
+	LastErrorAt  *time.Time `json:"last_error_at"`
+	Received     int64      `json:"received"`
+	Sent         int64      `json:"sent"`
+	Pending      int64      `json:"pending"`
+	Failed       int64      `json:"failed"`
+	AllowedUsers []string   `json:"allowed_users"`
+	AllowedChats []string   `json:"allowed_chats"`
+	SecretEnv    []string   `json:"secret_env"`
+	MissingEnv   []string   `json:"missing_env"`
+	UpdatedAt    *time.Time `json:"updated_at"`
+}
+
+// RefusalDTO is a sender who was refused.
+type RefusalDTO struct {
+	Platform string    `json:"platform"`
+	UserID   string    `json:"user_id"`
+	UserName string    `json:"user_name"`
+	ChatID   string    `json:"chat_id"`
+	FirstAt  time.Time `json:"first_at"`
+	LastAt   time.Time `json:"last_at"`
+	Count    int64     `json:"count"`
+}
+
+// GatewayDTO is the Gateway page.
+type GatewayDTO struct {
+	Autostart bool         `json:"autostart"`
+	Running   bool         `json:"running"`
+	Host      *HostDTO     `json:"host"`
+	Adapters  []AdapterDTO `json:"adapters"`
+	Refusals  []RefusalDTO `json:"refusals"`
+}
+
+// RetryRequest names the platform whose failed replies go out again ("" all).
+type RetryRequest struct {
+	Platform string `json:"platform"`
+}
+
+// RetryDTO says how many replies were queued again.
+type RetryDTO struct {
+	Requeued int64 `json:"requeued"`
+}
+
+func toHost(h *hostlock.Holder) *HostDTO {
+	if h == nil {
+		return nil
+	}
+	return &HostDTO{PID: h.PID, Process: h.Process, Since: h.Since}
+}
+
+// Status is the Gateway page's data.
+func (g *Gateway) Status() (GatewayDTO, error) {
+	ctx, cancel := g.with(readTimeout)
+	defer cancel()
+	r, err := g.st.GatewayStatus(ctx)
+	if err != nil {
+		return GatewayDTO{}, err
+	}
+	out := GatewayDTO{Autostart: r.Autostart, Running: r.Running, Host: toHost(r.Host), Adapters: make([]AdapterDTO, len(r.Adapters)),
+		Refusals: make([]RefusalDTO, len(r.Refusals))}
+	for i, a := range r.Adapters {
+		out.Adapters[i] = AdapterDTO(a)
+	}
+	for i, x := range r.Refusals {
+		out.Refusals[i] = RefusalDTO(x)
+	}
+	return out, nil
+}
+
+// Retry queues the given-up replies of a platform (or all) again.
+func (g *Gateway) Retry(in RetryRequest) (RetryDTO, error) {
+	ctx, cancel := g.with(writeTimeout)
+	defer cancel()
+	n, err := gateway.NewStore(g.st.DB).Retry(ctx, in.Platform)
+	return RetryDTO{Requeued: n}, err
+}
+
+// Cron is the Cron page: the jobs, their next and last runs.
+type Cron struct {
+	base
+	st  *stack.Stack
+	svc *cron.Service
+}
+
+// NewCron binds st; svc is the scheduler of this process (its Wake sees new
+// jobs at once) or a store-only one.
+func NewCron(ctx context.Context, st *stack.Stack, svc *cron.Service) *Cron {
+	return &Cron{base: base{ctx: ctx}, st: st, svc: svc}
+}
+
+// CronJobDTO is one job.
+type CronJobDTO struct {
+	Name          string     `json:"name"`
+	Schedule      string     `json:"schedule"`
+	Timezone      string     `json:"timezone"`
+	Prompt        string     `json:"prompt"`
+	Deliver       string     `json:"deliver"`
+	Paused        bool       `json:"paused"`
+	CreatedAt     time.Time  `json:"created_at"`
+	NextRun       *time.Time `json:"next_run"`
+	LastRunAt     *time.Time `json:"last_run_at"`
+	LastSessionID string     `json:"last_session_id"`
+	LastStatus    string     `json:"last_status"`
+	LastError     string     `json:"last_error"`
+	Runs          int64      `json:"runs"`
+}
+
+// CronDTO is the Cron page.
+type CronDTO struct {
+	Running  bool         `json:"running"`
+	Host     *HostDTO     `json:"host"`
+	Timezone string       `json:"timezone"`
+	Jobs     []CronJobDTO `json:"jobs"`
+}
+
+// CronAddRequest adds a job.
+type CronAddRequest struct {
+	Name     string `json:"name"`
+	Schedule string `json:"schedule"`
+	Timezone string `json:"timezone"`
+	Prompt   string `json:"prompt"`
+	Deliver  string `json:"deliver"`
+}
+
+// CronRunDTO is a run's outcome.
+type CronRunDTO struct {
+	Job       string `json:"job"`
+	SessionID string `json:"session_id"`
+	Reply     string `json:"reply"`
+	Error     string `json:"error"`
+}
+
+func toJob(j cron.Job) CronJobDTO {
+	return CronJobDTO{Name: j.Name, Schedule: j.Schedule, Timezone: j.Timezone, Prompt: j.Prompt, Deliver: j.Deliver, Paused: j.Paused,
+		CreatedAt: j.CreatedAt, NextRun: j.NextRun, LastRunAt: j.LastRunAt, LastSessionID: j.LastSessionID, LastStatus: j.LastStatus,
+		LastError: j.LastError, Runs: j.Runs}
+}
+
+// List is the Cron page's data.
+func (c *Cron) List() (CronDTO, error) {
+	ctx, cancel := c.with(readTimeout)
+	defer cancel()
+	r, err := c.st.CronStatus(ctx, c.svc)
+	if err != nil {
+		return CronDTO{}, err
+	}
+	out := CronDTO{Running: r.Running, Host: toHost(r.Host), Timezone: r.Timezone, Jobs: make([]CronJobDTO, len(r.Jobs))}
+	for i, j := range r.Jobs {
+		out.Jobs[i] = toJob(j)
+	}
+	return out, nil
+}
+
+// Add adds a job.
+func (c *Cron) Add(in CronAddRequest) (CronJobDTO, error) {
+	ctx, cancel := c.with(writeTimeout)
+	defer cancel()
+	j, err := c.svc.Add(ctx, cron.AddParams(in))
+	return toJob(j), err
+}
+
+// Remove removes a job.
+func (c *Cron) Remove(name string) (CronDTO, error) {
+	ctx, cancel := c.with(writeTimeout)
+	err := c.svc.Remove(ctx, name)
+	cancel()
+	if err != nil {
+		return CronDTO{}, err
+	}
+	return c.List()
+}
+
+// Pause pauses a job; Resume resumes it.
+func (c *Cron) Pause(name string) (CronJobDTO, error) { return c.setPaused(name, true) }
+
+// Resume resumes a paused job (missed ticks are not run).
+func (c *Cron) Resume(name string) (CronJobDTO, error) { return c.setPaused(name, false) }
+
+func (c *Cron) setPaused(name string, paused bool) (CronJobDTO, error) {
+	ctx, cancel := c.with(writeTimeout)
+	defer cancel()
+	j, err := c.svc.SetPaused(ctx, name, paused)
+	return toJob(j), err
+}
+
+// Run runs a job now and returns its answer.
+func (c *Cron) Run(name string) (CronRunDTO, error) {
+	ctx, cancel := c.with(turnTimeout)
+	defer cancel()
+	r, err := c.svc.Run(ctx, name)
+	if err != nil && r.SessionID == "" {
+		return CronRunDTO{}, err
+	}
+	return CronRunDTO{Job: r.Job, SessionID: r.SessionID, Reply: r.Reply, Error: r.Error}, nil
+}

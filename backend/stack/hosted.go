@@ -1,0 +1,211 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"atrium/backend/config"
+	"atrium/backend/cron"
+	"atrium/backend/gateway"
+	"atrium/backend/hostlock"
+)
+
+// HostOptions configure what a long-lived process hosts for its profile.
+type HostOptions struct {
+	Process string // "the desktop window", "atrium serve", "atrium gateway run"
+	// Gateway: run the configured gateway (`atrium gateway run` always;
+	// the window and serve when gateway.autostart is true).
+	Gateway bool
+	Flags   ModelFlags
+	Logger  *slog.Logger
+	// Standby is how often a process whose lock another holds tries again
+	// (default 5 s).
+	Standby time.Duration
+	// OnHold is told, once per holder, that another process runs a
+	// service ("gateway" or "cron") for now.
+	OnHold func(service string, h hostlock.Holder)
+}
+
+// Hosted is the gateway and the scheduler a long-lived process runs while
+// it holds their locks (under <home>/run/): one gateway and one scheduler
+// per profile, whichever process got there first; the others stand by and
+// take over when it ends.
+type Hosted struct {
+	st  *Stack
+	o   HostOptions
+	gw  *gateway.Service
+	cr  *cron.Service
+	err error // why the gateway could not be built
+
+	mu      sync.Mutex
+	running map[string]bool
+}
+
+// GatewayLockPath and CronLockPath are the locks of a profile's gateway and
+// scheduler.
+func GatewayLockPath(h config.Home) string { return filepath.Join(h.Dir, "run", "gateway.lock") }
+
+// CronLockPath is the scheduler's lock.
+func CronLockPath(h config.Home) string { return filepath.Join(h.Dir, "run", "cron.lock") }
+
+// Host builds the services this process may host. A gateway that cannot
+// be built (no adapter configured) is reported by GatewayError; the
+// scheduler always is.
+func (s *Stack) Host(o HostOptions) (*Hosted, error) {
+	if o.Logger == nil {
+		o.Logger = s.log
+	}
+	if o.Standby <= 0 {
+		o.Standby = 5 * time.Second
+	}
+	h := &Hosted{st: s, o: o, running: map[string]bool{}}
+	loop, err := s.Loop(o.Flags)
+	if err != nil {
+		return nil, err
+	}
+	if o.Gateway {
+		h.gw, h.err = s.Gateway(o.Flags, o.Process, o.Logger)
+	}
+	wake := func(string) {}
+	if h.gw != nil {
+		wake = h.gw.Wake
+	}
+	h.cr = cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Wake: wake, Logger: o.Logger})
+	return h, nil
+}
+
+// Gateway builds the configured gateway (not started).
+func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway.Service, error) {
+	adapters := GatewayAdapters(s.Config.Gateway)
+	if len(adapters) == 0 {
+		return nil, errors.New("no gateway adapter is configured (gateway.telegram, gateway.slack or gateway.webhook in config.yaml)")
+	}
+	f.NoBetweenTurns = true
+	loop, err := s.Loop(f)
+	if err != nil {
+		return nil, err
+	}
+	if lg == nil {
+		lg = s.log
+	}
+	var deadline time.Duration
+	if d := s.Config.Gateway.DeliveryDeadlineMinutes; d != nil {
+		deadline = time.Duration(*d * float64(time.Minute))
+	}
+	return gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
+		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline}), nil
+}
+
+// GatewayAdapters builds the adapters config.yaml configures, reading each
+// secret from the environment variable it names.
+func GatewayAdapters(g config.Gateway) []gateway.Configured {
+	var out []gateway.Configured
+	if t := g.Telegram; t != nil {
+		env, token := config.Secret(t.TokenEnv, "TELEGRAM_BOT_TOKEN")
+		out = append(out, gateway.Configured{Adapter: gateway.NewTelegram(gateway.TelegramOptions{Token: token, TokenEnv: env,
+			BaseURL: t.BaseURL, PollTimeout: time.Duration(t.PollTimeoutSeconds) * time.Second}), Access: access(t.Access)})
+	}
+	if sl := g.Slack; sl != nil {
+		tenv, token := config.Secret(sl.TokenEnv, "SLACK_BOT_TOKEN")
+		senv, secret := config.Secret(sl.SigningSecretEnv, "SLACK_SIGNING_SECRET")
+		out = append(out, gateway.Configured{Adapter: gateway.NewSlack(gateway.SlackOptions{Token: token, TokenEnv: tenv,
+			SigningSecret: secret, SigningSecretEnv: senv, Listen: sl.Listen, APIURL: sl.APIURL}), Access: access(sl.Access)})
+	}
+	if w := g.Webhook; w != nil {
+		env, secret := config.Secret(w.SecretEnv, "ATRIUM_WEBHOOK_SECRET")
+		out = append(out, gateway.Configured{Adapter: gateway.NewWebhook(gateway.WebhookOptions{Name: w.Name, Secret: secret,
+			SecretEnv: env, Listen: w.Listen, ReplyURL: w.ReplyURL}), Access: access(w.Access)})
+	}
+	return out
+}
+
+func access(a config.Access) gateway.Access {
+	return gateway.Access{Users: a.AllowedUsers, Chats: a.AllowedChats}
+}
+
+// Cron is the scheduler's service for commands and the API: jobs, and
+// running one now (nothing is scheduled until a host starts it).
+func (s *Stack) Cron(f ModelFlags) (*cron.Service, error) {
+	loop, err := s.Loop(f)
+	if err != nil {
+		return nil, err
+	}
+	return cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Logger: s.log}), nil
+}
+
+// GatewayService is the gateway this process runs (nil when none).
+func (h *Hosted) GatewayService() *gateway.Service { return h.gw }
+
+// GatewayError says why no gateway was built ("" when one was, or none
+// was asked for).
+func (h *Hosted) GatewayError() error { return h.err }
+
+// CronService is the scheduler.
+func (h *Hosted) CronService() *cron.Service { return h.cr }
+
+// Running reports whether this process runs service ("gateway", "cron") now.
+func (h *Hosted) Running(service string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.running[service]
+}
+
+// Run hosts the services until ctx ends: each one as soon as its lock is
+// free, standing by while another process holds it. It returns when both
+// stopped.
+func (h *Hosted) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	if h.gw != nil {
+		wg.Go(func() {
+			h.hold(ctx, "gateway", GatewayLockPath(h.st.Home), h.gw.Start, h.gw.Stop)
+		})
+	}
+	wg.Go(func() {
+		h.hold(ctx, "cron", CronLockPath(h.st.Home), h.cr.Start, h.cr.Stop)
+	})
+	wg.Wait()
+}
+
+func (h *Hosted) hold(ctx context.Context, name, path string, start, stop func(context.Context) error) {
+	var told hostlock.Holder
+	for {
+		l, holder, err := hostlock.Try(path, hostlock.Holder{Process: h.o.Process})
+		if err == nil {
+			defer l.Release()
+			break
+		}
+		if !errors.Is(err, hostlock.ErrHeld) {
+			h.o.Logger.Warn("cannot take the lock; not hosting", "service", name, "error", err)
+			return
+		}
+		if holder.PID != told.PID && h.o.OnHold != nil {
+			h.o.OnHold(name, holder)
+			told = holder
+		}
+		t := time.NewTimer(h.o.Standby)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+	if err := start(ctx); err != nil {
+		h.o.Logger.Warn("cannot start", "service", name, "error", err)
+		return
+	}
+	h.mu.Lock()
+	h.running[name] = true
+	h.mu.Unlock()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = stop(sctx)
+	h.mu.Lock()
+	h.running[name] = false
+	h.mu.Unlock()
+}

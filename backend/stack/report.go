@@ -1,0 +1,145 @@
+package stack
+
+import (
+	"context"
+
+	"slices"
+	"time"
+
+	"atrium/backend/config"
+	"atrium/backend/cron"
+	"atrium/backend/gateway"
+	"atrium/backend/hostlock"
+)
+
+// AdapterReport is one configured (or last seen) platform adapter.
+type AdapterReport struct {
+	Platform     string     `json:"platform"`
+	Configured   bool       `json:"configured"`
+	State        string     `json:"state"` // connected, retrying, error, starting, stopped, not running
+	Detail       string     `json:"detail"`
+	LastError    string     `json:"last_error"`
+	LastErrorAt  *time.Time `json:"last_error_at"`
+	Received     int64      `json:"received"`
+	Sent         int64      `json:"sent"`
+	Pending      int64      `json:"pending"`
+	Failed       int64      `json:"failed"`
+	AllowedUsers []string   `json:"allowed_users"`
+	AllowedChats []string   `json:"allowed_chats"`
+	SecretEnv    []string   `json:"secret_env"`  // the variables its secrets come from
+	MissingEnv   []string   `json:"missing_env"` // those of them not set in this process
+	UpdatedAt    *time.Time `json:"updated_at"`
+}
+
+// GatewayReport is the gateway as every surface shows it.
+type GatewayReport struct {
+	Autostart bool              `json:"autostart"`
+	Running   bool              `json:"running"`
+	Host      *hostlock.Holder  `json:"host"` // the process running it, nil when none
+	Adapters  []AdapterReport   `json:"adapters"`
+	Refusals  []gateway.Refusal `json:"refusals"`
+}
+
+// NotRunning is an adapter's state when no process runs the gateway.
+const NotRunning = "not running"
+
+// GatewayStatus reports the configured adapters with their last known state.
+func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
+	g := s.Config.Gateway
+	rep := GatewayReport{Autostart: g.Autostart, Adapters: []AdapterReport{}}
+	if h, held := hostlock.Holding(GatewayLockPath(s.Home)); held {
+		rep.Running, rep.Host = true, &h
+	}
+	store := gateway.NewStore(s.DB)
+	statuses, err := store.Statuses(ctx)
+	if err != nil {
+		return rep, err
+	}
+	counts, err := store.OutboxCounts(ctx)
+	if err != nil {
+		return rep, err
+	}
+	byName := map[string]gateway.Status{}
+	for _, st := range statuses {
+		byName[st.Platform] = st
+	}
+	add := func(name string, a config.Access, envs ...[2]string) {
+		r := AdapterReport{Platform: name, Configured: true, State: NotRunning, AllowedUsers: nonNil(a.AllowedUsers),
+			AllowedChats: nonNil(a.AllowedChats), SecretEnv: []string{}, MissingEnv: []string{}}
+		for _, e := range envs {
+			env, val := config.Secret(e[0], e[1])
+			r.SecretEnv = append(r.SecretEnv, env)
+			if val == "" {
+				r.MissingEnv = append(r.MissingEnv, env)
+			}
+		}
+		rep.Adapters = append(rep.Adapters, r)
+	}
+	if t := g.Telegram; t != nil {
+		add("telegram", t.Access, [2]string{t.TokenEnv, "TELEGRAM_BOT_TOKEN"})
+	}
+	if sl := g.Slack; sl != nil {
+		add("slack", sl.Access, [2]string{sl.TokenEnv, "SLACK_BOT_TOKEN"}, [2]string{sl.SigningSecretEnv, "SLACK_SIGNING_SECRET"})
+	}
+	if w := g.Webhook; w != nil {
+		name := w.Name
+		if name == "" {
+			name = "webhook"
+		}
+		add(name, w.Access, [2]string{w.SecretEnv, "ATRIUM_WEBHOOK_SECRET"})
+	}
+	for _, st := range statuses {
+		if !slices.ContainsFunc(rep.Adapters, func(a AdapterReport) bool { return a.Platform == st.Platform }) {
+			// Seen before, no longer configured: shown with its history.
+			rep.Adapters = append(rep.Adapters, AdapterReport{Platform: st.Platform, State: NotRunning, AllowedUsers: []string{},
+				AllowedChats: []string{}, SecretEnv: []string{}, MissingEnv: []string{}})
+		}
+	}
+	for i := range rep.Adapters {
+		a := &rep.Adapters[i]
+		if st, ok := byName[a.Platform]; ok {
+			if rep.Running {
+				a.State, a.Detail = st.State, st.Detail
+			}
+			a.LastError, a.LastErrorAt, a.Received, a.Sent = st.LastError, st.LastErrorAt, st.Received, st.Sent
+			u := st.UpdatedAt
+			a.UpdatedAt = &u
+		}
+		c := counts[a.Platform]
+		a.Pending, a.Failed = c.Pending, c.Failed
+	}
+	rep.Refusals, err = store.Refusals(ctx, 20)
+	if rep.Refusals == nil {
+		rep.Refusals = []gateway.Refusal{}
+	}
+	return rep, err
+}
+
+// CronReport is the scheduler as every surface shows it.
+type CronReport struct {
+	Running  bool             `json:"running"`
+	Host     *hostlock.Holder `json:"host"`
+	Timezone string           `json:"timezone"` // the zone new jobs get by default
+	Jobs     []cron.Job       `json:"jobs"`
+}
+
+// CronStatus lists the jobs and who runs the scheduler.
+func (s *Stack) CronStatus(ctx context.Context, c *cron.Service) (CronReport, error) {
+	rep := CronReport{Timezone: cron.LocalZone()}
+	if h, held := hostlock.Holding(CronLockPath(s.Home)); held {
+		rep.Running, rep.Host = true, &h
+	}
+	jobs, err := c.List(ctx)
+	if jobs == nil {
+		jobs = []cron.Job{}
+	}
+	rep.Jobs = jobs
+	return rep, err
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"atrium/backend/apperr"
+	"atrium/backend/gateway"
+	"atrium/backend/hostlock"
+	"atrium/backend/stack"
+)
+
+func (r *runner) gatewayCmd() *cobra.Command {
+	c := &cobra.Command{Use: "gateway", Short: "Answer on chat platforms (Telegram, Slack, a signed webhook)"}
+	var f stack.ModelFlags
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Run the gateway and the scheduler in the foreground (for servers and systemd; --json logs one JSON object per line)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error { return r.gatewayRun(ctx, st, f) })
+		},
+	}
+	modelFlags(run, &f)
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "The configured adapters: state, last error, messages, deliveries waiting, who may talk, refused senders",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				rep, err := st.GatewayStatus(ctx)
+				if err != nil {
+					return err
+				}
+				return r.print(rep, func(w io.Writer) { printGateway(w, rep) })
+			})
+		},
+	}
+	retry := &cobra.Command{
+		Use:   "retry [PLATFORM]",
+		Short: "Send again the replies that were given up (all platforms, or one)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				p := ""
+				if len(args) == 1 {
+					p = args[0]
+				}
+				n, err := gateway.NewStore(st.DB).Retry(ctx, p)
+				if err != nil {
+					return err
+				}
+				return r.print(map[string]int64{"requeued": n}, func(w io.Writer) {
+					fmt.Fprintf(w, "%d repl(ies) queued again; the running gateway sends them now\n", n)
+				})
+			})
+		},
+	}
+	c.AddCommand(run, status, retry)
+	return c
+}
+
+// gatewayRun hosts the gateway and the scheduler until SIGINT/SIGTERM.
+func (r *runner) gatewayRun(ctx context.Context, st *stack.Stack, f stack.ModelFlags) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var h slog.Handler = slog.NewTextHandler(r.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	if r.g.json {
+		h = slog.NewJSONHandler(r.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	}
+	lg := slog.New(h)
+	host, err := st.Host(stack.HostOptions{Process: "atrium gateway run", Gateway: true, Flags: f, Logger: lg,
+		OnHold: func(service string, holder hostlock.Holder) {
+			lg.Info("standing by: another process runs it for this profile; taking over when it ends", "service", service, "holder", holder.String())
+		}})
+	if err != nil {
+		return err
+	}
+	if err := host.GatewayError(); err != nil {
+		return apperr.Wrap(apperr.Invalid, err, "gateway")
+	}
+	lg.Info("gateway starting", "profile", st.Home.Profile, "platforms", strings.Join(host.GatewayService().Platforms(), ","))
+	var wg sync.WaitGroup
+	wg.Go(func() { st.Maintenance.Loop(ctx) })
+	host.Run(ctx)
+	wg.Wait()
+	lg.Info("gateway stopped")
+	return nil
+}
+
+func printGateway(w io.Writer, rep stack.GatewayReport) {
+	switch {
+	case len(rep.Adapters) == 0:
+		fmt.Fprintln(w, "No gateway adapter is configured: add gateway.telegram, gateway.slack or gateway.webhook to config.yaml (see the README).")
+		return
+	case rep.Running:
+		fmt.Fprintf(w, "Running in %s\n", rep.Host)
+	default:
+		fmt.Fprintln(w, "Not running: start it with `atrium gateway run`, or set gateway.autostart: true for the window and atrium serve")
+	}
+	fmt.Fprintln(w, "PLATFORM\tSTATE\tDETAIL\tIN\tOUT\tWAITING\tFAILED\tALLOWED\tLAST ERROR")
+	for _, a := range rep.Adapters {
+		allowed := strings.Join(append(append([]string{}, a.AllowedUsers...), prefixed("chat ", a.AllowedChats)...), ", ")
+		if allowed == "" {
+			allowed = "nobody (deny by default)"
+		}
+		detail := a.Detail
+		if len(a.MissingEnv) > 0 {
+			detail = strings.TrimSpace(detail + " missing " + strings.Join(a.MissingEnv, ", "))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", a.Platform, a.State, dash(detail), a.Received, a.Sent, a.Pending, a.Failed,
+			allowed, dash(clipText(a.LastError, 80)))
+	}
+	if len(rep.Refusals) > 0 {
+		fmt.Fprintln(w, "\nREFUSED\tUSER\tNAME\tCHAT\tTIMES\tLAST")
+		for _, x := range rep.Refusals {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", x.Platform, x.UserID, dash(x.UserName), dash(x.ChatID), x.Count, fmtTime(x.LastAt))
+		}
+	}
+}
+
+func prefixed(p string, xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = p + x
+	}
+	return out
+}
+
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// services builds what a window or `atrium serve` hosts while open: the
+// scheduler, and the gateway when gateway.autostart is true.
+func (r *runner) services(st *stack.Stack, process string, f stack.ModelFlags) (*stack.Hosted, error) {
+	h, err := st.Host(stack.HostOptions{Process: process, Gateway: st.Config.Gateway.Autostart, Flags: f, Logger: st.Logger()})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.GatewayError(); err != nil {
+		fmt.Fprintf(r.env.Stderr, "atrium: warning: gateway.autostart is on but %s\n", oneLine(err))
+	}
+	return h, nil
+}

@@ -1,0 +1,189 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"atrium/backend/gateway/gatewaytest"
+)
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+const cliTGToken = "424242:cli-test-token-never-logged"
+
+// gatewayRun starts `atrium gateway run --json` as a real process.
+func gatewayRun(t *testing.T, home string) (*exec.Cmd, *lockedBuf) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "gateway", "run", "--json", "--home", home)
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0", "TG_TEST_TOKEN="+cliTGToken)
+	logs := &lockedBuf{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, logs
+}
+
+// `atrium gateway run` answers on Telegram (a loopback fake of the Bot
+// API): /whoami tells the sender's id; a second gateway stands by and takes
+// over when the first stops; `gateway status` tells who runs it; the token
+// is never logged.
+func TestGatewayRunEndToEnd(t *testing.T) {
+	t.Parallel()
+	tg := gatewaytest.NewTelegram(t, cliTGToken)
+	home := t.TempDir()
+	cfg := fmt.Sprintf("gateway:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", tg.URL)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first, logs1 := gatewayRun(t, home)
+	waitFor(t, "the first gateway connected", 30*time.Second, func() bool { return strings.Contains(logs1.String(), `"state":"connected"`) })
+	tg.Push(42, "Ada", 42, "private", "/whoami")
+	waitFor(t, "the reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 1 })
+	if got := tg.SentTexts()[0]; !strings.Contains(got, "Ada (42) on telegram") {
+		t.Fatalf("whoami: %q", got)
+	}
+
+	st := atrium(t, home, "gateway", "status", "--json")
+	var rep struct {
+		Running bool `json:"running"`
+		Host    struct {
+			Process string `json:"process"`
+		} `json:"host"`
+		Adapters []struct {
+			Platform     string   `json:"platform"`
+			State        string   `json:"state"`
+			Received     int      `json:"received"`
+			AllowedUsers []string `json:"allowed_users"`
+		} `json:"adapters"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &rep); err != nil || st.code != 0 {
+		t.Fatalf("status: %v %+v", err, st)
+	}
+	if !rep.Running || rep.Host.Process != "atrium gateway run" || len(rep.Adapters) != 1 || rep.Adapters[0].State != "connected" ||
+		rep.Adapters[0].Received != 1 || rep.Adapters[0].AllowedUsers[0] != "42" {
+		t.Fatalf("status %+v", rep)
+	}
+
+	second, logs2 := gatewayRun(t, home)
+	waitFor(t, "the second standing by", 30*time.Second, func() bool { return strings.Contains(logs2.String(), "standing by") })
+	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first gateway after SIGTERM: %v\n%s", err, logs1.String())
+	}
+	waitFor(t, "the second taking over", 30*time.Second, func() bool { return strings.Contains(logs2.String(), `"state":"connected"`) })
+	tg.Push(42, "Ada", 42, "private", "still there?")
+	waitFor(t, "the second's reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 2 })
+	_ = second.Process.Signal(syscall.SIGTERM)
+	_ = second.Wait()
+	for _, l := range []string{logs1.String(), logs2.String()} {
+		if strings.Contains(l, cliTGToken) {
+			t.Fatal("the token reached the log")
+		}
+	}
+	if st := atrium(t, home, "gateway", "status"); st.code != 0 || !strings.Contains(st.stdout, "Not running") {
+		t.Fatalf("status after: %+v", st)
+	}
+}
+
+func TestGatewayRunWithoutAdaptersSaysWhat(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	r := atrium(t, home, "gateway", "run")
+	if r.code != 2 || !strings.Contains(r.stderr, "no gateway adapter is configured") {
+		t.Fatalf("%+v", r)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("gateway:\n  telegram:\n    token_env: \"123:abc-pasted-token\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = atrium(t, home, "gateway", "status")
+	if r.code != 2 || !strings.Contains(r.stderr, "must name an environment variable") || strings.Contains(r.stderr, "pasted-token") {
+		t.Fatalf("a token pasted into the config: %+v", r)
+	}
+}
+
+func TestCronCommands(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	if r := atrium(t, home, "cron", "add", "standup", "--schedule", "0 9 * * 1-5", "--tz", "Europe/Paris", "--prompt", "what is on today?",
+		"--deliver", "telegram:123456789"); r.code != 0 || !strings.Contains(r.stdout, "added standup: 0 9 * * 1-5 (Europe/Paris)") ||
+		!strings.Contains(r.stderr, "no gateway adapter \"telegram\" is configured") {
+		t.Fatalf("add: %+v", r)
+	}
+	for _, sc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"cron", "add", "standup", "--schedule", "@daily", "--prompt", "x"}, 4, "already exists"},
+		{[]string{"cron", "add", "x", "--schedule", "0 25 * * *", "--prompt", "x"}, 2, "invalid schedule"},
+		{[]string{"cron", "add", "x", "--schedule", "0 9 * * *", "--tz", "Nowhere/City", "--prompt", "x"}, 2, "unknown time zone"},
+		{[]string{"cron", "add", "x", "--schedule", "0 9 * * *", "--prompt", "x", "--deliver", "telegram"}, 2, "invalid --deliver"},
+		{[]string{"cron", "pause", "nope"}, 3, "no cron job named"},
+		{[]string{"cron", "run", "nope"}, 3, "no cron job named"},
+	} {
+		if r := atrium(t, home, sc.args...); r.code != sc.code || !strings.Contains(r.stderr, sc.want) {
+			t.Fatalf("%v: %+v", sc.args, r)
+		}
+	}
+	if r := atrium(t, home, "cron", "pause", "standup"); r.code != 0 {
+		t.Fatalf("pause: %+v", r)
+	}
+	r := atrium(t, home, "cron", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "standup") || !strings.Contains(r.stdout, "(paused)") || !strings.Contains(r.stdout, "Scheduler not running") {
+		t.Fatalf("list: %+v", r)
+	}
+	r = atrium(t, home, "cron", "run", "standup", "--json")
+	var res struct {
+		SessionID string `json:"session_id"`
+		Reply     string `json:"reply"`
+		Delivered int64  `json:"delivery_id"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || !strings.Contains(res.Reply, "what is on today?") || res.Delivered == 0 {
+		t.Fatalf("run: %+v %v", r, err)
+	}
+	s := atrium(t, home, "sessions", "show", res.SessionID, "--json")
+	if !strings.Contains(s.stdout, `"source": "cron"`) || !strings.Contains(s.stdout, `"title": "standup"`) || !strings.Contains(s.stdout, `"end_reason": "cron"`) {
+		t.Fatalf("the run's session: %s", s.stdout)
+	}
+	if r := atrium(t, home, "cron", "resume", "standup"); r.code != 0 || !strings.Contains(r.stdout, "next run") {
+		t.Fatalf("resume: %+v", r)
+	}
+	if r := atrium(t, home, "cron", "remove", "standup"); r.code != 0 {
+		t.Fatalf("remove: %+v", r)
+	}
+	if r := atrium(t, home, "cron", "list", "--json"); !strings.Contains(r.stdout, `"jobs": []`) {
+		t.Fatalf("list after remove: %+v", r)
+	}
+}
