@@ -381,3 +381,42 @@ func TestOpenAIContextLengthErrorTakesTheOverflowPath(t *testing.T) {
 		t.Fatalf("provider calls = %d, want the failed one and one retry", calls.Load())
 	}
 }
+
+// With model.native_compaction, the provider compacts instead of the local
+// summary: before a call over its threshold, the loop lets it, and the
+// compaction is recorded as provider_native, reason provider (once).
+func TestNativeCompactionIsAutomatic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2000, nil)
+	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 2000},
+		NativeCompaction: true, NativeThreshold: 0.3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.MustCreate(t, sessions.CreateParams{Title: "native"})
+	for i := 0; i < 6; i++ {
+		if _, err := e.Sessions.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: strings.Repeat("earlier context ", 30)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Rec.Reset()
+	turn, err := loop.Send(ctx, s.ID, "plain question", hooks.LocalContext("cli", s.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turn.Compactions) != 1 || turn.Compactions[0].Kind != "provider_native" || turn.Compactions[0].Reason != "provider" {
+		t.Fatalf("compactions %+v", turn.Compactions)
+	}
+	posts := e.posts(t)
+	if len(posts) != 1 || posts[0].Kind != "provider_native" || posts[0].Reason != "provider" || posts[0].Platform == nil || *posts[0].Platform != "cli" {
+		t.Fatalf("posts %+v", posts)
+	}
+	ms, _ := e.Sessions.Messages(ctx, turn.SessionID, false)
+	if !strings.HasPrefix(ms[0].Content, "[native compaction]") {
+		t.Fatalf("transcript starts %q", ms[0].Content)
+	}
+	// Below the threshold now: the next turn compacts nothing.
+	if turn, err = loop.Send(ctx, turn.SessionID, "and then?", hooks.LocalContext("cli", turn.SessionID)); err != nil || len(turn.Compactions) != 0 {
+		t.Fatalf("second turn %+v %v", turn.Compactions, err)
+	}
+}

@@ -1,0 +1,65 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"atrium/backend/apperr"
+	"atrium/backend/config"
+)
+
+func load(t *testing.T, yaml string) (config.Config, error) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := config.Load(p)
+	return c, err
+}
+
+func TestGatewayConfig(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, `gateway:
+  autostart: true
+  telegram:
+    token_env: TELEGRAM_BOT_TOKEN
+    base_url: https://api.telegram.org
+    allowed_users: [123456789, "987"]
+  slack:
+    token_env: SLACK_BOT_TOKEN
+    signing_secret_env: SLACK_SIGNING_SECRET
+    listen: 127.0.0.1:8790
+    api_url: https://slack.com/api
+    allowed_users: [U012AB3CD]
+    allowed_chats: [C1]
+  webhook:
+    secret_env: HOOK_SECRET
+    reply_url: http://127.0.0.1:9000/replies
+model:
+  native_compaction: true
+  native_compaction_threshold: 0.5
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Gateway
+	if !g.Autostart || g.Telegram == nil || strings.Join(g.Telegram.AllowedUsers, ",") != "123456789,987" ||
+		g.Slack.AllowedChats[0] != "C1" || g.Webhook.ReplyURL == "" || !c.Model.NativeCompaction || *c.Model.NativeThreshold != 0.5 {
+		t.Fatalf("parsed %+v %+v", g, c.Model)
+	}
+	for _, bad := range []string{
+		"gateway:\n  telegram:\n    token_env: \"123456:AAE-secret-pasted\"\n",
+		"gateway:\n  telegram:\n    base_url: ftp://x\n",
+		"gateway:\n  slack:\n    listen: nowhere\n",
+		"gateway:\n  telegram:\n    allowed_users: [{a: 1}]\n",
+		"model:\n  native_compaction_threshold: 2\n",
+	} {
+		_, err := load(t, bad)
+		if apperr.CodeOf(err) != apperr.Invalid || strings.Contains(err.Error(), "AAE-secret") {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+}
