@@ -8,7 +8,9 @@
 // CHROMIUM=/path overrides /usr/bin/chromium; E2E_KEEP=1 keeps the home.
 
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHmac } from 'node:crypto';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -158,6 +160,68 @@ async function resultText(page, contains) {
   return (await loc.innerText()).replace(/\s+/g, ' ');
 }
 
+// ---- the gateway: a generic webhook adapter in serve, and the other end
+// of it (a receiver of the signed replies) here ----
+
+const webhookSecret = 'e2e-webhook-secret';
+const replies = [];
+let receiver = null;
+
+function sign(ts, body) {
+  return `sha256=${createHmac('sha256', webhookSecret).update(`${ts}.`).update(body).digest('hex')}`;
+}
+
+/** startReceiver takes the gateway's replies, checking their signature. */
+function startReceiver() {
+  return new Promise((res) => {
+    receiver = createServer((req, resp) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const ts = req.headers['x-atrium-timestamp'];
+        if (req.headers['x-atrium-signature-256'] !== sign(ts, body)) {
+          resp.writeHead(401).end('bad signature');
+          return;
+        }
+        replies.push(JSON.parse(body));
+        resp.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
+      });
+    });
+    receiver.listen(0, '127.0.0.1', () => res(`http://127.0.0.1:${receiver.address().port}/replies`));
+  });
+}
+
+/** freePort is a loopback port nobody listens on now. */
+function freePort() {
+  return new Promise((res) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => res(p));
+    });
+  });
+}
+
+let webhookURL = '';
+
+/** chat posts a signed message to the gateway's webhook. */
+async function chat(id, user, name, text) {
+  const body = JSON.stringify({ id, text, user_id: user, user_name: name, chat_id: `chat-${user}`, chat_type: 'dm' });
+  const ts = Math.floor(Date.now() / 1000);
+  const r = await fetch(webhookURL, { method: 'POST', body, headers: { 'Content-Type': 'application/json', 'X-Atrium-Timestamp': String(ts), 'X-Atrium-Signature-256': sign(ts, body) } });
+  eq(r.status, 202, `webhook POST ${id}`);
+}
+
+async function waitReply(chatID, n, what) {
+  const t0 = Date.now();
+  for (;;) {
+    const got = replies.filter((r) => r.chat_id === chatID);
+    if (got.length >= n) return got;
+    if (Date.now() - t0 > 20_000) throw new Error(`${what}: ${got.length} replies to ${chatID}, want ${n}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 async function main() {
   // ---- seed ----
   const titles = ['Payments refactor', 'Search tuning', 'Deploy pipeline', 'Billing export', 'Kernel upgrade', 'Cache warmup'];
@@ -191,6 +255,17 @@ async function main() {
   const total = titles.length + 6;
   if (process.env.E2E_DEBUG) console.log(JSON.stringify({ ids, parent, child }));
   const deletesBefore = (await deleteEvents()).length;
+
+  // serve runs the gateway (gateway.autostart): a webhook adapter whose
+  // replies go to the receiver above; one allowed user, deny by default
+  const replyURL = await startReceiver();
+  const hookPort = await freePort();
+  webhookURL = `http://127.0.0.1:${hookPort}/messages`;
+  process.env.ATRIUM_E2E_WEBHOOK_SECRET = webhookSecret;
+  appendFileSync(
+    join(home, 'config.yaml'),
+    `\ngateway:\n  autostart: true\n  webhook:\n    platform: bridge\n    secret_env: ATRIUM_E2E_WEBHOOK_SECRET\n    listen: 127.0.0.1:${hookPort}\n    reply_url: ${replyURL}\n    allowed_users: [u-alice]\n`,
+  );
 
   const { link, base } = await startServer();
 
@@ -681,6 +756,66 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
+  await check('gateway: an allowed sender is answered; the list shows the platform and the sender, and filters by platform', async () => {
+    await chat('m1', 'u-alice', 'Alice', 'Hello from the bridge');
+    const [r] = await waitReply('chat-u-alice', 1, 'reply to alice');
+    eq(r.platform, 'bridge', 'reply platform');
+    await page.click('[data-testid=nav-sessions]');
+    await page.click('[data-testid=tab-active]');
+    const row = page.locator(rowSel).filter({ has: page.locator('[data-testid=row-platform]', { hasText: 'bridge' }) });
+    await row.first().waitFor({ timeout: 15_000 });
+    eq((await row.first().locator('[data-testid=row-sender]').innerText()).trim(), '· Alice', 'sender cell');
+    await page.locator('[data-testid=filter-platform]').waitFor({ state: 'visible', timeout: 10_000 });
+    await page.selectOption('[data-testid=filter-platform]', 'bridge');
+    await waitRows(page, 1, 'rows of platform bridge');
+    await page.screenshot({ path: join(artifacts, 'dashboard-gateway-sessions.png') });
+    await row.first().dblclick();
+    await page.locator('[data-testid=tx-platform]').waitFor({ timeout: 10_000 });
+    const sender = await page.locator('[data-testid=tx-sender]').innerText();
+    assert(/Alice/.test(sender) && /u-alice/.test(sender), `transcript sender: ${sender}`);
+    await page.keyboard.press('Escape');
+    await page.selectOption('[data-testid=filter-platform]', '');
+    return `reply: ${r.text.slice(0, 60)}`;
+  });
+
+  await check('gateway page: the adapter is connected, counts in and out, the allowed user, the refused sender (told once)', async () => {
+    await chat('m2', 'u-mallory', 'Mallory', 'let me in');
+    await chat('m3', 'u-mallory', 'Mallory', 'please');
+    const [refusal] = await waitReply('chat-u-mallory', 1, 'refusal');
+    assert(/only answers the people its owner allowed/.test(refusal.text), `refusal: ${refusal.text}`);
+    await page.click('[data-testid=nav-gateway]');
+    await page.locator('[data-testid=state-bridge]', { hasText: 'connected' }).waitFor({ timeout: 10_000 });
+    const refusals = page.locator('[data-testid=refusals]');
+    await refusals.filter({ hasText: 'u-mallory' }).waitFor({ timeout: 10_000 });
+    const rowText = (await page.locator('[data-testid=adapter-bridge]').innerText()).replace(/\s+/g, ' ');
+    assert(/u-alice/.test(rowText) && /3 in/.test(rowText), `adapter row: ${rowText}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-gateway.png') });
+    eq(replies.filter((r) => r.chat_id === 'chat-u-mallory').length, 1, 'refusals sent');
+    return rowText;
+  });
+
+  await check('cron page: a job with its zone and next run; Run now runs it and links to its session', async () => {
+    await atrium('cron', 'add', 'standup', '--schedule', '0 9 * * 1-5', '--prompt', 'Summarise what changed since yesterday', '--tz', 'Europe/Paris');
+    await page.click('[data-testid=nav-cron]');
+    await page.locator('[data-testid=cron-job-standup]').waitFor({ timeout: 10_000 });
+    await page.locator('[data-testid=cron-next-standup]').waitFor({ timeout: 10_000 });
+    const host = await page.locator('[data-testid=cron-host]').innerText();
+    assert(/scheduler running/.test(host) && /atrium serve/.test(host), `host: ${host}`);
+    await page.click('[data-testid=cron-run-standup]');
+    const link = page.locator('[data-testid=cron-session-standup]');
+    await link.waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: join(artifacts, 'dashboard-cron.png') });
+    const jobs = await atrium('cron', 'list');
+    const job = (jobs.jobs ?? jobs).find((j) => j.name === 'standup');
+    eq([job.last_status, job.runs], ['ok', 1], 'job status and runs');
+    await link.click();
+    await page.locator('.tx-meta').waitFor({ timeout: 10_000 });
+    await page.locator('.tx-meta .badge', { hasText: 'cron' }).first().waitFor({ timeout: 10_000 });
+    const s = await atrium('sessions', 'show', job.last_session_id);
+    eq([s.source, s.title], ['cron', 'standup'], 'the run session');
+    await page.keyboard.press('Escape');
+  });
+
   await check('no errors in the page console', async () => {
     // 401s are the token check's own; the reset is the response the retry
     // check drops on purpose.
@@ -714,6 +849,7 @@ try {
   } catch {
     /* none ran */
   }
+  if (receiver) receiver.close();
   if (failed > 0 && serverLog) console.log(`--- atrium serve output ---\n${serverLog.trim().split('\n').slice(-30).join('\n')}`);
   if (process.env.E2E_KEEP) console.log(`home kept at ${home}`);
   else rmSync(home, { recursive: true, force: true });

@@ -287,6 +287,29 @@ else
 fi
 import -window root "$ART/window.png" 2>/dev/null || true
 
+# The window runs the scheduler while it is open; its Cron and Gateway pages
+# (Alt+5, Alt+4; see the screenshots).
+cli cron add nightly --schedule "30 2 * * *" --prompt "Summarise the day" --tz Europe/Berlin >/dev/null
+host=""
+for _ in $(seq 100); do
+  host=$(cli cron list | python3 -c 'import json,sys; r=json.load(sys.stdin); print((r.get("host") or {}).get("process","") if r.get("running") else "")')
+  [ -n "$host" ] && break; sleep 0.1
+done
+if [ "$host" = "the desktop window" ]; then
+  ok "the window runs the scheduler (cron list: running in $host)"
+else
+  bad "cron list: scheduler not running in the window (host \"$host\")"
+fi
+focus_list
+xdotool key alt+5
+sleep 1.5
+import -window root "$ART/window-cron.png" 2>/dev/null || true
+xdotool key alt+4
+sleep 1.5
+import -window root "$ART/window-gateway.png" 2>/dev/null || true
+xdotool key alt+1
+sleep 0.5
+
 xdotool key ctrl+q
 for _ in $(seq 100); do kill -0 "$APID" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$APID" 2>/dev/null; then

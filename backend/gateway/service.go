@@ -511,18 +511,19 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 		}
 		final := IsPermanent(err) || now.Add(delay).After(d.Deadline)
 		_ = s.store.markFailed(ctx, d.ID, err.Error(), now.Add(delay), final)
-		s.report(platform, s.currentState(platform), "", fmt.Errorf("delivery failed (attempt %d): %w", d.Attempts+1, err))
+		state, detail := s.currentState(platform)
+		s.report(platform, state, detail, fmt.Errorf("delivery failed (attempt %d): %w", d.Attempts+1, err))
 	}
 }
 
-func (s *Service) currentState(platform string) string {
+func (s *Service) currentState(platform string) (string, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, _, _ := strings.Cut(s.state[platform], "\x00")
+	st, detail, _ := strings.Cut(s.state[platform], "\x00")
 	if st == "" {
-		return Starting
+		return Starting, ""
 	}
-	return st
+	return st, detail
 }
 
 // housekeeping forgets old inbound ids.

@@ -12,7 +12,7 @@ export const keySheet: { section: string; keys: [string, string][] }[] = [
       ['/', 'Search sessions'],
       ['Ctrl+Z', 'Undo the last action'],
       ['Ctrl+N', 'New session (the window; the button on the dashboard)'],
-      ['Alt+1 … Alt+5', 'Sessions, Activity, Plugins, Storage, Settings'],
+      ['Alt+1 … Alt+7', 'Sessions, Activity, Plugins, Gateway, Cron, Storage, Settings'],
       ['Escape', 'Close, clear the search, clear the selection, back'],
     ],
   },

@@ -8,6 +8,8 @@ import { mountOps, showAction } from './ops';
 import { Router } from './router';
 import { app } from './state';
 import { ActivityView } from './views/activity';
+import { CronView } from './views/cron';
+import { GatewayView } from './views/gateway';
 import { PluginsView } from './views/plugins';
 import { SessionsView } from './views/sessions';
 import { SettingsView } from './views/settings';
@@ -55,8 +57,10 @@ async function boot(): Promise<void> {
       { name: 'transcript', view: transcript, under: 'sessions', needsArg: true },
       { name: 'activity', label: 'Activity', key: '2', view: new ActivityView() },
       { name: 'plugins', label: 'Plugins', key: '3', view: new PluginsView() },
-      { name: 'storage', label: 'Storage', key: '4', view: new StorageView() },
-      { name: 'settings', label: 'Settings', key: '5', view: new SettingsView() },
+      { name: 'gateway', label: 'Gateway', key: '4', view: new GatewayView() },
+      { name: 'cron', label: 'Cron', key: '5', view: new CronView() },
+      { name: 'storage', label: 'Storage', key: '6', view: new StorageView() },
+      { name: 'settings', label: 'Settings', key: '7', view: new SettingsView() },
     ],
     'sessions',
   );

@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { FilterDTO, InstallRequest, ListFilter, SettingsDTO } from './gen/dto';
+import type { CronAddRequest, FilterDTO, InstallRequest, ListFilter, SettingsDTO } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -17,6 +17,8 @@ export interface Filter {
   scope: Scope;
   source?: string;
   profile?: string;
+  /** a chat platform (telegram, slack, ...); "" for every surface */
+  platform?: string;
 }
 
 export type Page = Filter & { limit?: number; cursor?: string };
@@ -25,11 +27,18 @@ export type Page = Filter & { limit?: number; cursor?: string };
 export type ConvPage = Page & { subagents?: boolean };
 
 function filterQuery(f: Page) {
-  return { scope: f.scope, source: f.source || undefined, profile: f.profile || undefined, limit: f.limit || undefined, cursor: f.cursor || undefined };
+  return {
+    scope: f.scope,
+    source: f.source || undefined,
+    profile: f.profile || undefined,
+    platform: f.platform || undefined,
+    limit: f.limit || undefined,
+    cursor: f.cursor || undefined,
+  };
 }
 
 function listFilter(f: Page): ListFilter {
-  return { scope: f.scope, source: f.source ?? '', profile: f.profile ?? '', limit: f.limit ?? 0, cursor: f.cursor ?? '' };
+  return { scope: f.scope, source: f.source ?? '', profile: f.profile ?? '', platform: f.platform ?? '', limit: f.limit ?? 0, cursor: f.cursor ?? '' };
 }
 
 const turnTimeout = 11 * 60_000; // the server gives a turn 10 minutes
@@ -139,6 +148,21 @@ export const api = {
     report: () => call('Storage', 'Report', [], { route: 'GET /api/storage' }),
     vacuum: () => call('Storage', 'Vacuum', [], { route: 'POST /api/storage/vacuum' }, { timeoutMs: 10 * 60_000 }),
     confirmRetention: () => call('Storage', 'ConfirmRetention', [], { route: 'POST /api/storage/retention/confirm' }),
+  },
+  gateway: {
+    /** status is the Gateway page: adapters, their state and last error, who may talk, who was refused */
+    status: () => call('Gateway', 'Status', [], { route: 'GET /api/gateway' }),
+    /** retry sends again the replies that were given up (platform "" for all) */
+    retry: (platform: string) => call('Gateway', 'Retry', [{ platform }], { route: 'POST /api/gateway/retry', body: { platform } }),
+  },
+  cron: {
+    list: () => call('Cron', 'List', [], { route: 'GET /api/cron' }),
+    add: (req: CronAddRequest) => call('Cron', 'Add', [req], { route: 'POST /api/cron', body: req }),
+    pause: (name: string) => call('Cron', 'Pause', [name], { route: 'POST /api/cron/{name}/pause', params: { name } }),
+    resume: (name: string) => call('Cron', 'Resume', [name], { route: 'POST /api/cron/{name}/resume', params: { name } }),
+    remove: (name: string) => call('Cron', 'Remove', [name], { route: 'POST /api/cron/{name}/remove', params: { name } }),
+    /** run runs a job now and answers with its reply and session */
+    run: (name: string) => call('Cron', 'Run', [name], { route: 'POST /api/cron/{name}/run', params: { name } }, { timeoutMs: turnTimeout }),
   },
   settings: {
     get: () => call('Settings', 'Get', [], { route: 'GET /api/settings' }),

@@ -24,7 +24,7 @@ function session(i: number, o: Partial<SessionDTO> = {}): SessionDTO {
 function fake(n: number, o: { ids?: 'missing' | 'fail'; count?: 'missing' } = {}) {
   const all = Array.from({ length: n }, (_, i) => session(i));
   const calls: string[] = [];
-  const match = (f: ConvPage) => all.filter((s) => s.where === f.scope && (!f.source || s.source === f.source));
+  const match = (f: ConvPage) => all.filter((s) => s.where === f.scope && (!f.source || s.source === f.source) && (!f.platform || s.platform === f.platform));
   const conv = (s: SessionDTO, subagents = 0): ConversationDTO => ({ session: s, parts: 1, chain_ids: [s.id], total_messages: s.message_count, total_tokens: 0, subagents, origin_title: '' });
   const src: SessionsSource = {
     async list(f: ConvPage): Promise<ConversationPageDTO> {
@@ -55,7 +55,7 @@ function fake(n: number, o: { ids?: 'missing' | 'fail'; count?: 'missing' } = {}
         .map((s) => ({ session: s, conversation_id: `tip-of-${s.id}`, where: s.where, snippet: `…${q}…`, snippet_highlights: [{ start: 1, end: 1 + q.length }], title_highlights: null, in_title: true, message_id: 7 }));
     },
     async facets() {
-      return { sources: ['cli', 'cron', ''], profiles: ['default'], platforms: [] };
+      return { sources: ['cli', 'cron', 'gateway', ''], profiles: ['default'], platforms: ['telegram', ''] };
     },
   };
   return { all, calls, src };
@@ -148,8 +148,27 @@ describe('SessionsStore loading', () => {
     const st = new SessionsStore(src);
     st.source = 'gateway';
     await st.loadFacets();
-    expect(st.facets.sources).toEqual(['cli', 'cron']);
-    expect(st.source).toBe('');
+    expect(st.facets.sources).toEqual(['cli', 'cron', 'gateway']);
+    expect(st.facets.platforms).toEqual(['telegram']);
+    expect(st.source).toBe('gateway');
+    st.platform = 'slack';
+    await st.loadFacets();
+    expect(st.platform).toBe('');
+  });
+
+  it('filters by platform: gateway sessions of one chat platform', async () => {
+    const { all, src } = fake(6);
+    all[1]!.platform = 'telegram';
+    all[4]!.platform = 'telegram';
+    all[5]!.platform = 'slack';
+    const st = new SessionsStore(src);
+    await st.reload();
+    expect(st.rows.length).toBe(6);
+    st.setPlatform('telegram');
+    await settle();
+    await settle();
+    expect(st.filter().platform).toBe('telegram');
+    expect(st.rows.map((r) => r.session.id)).toEqual(['s1', 's4']);
   });
 });
 

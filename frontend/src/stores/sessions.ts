@@ -55,6 +55,8 @@ export class SessionsStore {
   subagents = false;
   source = '';
   profile = '';
+  /** a chat platform (gateway sessions), '' for all */
+  platform = '';
   query = '';
 
   // what is loaded
@@ -87,7 +89,7 @@ export class SessionsStore {
   constructor(private readonly src: SessionsSource) {}
 
   filter(): ConvPage {
-    return { scope: this.scope, source: this.source, profile: this.profile, subagents: this.subagents };
+    return { scope: this.scope, source: this.source, profile: this.profile, platform: this.platform, subagents: this.subagents };
   }
 
   /** searchScope: a search in the trash looks in the trash; elsewhere in
@@ -115,6 +117,12 @@ export class SessionsStore {
   setSource(v: string): void {
     if (this.source === v) return;
     this.source = v;
+    this.filterChanged();
+  }
+
+  setPlatform(v: string): void {
+    if (this.platform === v) return;
+    this.platform = v;
     this.filterChanged();
   }
 
@@ -163,6 +171,7 @@ export class SessionsStore {
     }
     if (this.source && !this.facets.sources?.includes(this.source)) this.source = '';
     if (this.profile && !this.facets.profiles?.includes(this.profile)) this.profile = '';
+    if (this.platform && !this.facets.platforms?.includes(this.platform)) this.platform = '';
     this.changes.emit('facets');
   }
 

@@ -41,6 +41,7 @@ export class SessionsView implements View {
   readonly store = new SessionsStore({ ...api.conversations, search: api.sessions.search, facets: api.sessions.facets });
   private readonly search: HTMLInputElement;
   private readonly sourceSel: HTMLSelectElement;
+  private readonly platformSel: HTMLSelectElement;
   private readonly profileSel: HTMLSelectElement;
   private readonly tabs: Record<Scope, HTMLButtonElement>;
   private readonly timeHead: HTMLElement;
@@ -56,6 +57,7 @@ export class SessionsView implements View {
   private searchTimer = 0;
   private staleTimer = 0;
   private stale = false;
+  private staleFacets = false;
   private visible = false;
   private loadedOnce = false;
 
@@ -89,7 +91,9 @@ export class SessionsView implements View {
     });
     this.sourceSel = h('select', { 'aria-label': 'Filter by source', class: 'filter', hidden: true });
     this.profileSel = h('select', { 'aria-label': 'Filter by profile', class: 'filter', hidden: true });
+    this.platformSel = h('select', { 'aria-label': 'Filter by platform', class: 'filter', 'data-testid': 'filter-platform', hidden: true });
     this.sourceSel.addEventListener('change', () => s.setSource(this.sourceSel.value));
+    this.platformSel.addEventListener('change', () => s.setPlatform(this.platformSel.value));
     this.profileSel.addEventListener('change', () => s.setProfile(this.profileSel.value));
     const tab = (scope: Scope, label: string) =>
       button(label, { class: 'tab', role: 'tab', 'data-testid': `tab-${scope}`, 'aria-selected': String(scope === 'active') }, () => s.setScope(scope));
@@ -105,6 +109,7 @@ export class SessionsView implements View {
       { class: 'toolbar' },
       this.search,
       this.sourceSel,
+      this.platformSel,
       this.profileSel,
       h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Active, archived or deleted sessions' }, this.tabs.active, this.tabs.archived, this.tabs.trash),
       this.cleanBtn,
@@ -198,7 +203,9 @@ export class SessionsView implements View {
       void s.loadFacets();
     });
     on('activity', (evs) => {
-      if (evs.some((e) => listHooks.has(e.hook))) this.markStale();
+      // a session started elsewhere (a gateway chat, a cron run) may bring
+      // a source or a platform the filters do not offer yet
+      if (evs.some((e) => listHooks.has(e.hook))) this.markStale(evs.some((e) => e.hook === 'on_session_start'));
     });
   }
 
@@ -237,6 +244,7 @@ export class SessionsView implements View {
         break;
       case 'facets':
         fillSelect(this.sourceSel, 'All sources', s.facets.sources ?? [], s.source);
+        fillSelect(this.platformSel, 'All platforms', s.facets.platforms ?? [], s.platform);
         fillSelect(this.profileSel, 'All profiles', s.facets.profiles ?? [], s.profile);
         break;
       case 'status':
@@ -255,8 +263,7 @@ export class SessionsView implements View {
       // page is painted, so they never hold it up.
       void this.store.reload().then(() => this.store.loadFacets());
     } else if (this.stale) {
-      this.stale = false;
-      void this.store.reload();
+      this.reloadStale();
     } else {
       this.list.refresh();
       this.updateTitle();
@@ -332,15 +339,22 @@ export class SessionsView implements View {
   }
 
   /** markStale reloads soon (now if shown): the list may have changed. */
-  markStale(): void {
+  markStale(facets = false): void {
     this.stale = true;
+    this.staleFacets ||= facets;
     if (!this.visible) return;
     window.clearTimeout(this.staleTimer);
     this.staleTimer = window.setTimeout(() => {
       if (opsRunning()) return; // the op refreshes when it ends
-      this.stale = false;
-      void this.store.reload();
+      this.reloadStale();
     }, 800);
+  }
+
+  private reloadStale(): void {
+    const facets = this.staleFacets;
+    this.stale = false;
+    this.staleFacets = false;
+    void this.store.reload().then(() => (facets ? this.store.loadFacets() : undefined));
   }
 
   private applySearch(): void {
@@ -423,7 +437,7 @@ export class SessionsView implements View {
     el.dataset.depth = String(r.depth);
     el.dataset.parts = String(r.conv?.parts ?? 1);
     renderTitleCell(cTitle!, r, { expanded: s.expanded.has(x.id), query: s.query, flat: s.subagents });
-    cSource!.textContent = x.source;
+    renderSource(cSource!, x);
     cProfile!.textContent = x.profile;
     const when = s.scope === 'trash' && x.trashed_at ? x.trashed_at : x.last_activity_at;
     cTime!.textContent = relative(when);
@@ -521,6 +535,18 @@ function createRow(): HTMLElement {
     h('span', { class: 'c-marks' }),
     h('span', { class: 'c-menu' }, h('button', { type: 'button', class: 'row-menu', title: 'Actions (right-click)', 'aria-label': 'Session actions', 'data-testid': 'row-menu', tabindex: '-1' }, '⋯')),
   );
+}
+
+/** The source cell: a gateway session shows its platform and its sender. */
+function renderSource(cell: HTMLElement, x: { source: string; platform?: string; sender_id?: string; sender_name?: string }): void {
+  const sender = x.sender_name || x.sender_id || '';
+  if (!x.platform || x.platform === x.source) {
+    cell.textContent = x.source;
+    cell.title = x.source;
+    return;
+  }
+  replace(cell, h('span', { class: 'platform', 'data-testid': 'row-platform' }, x.platform), sender ? h('span', { class: 'sender muted', 'data-testid': 'row-sender' }, ` · ${sender}`) : '');
+  cell.title = `${x.source} on ${x.platform}${sender ? `, from ${sender}${x.sender_id && x.sender_id !== sender ? ` (${x.sender_id})` : ''}` : ''}`;
 }
 
 function rowIndexOf(target: EventTarget | null): number | null {

@@ -255,6 +255,10 @@ export class TranscriptView implements View {
       'div',
       { class: 'tx-meta' },
       h('span', { class: 'badge' }, s.source),
+      s.platform && s.platform !== s.source ? h('span', { class: 'badge platform', 'data-testid': 'tx-platform' }, s.platform) : null,
+      s.sender_id || s.sender_name
+        ? h('span', { class: 'badge', 'data-testid': 'tx-sender', title: `sender id ${s.sender_id}` }, `from ${s.sender_name || s.sender_id}${s.sender_name && s.sender_id ? ` (${s.sender_id})` : ''}`)
+        : null,
       h('span', { class: 'badge' }, `profile ${s.profile}`),
       s.where === 'trash' ? h('span', { class: 'badge trash' }, 'in the trash') : s.archived ? h('span', { class: 'badge arch' }, 'archived') : null,
       s.pinned ? h('span', { class: 'badge pin' }, 'pinned') : null,

@@ -1,0 +1,155 @@
+// Gateway: the chat platforms the agent answers on. Each adapter's state
+// (connected, retrying, error, not running), its last error, messages in
+// and out, replies waiting or given up, who may talk (deny by default) and
+// the senders that were refused; who runs the gateway now.
+
+import { api, toApiError } from '../api';
+import { button, clear, h, replace } from '../dom';
+import { absolute, num, plural, relative } from '../format';
+import { showMessage } from '../ops';
+import type { View } from '../state';
+import type { AdapterDTO, GatewayDTO } from '../types';
+
+const stateClass: Record<string, string> = { connected: 'ok', retrying: 'pending', starting: 'pending', error: 'danger' };
+
+export class GatewayView implements View {
+  readonly el: HTMLElement;
+  private readonly body: HTMLElement;
+  private readonly status: HTMLElement;
+  private timer = 0;
+
+  constructor() {
+    this.status = h('div', { class: 'list-status', role: 'status' });
+    this.body = h('div', { class: 'storage', 'data-testid': 'gateway' });
+    this.el = h(
+      'section',
+      { class: 'view storage-view', 'aria-label': 'Gateway' },
+      h('div', { class: 'page-head' }, h('h1', {}, 'Gateway'), h('span', { class: 'spacer' }), button('Refresh', { class: 'btn small' }, () => void this.load())),
+      this.status,
+      this.body,
+    );
+  }
+
+  show(): void {
+    void this.load();
+    window.clearInterval(this.timer);
+    // states change on their own (a platform goes down, comes back)
+    this.timer = window.setInterval(() => {
+      if (!this.el.hidden) void this.load(true);
+      else window.clearInterval(this.timer);
+    }, 5000);
+  }
+
+  private async load(quiet = false): Promise<void> {
+    if (!quiet) replace(this.status, 'Loading…');
+    try {
+      const g = await api.gateway.status();
+      clear(this.status);
+      this.render(g);
+    } catch (e) {
+      replace(this.status, `Could not read the gateway: ${toApiError(e).message}`, button('Retry', { class: 'btn small' }, () => void this.load()));
+    }
+  }
+
+  private render(g: GatewayDTO): void {
+    const adapters = g.adapters ?? [];
+    const running = g.running && g.host
+      ? h('p', { 'data-testid': 'gateway-host' }, h('span', { class: 'badge ok' }, 'running'), ` in ${g.host.process || 'another process'} (pid ${g.host.pid}) since ${relative(g.host.since)}`)
+      : h(
+          'p',
+          { 'data-testid': 'gateway-host' },
+          h('span', { class: 'badge' }, 'not running'),
+          adapters.length > 0
+            ? g.autostart
+              ? ' The window and atrium serve start it while open (gateway.autostart); another process may hold it.'
+              : ' Start it with atrium gateway run, or set gateway.autostart: true so the window and atrium serve run it.'
+            : '',
+        );
+    if (adapters.length === 0) {
+      this.body.replaceChildren(
+        card(
+          'No platform configured',
+          running,
+          h('p', {}, 'Add an adapter to config.yaml (tokens stay in environment variables):'),
+          h('pre', { class: 'selectable code' }, 'gateway:\n  telegram:\n    token_env: TELEGRAM_BOT_TOKEN\n    allowed_users: [123456789]'),
+          h('p', { class: 'muted small' }, 'Nobody may talk to the agent until listed in allowed_users or allowed_chats: an unknown sender gets one polite refusal.'),
+        ),
+      );
+      return;
+    }
+    const table = h(
+      'table',
+      { class: 'plugins gateway-table', 'data-testid': 'adapters' },
+      h('thead', {}, h('tr', {}, ...['Platform', 'State', 'Messages', 'Replies', 'Allowed', 'Last error'].map((x) => h('th', {}, x)))),
+    );
+    const tbody = h('tbody', {});
+    for (const a of adapters) tbody.append(adapterRow(a));
+    table.append(tbody);
+    const refusals = g.refusals ?? [];
+    const refused = card(
+      'Refused senders',
+      refusals.length === 0
+        ? h('p', { class: 'muted' }, 'Nobody was refused.')
+        : h(
+            'table',
+            { class: 'plugins', 'data-testid': 'refusals' },
+            h('thead', {}, h('tr', {}, ...['Platform', 'User id', 'Name', 'Chat', 'Times', 'Last'].map((x) => h('th', {}, x)))),
+            h(
+              'tbody',
+              {},
+              ...refusals.map((r) =>
+                h('tr', {}, h('td', {}, r.platform), h('td', {}, h('code', { class: 'selectable' }, r.user_id)), h('td', {}, r.user_name || '–'), h('td', {}, r.chat_id || '–'), h('td', {}, num(r.count)), h('td', { title: absolute(r.last_at) }, relative(r.last_at))),
+              ),
+            ),
+          ),
+      h('p', { class: 'muted small' }, 'Each was told once that the assistant is private. To let one in, add their id to gateway.<platform>.allowed_users.'),
+    );
+    this.body.replaceChildren(card('Adapters', running, h('div', { class: 'table-wrap' }, table)), refused);
+  }
+}
+
+function adapterRow(a: AdapterDTO): HTMLElement {
+  const state = h('span', { class: `badge ${stateClass[a.state] ?? ''}`, 'data-testid': `state-${a.platform}` }, a.state);
+  const stateCell = h('td', {}, state);
+  if (a.detail) stateCell.append(h('div', { class: 'muted small' }, a.detail));
+  if ((a.missing_env ?? []).length > 0) stateCell.append(h('div', { class: 'small danger-text' }, `${(a.missing_env ?? []).join(', ')} not set`));
+  const replies = h('td', {}, `${num(a.sent)} sent`);
+  if (a.pending > 0) replies.append(h('div', { class: 'small' }, h('span', { class: 'badge pending' }, `${num(a.pending)} waiting`)));
+  if (a.failed > 0) {
+    replies.append(
+      h('div', { class: 'small' }, h('span', { class: 'badge danger' }, `${plural(a.failed, 'given up', 'given up')}`), ' ',
+        button('Retry', { class: 'btn small', 'data-testid': `retry-${a.platform}` }, () => void retry(a.platform))),
+    );
+  }
+  const users = a.allowed_users ?? [];
+  const chats = a.allowed_chats ?? [];
+  const allowed = users.length + chats.length === 0
+    ? h('td', { class: 'muted' }, 'nobody (deny by default)')
+    : h('td', {}, ...users.map((u) => h('code', { class: 'chip selectable' }, u)), ...chats.map((c) => h('code', { class: 'chip selectable', title: 'a chat: everyone in it' }, `chat ${c}`)));
+  const err = a.last_error
+    ? h('td', { class: 'small' }, h('div', { class: 'danger-text selectable' }, a.last_error), a.last_error_at ? h('div', { class: 'muted', title: absolute(a.last_error_at) }, relative(a.last_error_at)) : '')
+    : h('td', { class: 'muted' }, '–');
+  return h(
+    'tr',
+    { 'data-testid': `adapter-${a.platform}` },
+    h('td', {}, h('strong', {}, a.platform), a.configured ? '' : h('div', { class: 'muted small' }, 'no longer configured')),
+    stateCell,
+    h('td', {}, `${num(a.received)} in`),
+    replies,
+    allowed,
+    err,
+  );
+}
+
+async function retry(platform: string): Promise<void> {
+  try {
+    const r = await api.gateway.retry(platform);
+    showMessage('ok', `${plural(r.requeued, 'reply', 'replies')} queued again`, 'The running gateway sends them now.');
+  } catch (e) {
+    showMessage('error', 'Could not retry', toApiError(e).message);
+  }
+}
+
+function card(title: string, ...children: (Node | string)[]): HTMLElement {
+  return h('section', { class: 'card' }, h('h2', {}, title), ...children);
+}
