@@ -54,7 +54,7 @@ type Webhook struct {
 	Access    `yaml:",inline"`
 	SecretEnv string `yaml:"secret_env"` // default ATRIUM_WEBHOOK_SECRET
 	Listen    string `yaml:"listen"`     // default 127.0.0.1:8791
-	ReplyURL  string `yaml:"reply_url"`  // where replies are POSTed; "" keeps them for GET /replies
+	ReplyURL  string `yaml:"reply_url"`  // where replies are POSTed (required)
 	Name      string `yaml:"platform"`   // the platform name it reports (default "webhook")
 }
 
