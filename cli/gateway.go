@@ -10,12 +10,14 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"atrium/backend/apperr"
 	"atrium/backend/gateway"
 	"atrium/backend/hostlock"
+	"atrium/backend/pluginhost"
 	"atrium/backend/stack"
 )
 
@@ -27,6 +29,11 @@ func (r *runner) gatewayCmd() *cobra.Command {
 		Short: "Run the gateway and the scheduler in the foreground (for servers and systemd; --json logs one JSON object per line)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// It hosts the profile's plugins, like serve (taking over from a
+			// background host), or is a client of the window or serve that
+			// does and takes over when that one ends: gateway and cron turns
+			// reach the profile's one instance of each plugin.
+			r.host.kind = pluginhost.KindGateway
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error { return r.gatewayRun(ctx, st, f) })
 		},
 	}
@@ -89,6 +96,7 @@ func (r *runner) gatewayRun(ctx context.Context, st *stack.Stack, f stack.ModelF
 		return apperr.Wrap(apperr.Invalid, err, "gateway")
 	}
 	lg.Info("gateway starting", "profile", st.Home.Profile, "platforms", strings.Join(host.GatewayService().Platforms(), ","))
+	r.pluginRole(ctx, st, lg)
 	var wg sync.WaitGroup
 	wg.Go(func() { st.Maintenance.Loop(ctx) })
 	host.Run(ctx)
@@ -142,6 +150,28 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// pluginRole tells where gateway run's plugins run: here (it is the
+// profile's plugin host: it watches the plugin folders and config.yaml as
+// serve does), or in the window or serve that hosts them (it forwards to
+// it, and hosts once that one ends).
+func (r *runner) pluginRole(ctx context.Context, st *stack.Stack, lg *slog.Logger) {
+	switch r.host.mode {
+	case modeHost:
+		lg.Info("hosting the plugins of this profile")
+		if r.runtime != nil {
+			go r.runtime.Watch(ctx, 2*time.Second)
+		}
+	case modeClient:
+		hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		in, err := r.host.client.Hello(hctx)
+		cancel()
+		if err == nil {
+			lg.Info("the plugins run in another process; this one forwards to it and hosts them when it ends", "host", fmt.Sprintf("%s (pid %d)", in.Process, in.PID))
+		}
+		r.standBy(ctx, st)
+	}
 }
 
 // services builds what a window or `atrium serve` hosts while open: the

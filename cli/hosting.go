@@ -100,7 +100,7 @@ func (r *runner) planPlugins(ctx context.Context, home config.Home) error {
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
-	case pluginhost.KindWindow, pluginhost.KindServe:
+	case pluginhost.KindWindow, pluginhost.KindServe, pluginhost.KindGateway:
 		actx, cancel := context.WithTimeout(ctx, hostStartTimeout)
 		defer cancel()
 		l, _, err := h.site.Acquire(actx, h.client)
@@ -108,7 +108,7 @@ func (r *runner) planPlugins(ctx context.Context, home config.Home) error {
 		case err == nil:
 			h.lock, h.mode = l, modeHost
 		case errors.Is(err, pluginhost.ErrHeld):
-			h.mode = modeClient // another window or serve hosts; this one stands by
+			h.mode = modeClient // another window, serve or gateway hosts; this one stands by
 		default:
 			return err
 		}
@@ -213,11 +213,11 @@ func (r *runner) startHosting(st *stack.Stack) error {
 	return nil
 }
 
-// standBy makes a window or serve that found another window or serve
+// standBy makes a window, serve or gateway run that found another one
 // hosting take the lock once that one ends, and host from then on.
 func (r *runner) standBy(ctx context.Context, st *stack.Stack) {
 	h := &r.host
-	if h.mode != modeClient || (h.kind != pluginhost.KindWindow && h.kind != pluginhost.KindServe) {
+	if h.mode != modeClient || (h.kind != pluginhost.KindWindow && h.kind != pluginhost.KindServe && h.kind != pluginhost.KindGateway) {
 		return
 	}
 	go func() {
@@ -263,8 +263,11 @@ func (r *runner) becomeHost(ctx context.Context, st *stack.Stack, l *pluginhost.
 	h.mu.Lock()
 	m := h.manager
 	h.mu.Unlock()
-	if m != nil && r.runtime != nil {
+	switch {
+	case m != nil && r.runtime != nil:
 		m.Attach(r.runtime)
+		go r.runtime.Watch(ctx, 2*time.Second)
+	case r.runtime != nil: // gateway run: no manager, but changes made elsewhere count
 		go r.runtime.Watch(ctx, 2*time.Second)
 	}
 	r.releasePlugins()
@@ -305,6 +308,8 @@ func processLabel(kind string) string {
 		return "the desktop window"
 	case pluginhost.KindServe:
 		return "atrium serve"
+	case pluginhost.KindGateway:
+		return "atrium gateway run"
 	}
 	return "a background host"
 }

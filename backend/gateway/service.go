@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -319,7 +320,8 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		return nil
 	}
 	if name, _, ok := hooks.ParseCommand(text); ok && name == "start" {
-		if _, known := s.o.Bus.Commands().Lookup("start"); !known {
+		// a plugin's /start (here, or on the profile's plugin host) answers itself
+		if !slices.ContainsFunc(s.o.Bus.Commands().List(), func(c hooks.Command) bool { return c.Name == "start" }) {
 			out.Text, out.Origin = "Hello! Write a message to talk to the agent; /help lists the commands.", "reply"
 			return s.enqueue(ctx, out)
 		}

@@ -24,6 +24,7 @@ const (
 	KindBackground = "background" // started by a command; exits when idle
 	KindWindow     = "window"
 	KindServe      = "serve"
+	KindGateway    = "gateway" // atrium gateway run: hosts while it runs, like serve
 )
 
 // Info is what a host says about itself.
