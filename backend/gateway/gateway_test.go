@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -51,6 +52,7 @@ type env struct {
 	loop *turns.Loop
 	logs *syncBuf
 	log  *slog.Logger
+	mem  *memCalls
 }
 
 // newEnv is a real store on a temp file (real clock: delivery backoff is
@@ -70,6 +72,20 @@ func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)
 	if err := whoami.Register(bus.Plugin(whoami.Name)); err != nil {
 		t.Fatal(err)
 	}
+	// An in-process memory provider that records how it is initialized.
+	mem := &memCalls{}
+	if err := bus.Plugin("mem").RegisterCapability(hooks.CapMemoryProvider, "recall", nil, func(_ context.Context, method string, raw json.RawMessage) (json.RawMessage, error) {
+		if method == "initialize" {
+			var c hooks.MemoryCall
+			_ = json.Unmarshal(raw, &c)
+			mem.mu.Lock()
+			mem.calls = append(mem.calls, c)
+			mem.mu.Unlock()
+		}
+		return json.RawMessage(`{"available": true, "value": null}`), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range register {
 		r(bus)
 	}
@@ -87,11 +103,11 @@ func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)
 	if err := eng.RegisterCommands(bus.Commands()); err != nil {
 		t.Fatal(err)
 	}
-	loop, err := turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true})
+	loop, err := turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true, MemoryProvider: "recall"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{db: d, bus: bus, sess: sess, rec: rec, loop: loop, logs: logs, log: lg}
+	return &env{db: d, bus: bus, sess: sess, rec: rec, loop: loop, logs: logs, log: lg, mem: mem}
 }
 
 func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Service {
@@ -154,6 +170,100 @@ func (e *env) route(t *testing.T, key string) string {
 	return id
 }
 
+// chatter is one allowed sender's side of a conversation on a platform.
+type chatter struct {
+	platform, key, user string
+	sid                 string // the conversation's session so far
+	send                func(text string)
+	replies             func() int // the replies sent to this chat so far
+}
+
+// conversation goes on over c's platform: the memory provider's initialize
+// learned the sender's user_id; a long chat is compacted once between
+// messages with gateway_hygiene (then goes on in the continuation, the
+// sender kept); /compress fires post_compaction, reason manual, with the
+// platform; /new fires on_session_reset with both ids and the next message
+// goes to the new session.
+func (e *env) conversation(t *testing.T, c chatter) {
+	t.Helper()
+	say := func(text string) {
+		t.Helper()
+		n := c.replies()
+		c.send(text)
+		waitFor(t, "a reply to "+text[:min(len(text), 20)], func() bool { return c.replies() == n+1 })
+	}
+	before := len(e.posts(t))
+	long := strings.Repeat("the shipment for order 77 leaves from the north dock on monday morning ", 6)
+	for i := 0; i < 14 && len(e.posts(t)) == before; i++ {
+		say(long)
+	}
+	say("and the invoice?") // well below the threshold again: no second compaction
+	posts := e.posts(t)[before:]
+	if len(posts) != 1 || posts[0].Reason != compaction.ReasonGatewayHygiene || posts[0].Kind != compaction.KindSummarize ||
+		posts[0].Platform == nil || *posts[0].Platform != c.platform {
+		t.Fatalf("hygiene compactions on %s: %+v", c.platform, posts)
+	}
+	tip := e.route(t, c.key)
+	if tip == c.sid || posts[0].SessionID != tip || posts[0].OldSessionID != c.sid {
+		t.Fatalf("route %s after hygiene %+v (was %s)", tip, posts[0], c.sid)
+	}
+	if s, _ := e.sess.Get(context.Background(), tip); s.Platform != c.platform || s.SenderID != c.user {
+		t.Fatalf("the continuation lost its sender: %+v", s)
+	}
+	if !e.mem.sawUser(c.user, c.platform) {
+		t.Fatalf("memory provider initialize never had user_id %s on %s: %+v", c.user, c.platform, e.mem.all())
+	}
+
+	// /compress from the chat: reason manual, the platform on it.
+	say("/compress")
+	posts = e.posts(t)[before:]
+	if len(posts) != 2 || posts[1].Reason != compaction.ReasonManual || posts[1].Platform == nil || *posts[1].Platform != c.platform {
+		t.Fatalf("/compress on %s: %+v", c.platform, posts)
+	}
+	tip = e.route(t, c.key)
+
+	// /new: on_session_reset with both ids; the next message goes to the new session.
+	say("/new")
+	if err := e.bus.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resets := e.rec.Events(hooks.OnSessionReset)
+	if len(resets) != 1 {
+		t.Fatalf("resets %d", len(resets))
+	}
+	var reset hooks.SessionReset
+	_ = resets[0].Decode(&reset)
+	fresh := e.route(t, c.key)
+	if reset.OldSessionID != tip || reset.NewSessionID != fresh || reset.Platform != c.platform || fresh == tip {
+		t.Fatalf("reset %+v, route %s (was %s)", reset, fresh, tip)
+	}
+	say("hello again")
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'assistant'`, fresh); n != 1 {
+		t.Fatalf("replies in the new session: %d", n)
+	}
+}
+
+// memCalls records a memory provider's initialize calls.
+type memCalls struct {
+	mu    sync.Mutex
+	calls []hooks.MemoryCall
+}
+
+func (m *memCalls) all() []hooks.MemoryCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]hooks.MemoryCall(nil), m.calls...)
+}
+
+func (m *memCalls) sawUser(user, platform string) bool {
+	for _, c := range m.all() {
+		if c.UserID == user && c.Platform == platform {
+			return true
+		}
+	}
+	return false
+}
+
 const tgToken = "123456:TEST-telegram-token-never-logged"
 
 func telegram(f *gatewaytest.Telegram, users ...string) gateway.Configured {
@@ -204,63 +314,8 @@ func TestTelegramConversation(t *testing.T) {
 	}
 	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
 
-	// A long chat: between messages, the session above the soft threshold
-	// is compacted once with gateway_hygiene, then the conversation goes on
-	// in the continuation.
-	long := strings.Repeat("the shipment for order 77 leaves from the north dock on monday morning ", 6)
-	say := func(text string) {
-		n := len(f.SentTexts())
-		f.Push(4242, "Ada", 4242, "private", text)
-		waitFor(t, "a reply", func() bool { return len(f.SentTexts()) == n+1 })
-	}
-	for i := 0; i < 14 && len(e.posts(t)) == 0; i++ {
-		say(long)
-	}
-	say("and the invoice?") // well below the threshold again: no second compaction
-	posts := e.posts(t)
-	if len(posts) != 1 || posts[0].Reason != compaction.ReasonGatewayHygiene || posts[0].Kind != compaction.KindSummarize ||
-		posts[0].Platform == nil || *posts[0].Platform != "telegram" {
-		t.Fatalf("hygiene compactions: %+v", posts)
-	}
-	tip := e.route(t, key)
-	if tip == sid || posts[0].SessionID != tip || posts[0].OldSessionID != sid {
-		t.Fatalf("route %s after hygiene %+v (was %s)", tip, posts[0], sid)
-	}
-	if s, _ := e.sess.Get(context.Background(), tip); s.Platform != "telegram" || s.SenderID != "4242" {
-		t.Fatalf("the continuation lost its sender: %+v", s)
-	}
-
-	// /compress from the chat: reason manual, platform telegram.
-	n := len(f.SentTexts())
-	f.Push(4242, "Ada", 4242, "private", "/compress")
-	waitFor(t, "the /compress reply", func() bool { return len(f.SentTexts()) == n+1 })
-	posts = e.posts(t)
-	if len(posts) != 2 || posts[1].Reason != compaction.ReasonManual || posts[1].Platform == nil || *posts[1].Platform != "telegram" {
-		t.Fatalf("/compress: %+v, replied %q", posts, f.SentTexts()[n])
-	}
-	tip = e.route(t, key)
-
-	// /new: on_session_reset with both ids; the next message goes to the new session.
-	n = len(f.SentTexts())
-	f.Push(4242, "Ada", 4242, "private", "/new")
-	waitFor(t, "the /new reply", func() bool { return len(f.SentTexts()) == n+1 })
-	if err := e.bus.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	resets := e.rec.Events(hooks.OnSessionReset)
-	if len(resets) != 1 {
-		t.Fatalf("resets %d", len(resets))
-	}
-	var reset hooks.SessionReset
-	_ = resets[0].Decode(&reset)
-	fresh := e.route(t, key)
-	if reset.OldSessionID != tip || reset.NewSessionID != fresh || reset.Platform != "telegram" || fresh == tip {
-		t.Fatalf("reset %+v, route %s (was %s)", reset, fresh, tip)
-	}
-	f.Push(4242, "Ada", 4242, "private", "hello again")
-	waitFor(t, "a reply in the new session", func() bool {
-		return e.count(t, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'assistant'`, fresh) == 1
-	})
+	e.conversation(t, chatter{platform: "telegram", key: key, user: "4242", sid: sid,
+		send: func(text string) { f.Push(4242, "Ada", 4242, "private", text) }, replies: func() int { return len(f.SentTexts()) }})
 	if strings.Contains(e.logs.String(), tgToken) {
 		t.Fatal("the bot token reached the log")
 	}
@@ -407,7 +462,7 @@ const slackToken, slackSecret = "xoxb-test-token", "slack-signing-secret"
 // A conversation over Slack's Events API (signatures verified) and Web API.
 func TestSlackConversation(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 8192, 0.9)
+	e := newEnv(t, 2000, 0.5)
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -466,6 +521,23 @@ func TestSlackConversation(t *testing.T) {
 	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content = 'summarise the thread'`); n != 1 {
 		t.Fatalf("the mention was not stripped (%d)", n)
 	}
+
+	// The direct conversation goes on: hygiene, /compress, /new.
+	e.conversation(t, chatter{platform: "slack", key: "slack:dm:D1", user: "U1", sid: e.route(t, "slack:dm:D1"),
+		send: func(text string) {
+			if code := gatewaytest.SlackEvent(t, url, slackSecret, gatewaytest.SlackMessage("U1", "D1", "im", text), false); code != 200 {
+				t.Fatalf("message: %d", code)
+			}
+		},
+		replies: func() int {
+			n := 0
+			for _, p := range api.Posted() {
+				if p["channel"] == "D1" {
+					n++
+				}
+			}
+			return n
+		}})
 }
 
 func webhookAdapter(t *testing.T, secret, replyURL string) *gateway.Webhook {
@@ -544,7 +616,7 @@ func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
 // reply out, retried when the receiver answers 500.
 func TestWebhookConversation(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 8192, 0.9)
+	e := newEnv(t, 2000, 0.5)
 	recv := newReplyReceiver(t, "hook-secret", 2)
 	wh := webhookAdapter(t, "hook-secret", recv.URL)
 	e.start(t, gateway.Configured{Adapter: wh, Access: gateway.Access{Chats: []string{"room-1"}}})
@@ -560,4 +632,13 @@ func TestWebhookConversation(t *testing.T) {
 		t.Fatalf("%d replies had a bad signature", recv.bad)
 	}
 	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
+
+	// The conversation goes on: hygiene, /compress, /new.
+	n := 1
+	e.conversation(t, chatter{platform: "webhook", key: "webhook:group:room-1", user: "u1", sid: e.route(t, "webhook:group:room-1"),
+		send: func(text string) {
+			n++
+			postSigned(t, wh, "hook-secret", map[string]any{"id": fmt.Sprintf("m%d", n), "user_id": "u1", "user_name": "Una", "chat_id": "room-1", "chat_type": "group", "text": text}, http.StatusAccepted)
+		},
+		replies: func() int { return len(recv.replies()) }})
 }
