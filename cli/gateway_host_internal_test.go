@@ -70,22 +70,7 @@ type gwlogLine struct {
 
 func gwlogLines(t *testing.T, home string) []gwlogLine {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(home, "plugins-data", "gwlog", "events.jsonl"))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var out []gwlogLine
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if l == "" {
-			continue
-		}
-		var x gwlogLine
-		if err := json.Unmarshal([]byte(l), &x); err != nil {
-			t.Fatalf("gwlog line %q: %v", l, err)
-		}
-		out = append(out, x)
-	}
-	return out
+	return pluginLog[gwlogLine](t, home, "gwlog")
 }
 
 // replySink is the other end of a webhook adapter: it keeps the replies

@@ -192,18 +192,25 @@ func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 
 func pidlogLines(t *testing.T, home string) []pidlogLine {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(home, "plugins-data", "pidlog", "events.jsonl"))
+	return pluginLog[pidlogLine](t, home, "pidlog")
+}
+
+// pluginLog reads the events.jsonl a test plugin writes in its working
+// folder, one T a line (none before it wrote any).
+func pluginLog[T any](t *testing.T, home, plugin string) []T {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(home, "plugins-data", plugin, "events.jsonl"))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	var out []pidlogLine
+	var out []T
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if l == "" {
 			continue
 		}
-		var x pidlogLine
+		var x T
 		if err := json.Unmarshal([]byte(l), &x); err != nil {
-			t.Fatalf("pidlog line %q: %v", l, err)
+			t.Fatalf("%s line %q: %v", plugin, l, err)
 		}
 		out = append(out, x)
 	}
