@@ -498,6 +498,10 @@ async function main() {
     await page.click('[data-testid=nav-activity]');
     const rows = page.locator('[data-testid=activity-row]');
     await rows.first().waitFor({ timeout: 10_000 });
+    // The page may render before the last of them arrives: wait for six.
+    await page
+      .waitForFunction(() => document.querySelectorAll('[data-testid=activity-row]').length >= 6, null, { timeout: 15_000 })
+      .catch(() => {});
     const read = () => page.$$eval('[data-testid=activity-row]', (els) => els.map((e) => [Number(e.dataset.seq), e.dataset.hook, e.innerText]));
     const first = await read();
     const seqs = first.map((x) => x[0]);
