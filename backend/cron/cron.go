@@ -529,7 +529,9 @@ func (s *Service) tick(ctx context.Context) time.Duration {
 	wait := s.o.Poll
 	jobs, err := s.List(ctx)
 	if err != nil {
-		s.log.Warn("cron: cannot read the jobs", "error", err)
+		if ctx.Err() == nil { // stopping is not a failure to report
+			s.log.Warn("cron: cannot read the jobs", "error", err)
+		}
 		return wait
 	}
 	now := s.o.Clock.Now()
