@@ -1,6 +1,7 @@
 // Package hostlock is the lock a long-lived process holds while it runs a
 // profile's gateway or its scheduler (the window, `atrium serve`, `atrium
-// gateway run`): an exclusive advisory lock on a file under <home>/run/,
+// gateway run`), and the flock under pluginhost's host and spawn locks: an
+// exclusive advisory lock on a file under <home>/run/,
 // released by the kernel when the process ends, however it ends. The file
 // says who holds it, so a process that stands by can tell the user.
 package hostlock
@@ -46,7 +47,7 @@ func Try(path string, me Holder) (*Lock, Holder, error) {
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, Holder{}, err
+		return nil, Holder{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	if err := lockFile(f); err != nil {
 		var h Holder
@@ -57,7 +58,7 @@ func Try(path string, me Holder) (*Lock, Holder, error) {
 		if errors.Is(err, errWouldBlock) {
 			return nil, h, fmt.Errorf("%s: %w", path, ErrHeld)
 		}
-		return nil, h, err
+		return nil, h, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if me.PID == 0 {
 		me.PID = os.Getpid()

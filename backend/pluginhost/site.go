@@ -13,10 +13,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"atrium/backend/apperr"
+	"atrium/backend/hostlock"
 )
 
 // Kinds of host.
@@ -60,29 +60,23 @@ func (s Site) ensureDir() error {
 	return os.Chmod(s.Dir, 0o700)
 }
 
-// ErrHeld says another process holds the lock.
-var ErrHeld = errors.New("held by another process")
+// ErrHeld says another process holds the lock (the same error as the
+// gateway's and the scheduler's locks: one flock primitive, hostlock).
+var ErrHeld = hostlock.ErrHeld
 
 // Lock is a held flock. Its descriptor is close-on-exec: plugin children
 // never inherit it.
-type Lock struct{ f *os.File }
+type Lock struct{ l *hostlock.Lock }
 
 func (s Site) tryFlock(path string) (*Lock, error) {
 	if err := s.ensureDir(); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	l, _, err := hostlock.Try(path, hostlock.Holder{})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, ErrHeld
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return &Lock{f: f}, nil
+	return &Lock{l: l}, nil
 }
 
 // TryLock takes the host lock, or returns ErrHeld.
@@ -100,12 +94,10 @@ func (s Site) Held() bool {
 
 // Release gives the lock up.
 func (l *Lock) Release() {
-	if l == nil || l.f == nil {
+	if l == nil {
 		return
 	}
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	_ = l.f.Close()
-	l.f = nil
+	l.l.Release()
 }
 
 // lockWait takes path's lock, polling until ctx ends.
