@@ -49,17 +49,20 @@ type Job struct {
 	NextRun       *time.Time `json:"next_run"` // computed; nil when paused
 }
 
-// Clock is the scheduler's time: Now, and a channel that fires after d.
-// Tests give a fake one.
+// Clock is the scheduler's time: Now, and a channel that fires at a moment
+// (at once if it has passed). The scheduler sleeps until an absolute time,
+// never for a duration reckoned from a Now read earlier, so a clock that
+// moves meanwhile (a fake one in tests, a suspended laptop) cannot push the
+// wake-up past the tick. Tests give a fake one.
 type Clock interface {
 	Now() time.Time
-	After(d time.Duration) <-chan time.Time
+	At(t time.Time) <-chan time.Time
 }
 
 type realClock struct{}
 
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (realClock) Now() time.Time                  { return time.Now() }
+func (realClock) At(t time.Time) <-chan time.Time { return time.After(time.Until(t)) }
 
 // Options configure a Service.
 type Options struct {
@@ -510,12 +513,12 @@ func (s *Service) Stop(ctx context.Context) error {
 
 func (s *Service) loop(ctx context.Context) {
 	for {
-		wait := s.tick(ctx)
+		next := s.tick(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.wake:
-		case <-s.o.Clock.After(wait):
+		case <-s.o.Clock.At(next):
 		}
 	}
 }
@@ -524,17 +527,18 @@ func (s *Service) loop(ctx context.Context) {
 const maxCatchUp = 100000
 
 // tick claims and starts every due job, once each however many ticks were
-// missed, and returns how long to sleep before the next one is due.
-func (s *Service) tick(ctx context.Context) time.Duration {
+// missed, and returns when to look again: when the next one is due, or
+// after Poll.
+func (s *Service) tick(ctx context.Context) time.Time {
 	wait := s.o.Poll
 	jobs, err := s.List(ctx)
+	now := s.o.Clock.Now()
 	if err != nil {
 		if ctx.Err() == nil { // stopping is not a failure to report
 			s.log.Warn("cron: cannot read the jobs", "error", err)
 		}
-		return wait
+		return now.Add(wait)
 	}
-	now := s.o.Clock.Now()
 	for _, j := range jobs {
 		if j.Paused {
 			continue
@@ -579,7 +583,7 @@ func (s *Service) tick(ctx context.Context) time.Duration {
 			}
 		}(j)
 	}
-	return wait
+	return now.Add(wait)
 }
 
 // claim moves the job's last tick to due in one statement; false when
