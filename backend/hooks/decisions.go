@@ -33,6 +33,22 @@ func Answers(results []SyncResult) []any {
 	return out
 }
 
+// actions are a plugin's answers that are JSON objects, in callback order
+// (its Results expanded): what control hooks read an "action" from.
+func (r SyncResult) actions() []map[string]any {
+	answers := []any{r.Value}
+	if rs, ok := r.Value.(Results); ok {
+		answers = rs
+	}
+	var out []map[string]any
+	for _, a := range answers {
+		if m, ok := normalize(a).(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // normalize turns a Go value into the shape it has after a trip through
 // JSON (maps of any, float64 numbers), so in-process and process plugins
 // answer alike.
@@ -103,15 +119,7 @@ func DecideToolCall(results []SyncResult, args map[string]any) ToolDecision {
 			}
 			return ToolDecision{Action: "block", Message: msg, Args: d.Args, Plugin: r.Plugin}
 		}
-		answers := []any{r.Value}
-		if rs, ok := r.Value.(Results); ok {
-			answers = rs
-		}
-		for _, a := range answers {
-			m, ok := normalize(a).(map[string]any)
-			if !ok {
-				continue
-			}
+		for _, m := range r.actions() {
 			switch action, _ := m["action"].(string); action {
 			case "modify":
 				if partial, ok := m["args"].(map[string]any); ok && len(partial) > 0 {

@@ -70,15 +70,7 @@ func DecideDispatch(results []SyncResult, text string) DispatchDecision {
 		if r.Err != nil {
 			continue
 		}
-		answers := []any{r.Value}
-		if rs, ok := r.Value.(Results); ok {
-			answers = rs
-		}
-		for _, a := range answers {
-			m, ok := normalize(a).(map[string]any)
-			if !ok {
-				continue
-			}
+		for _, m := range r.actions() {
 			switch action, _ := m["action"].(string); strings.ToLower(action) {
 			case "skip":
 				reason, _ := m["reason"].(string)
