@@ -15,6 +15,8 @@ import (
 var allowed = map[string][]string{
 	"backend/apperr":      {},
 	"backend/limits":      {"backend/apperr"},
+	"backend/atomicfile":  {},
+	"backend/hostlock":    {},
 	"backend/db":          {"backend/apperr"},
 	"backend/llm":         {"backend/apperr"},
 	"backend/hooks":       {"backend/db", "backend/apperr"},
@@ -29,10 +31,10 @@ var allowed = map[string][]string{
 	// through the hook bus.
 	"backend/gateway":        {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
 	"backend/cron":           {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
-	"backend/plugins":        {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/plugins/proc", "backend/plugins/runner", "plugins"},
-	"backend/plugins/runner": {},
+	"backend/plugins":        {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "plugins"},
+	"backend/plugins/runner": {"backend/atomicfile"},
 	"backend/plugins/proc":   {"backend/hooks", "backend/apperr"},
-	"backend/pluginhost":     {"backend/hooks", "backend/apperr"},
+	"backend/pluginhost":     {"backend/hooks", "backend/apperr", "backend/hostlock"},
 	"app":                    {"backend"},
 	"desktop":                {"app", "backend", "build", "frontend"},
 }

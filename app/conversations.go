@@ -1,14 +1,13 @@
 package app
 
 import (
-	"os"
-	"path/filepath"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/samber/lo"
 
 	"atrium/backend/apperr"
+	"atrium/backend/atomicfile"
 	"atrium/backend/sessions"
 )
 
@@ -309,35 +308,8 @@ func (s *Sessions) SaveExport(id, format string) (SavedDTO, error) {
 	if path == "" {
 		return SavedDTO{}, nil
 	}
-	if err := writeFileAtomic(path, ex.Content); err != nil {
+	if err := atomicfile.Write(path, ex.Content, 0o644, nil); err != nil {
 		return SavedDTO{}, apperr.Wrap(apperr.Rejected, err, "could not write the export to %s", path)
 	}
 	return SavedDTO{Path: path, Bytes: len(ex.Content)}, nil
-}
-
-// writeFileAtomic writes data beside path and renames it into place, so a
-// full disk or a crash never leaves half an export over an existing file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }

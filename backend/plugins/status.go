@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"atrium/backend/atomicfile"
 	"atrium/backend/config"
 	"atrium/backend/hooks"
 	"atrium/backend/plugins/proc"
@@ -310,28 +311,11 @@ func writeJSON(path string, v any) error {
 	return writeAtomic(path, append(b, '\n'), nil)
 }
 
-// writeAtomic writes data beside path, runs check on that file (when not
-// nil), and renames it over path: readers see the old file or the new one.
+// writeAtomic makes path's folder and replaces path with data (mode 0600),
+// after check (when not nil) accepted the written file.
 func writeAtomic(path string, data []byte, check func(tmp string) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if check != nil {
-		if err := check(tmp.Name()); err != nil {
-			return err
-		}
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, 0o600, check)
 }
