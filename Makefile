@@ -8,7 +8,7 @@ LDFLAGS      := -X main.version=$(VERSION)
 BIN          := build/bin/atrium
 WINDOW_BIN   := build/bin/atrium-window
 
-.PHONY: build run test deps vet unit fuzz e2e frontend gen bench bench-ui clean
+.PHONY: build run test deps vet unit fuzz e2e frontend gen bench bench-ui bench-peer clean
 
 # make build: the web UI, then two binaries side by side: atrium (every
 # command; with no command it runs atrium-window in its place) and
@@ -82,5 +82,20 @@ bench:
 bench-ui: build
 	dbus-run-session -- ./scripts/e2e-window.sh $(BIN) --bench 5
 
+# bench-peer: the shared store workload (bench/README.md) through the Python
+# store Atrium replaces (at synchronous FULL and NORMAL), the raw-SQLite floor
+# and Atrium (trash off, then on), interleaved, with side-by-side medians.
+# PEER_DIR holds hermes_state.py, fetched as bench/README.md says (never
+# committed). N=100000 takes about an hour per repetition.
+N    ?= 10000
+M    ?= 20
+REPS ?= 3
+bench-peer:
+	@test -n "$(PEER_DIR)" || { echo "usage: make bench-peer PEER_DIR=DIR [N=10000 M=20 REPS=3] (DIR holds hermes_state.py: see bench/README.md)"; exit 2; }
+	go build -tags '$(TAGS)' -o build/bench/storebench ./cmd/storebench
+	cd bench/rawsqlite && go build -tags '$(TAGS)' -o ../../build/bench/rawsqlitebench .
+	python3 bench/run.py --peer-dir '$(PEER_DIR)' --storebench build/bench/storebench --rawbench build/bench/rawsqlitebench \
+		--n $(N) --m $(M) --reps $(REPS) $(if $(BENCH_DIR),--dir '$(BENCH_DIR)') $(if $(IMPLS),--impls $(IMPLS))
+
 clean:
-	rm -rf build/bin frontend/node_modules e2e/node_modules
+	rm -rf build/bin build/bench frontend/node_modules e2e/node_modules
