@@ -440,7 +440,7 @@ func TestStorageOverHTTP(t *testing.T) {
 		t.Fatalf("storage = %d %+v", code, st)
 	}
 	var v app.VacuumDTO
-	if code := c.do("POST", "/api/storage/vacuum", token, nil, &v); code != 200 || v.Mode != "vacuum" || v.BeforeBytes == 0 {
+	if code := c.do("POST", "/api/storage/vacuum", token, nil, &v); code != 200 || v.Mode != "incremental_vacuum" || v.BeforeBytes == 0 { // a new store is auto_vacuum=INCREMENTAL
 		t.Fatalf("vacuum = %d %+v", code, v)
 	}
 	if code := c.do("POST", "/api/storage/retention/confirm", token, nil, &st); code != 200 || st.Retention.ConfirmedAt == nil {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -38,6 +40,9 @@ type Options struct {
 	Clock func() time.Time
 	// ReadConns is the size of the read pool (default 4).
 	ReadConns int
+	// Logger receives failures of background work (checkpoints, deferred
+	// tasks); nil discards them.
+	Logger *slog.Logger
 }
 
 // DB is an open store.
@@ -46,6 +51,11 @@ type DB struct {
 	Read  *gorm.DB // read-only pool
 	Path  string
 	clock func() time.Time
+	log   *slog.Logger
+
+	writeSQL, readSQL *sql.DB
+	writeStmts        *stmtCache // prepared once on the writer, reused by every transaction
+	readStmts         *stmtCache // prepared once on the read pool
 
 	// writeErr says why Write is nil (a read-only file system, a folder
 	// without write permission): every InTx returns it.
@@ -58,7 +68,23 @@ type DB struct {
 	// ran, so events committed by this process are queued for delivery in
 	// commit order (the writer pool alone releases the connection first).
 	commitMu sync.Mutex
+
+	tasks *tasks // background work after commits: the checkpointer, deferred indexing
 }
+
+// The writer commits without checkpointing the WAL unless a background
+// checkpointer fell this far behind (pages; SQLite's default is 1,000):
+// checkpoints run off the committing call (see checkpointTask).
+const walAutocheckpoint = 10000
+
+func init() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walAutocheckpoint), nil)
+		return err
+	}})
+}
+
+const driverName = "sqlite3_atrium"
 
 // Open opens (creating if needed) and migrates the store at path.
 //
@@ -86,7 +112,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if clock == nil {
 		clock = time.Now
 	}
-	d := &DB{Path: path, clock: clock}
+	lg := opts.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	d := &DB{Path: path, clock: clock, log: lg, tasks: newTasks(lg)}
 	existed, err := createPrivate(path)
 	if err != nil {
 		return nil, d.cannotWrite(err, "create")
@@ -100,7 +130,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	wq.Set("_journal_mode", "WAL")
 	wq.Set("_synchronous", sync)
-	write, err := openGorm("file:"+path+"?"+wq.Encode()+"&_txlock=immediate", 1)
+	writeDSN := "file:" + path + "?" + wq.Encode()
+	// auto_vacuum=INCREMENTAL makes a new store able to give back the space
+	// a bulk delete frees (maintenance runs incremental_vacuum). The mode can
+	// only be set before the first page is written (the driver sets it
+	// before WAL mode, which writes the header), so only on a new file (the
+	// pragma writes the header even when it changes nothing); an older store
+	// is converted by the next full VACUUM (Vacuum).
+	vacuumMode := ""
+	if !existed {
+		vacuumMode = "&_auto_vacuum=incremental"
+	}
+	write, err := openGorm(writeDSN+vacuumMode+"&_txlock=immediate", 1)
 	if err != nil {
 		if !existed {
 			return nil, d.cannotWrite(err, "create")
@@ -136,6 +177,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	tightenModes(path)
+	d.readSQL, _ = read.DB()
+	d.readStmts = newStmtCache(d.readSQL, 2)
+	if write != nil {
+		d.writeSQL, _ = write.DB()
+		d.writeStmts = newStmtCache(d.writeSQL, 2)
+		d.tasks.add(newCheckpointTask(d, writeDSN))
+	}
 	return d, nil
 }
 
@@ -168,7 +216,7 @@ func tightenModes(path string) {
 }
 
 func openGorm(dsn string, conns int) (*gorm.DB, error) {
-	g, err := gorm.Open(sqlite.Open(dsn), &gorm.Config{
+	g, err := gorm.Open(sqlite.New(sqlite.Config{DriverName: driverName, DSN: dsn}), &gorm.Config{
 		TranslateError:         true,
 		SkipDefaultTransaction: true,
 		PrepareStmt:            true,
@@ -201,10 +249,14 @@ func (d *DB) closePool(g *gorm.DB) {
 	}
 }
 
-// Close closes both pools. The writer of a store found damaged is left
-// open until the process exits: closing the last connection would
-// checkpoint the WAL into the damaged file.
+// Close runs the background tasks a last time (bounded), then closes both
+// pools. The writer of a store found damaged is left open until the process
+// exits: closing the last connection would checkpoint the WAL into the
+// damaged file.
 func (d *DB) Close() error {
+	d.tasks.close()
+	d.readStmts.close()
+	d.writeStmts.close()
 	d.closePool(d.Read)
 	if !d.damaged.Load() {
 		d.closePool(d.Write)
@@ -217,10 +269,16 @@ func (d *DB) Now() time.Time { return d.clock() }
 
 // Tx is a write transaction. Functions queued with AfterCommit run, in order,
 // after the transaction committed and outside it; they never run on rollback.
+//
+// G is gorm on the transaction. Exec, Query and QueryRow run SQL directly on
+// it, without gorm: the hot paths use them. Both reuse statements prepared
+// once on the writer connection (gorm's own statement cache re-prepares a
+// statement in every transaction).
 type Tx struct {
 	G   *gorm.DB
 	Now time.Time // one timestamp for the whole transaction
 
+	pool        *txPool
 	ordered     []func()
 	afterCommit []func()
 }
@@ -234,13 +292,27 @@ func (tx *Tx) AfterCommit(fn func()) { tx.afterCommit = append(tx.afterCommit, f
 // (the hook bus uses it to queue deliveries in commit order).
 func (tx *Tx) AfterCommitOrdered(fn func()) { tx.ordered = append(tx.ordered, fn) }
 
+// Exec runs a statement in the transaction.
+func (tx *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return tx.pool.ExecContext(ctx, q, args...)
+}
+
+// Query runs a query in the transaction; close the rows.
+func (tx *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return tx.pool.QueryContext(ctx, q, args...)
+}
+
+// QueryRow runs a query that returns at most one row.
+func (tx *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return tx.pool.QueryRowContext(ctx, q, args...)
+}
+
 // InTx runs fn in one write transaction (BEGIN IMMEDIATE). If fn returns an
 // error or panics, the transaction rolls back and nothing queued runs.
 func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := d.Writable(); err != nil {
 		return err
 	}
-	var t *Tx
 	d.commitMu.Lock()
 	locked := true
 	defer func() {
@@ -248,13 +320,30 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 			d.commitMu.Unlock()
 		}
 	}()
-	err := d.Write.WithContext(ctx).Transaction(func(g *gorm.DB) error {
-		t = &Tx{G: g, Now: d.clock()}
-		return fn(t)
-	})
+	// The writer connection is free here: prepare what the last
+	// transactions asked for.
+	d.writeStmts.prepareWanted(ctx)
+	sqlTx, err := d.writeSQL.BeginTx(ctx, nil)
 	if err != nil {
 		return Translate(d.classify(err))
 	}
+	pool := &txPool{tx: sqlTx, stmts: d.writeStmts}
+	g := d.Write.Session(&gorm.Session{Context: ctx, NewDB: true})
+	g.Statement.ConnPool = pool
+	t := &Tx{G: g, Now: d.clock(), pool: pool}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = sqlTx.Rollback()
+		}
+	}()
+	if err := fn(t); err != nil {
+		return Translate(d.classify(err))
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return Translate(d.classify(err))
+	}
+	committed = true
 	for _, f := range t.ordered {
 		f()
 	}
@@ -263,7 +352,29 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	for _, f := range t.afterCommit {
 		f()
 	}
+	d.tasks.kick()
 	return nil
+}
+
+// Query runs a read-only query on the read pool with a statement prepared
+// once; close the rows.
+func (d *DB) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	var rows *sql.Rows
+	var err error
+	if st := d.readStmts.get(ctx, q, true); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = d.readSQL.QueryContext(ctx, q, args...)
+	}
+	return rows, d.classify(err)
+}
+
+// QueryRow is Query for at most one row.
+func (d *DB) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := d.readStmts.get(ctx, q, true); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return d.readSQL.QueryRowContext(ctx, q, args...)
 }
 
 // Translate turns gorm's sentinel errors into coded errors, once, here.
@@ -318,7 +429,8 @@ func (d *DB) PageStats(ctx context.Context) (Pages, error) {
 
 // Vacuum gives free pages back to the file system: PRAGMA
 // incremental_vacuum on a store in auto_vacuum=INCREMENTAL mode, a full
-// VACUUM otherwise; then the WAL is checkpointed and truncated. It returns
+// VACUUM otherwise (which makes the store incremental from then on); then
+// the WAL is checkpointed and truncated. It returns
 // the mode it used. Writers wait for it (it holds the one write connection).
 func (d *DB) Vacuum(ctx context.Context) (string, error) {
 	d.commitMu.Lock()
@@ -334,6 +446,13 @@ func (d *DB) Vacuum(ctx context.Context) (string, error) {
 	sqlDB, err := d.Write.DB()
 	if err != nil {
 		return "", err
+	}
+	if mode != 2 {
+		// The full VACUUM also converts a store made before auto_vacuum:
+		// later vacuums are incremental.
+		if _, err := sqlDB.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
+			return "", fmt.Errorf("vacuum: %w", err)
+		}
 	}
 	// On the raw connection, outside gorm's statement cache.
 	// incremental_vacuum frees one page per step: read it to the end.

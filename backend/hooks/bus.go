@@ -316,14 +316,16 @@ func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any
 	// ListEvents and a redelivery all carry the same value.
 	created := db.Ms(tx.Now)
 	ev := Event{ID: uuid.Must(uuid.NewV7()).String(), Hook: hook, Payload: raw, CreatedAt: time.UnixMilli(created).UTC()}
-	row := struct{ Seq int64 }{}
-	err = tx.G.WithContext(ctx).Raw(
-		`INSERT INTO hook_events (event_id, hook, payload, created_at) VALUES (?, ?, ?, ?) RETURNING seq`,
-		ev.ID, hook, string(raw), created).Scan(&row).Error
+	// A statement prepared once on the writer (gorm would re-prepare it in
+	// every transaction).
+	res, err := tx.Exec(ctx, `INSERT INTO hook_events (event_id, hook, payload, created_at) VALUES (?, ?, ?, ?)`,
+		ev.ID, hook, string(raw), created)
+	if err == nil {
+		ev.Seq, err = res.LastInsertId()
+	}
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s event: %w", hook, err)
 	}
-	ev.Seq = row.Seq
 	tx.AfterCommitOrdered(func() { b.committedEvent(ev) })
 	return ev, nil
 }

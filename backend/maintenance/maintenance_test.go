@@ -146,26 +146,44 @@ func TestStorageReportAndVacuum(t *testing.T) {
 	if _, err := e.Sessions.EmptyTrash(ctx, 0, nil); err != nil {
 		t.Fatal(err)
 	}
+	// A new store is in auto_vacuum=INCREMENTAL mode: an incremental vacuum
+	// gives the space back.
+	if st.Pages.AutoVacuum != "incremental" {
+		t.Fatalf("a new store's auto_vacuum = %q", st.Pages.AutoVacuum)
+	}
 	v, err := m.Vacuum(ctx)
-	if err != nil || v.Mode != "vacuum" || v.FreedBytes <= 0 || v.AfterBytes >= v.BeforeBytes {
+	if err != nil || v.Mode != "incremental_vacuum" || v.FreedBytes <= 0 || v.AfterBytes >= v.BeforeBytes {
 		t.Fatalf("vacuum = %+v, %v", v, err)
 	}
 	if st, _ := m.Storage(ctx); st.FreeBytes != 0 {
 		t.Fatalf("free after vacuum = %d", st.FreeBytes)
 	}
-	// A store in auto_vacuum=INCREMENTAL mode (as #15 may make it) gets an
-	// incremental vacuum.
+	// A store made before auto_vacuum (NONE) gets a full VACUUM, which
+	// converts it; the next vacuum is incremental.
 	raw, err := e.DB.Write.DB()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := raw.Exec(`PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
+	if _, err := raw.Exec(`PRAGMA auto_vacuum = NONE`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := raw.Exec(`VACUUM`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Sessions.Purge(ctx, ids[100:200], nil); err != nil {
+	if st, _ := m.Storage(ctx); st.Pages.AutoVacuum != "none" {
+		t.Fatalf("auto_vacuum after the old-store setup = %q", st.Pages.AutoVacuum)
+	}
+	if _, err := e.Sessions.Purge(ctx, ids[100:150], nil); err != nil {
+		t.Fatal(err)
+	}
+	v, err = m.Vacuum(ctx)
+	if err != nil || v.Mode != "vacuum" || v.FreedBytes <= 0 {
+		t.Fatalf("full vacuum = %+v, %v", v, err)
+	}
+	if st, _ := m.Storage(ctx); st.Pages.AutoVacuum != "incremental" || st.FreeBytes != 0 {
+		t.Fatalf("after the full vacuum: auto_vacuum %q, %d bytes free", st.Pages.AutoVacuum, st.FreeBytes)
+	}
+	if _, err := e.Sessions.Purge(ctx, ids[150:200], nil); err != nil {
 		t.Fatal(err)
 	}
 	v, err = m.Vacuum(ctx)

@@ -1,0 +1,185 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Background work on the store, off the committing call: each task runs in
+// its own goroutine some time after commits of this process (so a burst of
+// commits is handled once), when registered (work left by an earlier
+// process), and a last time when the store closes.
+
+// TaskFunc does one batch of a task's work and says whether more is left.
+type TaskFunc func(ctx context.Context) (more bool, err error)
+
+type task struct {
+	name  string
+	delay time.Duration
+	run   TaskFunc
+	stop  func() // after the last run, at Close
+	kick  chan struct{}
+}
+
+type tasks struct {
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	list  []*task
+	names map[string]bool
+}
+
+// closeBudget bounds the last run of every task at Close.
+const closeBudget = 3 * time.Second
+
+func newTasks(lg *slog.Logger) *tasks {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &tasks{log: lg, ctx: ctx, cancel: cancel, names: map[string]bool{}}
+}
+
+func (ts *tasks) add(t *task) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.names[t.name] || ts.ctx.Err() != nil {
+		return false
+	}
+	ts.names[t.name] = true
+	t.kick = make(chan struct{}, 1)
+	ts.list = append(ts.list, t)
+	ts.wg.Add(1)
+	go ts.loop(t)
+	t.kick <- struct{}{}
+	return true
+}
+
+// kick tells every task that a commit happened; it never blocks.
+func (ts *tasks) kick() {
+	ts.mu.Lock()
+	list := ts.list
+	ts.mu.Unlock()
+	for _, t := range list {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (ts *tasks) loop(t *task) {
+	defer ts.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-ts.ctx.Done():
+			return
+		case <-t.kick:
+		}
+		timer.Reset(t.delay)
+		select {
+		case <-ts.ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		ts.drain(ts.ctx, t)
+	}
+}
+
+func (ts *tasks) drain(ctx context.Context, t *task) {
+	for ctx.Err() == nil {
+		more, err := t.run(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				ts.log.Warn("background store task", "task", t.name, "error", err)
+			}
+			return
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// close stops the goroutines, then runs every task once more (within
+// closeBudget), so work queued by this process's last commits is done.
+func (ts *tasks) close() {
+	ts.mu.Lock()
+	list := ts.list
+	ts.mu.Unlock()
+	ts.cancel()
+	ts.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), closeBudget)
+	defer cancel()
+	for _, t := range list {
+		ts.drain(ctx, t)
+		if t.stop != nil {
+			t.stop()
+		}
+	}
+}
+
+// AddTask registers background work: run is called some delay after this
+// process's commits, once now, and once more at Close, each time until it
+// says no more is left. A name registers once per store; AddTask reports
+// whether this call registered it.
+func (d *DB) AddTask(name string, delay time.Duration, run TaskFunc) bool {
+	if d.Writable() != nil {
+		return false // nothing to do on a store this process cannot write
+	}
+	return d.tasks.add(&task{name: name, delay: delay, run: run})
+}
+
+// The checkpointer: WAL checkpoints off the committing call. The writer
+// commits with wal_autocheckpoint at walAutocheckpoint pages (a safety
+// valve); this task runs a PASSIVE checkpoint on its own connection shortly
+// after commits, so the committing call never copies pages back and fsyncs,
+// and a burst of commits that rewrote the same pages copies each page once.
+const checkpointDelay = 200 * time.Millisecond
+
+func newCheckpointTask(d *DB, dsn string) *task {
+	var conn *sql.DB
+	return &task{name: "checkpoint", delay: checkpointDelay,
+		run: func(ctx context.Context) (bool, error) {
+			if d.Damaged() {
+				return false, nil // never copy pages into a damaged file
+			}
+			if conn == nil {
+				c, err := sql.Open(driverName, dsn)
+				if err != nil {
+					return false, err
+				}
+				c.SetMaxOpenConns(1)
+				c.SetMaxIdleConns(1)
+				conn = c
+			}
+			var busy, frames, done int64
+			return false, conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
+		},
+		stop: func() {
+			if conn != nil {
+				_ = conn.Close()
+			}
+		},
+	}
+}
+
+// OpenMemory opens a private in-memory SQLite database with one connection,
+// built like the store (FTS5 included): scratch space that never touches
+// the file (the session service matches the not-yet-indexed messages there).
+func OpenMemory() (*sql.DB, error) {
+	m, err := sql.Open(driverName, "file::memory:")
+	if err != nil {
+		return nil, err
+	}
+	m.SetMaxOpenConns(1)
+	m.SetMaxIdleConns(1)
+	m.SetConnMaxLifetime(0)
+	return m, nil
+}
