@@ -219,6 +219,12 @@ func template(tb testing.TB) string {
 		r := openRaw(tb, path, false)
 		start := time.Now()
 		fillBulk(tb, r, c)
+		// The raw inserts queued every message for the search index: index
+		// them the way the store does (its background indexer), so both
+		// stores start fully indexed.
+		if templateErr = indexAll(path); templateErr != nil {
+			return
+		}
 		if _, err := r.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 			templateErr = err
 			return
@@ -234,6 +240,22 @@ func template(tb testing.TB) string {
 		tb.Fatalf("build template store: %v", templateErr)
 	}
 	return templatePath
+}
+
+// indexAll runs the store's indexer until the index queue is empty.
+func indexAll(path string) error {
+	d, err := db.Open(ctx, path, db.Options{Clock: fixedClock})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	svc := sessions.NewService(d, nil, sessions.Options{Logger: discard})
+	for {
+		more, err := svc.IndexPending(ctx)
+		if err != nil || !more {
+			return err
+		}
+	}
 }
 
 // copyTemplate copies the template store into a fresh directory and syncs it,

@@ -387,6 +387,11 @@ func Translate(err error) error {
 	case errors.Is(err, gorm.ErrDuplicatedKey):
 		return apperr.Wrap(apperr.Conflict, err, "already exists")
 	}
+	// The same, from statements run without gorm (Tx.Exec and friends).
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintUnique || se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey) {
+		return apperr.Wrap(apperr.Conflict, err, "already exists")
+	}
 	return err
 }
 

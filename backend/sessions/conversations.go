@@ -49,12 +49,13 @@ const nested = ` AND NOT EXISTS (SELECT 1 FROM sessions sr JOIN sessions sp ON s
 	WHERE sr.id = COALESCE(s.chain_root, s.id) AND sr.relation = 'delegate'
 	AND (sp.trashed_at IS NULL) = (s.trashed_at IS NULL) AND sp.archived = s.archived)`
 
-func (f ConversationFilter) where(now func() (string, []any)) (string, []any) {
-	w, args := now()
-	if !f.Subagents {
+// where is the filter as SQL over sessions aliased s.
+func (f ConversationFilter) where(ctx context.Context, s *Service) (string, []any, error) {
+	w, args, err := s.ruleWhere(ctx, s.db.Query, f.Rule, s.db.Now(), true)
+	if err == nil && !f.Subagents {
 		w += nested
 	}
-	return w, args
+	return w, args, err
 }
 
 // Conversations lists conversations, newest activity first (in the trash,
@@ -67,7 +68,10 @@ func (s *Service) Conversations(ctx context.Context, f ConversationFilter) (Conv
 	case limit > 1000:
 		limit = 1000
 	}
-	where, args := f.where(func() (string, []any) { return f.Rule.where(s.db.Now(), true) })
+	where, args, err := f.where(ctx, s)
+	if err != nil {
+		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
+	}
 	col := orderColumn(f.Rule.Scope)
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
@@ -77,9 +81,9 @@ func (s *Service) Conversations(ctx context.Context, f ConversationFilter) (Conv
 		where += ` AND (s.` + col + ` < ? OR (s.` + col + ` = ? AND s.id < ?))`
 		args = append(args, c.At, c.At, c.ID)
 	}
-	var rows []Session
-	if err := s.db.Read.WithContext(ctx).Raw(`SELECT s.* FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC LIMIT ?`,
-		append(args, limit+1)...).Scan(&rows).Error; err != nil {
+	rows, err := scanSessions(s.db.Query(ctx, `SELECT `+sessionColsS+` FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC LIMIT ?`,
+		append(args, limit+1)...))
+	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}
 	p := ConversationPage{}
@@ -93,7 +97,6 @@ func (s *Service) Conversations(ctx context.Context, f ConversationFilter) (Conv
 		raw, _ := json.Marshal(cursor{At: db.Ms(at), ID: last.ID})
 		p.Next = base64.RawURLEncoding.EncodeToString(raw)
 	}
-	var err error
 	if p.Rows, err = s.annotate(ctx, rows); err != nil {
 		return ConversationPage{}, err
 	}
@@ -105,7 +108,10 @@ func (s *Service) CountConversations(ctx context.Context, f ConversationFilter) 
 	if f.Rule.Empty() {
 		return s.countHeads(ctx, f)
 	}
-	where, args := f.where(func() (string, []any) { return f.Rule.where(s.db.Now(), true) })
+	where, args, err := f.where(ctx, s)
+	if err != nil {
+		return 0, fmt.Errorf("count conversations: %w", err)
+	}
 	var n int64
 	if err := s.db.Read.WithContext(ctx).Raw(`SELECT count(*) FROM sessions s WHERE `+where, args...).Scan(&n).Error; err != nil {
 		return 0, fmt.Errorf("count conversations: %w", err)
@@ -118,9 +124,9 @@ func (s *Service) CountConversations(ctx context.Context, f ConversationFilter) 
 // less the parts a compression chain continues, less the nested subagents.
 func (s *Service) countHeads(ctx context.Context, f ConversationFilter) (int64, error) {
 	scope := scopeWhere(f.Rule.Scope, "s")
-	var all, continued, nestedN int64
+	var continued, nestedN int64
 	g := s.db.Read.WithContext(ctx)
-	err := g.Raw(`SELECT count(*) FROM sessions s WHERE ` + scope).Scan(&all).Error
+	all, err := s.scopeCount(ctx, f.Rule.Scope)
 	if err == nil {
 		// CROSS JOIN keeps this order: the few children first, not every row.
 		err = g.Raw(`SELECT count(DISTINCT s.id) FROM sessions c INDEXED BY sessions_parent CROSS JOIN sessions s ON s.id = c.parent_session_id
@@ -140,7 +146,10 @@ func (s *Service) countHeads(ctx context.Context, f ConversationFilter) (int64, 
 // ConversationIDs are the ids of every row Conversations would list, in its
 // order ("select all" in the conversation view).
 func (s *Service) ConversationIDs(ctx context.Context, f ConversationFilter) ([]string, error) {
-	where, args := f.where(func() (string, []any) { return f.Rule.where(s.db.Now(), true) })
+	where, args, err := f.where(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("conversation ids: %w", err)
+	}
 	ids := []string{}
 	col := orderColumn(f.Rule.Scope)
 	if err := s.db.Read.WithContext(ctx).Raw(`SELECT s.id FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC`, args...).
@@ -202,9 +211,9 @@ func (s *Service) annotate(ctx context.Context, rows []Session) ([]Conversation,
 	}
 	keys := lo.Uniq(lo.Map(rows, func(r Session, _ int) string { return keyOf(r) }))
 	g := s.db.Read.WithContext(ctx)
-	var links []Session
-	if err := g.Raw(`SELECT * FROM sessions WHERE id IN (SELECT value FROM json_each(?)) OR chain_root IN (SELECT value FROM json_each(?))`,
-		jsonArray(keys), jsonArray(keys)).Scan(&links).Error; err != nil {
+	links, err := scanSessions(s.db.Query(ctx, `SELECT `+sessionCols+` FROM sessions
+		WHERE id IN (SELECT value FROM json_each(?)) OR chain_root IN (SELECT value FROM json_each(?))`, jsonArray(keys), jsonArray(keys)))
+	if err != nil {
 		return nil, fmt.Errorf("conversation parts: %w", err)
 	}
 	chains := map[string][]Session{}

@@ -19,10 +19,6 @@ import (
 	"atrium/backend/hooks"
 )
 
-// chunkSize keeps every statement of a bulk operation far below SQLite's
-// bound-parameter limit.
-const chunkSize = 500
-
 // Progress is told, from inside the transaction, how many of the rows of an
 // operation are done.
 type Progress func(done, total int)
@@ -281,12 +277,8 @@ func (s *Service) purgeTx(ctx context.Context, tx *db.Tx, reason string, first, 
 		res.AffectedIDs = []string{}
 		return res, nil
 	}
-	var told []string
-	if err := tx.G.WithContext(ctx).Raw(`SELECT id FROM sessions WHERE trash_reported = 1 AND id IN (SELECT value FROM json_each(?))`,
-		jsonArray(closure)).Scan(&told).Error; err != nil {
-		return Result{}, err
-	}
-	if err := s.removeTx(ctx, tx, res.AffectedIDs, progress); err != nil {
+	told, err := s.removeTx(ctx, tx, res.AffectedIDs, progress)
+	if err != nil {
 		return Result{}, err
 	}
 	res.SessionID, res.Changed = res.AffectedIDs[0], true
@@ -303,36 +295,48 @@ func (s *Service) purgeTx(ctx context.Context, tx *db.Tx, reason string, first, 
 	return res, nil
 }
 
-// removeTx deletes exactly the given rows (already closed under cascades),
-// clears the parent link of surviving children, and schedules the sidecar
-// files for removal after commit.
-func (s *Service) removeTx(ctx context.Context, tx *db.Tx, affected []string, progress Progress) error {
-	g := tx.G.WithContext(ctx)
+// removeTx deletes exactly the given rows (already closed under cascades) in
+// one statement per table, clears the parent link of surviving children,
+// and schedules the sidecar files for removal after commit. It returns the
+// removed rows whose removal plugins were told of already (trash_reported).
+func (s *Service) removeTx(ctx context.Context, tx *db.Tx, affected []string, progress Progress) ([]string, error) {
 	raw := jsonArray(affected)
 	// Branch children (and anything else left outside the closure) survive
 	// with their parent link cleared.
-	if err := g.Exec(`UPDATE sessions SET parent_session_id = NULL, relation = ''
-		WHERE parent_session_id IN (SELECT value FROM json_each(?)) AND id NOT IN (SELECT value FROM json_each(?))`, raw, raw).Error; err != nil {
-		return fmt.Errorf("detach surviving children: %w", err)
+	if _, err := tx.Exec(ctx, `UPDATE sessions SET parent_session_id = NULL, relation = ''
+		WHERE parent_session_id IN (SELECT value FROM json_each(?)) AND id NOT IN (SELECT value FROM json_each(?))`, raw, raw); err != nil {
+		return nil, fmt.Errorf("detach surviving children: %w", err)
 	}
-	done := 0
-	for _, chunk := range lo.Chunk(affected, chunkSize) {
-		if err := g.Exec(`DELETE FROM messages WHERE session_id IN ?`, chunk).Error; err != nil {
-			return fmt.Errorf("delete messages: %w", err)
+	if _, err := tx.Exec(ctx, `DELETE FROM messages WHERE session_id IN (SELECT value FROM json_each(?))`, raw); err != nil {
+		return nil, fmt.Errorf("delete messages: %w", err)
+	}
+	rows, err := tx.Query(ctx, `DELETE FROM sessions WHERE id IN (SELECT value FROM json_each(?)) RETURNING id, trash_reported`, raw)
+	if err != nil {
+		return nil, fmt.Errorf("delete sessions: %w", err)
+	}
+	var told []string
+	for rows.Next() {
+		var id string
+		var reported bool
+		if err := rows.Scan(&id, &reported); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("delete sessions: %w", err)
 		}
-		if err := g.Exec(`DELETE FROM sessions WHERE id IN ?`, chunk).Error; err != nil {
-			return fmt.Errorf("delete sessions: %w", err)
+		if reported {
+			told = append(told, id)
 		}
-		done += len(chunk)
-		if progress != nil {
-			progress(done, len(affected))
-		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("delete sessions: %w", err)
+	}
+	if progress != nil {
+		progress(len(affected), len(affected))
 	}
 	if s.sessionsDir != "" {
 		dir := s.sessionsDir
 		tx.AfterCommit(func() { s.removeSidecars(dir, affected) })
 	}
-	return nil
+	return told, nil
 }
 
 func (s *Service) fireDelete(ctx context.Context, tx *db.Tx, res *Result) error {
@@ -510,22 +514,34 @@ func (s *Service) setArchivedTx(ctx context.Context, tx *db.Tx, ids []string, ar
 		op, status = "unarchive", OutcomeUnarchived
 	}
 	res := Result{Op: op, Outcomes: outcomes, AffectedIDs: []string{}}
-	// Each requested id takes its lineage along; outcome per requested id.
+	// Each requested id takes its lineage along: every lineage in one
+	// query, every row in one UPDATE.
+	lineages, err := lineagesOf(ctx, tx, found)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", op, err)
+	}
+	all := lo.Uniq(lo.Flatten(lo.Map(found, func(id string, _ int) []string { return lineages[id] })))
+	changedAll, err := flipArchived(ctx, tx, all, archive, by)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %w", op, err)
+	}
+	flipped := lo.SliceToMap(changedAll, func(id string) (string, bool) { return id, false })
+	// Outcome per requested id, in request order: a row changed by this
+	// operation is credited to the first requested id whose lineage holds
+	// it; an id is archived (unarchived) when its lineage had a change
+	// credited to it, or it changed itself.
 	changedSet := map[string]bool{}
 	for _, id := range found {
-		lineage, err := expand(ctx, tx.G, []string{id}, lineageCTE)
-		if err != nil {
-			return Result{}, err
-		}
-		changed, err := flipArchived(ctx, tx, lineage, archive, by)
-		if err != nil {
-			return Result{}, fmt.Errorf("%s: %w", op, err)
-		}
-		for _, c := range changed {
-			changedSet[c] = true
+		mine := 0
+		for _, l := range lineages[id] {
+			if credited, ok := flipped[l]; ok && !credited {
+				flipped[l] = true
+				changedSet[l] = true
+				mine++
+			}
 		}
 		st := OutcomeUnchanged
-		if len(changed) > 0 || changedSet[id] {
+		if mine > 0 || changedSet[id] {
 			st = status
 			if res.SessionID == "" {
 				res.SessionID = id
@@ -542,18 +558,45 @@ func (s *Service) setArchivedTx(ctx context.Context, tx *db.Tx, ids []string, ar
 	return res, nil
 }
 
-func flipArchived(ctx context.Context, tx *db.Tx, ids []string, archive bool, by string) ([]string, error) {
-	var changed []string
-	var err error
-	g := tx.G.WithContext(ctx)
-	if archive {
-		err = g.Raw(`UPDATE sessions SET archived = 1, archived_at = ?, archived_by = ?
-			WHERE archived = 0 AND trashed_at IS NULL AND id IN (SELECT value FROM json_each(?)) RETURNING id`, db.Ms(tx.Now), by, jsonArray(ids)).Scan(&changed).Error
-	} else {
-		err = g.Raw(`UPDATE sessions SET archived = 0, archived_at = NULL, archived_by = ''
-			WHERE archived = 1 AND trashed_at IS NULL AND id IN (SELECT value FROM json_each(?)) RETURNING id`, jsonArray(ids)).Scan(&changed).Error
+// lineagesOf returns, for each seed, its compression chain (lineageCTE, for
+// every seed in one query).
+func lineagesOf(ctx context.Context, tx *db.Tx, seeds []string) (map[string][]string, error) {
+	rows, err := tx.Query(ctx, `WITH RECURSIVE c(seed, id) AS (
+		SELECT value, value FROM json_each(?)
+		UNION
+		SELECT c.seed, s.id FROM sessions s JOIN c ON s.parent_session_id = c.id WHERE s.relation = 'compression'
+		UNION
+		SELECT c.seed, s.parent_session_id FROM sessions s JOIN c ON s.id = c.id WHERE s.relation = 'compression' AND s.parent_session_id IS NOT NULL
+	) SELECT seed, id FROM c`, jsonArray(seeds))
+	if err != nil {
+		return nil, err
 	}
-	return changed, err
+	defer rows.Close()
+	out := make(map[string][]string, len(seeds))
+	for rows.Next() {
+		var seed, id string
+		if err := rows.Scan(&seed, &id); err != nil {
+			return nil, err
+		}
+		out[seed] = append(out[seed], id)
+	}
+	return out, rows.Err()
+}
+
+// flipArchived archives (or unarchives) the rows of ids not in that state
+// yet, outside the trash, and returns them. `+archived` keeps the planner on
+// the id index: the list index (archived, ...) would scan every row of a
+// scope.
+func flipArchived(ctx context.Context, tx *db.Tx, ids []string, archive bool, by string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if archive {
+		return queryIDs(ctx, tx.Query, `UPDATE sessions SET archived = 1, archived_at = ?, archived_by = ?
+			WHERE id IN (SELECT value FROM json_each(?)) AND +archived = 0 AND trashed_at IS NULL RETURNING id`, db.Ms(tx.Now), by, jsonArray(ids))
+	}
+	return queryIDs(ctx, tx.Query, `UPDATE sessions SET archived = 0, archived_at = NULL, archived_by = ''
+		WHERE id IN (SELECT value FROM json_each(?)) AND +archived = 1 AND trashed_at IS NULL RETURNING id`, jsonArray(ids))
 }
 
 // DeleteCurrent is the exit_delete path (/exit --delete, sessions delete

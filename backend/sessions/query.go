@@ -122,7 +122,10 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	case limit > 1000:
 		limit = 1000
 	}
-	where, args := f.Rule.where(s.db.Now(), false)
+	where, args, err := s.ruleWhere(ctx, s.db.Query, f.Rule, s.db.Now(), false)
+	if err != nil {
+		return Page{}, fmt.Errorf("list sessions: %w", err)
+	}
 	sc := f.Rule.Scope
 	col := orderColumn(sc)
 	if f.Cursor != "" {
@@ -134,9 +137,9 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 		args = append(args, c.At, c.At, c.ID)
 	}
 	args = append(args, limit+1)
-	var rows []Session
-	q := `SELECT s.* FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC LIMIT ?`
-	if err := s.db.Read.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+	q := `SELECT ` + sessionColsS + ` FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC LIMIT ?`
+	rows, err := scanSessions(s.db.Query(ctx, q, args...))
+	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
 	p := Page{Sessions: rows}
@@ -156,11 +159,38 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	return p, nil
 }
 
-// Count is how many sessions f matches (its cursor and limit ignored).
+// Count is how many sessions f matches (its cursor and limit ignored). A
+// whole scope is read from the kept counters.
 func (s *Service) Count(ctx context.Context, f Filter) (int64, error) {
-	where, args := f.Rule.where(s.db.Now(), false)
+	if f.Rule.Empty() {
+		return s.scopeCount(ctx, f.Rule.Scope)
+	}
+	where, args, err := s.ruleWhere(ctx, s.db.Query, f.Rule, s.db.Now(), false)
+	if err != nil {
+		return 0, fmt.Errorf("count sessions: %w", err)
+	}
 	var n int64
-	if err := s.db.Read.WithContext(ctx).Raw(`SELECT count(*) FROM sessions s WHERE `+where, args...).Scan(&n).Error; err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM sessions s WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count sessions: %w", err)
+	}
+	return n, nil
+}
+
+// scopeCount is how many sessions a scope holds, from session_counts (kept
+// by triggers).
+func (s *Service) scopeCount(ctx context.Context, scope string) (int64, error) {
+	var n int64
+	q := `SELECT n FROM session_counts WHERE scope = ?`
+	var args []any
+	switch scope {
+	case ScopeArchived, ScopeTrash:
+		args = []any{scope}
+	case ScopeAll:
+		q, args = `SELECT sum(n) FROM session_counts WHERE scope IN ('active', 'archived')`, nil
+	default:
+		args = []any{ScopeActive}
+	}
+	if err := s.db.QueryRow(ctx, q, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count sessions: %w", err)
 	}
 	return n, nil
@@ -169,11 +199,13 @@ func (s *Service) Count(ctx context.Context, f Filter) (int64, error) {
 // IDs returns the id of every session f matches, in List's order (its cursor
 // and limit ignored): "select all" in a filter.
 func (s *Service) IDs(ctx context.Context, f Filter) ([]string, error) {
-	where, args := f.Rule.where(s.db.Now(), false)
-	ids := []string{}
+	where, args, err := s.ruleWhere(ctx, s.db.Query, f.Rule, s.db.Now(), false)
+	if err != nil {
+		return nil, fmt.Errorf("list session ids: %w", err)
+	}
 	col := orderColumn(f.Rule.Scope)
-	q := `SELECT s.id FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC`
-	if err := s.db.Read.WithContext(ctx).Raw(q, args...).Scan(&ids).Error; err != nil {
+	ids, err := queryIDs(ctx, s.db.Query, `SELECT s.id FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC`, args...)
+	if err != nil {
 		return nil, fmt.Errorf("list session ids: %w", err)
 	}
 	return ids, nil
@@ -313,10 +345,14 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		return nil, err
 	}
 	scope := ` AND ` + scopeWhere(sc, "s")
-	g := s.db.Read.WithContext(ctx)
-	// The newest matching message of each conversation: walk the index
+	// The newest matching message of each conversation: walk the matches
 	// newest first and stop at the limit-th distinct conversation, instead
-	// of joining every match (a common word matches thousands).
+	// of joining every match (a common word matches thousands). Messages not
+	// indexed yet are matched first (tailMatches) and merged in by id.
+	queued, err := s.tailMatches(ctx, s.db.Query, match)
+	if err != nil {
+		return nil, fmt.Errorf("search messages: %w", err)
+	}
 	type mrow struct {
 		MID       int64
 		SessionID string
@@ -324,42 +360,86 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		Content   string
 	}
 	var mrows []mrow
-	mq := `SELECT m.id, m.session_id, COALESCE(s.chain_root, s.id), m.content
-		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
+	found := map[string]bool{}
+	seen := map[int64]bool{}
+	take := func(r mrow) bool {
+		if found[r.Key] || seen[r.MID] {
+			return false
+		}
+		seen[r.MID] = true
+		found[r.Key] = true
+		mrows = append(mrows, r)
+		return len(mrows) == limit
+	}
+	const mcols = `SELECT m.id, m.session_id, COALESCE(s.chain_root, s.id), m.content`
+	var tailRows []mrow
+	if len(queued) > 0 {
+		rows, err := s.db.Query(ctx, mcols+` FROM messages m JOIN sessions s ON s.id = m.session_id
+			WHERE m.id IN (SELECT value FROM json_each(?))`+scope+` ORDER BY m.id DESC`, int64sJSON(queued))
+		if err != nil {
+			return nil, fmt.Errorf("search messages: %w", err)
+		}
+		for rows.Next() {
+			var r mrow
+			if err := rows.Scan(&r.MID, &r.SessionID, &r.Key, &r.Content); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("search messages: %w", err)
+			}
+			tailRows = append(tailRows, r)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("search messages: %w", err)
+		}
+	}
+	mq := mcols + ` FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
 		WHERE messages_fts MATCH ?` + scope + ` ORDER BY f.rowid DESC`
 	if sc == ScopeTrash {
 		// The trash is small: start from its sessions' messages rather than
 		// walk every match in the index.
-		mq = `SELECT m.id, m.session_id, COALESCE(s.chain_root, s.id), m.content
-			FROM sessions s INDEXED BY sessions_trash CROSS JOIN messages m ON m.session_id = s.id
+		mq = mcols + ` FROM sessions s INDEXED BY sessions_trash CROSS JOIN messages m ON m.session_id = s.id
 			WHERE s.trashed_at IS NOT NULL AND m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) ORDER BY m.id DESC`
 	}
-	cur, err := g.Raw(mq, match).Rows()
+	cur, err := s.db.Query(ctx, mq, match)
 	if err != nil {
 		return nil, fmt.Errorf("search messages: %w", err)
 	}
-	found := map[string]bool{}
-	for cur.Next() {
+	done := false
+	for !done && cur.Next() {
 		var r mrow
 		if err := cur.Scan(&r.MID, &r.SessionID, &r.Key, &r.Content); err != nil {
 			cur.Close()
 			return nil, fmt.Errorf("search messages: %w", err)
 		}
-		if found[r.Key] {
-			continue
+		for !done && len(tailRows) > 0 && tailRows[0].MID > r.MID {
+			done = take(tailRows[0])
+			tailRows = tailRows[1:]
 		}
-		found[r.Key] = true
-		mrows = append(mrows, r)
-		if len(mrows) == limit {
-			break
+		if !done {
+			done = take(r)
 		}
 	}
 	if err := cur.Close(); err != nil {
 		return nil, err
 	}
+	for !done && len(tailRows) > 0 {
+		done = take(tailRows[0])
+		tailRows = tailRows[1:]
+	}
 	var titled []struct{ ID, Key string }
-	if err := g.Raw(`SELECT s.id, COALESCE(s.chain_root, s.id) AS key FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
-		WHERE sessions_fts MATCH ?`+scope+` ORDER BY s.last_activity_at DESC LIMIT ?`, match, limit).Scan(&titled).Error; err != nil {
+	trows, err := s.db.Query(ctx, `SELECT s.id, COALESCE(s.chain_root, s.id) FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
+		WHERE sessions_fts MATCH ?`+scope+` ORDER BY s.last_activity_at DESC LIMIT ?`, match, limit)
+	if err != nil {
+		return nil, fmt.Errorf("search titles: %w", err)
+	}
+	for trows.Next() {
+		var t struct{ ID, Key string }
+		if err := trows.Scan(&t.ID, &t.Key); err != nil {
+			trows.Close()
+			return nil, fmt.Errorf("search titles: %w", err)
+		}
+		titled = append(titled, t)
+	}
+	if err := trows.Close(); err != nil {
 		return nil, fmt.Errorf("search titles: %w", err)
 	}
 	hits := []Hit{}
@@ -384,16 +464,28 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		return hits, nil
 	}
 	ids := lo.Map(hits, func(h Hit, _ int) string { return h.Session.ID })
-	var rows []Session
-	if err := g.Raw(`SELECT * FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)).Scan(&rows).Error; err != nil {
+	rows, err := scanSessions(s.db.Query(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)))
+	if err != nil {
 		return nil, err
 	}
 	keys := lo.Keys(byKey)
 	var tips []struct{ Key, ID string }
-	if err := g.Raw(`SELECT COALESCE(x.chain_root, x.id) AS key, x.id FROM sessions x
+	tiprows, err := s.db.Query(ctx, `SELECT COALESCE(x.chain_root, x.id), x.id FROM sessions x
 		WHERE (x.id IN (SELECT value FROM json_each(?)) OR x.chain_root IN (SELECT value FROM json_each(?)))
 		AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = x.id AND c.relation = 'compression')`,
-		jsonArray(keys), jsonArray(keys)).Scan(&tips).Error; err != nil {
+		jsonArray(keys), jsonArray(keys))
+	if err != nil {
+		return nil, err
+	}
+	for tiprows.Next() {
+		var t struct{ Key, ID string }
+		if err := tiprows.Scan(&t.Key, &t.ID); err != nil {
+			tiprows.Close()
+			return nil, err
+		}
+		tips = append(tips, t)
+	}
+	if err := tiprows.Close(); err != nil {
 		return nil, err
 	}
 	tipOf := lo.SliceToMap(tips, func(t struct{ Key, ID string }) (string, string) { return t.Key, t.ID })

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
-
 	"atrium/backend/apperr"
 	"atrium/backend/db"
 )
@@ -66,12 +64,9 @@ type Rule struct {
 
 // Empty is true when the rule has no condition besides its scope.
 func (r Rule) Empty() bool {
-	for k := range r.raw {
-		if k != FieldScope {
-			return false
-		}
-	}
-	return true
+	return len(r.Sources) == 0 && len(r.Platforms) == 0 && r.Profile == "" && r.OlderThan == 0 && r.InactiveFor == 0 &&
+		r.ActiveWithin == 0 && r.TrashedFor == 0 && r.Messages == nil && r.Pinned == nil && r.HasChildren == nil &&
+		r.Match == "" && r.Title == ""
 }
 
 // Fields are the rule's fields as given (normalised), for echoing back.
@@ -228,11 +223,12 @@ func parseCount(v string) (Count, bool) {
 	return Count{Op: op, N: n}, true
 }
 
-// ruleSQL is a rule as SQL over sessions aliased s. With chain set it
-// speaks of conversations: only the newest part of a compression chain is a
+// where is a rule as SQL over sessions aliased s. With chain set it speaks
+// of conversations: only the newest part of a compression chain is a
 // candidate, and age, message counts, children and text matches are those of
-// the whole chain, so a rule never splits a conversation.
-func (r Rule) where(now time.Time, chain bool) (string, []any) {
+// the whole chain, so a rule never splits a conversation. queued are the
+// messages not indexed yet that match r.Match (Service.ruleWhere).
+func (r Rule) where(now time.Time, chain bool, queued []int64) (string, []any) {
 	conds := []string{scopeWhere(r.Scope, "s")}
 	var args []any
 	add := func(c string, a ...any) { conds = append(conds, c); args = append(args, a...) }
@@ -296,12 +292,18 @@ func (r Rule) where(now time.Time, chain bool) (string, []any) {
 		add(`s.pk IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)`, r.Title)
 	}
 	if r.Match != "" {
-		hit := `SELECT m.session_id FROM messages m WHERE m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)
-			UNION SELECT t.id FROM sessions t WHERE t.pk IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)`
+		hit := `SELECT m.session_id FROM messages m WHERE m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)`
+		hitArgs := []any{r.Match}
+		if len(queued) > 0 {
+			hit += ` OR m.id IN (SELECT value FROM json_each(?))`
+			hitArgs = append(hitArgs, int64sJSON(queued))
+		}
+		hit += ` UNION SELECT t.id FROM sessions t WHERE t.pk IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)`
+		hitArgs = append(hitArgs, r.Match)
 		if chain {
-			add(`COALESCE(s.chain_root, s.id) IN (SELECT COALESCE(h.chain_root, h.id) FROM sessions h WHERE h.id IN (`+hit+`))`, r.Match, r.Match)
+			add(`COALESCE(s.chain_root, s.id) IN (SELECT COALESCE(h.chain_root, h.id) FROM sessions h WHERE h.id IN (`+hit+`))`, hitArgs...)
 		} else {
-			add(`s.id IN (`+hit+`)`, r.Match, r.Match)
+			add(`s.id IN (`+hit+`)`, hitArgs...)
 		}
 	}
 	return strings.Join(conds, " AND "), args
@@ -321,20 +323,22 @@ func jsonStrings(vs []string) string {
 // first: conversations (the newest part of each compression chain; the
 // operation takes the rest of the chain along), never a lone middle link.
 func (s *Service) Match(ctx context.Context, rule Rule) ([]string, error) {
-	return s.match(ctx, s.db.Read, s.db.Now(), rule)
+	return s.match(ctx, s.db.Query, s.db.Now(), rule)
 }
 
 // MatchTx is Match inside the caller's transaction.
 func (s *Service) MatchTx(ctx context.Context, tx *db.Tx, rule Rule) ([]string, error) {
-	return s.match(ctx, tx.G, tx.Now, rule)
+	return s.match(ctx, tx.Query, tx.Now, rule)
 }
 
-func (s *Service) match(ctx context.Context, g *gorm.DB, now time.Time, rule Rule) ([]string, error) {
-	where, args := rule.where(now, true)
+func (s *Service) match(ctx context.Context, read queryFunc, now time.Time, rule Rule) ([]string, error) {
+	where, args, err := s.ruleWhere(ctx, read, rule, now, true)
+	if err != nil {
+		return nil, fmt.Errorf("match rule: %w", err)
+	}
 	col := orderColumn(rule.Scope)
-	ids := []string{}
-	if err := g.WithContext(ctx).Raw(`SELECT s.id FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC`, args...).
-		Scan(&ids).Error; err != nil {
+	ids, err := queryIDs(ctx, read, `SELECT s.id FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC`, args...)
+	if err != nil {
 		return nil, fmt.Errorf("match rule: %w", err)
 	}
 	return ids, nil

@@ -2,6 +2,8 @@ package sessions
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -29,6 +31,9 @@ type Options struct {
 	TrashAutomatic *bool
 	// SearchTimeout bounds one Search (default sessions.SearchTimeout).
 	SearchTimeout time.Duration
+	// ManualIndex leaves the search-index queue to IndexPending calls (tests
+	// that look at the queue); by default a background task indexes it.
+	ManualIndex bool
 }
 
 // DefaultTrashDays is sessions.trash_days when unset.
@@ -66,8 +71,12 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 	if opts.TrashAutomatic != nil {
 		auto = *opts.TrashAutomatic
 	}
-	return &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg, trashDays: days, trashAuto: auto,
+	s := &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg, trashDays: days, trashAuto: auto,
 		searchTimeout: opts.SearchTimeout}
+	if !opts.ManualIndex {
+		s.db.AddTask("fts-index", indexDelay, s.IndexPending)
+	}
+	return s
 }
 
 // TrashDays is how long deleted sessions stay restorable (0: deleted at once).
@@ -143,7 +152,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Session, error) {
 		if p.ParentID != "" {
 			out.ParentSessionID = &p.ParentID
 		}
-		if err := tx.G.WithContext(ctx).Create(&out).Error; err != nil {
+		if err := insertSessionTx(ctx, tx, &out); err != nil {
 			return err
 		}
 		if p.Relation == RelationDelegate && s.bus != nil {
@@ -158,6 +167,20 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Session, error) {
 		return Session{}, fmt.Errorf("create session: %w", err)
 	}
 	return out, nil
+}
+
+// insertSessionTx inserts a new session row (the columns a new session
+// sets; the rest take their defaults) and sets its pk.
+func insertSessionTx(ctx context.Context, tx *db.Tx, out *Session) error {
+	res, err := tx.Exec(ctx, `INSERT INTO sessions (id, source, title, profile, parent_session_id, relation, started_at, last_activity_at,
+		pinned, platform, sender_id, sender_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		out.ID, out.Source, out.Title, out.Profile, out.ParentSessionID, out.Relation, db.Ms(out.StartedAt.Time), db.Ms(out.LastActivityAt.Time),
+		out.Pinned, out.Platform, out.SenderID, out.SenderName)
+	if err != nil {
+		return err
+	}
+	out.PK, err = res.LastInsertId()
+	return err
 }
 
 // NewMessage is a message to append.
@@ -192,16 +215,15 @@ func (s *Service) AppendMessageTx(ctx context.Context, tx *db.Tx, sessionID stri
 	if m.TokenCount <= 0 {
 		m.TokenCount = EstimateTokens(m.Content)
 	}
-	g := tx.G.WithContext(ctx)
 	now := db.Ms(tx.Now)
 	// Update the counters first: it tells in one statement whether the
 	// session exists and is live, before anything is inserted.
-	res := g.Exec(`UPDATE sessions SET message_count = message_count + 1, token_count = token_count + ?, last_activity_at = ?
+	res, err := tx.Exec(ctx, `UPDATE sessions SET message_count = message_count + 1, token_count = token_count + ?, last_activity_at = ?
 		WHERE id = ? AND ended_at IS NULL AND trashed_at IS NULL`, m.TokenCount, now, sessionID)
-	if res.Error != nil {
-		return Message{}, fmt.Errorf("append message to %s: %w", sessionID, res.Error)
+	if err != nil {
+		return Message{}, fmt.Errorf("append message to %s: %w", sessionID, err)
 	}
-	if res.RowsAffected == 0 {
+	if n, _ := res.RowsAffected(); n == 0 {
 		cur, err := getTx(ctx, tx, sessionID)
 		if err != nil {
 			return Message{}, fmt.Errorf("append message: %w", err)
@@ -213,13 +235,15 @@ func (s *Service) AppendMessageTx(ctx context.Context, tx *db.Tx, sessionID stri
 	}
 	out := Message{SessionID: sessionID, Role: m.Role, Content: m.Content, SentContent: m.SentContent,
 		ToolName: m.ToolName, ToolCallID: m.ToolCallID, TokenCount: m.TokenCount, CreatedAt: db.At(tx.Now), Active: true}
-	var id int64
-	if err := g.Raw(`INSERT INTO messages (session_id, role, content, sent_content, tool_name, tool_call_id, token_count, created_at, active)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING id`,
-		sessionID, m.Role, m.Content, m.SentContent, m.ToolName, m.ToolCallID, m.TokenCount, now).Scan(&id).Error; err != nil {
+	res, err = tx.Exec(ctx, `INSERT INTO messages (session_id, role, content, sent_content, tool_name, tool_call_id, token_count, created_at, active)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		sessionID, m.Role, m.Content, m.SentContent, m.ToolName, m.ToolCallID, m.TokenCount, now)
+	if err == nil {
+		out.ID, err = res.LastInsertId()
+	}
+	if err != nil {
 		return Message{}, fmt.Errorf("append message to %s: %w", sessionID, err)
 	}
-	out.ID = id
 	return out, nil
 }
 
@@ -249,16 +273,19 @@ func (s *Service) EndWith(ctx context.Context, id, reason string, info EndInfo) 
 	var out Session
 	var changed bool
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
-		res := tx.G.WithContext(ctx).Exec(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL`,
-			db.Ms(tx.Now), reason, id)
-		if res.Error != nil {
-			return res.Error
-		}
-		changed = res.RowsAffected > 0
+		// One statement ends the session and returns its row; a session
+		// that had ended already (or does not exist) is read after.
 		var err error
-		if out, err = getTx(ctx, tx, id); err != nil || !changed {
+		out, err = scanSession(tx.QueryRow(ctx, `UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL
+			RETURNING `+sessionColumnList, db.Ms(tx.Now), reason, id))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			out, err = getTx(ctx, tx, id)
+			return err
+		case err != nil:
 			return err
 		}
+		changed = true
 		if s.bus == nil {
 			return apperr.New(apperr.Internal, "session store of profile %s has no hook bus", s.profile)
 		}
@@ -309,33 +336,45 @@ func (s *Service) Get(ctx context.Context, id string) (Session, error) {
 	if err := ValidateID(id); err != nil {
 		return Session{}, err
 	}
-	var out Session
-	err := s.db.Read.WithContext(ctx).Raw(`SELECT * FROM sessions WHERE id = ?`, id).Scan(&out).Error
-	if err != nil {
-		return Session{}, fmt.Errorf("get session %s: %w", id, err)
-	}
-	if out.ID == "" {
+	out, err := scanSession(s.db.QueryRow(ctx, `SELECT `+sessionColumnList+` FROM sessions WHERE id = ?`, id))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return Session{}, apperr.New(apperr.NotFound, "session %s not found", id)
+	case err != nil:
+		return Session{}, fmt.Errorf("get session %s: %w", id, err)
 	}
 	return out, nil
 }
 
 // Messages returns a session's transcript in order; inactive (compacted away)
-// messages are included only when all is true.
+// messages are included only when all is true. One query, in the index's
+// order; only an empty transcript asks whether the session exists.
 func (s *Service) Messages(ctx context.Context, id string, all bool) ([]Message, error) {
-	if _, err := s.Get(ctx, id); err != nil {
+	if err := ValidateID(id); err != nil {
 		return nil, err
 	}
-	q := `SELECT * FROM messages WHERE session_id = ?`
-	if !all {
-		q += ` AND active = 1`
+	q := sqlTranscript
+	if all {
+		q = sqlTranscriptAll
 	}
-	var out []Message
-	if err := s.db.Read.WithContext(ctx).Raw(q+` ORDER BY COALESCE(pos, id), id`, id).Scan(&out).Error; err != nil {
+	out, err := scanMessages(s.db.Query(ctx, q, id))
+	if err != nil {
 		return nil, fmt.Errorf("messages of %s: %w", id, err)
+	}
+	if len(out) == 0 {
+		if _, err := s.Get(ctx, id); err != nil {
+			return nil, err
+		}
+		out = []Message{}
 	}
 	return out, nil
 }
+
+// The transcript queries: the messages_session index gives their order.
+const (
+	sqlTranscriptAll = `SELECT ` + messageColumnList + ` FROM messages WHERE session_id = ? ORDER BY COALESCE(pos, id), id`
+	sqlTranscript    = `SELECT ` + messageColumnList + ` FROM messages WHERE session_id = ? AND active = 1 ORDER BY COALESCE(pos, id), id`
+)
 
 // Lineage returns the compression chain a session belongs to, root to tip.
 func (s *Service) Lineage(ctx context.Context, id string) ([]Session, error) {
@@ -384,14 +423,11 @@ func orderChain(rows []Session) []Session {
 }
 
 func getTx(ctx context.Context, tx *db.Tx, id string) (Session, error) {
-	var out Session
-	if err := tx.G.WithContext(ctx).Raw(`SELECT * FROM sessions WHERE id = ?`, id).Scan(&out).Error; err != nil {
-		return Session{}, err
-	}
-	if out.ID == "" {
+	out, err := scanSession(tx.QueryRow(ctx, `SELECT `+sessionColumnList+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, apperr.New(apperr.NotFound, "session %s not found", id)
 	}
-	return out, nil
+	return out, err
 }
 
 // subagentStopTx fires subagent_stop for a delegate child that ended: its

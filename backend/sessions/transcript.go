@@ -70,7 +70,7 @@ func (s *Service) CreateTx(ctx context.Context, tx *db.Tx, p CreateParams) (Sess
 	if p.ParentID != "" {
 		out.ParentSessionID = &p.ParentID
 	}
-	if err := tx.G.WithContext(ctx).Create(&out).Error; err != nil {
+	if err := insertSessionTx(ctx, tx, &out); err != nil {
 		return Session{}, err
 	}
 	return out, nil

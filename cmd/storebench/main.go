@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -172,8 +173,17 @@ func main() {
 	trashDays := flag.Int("trash-days", 0, "sessions.trash_days: 0 deletes at once (what the other stores do); > 0 moves user deletes, the retention prune and the empty sweep to the trash")
 	sync := flag.String("sync", "normal", "storage.synchronous: normal (Atrium's default) or full")
 	keep := flag.Bool("keep", false, "keep the home (printed as \"home\")")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here; each phase is labelled op=<key> (go tool pprof -tagfocus op=list_page_us)")
 	flag.Parse()
 	ctx := context.Background()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		must(err)
+		must(pprof.StartCPUProfile(f))
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
+	// phase runs f under the pprof label op=key.
+	phase := func(key string, f func()) { pprof.Do(ctx, pprof.Labels("op", key), func(context.Context) { f() }) }
 
 	root, err := os.MkdirTemp(*dir, "storebench-")
 	must(err)
@@ -207,29 +217,43 @@ func main() {
 	must(st.DB.Write.Raw(`PRAGMA auto_vacuum`).Scan(&av).Error)
 	res["sqlite_version"], res["journal_mode"], res["synchronous"], res["auto_vacuum"] = ver, jm, syncv, av
 
+	// took runs f once under the pprof label op=key and returns its wall
+	// time in milliseconds; mean runs f reps times and returns the mean in
+	// microseconds.
+	took := func(key string, f func()) float64 {
+		t0 := time.Now()
+		phase(key, f)
+		return ms(time.Since(t0))
+	}
+	mean := func(key string, reps int, f func(i int) error) float64 {
+		var us float64
+		phase(key, func() { us = meanUS(reps, f) })
+		return us
+	}
+
 	// (1) insert: Create, then AppendMessage per message, each in its own
 	// transaction (as a live agent writes), stamped with the workload's times.
-	t0 := time.Now()
-	gm := 0
-	for _, s := range specs {
-		clk.set(s.StartedAt)
-		_, err := svc.Create(ctx, sessions.CreateParams{ID: s.ID, Source: s.Source, Platform: s.Platform, ParentID: s.Parent, Relation: s.Relation})
-		must(err)
-		for j := 0; j < s.NMsg; j++ {
-			clk.set(s.StartedAt + float64(j))
-			_, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: roleFor(j), Content: pool[gm%contentPool]})
+	ins := took("insert_us_per_msg", func() {
+		gm := 0
+		for _, s := range specs {
+			clk.set(s.StartedAt)
+			_, err := svc.Create(ctx, sessions.CreateParams{ID: s.ID, Source: s.Source, Platform: s.Platform, ParentID: s.Parent, Relation: s.Relation})
 			must(err)
-			gm++
+			for j := 0; j < s.NMsg; j++ {
+				clk.set(s.StartedAt + float64(j))
+				_, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: roleFor(j), Content: pool[gm%contentPool]})
+				must(err)
+				gm++
+			}
 		}
-	}
-	ins := time.Since(t0)
+	}) / 1000
 	clk.ms.Store(0)
 	nmsg := *n * *m
-	res["insert_s"] = ins.Seconds()
+	res["insert_s"] = ins
 	res["insert_msgs"] = nmsg
 	res["insert_sessions"] = len(specs)
-	res["insert_msgs_per_s"] = float64(nmsg) / ins.Seconds()
-	res["insert_us_per_msg"] = float64(ins.Nanoseconds()) / 1e3 / float64(nmsg)
+	res["insert_msgs_per_s"] = float64(nmsg) / ins
+	res["insert_us_per_msg"] = ins * 1e6 / float64(nmsg)
 	// Untimed: bring the WAL back into the file, so the size is the store's.
 	checkpoint(st)
 	res["db_bytes_after_insert"] = fileSize(home.StatePath())
@@ -242,22 +266,23 @@ func main() {
 			toEnd = append(toEnd, s.ID)
 		}
 	}
-	res["end_session_us"] = meanUS(len(toEnd), func(i int) error { _, _, err := svc.End(ctx, toEnd[i], "done"); return err })
+	res["end_session_us"] = mean("end_session_us", len(toEnd), func(i int) error { _, _, err := svc.End(ctx, toEnd[i], "done"); return err })
 
 	// (4) list, count, transcript, search.
-	res["list_page_us"] = meanUS(*reads, func(int) error { _, err := svc.List(ctx, sessions.Filter{Limit: 50}); return err })
+	res["list_page_us"] = mean("list_page_us", *reads, func(int) error { _, err := svc.List(ctx, sessions.Filter{Limit: 50}); return err })
 	gw := sessions.Filter{Limit: 50, Rule: sessions.Rule{Sources: []string{"gateway"}}}
-	res["list_source_us"] = meanUS(*reads, func(int) error { _, err := svc.List(ctx, gw); return err })
-	res["count_us"] = meanUS(*reads, func(int) error { _, err := svc.Count(ctx, sessions.Filter{}); return err })
-	res["get_messages_us"] = meanUS(*reads, func(i int) error {
-		msgs, err := svc.Messages(ctx, specs[((i+1)*7919)%*n].ID, false)
+	res["list_source_us"] = mean("list_source_us", *reads, func(int) error { _, err := svc.List(ctx, gw); return err })
+	res["count_us"] = mean("count_us", *reads, func(int) error { _, err := svc.Count(ctx, sessions.Filter{}); return err })
+	res["get_messages_us"] = mean("get_messages_us", *reads, func(i int) error {
+		id := specs[((i+1)*7919)%*n].ID
+		msgs, err := svc.Messages(ctx, id, false)
 		if err == nil && len(msgs) != *m {
-			err = fmt.Errorf("transcript of %s: %d messages, want %d", specs[((i+1)*7919)%*n].ID, len(msgs), *m)
+			err = fmt.Errorf("transcript of %s: %d messages, want %d", id, len(msgs), *m)
 		}
 		return err
 	})
 	var hits int
-	res["fts_search_us"] = meanUS(*reads/4, func(int) error {
+	res["fts_search_us"] = mean("fts_search_us", *reads/4, func(int) error {
 		h, err := svc.Search(ctx, needle, sessions.SearchOptions{Limit: 20})
 		hits = len(h)
 		return err
@@ -273,7 +298,7 @@ func main() {
 		}
 	}
 	deleted := 0
-	res["delete_tree_ms"] = meanUS(len(roots), func(i int) error {
+	res["delete_tree_ms"] = mean("delete_tree_ms", len(roots), func(i int) error {
 		out, err := svc.Delete(ctx, []string{roots[i]}, nil)
 		deleted += len(out.AffectedIDs)
 		return err
@@ -282,54 +307,45 @@ func main() {
 
 	// Bulk archive of the K slot-9 sessions, then bulk delete of the K
 	// slot-8 ones: one call (one transaction, one event) each.
+	var out sessions.Result
 	arch := slotIDs(specs, 9)
-	t0 = time.Now()
-	out, err := svc.Archive(ctx, arch)
-	must(err)
-	res["bulk_archive_ms"], res["bulk_archive_count"] = ms(time.Since(t0)), len(out.AffectedIDs)
+	res["bulk_archive_ms"] = took("bulk_archive_ms", func() { out, err = svc.Archive(ctx, arch); must(err) })
+	res["bulk_archive_count"] = len(out.AffectedIDs)
 	del := slotIDs(specs, 8)
-	t0 = time.Now()
-	out, err = svc.Delete(ctx, del, nil)
-	must(err)
-	res["bulk_delete_ms"], res["bulk_delete_count"] = ms(time.Since(t0)), len(out.AffectedIDs)
+	res["bulk_delete_ms"] = took("bulk_delete_ms", func() { out, err = svc.Delete(ctx, del, nil); must(err) })
+	res["bulk_delete_count"] = len(out.AffectedIDs)
 
 	// (5) retention prune (ended, last active over 90 days ago) and the
 	// empty sweep.
-	t0 = time.Now()
-	out, err = svc.Prune(ctx, 90, nil)
-	must(err)
-	res["prune_ms"], res["prune_count"] = ms(time.Since(t0)), len(out.AffectedIDs)
-	t0 = time.Now()
-	out, err = svc.SweepEmpty(ctx, nil)
-	must(err)
-	res["empty_sweep_ms"], res["empty_sweep_count"] = ms(time.Since(t0)), len(out.AffectedIDs)
+	res["prune_ms"] = took("prune_ms", func() { out, err = svc.Prune(ctx, 90, nil); must(err) })
+	res["prune_count"] = len(out.AffectedIDs)
+	res["empty_sweep_ms"] = took("empty_sweep_ms", func() { out, err = svc.SweepEmpty(ctx, nil); must(err) })
+	res["empty_sweep_count"] = len(out.AffectedIDs)
 	var left int64
 	must(r.Raw(`SELECT count(*) FROM sessions`).Scan(&left).Error)
 	res["sessions_left"] = left
 
 	// Atrium's own: the archived slot-9 sessions deleted one by one (K calls,
 	// K events), then, with a trash, emptying it (the purge for good).
-	t0 = time.Now()
-	for _, id := range arch {
-		_, err := svc.Delete(ctx, []string{id}, nil)
-		must(err)
-	}
-	res["delete_each_ms"], res["delete_each_count"] = ms(time.Since(t0)), len(arch)
+	res["delete_each_ms"] = took("delete_each_ms", func() {
+		for _, id := range arch {
+			_, err := svc.Delete(ctx, []string{id}, nil)
+			must(err)
+		}
+	})
+	res["delete_each_count"] = len(arch)
 	if *trashDays > 0 {
-		t0 = time.Now()
-		out, err = svc.EmptyTrash(ctx, 0, nil)
-		must(err)
-		res["empty_trash_ms"], res["empty_trash_count"] = ms(time.Since(t0)), len(out.AffectedIDs)
+		res["empty_trash_ms"] = took("empty_trash_ms", func() { out, err = svc.EmptyTrash(ctx, 0, nil); must(err) })
+		res["empty_trash_count"] = len(out.AffectedIDs)
 	}
 
 	// Space: what the deletes left, and what maintenance's vacuum gives back.
 	must(st.Bus.Flush(ctx))
 	checkpoint(st)
 	res["db_bytes_end"] = fileSize(home.StatePath())
-	t0 = time.Now()
-	mode, err := st.DB.Vacuum(ctx)
-	must(err)
-	res["vacuum_mode"], res["vacuum_ms"] = mode, ms(time.Since(t0))
+	var mode string
+	res["vacuum_ms"] = took("vacuum_ms", func() { mode, err = st.DB.Vacuum(ctx); must(err) })
+	res["vacuum_mode"] = mode
 	res["db_bytes_after_vacuum"] = fileSize(home.StatePath())
 
 	must(st.Close(ctx))

@@ -1,0 +1,55 @@
+-- Search indexing leaves the append. A new message is queued in
+-- fts_pending (one small B-tree insert) instead of being indexed in its
+-- own transaction (FTS5 writes a segment and merges per transaction: two
+-- thirds of an append's cost). The session service's background indexer
+-- moves the queue into messages_fts in batches; search and the match
+-- filter cover the queue, so no hit is missed meanwhile.
+CREATE TABLE fts_pending (id INTEGER PRIMARY KEY);
+DROP TRIGGER messages_fts_ai;
+DROP TRIGGER messages_fts_ad;
+DROP TRIGGER messages_fts_au;
+CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
+  INSERT INTO fts_pending (id) VALUES (new.id);
+END;
+-- A queued row was never indexed: it leaves the queue; an indexed one
+-- leaves the index.
+CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+  DELETE FROM messages_fts WHERE rowid = old.id AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+  DELETE FROM fts_pending WHERE id = old.id;
+END;
+CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages BEGIN
+  DELETE FROM messages_fts WHERE rowid = old.id AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+  INSERT OR IGNORE INTO fts_pending (id) VALUES (new.id);
+END;
+
+-- Transcripts read in their order, COALESCE(pos, id), straight from the
+-- index (no sort); deletes still find a session's messages by its prefix.
+DROP INDEX messages_session;
+CREATE INDEX messages_session ON messages (session_id, COALESCE(pos, id));
+
+-- Counting is hot (the window's title, every list's total): one row per
+-- scope, kept by triggers on every path that adds, removes, archives or
+-- trashes a session.
+CREATE TABLE session_counts (
+  scope TEXT PRIMARY KEY CHECK (scope IN ('active', 'archived', 'trash')),
+  n     INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO session_counts (scope, n) VALUES
+  ('active', (SELECT count(*) FROM sessions WHERE archived = 0 AND trashed_at IS NULL)),
+  ('archived', (SELECT count(*) FROM sessions WHERE archived = 1 AND trashed_at IS NULL)),
+  ('trash', (SELECT count(*) FROM sessions WHERE trashed_at IS NOT NULL));
+CREATE TRIGGER session_counts_ai AFTER INSERT ON sessions BEGIN
+  UPDATE session_counts SET n = n + 1
+  WHERE scope = CASE WHEN new.trashed_at IS NOT NULL THEN 'trash' WHEN new.archived THEN 'archived' ELSE 'active' END;
+END;
+CREATE TRIGGER session_counts_ad AFTER DELETE ON sessions BEGIN
+  UPDATE session_counts SET n = n - 1
+  WHERE scope = CASE WHEN old.trashed_at IS NOT NULL THEN 'trash' WHEN old.archived THEN 'archived' ELSE 'active' END;
+END;
+CREATE TRIGGER session_counts_au AFTER UPDATE OF archived, trashed_at ON sessions
+WHEN (old.trashed_at IS NULL) <> (new.trashed_at IS NULL) OR (old.archived <> new.archived AND new.trashed_at IS NULL) BEGIN
+  UPDATE session_counts SET n = n + CASE scope
+      WHEN CASE WHEN new.trashed_at IS NOT NULL THEN 'trash' WHEN new.archived THEN 'archived' ELSE 'active' END THEN 1 ELSE 0 END
+    - CASE scope
+      WHEN CASE WHEN old.trashed_at IS NOT NULL THEN 'trash' WHEN old.archived THEN 'archived' ELSE 'active' END THEN 1 ELSE 0 END;
+END;

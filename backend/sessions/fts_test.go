@@ -1,0 +1,230 @@
+package sessions_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"atrium/backend/db"
+	"atrium/backend/hooks"
+	"atrium/backend/sessions"
+)
+
+// manualIndexStore is a store whose search-index queue only moves when the
+// test calls IndexPending.
+func manualIndexStore(t *testing.T) (*db.DB, *sessions.Service) {
+	t.Helper()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "state.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := hooks.NewBus(d, hooks.Options{Timeout: 5 * time.Second})
+	if err := bus.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = bus.Close(context.Background())
+		_ = d.Close()
+	})
+	return d, sessions.NewService(d, bus, sessions.Options{ManualIndex: true})
+}
+
+func count(t *testing.T, d *db.DB, q string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := d.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A message is searchable the moment it is appended, before the indexer
+// took it (it is matched in the queue), after, and never twice.
+func TestSearchCoversMessagesNotIndexedYet(t *testing.T) {
+	t.Parallel()
+	d, svc := manualIndexStore(t)
+	a, _ := svc.Create(ctx, sessions.CreateParams{Title: "first"})
+	b, _ := svc.Create(ctx, sessions.CreateParams{Title: "second"})
+	for _, m := range []struct{ id, text string }{
+		{a.ID, "the Zürich deploy runs on Fridays"},
+		{b.ID, "nothing relevant here"},
+		{b.ID, "Café menus in zurich-west"},
+	} {
+		if _, err := svc.AppendMessage(ctx, m.id, sessions.NewMessage{Role: "user", Content: m.text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search := func(step, q string, want ...string) {
+		t.Helper()
+		hits, err := svc.Search(ctx, q, sessions.SearchOptions{})
+		if err != nil {
+			t.Fatalf("%s: search %q: %v", step, q, err)
+		}
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.Session.ID)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s: search %q = %v, want %v", step, q, got, want)
+		}
+		// The match filter (lists, counts, bulk by rule) agrees.
+		rule, err := sessions.ParseRule(map[string]string{sessions.FieldMatch: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := svc.Count(ctx, sessions.Filter{Rule: rule})
+		if err != nil || n != int64(len(want)) {
+			t.Fatalf("%s: count of match %q = %d, %v; want %d", step, q, n, err, len(want))
+		}
+	}
+	// Newest matching message first; diacritics and case folded exactly
+	// as the index folds them; the last word as a prefix.
+	check := func(step string) {
+		search(step, "zurich", b.ID, a.ID)
+		search(step, "ZÜRICH deploy", a.ID)
+		search(step, "cafe", b.ID)
+		search(step, "frid", a.ID)
+		search(step, "relevant deploy")
+	}
+	if n := count(t, d, `SELECT count(*) FROM fts_pending`); n != 3 {
+		t.Fatalf("queued = %d, want 3", n)
+	}
+	check("queued")
+	if more, err := svc.IndexPending(ctx); err != nil || more {
+		t.Fatalf("index: more=%v %v", more, err)
+	}
+	if n := count(t, d, `SELECT count(*) FROM fts_pending`); n != 0 {
+		t.Fatalf("queued after indexing = %d", n)
+	}
+	if n := count(t, d, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'zurich'`); n != 2 {
+		t.Fatalf("indexed matches = %d", n)
+	}
+	check("indexed")
+	// Half in the queue, half in the index: still one hit per conversation.
+	if _, err := svc.AppendMessage(ctx, a.ID, sessions.NewMessage{Role: "user", Content: "back from Zurich"}); err != nil {
+		t.Fatal(err)
+	}
+	search("mixed", "zurich", a.ID, b.ID)
+	// A queued row that is deleted leaves the queue; an indexed one leaves
+	// the index.
+	if _, err := svc.Purge(ctx, []string{a.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if q, i := count(t, d, `SELECT count(*) FROM fts_pending`), count(t, d, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'zurich'`); q != 0 || i != 1 {
+		t.Fatalf("after the purge: %d queued, %d indexed matches", q, i)
+	}
+	search("purged", "zurich", b.ID)
+	// An indexed message whose text changes goes back to the queue.
+	if err := d.InTx(ctx, func(tx *db.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE messages SET content = 'now about Geneva' WHERE content LIKE 'Café%'`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	search("edited", "zurich")
+	search("edited", "geneva", b.ID)
+	if _, err := svc.IndexPending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	search("edited and indexed", "geneva", b.ID)
+	search("edited and indexed", "zurich")
+}
+
+// The queue is matched with the index's own tokenizer.
+func TestTailTokenizerIsTheIndexes(t *testing.T) {
+	t.Parallel()
+	d, _ := manualIndexStore(t)
+	var q string
+	if err := d.QueryRow(ctx, `SELECT sql FROM sqlite_master WHERE name = 'messages_fts'`).Scan(&q); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(q, "tokenize='"+sessions.FTSTokenizer+"'") {
+		t.Fatalf("messages_fts is %s; the queue is matched with %q", q, sessions.FTSTokenizer)
+	}
+}
+
+// The indexer of a store with a background task catches up on its own, and
+// whatever is queued when the store closes is indexed then.
+func TestIndexerCatchesUpInTheBackgroundAndAtClose(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	d, err := db.Open(ctx, path, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sessions.NewService(d, nil, sessions.Options{})
+	s, _ := svc.Create(ctx, sessions.CreateParams{})
+	if _, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: "background words"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, d, `SELECT count(*) FROM fts_pending`) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the background indexer never emptied the queue")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: "closing words"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Close()
+	d, err = db.Open(ctx, path, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if q, i := count(t, d, `SELECT count(*) FROM fts_pending`), count(t, d, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'words'`); q != 0 || i != 2 {
+		t.Fatalf("after close: %d queued, %d indexed", q, i)
+	}
+}
+
+// The kept counters follow every path that adds, archives, trashes,
+// restores or removes sessions.
+func TestScopeCountsFollowEveryPath(t *testing.T) {
+	t.Parallel()
+	d, svc := manualIndexStore(t)
+	check := func(step string) {
+		t.Helper()
+		for scope, q := range map[string]string{
+			sessions.ScopeActive:   `SELECT count(*) FROM sessions WHERE archived = 0 AND trashed_at IS NULL`,
+			sessions.ScopeArchived: `SELECT count(*) FROM sessions WHERE archived = 1 AND trashed_at IS NULL`,
+			sessions.ScopeTrash:    `SELECT count(*) FROM sessions WHERE trashed_at IS NOT NULL`,
+			sessions.ScopeAll:      `SELECT count(*) FROM sessions WHERE trashed_at IS NULL`,
+		} {
+			n, err := svc.Count(ctx, sessions.Filter{Rule: sessions.Rule{Scope: scope}})
+			if want := count(t, d, q); err != nil || n != want {
+				t.Fatalf("%s: count %s = %d, %v; want %d", step, scope, n, err, want)
+			}
+		}
+	}
+	var ids []string
+	for i := 0; i < 6; i++ {
+		s, err := svc.Create(ctx, sessions.CreateParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	child, _ := svc.Create(ctx, sessions.CreateParams{ParentID: ids[0], Relation: sessions.RelationCompression})
+	check("created")
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"archive", func() error { _, err := svc.Archive(ctx, ids[:3]); return err }},
+		{"unarchive", func() error { _, err := svc.Unarchive(ctx, ids[1:2]); return err }},
+		{"trash an archived one", func() error { _, err := svc.Delete(ctx, ids[2:4], nil); return err }},
+		{"restore", func() error { _, err := svc.Restore(ctx, ids[2:3]); return err }},
+		{"purge", func() error { _, err := svc.Purge(ctx, []string{ids[3], ids[4]}, nil); return err }},
+		{"trash a chain", func() error { _, err := svc.Delete(ctx, []string{child.ID}, nil); return err }},
+		{"empty the trash", func() error { _, err := svc.EmptyTrash(ctx, 0, nil); return err }},
+	}
+	for _, st := range steps {
+		if err := st.run(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		check(st.name)
+	}
+}
