@@ -123,6 +123,10 @@ func openRaw(tb testing.TB, path string, create bool) *sql.DB {
 	if err := r.Ping(); err != nil {
 		tb.Fatal(err)
 	}
+	// As db.Open's driver does on every connection.
+	if _, err := r.Exec(fmt.Sprintf(`PRAGMA wal_autocheckpoint = %d`, db.WALAutocheckpoint)); err != nil {
+		tb.Fatal(err)
+	}
 	if create {
 		if _, err := r.Exec(schemaSQL(tb)); err != nil {
 			tb.Fatalf("apply schema: %v", err)
@@ -249,7 +253,7 @@ func indexAll(path string) error {
 		return err
 	}
 	defer d.Close()
-	svc := sessions.NewService(d, nil, sessions.Options{Logger: discard})
+	svc := sessions.NewService(d, nil, sessions.Options{Logger: discard, ManualIndex: true})
 	for {
 		more, err := svc.IndexPending(ctx)
 		if err != nil || !more {
@@ -406,21 +410,32 @@ func BenchmarkAppendMessage(b *testing.B) {
 	b.Run("raw", rawAppend(false))
 	// Variants of raw that attribute the cost (docs/benchmarks.md):
 	// statements re-prepared in every transaction (what gorm's PrepareStmt
-	// does inside a transaction), without the messages FTS insert trigger,
-	// with FTS5 automerge 16 instead of the default 4, and with no WAL
-	// auto-checkpoint in commit.
+	// does inside a transaction), the message indexed in its own
+	// transaction (before migration 0005), and the WAL checkpointed in the
+	// committing call at SQLite's default 1,000 pages.
 	b.Run("raw-reprepare", rawAppend(true))
-	b.Run("raw-no-fts", rawAppend(false, `DROP TRIGGER messages_fts_ai`))
-	b.Run("raw-fts-automerge16", rawAppend(false, ftsAutomerge16))
-	b.Run("raw-no-autockpt", rawAppend(false, noAutoCheckpoint))
+	b.Run("raw-index-in-append", rawAppend(false, indexInAppend...))
+	b.Run("raw-autockpt-1000", rawAppend(false, autoCheckpoint1000))
 }
 
-// What-if settings used by the attribution variants.
+// What-if settings used by the attribution variants: what the store did
+// before issue #15 changed it.
 const (
-	ftsAutomerge16   = `INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 16)`
-	ftsDeletemerge0  = `INSERT INTO messages_fts (messages_fts, rank) VALUES ('deletemerge', 0)`
-	ftsDeletemerge0S = `INSERT INTO sessions_fts (sessions_fts, rank) VALUES ('deletemerge', 0)`
-	noAutoCheckpoint = `PRAGMA wal_autocheckpoint = 0`
+	// FTS5's default deletemerge (migration 0005 sets 0).
+	ftsDeletemerge10  = `INSERT INTO messages_fts (messages_fts, rank) VALUES ('deletemerge', 10)`
+	ftsDeletemerge10S = `INSERT INTO sessions_fts (sessions_fts, rank) VALUES ('deletemerge', 10)`
+	// SQLite's default: checkpoint in the committing call every 1,000 pages.
+	autoCheckpoint1000 = `PRAGMA wal_autocheckpoint = 1000`
+)
+
+var (
+	// The message indexed in the appending transaction (the trigger before 0005).
+	indexInAppend = []string{`DROP TRIGGER messages_fts_ai`, `CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
+		INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content); END`}
+	// Deleted messages removed from the index in the deleting transaction.
+	removeInDelete = []string{`DROP TRIGGER messages_fts_ad`, `CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+		DELETE FROM messages_fts WHERE rowid = old.id AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+		DELETE FROM fts_pending WHERE id = old.id; END`}
 )
 
 // ---- 2. load 10,000 sessions x 20 messages ------------------------------------
@@ -561,34 +576,52 @@ func rawDestructive(c *Corpus, setup []string, op func(tb testing.TB, r *sql.DB)
 	}
 }
 
-func BenchmarkBulkDelete1000(b *testing.B) {
-	c := getCorpus()
-	b.Run("atrium", func(b *testing.B) {
+// atriumCopy opens Atrium on a fresh copy of the shared store, with setup
+// statements applied (raw) first; cleanup closes it and removes the copy.
+func atriumCopy(tb testing.TB, setup ...string) (*atriumEnv, func()) {
+	path, cleanup := copyTemplate(tb)
+	if len(setup) > 0 {
+		r := openRaw(tb, path, false)
+		execAll(tb, r, setup)
+		_ = r.Close()
+	}
+	e := openAtrium(tb, path, fixedClock, nil)
+	return e, func() { e.close(tb); cleanup() }
+}
+
+// atriumDestructive runs op on Atrium over a fresh copy of the shared store
+// per iteration, with setup statements applied (raw) before it opens.
+func atriumDestructive(setup []string, op func(e *atriumEnv) (sessions.Result, error), want int) func(b *testing.B) {
+	return func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			path, cleanup := copyTemplate(b)
-			e := openAtrium(b, path, fixedClock, nil)
+			e, cleanup := atriumCopy(b, setup...)
 			b.StartTimer()
-			res, err := e.Svc.Delete(ctx, c.DeleteIDs, nil)
+			res, err := op(e)
 			b.StopTimer()
 			if err != nil {
 				b.Fatal(err)
 			}
-			if len(res.AffectedIDs) != NumDelete {
-				b.Fatalf("deleted %d, want %d", len(res.AffectedIDs), NumDelete)
+			if len(res.AffectedIDs) != want {
+				b.Fatalf("%d rows, want %d", len(res.AffectedIDs), want)
 			}
-			e.close(b)
 			cleanup()
 			b.StartTimer()
 		}
-	})
+	}
+}
+
+func BenchmarkBulkDelete1000(b *testing.B) {
+	c := getCorpus()
+	del1000 := func(e *atriumEnv) (sessions.Result, error) { return e.Svc.Delete(ctx, c.DeleteIDs, nil) }
+	b.Run("atrium", atriumDestructive(nil, del1000, NumDelete))
+	b.Run("atrium-deletemerge10", atriumDestructive([]string{ftsDeletemerge10, ftsDeletemerge10S}, del1000, NumDelete))
 	del := func(tb testing.TB, r *sql.DB) int64 { return rawDelete(tb, r, c.DeleteIDs) }
 	b.Run("raw", rawDestructive(c, nil, del, NumDelete))
-	// What-if: FTS5 deletemerge 0 (no segment rewrite triggered by
-	// tombstones inside the delete), and additionally no WAL auto-checkpoint
-	// in the committing call.
-	b.Run("raw-deletemerge0", rawDestructive(c, []string{ftsDeletemerge0, ftsDeletemerge0S}, del, NumDelete))
-	b.Run("raw-deletemerge0-no-autockpt", rawDestructive(c, []string{ftsDeletemerge0, ftsDeletemerge0S, noAutoCheckpoint}, del, NumDelete))
+	// What-if: the messages leave the search index in the deleting
+	// transaction (before 0005), and FTS5's default deletemerge.
+	b.Run("raw-remove-in-delete", rawDestructive(c, removeInDelete, del, NumDelete))
+	b.Run("raw-deletemerge10", rawDestructive(c, []string{ftsDeletemerge10, ftsDeletemerge10S}, del, NumDelete))
 }
 
 // rawDelete: one transaction, DELETE messages then sessions by id, 500 ids a
@@ -627,31 +660,14 @@ func rawDeleteTx(tb testing.TB, tx *sql.Tx, ids []string) int64 {
 
 func BenchmarkPrune3000(b *testing.B) {
 	c := getCorpus()
-	b.Run("atrium", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			path, cleanup := copyTemplate(b)
-			e := openAtrium(b, path, fixedClock, nil)
-			b.StartTimer()
-			res, err := e.Svc.Prune(ctx, RetentionDays, nil)
-			b.StopTimer()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(res.AffectedIDs) != c.PruneCount {
-				b.Fatalf("pruned %d, want %d", len(res.AffectedIDs), c.PruneCount)
-			}
-			e.close(b)
-			cleanup()
-			b.StartTimer()
-		}
-	})
+	prune := func(e *atriumEnv) (sessions.Result, error) { return e.Svc.Prune(ctx, RetentionDays, nil) }
+	b.Run("atrium", atriumDestructive(nil, prune, c.PruneCount))
+	b.Run("atrium-deletemerge10", atriumDestructive([]string{ftsDeletemerge10, ftsDeletemerge10S}, prune, c.PruneCount))
 	b.Run("raw", rawDestructive(c, nil, rawPrune, c.PruneCount))
 	// raw-chunked: Atrium's statement shape (select the ids, then DELETE by
 	// id 500 at a time), then the same with the what-if settings.
 	b.Run("raw-chunked", rawDestructive(c, nil, rawPruneChunked, c.PruneCount))
-	b.Run("raw-chunked-deletemerge0", rawDestructive(c, []string{ftsDeletemerge0, ftsDeletemerge0S}, rawPruneChunked, c.PruneCount))
-	b.Run("raw-chunked-deletemerge0-no-autockpt", rawDestructive(c, []string{ftsDeletemerge0, ftsDeletemerge0S, noAutoCheckpoint}, rawPruneChunked, c.PruneCount))
+	b.Run("raw-remove-in-delete", rawDestructive(c, removeInDelete, rawPrune, c.PruneCount))
 }
 
 const pruneQualifies = `ended_at IS NOT NULL AND pinned = 0 AND last_activity_at < ?`
@@ -1322,6 +1338,21 @@ func TestRawMatchesAtrium(t *testing.T) {
 		return a, b
 	}
 	same := func(step string) {
+		// Both stores queue index changes (the schema's triggers): apply
+		// the queues, the store's background work, before comparing.
+		flush := sessions.NewService(e.D, nil, sessions.Options{Logger: discard, ManualIndex: true})
+		for {
+			more, err := flush.IndexPending(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !more {
+				break
+			}
+		}
+		if err := indexAll(pr); err != nil {
+			t.Fatal(err)
+		}
 		for _, q := range []string{`SELECT count(*) FROM sessions`, `SELECT count(*) FROM messages`,
 			`SELECT count(*) FROM messages_fts WHERE messages_fts MATCH '"` + c.SearchWord + `"'`,
 			`SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH '"` + c.SearchWord + `"'`} {

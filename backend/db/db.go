@@ -72,14 +72,14 @@ type DB struct {
 	tasks *tasks // background work after commits: the checkpointer, deferred indexing
 }
 
-// The writer commits without checkpointing the WAL unless a background
-// checkpointer fell this far behind (pages; SQLite's default is 1,000):
-// checkpoints run off the committing call (see checkpointTask).
-const walAutocheckpoint = 10000
+// WALAutocheckpoint: the writer commits without checkpointing the WAL unless
+// the background checkpointer fell this far behind (pages; SQLite's default
+// is 1,000): checkpoints run off the committing call (newCheckpointTask).
+const WALAutocheckpoint = 10000
 
 func init() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walAutocheckpoint), nil)
+		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", WALAutocheckpoint), nil)
 		return err
 	}})
 }
@@ -430,6 +430,35 @@ func (d *DB) PageStats(ctx context.Context) (Pages, error) {
 	}
 	p.AutoVacuum = map[int]string{0: "none", 1: "full", 2: "incremental"}[mode]
 	return p, nil
+}
+
+// IncrementalVacuum gives up to maxPages free pages back to the file
+// system on a store in auto_vacuum=INCREMENTAL mode (maintenance); other
+// stores are left alone (a full VACUUM is the user's call: Vacuum). It
+// returns the bytes given back.
+func (d *DB) IncrementalVacuum(ctx context.Context, maxPages int64) (int64, error) {
+	if d.Writable() != nil {
+		return 0, nil // a store this process cannot write keeps its pages
+	}
+	p, err := d.PageStats(ctx)
+	if err != nil || p.AutoVacuum != "incremental" || p.FreePages == 0 {
+		return 0, err
+	}
+	n := min(p.FreePages, maxPages)
+	d.commitMu.Lock()
+	defer d.commitMu.Unlock()
+	// incremental_vacuum frees one page per step: read it to the end.
+	rows, err := d.writeSQL.QueryContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, n))
+	if err != nil {
+		return 0, fmt.Errorf("incremental vacuum: %w", d.classify(err))
+	}
+	for rows.Next() {
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, fmt.Errorf("incremental vacuum: %w", err)
+	}
+	d.tasks.kick() // the checkpointer brings the shorter file back
+	return n * p.PageSize, nil
 }
 
 // Vacuum gives free pages back to the file system: PRAGMA

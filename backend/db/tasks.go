@@ -115,7 +115,7 @@ func (ts *tasks) close() {
 	ts.mu.Unlock()
 	ts.cancel()
 	ts.wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), closeBudget)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), finalRun{}, true), closeBudget)
 	defer cancel()
 	for _, t := range list {
 		ts.drain(ctx, t)
@@ -124,6 +124,12 @@ func (ts *tasks) close() {
 		}
 	}
 }
+
+type finalRun struct{}
+
+// FinalRun reports whether a task runs for the last time, as the store
+// closes: work a task defers to batch it must be done now.
+func FinalRun(ctx context.Context) bool { return ctx.Value(finalRun{}) != nil }
 
 // AddTask registers background work: run is called some delay after this
 // process's commits, once now, and once more at Close, each time until it
@@ -137,7 +143,7 @@ func (d *DB) AddTask(name string, delay time.Duration, run TaskFunc) bool {
 }
 
 // The checkpointer: WAL checkpoints off the committing call. The writer
-// commits with wal_autocheckpoint at walAutocheckpoint pages (a safety
+// commits with wal_autocheckpoint at WALAutocheckpoint pages (a safety
 // valve); this task runs a PASSIVE checkpoint on its own connection shortly
 // after commits, so the committing call never copies pages back and fsyncs,
 // and a burst of commits that rewrote the same pages copies each page once.

@@ -191,3 +191,48 @@ func TestStorageReportAndVacuum(t *testing.T) {
 		t.Fatalf("incremental vacuum = %+v, %v", v, err)
 	}
 }
+
+// Maintenance's upkeep: the index queues are applied and the index merged
+// (dropping the deleted entries), and the space the deletes freed goes back
+// to the file system.
+func TestRunMergesTheSearchIndexAndGivesSpaceBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := sessionstest.New(t)
+	m := maintenance.NewService(e.DB, e.Sessions, nil, maintenance.Config{RetentionDays: 90}, nil)
+	ids, err := e.Sessions.Seed(ctx, sessions.SeedParams{Count: 200, Messages: 20}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Index what the seed queued, in several batches (several segments).
+	for {
+		more, err := e.Sessions.IndexPending(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !more {
+			break
+		}
+	}
+	if _, err := e.Sessions.Purge(ctx, ids[:150], nil); err != nil {
+		t.Fatal(err)
+	}
+	queued := func() (n int64) {
+		_ = e.DB.QueryRow(ctx, `SELECT (SELECT count(*) FROM fts_pending) + (SELECT count(*) FROM fts_gone)`).Scan(&n)
+		return n
+	}
+	before, _ := e.DB.PageStats(ctx)
+	rep, err := m.Run(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := e.DB.PageStats(ctx)
+	if rep.IndexMerges == 0 || rep.FreedBytes <= 0 || queued() != 0 || after.FreePages != 0 || after.PageCount >= before.PageCount {
+		t.Fatalf("report %+v; queued %d; pages %+v -> %+v", rep, queued(), before, after)
+	}
+	// The search still finds what is left, and only that.
+	hits, err := e.Sessions.Search(ctx, "kernel", sessions.SearchOptions{Limit: 500})
+	if err != nil || len(hits) != 50 {
+		t.Fatalf("search after upkeep: %d hits, %v", len(hits), err)
+	}
+}

@@ -9,58 +9,91 @@ import (
 	"atrium/backend/db"
 )
 
-// Full-text indexing off the append.
+// Full-text indexing off the message writes.
 //
-// Appending a message queues its id in fts_pending (a trigger); indexing it
-// in the appending transaction cost two thirds of an append (FTS5 writes a
-// segment and merges in every transaction). The indexer below, a
-// background task of the store, moves the queue into messages_fts in
-// batches, shortly after commits and when the store closes. Until then,
-// search and the match filter find queued messages through tailMatches: the
-// queue is small (what arrived since the last batch), so it is matched in a
-// private in-memory FTS5 table with the same tokenizer, which gives exactly
-// the answer the index will give.
+// Appending a message queues its id in fts_pending, deleting (or editing)
+// an indexed one queues it in fts_gone (triggers, 0005_store_speed.sql):
+// indexing in the writing transaction cost two thirds of an append (FTS5
+// writes a segment and merges in every transaction) and 40% of a bulk
+// delete (tombstones). The indexer below, a background task of the store,
+// applies the queues in batches, shortly after commits and when the store
+// closes. Until then search and the match filter cover them: index entries
+// of gone messages are left out (notGone), and queued messages are found by
+// tailMatches: the queue is small (what arrived since the last batch), so it
+// is matched in a private in-memory FTS5 table with the same tokenizer,
+// which gives exactly the answer the index will give.
+
+// notGone leaves out index entries of messages deleted or edited since they
+// were indexed (f is messages_fts).
+const notGone = ` AND f.rowid NOT IN (SELECT id FROM fts_gone)`
 
 const (
 	// indexDelay lets a burst of appends be indexed as one batch.
 	indexDelay = 200 * time.Millisecond
 	// indexBatch bounds one indexing transaction (the writer is held
 	// meanwhile; a few milliseconds).
-	indexBatch = 2000
+	indexBatch = 1000
+	// goneBatch: removals from the index wait until this many are queued.
+	goneBatch = 500
 	// FTSTokenizer is messages_fts's tokenizer (0001_init.sql); the queue is
 	// matched with the same one (TestTailTokenizerIsTheIndexes).
 	FTSTokenizer = `unicode61 remove_diacritics 2`
 )
 
-// IndexPending indexes one batch of queued messages and reports whether
-// more are queued. The background task calls it; tests and tools may too.
+// IndexPending applies one batch of the index queues (removals first, then
+// new messages) and reports whether more is queued. The background task
+// calls it; tests and tools may too.
 func (s *Service) IndexPending(ctx context.Context) (bool, error) {
-	var any bool
-	if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM fts_pending)`).Scan(&any); err != nil || !any {
+	// Removals wait for a batch (or the store's closing): the index leaves
+	// gone entries out meanwhile, and removing a few rows costs FTS5 almost
+	// what removing a thousand does.
+	var gone, pending bool
+	if err := s.db.QueryRow(ctx, `SELECT (SELECT count(*) >= ? FROM (SELECT 1 FROM fts_gone LIMIT ?)), EXISTS (SELECT 1 FROM fts_pending)`,
+		s.goneBatch(ctx), indexBatch).Scan(&gone, &pending); err != nil || !gone && !pending {
 		return false, err
 	}
 	more := false
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
-		var upto sql.NullInt64
+		// Removals first: an edited message is in both queues, and its old
+		// entry must leave the index before the new one goes in.
+		queue, apply := "fts_gone", `DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM fts_gone WHERE id <= ?)`
 		var n int
-		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_pending ORDER BY id LIMIT ?)`, indexBatch).
-			Scan(&upto, &n); err != nil || n == 0 {
+		var upto sql.NullInt64
+		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_gone ORDER BY id LIMIT ?)`, indexBatch).Scan(&upto, &n); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO messages_fts (rowid, content)
-			SELECT m.id, m.content FROM fts_pending p JOIN messages m ON m.id = p.id WHERE p.id <= ?`, upto.Int64); err != nil {
+		if n < s.goneBatch(ctx) {
+			n = 0
+		}
+		if n == 0 {
+			queue, apply = "fts_pending", `INSERT INTO messages_fts (rowid, content)
+				SELECT m.id, m.content FROM fts_pending p JOIN messages m ON m.id = p.id WHERE p.id <= ?`
+			if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_pending ORDER BY id LIMIT ?)`, indexBatch).Scan(&upto, &n); err != nil || n == 0 {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, apply, upto.Int64); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM fts_pending WHERE id <= ?`, upto.Int64); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+queue+` WHERE id <= ?`, upto.Int64); err != nil {
 			return err
 		}
-		more = n == indexBatch
+		more = n == indexBatch || queue == "fts_gone"
 		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("index messages: %w", err)
 	}
 	return more, nil
+}
+
+// goneBatch is how many removals the indexer waits for (1 when the store
+// closes, or for an IndexPending of a test or tool).
+func (s *Service) goneBatch(ctx context.Context) int {
+	if db.FinalRun(ctx) || !s.background {
+		return 1
+	}
+	return goneBatch
 }
 
 // queryFunc reads through the read pool (db.DB.Query) or a write
@@ -130,4 +163,53 @@ func (s *Service) ruleWhere(ctx context.Context, read queryFunc, r Rule, now tim
 	}
 	w, args := r.where(now, chain, queued)
 	return w, args, nil
+}
+
+// MergeIndex is the search index's upkeep (maintenance): it applies both
+// queues to the end, then merges index segments, which drops the entries of
+// deleted messages (deletes never merge on their own: deletemerge 0), in
+// steps of one transaction each until nothing is left to merge or budget is
+// spent. It reports how many steps did work.
+func (s *Service) MergeIndex(ctx context.Context, budget time.Duration) (int, error) {
+	flush := &Service{db: s.db}
+	for {
+		more, err := flush.IndexPending(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if !more {
+			break
+		}
+	}
+	deadline := time.Now().Add(budget)
+	steps := 0
+	for time.Now().Before(deadline) {
+		worked := false
+		err := s.db.InTx(ctx, func(tx *db.Tx) error {
+			for _, t := range []string{"messages_fts", "sessions_fts"} {
+				var before, after int64
+				if err := tx.QueryRow(ctx, `SELECT total_changes()`).Scan(&before); err != nil {
+					return err
+				}
+				// A negative page count merges segments of any level (up to
+				// 1,000 pages a step), as 'optimize' would, a step at a time.
+				if _, err := tx.Exec(ctx, `INSERT INTO `+t+` (`+t+`, rank) VALUES ('merge', -1000)`); err != nil {
+					return err
+				}
+				if err := tx.QueryRow(ctx, `SELECT total_changes()`).Scan(&after); err != nil {
+					return err
+				}
+				worked = worked || after-before >= 2 // FTS5's "it did some work"
+			}
+			return nil
+		})
+		if err != nil {
+			return steps, fmt.Errorf("merge the search index: %w", err)
+		}
+		if !worked {
+			break
+		}
+		steps++
+	}
+	return steps, nil
 }

@@ -392,12 +392,12 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		}
 	}
 	mq := mcols + ` FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
-		WHERE messages_fts MATCH ?` + scope + ` ORDER BY f.rowid DESC`
+		WHERE messages_fts MATCH ?` + notGone + scope + ` ORDER BY f.rowid DESC`
 	if sc == ScopeTrash {
 		// The trash is small: start from its sessions' messages rather than
 		// walk every match in the index.
 		mq = mcols + ` FROM sessions s INDEXED BY sessions_trash CROSS JOIN messages m ON m.session_id = s.id
-			WHERE s.trashed_at IS NOT NULL AND m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) ORDER BY m.id DESC`
+			WHERE s.trashed_at IS NOT NULL AND m.id IN (SELECT rowid FROM messages_fts f WHERE messages_fts MATCH ?` + notGone + `) ORDER BY m.id DESC`
 	}
 	cur, err := s.db.Query(ctx, mq, match)
 	if err != nil {

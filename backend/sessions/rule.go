@@ -292,7 +292,7 @@ func (r Rule) where(now time.Time, chain bool, queued []int64) (string, []any) {
 		add(`s.pk IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)`, r.Title)
 	}
 	if r.Match != "" {
-		hit := `SELECT m.session_id FROM messages m WHERE m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)`
+		hit := `SELECT m.session_id FROM messages m WHERE m.id IN (SELECT rowid FROM messages_fts f WHERE messages_fts MATCH ?` + notGone + `)`
 		hitArgs := []any{r.Match}
 		if len(queued) > 0 {
 			hit += ` OR m.id IN (SELECT value FROM json_each(?))`

@@ -49,6 +49,7 @@ type Service struct {
 	log         *slog.Logger
 	trashDays   int
 	trashAuto   bool
+	background  bool // a background task runs IndexPending
 
 	searchTimeout time.Duration
 }
@@ -74,6 +75,7 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 	s := &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg, trashDays: days, trashAuto: auto,
 		searchTimeout: opts.SearchTimeout}
 	if !opts.ManualIndex {
+		s.background = true
 		s.db.AddTask("fts-index", indexDelay, s.IndexPending)
 	}
 	return s

@@ -1,26 +1,37 @@
--- Search indexing leaves the append. A new message is queued in
+-- Search indexing leaves the message writes. A new message is queued in
 -- fts_pending (one small B-tree insert) instead of being indexed in its
 -- own transaction (FTS5 writes a segment and merges per transaction: two
--- thirds of an append's cost). The session service's background indexer
--- moves the queue into messages_fts in batches; search and the match
--- filter cover the queue, so no hit is missed meanwhile.
+-- thirds of an append's cost); a deleted (or edited) message that was
+-- indexed is queued in fts_gone instead of being removed from the index in
+-- the deleting transaction (FTS5 tombstones: 40% of a bulk delete). The
+-- session service's background indexer applies both queues in batches,
+-- removals first. Meanwhile search and the match filter cover the queues:
+-- queued messages are matched on their own, and index entries of gone
+-- messages are left out, so no hit is missed and no stale one shown.
 CREATE TABLE fts_pending (id INTEGER PRIMARY KEY);
+CREATE TABLE fts_gone (id INTEGER PRIMARY KEY);
 DROP TRIGGER messages_fts_ai;
 DROP TRIGGER messages_fts_ad;
 DROP TRIGGER messages_fts_au;
 CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
   INSERT INTO fts_pending (id) VALUES (new.id);
 END;
--- A queued row was never indexed: it leaves the queue; an indexed one
--- leaves the index.
+-- A queued row was never indexed: it only leaves the queue.
 CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
-  DELETE FROM messages_fts WHERE rowid = old.id AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+  INSERT OR IGNORE INTO fts_gone (id) SELECT old.id WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
   DELETE FROM fts_pending WHERE id = old.id;
 END;
 CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages BEGIN
-  DELETE FROM messages_fts WHERE rowid = old.id AND NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+  INSERT OR IGNORE INTO fts_gone (id) SELECT old.id WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
   INSERT OR IGNORE INTO fts_pending (id) VALUES (new.id);
 END;
+
+-- Deletes never make FTS5 rewrite a segment in the deleting (or indexing)
+-- transaction: a single delete cost 1.3-2.0 ms with the default (10%),
+-- 0.7 ms with 0 (docs/benchmarks.md). Maintenance merges the index, which
+-- drops the deleted entries, in small steps (sessions.Service.MergeIndex).
+INSERT INTO messages_fts (messages_fts, rank) VALUES ('deletemerge', 0);
+INSERT INTO sessions_fts (sessions_fts, rank) VALUES ('deletemerge', 0);
 
 -- Transcripts read in their order, COALESCE(pos, id), straight from the
 -- index (no sort); deletes still find a session's messages by its prefix.
