@@ -86,7 +86,8 @@ bench-ui: build
 # store Atrium replaces (at synchronous FULL and NORMAL), the raw-SQLite floor
 # and Atrium (trash off, then on), interleaved, with side-by-side medians.
 # PEER_DIR holds hermes_state.py, fetched as bench/README.md says (never
-# committed). N=100000 takes about an hour per repetition.
+# committed). BEFORE=path/to/storebench adds a column for an older build.
+# N=100000 takes about an hour per repetition.
 N    ?= 10000
 M    ?= 20
 REPS ?= 3
@@ -95,7 +96,8 @@ bench-peer:
 	go build -tags '$(TAGS)' -o build/bench/storebench ./cmd/storebench
 	cd bench/rawsqlite && go build -tags '$(TAGS)' -o ../../build/bench/rawsqlitebench .
 	python3 bench/run.py --peer-dir '$(PEER_DIR)' --storebench build/bench/storebench --rawbench build/bench/rawsqlitebench \
-		--n $(N) --m $(M) --reps $(REPS) $(if $(BENCH_DIR),--dir '$(BENCH_DIR)') $(if $(IMPLS),--impls $(IMPLS))
+		--n $(N) --m $(M) --reps $(REPS) $(if $(BENCH_DIR),--dir '$(BENCH_DIR)') $(if $(IMPLS),--impls $(IMPLS)) \
+		$(if $(BEFORE),--before '$(BEFORE)')
 
 clean:
 	rm -rf build/bin build/bench frontend/node_modules e2e/node_modules

@@ -10,6 +10,7 @@ Implementations (columns):
   raw          the raw-SQLite floor (bench/rawsqlite, -impl raw -mode perop -sync NORMAL -fts=true)
   atrium       Atrium through its services (cmd/storebench), sessions.trash_days 0: deletes remove rows at once
   atrium-trash the same with trash_days 30: user deletes, the prune and the sweep move rows to the trash
+  atrium-before (with --before BIN) a storebench built from an older commit, trash off
 
 Every JSON line is appended to --out (default build/bench/peer-TIMESTAMP.jsonl) with the load
 average before and after it, so a noisy run can be told from a quiet one.
@@ -94,6 +95,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--dir", default=None, help="where the temporary stores go")
     ap.add_argument("--impls", default="peer-full,peer-normal,raw,atrium,atrium-trash")
+    ap.add_argument("--before", default=None, help="a storebench built from an older commit: adds the column atrium-before "
+                    "(trash off), for before/after ratios measured in the same run")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
 
@@ -112,7 +115,11 @@ def main():
         "atrium": [a.storebench, "-trash-days", "0"] + gocommon,
         "atrium-trash": [a.storebench, "-trash-days", "30"] + gocommon,
     }
+    if a.before:
+        cmds["atrium-before"] = [a.before, "-trash-days", "0"] + gocommon
     impls = a.impls.split(",")
+    if a.before and "atrium-before" not in impls:
+        impls.insert(impls.index("atrium") if "atrium" in impls else len(impls), "atrium-before")
     for i in impls:
         if i not in cmds:
             raise SystemExit(f"unknown implementation {i} (one of {', '.join(cmds)})")
@@ -138,7 +145,8 @@ def main():
         return statistics.median(vs), min(vs), max(vs)
 
     print(f"N={a.n} x M={a.m}, {a.reps} interleaved repetitions; median (min-max); raw lines in {out}")
-    head = f"| operation | " + " | ".join(impls) + " | atrium/peer-normal | atrium/raw | target | met |"
+    extra = " atrium/atrium-before |" if "atrium-before" in impls else ""
+    head = f"| operation | " + " | ".join(impls) + " | atrium/peer-normal | atrium/raw |" + extra + " target | met |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for key, unit, label, target, limit in ROWS:
@@ -159,7 +167,8 @@ def main():
                 met = "yes" if med["atrium"] <= 0.5 * med["peer-normal"] else "no"
             elif limit is not None:
                 met = "yes" if med["atrium"] <= limit else "no"
-        print(f"| {label} ({unit}) | " + " | ".join(cells) + f" | {ratio('atrium', 'peer-normal')} | {ratio('atrium', 'raw')} | {target} | {met} |")
+        before = f" {ratio('atrium', 'atrium-before')} |" if extra else ""
+        print(f"| {label} ({unit}) | " + " | ".join(cells) + f" | {ratio('atrium', 'peer-normal')} | {ratio('atrium', 'raw')} |{before} {target} | {met} |")
 
 
 if __name__ == "__main__":

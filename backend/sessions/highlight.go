@@ -29,17 +29,27 @@ type token struct {
 }
 
 func isTokenRune(r rune) bool {
+	if r < utf8.RuneSelf { // the common case, without table lookups
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
 	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r) || unicode.Is(unicode.Mn, r)
 }
 
 var folder = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
 
 func fold(s string) string {
-	out, _, err := transform.String(folder, s)
-	if err != nil {
-		out = s
+	// ASCII (most text) has no diacritics to remove: only lower it, without
+	// the normalising transform and its allocations.
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			out, _, err := transform.String(folder, s)
+			if err != nil {
+				out = s
+			}
+			return strings.ToLower(out)
+		}
 	}
-	return strings.ToLower(out)
+	return strings.ToLower(s) // s itself when already lower case
 }
 
 func tokenize(text string) []token {
