@@ -10,7 +10,8 @@
 # on_session_restore),
 # keeps a screenshot in e2e/artifacts/, and quits with Ctrl+Q.
 # With --bench RUNS it instead times launch-to-first-painted-list on a store
-# of 100,000 sessions and a UI bulk delete of 1,000, and prints medians.
+# of 100,000 sessions (and the window's memory then), a UI bulk delete of
+# 1,000 and a UI bulk archive of 1,000, and prints medians.
 set -euo pipefail
 BIN=$(readlink -f "${1:-build/bin/atrium}")
 MODE=${2:-check}
@@ -105,14 +106,25 @@ count_delete_events() { # HOME -> "events ids" of the user deletes (reason delet
     python3 -c 'import json,sys; e=[x for x in json.load(sys.stdin) if x["payload"].get("reason")=="delete"]; print(len(e), sum(len(x["payload"].get("deleted_ids") or []) for x in e))'
 }
 
+# tree_rss_kb PID: resident memory (kB) of the process and its descendants
+# (the window's WebKit processes).
+tree_rss_kb() {
+  ps -e -o pid=,ppid=,rss= | awk -v root="$1" '{p[$1]=$2; r[$1]=$3}
+    END {for (k in p) {x=k; while (x != "" && x != 0 && x != root) x=p[x]; if (x == root) t += r[k]}; print t+0}'
+}
+
 if [ "$MODE" = "--bench" ]; then
   H="$WORK/home-bench"
   "$BIN" --home "$H" dev seed --sessions 100000 --messages 2 >/dev/null
-  paint=()
+  paint=() rss=() tree=()
   for i in $(seq "$RUNS"); do
     t0=$(now_ms); start_window "$H"
     wait_title '^Atrium · default · 100000 sessions$' 600 >/dev/null || { echo "no first paint"; cat "$WORK/app.log" "$WORK/xvfb.log"; exit 1; }
-    paint+=($(( $(now_ms) - t0 ))); stop "$APID"; APID=""
+    paint+=($(( $(now_ms) - t0 )))
+    # Memory with the first page shown and the count known, once settled.
+    sleep 2
+    rss+=($(( $(ps -o rss= -p "$APID") / 1024 ))) tree+=($(( $(tree_rss_kb "$APID") / 1024 )))
+    stop "$APID"; APID=""
   done
   H2="$WORK/home-del"
   del=()
@@ -125,9 +137,27 @@ if [ "$MODE" = "--bench" ]; then
     wait_title '^Atrium · default · 0 sessions$' 600 >/dev/null || { echo "delete never finished"; exit 1; }
     del+=($(( $(now_ms) - t0 ))); stop "$APID"; APID=""
   done
+  # A bulk archive of 1,000: Ctrl+A, then e (no confirmation), to the list
+  # repainted empty.
+  arch=()
+  for i in $(seq "$RUNS"); do
+    rm -rf "$H2"; "$BIN" --home "$H2" dev seed --sessions 1000 --messages 4 >/dev/null
+    start_window "$H2"; W=$(wait_title '^Atrium · default · 1000 sessions$' 600)
+    focus_list
+    xdotool key ctrl+a; sleep 1
+    t0=$(now_ms); xdotool key e
+    wait_title '^Atrium · default · 0 sessions$' 600 >/dev/null || { echo "archive never finished"; exit 1; }
+    arch+=($(( $(now_ms) - t0 )))
+    n=$("$BIN" --home "$H2" --json sessions list --scope archived --limit 1000 |
+      python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')
+    [ "$n" = 1000 ] || { echo "the archive left $n of 1000 sessions archived"; exit 1; }
+    stop "$APID"; APID=""
+  done
   median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   echo "launch to first painted list, 100,000 sessions: runs ${paint[*]} ms, median $(median "${paint[@]}") ms"
+  echo "window memory with 100,000 sessions (RSS): atrium ${rss[*]} MB, median $(median "${rss[@]}") MB; with its WebKit processes ${tree[*]} MB, median $(median "${tree[@]}") MB"
   echo "UI bulk delete of 1,000 sessions (Enter to list repainted): runs ${del[*]} ms, median $(median "${del[@]}") ms"
+  echo "UI bulk archive of 1,000 sessions (e to list repainted): runs ${arch[*]} ms, median $(median "${arch[@]}") ms"
   exit 0
 fi
 

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -375,6 +376,44 @@ func (d *DB) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return d.readSQL.QueryRowContext(ctx, q, args...)
+}
+
+// Statements lists the distinct SQL this process ran through Tx.Exec/Query,
+// gorm inside InTx, and DB.Query/QueryRow (the hot paths), sorted.
+func (d *DB) Statements() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, q := range append(d.writeStmts.texts(), d.readStmts.texts()...) {
+		if !seen[q] {
+			seen[q] = true
+			out = append(out, q)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// QueryPlan is EXPLAIN QUERY PLAN of q (parameters bound to NULL: plans do
+// not depend on the values here), one line per step, indented by depth.
+func (d *DB) QueryPlan(ctx context.Context, q string) ([]string, error) {
+	args := make([]any, strings.Count(q, "?"))
+	rows, err := d.readSQL.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	depth := map[int]int{}
+	var out []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return nil, err
+		}
+		depth[id] = depth[parent] + 1
+		out = append(out, strings.Repeat("  ", depth[id]-1)+detail)
+	}
+	return out, rows.Err()
 }
 
 // Translate turns gorm's sentinel errors into coded errors, once, here.

@@ -104,6 +104,23 @@ func (c *stmtCache) prepareWanted(ctx context.Context) {
 	}
 }
 
+// texts are the SQL texts the cache has met (prepared or not).
+func (c *stmtCache) texts() []string {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.stmts)+len(c.seen))
+	for q := range c.stmts {
+		out = append(out, q)
+	}
+	for q := range c.seen {
+		out = append(out, q)
+	}
+	return out
+}
+
 func (c *stmtCache) close() {
 	if c == nil {
 		return

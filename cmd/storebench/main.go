@@ -165,6 +165,28 @@ func fileSize(p string) int64 {
 	return 0
 }
 
+// writePlans writes EXPLAIN QUERY PLAN of every statement the store's hot
+// paths ran (db.Statements), as Markdown.
+func writePlans(ctx context.Context, st *stack.Stack, path string, n, m int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Query plans of the store workload (N=%d x M=%d)\n\n", n, m)
+	fmt.Fprintf(&b, "Every statement the workload ran through the store's hot paths, with EXPLAIN QUERY PLAN on the store it left\n")
+	fmt.Fprintf(&b, "(`go run -tags sqlite_fts5 ./cmd/storebench -n %d -m %d -plans FILE`).\n\n", n, m)
+	for _, q := range st.DB.Statements() {
+		plan, err := st.DB.QueryPlan(ctx, q)
+		fmt.Fprintf(&b, "```sql\n%s\n```\n\n", strings.Join(strings.Fields(q), " "))
+		if err != nil {
+			fmt.Fprintf(&b, "(no plan: %v)\n\n", err)
+			continue
+		}
+		if len(plan) == 0 {
+			plan = []string{"(no table searched: a plain INSERT, its triggers not shown)"}
+		}
+		fmt.Fprintf(&b, "```\n%s\n```\n\n", strings.Join(plan, "\n"))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
 // checkpoint brings the WAL back into the database file (untimed), on the
 // writer's own connection and outside gorm's statement cache.
 func checkpoint(st *stack.Stack) {
@@ -183,6 +205,7 @@ func main() {
 	trashDays := flag.Int("trash-days", 0, "sessions.trash_days: 0 deletes at once (what the other stores do); > 0 moves user deletes, the retention prune and the empty sweep to the trash")
 	sync := flag.String("sync", "normal", "storage.synchronous: normal (Atrium's default) or full")
 	keep := flag.Bool("keep", false, "keep the home (printed as \"home\")")
+	plans := flag.String("plans", "", "write here, in Markdown, EXPLAIN QUERY PLAN of every statement the workload ran through the store's hot paths, on the loaded store")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here; each phase is labelled op=<key> (go tool pprof -tagfocus op=list_page_us)")
 	flag.Parse()
 	ctx := context.Background()
@@ -367,6 +390,10 @@ func main() {
 	if *trashDays > 0 {
 		res["empty_trash_ms"] = took("empty_trash_ms", func() { out, err = svc.EmptyTrash(ctx, 0, nil); must(err) })
 		res["empty_trash_count"] = len(out.AffectedIDs)
+	}
+
+	if *plans != "" {
+		must(writePlans(ctx, st, *plans, *n, *m))
 	}
 
 	// Space: what the deletes left, and what maintenance's vacuum gives back.
