@@ -77,8 +77,9 @@ deps:
 bench:
 	go test -tags '$(TAGS)' -run '^$$' -bench . -benchtime=1x -count=5 ./backend/benchmarks/
 
-# bench-ui: launch-to-first-paint on 100,000 sessions and a UI bulk delete of
-# 1,000, in the real window under Xvfb (medians of 5 runs).
+# bench-ui: launch-to-first-paint on 100,000 sessions (and the window's memory
+# then), a UI bulk delete and a UI bulk archive of 1,000, in the real window
+# under Xvfb (medians of 5 runs).
 bench-ui: build
 	dbus-run-session -- ./scripts/e2e-window.sh $(BIN) --bench 5
 
