@@ -45,7 +45,8 @@ ROWS = [
     ("empty_trash_ms", "ms", "empty the trash (purge for good)", "", None),
     ("bytes_per_msg", "B", "bytes on disk per message after the load", "", None),
     ("db_bytes_end", "MB", "file after the deletes", "", None),
-    ("db_bytes_after_vacuum", "MB", "file after maintenance's vacuum", "", None),
+    ("db_bytes_after_vacuum", "MB", "file after maintenance (index merge, incremental vacuum)", "", None),
+    ("db_bytes_after_full_vacuum", "MB", "file after a full VACUUM", "", None),
 ]
 
 
@@ -69,7 +70,7 @@ def run(cmd, env=None):
     res["_load_before"], res["_load_after"] = la0, loadavg()
     if res.get("db_bytes_after_insert") and res.get("insert_msgs"):
         res["bytes_per_msg"] = res["db_bytes_after_insert"] / res["insert_msgs"]
-    for k in ("db_bytes_end", "db_bytes_after_vacuum"):
+    for k in ("db_bytes_end", "db_bytes_after_vacuum", "db_bytes_after_full_vacuum"):
         if res.get(k):
             res[k] = res[k] / 1e6
     return res
