@@ -165,21 +165,28 @@ func (s *Service) ruleWhere(ctx context.Context, read queryFunc, r Rule, now tim
 	return w, args, nil
 }
 
+// FlushIndex applies both index queues to the end now, removals whatever
+// their number (a vacuum after a delete then also gets back the pages of
+// the deleted messages' index entries, and no background batch frees pages
+// after it).
+func (s *Service) FlushIndex(ctx context.Context) error {
+	flush := &Service{db: s.db}
+	for {
+		more, err := flush.IndexPending(ctx)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
 // MergeIndex is the search index's upkeep (maintenance): it applies both
 // queues to the end, then merges index segments, which drops the entries of
 // deleted messages (deletes never merge on their own: deletemerge 0), in
 // steps of one transaction each until nothing is left to merge or budget is
 // spent. It reports how many steps did work.
 func (s *Service) MergeIndex(ctx context.Context, budget time.Duration) (int, error) {
-	flush := &Service{db: s.db}
-	for {
-		more, err := flush.IndexPending(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if !more {
-			break
-		}
+	if err := s.FlushIndex(ctx); err != nil {
+		return 0, err
 	}
 	deadline := time.Now().Add(budget)
 	steps := 0
