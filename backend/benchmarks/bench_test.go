@@ -411,7 +411,7 @@ func BenchmarkAppendMessage(b *testing.B) {
 	// Variants of raw that attribute the cost (docs/benchmarks.md):
 	// statements re-prepared in every transaction (what gorm's PrepareStmt
 	// does inside a transaction), the message indexed in its own
-	// transaction (before migration 0006), and the WAL checkpointed in the
+	// transaction (before migration 0007), and the WAL checkpointed in the
 	// committing call at SQLite's default 1,000 pages.
 	b.Run("raw-reprepare", rawAppend(true))
 	b.Run("raw-index-in-append", rawAppend(false, indexInAppend...))
@@ -421,7 +421,7 @@ func BenchmarkAppendMessage(b *testing.B) {
 // What-if settings used by the attribution variants: what the store did
 // before issue #15 changed it.
 const (
-	// FTS5's default deletemerge (migration 0006 sets 0).
+	// FTS5's default deletemerge (migration 0007 sets 0).
 	ftsDeletemerge10  = `INSERT INTO messages_fts (messages_fts, rank) VALUES ('deletemerge', 10)`
 	ftsDeletemerge10S = `INSERT INTO sessions_fts (sessions_fts, rank) VALUES ('deletemerge', 10)`
 	// SQLite's default: checkpoint in the committing call every 1,000 pages.
@@ -429,7 +429,7 @@ const (
 )
 
 var (
-	// The message indexed in the appending transaction (the trigger before 0006).
+	// The message indexed in the appending transaction (the trigger before 0007).
 	indexInAppend = []string{`DROP TRIGGER messages_fts_ai`, `CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
 		INSERT INTO messages_fts (rowid, content) VALUES (new.id, new.content); END`}
 	// Deleted messages removed from the index in the deleting transaction.
@@ -619,7 +619,7 @@ func BenchmarkBulkDelete1000(b *testing.B) {
 	del := func(tb testing.TB, r *sql.DB) int64 { return rawDelete(tb, r, c.DeleteIDs) }
 	b.Run("raw", rawDestructive(c, nil, del, NumDelete))
 	// What-if: the messages leave the search index in the deleting
-	// transaction (before 0006), and FTS5's default deletemerge.
+	// transaction (before 0007), and FTS5's default deletemerge.
 	b.Run("raw-remove-in-delete", rawDestructive(c, removeInDelete, del, NumDelete))
 	b.Run("raw-deletemerge10", rawDestructive(c, []string{ftsDeletemerge10, ftsDeletemerge10S}, del, NumDelete))
 }

@@ -12,7 +12,7 @@ import (
 // Full-text indexing off the message writes.
 //
 // Appending a message queues its id in fts_pending, deleting (or editing)
-// an indexed one queues it in fts_gone (triggers, 0006_store_speed.sql):
+// an indexed one queues it in fts_gone (triggers, 0007_store_speed.sql):
 // indexing in the writing transaction cost two thirds of an append (FTS5
 // writes a segment and merges in every transaction) and 40% of a bulk
 // delete (tombstones). The indexer below, a background task of the store,
