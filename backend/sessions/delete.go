@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/samber/lo"
-	"gorm.io/gorm"
 
 	"atrium/backend/apperr"
 	"atrium/backend/db"
@@ -105,7 +104,7 @@ func (s *Service) DeleteTx(ctx context.Context, tx *db.Tx, ids []string, o Delet
 	if err != nil {
 		return Result{}, err
 	}
-	p, err := s.planDelete(ctx, tx.G, ids, o.Now)
+	p, err := s.planDelete(ctx, tx.Query, ids, o.Now)
 	if err != nil || len(p.found) == 0 {
 		return p.res, err
 	}
@@ -134,8 +133,8 @@ type deletePlan struct {
 // planDelete classifies the requested ids and expands what goes with them,
 // reading through g (the caller's transaction, or the read pool for a
 // preview).
-func (s *Service) planDelete(ctx context.Context, g *gorm.DB, ids []string, now bool) (deletePlan, error) {
-	states, err := lookup(ctx, g, ids)
+func (s *Service) planDelete(ctx context.Context, read queryFunc, ids []string, now bool) (deletePlan, error) {
+	states, err := lookup(ctx, read, ids)
 	if err != nil {
 		return deletePlan{}, err
 	}
@@ -170,11 +169,11 @@ func (s *Service) planDelete(ctx context.Context, g *gorm.DB, ids []string, now 
 		}
 		return p, nil
 	}
-	closure, err := expand(ctx, g, live, deleteCTE)
+	closure, err := expand(ctx, read, live, deleteCTE)
 	if err != nil {
 		return deletePlan{}, fmt.Errorf("expand delete: %w", err)
 	}
-	inTrash, err := expand(ctx, g, trashed, trashFamilyCTE)
+	inTrash, err := expand(ctx, read, trashed, trashFamilyCTE)
 	if err != nil {
 		return deletePlan{}, fmt.Errorf("expand purge: %w", err)
 	}
@@ -191,7 +190,7 @@ func (s *Service) PreviewDelete(ctx context.Context, ids []string, now bool) (Re
 	if err != nil {
 		return Result{}, err
 	}
-	p, err := s.planDelete(ctx, s.db.Read, ids, now)
+	p, err := s.planDelete(ctx, s.db.Query, ids, now)
 	if err != nil || len(p.found) == 0 {
 		return p.res, err
 	}
@@ -218,22 +217,26 @@ type rowState struct {
 
 // lookupTx tells, for each requested id that exists, whether it is in the trash.
 func lookupTx(ctx context.Context, tx *db.Tx, ids []string) (map[string]rowState, error) {
-	return lookup(ctx, tx.G, ids)
+	return lookup(ctx, tx.Query, ids)
 }
 
-func lookup(ctx context.Context, g *gorm.DB, ids []string) (map[string]rowState, error) {
-	var rows []struct {
-		ID       string
-		Trashed  bool
-		Reported bool
+func lookup(ctx context.Context, read queryFunc, ids []string) (map[string]rowState, error) {
+	type row struct {
+		id    string
+		state rowState
 	}
-	if err := g.WithContext(ctx).Raw(`SELECT id, trashed_at IS NOT NULL AS trashed, trash_reported AS reported
-		FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)).Scan(&rows).Error; err != nil {
+	rows, err := read(ctx, `SELECT id, trashed_at IS NOT NULL, trash_reported FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
+	found, err := scanAll(rows, err, func(sc scanner) (row, error) {
+		var r row
+		err := sc.Scan(&r.id, &r.state.trashed, &r.state.reported)
+		return r, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("look up sessions: %w", err)
 	}
-	out := make(map[string]rowState, len(rows))
-	for _, r := range rows {
-		out[r.ID] = rowState{trashed: r.Trashed, reported: r.Reported}
+	out := make(map[string]rowState, len(found))
+	for _, r := range found {
+		out[r.id] = r.state
 	}
 	return out, nil
 }

@@ -53,7 +53,7 @@ func (s *Service) Move(ctx context.Context, ids []string, to string, resolve Res
 			missing := lo.Without(ids, found...)
 			return apperr.New(apperr.NotFound, "session %s not found", missing[0])
 		}
-		closure, err := expand(ctx, tx.G, found, deleteCTE)
+		closure, err := expand(ctx, tx.Query, found, deleteCTE)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/samber/lo"
-	"gorm.io/gorm"
 
 	"atrium/backend/apperr"
 	"atrium/backend/db"
@@ -48,16 +47,15 @@ const (
 	) SELECT id FROM c`
 )
 
-func expand(ctx context.Context, g *gorm.DB, seeds []string, cte string) ([]string, error) {
+// expand runs a closure CTE over seeds through read (a transaction's
+// prepared statements, or the read pool's), scanned by hand: on the delete
+// path gorm's reflection scan cost more than the query.
+func expand(ctx context.Context, read queryFunc, seeds []string, cte string) ([]string, error) {
 	if len(seeds) == 0 {
 		return nil, nil
 	}
-	raw, _ := json.Marshal(seeds)
-	var ids []string
-	if err := g.WithContext(ctx).Raw(cte, string(raw)).Scan(&ids).Error; err != nil {
-		return nil, err
-	}
-	return ids, nil
+	raw, _ := json.Marshal(seeds) // seeds may come from rows, not only validated input
+	return queryColumn[string](ctx, read, cte, string(raw))
 }
 
 // Scopes: where sessions live, for lists and search.

@@ -383,7 +383,7 @@ func (s *Service) Lineage(ctx context.Context, id string) ([]Session, error) {
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	ids, err := expand(ctx, s.db.Read, []string{id}, lineageCTE)
+	ids, err := expand(ctx, s.db.Query, []string{id}, lineageCTE)
 	if err != nil {
 		return nil, fmt.Errorf("lineage of %s: %w", id, err)
 	}

@@ -84,7 +84,7 @@ func (s *Service) PreviewPrune(ctx context.Context, days int) (PrunePreview, err
 	if err := g.Raw(`SELECT id FROM sessions WHERE trashed_at IS NULL AND `+qualifies+` ORDER BY last_activity_at, id`, cutoff).Scan(&cands).Error; err != nil {
 		return PrunePreview{}, err
 	}
-	ids, err := closedSet(ctx, s.db.Read, cands, `trashed_at IS NOT NULL OR (`+qualifies+`)`, cutoff)
+	ids, err := closedSet(ctx, s.db.Query, cands, `trashed_at IS NOT NULL OR (`+qualifies+`)`, cutoff)
 	if err != nil {
 		return PrunePreview{}, err
 	}

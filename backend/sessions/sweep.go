@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/samber/lo"
-	"gorm.io/gorm"
 
 	"atrium/backend/db"
 	"atrium/backend/hooks"
@@ -94,7 +93,7 @@ func (s *Service) Prune(ctx context.Context, days int, progress Progress) (Resul
 			return err
 		}
 		// A row already in the trash never blocks: it is gone from view.
-		ids, err := closedSet(ctx, tx.G, cands, `trashed_at IS NOT NULL OR (`+qualifies+`)`, cutoff)
+		ids, err := closedSet(ctx, tx.Query, cands, `trashed_at IS NOT NULL OR (`+qualifies+`)`, cutoff)
 		if err != nil {
 			return err
 		}
@@ -109,28 +108,27 @@ func (s *Service) Prune(ctx context.Context, days int, progress Progress) (Resul
 
 // closedSet returns the candidates (in order) whose delete closure holds only
 // rows satisfying qualifies, plus those closures.
-func closedSet(ctx context.Context, g *gorm.DB, cands []string, qualifies string, args ...any) ([]string, error) {
+func closedSet(ctx context.Context, read queryFunc, cands []string, qualifies string, args ...any) ([]string, error) {
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	g = g.WithContext(ctx)
-	closure, err := expand(ctx, g, cands, deleteCTE)
+	closure, err := expand(ctx, read, cands, deleteCTE)
 	if err != nil {
 		return nil, err
 	}
-	var blockers []string
-	if err := g.Raw(`SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?)) AND NOT (`+qualifies+`)`,
-		append([]any{jsonArray(closure)}, args...)...).Scan(&blockers).Error; err != nil {
+	blockers, err := queryColumn[string](ctx, read, `SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?)) AND NOT (`+qualifies+`)`,
+		append([]any{jsonArray(closure)}, args...)...)
+	if err != nil {
 		return nil, err
 	}
 	if len(blockers) > 0 {
-		dragging, err := expand(ctx, g, blockers, draggedByCTE)
+		dragging, err := expand(ctx, read, blockers, draggedByCTE)
 		if err != nil {
 			return nil, err
 		}
 		drop := lo.SliceToMap(dragging, func(id string) (string, bool) { return id, true })
 		cands = lo.Filter(cands, func(id string, _ int) bool { return !drop[id] })
-		if closure, err = expand(ctx, g, cands, deleteCTE); err != nil {
+		if closure, err = expand(ctx, read, cands, deleteCTE); err != nil {
 			return nil, err
 		}
 	}
@@ -157,7 +155,7 @@ func (s *Service) ArchiveIdle(ctx context.Context, days int) (Result, error) {
 			if seen[id] {
 				continue
 			}
-			lineage, err := expand(ctx, g, []string{id}, lineageCTE)
+			lineage, err := expand(ctx, tx.Query, []string{id}, lineageCTE)
 			if err != nil {
 				return err
 			}

@@ -114,7 +114,7 @@ func (s *Service) restoreTx(ctx context.Context, tx *db.Tx, seeds []string) (Res
 	if len(seeds) == 0 {
 		return res, nil
 	}
-	family, err := expand(ctx, tx.G, seeds, restoreCTE)
+	family, err := expand(ctx, tx.Query, seeds, restoreCTE)
 	if err != nil {
 		return Result{}, fmt.Errorf("expand restore: %w", err)
 	}
