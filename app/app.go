@@ -123,14 +123,20 @@ const internalMessage = "Internal error."
 // say only "Internal error." and their full chain goes to the log.
 func (a *App) ErrorFormatter(err error) any { return FormatError(a.log, err) }
 
-// FormatError maps err to its DTO, logging internal errors on lg.
+// FormatError maps err to its DTO, logging internal errors on lg. A call
+// cancelled because its caller went away (the window closing while a query
+// ran) is logged at debug level: nothing failed.
 func FormatError(lg *slog.Logger, err error) ErrorDTO {
 	code := apperr.CodeOf(err)
 	if code == apperr.Internal || code == "" {
 		if lg == nil {
 			lg = slog.Default()
 		}
-		lg.Error("internal error", "error", err)
+		if errors.Is(err, context.Canceled) {
+			lg.Debug("call cancelled", "error", err)
+		} else {
+			lg.Error("internal error", "error", err)
+		}
 		return ErrorDTO{Code: string(apperr.Internal), Message: internalMessage}
 	}
 	return ErrorDTO{Code: string(code), Message: err.Error()}

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -317,5 +318,21 @@ func TestErrorFormatterHidesInternalMessages(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, sc.want)
 			}
 		})
+	}
+}
+
+// A call cancelled at shutdown (the window closing while the filter facets
+// were read) is not logged as an internal error; a real one still is.
+func TestFormatErrorCancelledIsNotAnError(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	lg := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	got := app.FormatError(lg, fmt.Errorf("session platforms: %w", context.Canceled))
+	if got.Code != "internal" || buf.Len() != 0 {
+		t.Fatalf("cancelled: %+v, logged %q", got, buf.String())
+	}
+	app.FormatError(lg, errors.New("disk full"))
+	if !strings.Contains(buf.String(), "level=ERROR") {
+		t.Fatalf("a real internal error was not logged: %q", buf.String())
 	}
 }
