@@ -66,8 +66,13 @@ func (s *Service) IndexPending(ctx context.Context) (bool, error) {
 			n = 0
 		}
 		if n == 0 {
+			// CROSS JOIN keeps the queue the outer loop: with a plain JOIN
+			// the planner carried p.id <= ? over to m.id and walked every
+			// message up to the batch's last id, once per batch, so indexing
+			// grew with the store (85 us of CPU per message at 600,000
+			// messages against 32 at 200,000).
 			queue, apply = "fts_pending", `INSERT INTO messages_fts (rowid, content)
-				SELECT m.id, m.content FROM fts_pending p JOIN messages m ON m.id = p.id WHERE p.id <= ?`
+				SELECT m.id, m.content FROM fts_pending p CROSS JOIN messages m ON m.id = p.id WHERE p.id <= ?`
 			if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_pending ORDER BY id LIMIT ?)`, indexBatch).Scan(&upto, &n); err != nil || n == 0 {
 				return err
 			}
