@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -421,6 +422,12 @@ func main() {
 	res["db_bytes_after_full_vacuum"] = fileSize(home.StatePath())
 
 	must(st.Close(ctx))
-	raw, _ := json.Marshal(res)
+	for k, v := range res {
+		if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			must(fmt.Errorf("%s is %v: the workload is too small for it", k, f))
+		}
+	}
+	raw, err := json.Marshal(res)
+	must(err)
 	fmt.Println(string(raw))
 }
