@@ -538,8 +538,23 @@ func (d *DB) Vacuum(ctx context.Context) (string, error) {
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return "", fmt.Errorf("%s: %w", used, err)
 	}
-	if _, err := sqlDB.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		return "", fmt.Errorf("checkpoint after %s: %w", used, err)
+	// The background checkpointer may be copying pages on its own
+	// connection: then this checkpoint answers busy (it does not wait for
+	// another checkpoint) and the file keeps its old size until the next
+	// one. Try again for a while.
+	for attempt := 0; ; attempt++ {
+		var busy, frames, done int64
+		if err := sqlDB.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {
+			return "", fmt.Errorf("checkpoint after %s: %w", used, err)
+		}
+		if busy == 0 || attempt == 40 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("checkpoint after %s: %w", used, ctx.Err())
+		case <-time.After(25 * time.Millisecond):
+		}
 	}
 	return used, nil
 }
