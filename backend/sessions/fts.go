@@ -11,17 +11,21 @@ import (
 
 // Full-text indexing off the message writes.
 //
-// Appending a message queues its id in fts_pending, deleting (or editing)
-// an indexed one queues it in fts_gone (triggers, 0007_store_speed.sql):
-// indexing in the writing transaction cost two thirds of an append (FTS5
+// A new message is not indexed in its own transaction: every message above
+// fts_mark.upto is not indexed yet (the tail), and fts_pending queues the
+// ones at or below the mark that need indexing (edited ones, and new ones
+// that got a deleted message's id); deleting (or editing) an indexed message
+// queues it in fts_gone (triggers, 0007_store_speed.sql and 0008_fts_mark.sql).
+// Indexing in the writing transaction cost two thirds of an append (FTS5
 // writes a segment and merges in every transaction) and 40% of a bulk
-// delete (tombstones). The indexer below, a background task of the store,
-// applies the queues in batches, shortly after commits and when the store
-// closes. Until then search and the match filter cover them: index entries
-// of gone messages are left out (notGone), and queued messages are found by
-// tailMatches: the queue is small (what arrived since the last batch), so it
-// is matched in a private in-memory FTS5 table with the same tokenizer,
-// which gives exactly the answer the index will give.
+// delete (tombstones); a queue row per new message cost a page of every
+// append's commit. The indexer below, a background task of the store,
+// applies the queues and the tail in batches, shortly after commits and when
+// the store closes. Until then search and the match filter cover them: index
+// entries of gone messages are left out (notGone), and the tail and queued
+// messages are found by tailMatches: they are few (what arrived since the
+// last batch), so they are matched in a private in-memory FTS5 table with
+// the same tokenizer, which gives exactly the answer the index will give.
 
 // notGone leaves out index entries of messages deleted or edited since they
 // were indexed (f is messages_fts).
@@ -48,7 +52,8 @@ func (s *Service) IndexPending(ctx context.Context) (bool, error) {
 	// gone entries out meanwhile, and removing a few rows costs FTS5 almost
 	// what removing a thousand does.
 	var gone, pending bool
-	if err := s.db.QueryRow(ctx, `SELECT (SELECT count(*) >= ? FROM (SELECT 1 FROM fts_gone LIMIT ?)), EXISTS (SELECT 1 FROM fts_pending)`,
+	if err := s.db.QueryRow(ctx, `SELECT (SELECT count(*) >= ? FROM (SELECT 1 FROM fts_gone LIMIT ?)),
+		EXISTS (SELECT 1 FROM fts_pending) OR EXISTS (SELECT 1 FROM messages WHERE id > (SELECT upto FROM fts_mark))`,
 		s.goneBatch(ctx), indexBatch).Scan(&gone, &pending); err != nil || !gone && !pending {
 		return false, err
 	}
@@ -56,35 +61,59 @@ func (s *Service) IndexPending(ctx context.Context) (bool, error) {
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
 		// Removals first: an edited message is in both queues, and its old
 		// entry must leave the index before the new one goes in.
-		queue, apply := "fts_gone", `DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM fts_gone WHERE id <= ?)`
 		var n int
 		var upto sql.NullInt64
 		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_gone ORDER BY id LIMIT ?)`, indexBatch).Scan(&upto, &n); err != nil {
 			return err
 		}
-		if n < s.goneBatch(ctx) {
-			n = 0
-		}
-		if n == 0 {
-			// CROSS JOIN keeps the queue the outer loop: with a plain JOIN
-			// the planner carried p.id <= ? over to m.id and walked every
-			// message up to the batch's last id, once per batch, so indexing
-			// grew with the store (85 us of CPU per message at 600,000
-			// messages against 32 at 200,000).
-			queue, apply = "fts_pending", `INSERT INTO messages_fts (rowid, content)
-				SELECT m.id, m.content FROM fts_pending p CROSS JOIN messages m ON m.id = p.id WHERE p.id <= ?`
-			if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_pending ORDER BY id LIMIT ?)`, indexBatch).Scan(&upto, &n); err != nil || n == 0 {
+		if n >= s.goneBatch(ctx) {
+			if _, err := tx.Exec(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM fts_gone WHERE id <= ?)`, upto.Int64); err != nil {
 				return err
 			}
-		}
-		if _, err := tx.Exec(ctx, apply, upto.Int64); err != nil {
+			_, err := tx.Exec(ctx, `DELETE FROM fts_gone WHERE id <= ?`, upto.Int64)
+			more = true
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM `+queue+` WHERE id <= ?`, upto.Int64); err != nil {
+		// Then the queue (at or below the mark).
+		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_pending ORDER BY id LIMIT ?)`, indexBatch).Scan(&upto, &n); err != nil {
 			return err
 		}
-		more = n == indexBatch || queue == "fts_gone"
-		return nil
+		if n > 0 {
+			// A queued message whose old entry still waits for its removal
+			// (an edit, or a deleted message's id given to a new one): the
+			// removal goes first, in this batch, or the old entry would
+			// stay, and the removal applied later would take the new one.
+			for _, q := range []string{
+				`DELETE FROM messages_fts WHERE rowid IN (SELECT p.id FROM fts_pending p CROSS JOIN fts_gone g ON g.id = p.id WHERE p.id <= ?)`,
+				`DELETE FROM fts_gone WHERE id IN (SELECT id FROM fts_pending WHERE id <= ?)`,
+				// CROSS JOIN keeps the queue the outer loop: with a plain
+				// JOIN the planner carried p.id <= ? over to m.id and walked
+				// every message up to the batch's last id, once per batch,
+				// so indexing grew with the store (85 us of CPU per message
+				// at 600,000 messages against 32 at 200,000).
+				`INSERT INTO messages_fts (rowid, content)
+					SELECT m.id, m.content FROM fts_pending p CROSS JOIN messages m ON m.id = p.id WHERE p.id <= ?`,
+				`DELETE FROM fts_pending WHERE id <= ?`,
+			} {
+				if _, err := tx.Exec(ctx, q, upto.Int64); err != nil {
+					return err
+				}
+			}
+			more = true
+			return nil
+		}
+		// Then the tail, in id order, and the mark moves past it.
+		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM messages WHERE id > (SELECT upto FROM fts_mark) ORDER BY id LIMIT ?)`,
+			indexBatch).Scan(&upto, &n); err != nil || n == 0 {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO messages_fts (rowid, content)
+			SELECT id, content FROM messages WHERE id > (SELECT upto FROM fts_mark) AND id <= ?`, upto.Int64); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE fts_mark SET upto = ?`, upto.Int64)
+		more = n == indexBatch
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("index messages: %w", err)
@@ -110,7 +139,10 @@ type queryFunc func(ctx context.Context, q string, args ...any) (*sql.Rows, erro
 // message indexed in between is then found by the index (the other order
 // could miss it).
 func (s *Service) tailMatches(ctx context.Context, read queryFunc, match string) ([]int64, error) {
-	rows, err := read(ctx, `SELECT p.id, m.content FROM fts_pending p JOIN messages m ON m.id = p.id ORDER BY p.id DESC`)
+	// The tail and the queue never share an id (the queue holds ids at or
+	// below the mark).
+	rows, err := read(ctx, `SELECT id, content FROM messages WHERE id > (SELECT upto FROM fts_mark)
+		UNION ALL SELECT p.id, m.content FROM fts_pending p CROSS JOIN messages m ON m.id = p.id`)
 	if err != nil {
 		return nil, fmt.Errorf("read the index queue: %w", err)
 	}

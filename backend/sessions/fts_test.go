@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,6 +45,10 @@ func indexAll(t *testing.T, svc *sessions.Service) {
 		}
 	}
 }
+
+// unindexed counts the messages the index does not have yet: the queue and
+// the tail above the mark.
+const unindexed = `SELECT (SELECT count(*) FROM fts_pending) + (SELECT count(*) FROM messages WHERE id > (SELECT upto FROM fts_mark))`
 
 func count(t *testing.T, d *db.DB, q string, args ...any) int64 {
 	t.Helper()
@@ -102,12 +107,12 @@ func TestSearchCoversMessagesNotIndexedYet(t *testing.T) {
 		search(step, "frid", a.ID)
 		search(step, "relevant deploy")
 	}
-	if n := count(t, d, `SELECT count(*) FROM fts_pending`); n != 3 {
+	if n := count(t, d, unindexed); n != 3 {
 		t.Fatalf("queued = %d, want 3", n)
 	}
 	check("queued")
 	indexAll(t, svc)
-	if n := count(t, d, `SELECT count(*) FROM fts_pending`); n != 0 {
+	if n := count(t, d, unindexed); n != 0 {
 		t.Fatalf("queued after indexing = %d", n)
 	}
 	if n := count(t, d, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'zurich'`); n != 2 {
@@ -125,7 +130,7 @@ func TestSearchCoversMessagesNotIndexedYet(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := func() [3]int64 {
-		return [3]int64{count(t, d, `SELECT count(*) FROM fts_pending`), count(t, d, `SELECT count(*) FROM fts_gone`),
+		return [3]int64{count(t, d, unindexed), count(t, d, `SELECT count(*) FROM fts_gone`),
 			count(t, d, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'zurich'`)}
 	}
 	if st := state(); st != [3]int64{0, 1, 2} {
@@ -179,7 +184,7 @@ func TestIndexerCatchesUpInTheBackgroundAndAtClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for count(t, d, `SELECT count(*) FROM fts_pending`)+count(t, d, `SELECT count(*) FROM fts_gone`) != 0 {
+	for count(t, d, unindexed)+count(t, d, `SELECT count(*) FROM fts_gone`) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the background indexer never emptied the queue")
 		}
@@ -194,7 +199,7 @@ func TestIndexerCatchesUpInTheBackgroundAndAtClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if q, i := count(t, d, `SELECT count(*) FROM fts_pending`), count(t, d, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'words'`); q != 0 || i != 2 {
+	if q, i := count(t, d, unindexed), count(t, d, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'words'`); q != 0 || i != 2 {
 		t.Fatalf("after close: %d queued, %d indexed", q, i)
 	}
 }
@@ -245,5 +250,147 @@ func TestScopeCountsFollowEveryPath(t *testing.T) {
 			t.Fatalf("%s: %v", st.name, err)
 		}
 		check(st.name)
+	}
+}
+
+// A message id can come back: SQLite gives a new message max(id)+1, so
+// deleting the newest messages of the store (the session a user just
+// deleted) hands their ids to the next messages. The new message must be
+// found, before the old entry's removal is applied (removals wait for a
+// batch in the background) and after it, through a reopening.
+func TestReusedMessageIDIsSearchable(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	open := func() (*db.DB, *sessions.Service) {
+		d, err := db.Open(ctx, path, db.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bus := hooks.NewBus(d, hooks.Options{Timeout: 5 * time.Second})
+		if err := bus.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = bus.Close(context.Background()) })
+		return d, sessions.NewService(d, bus, sessions.Options{TrashDays: new(int)}) // the background indexer
+	}
+	d, svc := open()
+	settled := func(step string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for count(t, d, unindexed) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the background indexer never took the new messages", step)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	search := func(step, q string, want ...string) {
+		t.Helper()
+		hits, err := svc.Search(ctx, q, sessions.SearchOptions{})
+		if err != nil {
+			t.Fatalf("%s: search %q: %v", step, q, err)
+		}
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.Session.ID)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s: search %q = %v, want %v", step, q, got, want)
+		}
+	}
+	a, _ := svc.Create(ctx, sessions.CreateParams{})
+	old, err := svc.AppendMessage(ctx, a.ID, sessions.NewMessage{Role: "user", Content: "alpha quartz"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled("appended")
+	if _, err := svc.Delete(ctx, []string{a.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, d, `SELECT count(*) FROM fts_gone`); n != 1 {
+		t.Fatalf("removals queued = %d, want 1 (waiting for a batch)", n)
+	}
+	b, _ := svc.Create(ctx, sessions.CreateParams{})
+	reused, err := svc.AppendMessage(ctx, b.ID, sessions.NewMessage{Role: "user", Content: "bravo quartz"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reused.ID != old.ID {
+		t.Fatalf("the new message got id %d, the deleted one had %d: the case this test is about did not happen", reused.ID, old.ID)
+	}
+	search("queued", "quartz", b.ID)
+	settled("indexed")
+	search("indexed, the old entry's removal still queued", "quartz", b.ID)
+	search("indexed, the old entry's removal still queued", "alpha")
+	search("indexed, the old entry's removal still queued", "bravo", b.ID)
+	_ = d.Close() // the last run applies every queue
+	d, svc = open()
+	defer d.Close()
+	search("reopened", "quartz", b.ID)
+	search("reopened", "alpha")
+	search("reopened", "bravo", b.ID)
+}
+
+// A store from before the mark (migration 0008) keeps its queue: the
+// messages queued then are indexed from it, the new ones from the tail.
+func TestStoreFromBeforeTheMarkIndexesItsQueue(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.db")
+	d, err := db.Open(ctx, path, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sessions.NewService(d, nil, sessions.Options{ManualIndex: true})
+	s, _ := svc.Create(ctx, sessions.CreateParams{})
+	if _, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: "indexed before"}); err != nil {
+		t.Fatal(err)
+	}
+	indexAll(t, svc)
+	// Back to the schema of 0007: no mark, every new message queued.
+	if err := d.InTx(ctx, func(tx *db.Tx) error {
+		for _, q := range []string{
+			`DROP TABLE fts_mark`, `DROP TRIGGER messages_fts_ai`, `DROP TRIGGER messages_fts_ad`, `DROP TRIGGER messages_fts_au`,
+			`CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN INSERT INTO fts_pending (id) VALUES (new.id); END`,
+			`CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+			   INSERT OR IGNORE INTO fts_gone (id) SELECT old.id WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+			   DELETE FROM fts_pending WHERE id = old.id; END`,
+			`CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages BEGIN
+			   INSERT OR IGNORE INTO fts_gone (id) SELECT old.id WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+			   INSERT OR IGNORE INTO fts_pending (id) VALUES (new.id); END`,
+			`DELETE FROM schema_migrations WHERE version >= 8`,
+			`INSERT INTO messages (session_id, role, content, created_at) VALUES ('` + s.ID + `', 'user', 'queued before', 1), ('` + s.ID + `', 'user', 'queued before too', 2)`,
+		} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.Close()
+	d, err = db.Open(ctx, path, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	svc = sessions.NewService(d, nil, sessions.Options{ManualIndex: true})
+	if _, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: "appended after"}); err != nil {
+		t.Fatal(err)
+	}
+	if q, tail := count(t, d, `SELECT count(*) FROM fts_pending`), count(t, d, `SELECT count(*) FROM messages WHERE id > (SELECT upto FROM fts_mark)`); q != 2 || tail != 1 {
+		t.Fatalf("after the migration: %d queued, %d in the tail; want 2 and 1", q, tail)
+	}
+	for _, step := range []string{"before indexing", "indexed"} {
+		for _, w := range []string{"indexed", "queued", "appended"} {
+			hits, err := svc.Search(ctx, w, sessions.SearchOptions{})
+			if err != nil || len(hits) != 1 {
+				t.Fatalf("%s: search %q = %d hits, %v", step, w, len(hits), err)
+			}
+		}
+		indexAll(t, svc)
+	}
+	if n, i := count(t, d, unindexed), count(t, d, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'before OR after'`); n != 0 || i != 4 {
+		t.Fatalf("after indexing: %d unindexed, %d indexed; want 0 and 4", n, i)
 	}
 }
