@@ -50,6 +50,22 @@ func indexAll(t *testing.T, svc *sessions.Service) {
 // the tail above the mark.
 const unindexed = `SELECT (SELECT count(*) FROM fts_pending) + (SELECT count(*) FROM messages WHERE id > (SELECT upto FROM fts_mark))`
 
+// expectSearch checks the sessions a search finds, newest first.
+func expectSearch(t *testing.T, svc *sessions.Service, step, q string, want ...string) {
+	t.Helper()
+	hits, err := svc.Search(ctx, q, sessions.SearchOptions{})
+	if err != nil {
+		t.Fatalf("%s: search %q: %v", step, q, err)
+	}
+	var got []string
+	for _, h := range hits {
+		got = append(got, h.Session.ID)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("%s: search %q = %v, want %v", step, q, got, want)
+	}
+}
+
 func count(t *testing.T, d *db.DB, q string, args ...any) int64 {
 	t.Helper()
 	var n int64
@@ -77,17 +93,7 @@ func TestSearchCoversMessagesNotIndexedYet(t *testing.T) {
 	}
 	search := func(step, q string, want ...string) {
 		t.Helper()
-		hits, err := svc.Search(ctx, q, sessions.SearchOptions{})
-		if err != nil {
-			t.Fatalf("%s: search %q: %v", step, q, err)
-		}
-		var got []string
-		for _, h := range hits {
-			got = append(got, h.Session.ID)
-		}
-		if strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Fatalf("%s: search %q = %v, want %v", step, q, got, want)
-		}
+		expectSearch(t, svc, step, q, want...)
 		// The match filter (lists, counts, bulk by rule) agrees.
 		rule, err := sessions.ParseRule(map[string]string{sessions.FieldMatch: q})
 		if err != nil {
@@ -286,17 +292,7 @@ func TestReusedMessageIDIsSearchable(t *testing.T) {
 	}
 	search := func(step, q string, want ...string) {
 		t.Helper()
-		hits, err := svc.Search(ctx, q, sessions.SearchOptions{})
-		if err != nil {
-			t.Fatalf("%s: search %q: %v", step, q, err)
-		}
-		var got []string
-		for _, h := range hits {
-			got = append(got, h.Session.ID)
-		}
-		if strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Fatalf("%s: search %q = %v, want %v", step, q, got, want)
-		}
+		expectSearch(t, svc, step, q, want...)
 	}
 	a, _ := svc.Create(ctx, sessions.CreateParams{})
 	old, err := svc.AppendMessage(ctx, a.ID, sessions.NewMessage{Role: "user", Content: "alpha quartz"})
