@@ -641,6 +641,8 @@ async function main() {
     await hit.waitFor({ timeout: 10_000 });
     eq(await hit.getAttribute('data-message-id'), String(hitMessage), 'the message opened on');
     eq(await hit.locator('mark').allInnerTexts(), ['checksum', 'mismatch'], 'marked words');
+    // Markdown, from the engine's own chunk (loaded after the list's first paint)
+    eq(await hit.locator('.content strong').innerText(), 'checksum mismatch', 'bold text of the message');
     const inView = await page.evaluate(() => {
       const box = document.querySelector('.messages')?.getBoundingClientRect();
       const m = document.querySelector('.messages .msg.hit')?.getBoundingClientRect();

@@ -130,7 +130,8 @@ if [ "$MODE" = "--bench" ]; then
   del=()
   for i in $(seq "$RUNS"); do
     rm -rf "$H2"; "$BIN" --home "$H2" dev seed --sessions 1000 --messages 4 >/dev/null
-    start_window "$H2"; W=$(wait_title '^Atrium · default · 1000 sessions$' 600)
+    start_window "$H2"
+    W=$(wait_title '^Atrium · default · 1000 sessions$' 600) || { echo "the window never showed 1000 sessions"; cat "$WORK/app.log"; exit 1; }
     focus_list
     xdotool key ctrl+a; sleep 0.5; xdotool key Delete; sleep 1; xdotool key Tab
     t0=$(now_ms); xdotool key Return
@@ -142,7 +143,8 @@ if [ "$MODE" = "--bench" ]; then
   arch=()
   for i in $(seq "$RUNS"); do
     rm -rf "$H2"; "$BIN" --home "$H2" dev seed --sessions 1000 --messages 4 >/dev/null
-    start_window "$H2"; W=$(wait_title '^Atrium · default · 1000 sessions$' 600)
+    start_window "$H2"
+    W=$(wait_title '^Atrium · default · 1000 sessions$' 600) || { echo "the window never showed 1000 sessions"; cat "$WORK/app.log"; exit 1; }
     focus_list
     xdotool key ctrl+a; sleep 1
     t0=$(now_ms); xdotool key e
@@ -186,7 +188,7 @@ cli sessions create --title "Ledger rewrite" --parent "$CA" --relation compressi
 PARENT=$(cli sessions create --title "Release train" | id_of)
 cli sessions create --title "subagent: run the tests" --parent "$PARENT" --relation delegate >/dev/null
 INC=$(cli sessions create --title "Old incident" | id_of)
-cli messages append "$INC" --role user --content "The rollback failed on a checksum mismatch in shard 7" >/dev/null
+cli messages append "$INC" --role user --content $'The rollback failed on a **checksum mismatch** in shard 7:\n\n```sh\nverify --shard 7\n```' >/dev/null
 cli sessions archive "$INC" >/dev/null
 
 t0=$(now_ms)

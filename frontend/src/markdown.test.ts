@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
-import { describe, expect, it } from 'vitest';
-import { markWords, renderMarkdown } from './markdown';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadMarkdown, markdownReady, markWords, renderMarkdown } from './markdown';
 
 function html(text: string): string {
   const div = document.createElement('div');
@@ -8,7 +8,22 @@ function html(text: string): string {
   return div.innerHTML;
 }
 
+describe('renderMarkdown before the engine has loaded', () => {
+  it('shows the text as it is, never as HTML', () => {
+    expect(markdownReady()).toBe(false);
+    const div = document.createElement('div');
+    div.append(renderMarkdown('**bold** <img src=x onerror=alert(1)>'));
+    expect(div.querySelectorAll('img, strong')).toHaveLength(0);
+    expect(div.textContent).toBe('**bold** <img src=x onerror=alert(1)>');
+  });
+});
+
 describe('renderMarkdown', () => {
+  beforeAll(async () => {
+    await loadMarkdown();
+    expect(markdownReady()).toBe(true);
+  });
+
   it('renders Markdown', () => {
     const out = html('# Title\n\nSome **bold** and `code`.\n\n- one\n- two');
     expect(out).toContain('<h1>Title</h1>');

@@ -2,29 +2,68 @@
 // can only ever be Markdown), DOMPurify sanitises what it renders, and the
 // result is a fragment of nodes (no innerHTML on the page). Code blocks get
 // a language label and a Copy button; links open outside the app.
+//
+// markdown-it and DOMPurify are three quarters of the web bundle: they load
+// as a chunk of their own (loadMarkdown), after the first list is painted or
+// when a transcript opens, so the window's launch does not parse them.
 
-import DOMPurify from 'dompurify';
-import MarkdownIt from 'markdown-it';
+import type MarkdownIt from 'markdown-it';
+import type { Config } from 'dompurify';
 import { copyText, openURL } from './api';
 import { markRanges, matchRanges, queryWords } from './highlight';
 
-const md = new MarkdownIt({ html: false, linkify: true, breaks: true, typographer: false });
-
 // Only web and mail links survive; javascript:, data: and the like are text.
 const safeLink = /^(https?:|mailto:)/i;
-md.validateLink = (url: string) => safeLink.test(url.trim());
 
-const purifyConfig = {
+const purifyConfig: Config & { RETURN_DOM_FRAGMENT: true } = {
   ALLOWED_TAGS: ['p', 'br', 'strong', 'em', 's', 'del', 'code', 'pre', 'blockquote', 'ul', 'ol', 'li', 'a', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'img'],
   ALLOWED_ATTR: ['href', 'title', 'class', 'start', 'align', 'src', 'alt'],
   ALLOWED_URI_REGEXP: /^(https?:|mailto:)/i,
-  RETURN_DOM_FRAGMENT: true as const,
+  RETURN_DOM_FRAGMENT: true,
 };
+
+interface Engine {
+  md: InstanceType<typeof MarkdownIt>;
+  sanitize: (html: string) => DocumentFragment;
+}
+
+let engine: Engine | null = null;
+let loading: Promise<void> | null = null;
+
+/** loadMarkdown loads the Markdown engine once; it never rejects (without
+ * it, messages are shown as plain text). */
+export function loadMarkdown(): Promise<void> {
+  loading ??= Promise.all([import('markdown-it'), import('dompurify')]).then(
+    ([mdMod, purifyMod]) => {
+      const md = new mdMod.default({ html: false, linkify: true, breaks: true, typographer: false });
+      md.validateLink = (url: string) => safeLink.test(url.trim());
+      const purify = purifyMod.default;
+      engine = { md, sanitize: (html) => purify.sanitize(html, purifyConfig) };
+    },
+    (err: unknown) => {
+      console.warn('Markdown could not be loaded; messages are shown as plain text', err);
+    },
+  );
+  return loading;
+}
+
+/** markdownReady says whether renderMarkdown renders Markdown yet. */
+export function markdownReady(): boolean {
+  return engine !== null;
+}
 
 /** renderMarkdown turns a message's text into sanitised DOM nodes. */
 export function renderMarkdown(text: string): DocumentFragment {
-  const html = md.render(text);
-  const frag = DOMPurify.sanitize(html, purifyConfig);
+  if (!engine) {
+    // not loaded (yet): the text as it is
+    const frag = document.createDocumentFragment();
+    const p = document.createElement('p');
+    p.className = 'plain-text';
+    p.textContent = text;
+    frag.append(p);
+    return frag;
+  }
+  const frag = engine.sanitize(engine.md.render(text));
   for (const img of Array.from(frag.querySelectorAll('img'))) {
     // no remote fetches from a transcript: an image is shown as its link
     const a = document.createElement('a');

@@ -9,6 +9,7 @@ import { archiveOrUnarchive, deleteSessions, newSession, purgeSessions, renameSe
 import type { Scope } from '../api';
 import { openMenu } from '../menu';
 import { onSessionsChanged, opsRunning, showMessage } from '../ops';
+import { loadMarkdown } from '../markdown';
 import { app, type View } from '../state';
 import { searchLimit, SessionsStore, type Change } from '../stores/sessions';
 import type { SessionDTO } from '../types';
@@ -261,7 +262,11 @@ export class SessionsView implements View {
       this.loadedOnce = true;
       // The filter choices scan every session: they come after the first
       // page is painted, so they never hold it up.
-      void this.store.reload().then(() => this.store.loadFacets());
+      // So is the Markdown engine, which transcripts need.
+      void this.store.reload().then(() => {
+        void this.store.loadFacets();
+        void nextFrame().then(loadMarkdown);
+      });
     } else if (this.stale) {
       this.reloadStale();
     } else {

@@ -5,7 +5,7 @@ import { api, setWindowTitle, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
 import { absolute, num, plural, relative, shortID, shortTime } from '../format';
 import { archiveOrUnarchive, deleteSessions, renameSession, restoreSessions, sessionMenu, togglePin, type Target } from '../actions';
-import { markWords, onLinkClick, renderMarkdown } from '../markdown';
+import { loadMarkdown, markdownReady, markWords, onLinkClick, renderMarkdown } from '../markdown';
 import { openMenu } from '../menu';
 import { runBulk } from '../ops';
 import { app, type OpenAt, type View } from '../state';
@@ -79,7 +79,12 @@ export class TranscriptView implements View {
     );
     this.store.changes.subscribe((c) => {
       if (c === 'loading') replace(this.head, h('h1', { class: 'tx-title' }, 'Loading…'));
-      else if (c === 'loaded') this.render();
+      else if (c === 'loaded') {
+        // The Markdown engine is a chunk of its own, fetched after the list's
+        // first paint; a transcript opened before it arrived waits for it.
+        if (markdownReady()) this.render();
+        else void loadMarkdown().then(() => this.store.session && !this.store.error && this.render());
+      }
       else this.renderError();
     });
   }
