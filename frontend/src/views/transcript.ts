@@ -80,10 +80,18 @@ export class TranscriptView implements View {
     this.store.changes.subscribe((c) => {
       if (c === 'loading') replace(this.head, h('h1', { class: 'tx-title' }, 'Loading…'));
       else if (c === 'loaded') {
+        this.render();
         // The Markdown engine is a chunk of its own, fetched after the list's
-        // first paint; a transcript opened before it arrived waits for it.
-        if (markdownReady()) this.render();
-        else void loadMarkdown().then(() => this.store.session && !this.store.error && this.render());
+        // first paint: a transcript opened before it arrived shows its text
+        // as it is at once, then again as Markdown when the engine is there.
+        // (Waiting for it instead held the whole transcript, title included,
+        // for seconds in the window right after its launch.)
+        if (!markdownReady()) {
+          const id = this.store.id;
+          void loadMarkdown().then(() => {
+            if (markdownReady() && this.store.id === id && this.store.session && !this.store.error) this.render();
+          });
+        }
       }
       else this.renderError();
     });
