@@ -27,6 +27,9 @@ import (
 // last batch), so they are matched in a private in-memory FTS5 table with
 // the same tokenizer, which gives exactly the answer the index will give.
 
+// unindexedTail selects the messages above the mark: not indexed yet.
+const unindexedTail = `messages WHERE id > (SELECT upto FROM fts_mark)`
+
 // notGone leaves out index entries of messages deleted or edited since they
 // were indexed (f is messages_fts).
 const notGone = ` AND f.rowid NOT IN (SELECT id FROM fts_gone)`
@@ -53,7 +56,7 @@ func (s *Service) IndexPending(ctx context.Context) (bool, error) {
 	// what removing a thousand does.
 	var gone, pending bool
 	if err := s.db.QueryRow(ctx, `SELECT (SELECT count(*) >= ? FROM (SELECT 1 FROM fts_gone LIMIT ?)),
-		EXISTS (SELECT 1 FROM fts_pending) OR EXISTS (SELECT 1 FROM messages WHERE id > (SELECT upto FROM fts_mark))`,
+		EXISTS (SELECT 1 FROM fts_pending) OR EXISTS (SELECT 1 FROM `+unindexedTail+`)`,
 		s.goneBatch(ctx), indexBatch).Scan(&gone, &pending); err != nil || !gone && !pending {
 		return false, err
 	}
@@ -103,12 +106,12 @@ func (s *Service) IndexPending(ctx context.Context) (bool, error) {
 			return nil
 		}
 		// Then the tail, in id order, and the mark moves past it.
-		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM messages WHERE id > (SELECT upto FROM fts_mark) ORDER BY id LIMIT ?)`,
+		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM `+unindexedTail+` ORDER BY id LIMIT ?)`,
 			indexBatch).Scan(&upto, &n); err != nil || n == 0 {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO messages_fts (rowid, content)
-			SELECT id, content FROM messages WHERE id > (SELECT upto FROM fts_mark) AND id <= ?`, upto.Int64); err != nil {
+			SELECT id, content FROM `+unindexedTail+` AND id <= ?`, upto.Int64); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE fts_mark SET upto = ?`, upto.Int64)
@@ -141,7 +144,7 @@ type queryFunc func(ctx context.Context, q string, args ...any) (*sql.Rows, erro
 func (s *Service) tailMatches(ctx context.Context, read queryFunc, match string) ([]int64, error) {
 	// The tail and the queue never share an id (the queue holds ids at or
 	// below the mark).
-	rows, err := read(ctx, `SELECT id, content FROM messages WHERE id > (SELECT upto FROM fts_mark)
+	rows, err := read(ctx, `SELECT id, content FROM `+unindexedTail+`
 		UNION ALL SELECT p.id, m.content FROM fts_pending p CROSS JOIN messages m ON m.id = p.id`)
 	if err != nil {
 		return nil, fmt.Errorf("read the index queue: %w", err)

@@ -66,6 +66,19 @@ func expectSearch(t *testing.T, svc *sessions.Service, step, q string, want ...s
 	}
 }
 
+// waitNone waits until the count q reports is 0 (the background indexer
+// at work).
+func waitNone(t *testing.T, d *db.DB, q, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, d, q) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func count(t *testing.T, d *db.DB, q string, args ...any) int64 {
 	t.Helper()
 	var n int64
@@ -189,13 +202,7 @@ func TestIndexerCatchesUpInTheBackgroundAndAtClose(t *testing.T) {
 	if _, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: "background words"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for count(t, d, unindexed)+count(t, d, `SELECT count(*) FROM fts_gone`) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the background indexer never emptied the queue")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitNone(t, d, unindexed+" + (SELECT count(*) FROM fts_gone)", "the background indexer never emptied the queue")
 	if _, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: "closing words"}); err != nil {
 		t.Fatal(err)
 	}
@@ -282,17 +289,11 @@ func TestReusedMessageIDIsSearchable(t *testing.T) {
 	d, svc := open()
 	settled := func(step string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for count(t, d, unindexed) != 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the background indexer never took the new messages", step)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitNone(t, d, unindexed, step+": the background indexer never took the new messages")
 	}
 	search := func(step, q string, want ...string) {
 		t.Helper()
-		expectSearch(t, svc, step, q, want...)
+		expectSearch(t, svc, step, q, want...) // svc: the one open now
 	}
 	a, _ := svc.Create(ctx, sessions.CreateParams{})
 	old, err := svc.AppendMessage(ctx, a.ID, sessions.NewMessage{Role: "user", Content: "alpha quartz"})
