@@ -5,13 +5,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"atrium/backend/apperr"
 )
 
 // fakeX listens where display 127.0.0.1:N would and answers the connection
-// setup with status (1 success, 0 failed).
-func fakeX(t *testing.T, status byte) string {
+// setup with status (1 success, 0 failed); it then waits for the client to
+// hang up and sends on closed (when not nil).
+func fakeX(t *testing.T, status byte, closed chan<- struct{}) string {
 	t.Helper()
 	for n := 40; n < 90; n++ {
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(6000+n))
@@ -32,7 +34,11 @@ func fakeX(t *testing.T, status byte) string {
 					reason = ""
 				}
 				_, _ = c.Write(append([]byte{status, byte(len(reason)), 11, 0, 0, 0, 0, 0}, reason...))
+				_, _ = c.Read(buf) // until the client hangs up
 				c.Close()
+				if closed != nil {
+					closed <- struct{}{}
+				}
 			}
 		}()
 		return "127.0.0.1:" + strconv.Itoa(n)
@@ -49,8 +55,8 @@ func TestCheckDisplay(t *testing.T) {
 		}
 		return func(k string) string { return m[k] }
 	}
-	ok := fakeX(t, 1)
-	refusing := fakeX(t, 0)
+	ok := fakeX(t, 1, nil)
+	refusing := fakeX(t, 0, nil)
 	scenarios := []struct {
 		name string
 		env  func(string) string
@@ -65,10 +71,12 @@ func TestCheckDisplay(t *testing.T) {
 		{"dead wayland, working X", env("WAYLAND_DISPLAY", "wayland-9", "XDG_RUNTIME_DIR", t.TempDir(), "DISPLAY", ok), ""},
 	}
 	for _, sc := range scenarios {
-		err := CheckDisplay(sc.env)
+		hold, err := CheckDisplay(sc.env)
 		if sc.say == "" {
 			if err != nil {
 				t.Errorf("%s: %v", sc.name, err)
+			} else {
+				hold.Close()
 			}
 			continue
 		}
@@ -76,5 +84,30 @@ func TestCheckDisplay(t *testing.T) {
 			!strings.Contains(err.Error(), "atrium serve") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v", sc.name, err)
 		}
+	}
+}
+
+// The check's connection to an X display stays open until the caller lets
+// go: an X server left with no client resets, and a GTK connecting during
+// the reset fails to start.
+func TestCheckDisplayHoldsTheXConnection(t *testing.T) {
+	closed := make(chan struct{}, 1)
+	display := fakeX(t, 1, closed)
+	hold, err := CheckDisplay(func(k string) string {
+		return map[string]string{"DISPLAY": display, "HOME": t.TempDir()}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+		t.Fatal("the checking connection was closed before the caller let go")
+	case <-time.After(200 * time.Millisecond):
+	}
+	hold.Close()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("closing the hold did not close the connection")
 	}
 }

@@ -4,6 +4,7 @@ package desktop
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -32,9 +33,13 @@ func Run(ctx context.Context, st *stack.Stack, o Options) error {
 	if handOff(UniqueID(st.Home.Dir)) {
 		return nil // the open window has our arguments and shows itself
 	}
-	if err := CheckDisplay(os.Getenv); err != nil {
+	hold, err := CheckDisplay(os.Getenv)
+	if err != nil {
 		return err // GTK would abort with a trace
 	}
+	var release sync.Once
+	letGo := func() { release.Do(func() { hold.Close() }) }
+	defer letGo()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	emit := &lateEmitter{}
@@ -55,7 +60,7 @@ func Run(ctx context.Context, st *stack.Stack, o Options) error {
 	file := quit.AddSubmenu("File")
 	file.AddText("Quit", keys.CmdOrCtrl("q"), func(*menu.CallbackData) { wr.quit() })
 
-	return wails.Run(&options.App{
+	return runWails(&options.App{
 		Title:            "Atrium",
 		Width:            Width,
 		Height:           Height,
@@ -67,6 +72,7 @@ func Run(ctx context.Context, st *stack.Stack, o Options) error {
 		Bind:             a.Bindings(),
 		ErrorFormatter:   a.ErrorFormatter,
 		OnStartup: func(wctx context.Context) {
+			letGo() // GTK has its own connection to the display now
 			wr.set(wctx)
 			emit.set(func(name string, data any) { runtime.EventsEmit(wctx, name, data) })
 			wg.Go(func() { a.Run(ctx) })
@@ -166,4 +172,23 @@ func (w *wailsRuntime) quit() {
 	if ctx := w.get(); ctx != nil {
 		runtime.Quit(ctx)
 	}
+}
+
+// runWails runs the window. Wails panics when GTK cannot initialise (the
+// display went away, or refused GTK's own connection, between CheckDisplay
+// and GTK's start): that becomes the same one-line error as no display at
+// all, not a goroutine dump.
+func runWails(o *options.App) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if e, ok := r.(error); ok && e.Error() == "failed to init GTK" {
+			err = noDisplay(fmt.Sprintf("GTK could not open the display %s", os.Getenv("DISPLAY")))
+			return
+		}
+		panic(r)
+	}()
+	return wails.Run(o)
 }

@@ -41,7 +41,7 @@ cleanup() {
 trap cleanup EXIT
 
 DFILE="$WORK/display"
-Xvfb -displayfd 4 -screen 0 1280x800x24 -nolisten tcp 4>"$DFILE" >"$WORK/xvfb.log" 2>&1 &
+Xvfb -displayfd 4 -screen 0 1280x800x24 -nolisten tcp -noreset 4>"$DFILE" >"$WORK/xvfb.log" 2>&1 &
 XPID=$!
 for _ in $(seq 200); do [ -s "$DFILE" ] && break; sleep 0.1; done
 [ -s "$DFILE" ] || { echo "FAIL Xvfb did not start"; cat "$WORK/xvfb.log"; exit 1; }
@@ -176,6 +176,36 @@ for d in "env -u DISPLAY -u WAYLAND_DISPLAY" "env -u WAYLAND_DISPLAY DISPLAY=:98
     bad "without a display ($d): exit $code"; cat "$WORK/nodisplay.err"
   fi
 done
+
+# A display that answers Atrium's check and then hangs up on GTK's own
+# connection (it went away in between): the same one line, no GTK panic.
+python3 -c '
+import socket, sys
+for n in range(40, 90):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", 6000 + n))
+        break
+    except OSError:
+        s.close()
+s.listen(8)
+print(n, flush=True)
+c, _ = s.accept()
+c.recv(64)
+c.sendall(bytes([1, 0, 11, 0, 0, 0, 0, 0]))  # setup accepted; the connection is kept
+while True:
+    s.accept()[0].close()
+' >"$WORK/fakex.port" &
+FXPID=$!
+for _ in $(seq 50); do [ -s "$WORK/fakex.port" ] && break; sleep 0.1; done
+code=0; env -u WAYLAND_DISPLAY DISPLAY="127.0.0.1:$(cat "$WORK/fakex.port")" "$BIN" --home "$WORK/home-nodisplay" >"$WORK/nodisplay.out" 2>"$WORK/nodisplay.err" </dev/null || code=$?
+stop "$FXPID"
+if [ "$code" -ne 0 ] && [ "$(wc -l <"$WORK/nodisplay.err")" -eq 1 ] && grep -q 'GTK could not open the display' "$WORK/nodisplay.err" &&
+  grep -q 'atrium serve' "$WORK/nodisplay.err" && ! grep -qiE 'panic|goroutine' "$WORK/nodisplay.err"; then
+  ok "a display that hangs up on GTK: exit $code, one line: $(cat "$WORK/nodisplay.err")"
+else
+  bad "a display that hangs up on GTK: exit $code"; cat "$WORK/nodisplay.err"
+fi
 
 H="$WORK/home"
 "$BIN" --home "$H" dev seed --sessions 40 --messages 3 --title "Window e2e" >/dev/null
