@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wailsapp/wails/v2"
@@ -56,6 +58,13 @@ func Run(ctx context.Context, st *stack.Stack, o Options) error {
 	defer wg.Wait()
 	defer cancel()
 
+	running := make(chan struct{})
+	var runningOnce sync.Once
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	wg.Go(func() { quitOnSignal(ctx, sigs, running, wr.quit, os.Exit) })
+
 	quit := menu.NewMenu()
 	file := quit.AddSubmenu("File")
 	file.AddText("Quit", keys.CmdOrCtrl("q"), func(*menu.CallbackData) { wr.quit() })
@@ -79,6 +88,7 @@ func Run(ctx context.Context, st *stack.Stack, o Options) error {
 			wg.Go(func() { st.Maintenance.Loop(ctx) })
 		},
 		OnDomReady: func(context.Context) {
+			runningOnce.Do(func() { close(running) }) // the main loop runs
 			time.AfterFunc(readyAfter, ready)
 			if o.Open != "" {
 				a.OpenSession(o.Open)
