@@ -55,7 +55,7 @@ type DB struct {
 	log   *slog.Logger
 
 	writeSQL, readSQL *sql.DB
-	writeStmts        *stmtCache // prepared once on the writer, reused by every transaction
+	w                 *writer    // the write transactions' connection (writer.go); commitMu guards it
 	readStmts         *stmtCache // prepared once on the read pool
 
 	// writeErr says why Write is nil (a read-only file system, a folder
@@ -67,7 +67,7 @@ type DB struct {
 
 	// commitMu is held from BEGIN until the ordered after-commit functions
 	// ran, so events committed by this process are queued for delivery in
-	// commit order (the writer pool alone releases the connection first).
+	// commit order; and by everything else that writes on the writer pool.
 	commitMu sync.Mutex
 
 	tasks *tasks // background work after commits: the checkpointer, deferred indexing
@@ -142,7 +142,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if !existed {
 		vacuumMode = "&_auto_vacuum=incremental"
 	}
-	write, err := openGorm(writeDSN+vacuumMode+"&_txlock=immediate", 1)
+	write, err := openGorm(writeDSN+vacuumMode+"&_txlock=immediate", 2)
 	if err != nil {
 		if !existed {
 			return nil, d.cannotWrite(err, "create")
@@ -182,7 +182,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	d.readStmts = newStmtCache(d.readSQL, 2)
 	if write != nil {
 		d.writeSQL, _ = write.DB()
-		d.writeStmts = newStmtCache(d.writeSQL, 2)
+		d.writeSQL.SetConnMaxIdleTime(writerIdle) // the second connection (writer.go)
 		d.tasks.add(newCheckpointTask(d, writeDSN))
 	}
 	return d, nil
@@ -257,9 +257,14 @@ func (d *DB) closePool(g *gorm.DB) {
 func (d *DB) Close() error {
 	d.tasks.close()
 	d.readStmts.close()
-	d.writeStmts.close()
 	d.closePool(d.Read)
 	if !d.damaged.Load() {
+		d.commitMu.Lock()
+		if d.w != nil {
+			d.w.close(false)
+			d.w = nil
+		}
+		d.commitMu.Unlock()
 		d.closePool(d.Write)
 	}
 	return nil
@@ -321,27 +326,35 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 			d.commitMu.Unlock()
 		}
 	}()
-	// The writer connection is free here: prepare what the last
-	// transactions asked for.
-	d.writeStmts.prepareWanted(ctx)
-	sqlTx, err := d.writeSQL.BeginTx(ctx, nil)
+	w, err := d.writerConn(ctx)
 	if err != nil {
 		return Translate(d.classify(err))
 	}
-	pool := &txPool{tx: sqlTx, stmts: d.writeStmts}
+	if _, err := w.begin.ExecContext(ctx); err != nil {
+		if badConn(err) {
+			d.w = nil
+			w.close(true)
+		}
+		return Translate(d.classify(err))
+	}
+	pool := &txPool{conn: w.conn, stmts: w.stmts}
 	g := d.Write.Session(&gorm.Session{Context: ctx, NewDB: true})
 	g.Statement.ConnPool = pool
 	t := &Tx{G: g, Now: d.clock(), pool: pool}
 	committed := false
 	defer func() {
 		if !committed {
-			_ = sqlTx.Rollback()
+			d.end(w)
 		}
 	}()
 	if err := fn(t); err != nil {
 		return Translate(d.classify(err))
 	}
-	if err := sqlTx.Commit(); err != nil {
+	// A context cancelled meanwhile refuses the commit, as sql.Tx did.
+	if err := ctx.Err(); err != nil {
+		return Translate(d.classify(err))
+	}
+	if _, err := w.commit.ExecContext(context.Background()); err != nil {
 		return Translate(d.classify(err))
 	}
 	committed = true
@@ -362,7 +375,7 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 func (d *DB) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	var rows *sql.Rows
 	var err error
-	if st := d.readStmts.get(ctx, q, true); st != nil {
+	if st := d.readStmts.get(ctx, q); st != nil {
 		rows, err = st.QueryContext(ctx, args...)
 	} else {
 		rows, err = d.readSQL.QueryContext(ctx, q, args...)
@@ -372,7 +385,7 @@ func (d *DB) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 
 // QueryRow is Query for at most one row.
 func (d *DB) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := d.readStmts.get(ctx, q, true); st != nil {
+	if st := d.readStmts.get(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return d.readSQL.QueryRowContext(ctx, q, args...)
@@ -383,7 +396,13 @@ func (d *DB) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 func (d *DB) Statements() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, q := range append(d.writeStmts.texts(), d.readStmts.texts()...) {
+	var written []string
+	d.commitMu.Lock()
+	if d.w != nil {
+		written = d.w.stmts.texts()
+	}
+	d.commitMu.Unlock()
+	for _, q := range append(written, d.readStmts.texts()...) {
 		if !seen[q] {
 			seen[q] = true
 			out = append(out, q)

@@ -13,22 +13,25 @@ import (
 // transaction as bound to that transaction: every later transaction
 // re-prepares it (sqlite3_prepare_v2, 20-60 µs for Atrium's statements) and
 // finalizes it at commit, and every write in Atrium runs in a transaction.
-// database/sql does reuse a statement across transactions when it was
-// prepared on the *sql.DB, outside any transaction: Tx.StmtContext then finds
-// the driver statement already prepared on the transaction's connection. So
-// the writer keeps its own cache of *sql.DB statements, used by every
-// transaction (gorm's queries go through txPool, the hot paths call
-// Tx.Exec/Query directly). A text is prepared once it was seen `after`
-// times (dynamic SQL seen once is never cached), and only while the writer's
-// one connection is free: at the start of the next transaction.
+// So the store keeps its own caches: the read pool's statements are prepared
+// on its *sql.DB (database/sql prepares each on a connection when first used
+// there), and the writer's on the one connection write transactions run on
+// (writerConn), which the writer keeps between transactions (gorm's queries
+// go through txPool, the hot paths call Tx.Exec/Query directly). A text is
+// prepared once it was seen `after` times: dynamic SQL seen once is never
+// cached.
 type stmtCache struct {
-	db    *sql.DB
+	on    preparer
 	after int
 
-	mu     sync.Mutex
-	stmts  map[string]*sql.Stmt
-	seen   map[string]int
-	wanted []string
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+	seen  map[string]int
+}
+
+// preparer is a *sql.DB or a *sql.Conn.
+type preparer interface {
+	PrepareContext(ctx context.Context, q string) (*sql.Stmt, error)
 }
 
 // Bounds: dynamic SQL (filters, IN lists) must not grow the caches forever.
@@ -37,14 +40,13 @@ const (
 	maxSeen  = 4096
 )
 
-func newStmtCache(d *sql.DB, after int) *stmtCache {
-	return &stmtCache{db: d, after: after, stmts: map[string]*sql.Stmt{}, seen: map[string]int{}}
+func newStmtCache(on preparer, after int) *stmtCache {
+	return &stmtCache{on: on, after: after, stmts: map[string]*sql.Stmt{}, seen: map[string]int{}}
 }
 
-// get returns the prepared statement for q, or nil. With prepareNow (a pool
-// whose connections are never all held by one caller) a text seen often
-// enough is prepared at once; otherwise it is queued for prepareWanted.
-func (c *stmtCache) get(ctx context.Context, q string, prepareNow bool) *sql.Stmt {
+// get returns the prepared statement for q, or nil: a text seen often
+// enough is prepared then.
+func (c *stmtCache) get(ctx context.Context, q string) *sql.Stmt {
 	c.mu.Lock()
 	if st := c.stmts[q]; st != nil {
 		c.mu.Unlock()
@@ -59,14 +61,11 @@ func (c *stmtCache) get(ctx context.Context, q string, prepareNow bool) *sql.Stm
 	}
 	c.seen[q]++
 	due := c.seen[q] == c.after
-	if due && !prepareNow {
-		c.wanted = append(c.wanted, q)
-	}
 	c.mu.Unlock()
-	if !due || !prepareNow {
+	if !due {
 		return nil
 	}
-	st, err := c.db.PrepareContext(ctx, q)
+	st, err := c.on.PrepareContext(ctx, q)
 	if err != nil {
 		return nil
 	}
@@ -79,29 +78,6 @@ func (c *stmtCache) get(ctx context.Context, q string, prepareNow bool) *sql.Stm
 	delete(c.seen, q)
 	c.stmts[q] = st
 	return st
-}
-
-// prepareWanted prepares the texts get queued. The caller makes sure the
-// connection is free (the writer: between two transactions).
-func (c *stmtCache) prepareWanted(ctx context.Context) {
-	c.mu.Lock()
-	wanted := c.wanted
-	c.wanted = nil
-	c.mu.Unlock()
-	for _, q := range wanted {
-		st, err := c.db.PrepareContext(ctx, q)
-		if err != nil {
-			continue // it runs unprepared, as before
-		}
-		c.mu.Lock()
-		if c.stmts[q] == nil && len(c.stmts) < maxStmts {
-			c.stmts[q] = st
-			delete(c.seen, q)
-		} else {
-			_ = st.Close()
-		}
-		c.mu.Unlock()
-	}
 }
 
 // texts are the SQL texts the cache has met (prepared or not).
@@ -133,43 +109,36 @@ func (c *stmtCache) close() {
 	clear(c.stmts)
 }
 
-// txPool is gorm's connection inside a write transaction: statements come
-// from the writer's cache when prepared there, else run as plain SQL.
+// txPool is gorm's connection inside a write transaction: the writer's
+// connection, with the statements prepared on it when there are.
 type txPool struct {
-	tx    *sql.Tx
+	conn  *sql.Conn
 	stmts *stmtCache
 }
 
-func (p *txPool) stmt(ctx context.Context, q string) *sql.Stmt {
-	if st := p.stmts.get(ctx, q, false); st != nil {
-		return p.tx.StmtContext(ctx, st)
-	}
-	return nil
-}
-
 func (p *txPool) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
-	return p.tx.PrepareContext(ctx, q)
+	return p.conn.PrepareContext(ctx, q)
 }
 
 func (p *txPool) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if st := p.stmt(ctx, q); st != nil {
+	if st := p.stmts.get(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return p.tx.ExecContext(ctx, q, args...)
+	return p.conn.ExecContext(ctx, q, args...)
 }
 
 func (p *txPool) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := p.stmt(ctx, q); st != nil {
+	if st := p.stmts.get(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return p.tx.QueryContext(ctx, q, args...)
+	return p.conn.QueryContext(ctx, q, args...)
 }
 
 func (p *txPool) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := p.stmt(ctx, q); st != nil {
+	if st := p.stmts.get(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return p.tx.QueryRowContext(ctx, q, args...)
+	return p.conn.QueryRowContext(ctx, q, args...)
 }
 
 var errManaged = errors.New("db: the transaction is committed or rolled back by InTx")

@@ -1,0 +1,105 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// The writer's transactions.
+//
+// Write transactions run on one connection the writer keeps between them
+// (a *sql.Conn taken from the writer pool once), as BEGIN IMMEDIATE and
+// COMMIT statements prepared on it, with the statement cache prepared on
+// the same connection. database/sql's own transactions (sql.Tx) start a
+// goroutine per transaction to watch its context, and waking it and the
+// thread under it at BEGIN and again at COMMIT cost about 12 % of an append
+// (runtime.newproc, wakep, futex in the profile of storebench's append).
+// The writer pool has a second connection for what runs outside a
+// transaction (VACUUM, the migration, tests), used under commitMu too and
+// closed once idle.
+
+// writerIdle closes the writer pool's second connection once it is idle.
+const writerIdle = 30 * time.Second
+
+// writer is the connection write transactions run on, with its statements.
+type writer struct {
+	conn                    *sql.Conn
+	begin, commit, rollback *sql.Stmt
+	stmts                   *stmtCache
+}
+
+// writerConn returns the writer, taking a connection from the pool the
+// first time (and after a connection was found broken). commitMu is held.
+func (d *DB) writerConn(ctx context.Context) (*writer, error) {
+	if d.w != nil {
+		return d.w, nil
+	}
+	c, err := d.writeSQL.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &writer{conn: c, stmts: newStmtCache(c, 2)}
+	for _, p := range []struct {
+		st **sql.Stmt
+		q  string
+	}{{&w.begin, "BEGIN IMMEDIATE"}, {&w.commit, "COMMIT"}, {&w.rollback, "ROLLBACK"}} {
+		if *p.st, err = c.PrepareContext(ctx, p.q); err != nil {
+			w.close(false)
+			return nil, err
+		}
+	}
+	d.w = w
+	return w, nil
+}
+
+// end rolls back what the transaction left open (after an error, a panic,
+// or a COMMIT that failed). A ROLLBACK that cannot run leaves the
+// connection in doubt: it is dropped, and the next transaction takes a new
+// one. commitMu is held.
+func (d *DB) end(w *writer) {
+	_, err := w.rollback.ExecContext(context.Background())
+	if err == nil || !w.inTx() {
+		return // rolled back, or SQLite had rolled it back already
+	}
+	d.log.Warn("the store's writer connection is dropped: its transaction could not be rolled back", "err", err)
+	d.w = nil
+	w.close(true)
+}
+
+// inTx reports whether the connection is inside a transaction.
+func (w *writer) inTx() bool {
+	in := true
+	_ = w.conn.Raw(func(dc any) error {
+		if c, ok := dc.(*sqlite3.SQLiteConn); ok {
+			in = !c.AutoCommit()
+		}
+		return nil
+	})
+	return in
+}
+
+// close finalizes the writer's statements and gives its connection back to
+// the pool, or closes it when bad (a connection in doubt must not be used
+// again).
+func (w *writer) close(bad bool) {
+	w.stmts.close()
+	for _, st := range []*sql.Stmt{w.begin, w.commit, w.rollback} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+	if bad {
+		_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	_ = w.conn.Close()
+}
+
+// badConn reports whether err means the connection itself is gone.
+func badConn(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
+}
