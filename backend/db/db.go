@@ -503,17 +503,10 @@ func (d *DB) IncrementalVacuum(ctx context.Context, maxPages int64) (int64, erro
 		return 0, err
 	}
 	n := min(p.FreePages, maxPages)
-	d.commitMu.Lock()
-	defer d.commitMu.Unlock()
-	// incremental_vacuum frees one page per step: read it to the end.
-	rows, err := d.writeSQL.QueryContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, n))
-	if err != nil {
+	if err := d.onWriter(ctx, func(c *sql.Conn) error {
+		return drain(c.QueryContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, n)))
+	}); err != nil {
 		return 0, fmt.Errorf("incremental vacuum: %w", d.classify(err))
-	}
-	for rows.Next() {
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return 0, fmt.Errorf("incremental vacuum: %w", err)
 	}
 	d.tasks.kick() // the checkpointer brings the shorter file back
 	return n * p.PageSize, nil
@@ -523,57 +516,78 @@ func (d *DB) IncrementalVacuum(ctx context.Context, maxPages int64) (int64, erro
 // incremental_vacuum on a store in auto_vacuum=INCREMENTAL mode, a full
 // VACUUM otherwise (which makes the store incremental from then on); then
 // the WAL is checkpointed and truncated. It returns
-// the mode it used. Writers wait for it (it holds the one write connection).
+// the mode it used. Writers wait for it (it runs on the writer's connection).
 func (d *DB) Vacuum(ctx context.Context) (string, error) {
-	d.commitMu.Lock()
-	defer d.commitMu.Unlock()
-	var mode int
-	if err := d.Write.WithContext(ctx).Raw(`PRAGMA auto_vacuum`).Scan(&mode).Error; err != nil {
-		return "", fmt.Errorf("vacuum: %w", err)
-	}
-	stmt, used := "VACUUM", "vacuum"
-	if mode == 2 {
-		stmt, used = "PRAGMA incremental_vacuum", "incremental_vacuum"
-	}
-	sqlDB, err := d.Write.DB()
-	if err != nil {
-		return "", err
-	}
-	if mode != 2 {
-		// The full VACUUM also converts a store made before auto_vacuum:
-		// later vacuums are incremental.
-		if _, err := sqlDB.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
-			return "", fmt.Errorf("vacuum: %w", err)
+	used := ""
+	err := d.onWriter(ctx, func(c *sql.Conn) error {
+		var mode int
+		if err := c.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&mode); err != nil {
+			return fmt.Errorf("vacuum: %w", err)
 		}
-	}
-	// On the raw connection, outside gorm's statement cache.
-	// incremental_vacuum frees one page per step: read it to the end.
-	rows, err := sqlDB.QueryContext(ctx, stmt)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", used, err)
-	}
-	for rows.Next() {
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return "", fmt.Errorf("%s: %w", used, err)
-	}
-	// The background checkpointer may be copying pages on its own
-	// connection: then this checkpoint answers busy (it does not wait for
-	// another checkpoint) and the file keeps its old size until the next
-	// one. Try again for a while.
+		stmt := "VACUUM"
+		used = "vacuum"
+		if mode == 2 {
+			stmt, used = "PRAGMA incremental_vacuum", "incremental_vacuum"
+		}
+		if mode != 2 {
+			// The full VACUUM also converts a store made before auto_vacuum:
+			// later vacuums are incremental.
+			if _, err := c.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
+				return fmt.Errorf("vacuum: %w", err)
+			}
+		}
+		// incremental_vacuum frees one page per step: read it to the end.
+		if err := drain(c.QueryContext(ctx, stmt)); err != nil {
+			return fmt.Errorf("%s: %w", used, err)
+		}
+		if err := checkpointTruncate(ctx, c); err != nil {
+			return fmt.Errorf("checkpoint after %s: %w", used, err)
+		}
+		return nil
+	})
+	return used, err
+}
+
+// VacuumFull rebuilds the store with a full VACUUM whatever its mode (tools
+// and benchmarks: an incremental vacuum gives pages back but does not
+// defragment); the rebuilt store is in the WAL until a checkpoint.
+func (d *DB) VacuumFull(ctx context.Context) error {
+	return d.onWriter(ctx, func(c *sql.Conn) error { _, err := c.ExecContext(ctx, `VACUUM`); return err })
+}
+
+// Checkpoint copies the WAL into the store and truncates it (tools and
+// benchmarks; the background checkpointer does this passively).
+func (d *DB) Checkpoint(ctx context.Context) error {
+	return d.onWriter(ctx, func(c *sql.Conn) error { return checkpointTruncate(ctx, c) })
+}
+
+// checkpointTruncate runs a TRUNCATE checkpoint on c. The background
+// checkpointer may be copying pages on its own connection: then this one
+// answers busy (it does not wait for another checkpoint) and the file keeps
+// its old size until the next one. Try again for a while.
+func checkpointTruncate(ctx context.Context, c *sql.Conn) error {
 	for attempt := 0; ; attempt++ {
 		var busy, frames, done int64
-		if err := sqlDB.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {
-			return "", fmt.Errorf("checkpoint after %s: %w", used, err)
+		if err := c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {
+			return err
 		}
 		if busy == 0 || attempt == 40 {
-			break
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("checkpoint after %s: %w", used, ctx.Err())
+			return ctx.Err()
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
-	return used, nil
+}
+
+// drain reads rows to the end and closes them.
+func drain(rows *sql.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	return errors.Join(rows.Err(), rows.Close())
 }

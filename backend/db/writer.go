@@ -103,3 +103,20 @@ func (w *writer) close(bad bool) {
 func badConn(err error) bool {
 	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
 }
+
+// onWriter runs fn on the writer's connection outside any transaction
+// (vacuums, checkpoints), with commitMu held: on another connection it
+// would contend for SQLite's write lock with the transactions, which then
+// wait on the busy timeout.
+func (d *DB) onWriter(ctx context.Context, fn func(c *sql.Conn) error) error {
+	if err := d.Writable(); err != nil {
+		return err
+	}
+	d.commitMu.Lock()
+	defer d.commitMu.Unlock()
+	w, err := d.writerConn(ctx)
+	if err != nil {
+		return err
+	}
+	return fn(w.conn)
+}

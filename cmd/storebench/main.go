@@ -189,12 +189,9 @@ func writePlans(ctx context.Context, st *stack.Stack, path string, n, m int) err
 }
 
 // checkpoint brings the WAL back into the database file (untimed), on the
-// writer's own connection and outside gorm's statement cache.
+// writer's connection, between its transactions.
 func checkpoint(st *stack.Stack) {
-	w, err := st.DB.Write.DB()
-	must(err)
-	_, err = w.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-	must(err)
+	must(st.DB.Checkpoint(context.Background()))
 }
 
 func main() {
@@ -417,7 +414,7 @@ func main() {
 	res["db_bytes_after_vacuum"] = fileSize(home.StatePath())
 	// A full VACUUM (atrium storage vacuum; it also rewrites half-empty
 	// pages), for comparison.
-	res["full_vacuum_ms"] = took("full_vacuum_ms", func() { must(st.DB.Write.Exec(`VACUUM`).Error) })
+	res["full_vacuum_ms"] = took("full_vacuum_ms", func() { must(st.DB.VacuumFull(context.Background())) })
 	checkpoint(st)
 	res["db_bytes_after_full_vacuum"] = fileSize(home.StatePath())
 
