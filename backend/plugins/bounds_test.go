@@ -83,9 +83,10 @@ func TestHostileManifestsAreOneErrorRowEach(t *testing.T) {
 // rawZip writes entries as stored (uncompressed) with headers as given: a
 // size or CRC may lie.
 type rawEntry struct {
-	name string
-	data string
-	size uint64 // 0: the real size
+	name   string
+	data   string
+	size   uint64 // 0: the real size
+	method uint16 // 0: stored
 }
 
 func rawZip(t *testing.T, path string, entries ...rawEntry) string {
@@ -97,7 +98,7 @@ func rawZip(t *testing.T, path string, entries ...rawEntry) string {
 		if size == 0 {
 			size = uint64(len(en.data))
 		}
-		h := &zip.FileHeader{Name: en.name, Method: zip.Store, CRC32: crc32.ChecksumIEEE([]byte(en.data)),
+		h := &zip.FileHeader{Name: en.name, Method: en.method, CRC32: crc32.ChecksumIEEE([]byte(en.data)),
 			CompressedSize64: uint64(len(en.data)), UncompressedSize64: size}
 		h.SetMode(0o644)
 		w, err := zw.CreateRaw(h)
@@ -142,6 +143,10 @@ func TestInstallRefusesHostileArchivesAsInvalidInput(t *testing.T) {
 		{"size header too large", rawZip(t, filepath.Join(tmp, "large.zip"), rawEntry{name: "plugin.yaml", data: manifest},
 			rawEntry{name: "main.py", data: "print('hello world')", size: 4000}), "does not match its header"},
 		{"manifest header lies", rawZip(t, filepath.Join(tmp, "mlies.zip"), rawEntry{name: "plugin.yaml", data: manifest, size: 2}), "plugin.yaml"},
+		// 7-Zip and others can write zstd (93) or LZMA (14) entries; Go's
+		// archive/zip reads neither (found by FuzzInstallZip).
+		{"zstd entry", rawZip(t, filepath.Join(tmp, "zstd.zip"), rawEntry{name: "plugin.yaml", data: manifest},
+			rawEntry{name: "main.py", data: "x", method: 93}), "compressed with method 93"},
 	}
 	for _, sc := range scenarios {
 		var err error

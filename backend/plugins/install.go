@@ -221,6 +221,11 @@ func zipFiles(zr *zip.Reader) ([]file, error) {
 			return nil, apperr.New(apperr.Invalid, "zip entry %q is a symlink: plugins may not contain symlinks", name)
 		case !mode.IsDir() && !mode.IsRegular():
 			return nil, apperr.New(apperr.Invalid, "zip entry %q is not a regular file", name)
+		case zf.Method != zip.Store && zf.Method != zip.Deflate && !mode.IsDir():
+			// Go reads stored and deflated entries (what zip, Python's
+			// zipfile and every packer write by default), nothing else.
+			return nil, apperr.New(apperr.Invalid, "zip entry %s is compressed with method %d, which Atrium cannot read: pack the plugin with deflate (zip -r, or Python's zipfile with ZIP_DEFLATED)",
+				limits.Echo(name), zf.Method)
 		}
 		clean := path.Clean(name)
 		if clean == "." {

@@ -347,6 +347,9 @@ func main() {
 			roots = append(roots, s.ID)
 		}
 	}
+	if len(roots) == 0 {
+		must(fmt.Errorf("-n %d holds no tree of five to delete: raise -n or lower -trees", *n))
+	}
 	deleted := 0
 	res["delete_tree_ms"] = mean("delete_tree_ms", len(roots), func(i int) error {
 		out, err := svc.Delete(ctx, []string{roots[i]}, nil)
