@@ -53,6 +53,7 @@ type DB struct {
 	Path  string
 	clock func() time.Time
 	log   *slog.Logger
+	busy  time.Duration // how long a writer waits for another process's write lock
 
 	writeSQL, readSQL *sql.DB
 	w                 *writer    // the write transactions' connection (writer.go); commitMu guards it
@@ -117,7 +118,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	d := &DB{Path: path, clock: clock, log: lg, tasks: newTasks(lg)}
+	d := &DB{Path: path, clock: clock, log: lg, tasks: newTasks(lg), busy: busy}
 	existed, err := createPrivate(path)
 	if err != nil {
 		return nil, d.cannotWrite(err, "create")
@@ -331,9 +332,12 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return Translate(d.classify(err))
 	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {
-		if badConn(err) {
+		switch {
+		case badConn(err):
 			d.w = nil
 			w.close(true)
+		case w.inTx():
+			d.end(w) // a BEGIN interrupted half way (a cancelled context)
 		}
 		return Translate(d.classify(err))
 	}

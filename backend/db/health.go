@@ -19,6 +19,7 @@ var (
 	ErrDamaged  = errors.New("the store is damaged")
 	ErrReadOnly = errors.New("the store cannot be written")
 	ErrDiskFull = errors.New("the disk is full")
+	ErrBusy     = errors.New("another process holds the store's write lock")
 )
 
 // Writable returns nil if this process may write to the store, else the
@@ -81,6 +82,9 @@ func (d *DB) classify(err error) error {
 		return d.damagedErr()
 	case se.Code == sqlite3.ErrFull || se.SystemErrno == syscall.ENOSPC:
 		return d.diskFull()
+	case se.Code == sqlite3.ErrBusy:
+		return newStoreError(ErrBusy, "the store %s is busy: another process has been writing to it for more than %s "+
+			"(nothing was changed; try again)", d.Path, d.busy)
 	case se.Code == sqlite3.ErrReadonly || se.Code == sqlite3.ErrCantOpen || se.Code == sqlite3.ErrPerm ||
 		se.SystemErrno == syscall.EROFS || se.SystemErrno == syscall.EACCES:
 		return d.cannotWrite(err, "write")

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"atrium/backend/apperr"
 	"atrium/backend/db"
 )
 
@@ -116,5 +118,52 @@ func TestWriteTransactionsEndCleanlyOnTheKeptConnection(t *testing.T) {
 	commit("d")
 	if got := strings.Join(tasks(), ","); got != "a,b,c,d,elsewhere" {
 		t.Fatalf("after the vacuum the store holds %s", got)
+	}
+}
+
+// A BEGIN that cannot get the write lock (another process holds it past
+// the busy timeout) fails with a clear error and leaves the writer's
+// connection usable once the lock is free.
+func TestBeginThatWaitsTooLongLeavesTheWriterUsable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	d, err := db.Open(ctx, path, db.Options{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	put := func(task string) error {
+		return d.InTx(ctx, func(tx *db.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO maintenance_runs (task, last_run_at) VALUES (?, 1)`, task)
+			return err
+		})
+	}
+	if err := put("before"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetMaxOpenConns(1)
+	if _, err := other.Exec(`BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	err = put("while-locked")
+	if !errors.Is(err, db.ErrBusy) || apperr.CodeOf(err) != apperr.Rejected || !strings.Contains(err.Error(), "is busy") ||
+		!strings.Contains(err.Error(), "50ms") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("a BEGIN while another connection writes: %v", err)
+	}
+	if _, err := other.Exec(`ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("after"); err != nil {
+		t.Fatalf("the writer after a failed BEGIN: %v", err)
+	}
+	var n int
+	if err := d.QueryRow(ctx, `SELECT count(*) FROM maintenance_runs`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("rows: %d, %v", n, err)
 	}
 }
