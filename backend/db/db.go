@@ -144,6 +144,15 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		vacuumMode = "&_auto_vacuum=incremental"
 	}
 	write, err := openGorm(writeDSN+vacuumMode+"&_txlock=immediate", 2)
+	// Processes opening a new store at once: while the first one turns the
+	// fresh file to WAL, another's journal_mode pragma can meet its lock in
+	// rollback-journal mode, where SQLite answers busy at once rather than
+	// wait (the busy timeout does not apply to that lock). Try again within
+	// the busy timeout.
+	for deadline := time.Now().Add(busy); isBusy(err) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		write, err = openGorm(writeDSN+vacuumMode+"&_txlock=immediate", 2)
+	}
 	if err != nil {
 		if !existed {
 			return nil, d.cannotWrite(err, "create")
@@ -204,6 +213,12 @@ func createPrivate(path string) (existed bool, err error) {
 		return true, nil // present but not openable for writing here
 	}
 	return false, err
+}
+
+// isBusy reports whether err is SQLite's busy or locked answer.
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // tightenModes makes an existing store, its WAL and its shared-memory file
