@@ -392,11 +392,13 @@ func (b *Bus) finish(s *subscriber, ev Event, status, errText string, dur time.D
 	s.unrecorded++
 	obs := b.observers
 	b.mu.Unlock()
-	b.rec.push(outcome{seq: ev.Seq, subscriber: s.name, status: status, err: errText,
-		redelivery: ev.Redelivery, at: b.db.Now(), dur: dur})
+	// Observers first: once the recorder has written the outcome, a Flush
+	// may return, and what it waited for includes the observers' calls.
 	for _, fn := range obs {
 		fn(Activity{EventID: ev.ID, Seq: ev.Seq, Hook: ev.Hook, Subscriber: s.name, Status: status, Error: errText, Redelivery: ev.Redelivery})
 	}
+	b.rec.push(outcome{seq: ev.Seq, subscriber: s.name, status: status, err: errText,
+		redelivery: ev.Redelivery, at: b.db.Now(), dur: dur})
 }
 
 // recorded is the recorder's acknowledgement of n outcomes of s up to seq.
