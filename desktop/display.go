@@ -26,8 +26,8 @@ import (
 // caller closes it once GTK has its own: an X server with no client left
 // resets itself (Xvfb and a bare Xorg do, unless started with -noreset),
 // and a GTK connecting during that reset fails to initialise. Closing the
-// check's connection first made that reset, and 1 in 12 windows started on
-// a fresh Xvfb died in GTK's init.
+// check's connection first made that reset: 2 of 36 windows started on a
+// fresh Xvfb died in GTK's init.
 func CheckDisplay(getenv func(string) string) (io.Closer, error) {
 	wayland, x := getenv("WAYLAND_DISPLAY"), getenv("DISPLAY")
 	if wayland == "" && x == "" {

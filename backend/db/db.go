@@ -68,7 +68,7 @@ type DB struct {
 
 	// commitMu is held from BEGIN until the ordered after-commit functions
 	// ran, so events committed by this process are queued for delivery in
-	// commit order; and by everything else that writes on the writer pool.
+	// commit order; and by onWriter (vacuums, checkpoints).
 	commitMu sync.Mutex
 
 	tasks *tasks // background work after commits: the checkpointer, deferred indexing
@@ -143,7 +143,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if !existed {
 		vacuumMode = "&_auto_vacuum=incremental"
 	}
-	write, err := openGorm(writeDSN+vacuumMode+"&_txlock=immediate", 2)
+	writerDSN := writeDSN + vacuumMode + "&_txlock=immediate"
+	write, err := openGorm(writerDSN, 2)
 	// Processes opening a new store at once: while the first one turns the
 	// fresh file to WAL, another's journal_mode pragma can meet its lock in
 	// rollback-journal mode, where SQLite answers busy at once rather than
@@ -151,7 +152,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	// the busy timeout.
 	for deadline := time.Now().Add(busy); isBusy(err) && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
-		write, err = openGorm(writeDSN+vacuumMode+"&_txlock=immediate", 2)
+		write, err = openGorm(writerDSN, 2)
 	}
 	if err != nil {
 		if !existed {
@@ -213,12 +214,6 @@ func createPrivate(path string) (existed bool, err error) {
 		return true, nil // present but not openable for writing here
 	}
 	return false, err
-}
-
-// isBusy reports whether err is SQLite's busy or locked answer.
-func isBusy(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // tightenModes makes an existing store, its WAL and its shared-memory file
@@ -543,14 +538,12 @@ func (d *DB) Vacuum(ctx context.Context) (string, error) {
 		if err := c.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&mode); err != nil {
 			return fmt.Errorf("vacuum: %w", err)
 		}
-		stmt := "VACUUM"
-		used = "vacuum"
-		if mode == 2 {
-			stmt, used = "PRAGMA incremental_vacuum", "incremental_vacuum"
-		}
+		stmt := "PRAGMA incremental_vacuum"
+		used = "incremental_vacuum"
 		if mode != 2 {
 			// The full VACUUM also converts a store made before auto_vacuum:
 			// later vacuums are incremental.
+			stmt, used = "VACUUM", "vacuum"
 			if _, err := c.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
 				return fmt.Errorf("vacuum: %w", err)
 			}

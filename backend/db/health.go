@@ -82,7 +82,7 @@ func (d *DB) classify(err error) error {
 		return d.damagedErr()
 	case se.Code == sqlite3.ErrFull || se.SystemErrno == syscall.ENOSPC:
 		return d.diskFull()
-	case se.Code == sqlite3.ErrBusy:
+	case isBusy(err):
 		return newStoreError(ErrBusy, "the store %s is busy: another process has been writing to it for more than %s "+
 			"(nothing was changed; try again)", d.Path, d.busy)
 	case se.Code == sqlite3.ErrReadonly || se.Code == sqlite3.ErrCantOpen || se.Code == sqlite3.ErrPerm ||
@@ -90,6 +90,12 @@ func (d *DB) classify(err error) error {
 		return d.cannotWrite(err, "write")
 	}
 	return err
+}
+
+// isBusy reports whether err is SQLite's busy or locked answer.
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 func (d *DB) diskFull() error {

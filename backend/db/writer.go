@@ -19,9 +19,11 @@ import (
 // goroutine per transaction to watch its context, and waking it and the
 // thread under it at BEGIN and again at COMMIT cost about 12 % of an append
 // (runtime.newproc, wakep, futex in the profile of storebench's append).
-// The writer pool has a second connection for what runs outside a
-// transaction (VACUUM, the migration, tests), used under commitMu too and
-// closed once idle.
+// Vacuums and checkpoints run on the same connection, between
+// transactions (onWriter). The writer pool has a second connection only for
+// what uses the pool directly: the migration, which runs before the writer
+// takes its connection, and tools and tests that use DB.Write; it is closed
+// once idle.
 
 // writerIdle closes the writer pool's second connection once it is idle.
 const writerIdle = 30 * time.Second
