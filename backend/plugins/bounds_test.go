@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -118,6 +119,25 @@ func rawZip(t *testing.T, path string, entries ...rawEntry) string {
 	return path
 }
 
+// headerPastEnd rewrites the zip at path so that its last central
+// directory entry's local header offset points past the end of the file.
+func headerPastEnd(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.LastIndex(data, []byte("PK\x01\x02"))
+	if at < 0 {
+		t.Fatal("no central directory entry")
+	}
+	binary.LittleEndian.PutUint32(data[at+42:], uint32(len(data)+1000))
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestInstallRefusesHostileArchivesAsInvalidInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -147,6 +167,10 @@ func TestInstallRefusesHostileArchivesAsInvalidInput(t *testing.T) {
 		// archive/zip reads neither (found by FuzzInstallZip).
 		{"zstd entry", rawZip(t, filepath.Join(tmp, "zstd.zip"), rawEntry{name: "plugin.yaml", data: manifest},
 			rawEntry{name: "main.py", data: "x", method: 93}), "compressed with method 93"},
+		// The central directory points an entry's local header past the
+		// end of the file (found by FuzzInstallZip: it was an internal error).
+		{"local header past the end", headerPastEnd(t, rawZip(t, filepath.Join(tmp, "past.zip"),
+			rawEntry{name: "plugin.yaml", data: manifest}, rawEntry{name: "main.py", data: "x"})), "does not match its header"},
 	}
 	for _, sc := range scenarios {
 		var err error

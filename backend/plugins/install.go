@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"atrium/backend/apperr"
 	"atrium/backend/limits"
@@ -211,6 +212,10 @@ func zipFiles(zr *zip.Reader) ([]file, error) {
 		name := zf.Name
 		mode := zf.Mode()
 		switch {
+		case strings.ContainsFunc(name, unicode.IsControl):
+			// A NUL cannot be in a file name at all (found by FuzzInstallZip:
+			// it was an internal error); other control bytes only hide.
+			return nil, apperr.New(apperr.Invalid, "zip entry %q has a control character in its name", name)
 		case strings.Contains(name, `\`):
 			return nil, apperr.New(apperr.Invalid, "zip entry %q has a backslash", name)
 		case strings.HasPrefix(name, "/") || filepath.IsAbs(name) || filepath.VolumeName(name) != "":
@@ -253,7 +258,14 @@ func zipFiles(zr *zip.Reader) ([]file, error) {
 		zf := zf
 		f := file{rel: clean, dir: isDir, exec: mode&0o111 != 0, size: int64(zf.UncompressedSize64)}
 		if !f.dir {
-			f.open = func() (io.ReadCloser, error) { return zf.Open() }
+			f.open = func() (io.ReadCloser, error) {
+				rc, err := zf.Open()
+				if err != nil {
+					// A local header past the end or unreadable: bad input.
+					return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+				}
+				return rc, nil
+			}
 		}
 		out = append(out, f)
 	}
