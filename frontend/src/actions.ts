@@ -81,7 +81,7 @@ async function setTitle(t: Target, id: string, title: string, before: string, is
     showMessage('ok', isUndo ? `Undone: the title is “${out.title || '(untitled)'}” again` : `Renamed to “${out.title || '(untitled)'}”`);
     if (!isUndo) history.push({ label: 'Rename', undo: () => setTitle(t, id, before, title, true) });
     t.changed?.(out);
-    sessionsChanged('rename');
+    void sessionsChanged('rename');
     return true;
   } catch (e) {
     showMessage('error', 'Could not rename the session', toApiError(e).message);
@@ -98,7 +98,7 @@ export async function togglePin(t: Target, isUndo = false): Promise<boolean> {
     showMessage('ok', `${isUndo ? 'Undone: ' : ''}${out.pinned ? 'Pinned' : 'Unpinned'} “${out.title || '(untitled)'}”`, out.pinned ? 'Retention and idle archiving leave it alone.' : undefined);
     if (!isUndo) history.push({ label: out.pinned ? 'Pin' : 'Unpin', undo: () => togglePin({ ...t, sessions: [out] }, true) });
     t.changed?.(out);
-    sessionsChanged('pin');
+    void sessionsChanged('pin');
     return true;
   } catch (e) {
     showMessage('error', s.pinned ? 'Could not unpin the session' : 'Could not pin the session', toApiError(e).message);
@@ -134,7 +134,7 @@ export async function exportSession(t: Target, format: 'markdown' | 'json'): Pro
 export async function newSession(open: (id: string) => void): Promise<void> {
   try {
     const s = await api.sessions.create('');
-    sessionsChanged('create');
+    void sessionsChanged('create');
     open(s.id);
   } catch (e) {
     showMessage('error', 'Could not start a session', toApiError(e).message);

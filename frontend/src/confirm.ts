@@ -109,6 +109,6 @@ export async function emptyTrashWithConfirm(): Promise<ReceiptDTO | null> {
     showMessage('error', 'Could not empty the trash', toApiError(e).message);
     return null;
   } finally {
-    sessionsChanged('empty_trash');
+    void sessionsChanged('empty_trash');
   }
 }

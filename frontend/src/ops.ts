@@ -21,8 +21,18 @@ const verbs: Record<BulkOp, { ing: string; ed: string; success: string; title: s
 let progressHost: HTMLElement;
 let resultHost: HTMLElement;
 type Change = BulkOp | 'empty_trash' | 'rename' | 'pin' | 'create';
-const changeListeners = new Set<(op: Change) => void>();
+type ChangeListener = (op: Change) => void | Promise<unknown>;
+const changeListeners = new Set<ChangeListener>();
 let running = 0;
+
+// A request's progress entry appears only once it has run this long, and
+// its result waits at most reloadWait for the views to reload. Every change
+// to the page costs the window a repaint (30-40 ms under software rendering,
+// docs/benchmarks.md), and an answer from Go waits for the repaint under way:
+// a quick archive used to paint its progress entry, then its result, then
+// the list, one after the other.
+const progressDelay = 200;
+const reloadWait = 500;
 
 /** mountOps gives the status bar its two regions. */
 export function mountOps(progress: HTMLElement, result: HTMLElement): void {
@@ -30,14 +40,23 @@ export function mountOps(progress: HTMLElement, result: HTMLElement): void {
   resultHost = result;
 }
 
-/** onSessionsChanged is told after every finished bulk operation. */
-export function onSessionsChanged(fn: (op: Change) => void): void {
+/** onSessionsChanged is told after every finished bulk operation; a
+ * listener that reloads returns the reload's promise. */
+export function onSessionsChanged(fn: ChangeListener): void {
   changeListeners.add(fn);
 }
 
-/** sessionsChanged tells the listeners that op finished (or failed). */
-export function sessionsChanged(op: Change): void {
-  for (const fn of changeListeners) fn(op);
+/** sessionsChanged tells the listeners that op finished (or failed); it
+ * settles when their reloads did, or after reloadWait. */
+export function sessionsChanged(op: Change): Promise<void> {
+  const reloads = [...changeListeners].map((fn) => {
+    try {
+      return Promise.resolve(fn(op)).catch(() => undefined);
+    } catch {
+      return Promise.resolve();
+    }
+  });
+  return Promise.race([Promise.all(reloads).then(() => undefined), new Promise<void>((done) => setTimeout(done, reloadWait))]);
 }
 
 export function opsRunning(): boolean {
@@ -88,9 +107,11 @@ async function execute(job: Job, o: RunOptions): Promise<ReceiptDTO | null> {
   const bar = h('progress', { max: Math.max(count, 1), value: 0 });
   const label = h('span', { class: 'progress-label' }, `${v.ing} ${plural(count, 'session')}…`);
   const entry = h('div', { class: 'progress-entry', 'data-testid': 'progress', 'data-request-id': requestID, role: 'status' }, label, bar);
-  progressHost.appendChild(entry);
+  const showProgress = setTimeout(() => progressHost.appendChild(entry), progressDelay);
   running++;
   let attempts = 1;
+  let out: ReceiptDTO | null = null;
+  let show = (): void => {};
   const off = on('progress', (p) => {
     if (p.request_id !== requestID) return;
     const total = Math.max(p.total, 1);
@@ -109,20 +130,25 @@ async function execute(job: Job, o: RunOptions): Promise<ReceiptDTO | null> {
     bar.max = 1;
     bar.value = 1;
     const undo = o.isUndo ? null : undoOf(op, job.requested, r);
-    if (undo) history.push(undo);
-    if (o.isUndo) history.forget((e) => e.requestID === r.request_id);
-    showReceipt(op, job.requested, r, o.selectedCount ?? job.requested.length, attempts, undo, !!o.isUndo);
-    return r;
+    out = r;
+    show = () => {
+      if (undo) history.push(undo);
+      if (o.isUndo) history.forget((e) => e.requestID === r.request_id);
+      showReceipt(op, job.requested, r, o.selectedCount ?? job.requested.length, attempts, undo, !!o.isUndo);
+    };
   } catch (raw) {
     const e = toApiError(raw);
-    showFailure(job, requestID, e, attempts, o);
-    return null;
+    show = () => showFailure(job, requestID, e, attempts, o);
   } finally {
+    clearTimeout(showProgress);
     off();
     entry.remove();
     running--;
-    sessionsChanged(op);
   }
+  // The views reload first, and the result is shown with them: one repaint.
+  await sessionsChanged(op);
+  show();
+  return out;
 }
 
 function panel(kind: 'ok' | 'warn' | 'error', title: string, lines: Node[], actions: HTMLButtonElement[], requestID?: string): void {

@@ -37,9 +37,7 @@ export class RecentActions {
   constructor() {
     this.list = h('ul', { class: 'requests', 'aria-label': 'Recent actions, newest first' });
     this.el = h('section', { class: 'recent-actions', hidden: true }, h('h2', {}, 'Recent actions'), this.list);
-    onSessionsChanged(() => {
-      if (this.visible) void this.load();
-    });
+    onSessionsChanged(() => (this.visible ? this.load() : undefined));
   }
 
   show(on: boolean): void {

@@ -198,10 +198,11 @@ export class SessionsView implements View {
     s.changes.subscribe((c) => this.onChange(c));
     this.onChange('selection');
 
-    onSessionsChanged((op) => {
+    onSessionsChanged(async (op) => {
+      // The selection is cleared with the new rows in hand, so the list is
+      // drawn once.
+      await Promise.all([s.reload(), s.loadFacets()]);
       if (op !== 'rename' && op !== 'pin' && op !== 'create') s.clearSelection();
-      void s.reload();
-      void s.loadFacets();
     });
     on('activity', (evs) => {
       // a session started elsewhere (a gateway chat, a cron run) may bring

@@ -17,9 +17,7 @@ export class TrashBar {
     this.emptyBtn = button('Empty trash', { class: 'btn small danger', 'data-testid': 'empty-trash' }, () => void emptyTrashWithConfirm());
     this.el = h('div', { class: 'trashbar', hidden: true }, this.text, h('span', { class: 'spacer' }), this.emptyBtn);
     trash.changes.subscribe(() => this.render());
-    onSessionsChanged(() => {
-      if (!this.el.hidden) void trash.load();
-    });
+    onSessionsChanged(() => (this.el.hidden ? undefined : trash.load()));
   }
 
   show(on: boolean): void {
