@@ -19,7 +19,7 @@ import { clearTitleCell, renderTitleCell, titleCell } from './rowtitle';
 import { TrashBar } from './trashbar';
 
 const emptyText: Record<Scope, string> = {
-  active: 'No sessions yet.',
+  active: 'No active sessions.',
   archived: 'No archived sessions.',
   trash: 'The trash is empty.',
 };
@@ -386,7 +386,8 @@ export class SessionsView implements View {
       return;
     }
     if (s.loaded && s.rows.length === 0) {
-      replace(this.status, s.query ? 'No session matches this search.' : emptyText[s.scope]);
+      const filtered = s.source !== '' || s.profile !== '' || s.platform !== '';
+      replace(this.status, s.query ? 'No session matches this search.' : filtered ? 'No session matches these filters.' : emptyText[s.scope]);
       this.status.className = 'list-status empty';
     } else {
       clear(this.status);
