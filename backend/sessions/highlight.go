@@ -3,6 +3,7 @@ package sessions
 import (
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -35,14 +36,19 @@ func isTokenRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r) || unicode.Is(unicode.Mn, r)
 }
 
-var folder = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+// folders hold the diacritics-removing transform: a transform.Chain keeps
+// state while it runs, and searches run at once (one chain shared by every
+// goroutine raced, and could panic inside x/text).
+var folders = sync.Pool{New: func() any { return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC) }}
 
 func fold(s string) string {
 	// ASCII (most text) has no diacritics to remove: only lower it, without
 	// the normalising transform and its allocations.
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
+			folder := folders.Get().(transform.Transformer)
 			out, _, err := transform.String(folder, s)
+			folders.Put(folder)
 			if err != nil {
 				out = s
 			}
