@@ -56,7 +56,9 @@ export function sessionsChanged(op: Change): Promise<void> {
       return Promise.resolve();
     }
   });
-  return Promise.race([Promise.all(reloads).then(() => undefined), new Promise<void>((done) => setTimeout(done, reloadWait))]);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<void>((done) => (timer = setTimeout(done, reloadWait)));
+  return Promise.race([Promise.all(reloads).then(() => undefined), late]).finally(() => clearTimeout(timer));
 }
 
 export function opsRunning(): boolean {
