@@ -171,6 +171,9 @@ func TestInstallRefusesHostileArchivesAsInvalidInput(t *testing.T) {
 		// end of the file (found by FuzzInstallZip: it was an internal error).
 		{"local header past the end", headerPastEnd(t, rawZip(t, filepath.Join(tmp, "past.zip"),
 			rawEntry{name: "plugin.yaml", data: manifest}, rawEntry{name: "main.py", data: "x"})), "does not match its header"},
+		// A name no file system takes (a component over 255 bytes).
+		{"name too long", rawZip(t, filepath.Join(tmp, "long.zip"), rawEntry{name: "plugin.yaml", data: manifest},
+			rawEntry{name: strings.Repeat("n", 300) + ".py", data: "x"}), "too long"},
 	}
 	for _, sc := range scenarios {
 		var err error

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -25,6 +26,10 @@ const (
 	// bomb), for entries over ratioFloor; source and data rarely pass 20:1.
 	maxInstallRatio = 200
 	ratioFloor      = 1 << 20
+	// maxEntryName and maxEntryPath bound an archive entry's name: a part
+	// (NAME_MAX on Linux, macOS and Windows) and the whole path.
+	maxEntryName = 255
+	maxEntryPath = 1024
 )
 
 // errCorrupt marks an archive entry whose data does not match its header
@@ -215,17 +220,17 @@ func zipFiles(zr *zip.Reader) ([]file, error) {
 		case strings.ContainsFunc(name, unicode.IsControl):
 			// A NUL cannot be in a file name at all (found by FuzzInstallZip:
 			// it was an internal error); other control bytes only hide.
-			return nil, apperr.New(apperr.Invalid, "zip entry %q has a control character in its name", name)
+			return nil, apperr.New(apperr.Invalid, "zip entry %s has a control character in its name", limits.Echo(name))
 		case strings.Contains(name, `\`):
-			return nil, apperr.New(apperr.Invalid, "zip entry %q has a backslash", name)
+			return nil, apperr.New(apperr.Invalid, "zip entry %s has a backslash", limits.Echo(name))
 		case strings.HasPrefix(name, "/") || filepath.IsAbs(name) || filepath.VolumeName(name) != "":
-			return nil, apperr.New(apperr.Invalid, "zip entry %q is an absolute path", name)
+			return nil, apperr.New(apperr.Invalid, "zip entry %s is an absolute path", limits.Echo(name))
 		case hasDotDot(name):
-			return nil, apperr.New(apperr.Invalid, "zip entry %q escapes the plugin folder", name)
+			return nil, apperr.New(apperr.Invalid, "zip entry %s escapes the plugin folder", limits.Echo(name))
 		case mode&fs.ModeSymlink != 0:
-			return nil, apperr.New(apperr.Invalid, "zip entry %q is a symlink: plugins may not contain symlinks", name)
+			return nil, apperr.New(apperr.Invalid, "zip entry %s is a symlink: plugins may not contain symlinks", limits.Echo(name))
 		case !mode.IsDir() && !mode.IsRegular():
-			return nil, apperr.New(apperr.Invalid, "zip entry %q is not a regular file", name)
+			return nil, apperr.New(apperr.Invalid, "zip entry %s is not a regular file", limits.Echo(name))
 		case zf.Method != zip.Store && zf.Method != zip.Deflate && !mode.IsDir():
 			// Go reads stored and deflated entries (what zip, Python's
 			// zipfile and every packer write by default), nothing else.
@@ -237,7 +242,13 @@ func zipFiles(zr *zip.Reader) ([]file, error) {
 			continue
 		}
 		if !filepath.IsLocal(filepath.FromSlash(clean)) {
-			return nil, apperr.New(apperr.Invalid, "zip entry %q escapes the plugin folder", name)
+			return nil, apperr.New(apperr.Invalid, "zip entry %s escapes the plugin folder", limits.Echo(name))
+		}
+		// Names no file system takes (found by a test beside FuzzInstallZip:
+		// "file name too long" was an internal error).
+		if len(clean) > maxEntryPath || slices.ContainsFunc(strings.Split(clean, "/"), func(part string) bool { return len(part) > maxEntryName }) {
+			return nil, apperr.New(apperr.Invalid, "zip entry %s: its name is too long (over %d bytes, or a part of it over %d)",
+				limits.Echo(name), maxEntryPath, maxEntryName)
 		}
 		total += zf.UncompressedSize64
 		if len(out) >= maxInstallFiles || total > maxInstallBytes || zf.UncompressedSize64 > maxInstallBytes {
