@@ -137,28 +137,56 @@ func Highlights(text, q string) []Range {
 }
 
 // snippetAround cuts about width characters of text around its first match
-// of q, and returns the cut with the match ranges inside it.
+// of q, and returns the cut with the match ranges inside it: the ranges of
+// the whole text, clipped to the cut (a word the cut splits is not a new
+// match, and a match the cut splits stays marked where it shows).
 func snippetAround(text, q string, width int) (string, []Range) {
 	hs := Highlights(text, q)
-	if utf8.RuneCountInString(text) <= width {
+	n := utf8.RuneCountInString(text)
+	if n <= width {
 		return text, hs
 	}
 	at := 0
 	if len(hs) > 0 {
 		at = hs[0].Start
 	}
-	r := []rune(text)
 	start := 0
 	if pre := utf8.RuneCountInString(text[:at]); pre > width/3 {
 		start = pre - width/3
 	}
-	end := min(start+width, len(r))
-	out := string(r[start:end])
-	if start > 0 {
-		out = "…" + out
+	end := min(start+width, n)
+	from := runeOffset(text, 0, start)
+	to := runeOffset(text, from, end-start)
+	var b strings.Builder
+	b.Grow(to - from + 2*len(ellipsis))
+	shift := -from
+	if from > 0 {
+		b.WriteString(ellipsis)
+		shift += len(ellipsis)
 	}
-	if end < len(r) {
-		out += "…"
+	b.WriteString(text[from:to])
+	if to < len(text) {
+		b.WriteString(ellipsis)
 	}
-	return out, Highlights(out, q)
+	out := []Range{}
+	for _, h := range hs {
+		if s, e := max(h.Start, from), min(h.End, to); s < e {
+			out = append(out, Range{Start: s + shift, End: e + shift})
+		}
+	}
+	return b.String(), out
+}
+
+const ellipsis = "…"
+
+// runeOffset is the byte offset of the n-th rune of text after byte offset
+// from (len(text) when text has fewer).
+func runeOffset(text string, from, n int) int {
+	for i := range text[from:] {
+		if n == 0 {
+			return from + i
+		}
+		n--
+	}
+	return len(text)
 }

@@ -353,7 +353,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	}
 	type mrow struct {
 		MID       int64
-		SessionID string
+		SessionPK int64
 		Key       string
 		Content   string
 	}
@@ -369,7 +369,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		mrows = append(mrows, r)
 		return len(mrows) == limit
 	}
-	const mcols = `SELECT m.id, m.session_id, COALESCE(s.chain_root, s.id), m.content`
+	const mcols = `SELECT m.id, s.pk, COALESCE(s.chain_root, s.id), m.content`
 	var tailRows []mrow
 	if len(queued) > 0 {
 		rows, err := s.db.Query(ctx, mcols+` FROM messages m JOIN sessions s ON s.id = m.session_id
@@ -379,7 +379,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		}
 		for rows.Next() {
 			var r mrow
-			if err := rows.Scan(&r.MID, &r.SessionID, &r.Key, &r.Content); err != nil {
+			if err := rows.Scan(&r.MID, &r.SessionPK, &r.Key, &r.Content); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("search messages: %w", err)
 			}
@@ -404,7 +404,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	done := false
 	for !done && cur.Next() {
 		var r mrow
-		if err := cur.Scan(&r.MID, &r.SessionID, &r.Key, &r.Content); err != nil {
+		if err := cur.Scan(&r.MID, &r.SessionPK, &r.Key, &r.Content); err != nil {
 			cur.Close()
 			return nil, fmt.Errorf("search messages: %w", err)
 		}
@@ -423,15 +423,19 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		done = take(tailRows[0])
 		tailRows = tailRows[1:]
 	}
-	var titled []struct{ ID, Key string }
-	trows, err := s.db.Query(ctx, `SELECT s.id, COALESCE(s.chain_root, s.id) FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
+	type trow struct {
+		PK  int64
+		Key string
+	}
+	var titled []trow
+	trows, err := s.db.Query(ctx, `SELECT s.pk, COALESCE(s.chain_root, s.id) FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
 		WHERE sessions_fts MATCH ?`+scope+` ORDER BY s.last_activity_at DESC LIMIT ?`, match, limit)
 	if err != nil {
 		return nil, fmt.Errorf("search titles: %w", err)
 	}
 	for trows.Next() {
-		var t struct{ ID, Key string }
-		if err := trows.Scan(&t.ID, &t.Key); err != nil {
+		var t trow
+		if err := trows.Scan(&t.PK, &t.Key); err != nil {
 			trows.Close()
 			return nil, fmt.Errorf("search titles: %w", err)
 		}
@@ -445,7 +449,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	for _, m := range mrows {
 		byKey[m.Key] = len(hits)
 		snip, ranges := snippetAround(m.Content, q, 120)
-		hits = append(hits, Hit{Session: Session{ID: m.SessionID}, ConversationID: m.Key, MessageID: m.MID, Snippet: snip, SnippetRanges: ranges})
+		hits = append(hits, Hit{Session: Session{PK: m.SessionPK}, ConversationID: m.Key, MessageID: m.MID, Snippet: snip, SnippetRanges: ranges})
 	}
 	for _, t := range titled {
 		if i, ok := byKey[t.Key]; ok {
@@ -456,41 +460,45 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 			break
 		}
 		byKey[t.Key] = len(hits)
-		hits = append(hits, Hit{Session: Session{ID: t.ID}, ConversationID: t.Key, InTitle: true})
+		hits = append(hits, Hit{Session: Session{PK: t.PK}, ConversationID: t.Key, InTitle: true})
 	}
 	if len(hits) == 0 {
 		return hits, nil
 	}
-	ids := lo.Map(hits, func(h Hit, _ int) string { return h.Session.ID })
-	rows, err := scanSessions(s.db.Query(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)))
+	// The hits' rows, by rowid, each with whether a compression child
+	// continues it: only a hit in a chain (continued, or continuing one)
+	// needs its conversation's tip looked up.
+	pks := lo.Map(hits, func(h Hit, _ int) int64 { return h.Session.PK })
+	rowOf := map[int64]Session{}
+	var chained []string
+	rows, err := s.db.Query(ctx, `SELECT `+sessionCols+`, EXISTS (SELECT 1 FROM sessions c
+		WHERE c.parent_session_id = sessions.id AND c.relation = 'compression')
+		FROM sessions WHERE pk IN (SELECT value FROM json_each(?))`, int64sJSON(pks))
 	if err != nil {
 		return nil, err
 	}
-	keys := lo.Keys(byKey)
-	var tips []struct{ Key, ID string }
-	tiprows, err := s.db.Query(ctx, `SELECT COALESCE(x.chain_root, x.id), x.id FROM sessions x
-		WHERE (x.id IN (SELECT value FROM json_each(?)) OR x.chain_root IN (SELECT value FROM json_each(?)))
-		AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = x.id AND c.relation = 'compression')`,
-		jsonArray(keys), jsonArray(keys))
-	if err != nil {
-		return nil, err
-	}
-	for tiprows.Next() {
-		var t struct{ Key, ID string }
-		if err := tiprows.Scan(&t.Key, &t.ID); err != nil {
-			tiprows.Close()
+	for rows.Next() {
+		var continued bool
+		r, err := scanSession(extraScanner{rows, []any{&continued}})
+		if err != nil {
+			rows.Close()
 			return nil, err
 		}
-		tips = append(tips, t)
+		rowOf[r.PK] = r
+		if continued || r.ChainRoot != nil {
+			chained = append(chained, lo.FromPtrOr(r.ChainRoot, r.ID))
+		}
 	}
-	if err := tiprows.Close(); err != nil {
+	if err := rows.Close(); err != nil {
 		return nil, err
 	}
-	tipOf := lo.SliceToMap(tips, func(t struct{ Key, ID string }) (string, string) { return t.Key, t.ID })
-	rowOf := lo.KeyBy(rows, func(r Session) string { return r.ID })
+	tipOf, err := s.chainTips(ctx, lo.Uniq(chained))
+	if err != nil {
+		return nil, err
+	}
 	for i := range hits {
 		h := &hits[i]
-		h.Session = rowOf[h.Session.ID]
+		h.Session = rowOf[h.Session.PK]
 		h.Where = h.Session.Where()
 		if tip, ok := tipOf[h.ConversationID]; ok {
 			h.ConversationID = tip
@@ -504,4 +512,29 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		}
 	}
 	return hits, nil
+}
+
+// chainTips maps each compression chain's root (keys) to its tip: the link
+// no compression child continues.
+func (s *Service) chainTips(ctx context.Context, keys []string) (map[string]string, error) {
+	tipOf := map[string]string{}
+	if len(keys) == 0 {
+		return tipOf, nil
+	}
+	rows, err := s.db.Query(ctx, `SELECT COALESCE(x.chain_root, x.id), x.id FROM sessions x
+		WHERE (x.id IN (SELECT value FROM json_each(?)) OR x.chain_root IN (SELECT value FROM json_each(?)))
+		AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = x.id AND c.relation = 'compression')`,
+		jsonArray(keys), jsonArray(keys))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, id string
+		if err := rows.Scan(&key, &id); err != nil {
+			return nil, err
+		}
+		tipOf[key] = id
+	}
+	return tipOf, rows.Err()
 }

@@ -37,6 +37,15 @@ var (
 
 type scanner interface{ Scan(dest ...any) error }
 
+// extraScanner reads a row of a column list followed by more columns: the
+// list's scan fills its own, extra the ones after.
+type extraScanner struct {
+	sc    scanner
+	extra []any
+}
+
+func (e extraScanner) Scan(dest ...any) error { return e.sc.Scan(append(dest, e.extra...)...) }
+
 func msTime(ms int64) db.Time { return db.Time{Time: time.UnixMilli(ms).UTC()} }
 
 func msTimePtr(v sql.NullInt64) *db.Time {
