@@ -166,7 +166,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if readConns <= 0 {
 		readConns = 4
 	}
-	readDSN := "file:" + path + "?" + q.Encode() + "&mode=ro&_query_only=1"
+	readDSN := "file:" + path + "?" + q.Encode() + fmt.Sprintf("&mode=ro&_query_only=1&_stmt_cache_size=%d", readStmtCache)
 	read, err := openGorm(readDSN, readConns)
 	if err != nil && write == nil {
 		// A WAL store in a read-only folder whose -shm is gone (its last

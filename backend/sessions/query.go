@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -136,7 +137,7 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	}
 	args = append(args, limit+1)
 	q := `SELECT ` + sessionColsS + ` FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC LIMIT ?`
-	rows, err := scanSessions(s.db.Query(ctx, q, args...))
+	rows, err := eachSession(ctx, s.db, q, args, nil)
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
@@ -471,25 +472,15 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	pks := lo.Map(hits, func(h Hit, _ int) int64 { return h.Session.PK })
 	rowOf := map[int64]Session{}
 	var chained []string
-	rows, err := s.db.Query(ctx, `SELECT `+sessionCols+`, EXISTS (SELECT 1 FROM sessions c
+	_, err = eachSession(ctx, s.db, `SELECT `+sessionCols+`, EXISTS (SELECT 1 FROM sessions c
 		WHERE c.parent_session_id = sessions.id AND c.relation = 'compression')
-		FROM sessions WHERE pk IN (SELECT value FROM json_each(?))`, int64sJSON(pks))
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var continued bool
-		r, err := scanSession(extraScanner{rows, []any{&continued}})
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
+		FROM sessions WHERE pk IN (SELECT value FROM json_each(?))`, []any{int64sJSON(pks)}, func(r Session, more []driver.Value) {
 		rowOf[r.PK] = r
-		if continued || r.ChainRoot != nil {
+		if vInt(more[0]) != 0 || r.ChainRoot != nil {
 			chained = append(chained, lo.FromPtrOr(r.ChainRoot, r.ID))
 		}
-	}
-	if err := rows.Close(); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	tipOf, err := s.chainTips(ctx, lo.Uniq(chained))

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"strings"
 	"time"
 
@@ -37,49 +38,113 @@ var (
 
 type scanner interface{ Scan(dest ...any) error }
 
-// extraScanner reads a row of a column list followed by more columns: the
-// list's scan fills its own, extra the ones after.
-type extraScanner struct {
-	sc    scanner
-	extra []any
-}
-
-func (e extraScanner) Scan(dest ...any) error { return e.sc.Scan(append(dest, e.extra...)...) }
-
 func msTime(ms int64) db.Time { return db.Time{Time: time.UnixMilli(ms).UTC()} }
 
-func msTimePtr(v sql.NullInt64) *db.Time {
-	if !v.Valid {
+// Rows are decoded from the values the driver hands over (int64, float64,
+// string, []byte or nil per column): database/sql's Scan converts every
+// integer and every nullable column through reflection, a third of a list
+// page's Go time. scanValues scans a row into such values (database/sql
+// hands a value to a *any as it is).
+func scanValues(sc scanner, n int) ([]driver.Value, error) {
+	v := make([]driver.Value, n)
+	p := make([]any, n)
+	for i := range v {
+		p[i] = (*any)(&v[i])
+	}
+	if err := sc.Scan(p...); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func vInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case float64:
+		return int64(x)
+	case bool:
+		if x {
+			return 1
+		}
+	}
+	return 0
+}
+
+func vStr(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
+func vStrPtr(v any) *string {
+	if v == nil {
 		return nil
 	}
-	t := msTime(v.Int64)
+	s := vStr(v)
+	return &s
+}
+
+func vMsPtr(v any) *db.Time {
+	if v == nil {
+		return nil
+	}
+	t := msTime(vInt(v))
 	return &t
 }
 
-func strPtr(v sql.NullString) *string {
-	if !v.Valid {
+func vFloatPtr(v any) *float64 {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case int64:
+		f = float64(x)
+	default:
 		return nil
 	}
-	s := v.String
-	return &s
+	return &f
+}
+
+// sessionColumnCount is how many columns sessionColumnList names.
+var sessionColumnCount = len(strings.Split(sessionColumnList, ","))
+
+// sessionOf decodes one row of sessionColumnList.
+func sessionOf(v []driver.Value) Session {
+	return Session{PK: vInt(v[0]), ID: vStr(v[1]), Source: vStr(v[2]), Title: vStr(v[3]), Profile: vStr(v[4]),
+		ParentSessionID: vStrPtr(v[5]), Relation: vStr(v[6]), StartedAt: msTime(vInt(v[7])), EndedAt: vMsPtr(v[8]),
+		EndReason: vStr(v[9]), LastActivityAt: msTime(vInt(v[10])), Archived: vInt(v[11]) != 0, ArchivedAt: vMsPtr(v[12]),
+		ArchivedBy: vStr(v[13]), Pinned: vInt(v[14]) != 0, MessageCount: vInt(v[15]), TokenCount: vInt(v[16]),
+		Platform: vStr(v[17]), SenderID: vStr(v[18]), SenderName: vStr(v[19]), TrashedAt: vMsPtr(v[20]),
+		TrashBatch: vStr(v[21]), TrashReason: vStr(v[22]), TrashReported: vInt(v[23]) != 0, ChainRoot: vStrPtr(v[24])}
 }
 
 // scanSession reads one row of sessionColumnList.
 func scanSession(sc scanner) (Session, error) {
-	var s Session
-	var parent, chainRoot sql.NullString
-	var ended, archivedAt, trashedAt sql.NullInt64
-	var started, last, archived, pinned, reported int64
-	if err := sc.Scan(&s.PK, &s.ID, &s.Source, &s.Title, &s.Profile, &parent, &s.Relation, &started, &ended, &s.EndReason,
-		&last, &archived, &archivedAt, &s.ArchivedBy, &pinned, &s.MessageCount, &s.TokenCount, &s.Platform, &s.SenderID,
-		&s.SenderName, &trashedAt, &s.TrashBatch, &s.TrashReason, &reported, &chainRoot); err != nil {
+	v, err := scanValues(sc, sessionColumnCount)
+	if err != nil {
 		return Session{}, err
 	}
-	s.ParentSessionID, s.ChainRoot = strPtr(parent), strPtr(chainRoot)
-	s.StartedAt, s.LastActivityAt = msTime(started), msTime(last)
-	s.EndedAt, s.ArchivedAt, s.TrashedAt = msTimePtr(ended), msTimePtr(archivedAt), msTimePtr(trashedAt)
-	s.Archived, s.Pinned, s.TrashReported = archived != 0, pinned != 0, reported != 0
-	return s, nil
+	return sessionOf(v), nil
+}
+
+// eachSession reads the rows of q, each sessionColumnList then as many more
+// columns as more takes (none when more is nil), through db.Each.
+func eachSession(ctx context.Context, d *db.DB, q string, args []any, more func(Session, []driver.Value)) ([]Session, error) {
+	var out []Session
+	err := d.Each(ctx, q, args, func(v []driver.Value) error {
+		s := sessionOf(v)
+		if more != nil {
+			more(s, v[sessionColumnCount:])
+		}
+		out = append(out, s)
+		return nil
+	})
+	return out, err
 }
 
 // scanSessions reads every row of sessionColumnList and closes rows.
@@ -87,26 +152,22 @@ func scanSessions(rows *sql.Rows, err error) ([]Session, error) {
 	return scanAll(rows, err, scanSession)
 }
 
-// scanMessages reads every row of messageColumnList and closes rows.
-func scanMessages(rows *sql.Rows, err error) ([]Message, error) {
-	return scanAll(rows, err, scanMessage)
+// messageColumnCount is how many columns messageColumnList names.
+var messageColumnCount = len(strings.Split(messageColumnList, ","))
+
+// messageOf decodes one row of messageColumnList.
+func messageOf(v []driver.Value) Message {
+	return Message{ID: vInt(v[0]), SessionID: vStr(v[1]), Role: vStr(v[2]), Content: vStr(v[3]), SentContent: vStrPtr(v[4]),
+		ToolName: vStr(v[5]), ToolCallID: vStr(v[6]), TokenCount: vInt(v[7]), CreatedAt: msTime(vInt(v[8])),
+		Active: vInt(v[9]) != 0, Pos: vFloatPtr(v[10])}
 }
 
 func scanMessage(sc scanner) (Message, error) {
-	var m Message
-	var sent sql.NullString
-	var pos sql.NullFloat64
-	var created, active int64
-	if err := sc.Scan(&m.ID, &m.SessionID, &m.Role, &m.Content, &sent, &m.ToolName, &m.ToolCallID, &m.TokenCount,
-		&created, &active, &pos); err != nil {
+	v, err := scanValues(sc, messageColumnCount)
+	if err != nil {
 		return Message{}, err
 	}
-	m.SentContent, m.CreatedAt, m.Active = strPtr(sent), msTime(created), active != 0
-	if pos.Valid {
-		p := pos.Float64
-		m.Pos = &p
-	}
-	return m, nil
+	return messageOf(v), nil
 }
 
 // scanAll reads every row with one and closes rows (err is the query's).

@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -359,7 +360,11 @@ func (s *Service) Messages(ctx context.Context, id string, all bool) ([]Message,
 	if all {
 		q = sqlTranscriptAll
 	}
-	out, err := scanMessages(s.db.Query(ctx, q, id))
+	var out []Message
+	err := s.db.Each(ctx, q, []any{id}, func(v []driver.Value) error {
+		out = append(out, messageOf(v))
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("messages of %s: %w", id, err)
 	}
