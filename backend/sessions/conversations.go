@@ -81,8 +81,8 @@ func (s *Service) Conversations(ctx context.Context, f ConversationFilter) (Conv
 		where += ` AND (s.` + col + ` < ? OR (s.` + col + ` = ? AND s.id < ?))`
 		args = append(args, c.At, c.At, c.ID)
 	}
-	rows, err := scanSessions(s.db.Query(ctx, `SELECT `+sessionColsS+` FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC LIMIT ?`,
-		append(args, limit+1)...))
+	rows, err := eachSession(ctx, s.db, `SELECT `+sessionColsS+` FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC LIMIT ?`,
+		append(args, limit+1), nil)
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}
@@ -211,8 +211,8 @@ func (s *Service) annotate(ctx context.Context, rows []Session) ([]Conversation,
 	}
 	keys := lo.Uniq(lo.Map(rows, func(r Session, _ int) string { return keyOf(r) }))
 	g := s.db.Read.WithContext(ctx)
-	links, err := scanSessions(s.db.Query(ctx, `SELECT `+sessionCols+` FROM sessions
-		WHERE id IN (SELECT value FROM json_each(?)) OR chain_root IN (SELECT value FROM json_each(?))`, jsonArray(keys), jsonArray(keys)))
+	links, err := eachSession(ctx, s.db, `SELECT `+sessionCols+` FROM sessions
+		WHERE id IN (SELECT value FROM json_each(?)) OR chain_root IN (SELECT value FROM json_each(?))`, []any{jsonArray(keys), jsonArray(keys)}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("conversation parts: %w", err)
 	}

@@ -147,27 +147,11 @@ func eachSession(ctx context.Context, d *db.DB, q string, args []any, more func(
 	return out, err
 }
 
-// scanSessions reads every row of sessionColumnList and closes rows.
-func scanSessions(rows *sql.Rows, err error) ([]Session, error) {
-	return scanAll(rows, err, scanSession)
-}
-
-// messageColumnCount is how many columns messageColumnList names.
-var messageColumnCount = len(strings.Split(messageColumnList, ","))
-
 // messageOf decodes one row of messageColumnList.
 func messageOf(v []driver.Value) Message {
 	return Message{ID: vInt(v[0]), SessionID: vStr(v[1]), Role: vStr(v[2]), Content: vStr(v[3]), SentContent: vStrPtr(v[4]),
 		ToolName: vStr(v[5]), ToolCallID: vStr(v[6]), TokenCount: vInt(v[7]), CreatedAt: msTime(vInt(v[8])),
 		Active: vInt(v[9]) != 0, Pos: vFloatPtr(v[10])}
-}
-
-func scanMessage(sc scanner) (Message, error) {
-	v, err := scanValues(sc, messageColumnCount)
-	if err != nil {
-		return Message{}, err
-	}
-	return messageOf(v), nil
 }
 
 // scanAll reads every row with one and closes rows (err is the query's).
