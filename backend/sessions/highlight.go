@@ -98,35 +98,20 @@ func phrases(q string) [][]string {
 // Highlights are the byte ranges of text that match the words of query q,
 // sorted and merged.
 func Highlights(text, q string) []Range {
-	ps := phrases(q)
-	if len(ps) == 0 || text == "" {
-		return []Range{}
-	}
-	toks := tokenize(text)
+	m := newMatcher(q)
 	var out []Range
-	for pi, p := range ps {
-		last := pi == len(ps)-1
-		for i := 0; i+len(p) <= len(toks); i++ {
-			ok := true
-			for j, w := range p {
-				got := toks[i+j].folded
-				if last && j == len(p)-1 {
-					ok = strings.HasPrefix(got, w)
-				} else {
-					ok = got == w
-				}
-				if !ok {
-					break
-				}
-			}
-			if ok {
-				out = append(out, Range{Start: toks[i].start, End: toks[i+len(p)-1].end})
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	m.scan(text, 0, len(text), func(r Range) int {
+		out = append(out, r)
+		return len(text)
+	})
+	return merge(out)
+}
+
+// merge sorts ranges by their start and merges those that overlap or touch.
+func merge(rs []Range) []Range {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Start < rs[j].Start })
 	merged := []Range{}
-	for _, r := range out {
+	for _, r := range rs {
 		if n := len(merged); n > 0 && r.Start <= merged[n-1].End {
 			merged[n-1].End = max(merged[n-1].End, r.End)
 			continue
@@ -136,27 +121,157 @@ func Highlights(text, q string) []Range {
 	return merged
 }
 
+// matcher finds a query's words in a text token by token, without reading
+// more of the text than asked: a snippet of a long message (a tool's output
+// of megabytes) reads up to its first match and the cut around it.
+type matcher struct {
+	ps     [][]string // the query's words as token sequences; the last word's last token matches as a prefix
+	maxLen int        // tokens in the longest
+}
+
+func newMatcher(q string) matcher {
+	m := matcher{ps: phrases(q)}
+	for _, p := range m.ps {
+		m.maxLen = max(m.maxLen, len(p))
+	}
+	return m
+}
+
+// nextToken is the first token of text at or after byte i ([len, len) when
+// there is none).
+func nextToken(text string, i int) (start, end int) {
+	start = -1
+	for j, r := range text[i:] {
+		if isTokenRune(r) {
+			if start < 0 {
+				start = i + j
+			}
+			continue
+		}
+		if start >= 0 {
+			return start, i + j
+		}
+	}
+	if start < 0 {
+		return len(text), len(text)
+	}
+	return start, len(text)
+}
+
+// scan reads the tokens of text from byte from (a token's start, or
+// outside any token) and calls f with each match, in the order their last
+// tokens are read. f returns stop: matches that start at or after it no
+// longer matter, and scan ends once no match can start before it.
+func (m matcher) scan(text string, from, stop int, f func(Range) int) {
+	if len(m.ps) == 0 {
+		return
+	}
+	ring := make([]token, 0, m.maxLen)
+	past := 0 // tokens read that start at or after stop
+	for i := from; i < len(text) && past < m.maxLen; {
+		s, e := nextToken(text, i)
+		if s == len(text) {
+			return
+		}
+		i = e
+		if s >= stop {
+			past++
+		}
+		if len(ring) == m.maxLen {
+			copy(ring, ring[1:])
+			ring = ring[:len(ring)-1]
+		}
+		ring = append(ring, token{start: s, end: e, folded: fold(text[s:e])})
+		for pi, p := range m.ps {
+			if len(p) > len(ring) {
+				continue
+			}
+			at := ring[len(ring)-len(p):]
+			if at[0].start >= stop || !matches(at, p, pi == len(m.ps)-1) {
+				continue
+			}
+			stop = f(Range{Start: at[0].start, End: at[len(at)-1].end})
+		}
+	}
+}
+
+// matches reports whether toks are the phrase p (its last token as a prefix
+// when prefix is set).
+func matches(toks []token, p []string, prefix bool) bool {
+	for j, w := range p {
+		got := toks[j].folded
+		if prefix && j == len(p)-1 {
+			if !strings.HasPrefix(got, w) {
+				return false
+			}
+		} else if got != w {
+			return false
+		}
+	}
+	return true
+}
+
+// back is where to start scanning so that every match that ends at or
+// after byte i is read: the start of the token i is in, then maxLen-1
+// tokens before it.
+func (m matcher) back(text string, i int) int {
+	// Into the token i is in (or the one that ends right before it).
+	for i > 0 {
+		r, size := utf8.DecodeLastRuneInString(text[:i])
+		if !isTokenRune(r) {
+			break
+		}
+		i -= size
+	}
+	for n := 1; n < m.maxLen && i > 0; n++ {
+		for i > 0 { // the gap before
+			r, size := utf8.DecodeLastRuneInString(text[:i])
+			if isTokenRune(r) {
+				break
+			}
+			i -= size
+		}
+		for i > 0 { // the token before it
+			r, size := utf8.DecodeLastRuneInString(text[:i])
+			if !isTokenRune(r) {
+				break
+			}
+			i -= size
+		}
+	}
+	return i
+}
+
 // snippetAround cuts about width characters of text around its first match
 // of q, and returns the cut with the match ranges inside it: the ranges of
 // the whole text, clipped to the cut (a word the cut splits is not a new
-// match, and a match the cut splits stays marked where it shows).
+// match, and a match the cut splits stays marked where it shows). It reads
+// the text only up to the end of the cut (and a phrase's length past it).
 func snippetAround(text, q string, width int) (string, []Range) {
-	hs := Highlights(text, q)
-	n := utf8.RuneCountInString(text)
-	if n <= width {
-		return text, hs
+	m := newMatcher(q)
+	if runeOffset(text, 0, width) == len(text) {
+		return text, Highlights(text, q)
 	}
-	at := 0
-	if len(hs) > 0 {
-		at = hs[0].Start
-	}
+	at := -1 // the first match's start
+	m.scan(text, 0, len(text), func(r Range) int {
+		if at < 0 || r.Start < at {
+			at = r.Start
+		}
+		return at
+	})
 	start := 0
-	if pre := utf8.RuneCountInString(text[:at]); pre > width/3 {
-		start = pre - width/3
+	if at > 0 {
+		if pre := utf8.RuneCountInString(text[:at]); pre > width/3 {
+			start = pre - width/3
+		}
 	}
-	end := min(start+width, n)
 	from := runeOffset(text, 0, start)
-	to := runeOffset(text, from, end-start)
+	to := runeOffset(text, from, width)
+	var hs []Range
+	m.scan(text, m.back(text, from), to, func(r Range) int {
+		hs = append(hs, r)
+		return to
+	})
 	var b strings.Builder
 	b.Grow(to - from + 2*len(ellipsis))
 	shift := -from
@@ -169,7 +284,7 @@ func snippetAround(text, q string, width int) (string, []Range) {
 		b.WriteString(ellipsis)
 	}
 	out := []Range{}
-	for _, h := range hs {
+	for _, h := range merge(hs) {
 		if s, e := max(h.Start, from), min(h.End, to); s < e {
 			out = append(out, Range{Start: s + shift, End: e + shift})
 		}
