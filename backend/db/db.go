@@ -58,6 +58,7 @@ type DB struct {
 	writeSQL, readSQL *sql.DB
 	w                 *writer    // the write transactions' connection (writer.go); commitMu guards it
 	readStmts         *stmtCache // prepared once on the read pool
+	eachTexts         textSet    // what Each ran (its statements live in the driver's cache)
 
 	// writeErr says why Write is nil (a read-only file system, a folder
 	// without write permission): every InTx returns it.
@@ -406,7 +407,7 @@ func (d *DB) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 }
 
 // Statements lists the distinct SQL this process ran through Tx.Exec/Query,
-// gorm inside InTx, and DB.Query/QueryRow (the hot paths), sorted.
+// gorm inside InTx, and DB.Query/QueryRow/Each (the hot paths), sorted.
 func (d *DB) Statements() []string {
 	seen := map[string]bool{}
 	var out []string
@@ -416,7 +417,7 @@ func (d *DB) Statements() []string {
 		written = d.w.stmts.texts()
 	}
 	d.commitMu.Unlock()
-	for _, q := range append(written, d.readStmts.texts()...) {
+	for _, q := range append(append(written, d.readStmts.texts()...), d.eachTexts.texts()...) {
 		if !seen[q] {
 			seen[q] = true
 			out = append(out, q)

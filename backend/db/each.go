@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // readStmtCache is how many statements each read connection keeps prepared
@@ -29,6 +30,7 @@ func (d *DB) Each(ctx context.Context, q string, args []any, row func(v []driver
 		}
 		named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
 	}
+	d.eachTexts.add(q)
 	conn, err := d.readSQL.Conn(ctx)
 	if err != nil {
 		return d.classify(err)
@@ -62,4 +64,33 @@ func (d *DB) Each(ctx context.Context, q string, args []any, row func(v []driver
 		return rowErr
 	}
 	return d.classify(err)
+}
+
+// textSet is a bounded set of SQL texts (dynamic SQL must not grow it
+// forever: past maxSeen texts it starts again).
+type textSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+func (t *textSet) add(q string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.m[q]; ok {
+		return
+	}
+	if t.m == nil || len(t.m) >= maxSeen {
+		t.m = map[string]struct{}{}
+	}
+	t.m[q] = struct{}{}
+}
+
+func (t *textSet) texts() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.m))
+	for q := range t.m {
+		out = append(out, q)
+	}
+	return out
 }
