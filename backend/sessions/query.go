@@ -356,7 +356,6 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		MID       int64
 		SessionPK int64
 		Key       string
-		Content   string
 	}
 	var mrows []mrow
 	found := map[string]bool{}
@@ -370,23 +369,19 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		mrows = append(mrows, r)
 		return len(mrows) == limit
 	}
-	const mcols = `SELECT m.id, s.pk, COALESCE(s.chain_root, s.id), m.content`
+	mrowOf := func(v []driver.Value) mrow { return mrow{MID: vInt(v[0]), SessionPK: vInt(v[1]), Key: vStr(v[2])} }
+	// The walk reads no text: it passes over the matches of conversations
+	// it has already (long tool outputs, often), and only the hits' texts
+	// are read, after it.
+	const mcols = `SELECT m.id, s.pk, COALESCE(s.chain_root, s.id)`
 	var tailRows []mrow
 	if len(queued) > 0 {
-		rows, err := s.db.Query(ctx, mcols+` FROM messages m JOIN sessions s ON s.id = m.session_id
-			WHERE m.id IN (SELECT value FROM json_each(?))`+scope+` ORDER BY m.id DESC`, int64sJSON(queued))
+		err := s.db.Each(ctx, mcols+` FROM messages m JOIN sessions s ON s.id = m.session_id
+			WHERE m.id IN (SELECT value FROM json_each(?))`+scope+` ORDER BY m.id DESC`, []any{int64sJSON(queued)}, func(v []driver.Value) error {
+			tailRows = append(tailRows, mrowOf(v))
+			return nil
+		})
 		if err != nil {
-			return nil, fmt.Errorf("search messages: %w", err)
-		}
-		for rows.Next() {
-			var r mrow
-			if err := rows.Scan(&r.MID, &r.SessionPK, &r.Key, &r.Content); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("search messages: %w", err)
-			}
-			tailRows = append(tailRows, r)
-		}
-		if err := rows.Close(); err != nil {
 			return nil, fmt.Errorf("search messages: %w", err)
 		}
 	}
@@ -398,17 +393,9 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		mq = mcols + ` FROM sessions s INDEXED BY sessions_trash CROSS JOIN messages m ON m.session_id = s.id
 			WHERE s.trashed_at IS NOT NULL AND m.id IN (SELECT rowid FROM messages_fts f WHERE messages_fts MATCH ?` + notGone + `) ORDER BY m.id DESC`
 	}
-	cur, err := s.db.Query(ctx, mq, match)
-	if err != nil {
-		return nil, fmt.Errorf("search messages: %w", err)
-	}
 	done := false
-	for !done && cur.Next() {
-		var r mrow
-		if err := cur.Scan(&r.MID, &r.SessionPK, &r.Key, &r.Content); err != nil {
-			cur.Close()
-			return nil, fmt.Errorf("search messages: %w", err)
-		}
+	err = s.db.Each(ctx, mq, []any{match}, func(v []driver.Value) error {
+		r := mrowOf(v)
 		for !done && len(tailRows) > 0 && tailRows[0].MID > r.MID {
 			done = take(tailRows[0])
 			tailRows = tailRows[1:]
@@ -416,40 +403,48 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		if !done {
 			done = take(r)
 		}
-	}
-	if err := cur.Close(); err != nil {
-		return nil, err
+		if done {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, fmt.Errorf("search messages: %w", err)
 	}
 	for !done && len(tailRows) > 0 {
 		done = take(tailRows[0])
 		tailRows = tailRows[1:]
+	}
+	texts := map[int64]string{}
+	if len(mrows) > 0 {
+		ids := lo.Map(mrows, func(m mrow, _ int) int64 { return m.MID })
+		err := s.db.Each(ctx, `SELECT id, content FROM messages WHERE id IN (SELECT value FROM json_each(?))`, []any{int64sJSON(ids)},
+			func(v []driver.Value) error {
+				texts[vInt(v[0])] = vStr(v[1])
+				return nil
+			})
+		if err != nil {
+			return nil, fmt.Errorf("search messages: %w", err)
+		}
 	}
 	type trow struct {
 		PK  int64
 		Key string
 	}
 	var titled []trow
-	trows, err := s.db.Query(ctx, `SELECT s.pk, COALESCE(s.chain_root, s.id) FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
-		WHERE sessions_fts MATCH ?`+scope+` ORDER BY s.last_activity_at DESC LIMIT ?`, match, limit)
+	err = s.db.Each(ctx, `SELECT s.pk, COALESCE(s.chain_root, s.id) FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
+		WHERE sessions_fts MATCH ?`+scope+` ORDER BY s.last_activity_at DESC LIMIT ?`, []any{match, limit}, func(v []driver.Value) error {
+		titled = append(titled, trow{PK: vInt(v[0]), Key: vStr(v[1])})
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("search titles: %w", err)
-	}
-	for trows.Next() {
-		var t trow
-		if err := trows.Scan(&t.PK, &t.Key); err != nil {
-			trows.Close()
-			return nil, fmt.Errorf("search titles: %w", err)
-		}
-		titled = append(titled, t)
-	}
-	if err := trows.Close(); err != nil {
 		return nil, fmt.Errorf("search titles: %w", err)
 	}
 	hits := []Hit{}
 	byKey := map[string]int{}
 	for _, m := range mrows {
 		byKey[m.Key] = len(hits)
-		snip, ranges := snippetAround(m.Content, q, 120)
+		snip, ranges := snippetAround(texts[m.MID], q, 120)
 		hits = append(hits, Hit{Session: Session{PK: m.SessionPK}, ConversationID: m.Key, MessageID: m.MID, Snippet: snip, SnippetRanges: ranges})
 	}
 	for _, t := range titled {
@@ -504,6 +499,9 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	}
 	return hits, nil
 }
+
+// errEnough stops a read that has what it needs.
+var errEnough = errors.New("enough rows")
 
 // chainTips maps each compression chain's root (keys) to its tip: the link
 // no compression child continues.
