@@ -137,7 +137,7 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 	}
 	args = append(args, limit+1)
 	q := `SELECT ` + sessionColsS + ` FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC LIMIT ?`
-	rows, err := eachSession(ctx, s.db, q, args, nil)
+	rows, err := eachSession(ctx, s.db, q, args, limit+1, nil)
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
@@ -469,7 +469,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	var chained []string
 	_, err = eachSession(ctx, s.db, `SELECT `+sessionCols+`, EXISTS (SELECT 1 FROM sessions c
 		WHERE c.parent_session_id = sessions.id AND c.relation = 'compression')
-		FROM sessions WHERE pk IN (SELECT value FROM json_each(?))`, []any{int64sJSON(pks)}, func(r Session, more []driver.Value) {
+		FROM sessions WHERE pk IN (SELECT value FROM json_each(?))`, []any{int64sJSON(pks)}, len(pks), func(r Session, more []driver.Value) {
 		rowOf[r.PK] = r
 		if vInt(more[0]) != 0 || r.ChainRoot != nil {
 			chained = append(chained, lo.FromPtrOr(r.ChainRoot, r.ID))
