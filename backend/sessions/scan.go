@@ -19,7 +19,9 @@ const sessionColumnList = `pk, id, source, title, profile, parent_session_id, re
 	last_activity_at, archived, archived_at, archived_by, pinned, message_count, token_count, platform, sender_id,
 	sender_name, trashed_at, trash_batch, trash_reason, trash_reported, chain_root`
 
-const messageColumnList = `id, session_id, role, content, sent_content, tool_name, tool_call_id, token_count, created_at, active, pos`
+// messageColumnList is every column of messages but session_id: a
+// transcript is read by its session's id, which every row would repeat.
+const messageColumnList = `id, role, content, sent_content, tool_name, tool_call_id, token_count, created_at, active, pos`
 
 // columns prefixes every column of list with alias.
 func columns(list, alias string) string {
@@ -33,7 +35,6 @@ func columns(list, alias string) string {
 var (
 	sessionCols  = columns(sessionColumnList, "sessions")
 	sessionColsS = columns(sessionColumnList, "s")
-	messageCols  = columns(messageColumnList, "messages")
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -149,11 +150,11 @@ func eachSession(ctx context.Context, d *db.DB, q string, args []any, n int, mor
 	return out, err
 }
 
-// messageOf decodes one row of messageColumnList.
-func messageOf(v []driver.Value) Message {
-	return Message{ID: vInt(v[0]), SessionID: vStr(v[1]), Role: vStr(v[2]), Content: vStr(v[3]), SentContent: vStrPtr(v[4]),
-		ToolName: vStr(v[5]), ToolCallID: vStr(v[6]), TokenCount: vInt(v[7]), CreatedAt: msTime(vInt(v[8])),
-		Active: vInt(v[9]) != 0, Pos: vFloatPtr(v[10])}
+// messageOf decodes one row of messageColumnList, a message of session.
+func messageOf(session string, v []driver.Value) Message {
+	return Message{ID: vInt(v[0]), SessionID: session, Role: vStr(v[1]), Content: vStr(v[2]), SentContent: vStrPtr(v[3]),
+		ToolName: vStr(v[4]), ToolCallID: vStr(v[5]), TokenCount: vInt(v[6]), CreatedAt: msTime(vInt(v[7])),
+		Active: vInt(v[8]) != 0, Pos: vFloatPtr(v[9])}
 }
 
 // scanAll reads every row with one and closes rows (err is the query's).

@@ -362,7 +362,7 @@ func (s *Service) Messages(ctx context.Context, id string, all bool) ([]Message,
 	}
 	var out []Message
 	err := s.db.Each(ctx, q, []any{id}, func(v []driver.Value) error {
-		out = append(out, messageOf(v))
+		out = append(out, messageOf(id, v))
 		return nil
 	})
 	if err != nil {
