@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"time"
 
@@ -137,33 +138,57 @@ func (s *Service) goneBatch(ctx context.Context) int {
 // transaction (db.Tx.Query).
 type queryFunc func(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 
+// eachFunc reads rows one by one: db.DB.Each on the read pool, or eachOf a
+// write transaction's reads.
+type eachFunc func(ctx context.Context, q string, args []any, row func(v []driver.Value) error) error
+
+// eachOf reads through read the way db.DB.Each reads the pool.
+func eachOf(read queryFunc) eachFunc {
+	return func(ctx context.Context, q string, args []any, row func(v []driver.Value) error) error {
+		rows, err := read(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			v, err := scanValues(rows, len(cols))
+			if err != nil {
+				return err
+			}
+			if err := row(v); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+}
+
 // tailMatches returns the ids of queued (not yet indexed) messages that
 // match the FTS query, newest first. Read the queue before the index: a
 // message indexed in between is then found by the index (the other order
 // could miss it).
-func (s *Service) tailMatches(ctx context.Context, read queryFunc, match string) ([]int64, error) {
+func (s *Service) tailMatches(ctx context.Context, each eachFunc, match string) ([]int64, error) {
 	// The tail and the queue never share an id (the queue holds ids at or
 	// below the mark).
-	rows, err := read(ctx, `SELECT id, content FROM `+unindexedTail+`
-		UNION ALL SELECT p.id, m.content FROM fts_pending p CROSS JOIN messages m ON m.id = p.id`)
-	if err != nil {
-		return nil, fmt.Errorf("read the index queue: %w", err)
-	}
 	type row struct {
 		id      int64
 		content string
 	}
 	var queued []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.id, &r.content); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		queued = append(queued, r)
+	err := each(ctx, `SELECT id, content FROM `+unindexedTail+`
+		UNION ALL SELECT p.id, m.content FROM fts_pending p CROSS JOIN messages m ON m.id = p.id`, nil, func(v []driver.Value) error {
+		queued = append(queued, row{id: vInt(v[0]), content: vStr(v[1])})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the index queue: %w", err)
 	}
-	if err := rows.Close(); err != nil || len(queued) == 0 {
-		return nil, err
+	if len(queued) == 0 {
+		return nil, nil
 	}
 	// A private in-memory database, gone when closed.
 	mem, err := db.OpenMemory()
@@ -197,7 +222,7 @@ func (s *Service) ruleWhere(ctx context.Context, read queryFunc, r Rule, now tim
 	var queued []int64
 	if r.Match != "" {
 		var err error
-		if queued, err = s.tailMatches(ctx, read, r.Match); err != nil {
+		if queued, err = s.tailMatches(ctx, eachOf(read), r.Match); err != nil {
 			return "", nil, err
 		}
 	}

@@ -178,7 +178,6 @@ func (s *Service) Count(ctx context.Context, f Filter) (int64, error) {
 // scopeCount is how many sessions a scope holds, from session_counts (kept
 // by triggers).
 func (s *Service) scopeCount(ctx context.Context, scope string) (int64, error) {
-	var n int64
 	q := `SELECT n FROM session_counts WHERE scope = ?`
 	var args []any
 	switch scope {
@@ -189,10 +188,11 @@ func (s *Service) scopeCount(ctx context.Context, scope string) (int64, error) {
 	default:
 		args = []any{ScopeActive}
 	}
-	if err := s.db.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+	v, err := s.db.Row(ctx, q, args...)
+	if err != nil {
 		return 0, fmt.Errorf("count sessions: %w", err)
 	}
-	return n, nil
+	return vInt(v[0]), nil
 }
 
 // IDs returns the id of every session f matches, in List's order (its cursor
@@ -348,7 +348,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	// newest first and stop at the limit-th distinct conversation, instead
 	// of joining every match (a common word matches thousands). Messages not
 	// indexed yet are matched first (tailMatches) and merged in by id.
-	queued, err := s.tailMatches(ctx, s.db.Query, match)
+	queued, err := s.tailMatches(ctx, s.db.Each, match)
 	if err != nil {
 		return nil, fmt.Errorf("search messages: %w", err)
 	}

@@ -339,14 +339,14 @@ func (s *Service) Get(ctx context.Context, id string) (Session, error) {
 	if err := ValidateID(id); err != nil {
 		return Session{}, err
 	}
-	out, err := scanSession(s.db.QueryRow(ctx, `SELECT `+sessionColumnList+` FROM sessions WHERE id = ?`, id))
+	v, err := s.db.Row(ctx, `SELECT `+sessionColumnList+` FROM sessions WHERE id = ?`, id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return Session{}, apperr.New(apperr.NotFound, "session %s not found", id)
 	case err != nil:
 		return Session{}, fmt.Errorf("get session %s: %w", id, err)
 	}
-	return out, nil
+	return sessionOf(v), nil
 }
 
 // Messages returns a session's transcript in order; inactive (compacted away)
