@@ -347,6 +347,7 @@ func TestStoreFromBeforeTheMarkIndexesItsQueue(t *testing.T) {
 	// what later migrations made dropped too: they run again).
 	if err := d.InTx(ctx, func(tx *db.Tx) error {
 		for _, q := range []string{
+			`DROP TRIGGER session_facets_ai`, `DROP TRIGGER session_facets_ad`, `DROP TRIGGER session_facets_au`, `DROP TABLE session_facets`, // 0010
 			`DROP INDEX sessions_empty`, // 0009
 			`DROP TABLE fts_mark`, `DROP TRIGGER messages_fts_ai`, `DROP TRIGGER messages_fts_ad`, `DROP TRIGGER messages_fts_au`,
 			`CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN INSERT INTO fts_pending (id) VALUES (new.id); END`,
@@ -379,6 +380,10 @@ func TestStoreFromBeforeTheMarkIndexesItsQueue(t *testing.T) {
 	}
 	if q, tail := count(t, d, `SELECT count(*) FROM fts_pending`), count(t, d, `SELECT count(*) FROM messages WHERE id > (SELECT upto FROM fts_mark)`); q != 2 || tail != 1 {
 		t.Fatalf("after the migration: %d queued, %d in the tail; want 2 and 1", q, tail)
+	}
+	// Migration 0010 counted the sessions already there.
+	if f, err := svc.Facets(ctx); err != nil || len(f.Sources) != 1 || f.Sources[0] != s.Source || len(f.Profiles) != 1 {
+		t.Fatalf("facets after the migration: %+v, %v", f, err)
 	}
 	for _, step := range []string{"before indexing", "indexed"} {
 		for _, w := range []string{"indexed", "queued", "appended"} {

@@ -220,15 +220,16 @@ type Facets struct {
 // Facets returns the sources and profiles that sessions use, sorted.
 func (s *Service) Facets(ctx context.Context) (Facets, error) {
 	out := Facets{Sources: []string{}, Profiles: []string{}, Platforms: []string{}}
-	r := s.db.Read.WithContext(ctx)
-	if err := r.Raw(`SELECT DISTINCT source FROM sessions ORDER BY source`).Scan(&out.Sources).Error; err != nil {
-		return Facets{}, fmt.Errorf("session sources: %w", err)
-	}
-	if err := r.Raw(`SELECT DISTINCT profile FROM sessions ORDER BY profile`).Scan(&out.Profiles).Error; err != nil {
-		return Facets{}, fmt.Errorf("session profiles: %w", err)
-	}
-	if err := r.Raw(`SELECT DISTINCT platform FROM sessions WHERE platform <> '' ORDER BY platform`).Scan(&out.Platforms).Error; err != nil {
-		return Facets{}, fmt.Errorf("session platforms: %w", err)
+	by := map[string]*[]string{"source": &out.Sources, "profile": &out.Profiles, "platform": &out.Platforms}
+	// session_facets holds the values in use, kept by triggers.
+	err := s.db.Each(ctx, `SELECT facet, value FROM session_facets WHERE n > 0 ORDER BY facet, value`, nil, func(v []driver.Value) error {
+		if dst := by[vStr(v[0])]; dst != nil {
+			*dst = append(*dst, vStr(v[1]))
+		}
+		return nil
+	})
+	if err != nil {
+		return Facets{}, fmt.Errorf("session facets: %w", err)
 	}
 	return out, nil
 }
