@@ -58,25 +58,17 @@ func fold(s string) string {
 	return strings.ToLower(s) // s itself when already lower case
 }
 
+// tokenize is every token of text, folded.
 func tokenize(text string) []token {
 	var out []token
-	start := -1
-	for i, r := range text {
-		if isTokenRune(r) {
-			if start < 0 {
-				start = i
-			}
-			continue
+	for i := 0; ; {
+		start, end := nextToken(text, i)
+		if start == len(text) {
+			return out
 		}
-		if start >= 0 {
-			out = append(out, token{start: start, end: i, folded: fold(text[start:i])})
-			start = -1
-		}
+		out = append(out, token{start: start, end: end, folded: fold(text[start:end])})
+		i = end
 	}
-	if start >= 0 {
-		out = append(out, token{start: start, end: len(text), folded: fold(text[start:])})
-	}
-	return out
 }
 
 // phrases are the query's words as token sequences (a word like
@@ -97,8 +89,10 @@ func phrases(q string) [][]string {
 
 // Highlights are the byte ranges of text that match the words of query q,
 // sorted and merged.
-func Highlights(text, q string) []Range {
-	m := newMatcher(q)
+func Highlights(text, q string) []Range { return newMatcher(q).highlights(text) }
+
+// highlights are the byte ranges of text that match m, sorted and merged.
+func (m matcher) highlights(text string) []Range {
 	var out []Range
 	m.scan(text, 0, len(text), func(r Range) int {
 		out = append(out, r)
@@ -212,32 +206,25 @@ func matches(toks []token, p []string, prefix bool) bool {
 }
 
 // back is where to start scanning so that every match that ends at or
-// after byte i is read: the start of the token i is in, then maxLen-1
-// tokens before it.
+// after byte i is read: the start of the token i is in (or the one that ends
+// right before it), then maxLen-1 tokens before it.
 func (m matcher) back(text string, i int) int {
-	// Into the token i is in (or the one that ends right before it).
+	i = backOver(text, i, true)
+	for n := 1; n < m.maxLen && i > 0; n++ {
+		i = backOver(text, backOver(text, i, false), true) // the gap before, then the token before it
+	}
+	return i
+}
+
+// backOver moves i back over the runes right before it that are token runes
+// (tok) or are not.
+func backOver(text string, i int, tok bool) int {
 	for i > 0 {
 		r, size := utf8.DecodeLastRuneInString(text[:i])
-		if !isTokenRune(r) {
+		if isTokenRune(r) != tok {
 			break
 		}
 		i -= size
-	}
-	for n := 1; n < m.maxLen && i > 0; n++ {
-		for i > 0 { // the gap before
-			r, size := utf8.DecodeLastRuneInString(text[:i])
-			if isTokenRune(r) {
-				break
-			}
-			i -= size
-		}
-		for i > 0 { // the token before it
-			r, size := utf8.DecodeLastRuneInString(text[:i])
-			if !isTokenRune(r) {
-				break
-			}
-			i -= size
-		}
 	}
 	return i
 }
@@ -248,9 +235,13 @@ func (m matcher) back(text string, i int) int {
 // match, and a match the cut splits stays marked where it shows). It reads
 // the text only up to the end of the cut (and a phrase's length past it).
 func snippetAround(text, q string, width int) (string, []Range) {
-	m := newMatcher(q)
+	return newMatcher(q).snippet(text, width)
+}
+
+// snippet is snippetAround with the query's matcher.
+func (m matcher) snippet(text string, width int) (string, []Range) {
 	if runeOffset(text, 0, width) == len(text) {
-		return text, Highlights(text, q)
+		return text, m.highlights(text)
 	}
 	at := -1 // the first match's start
 	m.scan(text, 0, len(text), func(r Range) int {

@@ -443,10 +443,11 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	}
 	hits := []Hit{}
 	byKey := map[string]int{}
-	for _, m := range mrows {
-		byKey[m.Key] = len(hits)
-		snip, ranges := snippetAround(texts[m.MID], q, 120)
-		hits = append(hits, Hit{Session: Session{PK: m.SessionPK}, ConversationID: m.Key, MessageID: m.MID, Snippet: snip, SnippetRanges: ranges})
+	m := newMatcher(q) // the query's words, read once for every snippet and title
+	for _, r := range mrows {
+		byKey[r.Key] = len(hits)
+		snip, ranges := m.snippet(texts[r.MID], 120)
+		hits = append(hits, Hit{Session: Session{PK: r.SessionPK}, ConversationID: r.Key, MessageID: r.MID, Snippet: snip, SnippetRanges: ranges})
 	}
 	for _, t := range titled {
 		if i, ok := byKey[t.Key]; ok {
@@ -490,7 +491,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		if tip, ok := tipOf[h.ConversationID]; ok {
 			h.ConversationID = tip
 		}
-		h.TitleRanges = Highlights(h.Session.Title, q)
+		h.TitleRanges = m.highlights(h.Session.Title)
 		if h.Snippet == "" {
 			h.Snippet, h.SnippetRanges = h.Session.Title, h.TitleRanges
 		}
