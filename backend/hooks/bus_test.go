@@ -927,6 +927,60 @@ func TestUnregisterStopsFutureDeliveries(t *testing.T) {
 	}
 }
 
+// A plugin disabled and enabled again before its worker runs (here: busy in
+// a callback through both) keeps its claim; its row must still become
+// active again, or events would stop waiting for a plugin that runs.
+func TestRetiredThenReRegisteredBeforeItsWorkerRunsIsActiveAgain(t *testing.T) {
+	t.Parallel()
+	_, d := newStore(t)
+	b := newBus(t, d, hooks.Options{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	pc := b.Plugin("p")
+	if err := pc.RegisterHook(hooks.OnSessionDelete, func(context.Context, hooks.Event) error {
+		once.Do(func() { close(entered); <-release })
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, b)
+	mustEnqueue(t, d, b, hooks.OnSessionDelete, payload{N: 1})
+	recv(t, entered, "the callback entered")
+	active := func() bool {
+		states, err := b.SubscriberStates(bg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range states {
+			if s.Name == "p" {
+				return s.Active
+			}
+		}
+		return false
+	}
+	if !active() {
+		t.Fatal("the registered plugin is not active")
+	}
+	pc.Unload()
+	if err := b.Retire(bg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if active() {
+		t.Fatal("a retired plugin is still active")
+	}
+	again := &sink{got: make(chan hooks.Event, 4)}
+	if err := b.Plugin("p").RegisterHook(hooks.OnSessionDelete, again.handle); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	waitFor(t, "the plugin registered again is active again", active)
+	ev := mustEnqueue(t, d, b, hooks.OnSessionDelete, payload{N: 2})
+	mustFlush(t, b)
+	if got := again.Seqs(); fmt.Sprint(got) != fmt.Sprint([]int64{ev.Seq}) {
+		t.Fatalf("registered again: got %v, want [%d]", got, ev.Seq)
+	}
+}
+
 // waitFor polls cond until it holds, failing the test after wait.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -516,6 +516,17 @@ func (b *Bus) Retire(ctx context.Context, keep []string) error {
 	if err != nil {
 		return fmt.Errorf("retire hook subscribers: %w", err)
 	}
+	// A worker that has not yet seen its plugin unregistered (or that sees
+	// it registered again before it runs) still holds its claim: like after
+	// Suspend, it writes its row (active again) at its next turn.
+	b.mu.Lock()
+	for name, s := range b.subs {
+		if !slices.Contains(keep, name) {
+			s.hooksSaved = ""
+			s.poke()
+		}
+	}
+	b.mu.Unlock()
 	b.rec.settleSoon()
 	return nil
 }
