@@ -1,0 +1,166 @@
+package db_test
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"atrium/backend/db"
+)
+
+// The store's connections run in SQLite's multi-thread mode (no mutex per
+// call), which holds only while each connection is used by one goroutine
+// at a time. This drives every way in: readers through Each, Row, Query and
+// gorm, with deadlines that cut reads off mid-row (the driver interrupts
+// from its own goroutine), one writer committing, and collections that run
+// finalizers, all at once. Every read must see a whole committed state.
+func TestConcurrentReadsWritesAndCancellationsSeeWholeStates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "state.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Write.Exec(`CREATE TABLE stress (id INTEGER PRIMARY KEY, batch INTEGER NOT NULL, body TEXT NOT NULL)`).Error; err != nil {
+		t.Fatal(err)
+	}
+	const perBatch = 40
+	var batches atomic.Int64
+	write := func(b int64) error {
+		return d.InTx(ctx, func(tx *db.Tx) error {
+			for i := range perBatch {
+				if _, err := tx.Exec(ctx, `INSERT INTO stress (batch, body) VALUES (?, ?)`, b, fmt.Sprintf("batch %d row %d %0200d", b, i, i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	// A committed state has whole batches only.
+	whole := func(rows, distinct int64) error {
+		if rows != distinct*perBatch {
+			return fmt.Errorf("%d rows in %d batches: a read saw part of a transaction", rows, distinct)
+		}
+		return nil
+	}
+	cut := func(err error) bool {
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	}
+	const q = `SELECT COUNT(*), COUNT(DISTINCT batch) FROM stress`
+	readers := []func(context.Context) error{
+		func(c context.Context) error { // Each over every row, cut off by its deadline
+			seen := map[int64]int64{}
+			err := d.Each(c, `SELECT batch, body FROM stress ORDER BY id`, nil, func(v []driver.Value) error {
+				seen[v[0].(int64)]++
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for b, n := range seen {
+				if n != perBatch {
+					return fmt.Errorf("batch %d: %d rows", b, n)
+				}
+			}
+			return nil
+		},
+		func(c context.Context) error {
+			v, err := d.Row(c, q)
+			if err != nil {
+				return err
+			}
+			return whole(v[0].(int64), v[1].(int64))
+		},
+		func(c context.Context) error {
+			var rows, distinct int64
+			if err := d.QueryRow(c, q).Scan(&rows, &distinct); err != nil {
+				return err
+			}
+			return whole(rows, distinct)
+		},
+		func(c context.Context) error {
+			var r struct{ NRows, NBatches int64 }
+			if err := d.Read.WithContext(c).Raw(`SELECT COUNT(*) AS n_rows, COUNT(DISTINCT batch) AS n_batches FROM stress`).Scan(&r).Error; err != nil {
+				return err
+			}
+			return whole(r.NRows, r.NBatches)
+		},
+	}
+	var done, cutOff atomic.Int64
+	stop := make(chan struct{})
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for i, read := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Deadlines from 20 µs to 2 ms: many reads are cut off.
+				c, cancel := context.WithTimeout(ctx, time.Duration(20+(n*37+i*11)%2000)*time.Microsecond)
+				err := read(c)
+				cancel()
+				switch {
+				case err == nil:
+					done.Add(1)
+				case cut(err):
+					cutOff.Add(1)
+				default:
+					errs <- fmt.Errorf("reader %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	for b := int64(1); time.Now().Before(deadline); b++ {
+		if err := write(b); err != nil {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("write %d: %v", b, err)
+		}
+		batches.Store(b)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("%d batches written, %d reads whole, %d cut off", batches.Load(), done.Load(), cutOff.Load())
+	if done.Load() == 0 || cutOff.Load() == 0 {
+		t.Fatalf("the reads must both finish and be cut off: %d whole, %d cut off", done.Load(), cutOff.Load())
+	}
+	v, err := d.Row(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v[0].(int64) != batches.Load()*perBatch || v[1].(int64) != batches.Load() {
+		t.Fatalf("after %d batches: %v", batches.Load(), v)
+	}
+}
