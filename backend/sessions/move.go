@@ -247,7 +247,7 @@ func ValidateProfileName(name string) error {
 	if name == "default" {
 		return nil
 	}
-	if !idPattern.MatchString(name) || strings.Contains(name, "..") || len(name) > 64 {
+	if !wellFormedID(name, 64) {
 		return apperr.New(apperr.Invalid, "invalid profile name %q: use letters, digits, '-', '_' or '.'", name)
 	}
 	return nil
