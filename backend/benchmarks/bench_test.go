@@ -758,12 +758,12 @@ func scanSessions(rows *sql.Rows) ([]rawSession, error) {
 	return out, rows.Err()
 }
 
-const sqlListPage = `SELECT ` + sessionColumns + ` FROM sessions WHERE archived = ? AND trashed_at IS NULL ORDER BY last_activity_at DESC, id DESC LIMIT ?`
+const sqlListPage = `SELECT ` + sessionColumns + ` FROM sessions WHERE archived = ? AND trashed_at IS NULL ORDER BY last_activity_at DESC, id DESC LIMIT 51`
 
 // rawList is the list page: 50 unarchived rows, newest activity first, plus
 // the keyset cursor of the next page.
 func rawList(st *sql.Stmt) ([]rawSession, string, error) {
-	rows, err := st.QueryContext(ctx, false, 51)
+	rows, err := st.QueryContext(ctx, false)
 	if err != nil {
 		return nil, "", err
 	}
@@ -815,12 +815,12 @@ const (
 	sqlSearchMessages = `SELECT MAX(m.id) AS m_id, m.session_id, m.content
 		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
 		WHERE messages_fts MATCH ?
-		GROUP BY m.session_id ORDER BY m_id DESC LIMIT ?`
+		GROUP BY m.session_id ORDER BY m_id DESC LIMIT 20`
 	sqlSearchMessagesDesc = `SELECT m.id, m.session_id, m.content
 		FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
 		WHERE messages_fts MATCH ? ORDER BY f.rowid DESC`
 	sqlSearchTitles = `SELECT s.id FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
-		WHERE sessions_fts MATCH ? ORDER BY s.last_activity_at DESC LIMIT ?`
+		WHERE sessions_fts MATCH ? ORDER BY s.last_activity_at DESC LIMIT 20`
 )
 
 type rawHit struct {
@@ -870,7 +870,7 @@ func (rs *rawSearcher) search(word string) ([]rawHit, error) {
 		}
 		rows.Close()
 	} else {
-		rows, err := rs.msgs.QueryContext(ctx, match, limit)
+		rows, err := rs.msgs.QueryContext(ctx, match)
 		if err != nil {
 			return nil, err
 		}
@@ -887,7 +887,7 @@ func (rs *rawSearcher) search(word string) ([]rawHit, error) {
 		}
 		rows.Close()
 	}
-	trows, err := rs.titles.QueryContext(ctx, match, limit)
+	trows, err := rs.titles.QueryContext(ctx, match)
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func (s *Store) Refusals(ctx context.Context, limit int) ([]Refusal, error) {
 	}
 	var rows []row
 	err := s.db.Read.WithContext(ctx).Raw(`SELECT platform, user_id, user_name, chat_id, first_at, last_at, count
-		FROM gateway_refusals ORDER BY last_at DESC LIMIT ?`, limit).Scan(&rows).Error
+		FROM gateway_refusals ORDER BY last_at DESC` + db.Limit(limit)).Scan(&rows).Error
 	out := make([]Refusal, len(rows))
 	for i, r := range rows {
 		out[i] = Refusal{Platform: r.Platform, UserID: r.UserID, UserName: r.UserName, ChatID: r.ChatID,
@@ -212,11 +212,12 @@ const deliveryCols = `id, platform, chat_id, thread_id, reply_to, text, session_
 	last_error, state, sent_at, message_id`
 
 // next returns the oldest pending delivery of platform (due or not): the
-// outbox of one platform goes out in order.
+// outbox of one platform goes out in order (`= +?`: see the note above
+// db.Limit; this runs at every poll).
 func (s *Store) next(ctx context.Context, platform string) (Delivery, bool, error) {
 	var rows []deliveryRow
 	err := s.db.Read.WithContext(ctx).Raw(`SELECT `+deliveryCols+` FROM gateway_outbox
-		WHERE platform = ? AND state = 'pending' ORDER BY id LIMIT 1`, platform).Scan(&rows).Error
+		WHERE platform = +? AND state = 'pending' ORDER BY id LIMIT 1`, platform).Scan(&rows).Error
 	if err != nil || len(rows) == 0 {
 		return Delivery{}, false, err
 	}
@@ -229,9 +230,9 @@ func (s *Store) Deliveries(ctx context.Context, state string, limit int) ([]Deli
 	q := s.db.Read.WithContext(ctx)
 	var err error
 	if state == "" {
-		err = q.Raw(`SELECT `+deliveryCols+` FROM gateway_outbox ORDER BY id DESC LIMIT ?`, limit).Scan(&rows).Error
+		err = q.Raw(`SELECT ` + deliveryCols + ` FROM gateway_outbox ORDER BY id DESC` + db.Limit(limit)).Scan(&rows).Error
 	} else {
-		err = q.Raw(`SELECT `+deliveryCols+` FROM gateway_outbox WHERE state = ? ORDER BY id DESC LIMIT ?`, state, limit).Scan(&rows).Error
+		err = q.Raw(`SELECT `+deliveryCols+` FROM gateway_outbox WHERE state = ? ORDER BY id DESC`+db.Limit(limit), state).Scan(&rows).Error
 	}
 	out := make([]Delivery, len(rows))
 	for i, r := range rows {

@@ -74,8 +74,7 @@ func ListEvents(ctx context.Context, d *db.DB, f LogFilter) ([]LoggedEvent, erro
 		q += ` AND seq IN (SELECT value FROM json_each(?))`
 		args = append(args, mustJSON(f.Seqs))
 	}
-	args = append(args, limit)
-	return readEvents(ctx, d, q+` ORDER BY seq LIMIT ?`, args...)
+	return readEvents(ctx, d, q+` ORDER BY seq`+db.Limit(limit), args...)
 }
 
 // readEvents runs a query over hook_events (the columns of ListEvents) and

@@ -425,14 +425,14 @@ func (b *Bus) readAfter(ctx context.Context, seq int64, hooks []string) ([]Event
 		CreatedAt int64
 		Head      int64
 	}
-	filter, args := `AND hook IN ?`, []any{seq, hooks, readBatch}
+	filter, args := `AND hook IN ?`, []any{seq, hooks}
 	if hooks == nil { // every hook (the shared cache)
-		filter, args = ``, []any{seq, readBatch}
+		filter, args = ``, []any{seq}
 	}
 	if err := b.db.Read.WithContext(ctx).Raw(`SELECT e.seq, e.event_id, e.hook, e.payload, e.created_at, h.head FROM
 		(SELECT COALESCE(MAX(seq), 0) AS head FROM hook_events) h
 		LEFT JOIN (SELECT seq, event_id, hook, payload, created_at FROM hook_events
-			WHERE seq > ? `+filter+` ORDER BY seq LIMIT ?) e ON 1
+			WHERE seq > ? `+filter+` ORDER BY seq`+db.Limit(readBatch)+`) e ON 1
 		ORDER BY e.seq`, args...).Scan(&rows).Error; err != nil {
 		return nil, 0, err
 	}

@@ -3,6 +3,8 @@ package hooks
 import (
 	"context"
 	"fmt"
+
+	"atrium/backend/db"
 )
 
 // TailCursor is where a reader of the activity feed stands: the newest
@@ -33,7 +35,7 @@ func (b *Bus) Tail(ctx context.Context, from TailCursor, limit int) ([]LoggedEve
 		limit = 500
 	}
 	evs, err := readEvents(ctx, b.db, `SELECT seq, event_id, hook, payload, created_at, delivered_at, redelivered, rev FROM hook_events
-		WHERE seq > ? OR rev > ? ORDER BY seq LIMIT ?`, from.Seq, from.Rev, limit)
+		WHERE seq > ? OR rev > ? ORDER BY seq`+db.Limit(limit), from.Seq, from.Rev)
 	if err != nil {
 		return nil, from, err
 	}

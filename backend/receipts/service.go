@@ -266,8 +266,8 @@ func (s *Service) Recent(ctx context.Context, limit int) ([]Receipt, error) {
 	}
 	var rows []row
 	g := s.db.Read.WithContext(ctx)
-	if err := g.Raw(`SELECT * FROM receipts WHERE expires_at > ? ORDER BY created_at DESC, request_id DESC LIMIT ?`,
-		db.Ms(s.db.Now()), limit).Scan(&rows).Error; err != nil {
+	if err := g.Raw(`SELECT * FROM receipts WHERE expires_at > ? ORDER BY created_at DESC, request_id DESC`+db.Limit(limit),
+		db.Ms(s.db.Now())).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("recent requests: %w", err)
 	}
 	var undone []string

@@ -81,8 +81,8 @@ func (s *Service) Conversations(ctx context.Context, f ConversationFilter) (Conv
 		where += ` AND (s.` + col + ` < ? OR (s.` + col + ` = ? AND s.id < ?))`
 		args = append(args, c.At, c.At, c.ID)
 	}
-	rows, err := eachSession(ctx, s.db, `SELECT `+sessionColsS+` FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC LIMIT ?`,
-		append(args, limit+1), limit+1, nil)
+	rows, err := eachSession(ctx, s.db, `SELECT `+sessionColsS+` FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC`+db.Limit(limit+1),
+		args, limit+1, nil)
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
 	}

@@ -56,9 +56,9 @@ func (s *Service) IndexPending(ctx context.Context) (bool, error) {
 	// gone entries out meanwhile, and removing a few rows costs FTS5 almost
 	// what removing a thousand does.
 	var gone, pending bool
-	if err := s.db.QueryRow(ctx, `SELECT (SELECT count(*) >= ? FROM (SELECT 1 FROM fts_gone LIMIT ?)),
+	if err := s.db.QueryRow(ctx, `SELECT (SELECT count(*) >= ? FROM (SELECT 1 FROM fts_gone`+db.Limit(indexBatch)+`)),
 		EXISTS (SELECT 1 FROM fts_pending) OR EXISTS (SELECT 1 FROM `+unindexedTail+`)`,
-		s.goneBatch(ctx), indexBatch).Scan(&gone, &pending); err != nil || !gone && !pending {
+		s.goneBatch(ctx)).Scan(&gone, &pending); err != nil || !gone && !pending {
 		return false, err
 	}
 	more := false
@@ -67,7 +67,7 @@ func (s *Service) IndexPending(ctx context.Context) (bool, error) {
 		// entry must leave the index before the new one goes in.
 		var n int
 		var upto sql.NullInt64
-		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_gone ORDER BY id LIMIT ?)`, indexBatch).Scan(&upto, &n); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_gone ORDER BY id`+db.Limit(indexBatch)+`)`).Scan(&upto, &n); err != nil {
 			return err
 		}
 		if n >= s.goneBatch(ctx) {
@@ -79,7 +79,7 @@ func (s *Service) IndexPending(ctx context.Context) (bool, error) {
 			return err
 		}
 		// Then the queue (at or below the mark).
-		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_pending ORDER BY id LIMIT ?)`, indexBatch).Scan(&upto, &n); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_pending ORDER BY id`+db.Limit(indexBatch)+`)`).Scan(&upto, &n); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -107,8 +107,8 @@ func (s *Service) IndexPending(ctx context.Context) (bool, error) {
 			return nil
 		}
 		// Then the tail, in id order, and the mark moves past it.
-		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM `+unindexedTail+` ORDER BY id LIMIT ?)`,
-			indexBatch).Scan(&upto, &n); err != nil || n == 0 {
+		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM `+unindexedTail+` ORDER BY id`+db.Limit(indexBatch)+`)`).
+			Scan(&upto, &n); err != nil || n == 0 {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO messages_fts (rowid, content)

@@ -135,8 +135,7 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 		where += ` AND (s.` + col + ` < ? OR (s.` + col + ` = ? AND s.id < ?))`
 		args = append(args, c.At, c.At, c.ID)
 	}
-	args = append(args, limit+1)
-	q := `SELECT ` + sessionColsS + ` FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC LIMIT ?`
+	q := `SELECT ` + sessionColsS + ` FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC` + db.Limit(limit+1)
 	rows, err := eachSession(ctx, s.db, q, args, limit+1, nil)
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
@@ -434,7 +433,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	}
 	var titled []trow
 	err = s.db.Each(ctx, `SELECT s.pk, COALESCE(s.chain_root, s.id) FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
-		WHERE sessions_fts MATCH ?`+scope+` ORDER BY s.last_activity_at DESC LIMIT ?`, []any{match, limit}, func(v []driver.Value) error {
+		WHERE sessions_fts MATCH ?`+scope+` ORDER BY s.last_activity_at DESC`+db.Limit(limit), []any{match}, func(v []driver.Value) error {
 		titled = append(titled, trow{PK: vInt(v[0]), Key: vStr(v[1])})
 		return nil
 	})
