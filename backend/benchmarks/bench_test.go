@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/mattn/go-sqlite3"
 
 	"atrium/backend/db"
 	"atrium/backend/hooks"
@@ -77,6 +77,7 @@ var discard = slog.New(slog.DiscardHandler)
 // rawDSN is exactly the DSN db.Open builds for its writer pool.
 func rawDSN(path string) string {
 	q := url.Values{}
+	q.Set("_mutex", "no")
 	q.Set("_foreign_keys", "on")
 	q.Set("_journal_mode", "WAL")
 	q.Set("_busy_timeout", fmt.Sprint((5 * time.Second).Milliseconds()))
@@ -111,9 +112,14 @@ func schemaSQL(tb testing.TB) string {
 }
 
 // openRaw opens path with one connection; create applies the migration SQL.
+// rawDriver sets each connection up as db.Open's driver does (db.Configure).
+const rawDriver = "sqlite3_raw"
+
+func init() { sql.Register(rawDriver, &sqlite3.SQLiteDriver{ConnectHook: db.Configure}) }
+
 func openRaw(tb testing.TB, path string, create bool) *sql.DB {
 	tb.Helper()
-	r, err := sql.Open("sqlite3", rawDSN(path))
+	r, err := sql.Open(rawDriver, rawDSN(path))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -121,10 +127,6 @@ func openRaw(tb testing.TB, path string, create bool) *sql.DB {
 	r.SetMaxIdleConns(1)
 	r.SetConnMaxLifetime(0)
 	if err := r.Ping(); err != nil {
-		tb.Fatal(err)
-	}
-	// As db.Open's driver does on every connection.
-	if _, err := r.Exec(fmt.Sprintf(`PRAGMA wal_autocheckpoint = %d`, db.WALAutocheckpoint)); err != nil {
 		tb.Fatal(err)
 	}
 	if create {

@@ -82,10 +82,34 @@ const WALAutocheckpoint = 10000
 
 func init() {
 	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", WALAutocheckpoint), nil)
-		return err
+		if err := stablePlans(c); err != nil {
+			// Only slower: every statement whose plan reads a bound value
+			// is prepared again at each run. Open says so in the log.
+			plansErr.Store(&err)
+		}
+		return autocheckpoint(c)
 	}})
 }
+
+func autocheckpoint(c *sqlite3.SQLiteConn) error {
+	_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", WALAutocheckpoint), nil)
+	return err
+}
+
+// Configure sets c up as the store sets up each connection it opens
+// (besides the options of its DSN), and fails where the store would only
+// log. backend/benchmarks' raw baselines use it: they must run SQLite as
+// the store does.
+func Configure(c *sqlite3.SQLiteConn) error {
+	if err := stablePlans(c); err != nil {
+		return err
+	}
+	return autocheckpoint(c)
+}
+
+// plansErr is why a connection could not keep its plans (stablePlans), if
+// one could not.
+var plansErr atomic.Pointer[error]
 
 const driverName = "sqlite3_atrium"
 
@@ -197,6 +221,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	tightenModes(path)
+	if err := plansErr.Load(); err != nil {
+		lg.Warn("the store's statements are planned again at every run", "err", *err)
+	}
 	d.readSQL, _ = read.DB()
 	d.readStmts = newStmtCache(d.readSQL, 2)
 	if write != nil {

@@ -212,12 +212,11 @@ const deliveryCols = `id, platform, chat_id, thread_id, reply_to, text, session_
 	last_error, state, sent_at, message_id`
 
 // next returns the oldest pending delivery of platform (due or not): the
-// outbox of one platform goes out in order (`= +?`: see the note above
-// db.Limit; this runs at every poll).
+// outbox of one platform goes out in order.
 func (s *Store) next(ctx context.Context, platform string) (Delivery, bool, error) {
 	var rows []deliveryRow
 	err := s.db.Read.WithContext(ctx).Raw(`SELECT `+deliveryCols+` FROM gateway_outbox
-		WHERE platform = +? AND state = 'pending' ORDER BY id LIMIT 1`, platform).Scan(&rows).Error
+		WHERE platform = ? AND state = 'pending' ORDER BY id LIMIT 1`, platform).Scan(&rows).Error
 	if err != nil || len(rows) == 0 {
 		return Delivery{}, false, err
 	}

@@ -377,11 +377,10 @@ func (s *Service) Messages(ctx context.Context, id string, all bool) ([]Message,
 	return out, nil
 }
 
-// The transcript queries: the messages_session index gives their order
-// (`= +?`: see the note above db.Limit).
+// The transcript queries: the messages_session index gives their order.
 const (
-	sqlTranscriptAll = `SELECT ` + messageColumnList + ` FROM messages WHERE session_id = +? ORDER BY COALESCE(pos, id), id`
-	sqlTranscript    = `SELECT ` + messageColumnList + ` FROM messages WHERE session_id = +? AND active = 1 ORDER BY COALESCE(pos, id), id`
+	sqlTranscriptAll = `SELECT ` + messageColumnList + ` FROM messages WHERE session_id = ? ORDER BY COALESCE(pos, id), id`
+	sqlTranscript    = `SELECT ` + messageColumnList + ` FROM messages WHERE session_id = ? AND active = 1 ORDER BY COALESCE(pos, id), id`
 )
 
 // Lineage returns the compression chain a session belongs to, root to tip.

@@ -13,11 +13,9 @@ import (
 // The transcript primitives compaction composes inside its own transaction.
 
 // MessagesTx reads a session's active transcript inside tx.
-//
-// `= +?`: see the note above db.Limit.
 func (s *Service) MessagesTx(ctx context.Context, tx *db.Tx, id string) ([]Message, error) {
 	var out []Message
-	err := tx.G.WithContext(ctx).Raw(`SELECT * FROM messages WHERE session_id = +? AND active = 1 ORDER BY COALESCE(pos, id), id`, id).Scan(&out).Error
+	err := tx.G.WithContext(ctx).Raw(`SELECT * FROM messages WHERE session_id = ? AND active = 1 ORDER BY COALESCE(pos, id), id`, id).Scan(&out).Error
 	return out, err
 }
 

@@ -85,9 +85,9 @@ func TestHotStatementsSearchTheStoreByKey(t *testing.T) {
 	for _, blk := range blocks {
 		q, plan := blk[1], blk[2]
 		if boundLimit.MatchString(q) {
-			// SQLite prepares a statement again at every run when its
-			// LIMIT is bound (db.Limit writes it into the text).
-			t.Errorf("a hot statement binds its LIMIT, so it is prepared again at every run:\n  %s", q)
+			// The planner weighs a LIMIT written into the text (db.Limit);
+			// a bound one it reads only at run time.
+			t.Errorf("a hot statement binds its LIMIT (write it with db.Limit):\n  %s", q)
 		}
 		alias := map[string]string{}
 		for _, m := range tableRef.FindAllStringSubmatch(q, -1) {
