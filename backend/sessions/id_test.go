@@ -12,8 +12,8 @@ import (
 func TestWellFormedIDMatchesItsDefinition(t *testing.T) {
 	t.Parallel()
 	def := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-	want := func(id string, max int) bool {
-		return def.MatchString(id) && !strings.Contains(id, "..") && len(id) <= max
+	want := func(id string, maxLen int) bool {
+		return def.MatchString(id) && !strings.Contains(id, "..") && len(id) <= maxLen
 	}
 	cases := []string{"", "a", ".", "-a", "_a", "a.", "a..", "a.b.c", "a..b", "0", "x-_.y", "é", "a/b", "a\\b", "a b", "a\x00",
 		"01a23cb6-74e5-724e-804a-877b891fa127", strings.Repeat("x", 128), strings.Repeat("x", 129), strings.Repeat("x", 64), strings.Repeat("x", 65)}
@@ -27,9 +27,9 @@ func TestWellFormedIDMatchesItsDefinition(t *testing.T) {
 		cases = append(cases, string(b))
 	}
 	for _, id := range cases {
-		for _, max := range []int{64, 128} {
-			if got := wellFormedID(id, max); got != want(id, max) {
-				t.Fatalf("wellFormedID(%q, %d) = %v, want %v", id, max, got, want(id, max))
+		for _, maxLen := range []int{64, 128} {
+			if got := wellFormedID(id, maxLen); got != want(id, maxLen) {
+				t.Fatalf("wellFormedID(%q, %d) = %v, want %v", id, maxLen, got, want(id, maxLen))
 			}
 		}
 	}

@@ -108,12 +108,12 @@ func (m Message) Position() float64 {
 // TableName pins the gorm table.
 func (Message) TableName() string { return "messages" }
 
-// wellFormedID reports whether id is 1-max bytes of letters, digits, '_',
+// wellFormedID reports whether id is 1-maxLen bytes of letters, digits, '_',
 // '.' and '-', starting with a letter or a digit, without "..". Every read
 // by id checks it: a loop, where a regular expression cost a transcript
 // read 2%.
-func wellFormedID(id string, max int) bool {
-	if len(id) == 0 || len(id) > max {
+func wellFormedID(id string, maxLen int) bool {
+	if len(id) == 0 || len(id) > maxLen {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
