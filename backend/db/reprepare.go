@@ -18,6 +18,7 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
+	"unsafe"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -41,11 +42,11 @@ import (
 // it, so a driver that moves the handle fails the tests rather than slowing
 // the store down unnoticed.
 func stablePlans(c *sqlite3.SQLiteConn) error {
-	h := reflect.ValueOf(c).Elem().FieldByName("db")
-	if !h.IsValid() || h.Kind() != reflect.Pointer || h.IsNil() {
+	h := handle(c)
+	if h == nil {
 		return errors.New("the driver's connection has no SQLite handle where Atrium looks for it")
 	}
-	if C.atrium_qpsg(h.UnsafePointer(), 1) != 1 {
+	if C.atrium_qpsg(h, 1) != 1 {
 		return errors.New("SQLite refused the query planner stability guarantee")
 	}
 	return nil
@@ -53,8 +54,18 @@ func stablePlans(c *sqlite3.SQLiteConn) error {
 
 // plansStable reports whether c's connection has the guarantee (tests).
 func plansStable(c *sqlite3.SQLiteConn) bool {
+	h := handle(c)
+	return h != nil && C.atrium_qpsg(h, -1) == 1
+}
+
+// handle is c's sqlite3 pointer, read from the driver's struct (nil if the
+// driver keeps it elsewhere).
+func handle(c *sqlite3.SQLiteConn) unsafe.Pointer {
 	h := reflect.ValueOf(c).Elem().FieldByName("db")
-	return h.IsValid() && h.Kind() == reflect.Pointer && !h.IsNil() && C.atrium_qpsg(h.UnsafePointer(), -1) == 1
+	if !h.IsValid() || h.Kind() != reflect.Pointer || h.IsNil() {
+		return nil
+	}
+	return h.UnsafePointer()
 }
 
 // Limit is a LIMIT clause with n written into the SQL text: the planner
