@@ -511,20 +511,12 @@ func (s *Service) chainTips(ctx context.Context, keys []string) (map[string]stri
 	if len(keys) == 0 {
 		return tipOf, nil
 	}
-	rows, err := s.db.Query(ctx, `SELECT COALESCE(x.chain_root, x.id), x.id FROM sessions x
+	err := s.db.Each(ctx, `SELECT COALESCE(x.chain_root, x.id), x.id FROM sessions x
 		WHERE (x.id IN (SELECT value FROM json_each(?)) OR x.chain_root IN (SELECT value FROM json_each(?)))
 		AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = x.id AND c.relation = 'compression')`,
-		jsonArray(keys), jsonArray(keys))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var key, id string
-		if err := rows.Scan(&key, &id); err != nil {
-			return nil, err
-		}
-		tipOf[key] = id
-	}
-	return tipOf, rows.Err()
+		[]any{jsonArray(keys), jsonArray(keys)}, func(v []driver.Value) error {
+			tipOf[vStr(v[0])] = vStr(v[1])
+			return nil
+		})
+	return tipOf, err
 }
