@@ -420,6 +420,11 @@ func BenchmarkAppendMessage(b *testing.B) {
 	b.Run("raw-autockpt-1000", rawAppend(false, autoCheckpoint1000))
 }
 
+// rawEventInsert is the event row as the bus writes it (hooks.EnqueueTx):
+// its seq past every one the log held.
+const rawEventInsert = `INSERT INTO hook_events (seq, event_id, hook, payload, created_at)
+	VALUES ((SELECT max(floor, COALESCE((SELECT MAX(seq) FROM hook_events), 0)) + 1 FROM hook_seq), ?, ?, ?, ?)`
+
 // What-if settings used by the attribution variants: what the store did
 // before issue #15 changed it.
 const (
@@ -1174,7 +1179,7 @@ func BenchmarkDispatch10(b *testing.B) {
 		defer os.RemoveAll(dir)
 		r := openRaw(b, filepath.Join(dir, "state.db"), true)
 		defer r.Close()
-		ins := mustPrepare(b, r, `INSERT INTO hook_events (event_id, hook, payload, created_at) VALUES (?, ?, ?, ?) RETURNING seq`)
+		ins := mustPrepare(b, r, rawEventInsert+` RETURNING seq`)
 		var wg sync.WaitGroup
 		fns := make([]hooks.Handler, numObservers)
 		for i := range fns {

@@ -162,7 +162,7 @@ func BenchmarkEndSession(b *testing.B) {
 			execAll(b, r, setup)
 			ids := endTargets(b, r, b.N)
 			upd := mustPrepare(b, r, `UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL`)
-			ev := mustPrepare(b, r, `INSERT INTO hook_events (event_id, hook, payload, created_at) VALUES (?, ?, ?, ?)`)
+			ev := mustPrepare(b, r, rawEventInsert)
 			now := Now.UnixMilli()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -225,7 +225,7 @@ func BenchmarkDeleteOne(b *testing.B) {
 			execAll(b, r, setup)
 			dm := mustPrepare(b, r, `DELETE FROM messages WHERE session_id = ?`)
 			ds := mustPrepare(b, r, `DELETE FROM sessions WHERE id = ?`)
-			ev := mustPrepare(b, r, `INSERT INTO hook_events (event_id, hook, payload, created_at) VALUES (?, ?, ?, ?)`)
+			ev := mustPrepare(b, r, rawEventInsert)
 			i := 0
 			for b.Loop() {
 				id := c.Sessions[i%len(c.Sessions)].ID
@@ -281,7 +281,7 @@ func BenchmarkArchive1000(b *testing.B) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if _, err := tx.Exec(`INSERT INTO hook_events (event_id, hook, payload, created_at) VALUES ('archive', 'on_session_delete', '{}', 0)`); err != nil {
+		if _, err := tx.Exec(rawEventInsert, "archive", "on_session_delete", "{}", 0); err != nil {
 			tb.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {

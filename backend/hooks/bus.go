@@ -317,8 +317,11 @@ func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any
 	created := db.Ms(tx.Now)
 	ev := Event{ID: uuid.Must(uuid.NewV7()).String(), Hook: hook, Payload: raw, CreatedAt: time.UnixMilli(created).UTC()}
 	// A statement prepared once on the writer (gorm would re-prepare it in
-	// every transaction).
-	res, err := tx.Exec(ctx, `INSERT INTO hook_events (event_id, hook, payload, created_at) VALUES (?, ?, ?, ?)`,
+	// every transaction). The seq is past every seq the log ever held:
+	// hook_seq keeps the highest one pruned (what AUTOINCREMENT did, without
+	// writing a page at every insert).
+	res, err := tx.Exec(ctx, `INSERT INTO hook_events (seq, event_id, hook, payload, created_at)
+		VALUES ((SELECT max(floor, COALESCE((SELECT MAX(seq) FROM hook_events), 0)) + 1 FROM hook_seq), ?, ?, ?, ?)`,
 		ev.ID, hook, string(raw), created)
 	if err == nil {
 		ev.Seq, err = res.LastInsertId()

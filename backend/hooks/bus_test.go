@@ -1101,6 +1101,14 @@ func TestListEventsAndPruneDelivered(t *testing.T) {
 	if c := count(t, d, `SELECT COUNT(*) FROM hook_subscribers WHERE name = 'recorder'`); c != 1 {
 		t.Fatal("the position of a live subscriber was dropped")
 	}
+	// The log is empty, yet the next event is given a seq past every one it
+	// held, so the recorder (standing at recent's) takes it.
+	next := mustEnqueue(t, d, b, hooks.PostCompaction, payload{N: 5})
+	if next.Seq != recent.Seq+1 {
+		t.Fatalf("the event after an emptied log has seq %d, want %d", next.Seq, recent.Seq+1)
+	}
+	mustFlush(t, b)
+	rec.Expect(t, b, map[string]int{hooks.OnSessionDelete: 2, hooks.PostCompaction: 3, "*": 0})
 }
 
 func TestCloseWaitsForPendingDeliveries(t *testing.T) {

@@ -188,6 +188,12 @@ func PruneDelivered(ctx context.Context, d *db.DB, keep time.Duration) (int64, e
 				return err
 			}
 		}
+		// No seq pruned is ever given again (subscribers' positions and
+		// the feed's cursors are seqs): hook_seq remembers the highest.
+		if err := g.Exec(`UPDATE hook_seq SET floor = max(floor, COALESCE((SELECT MAX(seq) FROM hook_events
+			WHERE delivered_at IS NOT NULL AND delivered_at < ?), 0))`, cutoff).Error; err != nil {
+			return err
+		}
 		res := g.Exec(`DELETE FROM hook_events WHERE delivered_at IS NOT NULL AND delivered_at < ?`, cutoff)
 		n = res.RowsAffected
 		return res.Error

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"atrium/backend/db"
 	"atrium/backend/hooks"
 	"atrium/backend/hooks/hookstest"
 )
@@ -377,6 +379,26 @@ func TestTailFollowsNewAndChangedEvents(t *testing.T) {
 	}
 	if evs, _, _ := feed.Tail(bg, cur, 0); len(evs) != 0 {
 		t.Fatalf("nothing changed, yet %+v", evs)
+	}
+}
+
+// The feed's poll reads the new and the changed events by their indexes,
+// never the whole log.
+func TestTailReadsByIndexes(t *testing.T) {
+	t.Parallel()
+	_, d := newStore(t)
+	plan, err := d.QueryPlan(bg, hooks.TailQuery+db.Limit(500))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(plan, "\n")
+	for _, want := range []string{"SEARCH hook_events USING INTEGER PRIMARY KEY (rowid>?)", "SEARCH hook_events USING COVERING INDEX hook_events_rev (rev>?)"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("the feed's plan lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "SCAN hook_events") {
+		t.Fatalf("the feed's plan walks the log:\n%s", got)
 	}
 }
 

@@ -29,6 +29,7 @@ var bigTables = map[string]bool{"messages": true, "sessions": true, "hook_events
 var allowedWalks = map[string]string{
 	"SCAN hook_events USING INDEX hook_events_pending":                "a partial index of the undelivered events only",
 	"SEARCH hook_events USING COVERING INDEX hook_events_rev (rev>?)": "MAX(rev): SQLite reads the last index entry",
+	"SEARCH hook_events": "MAX(seq) for the next event's seq: SQLite reads the last row",
 	"SEARCH sessions USING INDEX sessions_ended (last_activity_at<?)": "the prune's candidates: the rows it removes",
 	"SEARCH messages USING INTEGER PRIMARY KEY (rowid>?)":             "the search index's tail: the messages above its mark",
 	"SEARCH messages USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)": "the search index's tail, one batch of it",
