@@ -8,6 +8,7 @@ package benchmarks
 //	go test -tags sqlite_fts5 -run '^$' -bench 'Transcript|Count|EndSession|DeleteOne|Archive1000' ./backend/benchmarks/
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"testing"
@@ -135,24 +136,38 @@ func uuid7ForBench(i int) string { return fmt.Sprintf("bench-end-%08d", i) }
 
 // BenchmarkEndSession ends one live session per op: Atrium's End (one
 // transaction: the UPDATE returning the row, the on_session_finalize event
-// row) against raw (the UPDATE and the same event row).
+// row), with a context that cannot be cancelled and with one that can,
+// against raw (the UPDATE and the same event row).
 func BenchmarkEndSession(b *testing.B) {
-	b.Run("atrium", func(b *testing.B) {
-		path, cleanup := copyTemplate(b)
-		defer cleanup()
-		r := openRaw(b, path, false)
-		ids := endTargets(b, r, b.N)
-		_ = r.Close()
-		e := openAtrium(b, path, fixedClock, nil)
-		defer e.close(b)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if _, changed, err := e.Svc.End(ctx, ids[i], "user"); err != nil || !changed {
-				b.Fatalf("end: %v %v", changed, err)
+	// What the dashboard, the gateway and the command line pass: a context
+	// that can be cancelled (the driver would watch it with a goroutine per
+	// statement; the writer interrupts instead).
+	atriumEnd := func(cancellable bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			path, cleanup := copyTemplate(b)
+			defer cleanup()
+			r := openRaw(b, path, false)
+			ids := endTargets(b, r, b.N)
+			_ = r.Close()
+			e := openAtrium(b, path, fixedClock, nil)
+			defer e.close(b)
+			c := ctx
+			if cancellable {
+				var cancel context.CancelFunc
+				c, cancel = context.WithCancel(ctx)
+				defer cancel()
 			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, changed, err := e.Svc.End(c, ids[i], "user"); err != nil || !changed {
+					b.Fatalf("end: %v %v", changed, err)
+				}
+			}
+			b.StopTimer()
 		}
-		b.StopTimer()
-	})
+	}
+	b.Run("atrium", atriumEnd(false))
+	b.Run("atrium-cancellable", atriumEnd(true))
 	rawEnd := func(setup ...string) func(b *testing.B) {
 		return func(b *testing.B) {
 			path, cleanup := copyTemplate(b)

@@ -376,7 +376,9 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return Translate(d.classify(err))
 	}
-	if _, err := w.begin.ExecContext(ctx); err != nil {
+	stop := w.watch(ctx)
+	defer stop()
+	if _, err := w.begin.ExecContext(w.detach(ctx)); err != nil {
 		switch {
 		case badConn(err):
 			d.w = nil
@@ -384,9 +386,9 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 		case w.inTx():
 			d.end(w) // a BEGIN interrupted half way (a cancelled context)
 		}
-		return Translate(d.classify(err))
+		return Translate(d.classify(cancelled(ctx, err)))
 	}
-	pool := &txPool{conn: w.conn, stmts: w.stmts}
+	pool := &txPool{w: w}
 	g := d.Write.Session(&gorm.Session{Context: ctx, NewDB: true})
 	g.Statement.ConnPool = pool
 	t := &Tx{G: g, Now: d.clock(), pool: pool}
@@ -397,8 +399,9 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 	}()
 	if err := fn(t); err != nil {
-		return Translate(d.classify(err))
+		return Translate(d.classify(cancelled(ctx, err)))
 	}
+	stop()
 	// A context cancelled meanwhile refuses the commit, as sql.Tx did.
 	if err := ctx.Err(); err != nil {
 		return Translate(d.classify(err))
@@ -417,6 +420,16 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	d.tasks.kick()
 	return nil
+}
+
+// cancelled is err, matching ctx's error too once ctx has ended: a
+// statement interrupted by watch fails with SQLite's "interrupted", which
+// callers know as the end of their context.
+func cancelled(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
 }
 
 // Query runs a read-only query on the read pool with a statement prepared

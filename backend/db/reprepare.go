@@ -3,6 +3,9 @@ package db
 /*
 typedef struct sqlite3 sqlite3;
 extern int sqlite3_db_config(sqlite3*, int op, ...);
+extern void sqlite3_interrupt(sqlite3*);
+
+static void atrium_interrupt(void *db) { sqlite3_interrupt((sqlite3*)db); }
 
 // atrium_qpsg sets SQLITE_DBCONFIG_ENABLE_QPSG (on: 1, off: 0, read only:
 // -1) and returns the setting after the call, or -1 if SQLite refused it.
@@ -57,6 +60,10 @@ func plansStable(c *sqlite3.SQLiteConn) bool {
 	h := handle(c)
 	return h != nil && C.atrium_qpsg(h, -1) == 1
 }
+
+// interrupt makes the statement running on the connection of handle h
+// stop with SQLITE_INTERRUPT (SQLite allows the call from any thread).
+func interrupt(h unsafe.Pointer) { C.atrium_interrupt(h) }
 
 // handle is c's sqlite3 pointer, read from the driver's struct (nil if the
 // driver keeps it elsewhere).

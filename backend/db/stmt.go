@@ -111,34 +111,34 @@ func (c *stmtCache) close() {
 
 // txPool is gorm's connection inside a write transaction: the writer's
 // connection, with the statements prepared on it when there are.
-type txPool struct {
-	conn  *sql.Conn
-	stmts *stmtCache
-}
+type txPool struct{ w *writer }
 
 func (p *txPool) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
-	return p.conn.PrepareContext(ctx, q)
+	return p.w.conn.PrepareContext(p.w.detach(ctx), q)
 }
 
 func (p *txPool) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if st := p.stmts.get(ctx, q); st != nil {
+	ctx = p.w.detach(ctx)
+	if st := p.w.stmts.get(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return p.conn.ExecContext(ctx, q, args...)
+	return p.w.conn.ExecContext(ctx, q, args...)
 }
 
 func (p *txPool) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := p.stmts.get(ctx, q); st != nil {
+	ctx = p.w.detach(ctx)
+	if st := p.w.stmts.get(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return p.conn.QueryContext(ctx, q, args...)
+	return p.w.conn.QueryContext(ctx, q, args...)
 }
 
 func (p *txPool) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := p.stmts.get(ctx, q); st != nil {
+	ctx = p.w.detach(ctx)
+	if st := p.w.stmts.get(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return p.conn.QueryRowContext(ctx, q, args...)
+	return p.w.conn.QueryRowContext(ctx, q, args...)
 }
 
 var errManaged = errors.New("db: the transaction is committed or rolled back by InTx")

@@ -167,3 +167,64 @@ func TestBeginThatWaitsTooLongLeavesTheWriterUsable(t *testing.T) {
 		t.Fatalf("rows: %d, %v", n, err)
 	}
 }
+
+// A transaction's statements run without the caller's context (the driver
+// would start a goroutine per statement to watch it); cancelling the
+// context interrupts the statement running all the same, however it was
+// run (Exec, Query, gorm): the caller gets the context's error, nothing is
+// written, and no interrupt reaches the next transaction.
+func TestCancellingInterruptsTheRunningStatement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "state.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := false // a statement that was not interrupted holds the store: Close would wait for it
+	defer func() {
+		if !stuck {
+			_ = d.Close()
+		}
+	}()
+	const endless = `INSERT INTO maintenance_runs (task, last_run_at) SELECT 'r' || x, 1 FROM
+		(WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c)`
+	ways := map[string]func(ctx context.Context, tx *db.Tx) error{
+		"Exec": func(ctx context.Context, tx *db.Tx) error { _, err := tx.Exec(ctx, endless); return err },
+		"gorm": func(ctx context.Context, tx *db.Tx) error { return tx.G.WithContext(ctx).Exec(endless).Error },
+		"Query": func(ctx context.Context, tx *db.Tx) error {
+			rows, err := tx.Query(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c`)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+			}
+			return rows.Err()
+		},
+	}
+	for name, run := range ways {
+		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- d.InTx(cctx, func(tx *db.Tx) error { return run(cctx, tx) }) }()
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			stuck = true
+			t.Fatalf("%s: the statement ran on 30 s after its context ended", name)
+		}
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: got %v, want the context's deadline", name, err)
+		}
+		if err := d.InTx(ctx, func(tx *db.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT OR REPLACE INTO maintenance_runs (task, last_run_at) VALUES ('after', 1)`)
+			return err
+		}); err != nil {
+			t.Fatalf("%s: the next transaction: %v", name, err)
+		}
+	}
+	var n int
+	if err := d.QueryRow(ctx, `SELECT count(*) FROM maintenance_runs WHERE task LIKE 'r%'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d rows of the interrupted inserts were kept (%v)", n, err)
+	}
+}
