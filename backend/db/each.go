@@ -26,46 +26,102 @@ const readStmtCache = 32
 // thread), where the driver only registers a callback. row's error stops the
 // read and is returned as it is.
 func (d *DB) Each(ctx context.Context, q string, args []any, row func(v []driver.Value) error) error {
+	var rowErr error
+	err := d.onReader(ctx, func(dc any) error {
+		var err error
+		rowErr, err = d.each(ctx, dc, q, args, row)
+		return err
+	})
+	if rowErr != nil {
+		return rowErr
+	}
+	return d.classify(err)
+}
+
+// onReader runs f on the driver's connection of one read connection.
+func (d *DB) onReader(ctx context.Context, f func(dc any) error) error {
+	conn, err := d.readSQL.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(f)
+}
+
+// each runs q on the driver's connection dc; row's error is returned
+// apart from the read's.
+func (d *DB) each(ctx context.Context, dc any, q string, args []any, row func(v []driver.Value) error) (rowErr, err error) {
 	named := make([]driver.NamedValue, len(args))
 	for i, a := range args {
 		v, err := driver.DefaultParameterConverter.ConvertValue(a)
 		if err != nil {
-			return fmt.Errorf("argument %d: %w", i+1, err)
+			return nil, fmt.Errorf("argument %d: %w", i+1, err)
 		}
 		named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
 	}
 	d.eachTexts.add(q)
-	conn, err := d.readSQL.Conn(ctx)
-	if err != nil {
-		return d.classify(err)
+	qc, ok := dc.(driver.QueryerContext)
+	if !ok {
+		return nil, fmt.Errorf("the driver's connection %T cannot query", dc)
 	}
-	defer conn.Close()
-	var rowErr error
-	err = conn.Raw(func(dc any) error {
-		qc, ok := dc.(driver.QueryerContext)
-		if !ok {
-			return fmt.Errorf("the driver's connection %T cannot query", dc)
+	rows, err := qc.QueryContext(ctx, q, named)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, len(rows.Columns()))
+	for {
+		switch err := rows.Next(v); {
+		case err == io.EOF:
+			return nil, nil
+		case err != nil:
+			return nil, err
 		}
-		rows, err := qc.QueryContext(ctx, q, named)
-		if err != nil {
+		if rowErr = row(v); rowErr != nil {
+			return rowErr, nil
+		}
+	}
+}
+
+// EachFunc is the signature of Each: View passes f one on its snapshot.
+type EachFunc func(ctx context.Context, q string, args []any, row func(v []driver.Value) error) error
+
+// View runs f with an Each whose reads all see one snapshot of the store:
+// they run on one read connection inside one read transaction. Besides the
+// consistency (a read made of several statements sees no commit land
+// between them), the connection takes the WAL's read lock once, not once
+// per statement (two fcntl calls and an fstat each, which this kind of
+// machine makes dear). f must not keep the function past its return.
+func (d *DB) View(ctx context.Context, f func(each EachFunc) error) error {
+	var fErr error
+	err := d.onReader(ctx, func(dc any) error {
+		ec, ok := dc.(driver.ExecerContext)
+		if !ok {
+			return fmt.Errorf("the driver's connection %T cannot execute", dc)
+		}
+		// Without ctx's cancellation: given one, the driver runs an Exec in a
+		// goroutine of its own. BEGIN (deferred) takes no lock, and ROLLBACK
+		// must run.
+		if _, err := ec.ExecContext(context.WithoutCancel(ctx), "BEGIN", nil); err != nil {
 			return err
 		}
-		defer rows.Close()
-		v := make([]driver.Value, len(rows.Columns()))
-		for {
-			switch err := rows.Next(v); {
-			case err == io.EOF:
-				return nil
-			case err != nil:
-				return err
+		fErr = f(func(ctx context.Context, q string, args []any, row func(v []driver.Value) error) error {
+			rowErr, err := d.each(ctx, dc, q, args, row)
+			if rowErr != nil {
+				return rowErr
 			}
-			if rowErr = row(v); rowErr != nil {
-				return nil
-			}
+			return d.classify(err)
+		})
+		// Only reads ran: ROLLBACK ends the snapshot. A connection that
+		// could not end it never goes back to the pool (every later read
+		// on it would see this snapshot); a panic in f discards it too.
+		if _, err := ec.ExecContext(context.WithoutCancel(ctx), "ROLLBACK", nil); err != nil {
+			return driver.ErrBadConn
 		}
+		return nil
 	})
-	if rowErr != nil {
-		return rowErr
+	if fErr != nil {
+		return fErr
 	}
 	return d.classify(err)
 }

@@ -164,3 +164,68 @@ func TestConcurrentReadsWritesAndCancellationsSeeWholeStates(t *testing.T) {
 		t.Fatalf("after %d batches: %v", batches.Load(), v)
 	}
 }
+
+// The reads of a View see one snapshot, whatever commits meanwhile; its
+// error is the caller's; and its connection goes back to the pool outside
+// any transaction, so the next reads there see the commit.
+func TestViewReadsOneSnapshotAndLeavesNone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "state.db"), db.Options{ReadConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	insert := func() {
+		t.Helper()
+		if err := d.InTx(ctx, func(tx *db.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO maintenance_runs (task, last_run_at) SELECT 't' || count(*), 1 FROM maintenance_runs`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(c context.Context, each db.EachFunc) int64 {
+		t.Helper()
+		var n int64
+		if err := each(c, `SELECT count(*) FROM maintenance_runs`, nil, func(v []driver.Value) error { n = v[0].(int64); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	insert()
+	c, cancel := context.WithCancel(ctx) // what a search runs under
+	defer cancel()
+	if err := d.View(c, func(each db.EachFunc) error {
+		before := count(c, each)
+		insert()
+		if after := count(c, each); after != before {
+			t.Errorf("one view read %d rows, then %d", before, after)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 { // every connection of the pool, the view's among them
+		if n := count(ctx, d.Each); n != 2 {
+			t.Fatalf("a read after the view sees %d rows, want 2", n)
+		}
+	}
+	boom := errors.New("boom")
+	if err := d.View(ctx, func(db.EachFunc) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("the view's error: %v", err)
+	}
+	cancel()
+	err = d.View(c, func(each db.EachFunc) error {
+		return each(c, `SELECT 1`, nil, func([]driver.Value) error { return nil })
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a read of a cancelled view: %v", err)
+	}
+	insert()
+	for range 4 {
+		if n := count(ctx, d.Each); n != 3 {
+			t.Fatalf("a read after the cancelled view sees %d rows, want 3", n)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func (s *Service) Conversations(ctx context.Context, f ConversationFilter) (Conv
 		where += ` AND (s.` + col + ` < ? OR (s.` + col + ` = ? AND s.id < ?))`
 		args = append(args, c.At, c.At, c.ID)
 	}
-	rows, err := eachSession(ctx, s.db, `SELECT `+sessionColsS+` FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC`+db.Limit(limit+1),
+	rows, err := eachSession(ctx, s.db.Each, `SELECT `+sessionColsS+` FROM sessions s WHERE `+where+` ORDER BY s.`+col+` DESC, s.id DESC`+db.Limit(limit+1),
 		args, limit+1, nil)
 	if err != nil {
 		return ConversationPage{}, fmt.Errorf("list conversations: %w", err)
@@ -211,7 +211,7 @@ func (s *Service) annotate(ctx context.Context, rows []Session) ([]Conversation,
 	}
 	keys := lo.Uniq(lo.Map(rows, func(r Session, _ int) string { return keyOf(r) }))
 	g := s.db.Read.WithContext(ctx)
-	links, err := eachSession(ctx, s.db, `SELECT `+sessionCols+` FROM sessions
+	links, err := eachSession(ctx, s.db.Each, `SELECT `+sessionCols+` FROM sessions
 		WHERE id IN (SELECT value FROM json_each(?)) OR chain_root IN (SELECT value FROM json_each(?))`, []any{jsonArray(keys), jsonArray(keys)}, len(keys), nil)
 	if err != nil {
 		return nil, fmt.Errorf("conversation parts: %w", err)

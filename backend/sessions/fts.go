@@ -138,9 +138,9 @@ func (s *Service) goneBatch(ctx context.Context) int {
 // transaction (db.Tx.Query).
 type queryFunc func(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 
-// eachFunc reads rows one by one: db.DB.Each on the read pool, or eachOf a
-// write transaction's reads.
-type eachFunc func(ctx context.Context, q string, args []any, row func(v []driver.Value) error) error
+// eachFunc reads rows one by one: db.DB.Each on the read pool, the Each of
+// a db.DB.View (one snapshot), or eachOf a write transaction's reads.
+type eachFunc = db.EachFunc
 
 // eachOf reads through read the way db.DB.Each reads the pool.
 func eachOf(read queryFunc) eachFunc {

@@ -136,7 +136,7 @@ func (s *Service) List(ctx context.Context, f Filter) (Page, error) {
 		args = append(args, c.At, c.At, c.ID)
 	}
 	q := `SELECT ` + sessionColsS + ` FROM sessions s WHERE ` + where + ` ORDER BY s.` + col + ` DESC, s.id DESC` + db.Limit(limit+1)
-	rows, err := eachSession(ctx, s.db, q, args, limit+1, nil)
+	rows, err := eachSession(ctx, s.db.Each, q, args, limit+1, nil)
 	if err != nil {
 		return Page{}, fmt.Errorf("list sessions: %w", err)
 	}
@@ -318,14 +318,22 @@ func (s *Service) Search(ctx context.Context, q string, o SearchOptions) ([]Hit,
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	hits, err := s.search(ctx, q, match, o)
+	// One snapshot for the search's reads: its hits, their texts and rows
+	// agree with each other (a delete between them cannot drop a row from
+	// under a hit), and the WAL's read lock is taken once.
+	var hits []Hit
+	err = s.db.View(ctx, func(each db.EachFunc) error {
+		var err error
+		hits, err = s.search(ctx, each, q, match, o)
+		return err
+	})
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil, apperr.Wrap(apperr.Rejected, ctx.Err(), "search stopped after %s (the limit): use more or longer words", timeout)
 	}
 	return hits, err
 }
 
-func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) ([]Hit, error) {
+func (s *Service) search(ctx context.Context, each eachFunc, q, match string, o SearchOptions) ([]Hit, error) {
 	limit := o.Limit
 	if limit <= 0 || limit > 500 {
 		limit = 20
@@ -348,7 +356,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	// newest first and stop at the limit-th distinct conversation, instead
 	// of joining every match (a common word matches thousands). Messages not
 	// indexed yet are matched first (tailMatches) and merged in by id.
-	queued, err := s.tailMatches(ctx, s.db.Each, match)
+	queued, err := s.tailMatches(ctx, each, match)
 	if err != nil {
 		return nil, fmt.Errorf("search messages: %w", err)
 	}
@@ -376,7 +384,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	const mcols = `SELECT m.id, s.pk, COALESCE(s.chain_root, s.id)`
 	var tailRows []mrow
 	if len(queued) > 0 {
-		err := s.db.Each(ctx, mcols+` FROM messages m JOIN sessions s ON s.id = m.session_id
+		err := each(ctx, mcols+` FROM messages m JOIN sessions s ON s.id = m.session_id
 			WHERE m.id IN (SELECT value FROM json_each(?))`+scope+` ORDER BY m.id DESC`, []any{int64sJSON(queued)}, func(v []driver.Value) error {
 			tailRows = append(tailRows, mrowOf(v))
 			return nil
@@ -394,7 +402,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 			WHERE s.trashed_at IS NOT NULL AND m.id IN (SELECT rowid FROM messages_fts f WHERE messages_fts MATCH ?` + notGone + `) ORDER BY m.id DESC`
 	}
 	done := false
-	err = s.db.Each(ctx, mq, []any{match}, func(v []driver.Value) error {
+	err = each(ctx, mq, []any{match}, func(v []driver.Value) error {
 		r := mrowOf(v)
 		for !done && len(tailRows) > 0 && tailRows[0].MID > r.MID {
 			done = take(tailRows[0])
@@ -418,7 +426,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	texts := map[int64]string{}
 	if len(mrows) > 0 {
 		ids := lo.Map(mrows, func(m mrow, _ int) int64 { return m.MID })
-		err := s.db.Each(ctx, `SELECT id, content FROM messages WHERE id IN (SELECT value FROM json_each(?))`, []any{int64sJSON(ids)},
+		err := each(ctx, `SELECT id, content FROM messages WHERE id IN (SELECT value FROM json_each(?))`, []any{int64sJSON(ids)},
 			func(v []driver.Value) error {
 				texts[vInt(v[0])] = vStr(v[1])
 				return nil
@@ -432,7 +440,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 		Key string
 	}
 	var titled []trow
-	err = s.db.Each(ctx, `SELECT s.pk, COALESCE(s.chain_root, s.id) FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
+	err = each(ctx, `SELECT s.pk, COALESCE(s.chain_root, s.id) FROM sessions_fts f JOIN sessions s ON s.pk = f.rowid
 		WHERE sessions_fts MATCH ?`+scope+` ORDER BY s.last_activity_at DESC`+db.Limit(limit), []any{match}, func(v []driver.Value) error {
 		titled = append(titled, trow{PK: vInt(v[0]), Key: vStr(v[1])})
 		return nil
@@ -468,7 +476,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	pks := lo.Map(hits, func(h Hit, _ int) int64 { return h.Session.PK })
 	rowOf := map[int64]Session{}
 	var chained []string
-	_, err = eachSession(ctx, s.db, `SELECT `+sessionCols+`, EXISTS (SELECT 1 FROM sessions c
+	_, err = eachSession(ctx, each, `SELECT `+sessionCols+`, EXISTS (SELECT 1 FROM sessions c
 		WHERE c.parent_session_id = sessions.id AND c.relation = 'compression')
 		FROM sessions WHERE pk IN (SELECT value FROM json_each(?))`, []any{int64sJSON(pks)}, len(pks), func(r Session, more []driver.Value) {
 		rowOf[r.PK] = r
@@ -479,7 +487,7 @@ func (s *Service) search(ctx context.Context, q, match string, o SearchOptions) 
 	if err != nil {
 		return nil, err
 	}
-	tipOf, err := s.chainTips(ctx, lo.Uniq(chained))
+	tipOf, err := chainTips(ctx, each, lo.Uniq(chained))
 	if err != nil {
 		return nil, err
 	}
@@ -506,12 +514,12 @@ var errEnough = errors.New("enough rows")
 
 // chainTips maps each compression chain's root (keys) to its tip: the link
 // no compression child continues.
-func (s *Service) chainTips(ctx context.Context, keys []string) (map[string]string, error) {
+func chainTips(ctx context.Context, each eachFunc, keys []string) (map[string]string, error) {
 	tipOf := map[string]string{}
 	if len(keys) == 0 {
 		return tipOf, nil
 	}
-	err := s.db.Each(ctx, `SELECT COALESCE(x.chain_root, x.id), x.id FROM sessions x
+	err := each(ctx, `SELECT COALESCE(x.chain_root, x.id), x.id FROM sessions x
 		WHERE (x.id IN (SELECT value FROM json_each(?)) OR x.chain_root IN (SELECT value FROM json_each(?)))
 		AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = x.id AND c.relation = 'compression')`,
 		[]any{jsonArray(keys), jsonArray(keys)}, func(v []driver.Value) error {

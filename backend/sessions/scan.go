@@ -134,12 +134,13 @@ func scanSession(sc scanner) (Session, error) {
 }
 
 // eachSession reads the rows of q, each sessionColumnList then as many more
-// columns as more takes (none when more is nil), through db.Each. n is how
+// columns as more takes (none when more is nil), through each (db.Each, or
+// a View's on one snapshot). n is how
 // many rows are expected (the slice's room: a list page grown row by row
 // allocated two and a half times its size; at most 128 are made room for).
-func eachSession(ctx context.Context, d *db.DB, q string, args []any, n int, more func(Session, []driver.Value)) ([]Session, error) {
+func eachSession(ctx context.Context, each eachFunc, q string, args []any, n int, more func(Session, []driver.Value)) ([]Session, error) {
 	out := make([]Session, 0, min(n, 128))
-	err := d.Each(ctx, q, args, func(v []driver.Value) error {
+	err := each(ctx, q, args, func(v []driver.Value) error {
 		s := sessionOf(v)
 		if more != nil {
 			more(s, v[sessionColumnCount:])
