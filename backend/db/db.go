@@ -376,9 +376,11 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return Translate(d.classify(err))
 	}
+	// stop comes before anything that may close the connection: an
+	// interrupt must never reach a handle closed.
 	stop := w.watch(ctx)
-	defer stop()
 	if _, err := w.begin.ExecContext(w.detach(ctx)); err != nil {
+		stop()
 		switch {
 		case badConn(err):
 			d.w = nil
@@ -394,6 +396,7 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	t := &Tx{G: g, Now: d.clock(), pool: pool}
 	committed := false
 	defer func() {
+		stop()
 		if !committed {
 			d.end(w)
 		}
