@@ -421,9 +421,12 @@ func BenchmarkAppendMessage(b *testing.B) {
 }
 
 // rawEventInsert is the event row as the bus writes it (hooks.EnqueueTx):
-// its seq past every one the log held.
-const rawEventInsert = `INSERT INTO hook_events (seq, event_id, hook, payload, created_at)
-	VALUES ((SELECT max(floor, COALESCE((SELECT MAX(seq) FROM hook_events), 0)) + 1 FROM hook_seq), ?, ?, ?, ?)`
+// its seq past every one the log held, delivered at once when no active
+// subscriber takes its hook. Its arguments: event_id, hook, payload,
+// created_at.
+const rawEventInsert = `INSERT INTO hook_events (seq, event_id, hook, payload, created_at, delivered_at)
+	VALUES ((SELECT max(floor, COALESCE((SELECT MAX(seq) FROM hook_events), 0)) + 1 FROM hook_seq), ?1, ?2, ?3, ?4,
+		CASE WHEN EXISTS (SELECT 1 FROM hook_subscribers s, json_each(s.hooks) h WHERE s.active = 1 AND h.value = ?2) THEN NULL ELSE ?4 END)`
 
 // What-if settings used by the attribution variants: what the store did
 // before issue #15 changed it.

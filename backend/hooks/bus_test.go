@@ -1111,6 +1111,65 @@ func TestListEventsAndPruneDelivered(t *testing.T) {
 	rec.Expect(t, b, map[string]int{hooks.OnSessionDelete: 2, hooks.PostCompaction: 3, "*": 0})
 }
 
+// An event no plugin takes is delivered when it is committed, and goes
+// with the log's retention; so does one a store written before that kept
+// pending for nobody. An event a plugin takes waits for it.
+func TestEventsNobodyTakesAreDeliveredAtOnceAndPruned(t *testing.T) {
+	t.Parallel()
+	clock, d := newStore(t)
+	day := 24 * time.Hour
+	b := newBus(t, d, hooks.Options{})
+	idx := subscribe(t, b, "idx", hooks.OnSessionDelete)
+	release := newGate(t)
+	if _, err := b.RegisterHook("slow", hooks.PostCompaction, func(context.Context, hooks.Event) error { <-release.ch; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, b)
+	waitFor(t, "both claimed", func() bool {
+		st, _ := b.SubscriberStates(bg)
+		return len(st) == 2 && st[0].ClaimedPID > 0 && st[1].ClaimedPID > 0
+	})
+	nobody := mustEnqueue(t, d, b, hooks.OnSessionFinalize, payload{N: 1})
+	taken := mustEnqueue(t, d, b, hooks.PostCompaction, payload{N: 2})
+	if le := mustEvent(t, d, nobody.Seq); !le.Delivered || len(le.Pending) != 0 {
+		t.Fatalf("an event nobody takes, right after its commit: %+v", le)
+	}
+	if le := mustEvent(t, d, taken.Seq); le.Delivered || fmt.Sprint(le.Pending) != "[slow]" {
+		t.Fatalf("an event a plugin takes, before it did: %+v", le)
+	}
+	if c := count(t, d, `SELECT count(*) FROM hook_events INDEXED BY hook_events_pending WHERE delivered_at IS NULL`); c != 1 {
+		t.Fatalf("%d events pending, want 1", c)
+	}
+	release.open()
+	mustFlush(t, b)
+	if got := idx.Seqs(); len(got) != 0 {
+		t.Fatalf("idx took %v", got)
+	}
+	// What an older store holds (after the last delivery, which settles):
+	// an event left pending though nobody takes it.
+	if err := d.InTx(bg, func(tx *db.Tx) error {
+		_, err := tx.Exec(bg, `INSERT INTO hook_events (seq, event_id, hook, payload, created_at) VALUES (?, 'old', ?, '{}', ?)`,
+			taken.Seq+1, hooks.OnSessionReset, clock.Now().UnixMilli())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(40 * day)
+	if n, err := hooks.PruneDelivered(bg, d, hooks.DefaultEventRetention); err != nil || n != 2 {
+		t.Fatalf("prune = %d, %v; want the two delivered events", n, err)
+	}
+	if le := mustEvent(t, d, taken.Seq+1); !le.Delivered {
+		t.Fatalf("the old event nobody takes was not settled by the prune: %+v", le)
+	}
+	clock.Advance(40 * day)
+	if n, err := hooks.PruneDelivered(bg, d, hooks.DefaultEventRetention); err != nil || n != 1 {
+		t.Fatalf("second prune = %d, %v; want the old event", n, err)
+	}
+	if left := mustList(t, d, hooks.LogFilter{}); len(left) != 0 {
+		t.Fatalf("left: %+v", left)
+	}
+}
+
 func TestCloseWaitsForPendingDeliveries(t *testing.T) {
 	t.Parallel()
 	_, d := newStore(t)

@@ -154,7 +154,8 @@ func mustJSON(v any) string {
 // delivery rows); undelivered events are never pruned. It first drops the
 // positions of subscribers that no live process delivers to and that have
 // not moved for keep (a plugin disabled or removed long ago, or one that
-// has had no host since), so their backlog goes with the log's retention.
+// has had no host since), so their backlog goes with the log's retention,
+// and marks delivered every event no active subscriber still takes.
 func PruneDelivered(ctx context.Context, d *db.DB, keep time.Duration) (int64, error) {
 	var n int64
 	err := d.InTx(ctx, func(tx *db.Tx) error {
@@ -180,13 +181,16 @@ func PruneDelivered(ctx context.Context, d *db.DB, keep time.Duration) (int64, e
 			if err := g.Exec(`DELETE FROM hook_subscribers WHERE name IN ?`, drop).Error; err != nil {
 				return err
 			}
-			rev, err := nextRev(g)
-			if err != nil {
-				return err
-			}
-			if err := settleTx(g, tx.Now, rev); err != nil {
-				return err
-			}
+		}
+		// Settle what no subscriber still takes: the events of the
+		// subscribers just dropped, and those a store written before the
+		// bus settled events at birth kept pending for nobody.
+		rev, err := nextRev(g)
+		if err != nil {
+			return err
+		}
+		if err := settleTx(g, tx.Now, rev); err != nil {
+			return err
 		}
 		// No seq pruned is ever given again (subscribers' positions and
 		// the feed's cursors are seqs): hook_seq remembers the highest.
