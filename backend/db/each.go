@@ -94,6 +94,7 @@ type EachFunc func(ctx context.Context, q string, args []any, row func(v []drive
 // machine makes dear). f must not keep the function past its return.
 func (d *DB) View(ctx context.Context, f func(each EachFunc) error) error {
 	var fErr error
+	dropped := false
 	err := d.onReader(ctx, func(dc any) error {
 		ec, ok := dc.(driver.ExecerContext)
 		if !ok {
@@ -115,12 +116,14 @@ func (d *DB) View(ctx context.Context, f func(each EachFunc) error) error {
 		// Only reads ran: ROLLBACK ends the snapshot. A connection that
 		// could not end it never goes back to the pool (every later read
 		// on it would see this snapshot); a panic in f discards it too.
+		// What f read stands either way.
 		if _, err := ec.ExecContext(context.WithoutCancel(ctx), "ROLLBACK", nil); err != nil {
+			dropped = true
 			return driver.ErrBadConn
 		}
 		return nil
 	})
-	if fErr != nil {
+	if fErr != nil || dropped {
 		return fErr
 	}
 	return d.classify(err)
