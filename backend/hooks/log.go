@@ -192,13 +192,22 @@ func PruneDelivered(ctx context.Context, d *db.DB, keep time.Duration) (int64, e
 		if err := settleTx(g, tx.Now, rev); err != nil {
 			return err
 		}
-		// No seq pruned is ever given again (subscribers' positions and
-		// the feed's cursors are seqs): hook_seq remembers the highest.
-		if err := g.Exec(`UPDATE hook_seq SET floor = max(floor, COALESCE((SELECT MAX(seq) FROM hook_events
-			WHERE delivered_at IS NOT NULL AND delivered_at < ?), 0))`, cutoff).Error; err != nil {
+		// What goes was created before the cutoff (a delivery comes after
+		// its event): the log is walked by seq up to the newest such event,
+		// found walking down from the newest of all (the retention's days).
+		var upto int64
+		if err := g.Raw(`SELECT COALESCE((SELECT seq FROM hook_events WHERE created_at < ? ORDER BY seq DESC LIMIT 1), 0)`,
+			cutoff).Scan(&upto).Error; err != nil {
 			return err
 		}
-		res := g.Exec(`DELETE FROM hook_events WHERE delivered_at IS NOT NULL AND delivered_at < ?`, cutoff)
+		const gone = `seq <= ? AND delivered_at IS NOT NULL AND delivered_at < ?`
+		// No seq pruned is ever given again (subscribers' positions and
+		// the feed's cursors are seqs): hook_seq remembers the highest.
+		if err := g.Exec(`UPDATE hook_seq SET floor = max(floor, COALESCE((SELECT MAX(seq) FROM hook_events WHERE `+gone+`), 0))`,
+			upto, cutoff).Error; err != nil {
+			return err
+		}
+		res := g.Exec(`DELETE FROM hook_events WHERE `+gone, upto, cutoff)
 		n = res.RowsAffected
 		return res.Error
 	})
