@@ -318,14 +318,14 @@ func (b *Bus) EnqueueTx(ctx context.Context, tx *db.Tx, hook string, payload any
 	ev := Event{ID: uuid.Must(uuid.NewV7()).String(), Hook: hook, Payload: raw, CreatedAt: time.UnixMilli(created).UTC()}
 	// A statement prepared once on the writer (gorm would re-prepare it in
 	// every transaction). The seq is past every seq the log ever held:
-	// hook_seq keeps the highest one pruned (what AUTOINCREMENT did, without
+	// hook_seq is at or past every one pruned (what AUTOINCREMENT did, without
 	// writing a page at every insert). An event no active subscriber takes
 	// is delivered at birth, as settleTx would mark it: it never enters
 	// hook_events_pending, and the prune takes it in its time (nothing
 	// settled it when no plugin took any hook: such a log only grew).
 	res, err := tx.Exec(ctx, `INSERT INTO hook_events (seq, event_id, hook, payload, created_at, delivered_at)
 		VALUES ((SELECT max(floor, COALESCE((SELECT MAX(seq) FROM hook_events), 0)) + 1 FROM hook_seq), ?, ?, ?, ?,
-			CASE WHEN EXISTS (SELECT 1 FROM hook_subscribers s, json_each(s.hooks) h WHERE s.active = 1 AND h.value = ?) THEN NULL ELSE ? END)`,
+			CASE WHEN EXISTS (`+takers+`?) THEN NULL ELSE ? END)`,
 		ev.ID, hook, string(raw), created, hook, created)
 	if err == nil {
 		ev.Seq, err = res.LastInsertId()

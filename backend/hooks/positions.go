@@ -227,12 +227,16 @@ func nextRev(g *gorm.DB) (int64, error) {
 	return rev, err
 }
 
+// takers is the active subscribers that take a hook, to be completed with
+// the hook: an event none of them still has to take is delivered (settleTx,
+// and EnqueueTx at the event's commit).
+const takers = `SELECT 1 FROM hook_subscribers s, json_each(s.hooks) h WHERE s.active = 1 AND h.value = `
+
 // settleTx marks delivered every event that no active subscriber still has
 // to take.
 func settleTx(g *gorm.DB, now time.Time, rev int64) error {
 	return g.Exec(`UPDATE hook_events SET delivered_at = ?, rev = ? WHERE delivered_at IS NULL AND NOT EXISTS (
-		SELECT 1 FROM hook_subscribers s, json_each(s.hooks) h
-		WHERE s.active = 1 AND h.value = hook_events.hook AND s.position < hook_events.seq)`, db.Ms(now), rev).Error
+		`+takers+`hook_events.hook AND s.position < hook_events.seq)`, db.Ms(now), rev).Error
 }
 
 type subRow struct {

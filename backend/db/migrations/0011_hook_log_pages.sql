@@ -4,9 +4,9 @@
 -- bookkeeping that no reader needed at insert time:
 --   * AUTOINCREMENT rewrote the sqlite_sequence row at every insert. What it
 --     guarded, that a seq is never given twice (subscribers' positions and
---     the activity feed's cursors are seqs), is now hook_seq: the highest
---     seq the log ever let go of, read (not written) by each insert and
---     raised by the prune. It starts at the old AUTOINCREMENT counter.
+--     the activity feed's cursors are seqs), is now hook_seq: at or past
+--     every seq the log ever let go of, read (not written) by each insert
+--     and raised by the prune. It starts at the old AUTOINCREMENT counter.
 --   * event_id's UNIQUE index: no query looks an event up by its id, and
 --     ids are UUIDv7s made by the bus.
 --   * hook_events_rev held every event, all at rev 0 until a delivery was
