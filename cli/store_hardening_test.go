@@ -3,12 +3,15 @@ package cli_test
 import (
 	"crypto/sha256"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -104,31 +107,81 @@ func TestFullDiskServesReadsAndRefusesWritesInOneLine(t *testing.T) {
 	mountTmpfs(t, mnt, "2m")
 	home := filepath.Join(mnt, "home")
 	id := create(t, home, "--title", "kept")
-	// Fill the file system.
-	f, err := os.Create(filepath.Join(mnt, "fill"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			break
-		}
-	}
-	f.Close()
+	fill := fillDisk(t, mnt, nil)
+	defer fill.Close()
 	before := fileSum(t, filepath.Join(home, "state.db"))
 	r := atriumExec(t, home, "", nil, "sessions", "list")
 	if r.code != 0 || !strings.Contains(r.stdout, id) || r.stderr != "" {
 		t.Fatalf("sessions list on a full disk: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	long := strings.Repeat("a title to need a page ", 10)
-	for range 3 {
-		wantOneLine(t, "create", atriumExec(t, home, "", nil, "sessions", "create", "--title", long), 5,
-			"cannot be written", "the disk is full")
+	for i := range 3 {
+		// Whatever space came back since (a file SQLite removed), take it,
+		// so each create meets a disk with no block left.
+		fillDisk(t, mnt, fill)
+		r := atriumExec(t, home, "", nil, "sessions", "create", "--title", long)
+		if r.code != 5 {
+			t.Errorf("create %d on a full disk: %s", i, diskState(mnt))
+		}
+		wantOneLine(t, "create", r, 5, "cannot be written", "the disk is full")
 	}
 	if after := fileSum(t, filepath.Join(home, "state.db")); after != before {
 		t.Fatal("the store changed")
 	}
+}
+
+// fillDisk writes to the file "fill" under mnt (f, or a new one) until the
+// file system answers ENOSPC, in ever smaller pieces down to one byte, and
+// checks that no block is left free. Any other error fails the test with
+// what the file system said, so a disk that did not fill is never taken
+// for a full one.
+func fillDisk(t *testing.T, mnt string, f *os.File) *os.File {
+	t.Helper()
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(filepath.Join(mnt, "fill"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, size := range []int{64 << 10, 4 << 10, 512, 1} {
+		chunk := make([]byte, size)
+		for {
+			_, err := f.Write(chunk)
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v (want ENOSPC); %s", mnt, err, diskState(mnt))
+			}
+			break
+		}
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Bavail != 0 {
+		t.Fatalf("%s is not full after ENOSPC: %s", mnt, diskState(mnt))
+	}
+	return f
+}
+
+// diskState says how full mnt is and what files it holds, for a failure.
+func diskState(mnt string) string {
+	var b strings.Builder
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); err == nil {
+		fmt.Fprintf(&b, "%d of %d blocks of %d bytes free; ", st.Bavail, st.Blocks, st.Bsize)
+	}
+	_ = filepath.WalkDir(mnt, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, ierr := d.Info(); ierr == nil {
+				fmt.Fprintf(&b, "%s %d; ", strings.TrimPrefix(p, mnt+"/"), info.Size())
+			}
+		}
+		return nil
+	})
+	return b.String()
 }
 
 // damagePage overwrites the header of table's root page.
