@@ -116,8 +116,11 @@ func TestFullDiskServesReadsAndRefusesWritesInOneLine(t *testing.T) {
 	}
 	long := strings.Repeat("a title to need a page ", 10)
 	for i := range 3 {
-		// Whatever space came back since (a file SQLite removed), take it,
-		// so each create meets a disk with no block left.
+		// Take whatever space came back since, so each create meets a disk
+		// with no block left: the pages of an exited process's -shm mapping
+		// are freed by whoever drops the last reference to its memory (a
+		// test reading /proc, say), which can be after its wait returned.
+		// A create writes about six WAL pages; the -shm held eight.
 		fillDisk(t, mnt, fill)
 		r := atriumExec(t, home, "", nil, "sessions", "create", "--title", long)
 		if r.code != 5 {
