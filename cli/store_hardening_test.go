@@ -120,7 +120,7 @@ func TestFullDiskServesReadsAndRefusesWritesInOneLine(t *testing.T) {
 		// with no block left: the pages of an exited process's -shm mapping
 		// are freed by whoever drops the last reference to its memory (a
 		// test reading /proc, say), which can be after its wait returned.
-		// A create writes about six WAL pages; the -shm held eight.
+		// A create writes a handful of WAL pages; the -shm held eight.
 		fillDisk(t, mnt, fill)
 		r := atriumExec(t, home, "", nil, "sessions", "create", "--title", long)
 		if r.code != 5 {
