@@ -81,6 +81,7 @@ bench:
 # then), a UI bulk delete and a UI bulk archive of 1,000, in the real window
 # under Xvfb (medians of 5 runs).
 bench-ui: build
+	go build -tags '$(DESKTOP_TAGS)' -trimpath -o build/bin/wails-floor ./desktop/floor
 	dbus-run-session -- ./scripts/e2e-window.sh $(BIN) --bench 5
 
 # bench-peer: the shared store workload (bench/README.md) through the Python

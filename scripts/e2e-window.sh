@@ -63,7 +63,7 @@ wait_title() {
   while clock t; (( t < deadline )); do
     w=$(xdotool search --name "$1" 2>/dev/null) || true
     [ -n "$w" ] && { echo "${w%%$'\n'*}"; return 0; }
-    if [ "$pause" = 0.1 ] && xdotool search --name '^Atrium' >/dev/null 2>&1; then pause=0.01; fi
+    if [ "$pause" = 0.1 ] && xdotool search --name '^(Atrium|Wails floor)' >/dev/null 2>&1; then pause=0.01; fi
     read -r -t "$pause" -u "$PAUSEFD" _ || true
   done
   return 1
@@ -123,8 +123,20 @@ tree_rss_kb() {
 if [ "$MODE" = "--bench" ]; then
   H="$WORK/home-bench"
   "$BIN" --home "$H" dev seed --sessions 100000 --messages 2 >/dev/null
-  paint=() rss=() tree=()
+  # The floor: a Wails window with Atrium's options and a page of one
+  # paragraph (desktop/floor, built by make bench-ui), launched to its
+  # painted title the same way, alternating with Atrium run for run (first
+  # on odd runs, second on even ones) so the machine's drift falls on both.
+  FLOOR="$(dirname "$BIN")/wails-floor"
+  paint=() rss=() tree=() floorv=() over=()
+  floor_run() {
+    [ -x "$FLOOR" ] || return 0
+    local t0; t0=$(now_ms); "$FLOOR" >"$WORK/floor.log" 2>&1 & APID=$!
+    wait_title '^Wails floor · painted$' 600 >/dev/null || { echo "the floor window never painted"; cat "$WORK/floor.log"; exit 1; }
+    floorv+=($(( $(now_ms) - t0 ))); stop "$APID"; APID=""
+  }
   for i in $(seq "$RUNS"); do
+    if (( i % 2 == 1 )); then floor_run; fi
     t0=$(now_ms); start_window "$H"
     wait_title '^Atrium · default · 100000 sessions$' 600 >/dev/null || { echo "no first paint"; cat "$WORK/app.log" "$WORK/xvfb.log"; exit 1; }
     paint+=($(( $(now_ms) - t0 )))
@@ -132,6 +144,8 @@ if [ "$MODE" = "--bench" ]; then
     sleep 2
     rss+=($(( $(ps -o rss= -p "$APID") / 1024 ))) tree+=($(( $(tree_rss_kb "$APID") / 1024 )))
     stop "$APID"; APID=""
+    if (( i % 2 == 0 )); then floor_run; fi
+    if [ -x "$FLOOR" ]; then over+=($(( paint[i-1] - floorv[i-1] ))); fi
   done
   H2="$WORK/home-del"
   # window_on_1000: a new store of 1,000 sessions in H2, its window open on
@@ -172,6 +186,12 @@ if [ "$MODE" = "--bench" ]; then
   done
   median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   echo "launch to first painted list, 100,000 sessions: runs ${paint[*]} ms, median $(median "${paint[@]}") ms"
+  if [ -x "$FLOOR" ]; then
+    echo "the floor (a Wails window of one paragraph, Atrium's options), launch to painted: runs ${floorv[*]} ms, median $(median "${floorv[@]}") ms"
+    echo "Atrium's launch over the floor, run for run: ${over[*]} ms, median $(median "${over[@]}") ms"
+  else
+    echo "(no floor: $FLOOR is not built; make bench-ui builds it)"
+  fi
   echo "window memory with 100,000 sessions (RSS): atrium ${rss[*]} MB, median $(median "${rss[@]}") MB; with its WebKit processes ${tree[*]} MB, median $(median "${tree[@]}") MB"
   echo "UI bulk delete of 1,000 sessions (Enter to list repainted): runs ${del[*]} ms, median $(median "${del[@]}") ms"
   echo "UI bulk archive of 1,000 sessions (e to list repainted): runs ${arch[*]} ms, median $(median "${arch[@]}") ms"
