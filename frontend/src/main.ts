@@ -38,6 +38,11 @@ async function boot(): Promise<void> {
   document.documentElement.classList.toggle('desktop', app.desktop);
   onUnauthorized(unauthorized);
   const root = document.getElementById('app')!;
+  // The list's first page and count are asked for with the info, and the
+  // page is built once they are in: the list is laid out and painted once,
+  // with its rows (the window's launch waits for that paint).
+  const sessions = new SessionsView();
+  const primed = sessions.prime();
 
   try {
     app.info = await api.settings.info();
@@ -48,8 +53,8 @@ async function boot(): Promise<void> {
     app.info = { version: '', platform: app.desktop ? 'desktop' : 'dashboard', profile: 'default', home: '' };
   }
   if (root.dataset.state === 'unauthorized') return;
+  await primed;
 
-  const sessions = new SessionsView();
   const transcript = new TranscriptView();
   const router = new Router(
     [

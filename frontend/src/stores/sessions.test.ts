@@ -82,6 +82,43 @@ describe('SessionsStore loading', () => {
     expect(calls.slice(1).every((c) => c.startsWith('list '))).toBe(true);
   });
 
+  it('a prime asks once: the first reload takes its answers', async () => {
+    const { src, calls } = fake(500);
+    let counts = 0;
+    const st = new SessionsStore({ ...src, count: (f) => (counts++, src.count(f)) });
+    await st.prime();
+    expect(calls).toEqual(['list 80 ']);
+    await st.reload();
+    expect(calls).toEqual(['list 80 ']);
+    expect(counts).toBe(1);
+    expect(st.rows).toHaveLength(80);
+    expect(st.count).toBe(500);
+    // Taken once: the next reload asks again.
+    await st.reload();
+    expect(calls).toEqual(['list 80 ', 'list 80 ']);
+    expect(counts).toBe(2);
+  });
+
+  it('a prime for another filter is not taken', async () => {
+    const { src, calls } = fake(20);
+    const st = new SessionsStore(src);
+    await st.prime();
+    st.setSource('cli'); // reloads for the new filter
+    await settle();
+    await settle();
+    expect(calls).toEqual(['list 80 ', 'list 80 ']);
+    expect(st.rows.every((r) => r.session.source === 'cli')).toBe(true);
+    expect(st.rows).toHaveLength(10);
+  });
+
+  it('a prime that fails settles, and its reload says why', async () => {
+    const { src } = fake(3);
+    const st = new SessionsStore({ ...src, list: () => Promise.reject(new ApiError('unavailable', 'down')) });
+    await expect(st.prime()).resolves.toBeUndefined();
+    await st.reload();
+    expect(st.error?.message).toBe('Could not load sessions: down');
+  });
+
   it('without a count it shows one placeholder row while more exist', async () => {
     const { src } = fake(100, { count: 'missing' });
     const st = new SessionsStore(src);

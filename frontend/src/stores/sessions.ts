@@ -46,6 +46,11 @@ export const firstPage = 80; // a screenful and then some: the first paint waits
 export const bigPage = 1000; // when the viewport jumped far past what is loaded
 export const searchLimit = 500;
 
+/** pageKey says which first page a prime asked for. */
+function pageKey(f: ConvPage, want: number, query: string): string {
+  return JSON.stringify([f, want, query]);
+}
+
 export class SessionsStore {
   readonly changes = new Emitter<Change>();
 
@@ -84,6 +89,7 @@ export class SessionsStore {
   private pumping = false;
   private wantUpTo = 0;
   private countSupported = true;
+  private primed?: { key: string; page: Promise<ConversationPageDTO>; count: Promise<number | null> };
   private idsSupported = true;
 
   constructor(private readonly src: SessionsSource) {}
@@ -175,22 +181,46 @@ export class SessionsStore {
     this.changes.emit('facets');
   }
 
+  /** prime asks for the first page and the count now, before the list is
+   * shown: the next reload with the same filter takes their answers instead
+   * of asking again. The window's start calls it first thing, so the answers
+   * are in hand when the list is first laid out and it is painted once, with
+   * its rows (not first empty, then again). The promise it returns settles
+   * (never rejects) when both answers are in. */
+  prime(): Promise<void> {
+    const f = this.filter();
+    const want = Math.max(firstPage, Math.min(bigPage, this.wantUpTo + 50));
+    const page = this.src.list({ ...f, limit: want });
+    const count = this.countOf(f);
+    this.primed = { key: pageKey(f, want, this.query), page, count };
+    return Promise.all([page, count]).then(
+      () => undefined,
+      () => undefined, // reload reports it
+    );
+  }
+
+  private countOf(f: ConvPage): Promise<number | null> {
+    if (!this.countSupported) return Promise.resolve(null);
+    return this.src.count(f).then(
+      (c) => c.count,
+      (e: unknown) => {
+        if (missing(e)) this.countSupported = false;
+        else if (toApiError(e).code !== 'unauthorized') console.warn('count:', e); // the page says that one
+        return null;
+      },
+    );
+  }
+
   /** reload loads the list (or the hits) again from the start; the
    * selection stays (ids that left the list are dropped by the caller). */
   async reload(): Promise<void> {
     const gen = ++this.gen;
     this.pumping = false;
     const f = this.filter();
-    const countP = this.countSupported
-      ? this.src.count(f).then(
-          (c) => c.count,
-          (e: unknown) => {
-            if (missing(e)) this.countSupported = false;
-            else console.warn('count:', e);
-            return null;
-          },
-        )
-      : Promise.resolve(null);
+    const want = Math.max(firstPage, Math.min(bigPage, this.wantUpTo + 50));
+    const primed = this.primed?.key === pageKey(f, want, this.query) ? this.primed : undefined;
+    this.primed = undefined;
+    const countP = primed?.count ?? this.countOf(f);
     try {
       if (this.query) {
         const [hits, count] = await Promise.all([this.src.search(this.query, searchLimit, this.searchScope), countP]);
@@ -208,8 +238,7 @@ export class SessionsStore {
         this.next = null;
         this.count = count;
       } else {
-        const want = Math.max(firstPage, Math.min(bigPage, this.wantUpTo + 50));
-        const [page, count] = await Promise.all([this.src.list({ ...f, limit: want }), countP]);
+        const [page, count] = await Promise.all([primed?.page ?? this.src.list({ ...f, limit: want }), countP]);
         if (gen !== this.gen) return;
         this.rows = (page.rows ?? []).map((c) => convRow(c));
         this.nested = 0;

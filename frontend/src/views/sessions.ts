@@ -334,6 +334,11 @@ export class SessionsView implements View {
     openMenu(sessionMenu(t), at, 'Session actions');
   }
 
+  /** prime asks for the first page before the view is shown (SessionsStore.prime). */
+  prime(): Promise<void> {
+    return this.store.prime();
+  }
+
   focusSearch(): void {
     this.search.focus();
     this.search.select();
