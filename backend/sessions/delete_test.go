@@ -480,3 +480,53 @@ func TestDeleteCurrentIfEmpty(t *testing.T) {
 		t.Fatalf("missing: %v", err)
 	}
 }
+
+// A delete removes every <id>.* and the folder <id> of each deleted id from
+// a sessions folder of more names than one read of it returns (1,024), and
+// nothing else: not another session's, not a name that only starts with
+// the id.
+func TestDeleteRemovesEverySidecarFromALargeFolder(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	svc := e.NoTrash()
+	a := e.MustCreate(t, sessions.CreateParams{Title: "a"})
+	b := e.MustCreate(t, sessions.CreateParams{Title: "b"})
+	keep := e.MustCreate(t, sessions.CreateParams{Title: "keep"})
+	write := func(name string) {
+		t.Helper()
+		p := filepath.Join(e.SessionsDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kept []string
+	for i := range 2500 {
+		name := fmt.Sprintf("other-%04d.jsonl", i)
+		write(name)
+		kept = append(kept, name)
+	}
+	for _, name := range []string{keep.ID + ".jsonl", a.ID + "x.jsonl", b.ID + "-notes.txt"} {
+		write(name)
+		kept = append(kept, name)
+	}
+	for _, name := range []string{a.ID + ".jsonl", a.ID + ".index.json", b.ID + ".jsonl", filepath.Join(b.ID, "tool-output.txt")} {
+		write(name)
+	}
+	if _, err := svc.Delete(ctx, []string{a.ID, b.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	left, err := os.ReadDir(e.SessionsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range left {
+		names = append(names, l.Name())
+	}
+	if sorted(names) != sorted(kept) {
+		t.Fatalf("left %d names, want the %d kept ones", len(names), len(kept))
+	}
+}

@@ -1,0 +1,52 @@
+package sessions_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"atrium/backend/sessions"
+	"atrium/backend/sessions/sessionstest"
+)
+
+// BenchmarkDeleteOneWithSidecars deletes one session at a time (trash off,
+// each with its <id>.jsonl) from a sessions folder that also holds `others`
+// files: removing a deleted session's sidecar files reads the folder's
+// names once per call, so a delete grows with the folder.
+func BenchmarkDeleteOneWithSidecars(b *testing.B) {
+	for _, others := range []int{0, 10000} {
+		b.Run(fmt.Sprintf("others-%d", others), func(b *testing.B) {
+			e := sessionstest.New(b)
+			svc := e.NoTrash()
+			side := func(name string) {
+				if err := os.WriteFile(filepath.Join(e.SessionsDir, name), nil, 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range others {
+				side(fmt.Sprintf("other-%06d.jsonl", i))
+			}
+			var ids []string
+			next := func() string {
+				if len(ids) == 0 {
+					b.StopTimer()
+					for range 500 {
+						s := e.MustCreate(b, sessions.CreateParams{Title: "x"})
+						side(s.ID + ".jsonl")
+						ids = append(ids, s.ID)
+					}
+					b.StartTimer()
+				}
+				id := ids[0]
+				ids = ids[1:]
+				return id
+			}
+			for b.Loop() {
+				if _, err := svc.Delete(ctx, []string{next()}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
