@@ -189,7 +189,7 @@ export class SessionsStore {
    * (never rejects) when both answers are in. */
   prime(): Promise<void> {
     const f = this.filter();
-    const want = Math.max(firstPage, Math.min(bigPage, this.wantUpTo + 50));
+    const want = this.firstLimit();
     const page = this.src.list({ ...f, limit: want });
     const count = this.countOf(f);
     this.primed = { key: pageKey(f, want, this.query), page, count };
@@ -197,6 +197,11 @@ export class SessionsStore {
       () => undefined,
       () => undefined, // reload reports it
     );
+  }
+
+  /** firstLimit is how many rows the first page of a reload asks for. */
+  private firstLimit(): number {
+    return Math.max(firstPage, Math.min(bigPage, this.wantUpTo + 50));
   }
 
   private countOf(f: ConvPage): Promise<number | null> {
@@ -217,7 +222,7 @@ export class SessionsStore {
     const gen = ++this.gen;
     this.pumping = false;
     const f = this.filter();
-    const want = Math.max(firstPage, Math.min(bigPage, this.wantUpTo + 50));
+    const want = this.firstLimit();
     const primed = this.primed?.key === pageKey(f, want, this.query) ? this.primed : undefined;
     this.primed = undefined;
     const countP = primed?.count ?? this.countOf(f);
