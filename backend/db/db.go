@@ -122,6 +122,7 @@ const driverName = "sqlite3_atrium"
 // that cannot be written (a read-only file system or folder) still opens for
 // reading; its writes fail with one line that names the cause.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	raiseHeapFloor()
 	sync := strings.ToLower(strings.TrimSpace(opts.Synchronous))
 	switch sync {
 	case "", "normal":
