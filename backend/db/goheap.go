@@ -10,9 +10,9 @@ import "sync"
 // store (a command, the gateway, the window's backend) keeps little live
 // between calls, about 2 MB, while every read copies its rows out of SQLite
 // into new strings: the collector ran every 2 MB of reads, about every 10 ms
-// of them, and a collection's mark phase, its sweeping and the pages the
-// scavenger hands back and the next reads fault in again (dear on this kind
-// of machine) were paid inside them. A 16 MB block that holds no pointers and
+// of them, and timed in batches the reads were slow in streaks all along
+// (GOGC=400 made them steady; GOGC=off made every one slow, all of its
+// memory new and faulted in). A 16 MB block that holds no pointers and
 // is never written moves the goal to about 2 × (live + 16 MB), so a
 // collection comes ~9 times less often; the block itself is never scanned
 // and, never touched, takes no memory beyond its address range. What it
