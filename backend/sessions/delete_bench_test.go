@@ -2,8 +2,6 @@ package sessions_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"atrium/backend/sessions"
@@ -19,13 +17,8 @@ func BenchmarkDeleteOneWithSidecars(b *testing.B) {
 		b.Run(fmt.Sprintf("others-%d", others), func(b *testing.B) {
 			e := sessionstest.New(b)
 			svc := e.NoTrash()
-			side := func(name string) {
-				if err := os.WriteFile(filepath.Join(e.SessionsDir, name), nil, 0o600); err != nil {
-					b.Fatal(err)
-				}
-			}
 			for i := range others {
-				side(fmt.Sprintf("other-%06d.jsonl", i))
+				e.WriteSidecars(b, fmt.Sprintf("other-%06d.jsonl", i))
 			}
 			var ids []string
 			next := func() string {
@@ -33,7 +26,7 @@ func BenchmarkDeleteOneWithSidecars(b *testing.B) {
 					b.StopTimer()
 					for range 500 {
 						s := e.MustCreate(b, sessions.CreateParams{Title: "x"})
-						side(s.ID + ".jsonl")
+						e.WriteSidecars(b, s.ID+".jsonl")
 						ids = append(ids, s.ID)
 					}
 					b.StartTimer()

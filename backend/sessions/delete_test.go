@@ -42,11 +42,7 @@ func TestDeleteCascadesDelegatesKeepsBranchesTakesWholeChain(t *testing.T) {
 	e.MustAppend(t, grand.ID, 1)
 	e.MustAppend(t, branch.ID, 1)
 	// Sidecar files: removed for deleted ids only.
-	for _, name := range []string{root.ID + ".jsonl", grand.ID + ".index.json", branch.ID + ".jsonl", other.ID + ".jsonl"} {
-		if err := os.WriteFile(filepath.Join(e.SessionsDir, name), []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.WriteSidecars(t, root.ID+".jsonl", grand.ID+".index.json", branch.ID+".jsonl", other.ID+".jsonl")
 
 	// Deleting the middle link takes the whole conversation.
 	res, err := e.Sessions.Delete(ctx, []string{mid.ID}, nil)
@@ -107,12 +103,7 @@ func TestDeleteCascadesDelegatesKeepsBranchesTakesWholeChain(t *testing.T) {
 	if n := e.Count(t, `SELECT COUNT(*) FROM messages`); n != 1 {
 		t.Fatalf("messages left = %d, want the branch's 1", n)
 	}
-	left, _ := os.ReadDir(e.SessionsDir)
-	var names []string
-	for _, l := range left {
-		names = append(names, l.Name())
-	}
-	if sorted(names) != sorted([]string{branch.ID + ".jsonl", other.ID + ".jsonl"}) {
+	if names := e.Sidecars(t); sorted(names) != sorted([]string{branch.ID + ".jsonl", other.ID + ".jsonl"}) {
 		t.Fatalf("sidecars left: %v", names)
 	}
 }
@@ -492,41 +483,17 @@ func TestDeleteRemovesEverySidecarFromALargeFolder(t *testing.T) {
 	a := e.MustCreate(t, sessions.CreateParams{Title: "a"})
 	b := e.MustCreate(t, sessions.CreateParams{Title: "b"})
 	keep := e.MustCreate(t, sessions.CreateParams{Title: "keep"})
-	write := func(name string) {
-		t.Helper()
-		p := filepath.Join(e.SessionsDir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var kept []string
 	for i := range 2500 {
-		name := fmt.Sprintf("other-%04d.jsonl", i)
-		write(name)
-		kept = append(kept, name)
+		kept = append(kept, fmt.Sprintf("other-%04d.jsonl", i))
 	}
-	for _, name := range []string{keep.ID + ".jsonl", a.ID + "x.jsonl", b.ID + "-notes.txt"} {
-		write(name)
-		kept = append(kept, name)
-	}
-	for _, name := range []string{a.ID + ".jsonl", a.ID + ".index.json", b.ID + ".jsonl", filepath.Join(b.ID, "tool-output.txt")} {
-		write(name)
-	}
+	kept = append(kept, keep.ID+".jsonl", a.ID+"x.jsonl", b.ID+"-notes.txt")
+	e.WriteSidecars(t, kept...)
+	e.WriteSidecars(t, a.ID+".jsonl", a.ID+".index.json", b.ID+".jsonl", filepath.Join(b.ID, "tool-output.txt"))
 	if _, err := svc.Delete(ctx, []string{a.ID, b.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
-	left, err := os.ReadDir(e.SessionsDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, l := range left {
-		names = append(names, l.Name())
-	}
-	if sorted(names) != sorted(kept) {
+	if names := e.Sidecars(t); sorted(names) != sorted(kept) {
 		t.Fatalf("left %d names, want the %d kept ones", len(names), len(kept))
 	}
 }

@@ -121,6 +121,36 @@ func (e *Env) Count(t testing.TB, q string, args ...any) int64 {
 	return n
 }
 
+// WriteSidecars writes each name (a path under the sessions folder; its
+// folders are made) with one byte in it, as an agent's files beside a session.
+func (e *Env) WriteSidecars(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		p := filepath.Join(e.SessionsDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Sidecars lists the names in the sessions folder (files and folders, not
+// what is inside the folders).
+func (e *Env) Sidecars(t testing.TB) []string {
+	t.Helper()
+	left, err := os.ReadDir(e.SessionsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(left))
+	for _, l := range left {
+		names = append(names, l.Name())
+	}
+	return names
+}
+
 // Visible reports whether a session row exists outside the trash.
 func (e *Env) Visible(t testing.TB, id string) bool {
 	t.Helper()
