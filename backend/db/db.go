@@ -165,6 +165,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	wq.Set("_journal_mode", "WAL")
 	wq.Set("_synchronous", sync)
+	if v := walVFS(); v != "" {
+		wq.Set("vfs", v) // walvfs.go
+	}
 	writeDSN := "file:" + path + "?" + wq.Encode()
 	// auto_vacuum=INCREMENTAL makes a new store able to give back the space
 	// a bulk delete frees (maintenance runs incremental_vacuum). The mode can
