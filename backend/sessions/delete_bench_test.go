@@ -8,15 +8,17 @@ import (
 	"atrium/backend/sessions/sessionstest"
 )
 
-// BenchmarkDeleteOneWithSidecars deletes one session at a time (trash off,
-// each with its <id>.jsonl) from a sessions folder that also holds `others`
-// files: removing a deleted session's sidecar files reads the folder's
-// names once per call, so a delete grows with the folder.
+// BenchmarkDeleteOneWithSidecars deletes one session at a time for good
+// (each with its <id>.jsonl) from a sessions folder that also holds
+// `others` files. Finding a session's sidecar files reads the folder's
+// names, which grows with the folder; the deletes queue their ids and a
+// background task reads the folder once for every id queued meanwhile
+// (sidecars.go), so a delete no longer grows with the folder.
 func BenchmarkDeleteOneWithSidecars(b *testing.B) {
 	for _, others := range []int{0, 10000} {
 		b.Run(fmt.Sprintf("others-%d", others), func(b *testing.B) {
 			e := sessionstest.New(b)
-			svc := e.NoTrash()
+			svc := e.Sessions
 			for i := range others {
 				e.WriteSidecars(b, fmt.Sprintf("other-%06d.jsonl", i))
 			}
@@ -36,7 +38,7 @@ func BenchmarkDeleteOneWithSidecars(b *testing.B) {
 				return id
 			}
 			for b.Loop() {
-				if _, err := svc.Delete(ctx, []string{next()}, nil); err != nil {
+				if _, err := svc.Purge(ctx, []string{next()}, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

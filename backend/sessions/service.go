@@ -50,7 +50,8 @@ type Service struct {
 	log         *slog.Logger
 	trashDays   int
 	trashAuto   bool
-	background  bool // a background task runs IndexPending
+	background  bool          // a background task runs IndexPending
+	sidecars    *sidecarQueue // nil (another service of the store runs the task): removed at commit
 
 	searchTimeout time.Duration
 }
@@ -78,6 +79,14 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 	if !opts.ManualIndex {
 		s.background = true
 		s.db.AddTask("fts-index", indexDelay, s.IndexPending)
+	}
+	if s.sessionsDir != "" {
+		q := &sidecarQueue{}
+		if s.db.AddTask("sidecars "+s.sessionsDir, sidecarDelay, func(ctx context.Context) (bool, error) {
+			return false, s.removeQueuedSidecars(ctx, q)
+		}) {
+			s.sidecars = q
+		}
 	}
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -149,6 +150,25 @@ func (e *Env) Sidecars(t testing.TB) []string {
 		names = append(names, l.Name())
 	}
 	return names
+}
+
+// SidecarsBecome waits until the sessions folder holds exactly want (the
+// files of sessions deleted for good go in the background, shortly after
+// the delete), or fails the test after 10 s with what it holds.
+func (e *Env) SidecarsBecome(t testing.TB, want []string) {
+	t.Helper()
+	w := slices.Sorted(slices.Values(want))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := slices.Sorted(slices.Values(e.Sidecars(t)))
+		if slices.Equal(got, w) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sessions folder holds %d names, want %d: %v", len(got), len(w), got)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Visible reports whether a session row exists outside the trash.
