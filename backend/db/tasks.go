@@ -5,13 +5,15 @@ import (
 	"database/sql"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Background work on the store, off the committing call: each task runs in
 // its own goroutine some time after commits of this process (so a burst of
-// commits is handled once), when registered (work left by an earlier
-// process), and a last time when the store closes.
+// commits is handled once; a quiet task waits for the burst to end), when
+// registered (work left by an earlier process), and a last time when the
+// store closes.
 
 // TaskFunc does one batch of a task's work and says whether more is left.
 type TaskFunc func(ctx context.Context) (more bool, err error)
@@ -19,9 +21,12 @@ type TaskFunc func(ctx context.Context) (more bool, err error)
 type task struct {
 	name  string
 	delay time.Duration
-	run   TaskFunc
-	stop  func() // after the last run, at Close
-	kick  chan struct{}
+	// maxWait > 0 makes the task wait for delay without commits (the end
+	// of a burst), at most maxWait after the commit that woke it.
+	maxWait time.Duration
+	run     TaskFunc
+	stop    func() // after the last run, at Close
+	kick    chan struct{}
 }
 
 type tasks struct {
@@ -33,6 +38,8 @@ type tasks struct {
 	mu    sync.Mutex
 	list  []*task
 	names map[string]bool
+
+	last atomic.Int64 // the last commit's time (UnixNano)
 }
 
 // closeBudget bounds the last run of every task at Close.
@@ -60,6 +67,7 @@ func (ts *tasks) add(t *task) bool {
 
 // kick tells every task that a commit happened; it never blocks.
 func (ts *tasks) kick() {
+	ts.last.Store(time.Now().UnixNano())
 	ts.mu.Lock()
 	list := ts.list
 	ts.mu.Unlock()
@@ -81,12 +89,24 @@ func (ts *tasks) loop(t *task) {
 			return
 		case <-t.kick:
 		}
+		deadline := time.Now().Add(t.maxWait)
 		timer.Reset(t.delay)
-		select {
-		case <-ts.ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
+		for {
+			select {
+			case <-ts.ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+			if t.maxWait <= 0 {
+				break
+			}
+			now := time.Now()
+			quiet := time.Unix(0, ts.last.Load()).Add(t.delay)
+			if !now.Before(quiet) || !now.Before(deadline) {
+				break
+			}
+			timer.Reset(min(quiet.Sub(now), deadline.Sub(now)))
 		}
 		ts.drain(ts.ctx, t)
 	}
@@ -140,6 +160,16 @@ func (d *DB) AddTask(name string, delay time.Duration, run TaskFunc) bool {
 		return false // nothing to do on a store this process cannot write
 	}
 	return d.tasks.add(&task{name: name, delay: delay, run: run})
+}
+
+// AddQuietTask is AddTask for work that should not compete with a burst of
+// writes: it runs once this process has made no commit for quiet, or
+// maxWait after the commit that woke it if the burst goes on.
+func (d *DB) AddQuietTask(name string, quiet, maxWait time.Duration, run TaskFunc) bool {
+	if d.Writable() != nil {
+		return false
+	}
+	return d.tasks.add(&task{name: name, delay: quiet, maxWait: maxWait, run: run})
 }
 
 // The checkpointer: WAL checkpoints off the committing call. The writer

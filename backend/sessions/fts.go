@@ -20,9 +20,9 @@ import (
 // Indexing in the writing transaction cost two thirds of an append (FTS5
 // writes a segment and merges in every transaction) and 40% of a bulk
 // delete (tombstones); a queue row per new message cost a page of every
-// append's commit. The indexer below, a background task of the store,
-// applies the queues and the tail in batches, shortly after commits and when
-// the store closes. Until then search and the match filter cover them: index
+// append's commit. The indexer below, two background tasks of the store,
+// applies them in batches: new and edited messages shortly after commits,
+// removals once a burst of writes has ended; both when the store closes. Until then search and the match filter cover them: index
 // entries of gone messages are left out (notGone), and the tail and queued
 // messages are found by tailMatches: they are few (what arrived since the
 // last batch), so they are matched in a private in-memory FTS5 table with
@@ -38,6 +38,9 @@ const notGone = ` AND f.rowid NOT IN (SELECT id FROM fts_gone)`
 const (
 	// indexDelay lets a burst of appends be indexed as one batch.
 	indexDelay = 200 * time.Millisecond
+	// goneMaxWait bounds how long removals from the index wait for a burst
+	// of writes to end.
+	goneMaxWait = 2 * time.Second
 	// indexBatch bounds one indexing transaction (the writer is held
 	// meanwhile; a few milliseconds).
 	indexBatch = 1000
@@ -49,36 +52,64 @@ const (
 )
 
 // IndexPending applies one batch of the index queues (removals first, then
-// new messages) and reports whether more is queued. The background task
-// calls it; tests and tools may too.
+// new messages) and reports whether more is queued. Tests and tools call
+// it; in the background, removeGone and indexNew are two tasks.
 func (s *Service) IndexPending(ctx context.Context) (bool, error) {
-	// Removals wait for a batch (or the store's closing): the index leaves
-	// gone entries out meanwhile, and removing a few rows costs FTS5 almost
-	// what removing a thousand does.
-	var gone, pending bool
-	if err := s.db.QueryRow(ctx, `SELECT (SELECT count(*) >= ? FROM (SELECT 1 FROM fts_gone`+db.Limit(indexBatch)+`)),
-		EXISTS (SELECT 1 FROM fts_pending) OR EXISTS (SELECT 1 FROM `+unindexedTail+`)`,
-		s.goneBatch(ctx)).Scan(&gone, &pending); err != nil || !gone && !pending {
+	if more, err := s.removeGone(ctx); err != nil || more {
+		return more, err
+	}
+	return s.indexNew(ctx)
+}
+
+// removeGone takes one batch of removed or edited messages out of the index.
+// Removals wait for a batch (or the store's closing): the index leaves gone
+// entries out meanwhile, and removing a few rows costs FTS5 almost what
+// removing a thousand does. In the background they also wait for the end
+// of a burst of writes (goneMaxWait at most): removing the entries of 1,000
+// sessions deleted one by one cost FTS5 ~90 ms, spent while the deletes
+// waited for the writer.
+func (s *Service) removeGone(ctx context.Context) (bool, error) {
+	var gone bool
+	if err := s.db.QueryRow(ctx, `SELECT count(*) >= ? FROM (SELECT 1 FROM fts_gone`+db.Limit(indexBatch)+`)`,
+		s.goneBatch(ctx)).Scan(&gone); err != nil || !gone {
 		return false, err
 	}
 	more := false
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
-		// Removals first: an edited message is in both queues, and its old
-		// entry must leave the index before the new one goes in.
 		var n int
 		var upto sql.NullInt64
 		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_gone ORDER BY id`+db.Limit(indexBatch)+`)`).Scan(&upto, &n); err != nil {
 			return err
 		}
-		if n >= s.goneBatch(ctx) {
-			if _, err := tx.Exec(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM fts_gone WHERE id <= ?)`, upto.Int64); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `DELETE FROM fts_gone WHERE id <= ?`, upto.Int64)
-			more = true
+		if n < s.goneBatch(ctx) {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM fts_gone WHERE id <= ?)`, upto.Int64); err != nil {
 			return err
 		}
-		// Then the queue (at or below the mark).
+		_, err := tx.Exec(ctx, `DELETE FROM fts_gone WHERE id <= ?`, upto.Int64)
+		more = true
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("remove deleted messages from the index: %w", err)
+	}
+	return more, nil
+}
+
+// indexNew indexes one batch of new and edited messages: the queue first
+// (at or below the mark), then the tail.
+func (s *Service) indexNew(ctx context.Context) (bool, error) {
+	var pending bool
+	if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM fts_pending) OR EXISTS (SELECT 1 FROM `+unindexedTail+`)`).
+		Scan(&pending); err != nil || !pending {
+		return false, err
+	}
+	more := false
+	err := s.db.InTx(ctx, func(tx *db.Tx) error {
+		var n int
+		var upto sql.NullInt64
+		// The queue first (at or below the mark).
 		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM fts_pending ORDER BY id`+db.Limit(indexBatch)+`)`).Scan(&upto, &n); err != nil {
 			return err
 		}

@@ -50,7 +50,7 @@ type Service struct {
 	log         *slog.Logger
 	trashDays   int
 	trashAuto   bool
-	background  bool          // a background task runs IndexPending
+	background  bool          // background tasks run IndexPending's work
 	sidecars    *sidecarQueue // nil (another service of the store runs the task): removed at commit
 
 	searchTimeout time.Duration
@@ -78,7 +78,8 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 		searchTimeout: opts.SearchTimeout}
 	if !opts.ManualIndex {
 		s.background = true
-		s.db.AddTask("fts-index", indexDelay, s.IndexPending)
+		s.db.AddTask("fts-index", indexDelay, s.indexNew)
+		s.db.AddQuietTask("fts-gone", indexDelay, goneMaxWait, s.removeGone)
 	}
 	if s.sessionsDir != "" {
 		q := &sidecarQueue{}
