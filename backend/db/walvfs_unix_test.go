@@ -5,7 +5,9 @@ package db
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,6 +31,9 @@ func TestMain(m *testing.M) {
 }
 
 func walHelper(mode, path string) int {
+	if tag, ok := strings.CutPrefix(mode, "stress-"); ok {
+		return stressWriter(tag, path)
+	}
 	d, err := Open(context.Background(), path, Options{})
 	if err != nil {
 		fmt.Println("open:", err)
@@ -142,4 +147,83 @@ func TestCommitThatCannotBeWrittenFailsAndLosesNothing(t *testing.T) {
 		t.Fatalf("the commit past the limit did not fail with the write's error; the helper said:\n%s", out)
 	}
 	wholeAndHolds(t, path, map[string]int{"limited": 100})
+}
+
+const stressCommits = 1000
+
+// stressWriter commits stressCommits rows tagged tag, one per transaction,
+// and every fifth time first writes a transaction larger than its page
+// cache (it spills pages to the WAL) and rolls it back.
+func stressWriter(tag, path string) int {
+	s, err := sql.Open(driverName, "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate&vfs="+walVFS())
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer s.Close()
+	s.SetMaxOpenConns(1)
+	if _, err := s.Exec(`PRAGMA cache_size=10`); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	// Start when the test says so, with the other writer.
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		fmt.Println("stdin:", err)
+		return 1
+	}
+	for i := range stressCommits {
+		if i%5 == 0 {
+			tx, err := s.Begin()
+			if err != nil {
+				fmt.Println("begin:", err)
+				return 1
+			}
+			for range 40 {
+				if _, err := tx.Exec(`INSERT INTO t VALUES ('rolled back', zeroblob(3000))`); err != nil {
+					fmt.Println("spill:", err)
+					return 1
+				}
+			}
+			if err := tx.Rollback(); err != nil {
+				fmt.Println("rollback:", err)
+				return 1
+			}
+		}
+		if _, err := s.Exec(`INSERT INTO t VALUES (?, zeroblob(3000))`, tag); err != nil {
+			fmt.Println("insert:", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// Two processes write the same store at once through the VFS, each
+// committing rows and rolling back transactions that spilled to the WAL:
+// every committed row is there, no rolled-back one, and the file is whole.
+func TestTwoWriterProcessesThroughTheVFS(t *testing.T) {
+	path := newStoreWithT(t)
+	var cmds []*exec.Cmd
+	var gos []io.WriteCloser
+	for _, tag := range []string{"a", "b"} {
+		cmd := helperCmd(t, "stress-"+tag, path)
+		cmd.Stdout = os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, gos = append(cmds, cmd), append(gos, in)
+	}
+	for _, in := range gos {
+		_, _ = io.WriteString(in, "go\n")
+		_ = in.Close()
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("writer process: %v", err)
+		}
+	}
+	wholeAndHolds(t, path, map[string]int{"a": stressCommits * 3000, "b": stressCommits * 3000})
 }
