@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/samber/lo"
 )
 
 // Sidecar files (<id>.* and a folder <id> in the profile's sessions/
@@ -53,19 +55,6 @@ func (s *Service) removeQueuedSidecars(ctx context.Context, q *sidecarQueue) err
 		q.add(ids) // next time
 		return fmt.Errorf("sidecar files: %w", err)
 	}
-	if len(back) > 0 {
-		again := make(map[string]bool, len(back))
-		for _, id := range back {
-			again[id] = true
-		}
-		kept := ids[:0]
-		for _, id := range ids {
-			if !again[id] {
-				kept = append(kept, id)
-			}
-		}
-		ids = kept
-	}
-	s.removeSidecars(s.sessionsDir, ids)
+	s.removeSidecars(s.sessionsDir, lo.Without(ids, back...))
 	return nil
 }
