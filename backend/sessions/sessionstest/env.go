@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,8 @@ type Env struct {
 	Rec         *hookstest.Recorder
 	Home        string
 	SessionsDir string
+
+	closeOnce sync.Once
 }
 
 // New opens a store with a recorder subscribed to every observer hook. Call
@@ -55,12 +58,24 @@ func NewWith(t testing.TB, opts hooks.Options, register ...func(bus *hooks.Bus))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = bus.Close(context.Background())
-		_ = d.Close()
-	})
 	svc := sessions.NewService(d, bus, sessions.Options{Profile: "default", SessionsDir: dir})
-	return &Env{Clock: clock, DB: d, Bus: bus, Sessions: svc, Rec: rec, Home: home, SessionsDir: dir}
+	e := &Env{Clock: clock, DB: d, Bus: bus, Sessions: svc, Rec: rec, Home: home, SessionsDir: dir}
+	t.Cleanup(func() { e.Close(t) })
+	return e
+}
+
+// Close closes the bus and the store, once (a test may close them before
+// its cleanup does, to look at what the store's last background run did).
+func (e *Env) Close(t testing.TB) {
+	t.Helper()
+	e.closeOnce.Do(func() {
+		if err := e.Bus.Close(context.Background()); err != nil {
+			t.Errorf("close the bus: %v", err)
+		}
+		if err := e.DB.Close(); err != nil {
+			t.Errorf("close the store: %v", err)
+		}
+	})
 }
 
 // MustCreate creates a session or fails the test.
