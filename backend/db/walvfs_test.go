@@ -9,14 +9,19 @@ import (
 	"testing"
 )
 
+// vfsDSN opens path as the writer does (WAL, synchronous NORMAL, BEGIN
+// IMMEDIATE) through the WAL VFS, waiting up to busyMs for another writer.
+func vfsDSN(path string, busyMs int) string {
+	return fmt.Sprintf("file:%s?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=%d&_txlock=immediate&vfs=%s", path, busyMs, walVFS())
+}
+
 // openVFS opens path through the WAL VFS on one connection, as the writer does.
 func openVFS(t *testing.T, path string, pragmas ...string) *sql.DB {
 	t.Helper()
-	v := walVFS()
-	if v == "" {
+	if walVFS() == "" {
 		t.Fatal(walVFSErr)
 	}
-	s, err := sql.Open(driverName, "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate&vfs="+v)
+	s, err := sql.Open(driverName, vfsDSN(path, 5000))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ const stressCommits = 1000
 // and every fifth time first writes a transaction larger than its page
 // cache (it spills pages to the WAL) and rolls it back.
 func stressWriter(tag, path string) int {
-	s, err := sql.Open(driverName, "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate&vfs="+walVFS())
+	s, err := sql.Open(driverName, vfsDSN(path, 10000))
 	if err != nil {
 		fmt.Println(err)
 		return 1
