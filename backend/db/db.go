@@ -228,6 +228,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := plansErr.Load(); err != nil {
 		lg.Warn("the store's statements are planned again at every run", "err", *err)
 	}
+	if pageMemErr != nil {
+		lg.Debug("SQLite's page caches allocate with malloc", "err", pageMemErr)
+	}
 	d.readSQL, _ = read.DB()
 	d.readStmts = newStmtCache(d.readSQL, 2)
 	if write != nil {

@@ -1,0 +1,135 @@
+//go:build linux && cgo
+
+// SQLite's allocator, wrapped: blocks the size of a cache page come from one
+// region the kernel may back with huge pages; everything else goes to the
+// allocator SQLite had (pagemem_linux.go says why).
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+typedef struct pm_methods {
+	void *(*xMalloc)(int);
+	void (*xFree)(void *);
+	void *(*xRealloc)(void *, int);
+	int (*xSize)(void *);
+	int (*xRoundup)(int);
+	int (*xInit)(void *);
+	void (*xShutdown)(void *);
+	void *pAppData;
+} pm_methods; // sqlite3_mem_methods
+
+extern int sqlite3_config(int, ...);
+
+#define PM_CONFIG_MALLOC 4    // SQLITE_CONFIG_MALLOC
+#define PM_CONFIG_GETMALLOC 5 // SQLITE_CONFIG_GETMALLOC
+#define PM_HUGE ((size_t)2 << 20)
+
+// A slot holds a page of 4 KiB with pcache1's headers (4,096 + ~300 bytes
+// for the default build); requests between PM_MIN and PM_SLOT bytes take
+// one.
+#define PM_MIN 4097
+#define PM_SLOT 4608
+
+static pm_methods orig;
+static char *base, *limit; // the region; [base, bump) has been handed out
+static char *bump;
+static void *freeList; // freed slots, the next one in each slot's first word
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static long long inUse, highWater, fellBack;
+
+static int inRegion(void *p) { return (char *)p >= base && (char *)p < limit; }
+
+static void *pmMalloc(int n) {
+	if (n >= PM_MIN && n <= PM_SLOT) {
+		void *p = NULL;
+		pthread_mutex_lock(&mu);
+		if (freeList) {
+			p = freeList;
+			freeList = *(void **)p;
+		} else if (bump + PM_SLOT <= limit) {
+			p = bump;
+			bump += PM_SLOT;
+		}
+		if (p) {
+			if (++inUse > highWater) highWater = inUse;
+		} else {
+			fellBack++;
+		}
+		pthread_mutex_unlock(&mu);
+		if (p) return p;
+	}
+	return orig.xMalloc(n);
+}
+
+static void pmFree(void *p) {
+	if (!inRegion(p)) {
+		orig.xFree(p);
+		return;
+	}
+	pthread_mutex_lock(&mu);
+	*(void **)p = freeList;
+	freeList = p;
+	inUse--;
+	pthread_mutex_unlock(&mu);
+}
+
+static int pmSize(void *p) { return inRegion(p) ? PM_SLOT : orig.xSize(p); }
+
+static void *pmRealloc(void *p, int n) {
+	if (!inRegion(p)) return orig.xRealloc(p, n);
+	if (n <= PM_SLOT) return p;
+	void *q = orig.xMalloc(n);
+	if (!q) return NULL; // p stays valid, as realloc leaves it
+	memcpy(q, p, PM_SLOT);
+	pmFree(p);
+	return q;
+}
+
+static int pmRoundup(int n) {
+	if (n >= PM_MIN && n <= PM_SLOT) return n;
+	return orig.xRoundup(n);
+}
+
+static int pmInit(void *app) { return orig.xInit(orig.pAppData); }
+static void pmShutdown(void *app) { orig.xShutdown(orig.pAppData); }
+
+// atrium_page_memory maps the region (size bytes of address space, no
+// memory reserved) and puts the wrapper in front of SQLite's allocator. It
+// returns 0, -1 when the region could not be mapped, or SQLite's error when
+// it refused (after it started). On a failure SQLite keeps its allocator.
+int atrium_page_memory(size_t size) {
+	int rc = sqlite3_config(PM_CONFIG_GETMALLOC, &orig);
+	if (rc != 0) return rc;
+	size = (size + PM_HUGE - 1) & ~(PM_HUGE - 1);
+	// A huge page more, to start on a huge page's boundary.
+	char *raw = mmap(NULL, size + PM_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED) return -1;
+	char *p = (char *)(((uintptr_t)raw + PM_HUGE - 1) & ~(uintptr_t)(PM_HUGE - 1));
+	if (p > raw) munmap(raw, p - raw);
+	size_t tail = (raw + size + PM_HUGE) - (p + size);
+	if (tail > 0) munmap(p + size, tail);
+	madvise(p, size, MADV_HUGEPAGE); // a hint: with THP off it changes nothing
+	base = bump = p;
+	limit = p + size;
+	static pm_methods wrap = {pmMalloc, pmFree, pmRealloc, pmSize, pmRoundup, pmInit, pmShutdown, NULL};
+	rc = sqlite3_config(PM_CONFIG_MALLOC, &wrap);
+	if (rc != 0) {
+		munmap(p, size);
+		base = bump = limit = NULL;
+	}
+	return rc;
+}
+
+// atrium_page_memory_stats reports the slots in use, the most ever in use,
+// the region's bytes handed out so far, and the requests that found the
+// region full.
+void atrium_page_memory_stats(long long *used, long long *high, long long *touched, long long *full) {
+	pthread_mutex_lock(&mu);
+	*used = inUse;
+	*high = highWater;
+	*touched = bump - base;
+	*full = fellBack;
+	pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,62 @@
+//go:build linux && cgo
+
+package db
+
+/*
+#include <stddef.h>
+extern int atrium_page_memory(size_t size);
+extern void atrium_page_memory_stats(long long *used, long long *high, long long *touched, long long *full);
+*/
+import "C"
+
+import "fmt"
+
+// SQLite's blocks the size of a cache page come from one region of address
+// space the kernel may back with huge pages (pagemem.c): a wrapper in front
+// of SQLite's allocator hands them out, everything else goes on to malloc.
+//
+// A page cache grows by one allocation per page until it holds its
+// cache_size (about 480 pages of 4 KiB here); only then does it reuse its
+// own pages. Each new page was memory the process never touched, and on
+// this kind of machine every first touch of a 4 KiB page is a fault that
+// costs ~17 µs: ~3 faults per transcript while a read connection's cache
+// filled, each read ~85 µs instead of ~32, over a connection's first ~150
+// transcripts (docs/benchmarks.md, issue #15, changes 42 and 46). In a
+// region madvised MADV_HUGEPAGE a first touch maps 2 MiB, ~450 pages of
+// cache, at once.
+//
+// Change 42 gave SQLite such a region through SQLITE_CONFIG_PAGECACHE and
+// was taken out: SQLite threads its free list through every slot of that
+// buffer when it starts, so all of it became resident in every process
+// (+15 MB and +3 ms for a one-line command). Here a slot is handed out from
+// the region's unused end only when asked for, so the region costs what is
+// used, rounded up to 2 MiB; freed slots are kept for the next one.
+//
+// The region is address space only (mapped without reserving memory);
+// pageMemSize covers the caches of several stores' connections. Past it,
+// and with transparent huge pages off, blocks come from malloc or 4 KiB
+// pages as before.
+const pageMemSize = 256 << 20
+
+// pageMemErr says why the wrapper is not in use (nil: it is).
+var pageMemErr error
+
+type pageMemStats struct {
+	Used, HighWater int64 // slots
+	Touched         int64 // bytes of the region handed out so far
+	Full            int64 // requests that found the region full
+}
+
+func readPageMemStats() pageMemStats {
+	var u, h, t, f C.longlong
+	C.atrium_page_memory_stats(&u, &h, &t, &f)
+	return pageMemStats{Used: int64(u), HighWater: int64(h), Touched: int64(t), Full: int64(f)}
+}
+
+// SQLite takes a new allocator only before it starts, which the first
+// connection or VFS registration does; this package's init runs before any.
+func init() {
+	if rc := C.atrium_page_memory(C.size_t(pageMemSize)); rc != 0 {
+		pageMemErr = fmt.Errorf("SQLite's page memory region: code %d", int(rc))
+	}
+}
