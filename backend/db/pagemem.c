@@ -133,3 +133,36 @@ void atrium_page_memory_stats(long long *used, long long *high, long long *touch
 	*full = fellBack;
 	pthread_mutex_unlock(&mu);
 }
+
+extern void *sqlite3_malloc(int);
+extern void *sqlite3_realloc(void *, int);
+extern void sqlite3_free(void *);
+
+// atrium_page_memory_check takes a block of the region through SQLite's
+// public allocator, shrinks it, grows it past the slot (out of the region)
+// and frees it, checking its bytes at each step, then takes a slot again. It returns the step that
+// failed, or 0.
+int atrium_page_memory_check(void) {
+	unsigned char *p = sqlite3_malloc(4400);
+	if (!p) return 1;
+	if (!inRegion(p)) {
+		sqlite3_free(p);
+		return 2;
+	}
+	for (int i = 0; i < 4400; i++) p[i] = (unsigned char)(i * 7);
+	unsigned char *q = sqlite3_realloc(p, 4200); // stays in its slot
+	if (q != p) return 3;
+	q = sqlite3_realloc(p, 9000);
+	if (!q) return 4;
+	if (inRegion(q)) return 5;
+	for (int i = 0; i < 4200; i++)
+		if (q[i] != (unsigned char)(i * 7)) return 6;
+	sqlite3_free(q);
+	unsigned char *r = sqlite3_malloc(4500); // p's slot, or another of the region's
+	if (!inRegion(r)) {
+		sqlite3_free(r);
+		return 7;
+	}
+	sqlite3_free(r);
+	return 0;
+}

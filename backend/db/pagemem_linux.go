@@ -6,6 +6,7 @@ package db
 #include <stddef.h>
 extern int atrium_page_memory(size_t size);
 extern void atrium_page_memory_stats(long long *used, long long *high, long long *touched, long long *full);
+extern int atrium_page_memory_check(void);
 */
 import "C"
 
@@ -51,6 +52,16 @@ func readPageMemStats() pageMemStats {
 	var u, h, t, f C.longlong
 	C.atrium_page_memory_stats(&u, &h, &t, &f)
 	return pageMemStats{Used: int64(u), HighWater: int64(h), Touched: int64(t), Full: int64(f)}
+}
+
+// pageMemCheck takes a block of the region through SQLite's allocator,
+// reallocates it within its slot and out of the region, and frees it,
+// checking its bytes (a test's; nil when all went as it should).
+func pageMemCheck() error {
+	if rc := C.atrium_page_memory_check(); rc != 0 {
+		return fmt.Errorf("the page memory region failed its check at step %d", int(rc))
+	}
+	return nil
 }
 
 // SQLite takes a new allocator only before it starts, which the first
