@@ -37,7 +37,7 @@ static char *base, *limit; // the region; [base, bump) has been handed out
 static char *bump;
 static void *freeList; // freed slots, the next one in each slot's first word
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static long long inUse, highWater, fellBack;
+static long long inUse; // slots handed out and not freed
 
 static int inRegion(void *p) { return (char *)p >= base && (char *)p < limit; }
 
@@ -52,11 +52,7 @@ static void *pmMalloc(int n) {
 			p = bump;
 			bump += PM_SLOT;
 		}
-		if (p) {
-			if (++inUse > highWater) highWater = inUse;
-		} else {
-			fellBack++;
-		}
+		if (p) inUse++;
 		pthread_mutex_unlock(&mu);
 		if (p) return p;
 	}
@@ -122,16 +118,13 @@ int atrium_page_memory(size_t size) {
 	return rc;
 }
 
-// atrium_page_memory_stats reports the slots in use, the most ever in use,
-// the region's bytes handed out so far, and the requests that found the
-// region full.
-void atrium_page_memory_stats(long long *used, long long *high, long long *touched, long long *full) {
+// atrium_page_memory_in_use reports how many of the region's slots are
+// handed out and not freed.
+long long atrium_page_memory_in_use(void) {
 	pthread_mutex_lock(&mu);
-	*used = inUse;
-	*high = highWater;
-	*touched = bump - base;
-	*full = fellBack;
+	long long n = inUse;
 	pthread_mutex_unlock(&mu);
+	return n;
 }
 
 extern void *sqlite3_malloc(int);

@@ -5,7 +5,7 @@ package db
 /*
 #include <stddef.h>
 extern int atrium_page_memory(size_t size);
-extern void atrium_page_memory_stats(long long *used, long long *high, long long *touched, long long *full);
+extern long long atrium_page_memory_in_use(void);
 extern int atrium_page_memory_check(void);
 */
 import "C"
@@ -42,17 +42,9 @@ const pageMemSize = 256 << 20
 // pageMemErr says why the wrapper is not in use (nil: it is).
 var pageMemErr error
 
-type pageMemStats struct {
-	Used, HighWater int64 // slots
-	Touched         int64 // bytes of the region handed out so far
-	Full            int64 // requests that found the region full
-}
-
-func readPageMemStats() pageMemStats {
-	var u, h, t, f C.longlong
-	C.atrium_page_memory_stats(&u, &h, &t, &f)
-	return pageMemStats{Used: int64(u), HighWater: int64(h), Touched: int64(t), Full: int64(f)}
-}
+// pageMemInUse is how many of the region's slots are handed out and not
+// freed.
+func pageMemInUse() int64 { return int64(C.atrium_page_memory_in_use()) }
 
 // pageMemCheck takes a block of the region through SQLite's allocator,
 // reallocates it within its slot and out of the region, and frees it,

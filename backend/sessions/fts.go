@@ -22,7 +22,8 @@ import (
 // delete (tombstones); a queue row per new message cost a page of every
 // append's commit. The indexer below, two background tasks of the store,
 // applies them in batches: new and edited messages shortly after commits,
-// removals once a burst of writes has ended; both when the store closes. Until then search and the match filter cover them: index
+// removals once a burst of writes has ended; both when the store closes.
+// Until then search and the match filter cover them: index
 // entries of gone messages are left out (notGone), and the tail and queued
 // messages are found by tailMatches: they are few (what arrived since the
 // last batch), so they are matched in a private in-memory FTS5 table with
