@@ -35,9 +35,10 @@ type tasks struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	list  []*task
-	names map[string]bool
+	mu     sync.Mutex
+	list   []*task
+	names  map[string]bool
+	shared map[string]any
 
 	last atomic.Int64 // the last commit's time (UnixNano)
 }
@@ -47,7 +48,7 @@ const closeBudget = 3 * time.Second
 
 func newTasks(lg *slog.Logger) *tasks {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &tasks{log: lg, ctx: ctx, cancel: cancel, names: map[string]bool{}}
+	return &tasks{log: lg, ctx: ctx, cancel: cancel, names: map[string]bool{}, shared: map[string]any{}}
 }
 
 func (ts *tasks) add(t *task) bool {
@@ -160,6 +161,20 @@ func (d *DB) AddTask(name string, delay time.Duration, run TaskFunc) bool {
 		return false // nothing to do on a store this process cannot write
 	}
 	return d.tasks.add(&task{name: name, delay: delay, run: run})
+}
+
+// Shared returns the value kept for this store under name, made by mk at
+// the first call: what a background task shares with every service of the
+// store that feeds it (a store may have more than one).
+func (d *DB) Shared(name string, mk func() any) any {
+	d.tasks.mu.Lock()
+	defer d.tasks.mu.Unlock()
+	v, ok := d.tasks.shared[name]
+	if !ok {
+		v = mk()
+		d.tasks.shared[name] = v
+	}
+	return v
 }
 
 // AddQuietTask is AddTask for work that should not compete with a burst of
