@@ -32,7 +32,7 @@ func TestHookLogFromBefore0011KeepsEventsDeliveriesAndCounter(t *testing.T) {
 	}
 	b.SimulateCrash() // its process is gone; the next one delivers after the upgrade
 
-	// Back to the hook log of 0010 (0011 and 0012 run again), with the counter at 1000: events up to
+	// Back to the store of 0010 (0011 onwards run again), with the counter at 1000: events up to
 	// seq 1000 had been written and the newest ones pruned since; the
 	// recorder had taken them all.
 	const counter = 1000
@@ -57,7 +57,7 @@ func TestHookLogFromBefore0011KeepsEventsDeliveriesAndCounter(t *testing.T) {
 			`DROP TABLE temp.ev`, `DROP TABLE temp.dl`,
 			fmt.Sprintf(`UPDATE sqlite_sequence SET seq = %d WHERE name = 'hook_events'`, counter),
 			fmt.Sprintf(`UPDATE hook_subscribers SET position = %d, inflight = %d WHERE name = 'recorder'`, counter, counter),
-			`DELETE FROM schema_migrations WHERE version >= 11`, // 0011 and 0012
+			`DROP TABLE sidecar_pending`, `DELETE FROM schema_migrations WHERE version >= 11`, // 0011 onwards
 		} {
 			if _, err := tx.Exec(bg, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)

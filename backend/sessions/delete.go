@@ -337,11 +337,8 @@ func (s *Service) removeTx(ctx context.Context, tx *db.Tx, affected []string, pr
 		progress(len(affected), len(affected))
 	}
 	if s.sessionsDir != "" {
-		if q := s.sidecars; q != nil {
-			tx.AfterCommit(func() { q.add(affected) })
-		} else {
-			dir := s.sessionsDir
-			tx.AfterCommit(func() { s.removeSidecars(dir, affected) })
+		if err := s.recordSidecarsTx(ctx, tx, affected); err != nil {
+			return nil, err
 		}
 	}
 	return told, nil
@@ -369,17 +366,19 @@ func (s *Service) fireDelete(ctx context.Context, tx *db.Tx, res *Result) error 
 // Ids were validated, so no name can leave dir. It reads the folder's names
 // only, unsorted (os.ReadDir sorts them and makes an entry of each: 6-7 ms
 // against 3.3-3.9 for 10,000 files here), once per call whatever the number
-// of ids; deletes queue their ids for one call (sidecars.go).
-func (s *Service) removeSidecars(dir string, ids []string) {
+// of ids; deletes record their ids for one call (sidecars.go). A folder that
+// cannot be read is an error (the ids stay recorded); a file that cannot be
+// removed is logged.
+func (s *Service) removeSidecars(dir string, ids []string) error {
 	if len(ids) == 0 {
-		return
+		return nil
 	}
 	f, err := os.Open(dir)
 	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			s.log.Warn("read sessions folder", "dir", dir, "error", err)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
 		}
-		return
+		return fmt.Errorf("read sessions folder: %w", err)
 	}
 	defer f.Close()
 	gone := lo.SliceToMap(ids, func(id string) (string, bool) { return id, true })
@@ -391,11 +390,11 @@ func (s *Service) removeSidecars(dir string, ids []string) {
 				doomed = append(doomed, name)
 			}
 		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				s.log.Warn("read sessions folder", "dir", dir, "error", err)
-			}
+		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil {
+			return fmt.Errorf("read sessions folder: %w", err)
 		}
 	}
 	for _, name := range doomed {
@@ -403,6 +402,7 @@ func (s *Service) removeSidecars(dir string, ids []string) {
 			s.log.Warn("remove sidecar file", "file", name, "error", err)
 		}
 	}
+	return nil
 }
 
 // existing returns the requested ids that exist (request order) and one

@@ -51,7 +51,7 @@ type Service struct {
 	trashDays   int
 	trashAuto   bool
 	background  bool          // background tasks run IndexPending's work
-	sidecars    *sidecarQueue // nil (another service of the store runs the task): removed at commit
+	sidecars    *sidecarState // shared by the store's services with this sessions folder; nil without one
 
 	searchTimeout time.Duration
 }
@@ -82,12 +82,11 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 		s.db.AddQuietTask("fts-gone", indexDelay, goneMaxWait, s.removeGone)
 	}
 	if s.sessionsDir != "" {
-		q := &sidecarQueue{}
-		if s.db.AddTask("sidecars "+s.sessionsDir, sidecarDelay, func(ctx context.Context) (bool, error) {
-			return false, s.removeQueuedSidecars(ctx, q)
-		}) {
-			s.sidecars = q
-		}
+		// Every service of the store with this folder shares the task's
+		// state; the first one registers the task.
+		name := "sidecars " + s.sessionsDir
+		s.sidecars = s.db.Shared(name, func() any { return &sidecarState{look: true, done: map[string]bool{}} }).(*sidecarState)
+		s.db.AddTask(name, sidecarDelay, s.removePendingSidecars)
 	}
 	return s
 }

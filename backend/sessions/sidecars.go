@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/samber/lo"
+
+	"atrium/backend/db"
 )
 
 // Sidecar files (<id>.* and a folder <id> in the profile's sessions/
@@ -14,47 +16,131 @@ import (
 // is deleted for good. Finding them means reading the folder's names, which
 // grows with the folder: ~15 µs for a few files, 3-4 ms for 10,000 (one per
 // session, as agents keep them). A delete therefore does not read the
-// folder itself: after commit it queues its ids, and a background task of
-// the store removes the files of every queued id with one reading of the
-// folder, shortly after (sidecarDelay: a burst of deletes reads it once)
-// and when the store closes (a command's single delete is done before the
-// command exits). A process that crashes in between leaves those files
-// behind, as a crash right after the commit always could.
-const sidecarDelay = 100 * time.Millisecond
+// folder itself: it records its ids in sidecar_pending, in its own
+// transaction, and a background task of the store removes the files of
+// every recorded id with one reading of the folder: shortly after the
+// commit (sidecarDelay: a burst of deletes reads it once), when the store
+// closes (a command's single delete is done before the command exits) and
+// when a store opens for writing (a process that stopped in between, a
+// crash or a kill, left its ids recorded: a deleted conversation's files
+// do not stay on disk for it).
+//
+// The records of removed files are cleared by the next delete's own
+// transaction, or when the store closes, not by a write of the task's own:
+// that write would wake the checkpointer again after every delete, and its
+// checkpoint would land in whatever the user does next. A process stopped
+// before clearing them leaves records whose files are gone; the next one
+// reads the folder once for them and finds nothing to remove.
+var sidecarDelay = 100 * time.Millisecond
 
-// sidecarQueue holds the ids whose sidecar files are still to be removed.
-type sidecarQueue struct {
-	mu  sync.Mutex
-	ids []string
+// sidecarBatch bounds the ids one run of the task takes (it runs again
+// while more are left).
+const sidecarBatch = 2000
+
+// sidecarState is what this process knows of sidecar_pending: whether a
+// delete committed since the task last looked (or the store just opened),
+// and which recorded ids have had their files removed already.
+type sidecarState struct {
+	mu   sync.Mutex
+	look bool
+	done map[string]bool
 }
 
-func (q *sidecarQueue) add(ids []string) {
-	q.mu.Lock()
-	q.ids = append(q.ids, ids...)
-	q.mu.Unlock()
+// recordSidecarsTx records, in tx, that the sidecar files of ids are to go,
+// and clears the records of files removed since the last delete. An id
+// deleted again (imported anew since) is recorded again: the records are
+// cleared before the new ones are written, and the ids leave done at commit.
+func (s *Service) recordSidecarsTx(ctx context.Context, tx *db.Tx, ids []string) error {
+	st := s.sidecars
+	st.mu.Lock()
+	cleared := lo.Keys(st.done)
+	st.mu.Unlock()
+	if len(cleared) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM sidecar_pending WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(cleared)); err != nil {
+			return fmt.Errorf("clear sidecar records: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT OR IGNORE INTO sidecar_pending (id) SELECT value FROM json_each(?)`, jsonArray(ids)); err != nil {
+		return fmt.Errorf("record sidecar files: %w", err)
+	}
+	tx.AfterCommit(func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		for _, id := range cleared {
+			delete(st.done, id)
+		}
+		for _, id := range ids {
+			delete(st.done, id)
+		}
+		st.look = true
+	})
+	return nil
 }
 
-func (q *sidecarQueue) take() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	ids := q.ids
-	q.ids = nil
-	return ids
+// removePendingSidecars is the task: it removes the sidecar files of the
+// recorded ids not removed yet, except those of an id that is a session
+// again (imported anew since it was deleted): its files are the new
+// session's. A failure leaves the ids for the next run. At the store's
+// close it also clears the records of the removed files.
+func (s *Service) removePendingSidecars(ctx context.Context) (bool, error) {
+	st := s.sidecars
+	st.mu.Lock()
+	look := st.look
+	st.look = false
+	st.mu.Unlock()
+	more, err := false, error(nil)
+	if look {
+		if more, err = s.removeRecordedSidecars(ctx, st); err != nil {
+			st.mu.Lock()
+			st.look = true
+			st.mu.Unlock()
+			return false, err
+		}
+	}
+	if more || !db.FinalRun(ctx) {
+		return more, nil
+	}
+	st.mu.Lock()
+	cleared := lo.Keys(st.done)
+	st.mu.Unlock()
+	if len(cleared) == 0 {
+		return false, nil
+	}
+	err = s.db.InTx(ctx, func(tx *db.Tx) error {
+		_, err := tx.Exec(ctx, `DELETE FROM sidecar_pending WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(cleared))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("clear sidecar records: %w", err)
+	}
+	return false, nil
 }
 
-// removeQueuedSidecars removes the sidecar files of the queued ids, except
-// those of an id that is a session again (imported anew since it was
-// deleted): its files are the new session's.
-func (s *Service) removeQueuedSidecars(ctx context.Context, q *sidecarQueue) error {
-	ids := q.take()
-	if len(ids) == 0 {
-		return nil
+// removeRecordedSidecars removes the files of up to sidecarBatch recorded
+// ids that are not done, and says whether more are left.
+func (s *Service) removeRecordedSidecars(ctx context.Context, st *sidecarState) (bool, error) {
+	st.mu.Lock()
+	skip := lo.Keys(st.done)
+	st.mu.Unlock()
+	ids, err := queryColumn[string](ctx, s.db.Query, `SELECT id FROM sidecar_pending
+		WHERE id NOT IN (SELECT value FROM json_each(?))`+db.Limit(sidecarBatch), jsonArray(skip))
+	if err != nil || len(ids) == 0 {
+		if err != nil {
+			err = fmt.Errorf("sidecar files: %w", err)
+		}
+		return false, err
 	}
 	back, err := queryColumn[string](ctx, s.db.Query, `SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
 	if err != nil {
-		q.add(ids) // next time
-		return fmt.Errorf("sidecar files: %w", err)
+		return false, fmt.Errorf("sidecar files: %w", err)
 	}
-	s.removeSidecars(s.sessionsDir, lo.Without(ids, back...))
-	return nil
+	if err := s.removeSidecars(s.sessionsDir, lo.Without(ids, back...)); err != nil {
+		return false, fmt.Errorf("sidecar files: %w", err)
+	}
+	st.mu.Lock()
+	for _, id := range ids {
+		st.done[id] = true
+	}
+	st.mu.Unlock()
+	return len(ids) == sidecarBatch, nil
 }

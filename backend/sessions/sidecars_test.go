@@ -1,8 +1,18 @@
 package sessions_test
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"atrium/backend/db"
 	"atrium/backend/sessions"
 	"atrium/backend/sessions/sessionstest"
 )
@@ -33,5 +43,134 @@ func TestSidecarsOfDeletedSessionsGoByTheTimeTheStoreCloses(t *testing.T) {
 	e.Close(t)
 	if names := e.Sidecars(t); len(names) != 1 || names[0] != again.ID+".jsonl" {
 		t.Fatalf("after Close the folder holds %v, want only the imported session's file", names)
+	}
+}
+
+// killedDeleteEnv makes the test binary the process that is killed: it
+// purges one session on the home named in it and is killed before its
+// background task could remove the session's files.
+const killedDeleteEnv = "ATRIUM_TEST_KILLED_DELETE"
+
+// A process killed between a delete's commit and the removal of the
+// deleted session's files leaves them recorded in the store: the next
+// process that opens it removes them, and keeps every other session's.
+func TestSidecarsOfADeleteWhoseProcessWasKilledGoAtTheNextOpen(t *testing.T) {
+	if spec := os.Getenv(killedDeleteEnv); spec != "" {
+		home, id, _ := strings.Cut(spec, "|")
+		sessions.SetSidecarDelay(time.Hour) // the task never runs in this process
+		e := sessionstest.Reopen(t, home)
+		if _, err := e.Sessions.Purge(ctx, []string{id}, nil); err != nil {
+			fmt.Println("purge:", err)
+			os.Exit(3)
+		}
+		fmt.Println("purged")
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	t.Parallel()
+	e := sessionstest.New(t)
+	gone := e.MustCreate(t, sessions.CreateParams{Title: "gone"})
+	kept := e.MustCreate(t, sessions.CreateParams{Title: "kept"})
+	e.WriteSidecars(t, gone.ID+".jsonl", gone.ID+"/notes.md", kept.ID+".jsonl", "sessions.json")
+	e.Close(t)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSidecarsOfADeleteWhoseProcessWasKilledGoAtTheNextOpen$")
+	cmd.Env = append(os.Environ(), killedDeleteEnv+"="+e.Home+"|"+gone.ID)
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL || string(out) != "purged\n" {
+		t.Fatalf("the deleting process: %v, said %q; want it killed after the purge", err, out)
+	}
+	all := []string{gone.ID, gone.ID + ".jsonl", kept.ID + ".jsonl", "sessions.json"}
+	if names := e.Sidecars(t); !slices.Equal(slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(all))) {
+		t.Fatalf("after the kill the folder holds %v, want every file still there: %v", names, all)
+	}
+
+	next := sessionstest.Reopen(t, e.Home)
+	if next.Exists(t, gone.ID) || !next.Exists(t, kept.ID) {
+		t.Fatal("the purge did not commit before the kill")
+	}
+	next.SidecarsBecome(t, []string{kept.ID + ".jsonl", "sessions.json"})
+	next.Close(t)
+	if n := pendingAfterClose(t, e.Home); n != 0 {
+		t.Fatalf("%d records of removed files stayed after Close", n)
+	}
+}
+
+// pendingAfterClose counts the sidecar records in the closed store of home.
+func pendingAfterClose(t *testing.T, home string) int64 {
+	t.Helper()
+	d, err := db.Open(ctx, filepath.Join(home, "state.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var n int64
+	if err := d.Read.Raw(`SELECT COUNT(*) FROM sidecar_pending`).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The task removes files without a write of its own: the records of
+// removed files are cleared by the next delete's transaction (which
+// records its own), and at Close. An id deleted, imported anew and
+// deleted again has its new files removed too.
+func TestSidecarRecordsAreClearedByTheNextDeleteAndAtClose(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	a := e.MustCreate(t, sessions.CreateParams{Title: "a"})
+	b := e.MustCreate(t, sessions.CreateParams{Title: "b"})
+	e.WriteSidecars(t, a.ID+".jsonl", b.ID+".jsonl")
+	pending := func() int64 { return e.Count(t, `SELECT COUNT(*) FROM sidecar_pending`) }
+	if _, err := e.Sessions.Purge(ctx, []string{a.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.SidecarsBecome(t, []string{b.ID + ".jsonl"})
+	if n := pending(); n != 1 {
+		t.Fatalf("%d records once the files went, want a's still there (no write of the task's own)", n)
+	}
+	// a comes back (an import) with a file of its own, and goes again with b.
+	e.MustCreate(t, sessions.CreateParams{ID: a.ID, Title: "a again"})
+	e.WriteSidecars(t, a.ID+".jsonl")
+	if _, err := e.Sessions.Purge(ctx, []string{a.ID, b.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.SidecarsBecome(t, nil)
+	if n := pending(); n != 2 {
+		t.Fatalf("%d records after the second delete, want its two", n)
+	}
+	e.Close(t)
+	if n := pendingAfterClose(t, e.Home); n != 0 {
+		t.Fatalf("%d records stayed after Close", n)
+	}
+}
+
+// A delete whose transaction rolls back removes no file and leaves no
+// record of one to remove.
+func TestARolledBackDeleteKeepsItsSidecars(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	s := e.MustCreate(t, sessions.CreateParams{Title: "kept"})
+	e.WriteSidecars(t, s.ID+".jsonl")
+	errAbort := errors.New("the caller changed its mind")
+	err := e.DB.InTx(ctx, func(tx *db.Tx) error {
+		if _, err := e.Sessions.DeleteTx(ctx, tx, []string{s.ID}, sessions.DeleteOptions{Now: true}); err != nil {
+			return err
+		}
+		if n := e.Count(t, `SELECT COUNT(*) FROM sidecar_pending`); n != 0 {
+			return fmt.Errorf("the record is visible outside the transaction: %d", n)
+		}
+		return errAbort
+	})
+	if !errors.Is(err, errAbort) {
+		t.Fatal(err)
+	}
+	if n := e.Count(t, `SELECT COUNT(*) FROM sidecar_pending`); n != 0 {
+		t.Fatalf("%d records of files to remove after the rollback", n)
+	}
+	e.Close(t) // the task's last run
+	if names := e.Sidecars(t); !slices.Equal(names, []string{s.ID + ".jsonl"}) {
+		t.Fatalf("after the rollback and Close the folder holds %v", names)
 	}
 }

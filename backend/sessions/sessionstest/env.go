@@ -40,8 +40,19 @@ func New(t testing.TB, register ...func(bus *hooks.Bus)) *Env {
 // NewWith is New with explicit bus options.
 func NewWith(t testing.TB, opts hooks.Options, register ...func(bus *hooks.Bus)) *Env {
 	t.Helper()
+	return open(t, t.TempDir(), opts, register...)
+}
+
+// Reopen opens the store of an earlier Env's home (closed, or left by a
+// process that was killed), as the next process on that home would.
+func Reopen(t testing.TB, home string, register ...func(bus *hooks.Bus)) *Env {
+	t.Helper()
+	return open(t, home, hooks.Options{Timeout: 5 * time.Second}, register...)
+}
+
+func open(t testing.TB, home string, opts hooks.Options, register ...func(bus *hooks.Bus)) *Env {
+	t.Helper()
 	clock := dbtest.NewClock()
-	home := t.TempDir()
 	d, err := db.Open(context.Background(), filepath.Join(home, "state.db"), db.Options{Clock: clock.Now})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
