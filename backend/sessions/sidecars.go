@@ -46,18 +46,32 @@ type sidecarState struct {
 	done map[string]bool
 }
 
+// doneIDs lists the recorded ids whose files were removed.
+func (st *sidecarState) doneIDs() []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return lo.Keys(st.done)
+}
+
+// clearSidecarRecordsTx removes, in tx, the records of ids whose files were
+// removed.
+func clearSidecarRecordsTx(ctx context.Context, tx *db.Tx, ids []string) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM sidecar_pending WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)); err != nil {
+		return fmt.Errorf("clear sidecar records: %w", err)
+	}
+	return nil
+}
+
 // recordSidecarsTx records, in tx, that the sidecar files of ids are to go,
 // and clears the records of files removed since the last delete. An id
 // deleted again (imported anew since) is recorded again: the records are
 // cleared before the new ones are written, and the ids leave done at commit.
 func (s *Service) recordSidecarsTx(ctx context.Context, tx *db.Tx, ids []string) error {
 	st := s.sidecars
-	st.mu.Lock()
-	cleared := lo.Keys(st.done)
-	st.mu.Unlock()
+	cleared := st.doneIDs()
 	if len(cleared) > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM sidecar_pending WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(cleared)); err != nil {
-			return fmt.Errorf("clear sidecar records: %w", err)
+		if err := clearSidecarRecordsTx(ctx, tx, cleared); err != nil {
+			return err
 		}
 	}
 	if _, err := tx.Exec(ctx, `INSERT OR IGNORE INTO sidecar_pending (id) SELECT value FROM json_each(?)`, jsonArray(ids)); err != nil {
@@ -80,48 +94,38 @@ func (s *Service) recordSidecarsTx(ctx context.Context, tx *db.Tx, ids []string)
 // removePendingSidecars is the task: it removes the sidecar files of the
 // recorded ids not removed yet, except those of an id that is a session
 // again (imported anew since it was deleted): its files are the new
-// session's. A failure leaves the ids for the next run. At the store's
-// close it also clears the records of the removed files.
+// session's. A failure, or a batch with more after it, leaves the task
+// looking for the next run. At the store's close it also clears the
+// records of the removed files.
 func (s *Service) removePendingSidecars(ctx context.Context) (bool, error) {
 	st := s.sidecars
 	st.mu.Lock()
 	look := st.look
 	st.look = false
 	st.mu.Unlock()
-	more, err := false, error(nil)
 	if look {
-		if more, err = s.removeRecordedSidecars(ctx, st); err != nil {
+		more, err := s.removeRecordedSidecars(ctx, st)
+		if err != nil || more {
 			st.mu.Lock()
 			st.look = true
 			st.mu.Unlock()
-			return false, err
+			return more, err
 		}
 	}
-	if more || !db.FinalRun(ctx) {
-		return more, nil
+	if !db.FinalRun(ctx) {
+		return false, nil
 	}
-	st.mu.Lock()
-	cleared := lo.Keys(st.done)
-	st.mu.Unlock()
+	cleared := st.doneIDs()
 	if len(cleared) == 0 {
 		return false, nil
 	}
-	err = s.db.InTx(ctx, func(tx *db.Tx) error {
-		_, err := tx.Exec(ctx, `DELETE FROM sidecar_pending WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(cleared))
-		return err
-	})
-	if err != nil {
-		return false, fmt.Errorf("clear sidecar records: %w", err)
-	}
-	return false, nil
+	return false, s.db.InTx(ctx, func(tx *db.Tx) error { return clearSidecarRecordsTx(ctx, tx, cleared) })
 }
 
 // removeRecordedSidecars removes the files of up to sidecarBatch recorded
 // ids that are not done, and says whether more are left.
 func (s *Service) removeRecordedSidecars(ctx context.Context, st *sidecarState) (bool, error) {
-	st.mu.Lock()
-	skip := lo.Keys(st.done)
-	st.mu.Unlock()
+	skip := st.doneIDs()
 	ids, err := queryColumn[string](ctx, s.db.Query, `SELECT id FROM sidecar_pending
 		WHERE id NOT IN (SELECT value FROM json_each(?))`+db.Limit(sidecarBatch), jsonArray(skip))
 	if err != nil || len(ids) == 0 {
@@ -134,7 +138,7 @@ func (s *Service) removeRecordedSidecars(ctx context.Context, st *sidecarState) 
 	if err != nil {
 		return false, fmt.Errorf("sidecar files: %w", err)
 	}
-	if err := s.removeSidecars(s.sessionsDir, lo.Without(ids, back...)); err != nil {
+	if err := s.removeSidecars(lo.Without(ids, back...)); err != nil {
 		return false, fmt.Errorf("sidecar files: %w", err)
 	}
 	st.mu.Lock()

@@ -174,3 +174,23 @@ func TestARolledBackDeleteKeepsItsSidecars(t *testing.T) {
 		t.Fatalf("after the rollback and Close the folder holds %v", names)
 	}
 }
+
+// A delete of more sessions than one run of the task takes (2,000) has
+// every one's files removed, the last batch too, without waiting for
+// another delete or Close.
+func TestSidecarsOfADeleteLargerThanABatchAllGo(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	ids, err := e.Sessions.Seed(ctx, sessions.SeedParams{Count: 2001}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		e.WriteSidecars(t, id+".jsonl")
+	}
+	e.WriteSidecars(t, "sessions.json")
+	if _, err := e.Sessions.Purge(ctx, ids, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.SidecarsBecome(t, []string{"sessions.json"})
+}
