@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/samber/lo"
+
 	"atrium/backend/apperr"
 	"atrium/backend/db"
 	"atrium/backend/hooks"
@@ -256,6 +258,47 @@ func TestArchiveFiresOnceForRealTransitionsOverTheLineage(t *testing.T) {
 		t.Fatalf("archive unknown: %v", err)
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
+}
+
+// A batch of standalone sessions and members of chains: each requested id
+// takes its whole chain (from the middle of one, both ways), a delegate
+// child stays, a standalone session goes alone, and one event lists them.
+func TestArchiveOfAMixedBatchTakesEachChainAndOnlyIt(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	alone := e.MustCreate(t, sessions.CreateParams{Title: "alone"})
+	parent := e.MustCreate(t, sessions.CreateParams{Title: "has a delegate"})
+	delegate := e.MustChild(t, parent.ID, sessions.RelationDelegate)
+	root := e.MustCreate(t, sessions.CreateParams{Title: "root"})
+	mid := e.MustChild(t, root.ID, sessions.RelationCompression)
+	tip := e.MustChild(t, mid.ID, sessions.RelationCompression)
+	other := e.MustCreate(t, sessions.CreateParams{Title: "other root"})
+	otherTip := e.MustChild(t, other.ID, sessions.RelationCompression)
+	untouched := e.MustCreate(t, sessions.CreateParams{Title: "untouched"})
+
+	res, err := e.Sessions.Archive(ctx, []string{alone.ID, mid.ID, parent.ID, other.ID, "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := onlyDelete(t, e)
+	want := []string{alone.ID, mid.ID, parent.ID, other.ID, root.ID, tip.ID, otherTip.ID}
+	if sorted(p.DeletedIDs) != sorted(want) || p.Reason != "archive" {
+		t.Fatalf("payload = %+v, want the ids %v", p, want)
+	}
+	statuses := lo.Map(res.Outcomes, func(o sessions.Outcome, _ int) string { return o.Status })
+	if fmt.Sprint(statuses) != "[archived archived archived archived not_found]" {
+		t.Fatalf("outcomes = %+v", res.Outcomes)
+	}
+	for _, id := range want {
+		if s, _ := e.Sessions.Get(ctx, id); !s.Archived {
+			t.Fatalf("%s not archived", id)
+		}
+	}
+	for _, id := range []string{delegate.ID, untouched.ID} {
+		if s, _ := e.Sessions.Get(ctx, id); s.Archived {
+			t.Fatalf("%s archived", id)
+		}
+	}
 }
 
 func TestArchiveIdleIsSilentSparesPinnedAndLiveChains(t *testing.T) {
