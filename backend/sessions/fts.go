@@ -85,6 +85,9 @@ func (s *Service) removeGone(ctx context.Context) (bool, error) {
 		if n < s.goneBatch(ctx) {
 			return nil
 		}
+		if err := s.clearDoneSidecarsTx(ctx, tx); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM fts_gone WHERE id <= ?)`, upto.Int64); err != nil {
 			return err
 		}
@@ -115,6 +118,9 @@ func (s *Service) indexNew(ctx context.Context) (bool, error) {
 			return err
 		}
 		if n > 0 {
+			if err := s.clearDoneSidecarsTx(ctx, tx); err != nil {
+				return err
+			}
 			// A queued message whose old entry still waits for its removal
 			// (an edit, or a deleted message's id given to a new one): the
 			// removal goes first, in this batch, or the old entry would
@@ -141,6 +147,9 @@ func (s *Service) indexNew(ctx context.Context) (bool, error) {
 		// Then the tail, in id order, and the mark moves past it.
 		if err := tx.QueryRow(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM `+unindexedTail+` ORDER BY id`+db.Limit(indexBatch)+`)`).
 			Scan(&upto, &n); err != nil || n == 0 {
+			return err
+		}
+		if err := s.clearDoneSidecarsTx(ctx, tx); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO messages_fts (rowid, content)

@@ -25,9 +25,11 @@ import (
 // crash or a kill, left its ids recorded: a deleted conversation's files
 // do not stay on disk for it).
 //
-// The records of removed files are cleared by the next delete's own
-// transaction, or when the store closes, not by a write of the task's own:
-// that write would wake the checkpointer again after every delete, and its
+// The records of removed files are cleared by the next write transaction
+// that the store makes anyway: the next delete's own, or one of the search
+// indexer's (which follow a delete of messages once its burst has ended, and
+// appends), or when the store closes; not by a write of the task's own: that
+// write would wake the checkpointer again after every delete, and its
 // checkpoint would land in whatever the user does next. A process stopped
 // before clearing them leaves records whose files are gone; the next one
 // reads the folder once for them and finds nothing to remove.
@@ -62,20 +64,20 @@ func clearSidecarRecordsTx(ctx context.Context, tx *db.Tx, ids []string) error {
 	return nil
 }
 
-// recordSidecarsTx records, in tx, that the sidecar files of ids are to go,
-// and clears the records of files removed since the last delete. An id
-// deleted again (imported anew since) is recorded again: the records are
-// cleared before the new ones are written, and the ids leave done at commit.
-func (s *Service) recordSidecarsTx(ctx context.Context, tx *db.Tx, ids []string) error {
+// clearDoneSidecarsTx clears, in tx, the records of the ids whose files
+// were removed; they leave done when tx commits. The search indexer calls
+// it in every store, with a sessions folder or without.
+func (s *Service) clearDoneSidecarsTx(ctx context.Context, tx *db.Tx) error {
 	st := s.sidecars
-	cleared := st.doneIDs()
-	if len(cleared) > 0 {
-		if err := clearSidecarRecordsTx(ctx, tx, cleared); err != nil {
-			return err
-		}
+	if st == nil { // a store with no sessions folder
+		return nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT OR IGNORE INTO sidecar_pending (id) SELECT value FROM json_each(?)`, jsonArray(ids)); err != nil {
-		return fmt.Errorf("record sidecar files: %w", err)
+	cleared := st.doneIDs()
+	if len(cleared) == 0 {
+		return nil
+	}
+	if err := clearSidecarRecordsTx(ctx, tx, cleared); err != nil {
+		return err
 	}
 	tx.AfterCommit(func() {
 		st.mu.Lock()
@@ -83,6 +85,25 @@ func (s *Service) recordSidecarsTx(ctx context.Context, tx *db.Tx, ids []string)
 		for _, id := range cleared {
 			delete(st.done, id)
 		}
+	})
+	return nil
+}
+
+// recordSidecarsTx records, in tx, that the sidecar files of ids are to go,
+// and clears the records of files removed since. An id deleted again
+// (imported anew since) is recorded again: the records are cleared before
+// the new ones are written, and the ids leave done at commit.
+func (s *Service) recordSidecarsTx(ctx context.Context, tx *db.Tx, ids []string) error {
+	if err := s.clearDoneSidecarsTx(ctx, tx); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT OR IGNORE INTO sidecar_pending (id) SELECT value FROM json_each(?)`, jsonArray(ids)); err != nil {
+		return fmt.Errorf("record sidecar files: %w", err)
+	}
+	st := s.sidecars
+	tx.AfterCommit(func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
 		for _, id := range ids {
 			delete(st.done, id)
 		}
@@ -115,11 +136,10 @@ func (s *Service) removePendingSidecars(ctx context.Context) (bool, error) {
 	if !db.FinalRun(ctx) {
 		return false, nil
 	}
-	cleared := st.doneIDs()
-	if len(cleared) == 0 {
+	if len(st.doneIDs()) == 0 {
 		return false, nil
 	}
-	return false, s.db.InTx(ctx, func(tx *db.Tx) error { return clearSidecarRecordsTx(ctx, tx, cleared) })
+	return false, s.db.InTx(ctx, func(tx *db.Tx) error { return s.clearDoneSidecarsTx(ctx, tx) })
 }
 
 // removeRecordedSidecars removes the files of up to sidecarBatch recorded

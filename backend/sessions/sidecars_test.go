@@ -146,6 +146,67 @@ func TestSidecarRecordsAreClearedByTheNextDeleteAndAtClose(t *testing.T) {
 	}
 }
 
+// The records of removed files go with the next write the store makes
+// anyway: here the search indexer's, after an append to another session,
+// with no delete after them and before any Close.
+func TestSidecarRecordsAreClearedByTheIndexersNextWrite(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	a := e.MustCreate(t, sessions.CreateParams{Title: "a"})
+	b := e.MustCreate(t, sessions.CreateParams{Title: "b"})
+	e.MustAppend(t, a.ID, 3)
+	e.WriteSidecars(t, a.ID+".jsonl", b.ID+".jsonl")
+	if _, err := e.Sessions.Purge(ctx, []string{a.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.SidecarsBecome(t, []string{b.ID + ".jsonl"})
+	e.MustAppend(t, b.ID, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Count(t, `SELECT COUNT(*) FROM sidecar_pending`) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the record of a's removed files stayed after the indexer's write")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := e.Count(t, `SELECT COUNT(*) FROM messages WHERE id > (SELECT upto FROM fts_mark)`); n != 0 {
+		t.Fatalf("%d messages not indexed: the records went some other way", n)
+	}
+	if names := e.Sidecars(t); !slices.Equal(names, []string{b.ID + ".jsonl"}) {
+		t.Fatalf("the folder holds %v", names)
+	}
+}
+
+// A store with no sessions folder (a profile move's target, a tool's
+// store) indexes and deletes with no sidecar files to look after.
+func TestAStoreWithoutASessionsFolderIndexesAndDeletes(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	svc := sessions.NewService(e.DB, e.Bus, sessions.Options{Profile: "default", ManualIndex: true})
+	s, err := svc.Create(ctx, sessions.CreateParams{Title: "no folder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: "hello folderless"}); err != nil {
+		t.Fatal(err)
+	}
+	for more := true; more; {
+		if more, err = svc.IndexPending(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.Purge(ctx, []string{s.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for more := true; more; {
+		if more, err = svc.IndexPending(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.Count(t, `SELECT COUNT(*) FROM sidecar_pending`); n != 0 {
+		t.Fatalf("%d sidecar records from a store with no sessions folder", n)
+	}
+}
+
 // A delete whose transaction rolls back removes no file and leaves no
 // record of one to remove.
 func TestARolledBackDeleteKeepsItsSidecars(t *testing.T) {
