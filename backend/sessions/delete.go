@@ -214,6 +214,7 @@ func (s *Service) PreviewDelete(ctx context.Context, ids []string, now bool) (Re
 type rowState struct {
 	trashed  bool
 	reported bool
+	chained  bool // in a compression chain (looked up by lookupChained only)
 }
 
 // lookupTx tells, for each requested id that exists, whether it is in the trash.
@@ -222,14 +223,29 @@ func lookupTx(ctx context.Context, tx *db.Tx, ids []string) (map[string]rowState
 }
 
 func lookup(ctx context.Context, read queryFunc, ids []string) (map[string]rowState, error) {
+	return lookupWith(ctx, read, ids, `0`)
+}
+
+// chainedColumn tells whether a session is in a compression chain: a
+// compression child, or the parent of one (sessions_parent finds those).
+const chainedColumn = `(relation = 'compression' AND parent_session_id IS NOT NULL)
+	OR EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = sessions.id AND c.relation = 'compression')`
+
+// lookupChained is lookupTx that also tells which sessions are in a
+// compression chain, in the same pass over the ids.
+func lookupChained(ctx context.Context, tx *db.Tx, ids []string) (map[string]rowState, error) {
+	return lookupWith(ctx, tx.Query, ids, chainedColumn)
+}
+
+func lookupWith(ctx context.Context, read queryFunc, ids []string, chained string) (map[string]rowState, error) {
 	type row struct {
 		id    string
 		state rowState
 	}
-	rows, err := read(ctx, `SELECT id, trashed_at IS NOT NULL, trash_reported FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
+	rows, err := read(ctx, `SELECT id, trashed_at IS NOT NULL, trash_reported, `+chained+` FROM sessions WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids))
 	found, err := scanAll(rows, err, func(sc scanner) (row, error) {
 		var r row
-		err := sc.Scan(&r.id, &r.state.trashed, &r.state.reported)
+		err := sc.Scan(&r.id, &r.state.trashed, &r.state.reported, &r.state.chained)
 		return r, err
 	})
 	if err != nil {
@@ -415,6 +431,12 @@ func existing(ctx context.Context, tx *db.Tx, ids []string) ([]string, []Outcome
 	if err != nil {
 		return nil, nil, err
 	}
+	found, outcomes := classify(ids, states)
+	return found, outcomes, nil
+}
+
+// classify is existing's answer from the looked-up states.
+func classify(ids []string, states map[string]rowState) ([]string, []Outcome) {
 	var found []string
 	outcomes := make([]Outcome, len(ids))
 	for i, id := range ids {
@@ -429,7 +451,7 @@ func existing(ctx context.Context, tx *db.Tx, ids []string) ([]string, []Outcome
 			found = append(found, id)
 		}
 	}
-	return found, outcomes, nil
+	return found, outcomes
 }
 
 func notFound(ids []string) error {
@@ -528,10 +550,11 @@ func (s *Service) setArchivedTx(ctx context.Context, tx *db.Tx, ids []string, ar
 	if err != nil {
 		return Result{}, err
 	}
-	found, outcomes, err := existing(ctx, tx, ids)
+	states, err := lookupChained(ctx, tx, ids)
 	if err != nil {
 		return Result{}, err
 	}
+	found, outcomes := classify(ids, states)
 	if len(found) == 0 {
 		return Result{}, notFound(ids)
 	}
@@ -542,7 +565,8 @@ func (s *Service) setArchivedTx(ctx context.Context, tx *db.Tx, ids []string, ar
 	res := Result{Op: op, Outcomes: outcomes, AffectedIDs: []string{}}
 	// Each requested id takes its lineage along: every lineage in one
 	// query, every row in one UPDATE.
-	lineages, err := lineagesOf(ctx, tx, found)
+	chained := lo.Filter(found, func(id string, _ int) bool { return states[id].chained })
+	lineages, err := lineagesOf(ctx, tx, found, chained)
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %w", op, err)
 	}
@@ -590,18 +614,12 @@ func (s *Service) setArchivedTx(ctx context.Context, tx *db.Tx, ids []string, ar
 
 // lineagesOf returns, for each seed, its compression chain (lineageCTE, for
 // every seed in one query). A chain exists only where a session was
-// compacted, so most seeds are in none: one probe per seed (its row, and
-// the parent index for a compression child) finds those that are, and only
-// they walk the recursion. For 1,000 standalone seeds the recursive query
-// cost 5.8 ms (its UNION keeps every (seed, id) in a temporary b-tree),
-// the probe 0.7 ms.
-func lineagesOf(ctx context.Context, tx *db.Tx, seeds []string) (map[string][]string, error) {
-	chained, err := queryColumn[string](ctx, tx.Query, `SELECT j.value FROM json_each(?) j
-		WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.id = j.value AND s.relation = 'compression' AND s.parent_session_id IS NOT NULL)
-		OR EXISTS (SELECT 1 FROM sessions s WHERE s.parent_session_id = j.value AND s.relation = 'compression')`, jsonArray(seeds))
-	if err != nil {
-		return nil, err
-	}
+// compacted, so most seeds are in none: the caller's lookup tells which
+// are (chained), and only they walk the recursion. For 1,000 standalone
+// seeds the recursive query cost 5.8 ms (its UNION keeps every (seed, id)
+// in a temporary b-tree); the lookup's column costs them one probe of
+// sessions_parent each.
+func lineagesOf(ctx context.Context, tx *db.Tx, seeds, chained []string) (map[string][]string, error) {
 	out := make(map[string][]string, len(seeds))
 	for _, id := range seeds {
 		out[id] = []string{id}
