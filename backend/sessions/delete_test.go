@@ -108,6 +108,68 @@ func TestDeleteCascadesDelegatesKeepsBranchesTakesWholeChain(t *testing.T) {
 	e.SidecarsBecome(t, []string{branch.ID + ".jsonl", other.ID + ".jsonl"})
 }
 
+// A row with no child that is not a compression child goes alone (the
+// plan skips the recursion and the detaching for it); in the same batch a
+// row with children still takes its delegates and detaches its branch.
+func TestDeleteOfRowsAloneAndRowsWithChildrenInOneBatch(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	parent := e.MustCreate(t, sessions.CreateParams{Title: "parent"})
+	del := e.MustChild(t, parent.ID, sessions.RelationDelegate)
+	branch := e.MustChild(t, parent.ID, sessions.RelationBranch)
+	tipParent := e.MustCreate(t, sessions.CreateParams{Title: "chain root"})
+	tip := e.MustChild(t, tipParent.ID, sessions.RelationCompression)
+	alone := e.MustCreate(t, sessions.CreateParams{Title: "alone"})
+	kept := e.MustCreate(t, sessions.CreateParams{Title: "kept"})
+
+	// A delegate child with no child of its own goes alone: its parent and
+	// its sibling stay, the sibling's link intact.
+	if _, err := e.Sessions.Purge(ctx, []string{del.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := onlyDelete(t, e); fmt.Sprint(p.DeletedIDs) != fmt.Sprint([]string{del.ID}) {
+		t.Fatalf("deleted_ids = %v, want only %s", p.DeletedIDs, del.ID)
+	}
+	if s, _ := e.Sessions.Get(ctx, branch.ID); s.ParentSessionID == nil || *s.ParentSessionID != parent.ID || s.Relation != sessions.RelationBranch {
+		t.Fatalf("the sibling's link changed: %+v", s)
+	}
+	e.Rec.Reset()
+	del2 := e.MustChild(t, parent.ID, sessions.RelationDelegate)
+
+	// One batch: a row alone, a compression tip (its chain goes), and the
+	// parent (its delegate goes, its branch is detached).
+	if _, err := e.Sessions.Purge(ctx, []string{alone.ID, tip.ID, parent.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := onlyDelete(t, e)
+	want := []string{alone.ID, tip.ID, parent.ID, tipParent.ID, del2.ID}
+	if sorted(p.DeletedIDs) != sorted(want) || fmt.Sprint(p.DeletedIDs[:3]) != fmt.Sprint(want[:3]) {
+		t.Fatalf("deleted_ids = %v, want %v with the requested ids first", p.DeletedIDs, want)
+	}
+	s, err := e.Sessions.Get(ctx, branch.ID)
+	if err != nil || s.ParentSessionID != nil || s.Relation != "" {
+		t.Fatalf("the branch was not detached: %+v, %v", s, err)
+	}
+	if !e.Exists(t, kept.ID) {
+		t.Fatal("an unrelated session went")
+	}
+
+	// A row whose only child is a branch is not alone: the branch stays,
+	// detached (not left with a relation to nothing).
+	e.Rec.Reset()
+	lone := e.MustCreate(t, sessions.CreateParams{Title: "has a branch"})
+	br := e.MustChild(t, lone.ID, sessions.RelationBranch)
+	if _, err := e.Sessions.Purge(ctx, []string{lone.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := onlyDelete(t, e); fmt.Sprint(p.DeletedIDs) != fmt.Sprint([]string{lone.ID}) {
+		t.Fatalf("deleted_ids = %v, want only %s", p.DeletedIDs, lone.ID)
+	}
+	if s, err := e.Sessions.Get(ctx, br.ID); err != nil || s.ParentSessionID != nil || s.Relation != "" {
+		t.Fatalf("the branch was not detached: %+v, %v", s, err)
+	}
+}
+
 func TestBulkDeleteOneEventFirstAffectedIDAndUnknowns(t *testing.T) {
 	t.Parallel()
 	e := sessionstest.New(t)

@@ -64,7 +64,7 @@ func (s *Service) discardTx(ctx context.Context, tx *db.Tx, reason string, autom
 	if automatic && s.trashAuto && s.trashDays > 0 {
 		res, err = s.trashTx(ctx, tx, reason, ids, ids, "", progress)
 	} else {
-		res, err = s.purgeTx(ctx, tx, reason, ids, ids, progress)
+		res, err = s.purgeTx(ctx, tx, reason, ids, ids, true, progress)
 	}
 	if err != nil {
 		return Result{}, err

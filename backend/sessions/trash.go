@@ -181,7 +181,7 @@ func (s *Service) EmptyTrashTx(ctx context.Context, tx *db.Tx, olderThan time.Du
 			reason = r
 		}
 	}
-	res, err := s.purgeTx(ctx, tx, reason, nil, ids, progress)
+	res, err := s.purgeTx(ctx, tx, reason, nil, ids, true, progress)
 	if err != nil {
 		return Result{}, err
 	}
