@@ -231,16 +231,20 @@ func lookupTx(ctx context.Context, tx *db.Tx, ids []string) (map[string]rowState
 	return lookupWith(ctx, tx.Query, ids, `0`, `0`)
 }
 
+// compressionChild is true of a session that continues another's
+// compression chain.
+const compressionChild = `(relation = 'compression' AND parent_session_id IS NOT NULL)`
+
 // aloneColumn tells whether deleting a session takes nothing else with it
 // and leaves no child to detach: it is not a compression child (the chain
 // above it would go too) and has no child at all (delegate and compression
 // children go with it, the others are detached).
-const aloneColumn = `NOT (relation = 'compression' AND parent_session_id IS NOT NULL)
+const aloneColumn = `NOT ` + compressionChild + `
 	AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = sessions.id)`
 
 // chainedColumn tells whether a session is in a compression chain: a
 // compression child, or the parent of one (sessions_parent finds those).
-const chainedColumn = `(relation = 'compression' AND parent_session_id IS NOT NULL)
+const chainedColumn = compressionChild + `
 	OR EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = sessions.id AND c.relation = 'compression')`
 
 // lookupChained is lookupTx that also tells which sessions are in a
@@ -397,10 +401,11 @@ func (s *Service) fireDelete(ctx context.Context, tx *db.Tx, res *Result) error 
 }
 
 // removeSidecars deletes <id>.* (and a folder named <id>) in the sessions
-// folder for every id. Ids were validated, so no name can leave it. It reads the folder's names
-// only, unsorted (os.ReadDir sorts them and makes an entry of each: 6-7 ms
-// against 3.3-3.9 for 10,000 files here), once per call whatever the number
-// of ids; deletes record their ids for one call (sidecars.go). A folder that
+// folder for every id. Ids were validated, so no name can leave it. It
+// reads the folder's names only, unsorted (os.ReadDir sorts them and makes
+// an entry of each: 6-7 ms against 3.3-3.9 for 10,000 files here), once per
+// call whatever the number of ids; deletes record their ids for one call
+// (sidecars.go). A folder that
 // cannot be read is an error (the ids stay recorded); a file that cannot be
 // removed is logged.
 func (s *Service) removeSidecars(ids []string) error {

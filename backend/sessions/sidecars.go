@@ -48,20 +48,22 @@ type sidecarState struct {
 	done map[string]bool
 }
 
+// forget takes ids out of done (their records were cleared, or written
+// anew) and, with look, has the task look at the records again.
+func (st *sidecarState) forget(ids []string, look bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, id := range ids {
+		delete(st.done, id)
+	}
+	st.look = st.look || look
+}
+
 // doneIDs lists the recorded ids whose files were removed.
 func (st *sidecarState) doneIDs() []string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return lo.Keys(st.done)
-}
-
-// clearSidecarRecordsTx removes, in tx, the records of ids whose files were
-// removed.
-func clearSidecarRecordsTx(ctx context.Context, tx *db.Tx, ids []string) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM sidecar_pending WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(ids)); err != nil {
-		return fmt.Errorf("clear sidecar records: %w", err)
-	}
-	return nil
 }
 
 // clearDoneSidecarsTx clears, in tx, the records of the ids whose files
@@ -76,16 +78,10 @@ func (s *Service) clearDoneSidecarsTx(ctx context.Context, tx *db.Tx) error {
 	if len(cleared) == 0 {
 		return nil
 	}
-	if err := clearSidecarRecordsTx(ctx, tx, cleared); err != nil {
-		return err
+	if _, err := tx.Exec(ctx, `DELETE FROM sidecar_pending WHERE id IN (SELECT value FROM json_each(?))`, jsonArray(cleared)); err != nil {
+		return fmt.Errorf("clear sidecar records: %w", err)
 	}
-	tx.AfterCommit(func() {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		for _, id := range cleared {
-			delete(st.done, id)
-		}
-	})
+	tx.AfterCommit(func() { st.forget(cleared, false) })
 	return nil
 }
 
@@ -100,15 +96,7 @@ func (s *Service) recordSidecarsTx(ctx context.Context, tx *db.Tx, ids []string)
 	if _, err := tx.Exec(ctx, `INSERT OR IGNORE INTO sidecar_pending (id) SELECT value FROM json_each(?)`, jsonArray(ids)); err != nil {
 		return fmt.Errorf("record sidecar files: %w", err)
 	}
-	st := s.sidecars
-	tx.AfterCommit(func() {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		for _, id := range ids {
-			delete(st.done, id)
-		}
-		st.look = true
-	})
+	tx.AfterCommit(func() { s.sidecars.forget(ids, true) })
 	return nil
 }
 

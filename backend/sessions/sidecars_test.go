@@ -189,19 +189,11 @@ func TestAStoreWithoutASessionsFolderIndexesAndDeletes(t *testing.T) {
 	if _, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: "hello folderless"}); err != nil {
 		t.Fatal(err)
 	}
-	for more := true; more; {
-		if more, err = svc.IndexPending(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	indexAll(t, svc)
 	if _, err := svc.Purge(ctx, []string{s.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
-	for more := true; more; {
-		if more, err = svc.IndexPending(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	indexAll(t, svc)
 	if n := e.Count(t, `SELECT COUNT(*) FROM sidecar_pending`); n != 0 {
 		t.Fatalf("%d sidecar records from a store with no sessions folder", n)
 	}

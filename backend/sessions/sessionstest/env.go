@@ -34,8 +34,11 @@ type Env struct {
 // New opens a store with a recorder subscribed to every observer hook. Call
 // register (optional) to add more subscribers before the bus starts.
 func New(t testing.TB, register ...func(bus *hooks.Bus)) *Env {
-	return NewWith(t, hooks.Options{Timeout: 5 * time.Second}, register...)
+	return NewWith(t, busOptions, register...)
 }
+
+// busOptions are the bus options of New and Reopen.
+var busOptions = hooks.Options{Timeout: 5 * time.Second}
 
 // NewWith is New with explicit bus options.
 func NewWith(t testing.TB, opts hooks.Options, register ...func(bus *hooks.Bus)) *Env {
@@ -47,7 +50,7 @@ func NewWith(t testing.TB, opts hooks.Options, register ...func(bus *hooks.Bus))
 // process that was killed), as the next process on that home would.
 func Reopen(t testing.TB, home string, register ...func(bus *hooks.Bus)) *Env {
 	t.Helper()
-	return open(t, home, hooks.Options{Timeout: 5 * time.Second}, register...)
+	return open(t, home, busOptions, register...)
 }
 
 func open(t testing.TB, home string, opts hooks.Options, register ...func(bus *hooks.Bus)) *Env {
