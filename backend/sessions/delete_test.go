@@ -504,6 +504,77 @@ func TestPruneRetentionNeverSplitsAChain(t *testing.T) {
 	}
 }
 
+// Most prune candidates are alone (no child, in no chain) and skip the
+// closure and the detaching of children; the others still take both, in
+// the same prune, and the preview says the same.
+func TestPruneOfRowsAloneAndRowsWithFamilies(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	noTrash := e.NoTrash() // the purge path, where children are detached
+	alone := e.MustCreate(t, sessions.CreateParams{Title: "alone"})
+	e.MustAppend(t, alone.ID, 2)
+	e.MustEnd(t, alone.ID)
+	// An old parent with a recent branch: the parent goes, the branch stays
+	// with its link cleared.
+	branchParent := e.MustCreate(t, sessions.CreateParams{Title: "bp"})
+	e.MustEnd(t, branchParent.ID)
+	branch := e.MustChild(t, branchParent.ID, sessions.RelationBranch)
+	// An old delegate of a live parent: the delegate goes alone.
+	liveParent := e.MustCreate(t, sessions.CreateParams{Title: "lp"})
+	delegate := e.MustChild(t, liveParent.ID, sessions.RelationDelegate)
+	e.MustEnd(t, delegate.ID)
+	// An old chain whose tip is recent: nothing of it goes.
+	chainRoot := e.MustCreate(t, sessions.CreateParams{Title: "cr"})
+	e.MustEnd(t, chainRoot.ID)
+	chainTip := e.MustChild(t, chainRoot.ID, sessions.RelationCompression)
+	// An old chain, ended throughout, with a delegate: it goes whole.
+	deadRoot := e.MustCreate(t, sessions.CreateParams{Title: "dr"})
+	deadTip := e.MustChild(t, deadRoot.ID, sessions.RelationCompression)
+	deadDelegate := e.MustChild(t, deadTip.ID, sessions.RelationDelegate)
+	for _, id := range []string{deadRoot.ID, deadTip.ID, deadDelegate.ID} {
+		e.MustEnd(t, id)
+	}
+	e.Clock.Advance(100 * 24 * time.Hour)
+	e.MustAppend(t, branch.ID, 1)
+	e.MustEnd(t, branch.ID)
+	e.MustAppend(t, chainTip.ID, 1)
+	e.MustEnd(t, chainTip.ID)
+	e.Rec.Reset()
+
+	want := []string{alone.ID, branchParent.ID, delegate.ID, deadRoot.ID, deadTip.ID, deadDelegate.ID}
+	preview, err := noTrash.PreviewPrune(ctx, 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if preview.Sessions != len(want) || preview.Messages != 2 {
+		t.Fatalf("preview %+v, want %d sessions and 2 messages", preview, len(want))
+	}
+	res, err := noTrash.Prune(ctx, 90, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := onlyDelete(t, e)
+	if p.Reason != "prune" || p.Restorable || sorted(p.DeletedIDs) != sorted(want) || sorted(res.AffectedIDs) != sorted(want) {
+		t.Fatalf("pruned %v (restorable %v), want %v", p.DeletedIDs, p.Restorable, want)
+	}
+	for _, id := range want {
+		if e.Exists(t, id) {
+			t.Fatalf("prune kept %s", id)
+		}
+	}
+	for _, id := range []string{branch.ID, liveParent.ID, chainRoot.ID, chainTip.ID} {
+		if !e.Exists(t, id) {
+			t.Fatalf("prune removed %s", id)
+		}
+	}
+	if n := e.Count(t, `SELECT COUNT(*) FROM sessions WHERE id = ? AND parent_session_id IS NULL AND relation = ''`, branch.ID); n != 1 {
+		t.Fatal("the surviving branch still points at its pruned parent")
+	}
+	if n := e.Count(t, `SELECT COUNT(*) FROM sessions WHERE id = ? AND parent_session_id = ?`, chainTip.ID, chainRoot.ID); n != 1 {
+		t.Fatal("the kept chain lost its link")
+	}
+}
+
 func TestPruneOfManyIsOneTransactionOneEvent(t *testing.T) {
 	t.Parallel()
 	e := sessionstest.New(t)

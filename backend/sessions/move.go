@@ -120,7 +120,7 @@ func (s *Service) finishMove(ctx context.Context, mv moveRow, resolve Resolver) 
 			return err
 		}
 		var err error
-		res, err = s.discardTx(ctx, tx, hooks.ReasonProfileRepair, false, present, nil)
+		res, err = s.discardTx(ctx, tx, hooks.ReasonProfileRepair, false, true, present, nil)
 		return err
 	})
 	if err != nil {

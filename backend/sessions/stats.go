@@ -79,12 +79,7 @@ func (s *Service) PreviewPrune(ctx context.Context, days int) (PrunePreview, err
 	g := s.db.Read.WithContext(ctx)
 	now := s.db.Now()
 	cutoff := db.Ms(now.Add(-time.Duration(days) * 24 * time.Hour))
-	qualifies := `ended_at IS NOT NULL AND pinned = 0 AND last_activity_at < ?`
-	var cands []string
-	if err := g.Raw(`SELECT id FROM sessions WHERE trashed_at IS NULL AND `+qualifies+` ORDER BY last_activity_at, id`, cutoff).Scan(&cands).Error; err != nil {
-		return PrunePreview{}, err
-	}
-	ids, err := closedSet(ctx, s.db.Query, cands, `trashed_at IS NOT NULL OR (`+qualifies+`)`, cutoff)
+	ids, _, err := pruneSet(ctx, s.db.Query, cutoff)
 	if err != nil {
 		return PrunePreview{}, err
 	}

@@ -45,7 +45,7 @@ func (s *Service) sweep(ctx context.Context, reason string, progress Progress, q
 			return err
 		}
 		var err error
-		out, err = s.discardTx(ctx, tx, reason, true, ids, progress)
+		out, err = s.discardTx(ctx, tx, reason, true, true, ids, progress)
 		return err
 	})
 	if err != nil {
@@ -57,14 +57,15 @@ func (s *Service) sweep(ctx context.Context, reason string, progress Progress, q
 // discardTx removes a set that is already closed under cascades and fires
 // one event for it; an empty set is a no-op. An automatic removal goes to
 // the trash when the store keeps one for automatic deletes; otherwise (and
-// for profile moves) the rows are deleted for good.
-func (s *Service) discardTx(ctx context.Context, tx *db.Tx, reason string, automatic bool, ids []string, progress Progress) (Result, error) {
+// for profile moves) the rows are deleted for good, their surviving
+// children detached unless the caller knows there are none (detach false).
+func (s *Service) discardTx(ctx context.Context, tx *db.Tx, reason string, automatic, detach bool, ids []string, progress Progress) (Result, error) {
 	var res Result
 	var err error
 	if automatic && s.trashAuto && s.trashDays > 0 {
 		res, err = s.trashTx(ctx, tx, reason, ids, ids, "", progress)
 	} else {
-		res, err = s.purgeTx(ctx, tx, reason, ids, ids, true, progress)
+		res, err = s.purgeTx(ctx, tx, reason, ids, ids, detach, progress)
 	}
 	if err != nil {
 		return Result{}, err
@@ -85,19 +86,11 @@ func (s *Service) Prune(ctx context.Context, days int, progress Progress) (Resul
 	}
 	var out Result
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
-		g := tx.G.WithContext(ctx)
-		cutoff := db.Ms(tx.Now.Add(-time.Duration(days) * 24 * time.Hour))
-		qualifies := `ended_at IS NOT NULL AND pinned = 0 AND last_activity_at < ?`
-		var cands []string
-		if err := g.Raw(`SELECT id FROM sessions WHERE trashed_at IS NULL AND `+qualifies+` ORDER BY last_activity_at, id`, cutoff).Scan(&cands).Error; err != nil {
-			return err
-		}
-		// A row already in the trash never blocks: it is gone from view.
-		ids, err := closedSet(ctx, tx.Query, cands, `trashed_at IS NOT NULL OR (`+qualifies+`)`, cutoff)
+		ids, detach, err := pruneSet(ctx, tx.Query, db.Ms(tx.Now.Add(-time.Duration(days)*24*time.Hour)))
 		if err != nil {
 			return err
 		}
-		out, err = s.discardTx(ctx, tx, hooks.ReasonPrune, true, ids, progress)
+		out, err = s.discardTx(ctx, tx, hooks.ReasonPrune, true, detach, ids, progress)
 		return err
 	})
 	if err != nil {
@@ -106,33 +99,79 @@ func (s *Service) Prune(ctx context.Context, days int, progress Progress) (Resul
 	return out, nil
 }
 
+// pruneQualifies is what retention takes: ended, unpinned, idle since
+// before the bound cutoff.
+const pruneQualifies = `ended_at IS NOT NULL AND pinned = 0 AND last_activity_at < ?`
+
+// pruneSet returns what a prune with cutoff removes, oldest activity first:
+// the qualifying sessions whose delete closure holds only rows that qualify
+// too (a row already in the trash never blocks: it is gone from view), plus
+// those closures. detach is false when every candidate is alone (no child,
+// not in a chain), as most are: then none leaves a child behind.
+func pruneSet(ctx context.Context, read queryFunc, cutoff int64) (ids []string, detach bool, err error) {
+	rows, err := read(ctx, `SELECT id, `+aloneColumn+` FROM sessions WHERE trashed_at IS NULL AND `+pruneQualifies+`
+		ORDER BY last_activity_at, id`, cutoff)
+	cands, err := scanAll(rows, err, func(sc scanner) (candidate, error) {
+		var c candidate
+		err := sc.Scan(&c.id, &c.alone)
+		return c, err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return closedSet(ctx, read, cands, `trashed_at IS NOT NULL OR (`+pruneQualifies+`)`, cutoff)
+}
+
+// candidate is a row a prune would take, and whether a delete takes it
+// alone (aloneColumn).
+type candidate struct {
+	id    string
+	alone bool
+}
+
 // closedSet returns the candidates (in order) whose delete closure holds only
-// rows satisfying qualifies, plus those closures.
-func closedSet(ctx context.Context, read queryFunc, cands []string, qualifies string, args ...any) ([]string, error) {
-	if len(cands) == 0 {
-		return nil, nil
+// rows satisfying qualifies, plus those closures, and whether any of them
+// may leave a child behind. A candidate that is alone is its own closure,
+// and qualifies: only the others take the recursion and the check. Nothing
+// that is alone is ever dragged in by a blocker either: it has no child and
+// continues no chain.
+func closedSet(ctx context.Context, read queryFunc, cands []candidate, qualifies string, args ...any) ([]string, bool, error) {
+	var related []string
+	for _, c := range cands {
+		if !c.alone {
+			related = append(related, c.id)
+		}
 	}
-	closure, err := expand(ctx, read, cands, deleteCTE)
+	closure, err := expand(ctx, read, related, deleteCTE)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	blockers, err := queryColumn[string](ctx, read, `SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?)) AND NOT (`+qualifies+`)`,
-		append([]any{jsonArray(closure)}, args...)...)
-	if err != nil {
-		return nil, err
-	}
-	if len(blockers) > 0 {
-		dragging, err := expand(ctx, read, blockers, draggedByCTE)
+	var drop map[string]bool
+	if len(closure) > 0 {
+		blockers, err := queryColumn[string](ctx, read, `SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?)) AND NOT (`+qualifies+`)`,
+			append([]any{jsonArray(closure)}, args...)...)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		drop := lo.SliceToMap(dragging, func(id string) (string, bool) { return id, true })
-		cands = lo.Filter(cands, func(id string, _ int) bool { return !drop[id] })
-		if closure, err = expand(ctx, read, cands, deleteCTE); err != nil {
-			return nil, err
+		if len(blockers) > 0 {
+			dragging, err := expand(ctx, read, blockers, draggedByCTE)
+			if err != nil {
+				return nil, false, err
+			}
+			drop = lo.SliceToMap(dragging, func(id string) (string, bool) { return id, true })
+			related = lo.Filter(related, func(id string, _ int) bool { return !drop[id] })
+			if closure, err = expand(ctx, read, related, deleteCTE); err != nil {
+				return nil, false, err
+			}
 		}
 	}
-	return orderAffected(cands, closure), nil
+	kept := make([]string, 0, len(cands))
+	for _, c := range cands {
+		if !drop[c.id] {
+			kept = append(kept, c.id)
+		}
+	}
+	return orderAffected(kept, closure), len(related) > 0, nil
 }
 
 // ArchiveIdle archives, silently (archived_by auto), unpinned sessions idle for
