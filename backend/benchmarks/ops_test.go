@@ -10,8 +10,10 @@ package benchmarks
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"atrium/backend/sessions"
 )
@@ -305,4 +307,54 @@ func BenchmarkArchive1000(b *testing.B) {
 		n, _ := res.RowsAffected()
 		return n
 	}, want))
+}
+
+// emptySessions adds numEmpty ended sessions with no messages, an hour
+// apart and a day before Now (the shared workload has N/20 of them; the
+// corpus has none).
+const numEmpty = 500
+
+var emptySessions = fmt.Sprintf(`INSERT INTO sessions (id, source, title, profile, started_at, ended_at, last_activity_at)
+	WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
+	SELECT printf('empty-%%05d', i), 'cli', '', 'default', %[2]d + i * 3600000, %[2]d + i * 3600000, %[2]d + i * 3600000 FROM n`,
+	numEmpty-1, Now.Add(-(numEmpty+24)*time.Hour).UnixMilli())
+
+// BenchmarkSweepEmpty500 sweeps the 500 empty sessions out of the 10k store
+// in one call (one transaction, one event; no trash), against raw SQL on
+// the same schema: the same selection, the rows deleted by id (the
+// messages' statement too, as a store that does not know they are empty
+// must), and an event row carrying the ids.
+func BenchmarkSweepEmpty500(b *testing.B) {
+	c := getCorpus()
+	sweep := func(e *atriumEnv) (sessions.Result, error) { return e.Svc.SweepEmpty(ctx, nil) }
+	b.Run("atrium", atriumDestructive([]string{emptySessions}, sweep, numEmpty))
+	b.Run("raw", rawDestructive(c, []string{emptySessions}, func(tb testing.TB, r *sql.DB) int64 {
+		tx, err := r.Begin()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rows, err := tx.Query(`SELECT id FROM sessions WHERE ended_at IS NOT NULL AND archived = 0 AND message_count = 0
+			AND trashed_at IS NULL ORDER BY last_activity_at, id`)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				tb.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		n := rawDeleteTx(tb, tx, ids)
+		payload, _ := json.Marshal(map[string]any{"deleted_ids": ids})
+		if _, err := tx.Exec(rawEventInsert, "sweep", "on_session_delete", string(payload), Now.UnixMilli()); err != nil {
+			tb.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			tb.Fatal(err)
+		}
+		return n
+	}, numEmpty))
 }
