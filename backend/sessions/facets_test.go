@@ -89,6 +89,11 @@ func TestFacetsFollowEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after relabelling")
+	// A platform taken away, and one given to a session that had none.
+	if err := e.DB.Write.Exec(`UPDATE sessions SET platform = CASE id WHEN ? THEN '' ELSE 'matrix' END WHERE id IN (?, ?)`, ids[2], ids[2], ids[4]).Error; err != nil {
+		t.Fatal(err)
+	}
+	check("after a platform went and came")
 	if _, err := now.DeleteWith(ctx, ids, sessions.DeleteOptions{Now: true}); err != nil {
 		t.Fatal(err)
 	}
