@@ -400,3 +400,133 @@ func TestStoreFromBeforeTheMarkIndexesItsQueue(t *testing.T) {
 		t.Fatalf("after indexing: %d unindexed, %d indexed; want 0 and 4", n, i)
 	}
 }
+
+// A delete queues for removal from the search index exactly the messages
+// the index has: an indexed message once (an edited one is queued
+// already), not one waiting in fts_pending (edited since it was indexed,
+// or new under a deleted message's id), which leaves that queue, and none
+// above the mark (never indexed). A delete of several sessions leaves the
+// queues as deleting them one at a time does; a rolled-back delete leaves
+// them as they were.
+func TestDeletesQueueExactlyTheIndexedMessages(t *testing.T) {
+	t.Parallel()
+	type state struct{ gone, pending, msgs string }
+	run := func(bulk bool) state {
+		d, err := db.Open(ctx, filepath.Join(t.TempDir(), "state.db"), db.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bus := hooks.NewBus(d, hooks.Options{Timeout: 5 * time.Second})
+		if err := bus.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = bus.Close(context.Background())
+			_ = d.Close()
+		})
+		svc := sessions.NewService(d, bus, sessions.Options{ManualIndex: true, TrashDays: new(int)})
+		var ids []string
+		for i := range 4 {
+			s, err := svc.Create(ctx, sessions.CreateParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, s.ID)
+			for j := range 3 {
+				if _, err := svc.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: "user", Content: fmt.Sprintf("word%d kept%d turn%d", i, i, j)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// A fifth session's message (id 13) indexed, then deleted and its
+		// removal applied: its id is handed out again below.
+		fifth, err := svc.Create(ctx, sessions.CreateParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.AppendMessage(ctx, fifth.ID, sessions.NewMessage{Role: "user", Content: "fifth"}); err != nil {
+			t.Fatal(err)
+		}
+		indexAll(t, svc)
+		if _, err := svc.Delete(ctx, []string{fifth.ID}, nil); err != nil {
+			t.Fatal(err)
+		}
+		indexAll(t, svc)
+		// Session 1's first message edited (queued both ways); in session 2
+		// a message that gets id 13 again (at the mark: waiting in
+		// fts_pending, never indexed under it) and two above the mark.
+		if err := d.Write.Exec(`UPDATE messages SET content = 'edited' WHERE id = (SELECT min(id) FROM messages WHERE session_id = ?)`, ids[1]).Error; err != nil {
+			t.Fatal(err)
+		}
+		for j := range 3 {
+			if _, err := svc.AppendMessage(ctx, ids[2], sessions.NewMessage{Role: "user", Content: fmt.Sprintf("late%d", j)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := count(t, d, `SELECT count(*) FROM fts_pending WHERE id IN (4, 13)`); n != 2 || count(t, d, `SELECT upto FROM fts_mark`) != 13 {
+			t.Fatal("set-up: messages 4 (edited) and 13 (a reused id) should be waiting in fts_pending, the mark at 13")
+		}
+		gone := func() string {
+			var ids []int64
+			if err := d.Read.Raw(`SELECT id FROM fts_gone ORDER BY id`).Scan(&ids).Error; err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Sprint(ids)
+		}
+		before := gone()
+		// Rolled back: nothing moves.
+		boom := fmt.Errorf("boom")
+		if err := d.InTx(ctx, func(tx *db.Tx) error {
+			if _, err := svc.DeleteTx(ctx, tx, ids[:3], sessions.DeleteOptions{}); err != nil {
+				return err
+			}
+			return boom
+		}); err != boom {
+			t.Fatalf("rolled-back delete: %v", err)
+		}
+		if g, n := gone(), count(t, d, `SELECT count(*) FROM messages`); g != before || n != 15 {
+			t.Fatalf("after a rollback: fts_gone %s (was %s), %d messages", g, before, n)
+		}
+		if bulk {
+			if _, err := svc.Delete(ctx, ids[:3], nil); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			for _, id := range ids[:3] {
+				if _, err := svc.Delete(ctx, []string{id}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var st state
+		st.gone = gone()
+		var pending []int64
+		if err := d.Read.Raw(`SELECT id FROM fts_pending ORDER BY id`).Scan(&pending).Error; err != nil {
+			t.Fatal(err)
+		}
+		st.pending = fmt.Sprint(pending)
+		st.msgs = fmt.Sprint(count(t, d, `SELECT count(*) FROM messages`))
+		searchAfter := func(step string) {
+			t.Helper()
+			expectSearch(t, svc, step, "turn0", ids[3])
+			for _, word := range []string{"edited", "late0", "late2", "word0", "word1", "fifth"} {
+				expectSearch(t, svc, step, word)
+			}
+		}
+		searchAfter("deleted, removals queued")
+		indexAll(t, svc)
+		searchAfter("deleted, index caught up")
+		if n := count(t, d, `SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'turn0 OR turn1 OR turn2 OR edited OR late0 OR late1 OR late2 OR fifth'`); n != 3 {
+			t.Fatalf("index entries left: %d, want session 3's 3", n)
+		}
+		return st
+	}
+	bulk, each := run(true), run(false)
+	// Sessions 0 and 1 were indexed (ids 1-6; 4 edited, queued already),
+	// session 2's first three too (7-9); its late ones (13 again, 14, 15)
+	// never were.
+	want := state{gone: "[1 2 3 4 5 6 7 8 9]", pending: "[]", msgs: "3"}
+	if bulk != want || each != want {
+		t.Fatalf("queues after the bulk delete %+v, one at a time %+v, want %+v", bulk, each, want)
+	}
+}
