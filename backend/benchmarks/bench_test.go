@@ -712,10 +712,20 @@ func rawPruneChunked(tb testing.TB, r *sql.DB) int64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rows, err := tx.Query(`SELECT id FROM sessions WHERE `+pruneQualifies+` ORDER BY last_activity_at, id`, pruneCutoff())
+	n := rawDeleteTx(tb, tx, rawIDs(tb, tx, `SELECT id FROM sessions WHERE `+pruneQualifies+` ORDER BY last_activity_at, id`, pruneCutoff()))
+	if err := tx.Commit(); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// rawIDs reads the ids q selects.
+func rawIDs(tb testing.TB, tx *sql.Tx, q string, args ...any) []string {
+	rows, err := tx.Query(q, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	defer rows.Close()
 	var ids []string
 	for rows.Next() {
 		var id string
@@ -724,12 +734,10 @@ func rawPruneChunked(tb testing.TB, r *sql.DB) int64 {
 		}
 		ids = append(ids, id)
 	}
-	rows.Close()
-	n := rawDeleteTx(tb, tx, ids)
-	if err := tx.Commit(); err != nil {
+	if err := rows.Err(); err != nil {
 		tb.Fatal(err)
 	}
-	return n
+	return ids
 }
 
 // ---- 5. list page and search ------------------------------------------------------

@@ -333,20 +333,8 @@ func BenchmarkSweepEmpty500(b *testing.B) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		rows, err := tx.Query(`SELECT id FROM sessions WHERE ended_at IS NOT NULL AND archived = 0 AND message_count = 0
+		ids := rawIDs(tb, tx, `SELECT id FROM sessions WHERE ended_at IS NOT NULL AND archived = 0 AND message_count = 0
 			AND trashed_at IS NULL ORDER BY last_activity_at, id`)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				tb.Fatal(err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
 		n := rawDeleteTx(tb, tx, ids)
 		payload, _ := json.Marshal(map[string]any{"deleted_ids": ids})
 		if _, err := tx.Exec(rawEventInsert, "sweep", "on_session_delete", string(payload), Now.UnixMilli()); err != nil {

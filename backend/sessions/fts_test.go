@@ -17,6 +17,12 @@ import (
 // test calls IndexPending.
 func manualIndexStore(t *testing.T) (*db.DB, *sessions.Service) {
 	t.Helper()
+	return manualIndexStoreWith(t, sessions.Options{})
+}
+
+// manualIndexStoreWith is manualIndexStore with options o.
+func manualIndexStoreWith(t *testing.T, o sessions.Options) (*db.DB, *sessions.Service) {
+	t.Helper()
 	d, err := db.Open(ctx, filepath.Join(t.TempDir(), "state.db"), db.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +35,8 @@ func manualIndexStore(t *testing.T) (*db.DB, *sessions.Service) {
 		_ = bus.Close(context.Background())
 		_ = d.Close()
 	})
-	return d, sessions.NewService(d, bus, sessions.Options{ManualIndex: true})
+	o.ManualIndex = true
+	return d, sessions.NewService(d, bus, o)
 }
 
 // indexAll applies the index queues to the end.
@@ -412,19 +419,7 @@ func TestDeletesQueueExactlyTheIndexedMessages(t *testing.T) {
 	t.Parallel()
 	type state struct{ gone, pending, msgs string }
 	run := func(bulk bool) state {
-		d, err := db.Open(ctx, filepath.Join(t.TempDir(), "state.db"), db.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bus := hooks.NewBus(d, hooks.Options{Timeout: 5 * time.Second})
-		if err := bus.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = bus.Close(context.Background())
-			_ = d.Close()
-		})
-		svc := sessions.NewService(d, bus, sessions.Options{ManualIndex: true, TrashDays: new(int)})
+		d, svc := manualIndexStoreWith(t, sessions.Options{TrashDays: new(int)})
 		var ids []string
 		for i := range 4 {
 			s, err := svc.Create(ctx, sessions.CreateParams{})
