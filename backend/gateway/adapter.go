@@ -60,9 +60,17 @@ type Adapter interface {
 	Send(ctx context.Context, m Message) (string, error)
 }
 
-// Typer is an adapter that can show "typing…" while a turn runs.
+// Typer is an adapter that can show "typing…" while a turn runs. Typing
+// is called when the turn starts and every few seconds until it ends.
 type Typer interface {
 	Typing(ctx context.Context, chatID, threadID string) error
+}
+
+// TypingStopper is a Typer whose indicator stays until it is taken down
+// (Slack's thread status): StopTyping is called once when the turn ends.
+type TypingStopper interface {
+	Typer
+	StopTyping(ctx context.Context, chatID, threadID string) error
 }
 
 // Editor is an adapter that can edit a message it sent.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -538,6 +539,78 @@ func TestSlackConversation(t *testing.T) {
 			}
 			return n
 		}})
+}
+
+// Slack shows "<app> is thinking…" below a thread while its turn runs
+// (assistant.threads.setStatus), and takes it down when the turn ends,
+// before the reply is posted; outside a thread it shows nothing; a
+// workspace that refuses the method for good is not asked again.
+func TestSlackThreadStatus(t *testing.T) {
+	t.Parallel()
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	var expect atomic.Bool // the running turn should see its status set
+	statuses := func() int {
+		n := 0
+		for _, c := range api.Calls() {
+			if strings.HasPrefix(c, "setStatus ") {
+				n++
+			}
+		}
+		return n
+	}
+	var before atomic.Int64
+	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
+		// The turn waits until its status was asked for, so the check
+		// does not depend on how fast the offline provider answers.
+		if _, err := bus.RegisterSync("slow", hooks.PreLLMCall, func(ctx context.Context, _ json.RawMessage) (any, error) {
+			for expect.Load() && int64(statuses()) == before.Load() && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := gateway.NewSlack(gateway.SlackOptions{Token: slackToken, SigningSecret: slackSecret, Listener: ln, APIURL: api.URL + "/api"})
+	e.start(t, gateway.Configured{Adapter: sl, Access: gateway.Access{Users: []string{"U1"}}})
+	url := "http://" + ln.Addr().String() + gateway.SlackEventsPath
+	waitFor(t, "connected", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'slack' AND state = 'connected'`) == 1
+	})
+	turn := func(channel, kind, thread, text string, status bool) []string {
+		t.Helper()
+		seen := len(api.Calls())
+		posts := len(api.Posted())
+		before.Store(int64(statuses()))
+		expect.Store(status)
+		ev := gatewaytest.SlackMessage("U1", channel, kind, text)
+		if thread != "" {
+			ev["event"].(map[string]any)["thread_ts"] = thread
+		}
+		if code := gatewaytest.SlackEvent(t, url, slackSecret, ev, false); code != 200 {
+			t.Fatalf("message: %d", code)
+		}
+		waitFor(t, "the reply to "+text, func() bool { return len(api.Posted()) == posts+1 })
+		return api.Calls()[seen:]
+	}
+	expectCalls := func(step string, got []string, want ...string) {
+		t.Helper()
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%s: calls %q, want %q", step, got, want)
+		}
+	}
+	expectCalls("in a thread", turn("C1", "channel", "1700000000.000100", "<@UBOT> what is in this thread", true),
+		"setStatus C1 1700000000.000100 "+gateway.SlackThinking, "setStatus C1 1700000000.000100 ", "postMessage C1 1700000000.000100")
+	expectCalls("outside a thread", turn("D1", "im", "", "hello there", false), "postMessage D1")
+	api.RefuseStatus("missing_scope")
+	expectCalls("refused", turn("C1", "channel", "1700000000.000200", "<@UBOT> and this one", true),
+		"setStatus C1 1700000000.000200 "+gateway.SlackThinking, "postMessage C1 1700000000.000200")
+	expectCalls("not asked again", turn("C1", "channel", "1700000000.000300", "<@UBOT> and another", false),
+		"postMessage C1 1700000000.000300")
 }
 
 func webhookAdapter(t *testing.T, secret, replyURL string) *gateway.Webhook {

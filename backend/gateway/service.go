@@ -422,7 +422,8 @@ func (s *Service) dispatch(ctx context.Context, platform, key, sid, text string,
 }
 
 // typing shows "typing…" until the returned func is called, where the
-// platform has it; failures are ignored.
+// platform has it, and takes down an indicator that stays (TypingStopper);
+// failures are ignored.
 func (s *Service) typing(ctx context.Context, a Adapter, m Inbound) func() {
 	t, ok := a.(Typer)
 	if !ok {
@@ -441,7 +442,15 @@ func (s *Service) typing(ctx context.Context, a Adapter, m Inbound) func() {
 			}
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func() {
+		cancel()
+		<-done
+		if st, ok := t.(TypingStopper); ok {
+			c, cc := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = st.StopTyping(c, m.ChatID, m.ThreadID)
+			cc()
+		}
+	}
 }
 
 func (s *Service) enqueue(ctx context.Context, o Outbound) error {

@@ -33,7 +33,8 @@ type SlackOptions struct {
 
 // Slack receives Slack's Events API over HTTP (every request's signature
 // verified with the signing secret, through slack-go) and answers with the
-// Web API (chat.postMessage, chat.update) through slack-go's client.
+// Web API (chat.postMessage, chat.update; assistant.threads.setStatus while
+// a turn runs in a thread) through slack-go's client.
 type Slack struct {
 	o   SlackOptions
 	api *slack.Client
@@ -43,6 +44,10 @@ type Slack struct {
 	botID  string
 	addr   string
 	events chan Inbound
+	// status: when the thread status was last set, by channel and thread;
+	// noStatus: the workspace refused it for good (a scope, a token type).
+	status   map[string]time.Time
+	noStatus bool
 }
 
 // SlackEventsPath is where the Events API request URL points.
@@ -72,7 +77,7 @@ func NewSlack(o SlackOptions) *Slack {
 		o.Client = &http.Client{Timeout: 30 * time.Second}
 	}
 	api := slack.New(o.Token, slack.OptionAPIURL(strings.TrimRight(o.APIURL, "/")+"/"), slack.OptionHTTPClient(o.Client))
-	return &Slack{o: o, api: api, names: map[string]string{}, events: make(chan Inbound, 256)}
+	return &Slack{o: o, api: api, names: map[string]string{}, events: make(chan Inbound, 256), status: map[string]time.Time{}}
 }
 
 // Platform implements Adapter.
@@ -313,6 +318,67 @@ func (s *Slack) Send(ctx context.Context, m Message) (string, error) {
 func (s *Slack) Edit(ctx context.Context, chatID, messageID, text string) error {
 	_, _, _, err := s.api.UpdateMessageContext(ctx, chatID, messageID, slack.MsgOptionText(text, false))
 	return slackError("chat.update", err)
+}
+
+// SlackThinking is the thread status shown while a turn runs (Slack puts
+// the app's name before it).
+const SlackThinking = "is thinking…"
+
+// slackStatusRefresh: a thread status lasts two minutes unless a message
+// is posted in the thread; a longer turn sets it again after this long.
+const slackStatusRefresh = 90 * time.Second
+
+// Typing implements Typer with the thread status
+// (assistant.threads.setStatus, which the chat:write scope allows in any
+// thread): "<app> is thinking…" below the thread while a turn runs. Slack
+// has no typing indicator for bots outside a thread, where a reply that is
+// not threaded would leave the status standing: there it does nothing.
+// The status is set once and again only when it would expire; a workspace
+// that refuses the method for good is not asked again.
+func (s *Slack) Typing(ctx context.Context, chatID, threadID string) error {
+	if threadID == "" {
+		return nil
+	}
+	key := chatID + "/" + threadID
+	s.mu.Lock()
+	at, set := s.status[key]
+	skip := s.noStatus || (set && time.Since(at) < slackStatusRefresh)
+	s.mu.Unlock()
+	if skip {
+		return nil
+	}
+	err := s.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: chatID, ThreadTS: threadID, Status: SlackThinking})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.status[key] = time.Now()
+		return nil
+	}
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "missing_scope", "not_allowed_token_type", "no_permission", "access_denied", "accesslimited",
+			"team_access_not_granted", "method_deprecated", "unknown_method", "not_authed", "invalid_auth":
+			s.noStatus = true
+		}
+	}
+	return slackError("assistant.threads.setStatus", err)
+}
+
+// StopTyping implements TypingStopper: it clears a status it set (the
+// reply clears it too once posted in the thread; a turn that posts nothing,
+// or posts later, must not leave it standing for two minutes).
+func (s *Slack) StopTyping(ctx context.Context, chatID, threadID string) error {
+	key := chatID + "/" + threadID
+	s.mu.Lock()
+	_, set := s.status[key]
+	delete(s.status, key)
+	s.mu.Unlock()
+	if !set {
+		return nil
+	}
+	err := s.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: chatID, ThreadTS: threadID, Status: ""})
+	return slackError("assistant.threads.setStatus", err)
 }
 
 // slackError classifies a Web API error: rate limits wait, Slack's own

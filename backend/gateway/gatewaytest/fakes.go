@@ -214,15 +214,35 @@ func (f *Telegram) Set(fn func(f *Telegram)) {
 }
 
 // SlackAPI is a loopback fake of the Slack Web API methods the adapter
-// uses (auth.test, users.info, chat.postMessage, chat.update): form-encoded
-// POSTs to /api/<method> carrying the bot token, answered {"ok": ...}.
+// uses (auth.test, users.info, chat.postMessage, chat.update,
+// assistant.threads.setStatus): form-encoded POSTs to /api/<method>
+// carrying the bot token, answered {"ok": ...}.
 type SlackAPI struct {
 	*httptest.Server
 	token string
 
-	mu     sync.Mutex
-	posted []map[string]string
-	fail   int
+	mu        sync.Mutex
+	posted    []map[string]string
+	fail      int
+	calls     []string // "<method> <channel> <thread_ts> <status>", in order
+	statusErr string   // setStatus answers this error when set
+}
+
+// Calls lists the chat.postMessage and assistant.threads.setStatus calls
+// in the order they came, as "postMessage CHANNEL THREAD" and
+// "setStatus CHANNEL THREAD STATUS".
+func (f *SlackAPI) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// RefuseStatus has assistant.threads.setStatus answer {"ok": false,
+// "error": err} ("" accepts again).
+func (f *SlackAPI) RefuseStatus(err string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.statusErr = err
 }
 
 // Posted is every chat.postMessage received: channel, text, thread_ts.
@@ -279,9 +299,23 @@ func (f *SlackAPI) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		m := map[string]string{"channel": r.Form.Get("channel"), "text": r.Form.Get("text"), "thread_ts": r.Form.Get("thread_ts")}
 		f.posted = append(f.posted, m)
+		f.calls = append(f.calls, strings.TrimSpace("postMessage "+m["channel"]+" "+m["thread_ts"]))
 		ts := fmt.Sprintf("1700000000.%06d", len(f.posted))
 		f.mu.Unlock()
 		slackJSON(w, map[string]any{"ok": true, "channel": m["channel"], "ts": ts})
+	case "assistant.threads.setStatus":
+		f.mu.Lock()
+		f.calls = append(f.calls, fmt.Sprintf("setStatus %s %s %s", r.Form.Get("channel_id"), r.Form.Get("thread_ts"), r.Form.Get("status")))
+		refuse := f.statusErr
+		f.mu.Unlock()
+		switch {
+		case refuse != "":
+			slackJSON(w, map[string]any{"ok": false, "error": refuse})
+		case r.Form.Get("channel_id") == "" || r.Form.Get("thread_ts") == "" || !r.Form.Has("status"):
+			slackJSON(w, map[string]any{"ok": false, "error": "invalid_arguments"})
+		default:
+			slackJSON(w, map[string]any{"ok": true})
+		}
 	default:
 		slackJSON(w, map[string]any{"ok": false, "error": "unknown_method"})
 	}
