@@ -461,20 +461,27 @@ func TestMissingSecretSaysWhichVariable(t *testing.T) {
 const slackToken, slackSecret = "xoxb-test-token", "slack-signing-secret"
 
 // A conversation over Slack's Events API (signatures verified) and Web API.
-func TestSlackConversation(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, 2000, 0.5)
-	api := gatewaytest.NewSlackAPI(t, slackToken)
+// startSlack runs the Slack adapter against api, U1 allowed, and returns
+// the Events API URL once it is connected.
+func (e *env) startSlack(t *testing.T, api *gatewaytest.SlackAPI) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sl := gateway.NewSlack(gateway.SlackOptions{Token: slackToken, SigningSecret: slackSecret, Listener: ln, APIURL: api.URL + "/api"})
 	e.start(t, gateway.Configured{Adapter: sl, Access: gateway.Access{Users: []string{"U1"}}})
-	url := "http://" + ln.Addr().String() + gateway.SlackEventsPath
 	waitFor(t, "connected", func() bool {
 		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'slack' AND state = 'connected'`) == 1
 	})
+	return "http://" + ln.Addr().String() + gateway.SlackEventsPath
+}
+
+func TestSlackConversation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 2000, 0.5)
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	url := e.startSlack(t, api)
 
 	// url_verification echoes the challenge; a bad signature is refused.
 	if code := gatewaytest.SlackEvent(t, url, slackSecret, map[string]any{"type": "url_verification", "challenge": "c-123", "token": "x"}, false); code != 200 {
@@ -571,16 +578,7 @@ func TestSlackThreadStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sl := gateway.NewSlack(gateway.SlackOptions{Token: slackToken, SigningSecret: slackSecret, Listener: ln, APIURL: api.URL + "/api"})
-	e.start(t, gateway.Configured{Adapter: sl, Access: gateway.Access{Users: []string{"U1"}}})
-	url := "http://" + ln.Addr().String() + gateway.SlackEventsPath
-	waitFor(t, "connected", func() bool {
-		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'slack' AND state = 'connected'`) == 1
-	})
+	url := e.startSlack(t, api)
 	turn := func(channel, kind, thread, text string, status bool) []string {
 		t.Helper()
 		seen := len(api.Calls())
