@@ -187,3 +187,41 @@ func TestCronCommands(t *testing.T) {
 		t.Fatalf("list after remove: %+v", r)
 	}
 }
+
+// A real Python plugin (hermes-guard, unchanged) wants read_notes approved:
+// under `atrium gateway run` the sender is asked in the chat, and their
+// /approve lets the call run; /deny blocks the next one.
+func TestGatewayRunAsksTheSenderToApprove(t *testing.T) {
+	t.Parallel()
+	tg := gatewaytest.NewTelegram(t, cliTGToken)
+	home := hermesHome(t, fmt.Sprintf("gateway:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", tg.URL),
+		"hermes-audit", "hermes-guard", "hermes-notes")
+	gw, logs := gatewayRun(t, home)
+	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
+	sent := func(n int, what string) string {
+		t.Helper()
+		waitFor(t, what, 60*time.Second, func() bool { return len(tg.SentTexts()) >= n })
+		return tg.SentTexts()[n-1]
+	}
+	tg.Push(42, "Ada", 42, "private", `use tool read_notes: {"ask": true}`)
+	if got := sent(1, "the approval request"); !strings.Contains(got, "the plugin hermes-guard wants a person to approve the tool read_notes") ||
+		!strings.Contains(got, "reading notes needs a yes") {
+		t.Fatalf("approval request: %q", got)
+	}
+	tg.Push(42, "Ada", 42, "private", "/approve")
+	if got := sent(2, "the reply after /approve"); !strings.Contains(got, `[checked by hermes-notes]`) || strings.Contains(got, "BLOCKED") {
+		t.Fatalf("after /approve: %q", got)
+	}
+	tg.Push(42, "Ada", 42, "private", `use tool read_notes: {"ask": true}`)
+	sent(3, "the second approval request")
+	tg.Push(42, "Ada", 42, "private", "/deny")
+	if got := sent(4, "the reply after /deny"); !strings.Contains(got, "BLOCKED: plugin approval required for read_notes") {
+		t.Fatalf("after /deny: %q", got)
+	}
+	reads := byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "read_notes")
+	if len(reads) != 1 {
+		t.Fatalf("read_notes ran %d times, want once (approved)", len(reads))
+	}
+	_ = gw.Process.Signal(syscall.SIGTERM)
+	_ = gw.Wait()
+}

@@ -23,6 +23,10 @@ type Gateway struct {
 	// DeliveryDeadlineMinutes: a reply that could not be sent is retried
 	// with backoff this long before it is given up (default 1440, a day).
 	DeliveryDeadlineMinutes *float64 `yaml:"delivery_deadline_minutes"`
+	// ApprovalTimeoutMinutes: how long a tool call a plugin wants approved
+	// waits for the sender's /approve or /deny in the chat before it is
+	// refused (default 5).
+	ApprovalTimeoutMinutes *float64 `yaml:"approval_timeout_minutes"`
 }
 
 // Access is who may talk to an adapter. Deny by default: with both lists
@@ -105,6 +109,9 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (g Gateway) Validate() error {
 	if d := g.DeliveryDeadlineMinutes; d != nil && *d <= 0 {
 		return fmt.Errorf("gateway.delivery_deadline_minutes must be positive")
+	}
+	if d := g.ApprovalTimeoutMinutes; d != nil && (*d <= 0 || *d > 60) {
+		return fmt.Errorf("gateway.approval_timeout_minutes must be more than 0 and at most 60")
 	}
 	if t := g.Telegram; t != nil {
 		if err := checkEnv("gateway.telegram.token_env", t.TokenEnv); err != nil {

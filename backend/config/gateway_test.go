@@ -38,6 +38,7 @@ func TestGatewayConfig(t *testing.T) {
   webhook:
     secret_env: HOOK_SECRET
     reply_url: http://127.0.0.1:9000/replies
+  approval_timeout_minutes: 2.5
 model:
   native_compaction: true
   native_compaction_threshold: 0.5
@@ -47,7 +48,8 @@ model:
 	}
 	g := c.Gateway
 	if !g.Autostart || g.Telegram == nil || strings.Join(g.Telegram.AllowedUsers, ",") != "123456789,987" ||
-		g.Slack.AllowedChats[0] != "C1" || g.Webhook.ReplyURL == "" || !c.Model.NativeCompaction || *c.Model.NativeThreshold != 0.5 {
+		g.Slack.AllowedChats[0] != "C1" || g.Webhook.ReplyURL == "" || !c.Model.NativeCompaction || *c.Model.NativeThreshold != 0.5 ||
+		g.ApprovalTimeoutMinutes == nil || *g.ApprovalTimeoutMinutes != 2.5 {
 		t.Fatalf("parsed %+v %+v", g, c.Model)
 	}
 	for _, bad := range []string{
@@ -56,6 +58,8 @@ model:
 		"gateway:\n  slack:\n    listen: nowhere\n",
 		"gateway:\n  telegram:\n    allowed_users: [{a: 1}]\n",
 		"model:\n  native_compaction_threshold: 2\n",
+		"gateway:\n  approval_timeout_minutes: 0\n",
+		"gateway:\n  approval_timeout_minutes: 61\n",
 	} {
 		_, err := load(t, bad)
 		if apperr.CodeOf(err) != apperr.Invalid || strings.Contains(err.Error(), "AAE-secret") {

@@ -54,6 +54,11 @@ type env struct {
 	logs *syncBuf
 	log  *slog.Logger
 	mem  *memCalls
+	// gw is the started gateway, which the loop asks for approvals;
+	// approvalTimeout its ApprovalTimeout (0: the default).
+	gw              *gateway.Service
+	approvalTimeout time.Duration
+	parallel        int
 }
 
 // newEnv is a real store on a temp file (real clock: delivery backoff is
@@ -104,17 +109,21 @@ func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)
 	if err := eng.RegisterCommands(bus.Commands()); err != nil {
 		t.Fatal(err)
 	}
-	loop, err := turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true, MemoryProvider: "recall"})
-	if err != nil {
+	e := &env{db: d, bus: bus, sess: sess, rec: rec, logs: logs, log: lg, mem: mem}
+	approve := func(ctx context.Context, a turns.Approval) (bool, error) { return e.gw.Approve(ctx, a) }
+	if e.loop, err = turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true,
+		MemoryProvider: "recall", Approve: approve}); err != nil {
 		t.Fatal(err)
 	}
-	return &env{db: d, bus: bus, sess: sess, rec: rec, loop: loop, logs: logs, log: lg, mem: mem}
+	return e
 }
 
 func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Service {
 	t.Helper()
 	g := gateway.New(gateway.Options{DB: e.db, Sessions: e.sess, Bus: e.bus, Loop: e.loop, Adapters: adapters,
-		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond})
+		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
+		ApprovalTimeout: e.approvalTimeout, Parallel: e.parallel})
+	e.gw = g
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -430,6 +439,92 @@ func TestPreGatewayDispatch(t *testing.T) {
 	if len(seen) != 2 || seen[0].Event.Source.UserID != "5" || seen[0].Event.ChatType != "group" || seen[0].SessionKey != "telegram:group:-100" ||
 		seen[0].SessionID != nil || seen[1].SessionID != nil || seen[0].Gateway.Platform != "telegram" {
 		t.Fatalf("payloads %+v", seen)
+	}
+}
+
+// A tool call a plugin wants approved is asked of the sender in the chat:
+// the same sender's yes (or /approve) runs it, /deny blocks it, another
+// member's answer is only a message, no answer in time blocks it and says
+// so; a late /approve is told nothing waits.
+func TestGatewayAsksTheSenderToApprove(t *testing.T) {
+	t.Parallel()
+	guard := func(bus *hooks.Bus) {
+		if _, err := bus.RegisterSync("guard", hooks.PreToolCall, func(_ context.Context, raw json.RawMessage) (any, error) {
+			var p hooks.ToolCallPayload
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			if p.ToolName == "echo" {
+				return map[string]any{"action": "approve", "message": "echo repeats what it is given"}, nil
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnv(t, 8192, 0.9, guard)
+	e.parallel = 1 // one conversation at a time: waiting for a person must not hold it
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5", "6"))
+	sent := func(n int, what string) string {
+		t.Helper()
+		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
+		return f.SentTexts()[n-1]
+	}
+	f.Push(5, "Cy", -100, "supergroup", "use tool echo: hello")
+	ask := sent(1, "the approval request")
+	for _, part := range []string{"Approval needed: the plugin guard", "the tool echo", `{"text":"hello"}`, "It says: echo repeats what it is given", "/approve", "/deny"} {
+		if !strings.Contains(ask, part) {
+			t.Fatalf("approval request %q lacks %q", ask, part)
+		}
+	}
+	// Another conversation is answered meanwhile.
+	f.Push(6, "Di", 6, "private", "/whoami")
+	if got := sent(2, "the other conversation's answer"); !strings.Contains(got, "Di (6) on telegram") {
+		t.Fatalf("another conversation while the approval waits: %q", got)
+	}
+	// Another member's answer does not count: it waits for its turn.
+	f.Push(6, "Di", -100, "supergroup", "/approve")
+	f.Push(5, "Cy", -100, "supergroup", "Yes")
+	if got := sent(3, "the approved call's reply"); !strings.Contains(got, "The tool echo returned: hello") {
+		t.Fatalf("after yes: %q", got)
+	}
+	if got := sent(4, "the other member's /approve"); got != "Nothing is waiting for your approval." {
+		t.Fatalf("another member's /approve: %q", got)
+	}
+	f.Push(5, "Cy", -100, "supergroup", "use tool echo: again")
+	sent(5, "the second approval request")
+	f.Push(5, "Cy", -100, "supergroup", "/deny@atrium_bot")
+	if got := sent(6, "the denied call's reply"); !strings.Contains(got, "BLOCKED: plugin approval required for echo") {
+		t.Fatalf("after /deny: %q", got)
+	}
+	// The answers reached no turn, and nothing else was sent.
+	if got := f.SentTexts(); len(got) != 6 {
+		t.Fatalf("sent %q", got)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE role = 'user' AND content LIKE 'use tool%'`); n != 2 {
+		t.Fatalf("%d requests stored, want 2", n)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content IN ('Yes', '/approve', '/deny', '/deny@atrium_bot')`); n != 0 {
+		t.Fatalf("%d answers stored as messages", n)
+	}
+
+	// No answer in time.
+	e2 := newEnv(t, 8192, 0.9, guard)
+	e2.approvalTimeout = 200 * time.Millisecond
+	f2 := gatewaytest.NewTelegram(t, tgToken)
+	e2.start(t, telegram(f2, "5"))
+	f2.Push(5, "Cy", 5, "private", "use tool echo: late")
+	waitFor(t, "the timeout", func() bool { return len(f2.SentTexts()) == 3 })
+	got := f2.SentTexts()
+	if !strings.HasPrefix(got[0], "Approval needed") || got[1] != "No answer within 200ms: echo was not run." ||
+		!strings.Contains(got[2], "BLOCKED: plugin approval required for echo") {
+		t.Fatalf("timeout: %q", got)
+	}
+	f2.Push(5, "Cy", 5, "private", "/approve")
+	waitFor(t, "the late /approve's answer", func() bool { return len(f2.SentTexts()) == 4 })
+	if got := f2.SentTexts()[3]; got != "Nothing is waiting for your approval." {
+		t.Fatalf("late /approve: %q", got)
 	}
 }
 

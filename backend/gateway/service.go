@@ -48,6 +48,10 @@ type Options struct {
 	Parallel int
 	// TurnTimeout bounds one message's turn (default 10 min).
 	TurnTimeout time.Duration
+	// ApprovalTimeout is how long a tool call a plugin wants approved
+	// waits for the sender's /approve or /deny (default
+	// DefaultApprovalTimeout); see Approve.
+	ApprovalTimeout time.Duration
 }
 
 // Service is a running gateway: start it in the process that hosts the
@@ -60,6 +64,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	convos  map[string]*convo
+	asks    map[string]*pendingAsk // by conversation key: an approval waiting for its answer
 	wake    map[string]chan struct{}
 	state   map[string]string
 	started bool
@@ -103,11 +108,14 @@ func New(o Options) *Service {
 	if o.TurnTimeout <= 0 {
 		o.TurnTimeout = 10 * time.Minute
 	}
+	if o.ApprovalTimeout <= 0 {
+		o.ApprovalTimeout = DefaultApprovalTimeout
+	}
 	if o.Profile == "" {
 		o.Profile = "default"
 	}
 	s := &Service{o: o, store: NewStore(o.DB), log: o.Logger, sem: make(chan struct{}, o.Parallel),
-		convos: map[string]*convo{}, wake: map[string]chan struct{}{}, state: map[string]string{}}
+		convos: map[string]*convo{}, asks: map[string]*pendingAsk{}, wake: map[string]chan struct{}{}, state: map[string]string{}}
 	for _, c := range o.Adapters {
 		s.wake[c.Adapter.Platform()] = make(chan struct{}, 1)
 	}
@@ -233,6 +241,9 @@ func SessionKey(platform string, src hooks.Source) string {
 func (s *Service) accept(c Configured, m Inbound) {
 	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
 	key := SessionKey(c.Adapter.Platform(), src)
+	if s.answerApproval(c, key, m) {
+		return
+	}
 	s.mu.Lock()
 	if !s.started {
 		s.mu.Unlock()
@@ -326,6 +337,10 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 			return s.enqueue(ctx, out)
 		}
 	}
+	if s.nothingToApprove(text) {
+		out.Text, out.Origin = "Nothing is waiting for your approval.", "reply"
+		return s.enqueue(ctx, out)
+	}
 	if sid == "" {
 		sess, err := s.o.Sessions.Create(ctx, sessions.CreateParams{Title: title(platform, m), Source: "gateway", Platform: platform,
 			SenderID: m.UserID, SenderName: clipRunes(m.UserName, 256)})
@@ -349,7 +364,9 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 			}
 		}
 	}
-	stopTyping := s.typing(ctx, c.Adapter, m)
+	w := &turnInfo{c: c, m: m, key: key}
+	ctx = context.WithValue(ctx, turnKey{}, w)
+	stopTyping := s.typing(ctx, c.Adapter, m, w)
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
 	stopTyping()
 	if t.SessionID != "" && t.SessionID != sid {
@@ -422,21 +439,39 @@ func (s *Service) dispatch(ctx context.Context, platform, key, sid, text string,
 }
 
 // typing shows "typing…" until the returned func is called, where the
-// platform has it, and takes down an indicator that stays (TypingStopper);
-// failures are ignored.
-func (s *Service) typing(ctx context.Context, a Adapter, m Inbound) func() {
+// platform has it, except while the sender is asked for an approval, and
+// takes down an indicator that stays (TypingStopper) when the turn ends
+// and before it shows again after an approval; failures are ignored.
+func (s *Service) typing(ctx context.Context, a Adapter, m Inbound, w *turnInfo) func() {
 	t, ok := a.(Typer)
 	if !ok {
 		return func() {}
+	}
+	stop := func() {
+		if st, ok := t.(TypingStopper); ok {
+			c, cc := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = st.StopTyping(c, m.ChatID, m.ThreadID)
+			cc()
+		}
 	}
 	tctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		paused := false
 		for {
-			c, cc := context.WithTimeout(tctx, 5*time.Second)
-			_ = t.Typing(c, m.ChatID, m.ThreadID)
-			cc()
+			switch {
+			case w.waiting.Load():
+				paused = true
+			default:
+				if paused { // the approval's message ended a standing indicator
+					stop()
+					paused = false
+				}
+				c, cc := context.WithTimeout(tctx, 5*time.Second)
+				_ = t.Typing(c, m.ChatID, m.ThreadID)
+				cc()
+			}
 			if !sleep(tctx, 4*time.Second) {
 				return
 			}
@@ -445,11 +480,7 @@ func (s *Service) typing(ctx context.Context, a Adapter, m Inbound) func() {
 	return func() {
 		cancel()
 		<-done
-		if st, ok := t.(TypingStopper); ok {
-			c, cc := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = st.StopTyping(c, m.ChatID, m.ThreadID)
-			cc()
-		}
+		stop()
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"atrium/backend/cron"
 	"atrium/backend/gateway"
 	"atrium/backend/hostlock"
+	"atrium/backend/turns"
 )
 
 // HostOptions configure what a long-lived process hosts for its profile.
@@ -85,6 +86,10 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 		return nil, errors.New("no gateway adapter is configured (gateway.telegram, gateway.slack or gateway.webhook in config.yaml)")
 	}
 	f.NoBetweenTurns = true
+	// A tool call a plugin wants approved is asked of the sender on the
+	// platform (the loop is the gateway's own).
+	var gw *gateway.Service
+	f.Approve = func(ctx context.Context, a turns.Approval) (bool, error) { return gw.Approve(ctx, a) }
 	loop, err := s.Loop(f)
 	if err != nil {
 		return nil, err
@@ -92,12 +97,16 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	if lg == nil {
 		lg = s.log
 	}
-	var deadline time.Duration
+	var deadline, approval time.Duration
 	if d := s.Config.Gateway.DeliveryDeadlineMinutes; d != nil {
 		deadline = time.Duration(*d * float64(time.Minute))
 	}
-	return gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
-		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline}), nil
+	if d := s.Config.Gateway.ApprovalTimeoutMinutes; d != nil {
+		approval = time.Duration(*d * float64(time.Minute))
+	}
+	gw = gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
+		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval})
+	return gw, nil
 }
 
 // GatewayAdapters builds the adapters config.yaml configures, reading each

@@ -1,0 +1,147 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"atrium/backend/hooks"
+	"atrium/backend/turns"
+)
+
+// DefaultApprovalTimeout is how long a tool call a plugin wants approved
+// waits for the sender's answer when Options.ApprovalTimeout is unset.
+const DefaultApprovalTimeout = 5 * time.Minute
+
+// turnInfo is the conversation whose turn is running, carried in the
+// turn's context so Approve knows whom to ask and where.
+type turnInfo struct {
+	c       Configured
+	m       Inbound
+	key     string
+	waiting atomic.Bool // an approval is asked: no "typing…" meanwhile
+}
+
+type turnKey struct{}
+
+// pendingAsk is an approval waiting for the answer of user.
+type pendingAsk struct {
+	user   string
+	answer chan bool
+}
+
+// Approve asks the sender whose message started the running turn whether
+// a tool call a plugin flagged with {"action": "approve"} may run: a
+// message in the conversation names the plugin, the tool and its
+// arguments; the same sender answers /approve or /deny (or yes / no,
+// which Slack users can type: Slack takes a leading slash for its own
+// commands). No answer within ApprovalTimeout, or the turn ending, is a
+// no. A loop built for the gateway (stack.Gateway) calls it for every
+// approval; outside a gateway turn it refuses.
+func (s *Service) Approve(ctx context.Context, a turns.Approval) (bool, error) {
+	w, ok := ctx.Value(turnKey{}).(*turnInfo)
+	if !ok {
+		return false, errors.New("gateway: no conversation to ask for the approval")
+	}
+	ask := &pendingAsk{user: w.m.UserID, answer: make(chan bool, 1)}
+	s.mu.Lock()
+	s.asks[w.key] = ask
+	s.mu.Unlock()
+	w.waiting.Store(true)
+	defer func() {
+		w.waiting.Store(false)
+		s.mu.Lock()
+		if s.asks[w.key] == ask {
+			delete(s.asks, w.key)
+		}
+		s.mu.Unlock()
+	}()
+	out := Outbound{Platform: w.c.Adapter.Platform(), ChatID: w.m.ChatID, ThreadID: w.m.ThreadID, ReplyTo: w.m.ReplyTo,
+		SessionID: a.SessionID, Origin: "approval", Text: ApprovalText(a, s.o.ApprovalTimeout)}
+	if err := s.enqueue(ctx, out); err != nil {
+		return false, err
+	}
+	// Waiting for a person holds none of the Parallel turn slots (the
+	// conversation's drain holds one while Approve runs): other
+	// conversations go on meanwhile; the slot is taken again to go on.
+	<-s.sem
+	defer func() { s.sem <- struct{}{} }()
+	timer := time.NewTimer(s.o.ApprovalTimeout)
+	defer timer.Stop()
+	select {
+	case yes := <-ask.answer:
+		return yes, nil
+	case <-timer.C:
+		out.Text = fmt.Sprintf("No answer within %s: %s was not run.", s.o.ApprovalTimeout, a.ToolName)
+		return false, s.enqueue(ctx, out)
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// ApprovalText is the message that asks for an approval.
+func ApprovalText(a turns.Approval, timeout time.Duration) string {
+	args, _ := json.Marshal(a.Args)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Approval needed: the plugin %s wants a person to approve the tool %s with %s.", a.Plugin, a.ToolName, clipRunes(string(args), 300))
+	if m := strings.TrimSpace(a.Message); m != "" {
+		fmt.Fprintf(&b, " It says: %s", clipRunes(m, 300))
+	}
+	fmt.Fprintf(&b, "\nReply /approve to run it or /deny to refuse (or yes / no), within %s.", timeout)
+	return b.String()
+}
+
+// approvalAnswer reads an answer to an approval: /approve, approve, yes
+// or y; /deny, deny, no or n (any case, a bot's @name after a command
+// allowed).
+func approvalAnswer(text string) (yes, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(stripBotName(text))) {
+	case "/approve", "approve", "yes", "y":
+		return true, true
+	case "/deny", "deny", "no", "n":
+		return false, true
+	}
+	return false, false
+}
+
+// answerApproval takes a message from the sender an approval waits on, in
+// that conversation, as its answer when it is one: the message reaches no
+// turn (it is recorded as received, so a redelivery is not answered).
+func (s *Service) answerApproval(c Configured, key string, m Inbound) bool {
+	yes, ok := approvalAnswer(m.Text)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	ask := s.asks[key]
+	s.mu.Unlock()
+	if ask == nil || ask.user != m.UserID || !c.Access.Allows(m.UserID, m.ChatID) {
+		return false
+	}
+	select {
+	case ask.answer <- yes:
+	default: // answered already: a second answer changes nothing
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	platform := c.Adapter.Platform()
+	if taken, err := s.store.Take(ctx, platform, m.EventID); err == nil && taken {
+		_ = s.store.count(ctx, platform, "received")
+	}
+	return true
+}
+
+// nothingToApprove answers /approve or /deny when no approval waits (a
+// late answer, after the timeout), unless a plugin has such a command.
+func (s *Service) nothingToApprove(text string) bool {
+	name, _, ok := hooks.ParseCommand(text)
+	if !ok || (name != "approve" && name != "deny") {
+		return false
+	}
+	return !slices.ContainsFunc(s.o.Bus.Commands().List(), func(c hooks.Command) bool { return c.Name == name })
+}
