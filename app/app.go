@@ -68,6 +68,9 @@ type Options struct {
 	// Cron is the scheduler this process hosts (nil: a store-only one, for
 	// the page and "run now").
 	Cron *cron.Service
+	// Approvals asks the person here about tool calls a plugin wants
+	// approved: the loop's Approve is its Ask (nil: none is ever asked).
+	Approvals *Approvals
 }
 
 // New builds the services of st. Call Run to push live events.
@@ -78,8 +81,12 @@ func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Ma
 	if o.Cron == nil {
 		o.Cron = cron.New(cron.Options{DB: st.DB, Sessions: st.Sessions, Loop: loop, Outbox: gateway.NewStore(st.DB), Logger: st.Logger()})
 	}
+	if o.Approvals == nil {
+		o.Approvals = NewApprovals(0)
+	}
+	o.Approvals.setEmitter(o.Emitter)
 	a := &App{
-		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter).withSaver(o.Saver),
+		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter).withSaver(o.Saver).withApprovals(o.Approvals),
 		Plugins:  NewPlugins(ctx, mgr, o.Picker, o.Opener),
 		Activity: NewActivity(ctx, st),
 		Settings: NewSettings(st, o.Platform, o.Version, o.Ready),

@@ -93,6 +93,10 @@ func (h *handler) routes() {
 	for _, op := range []string{receipts.OpDelete, receipts.OpArchive, receipts.OpUnarchive, receipts.OpRestore, receipts.OpPurge} {
 		withBody(h, "POST /api/sessions/"+op, func(_ *http.Request, in BulkRequest) (any, error) { return s.Bulk(op, in) })
 	}
+	h.route("GET /api/approvals", func(r *http.Request) (any, error) { return s.PendingApprovals() })
+	withBody(h, "POST /api/approvals/{id}", func(r *http.Request, in AnswerApprovalRequest) (any, error) {
+		return s.AnswerApproval(r.PathValue("id"), in.Approve)
+	})
 	h.route("GET /api/trash", func(r *http.Request) (any, error) { return s.Trash() })
 	withBody(h, "POST /api/trash/empty", func(_ *http.Request, in EmptyTrashRequest) (any, error) { return s.EmptyTrash(in) })
 	h.route("GET /api/requests", func(r *http.Request) (any, error) {

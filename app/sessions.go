@@ -16,11 +16,12 @@ import (
 // Sessions lists, reads, deletes, archives and talks to sessions.
 type Sessions struct {
 	base
-	st       *stack.Stack
-	loop     *turns.Loop
-	platform string
-	emit     Emitter
-	saver    Saver
+	st        *stack.Stack
+	loop      *turns.Loop
+	platform  string
+	emit      Emitter
+	saver     Saver
+	approvals *Approvals
 }
 
 // NewSessions binds st. loop runs Send; platform is told to plugins; bulk
@@ -29,7 +30,7 @@ func NewSessions(ctx context.Context, st *stack.Stack, loop *turns.Loop, platfor
 	if emit == nil {
 		emit = nopEmitter{}
 	}
-	return &Sessions{base: base{ctx: ctx}, st: st, loop: loop, platform: platform, emit: emit}
+	return &Sessions{base: base{ctx: ctx}, st: st, loop: loop, platform: platform, emit: emit, approvals: NewApprovals(0)}
 }
 
 // List returns one page of sessions, newest activity first.
@@ -288,6 +289,20 @@ func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
 		return TurnDTO{}, err
 	}
 	return toTurn(t), nil
+}
+
+// PendingApprovals lists the tool calls waiting for the person's approval
+// (a page that opens later shows their dialogs too), oldest first.
+func (s *Sessions) PendingApprovals() ([]ApprovalDTO, error) { return s.approvals.list(), nil }
+
+// AnswerApproval approves (or denies) a tool call a plugin wants approved;
+// it returns what still waits. An id that waits no more (answered on
+// another surface, or out of time) is not found.
+func (s *Sessions) AnswerApproval(id string, approve bool) ([]ApprovalDTO, error) {
+	if err := s.approvals.answer(id, approve); err != nil {
+		return nil, err
+	}
+	return s.approvals.list(), nil
 }
 
 // progressEvery throttles progress events of one request.

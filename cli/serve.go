@@ -55,7 +55,13 @@ func (r *runner) serveCmd() *cobra.Command {
 // serve blocks until SIGINT/SIGTERM (or ctx ends), then shuts the server
 // down; r.with closes the stack after, which waits for hook deliveries.
 func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags, addr string) error {
-	loop, err := st.Loop(f)
+	// A tool call a plugin wants approved is asked in the dashboard (the
+	// scheduler's loop and the gateway's have their own: nobody, and the
+	// sender).
+	approvals := app.NewApprovals(0)
+	lf := f
+	lf.Approve = approvals.Ask
+	loop, err := st.Loop(lf)
 	if err != nil {
 		return err
 	}
@@ -75,7 +81,7 @@ func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags,
 	}
 	hub := app.NewHub()
 	a := app.New(ctx, st, loop, r.pluginManager(ctx, st),
-		app.Options{Platform: app.PlatformDashboard, Version: r.env.Version, Emitter: hub, Cron: host.CronService()})
+		app.Options{Platform: app.PlatformDashboard, Version: r.env.Version, Emitter: hub, Cron: host.CronService(), Approvals: approvals})
 	srv := &http.Server{Handler: app.NewHandler(a, token, app.Serving{Assets: frontend.Dist(), Hub: hub}), ReadHeaderTimeout: 10 * time.Second,
 		// Requests end with the server, so open event streams do not hold up
 		// the shutdown.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"atrium/app"
 	"atrium/backend/pluginhost"
 	"atrium/backend/stack"
 	"atrium/desktop"
@@ -34,7 +35,12 @@ func (r *runner) window(root *cobra.Command) {
 		}
 		r.host.kind = pluginhost.KindWindow
 		return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
-			loop, err := st.Loop(f)
+			// A tool call a plugin wants approved is asked in the window
+			// (the scheduler's loop and the gateway's have their own).
+			approvals := app.NewApprovals(0)
+			lf := f
+			lf.Approve = approvals.Ask
+			loop, err := st.Loop(lf)
 			if err != nil {
 				return err
 			}
@@ -51,7 +57,7 @@ func (r *runner) window(root *cobra.Command) {
 			// gateway.autostart, while it is open.
 			wg.Go(func() { host.Run(wctx) })
 			return desktop.Run(ctx, st, desktop.Options{Version: r.env.Version, Open: open, Loop: loop,
-				Plugins: r.pluginManager(wctx, st), Ready: r.releasePlugins, Cron: host.CronService()})
+				Plugins: r.pluginManager(wctx, st), Ready: r.releasePlugins, Cron: host.CronService(), Approvals: approvals})
 		})
 	}
 }

@@ -7,13 +7,14 @@
 package desktop
 
 import (
-	"atrium/backend/cron"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"atrium/app"
+	"atrium/backend/cron"
 	"atrium/backend/plugins"
 	"atrium/backend/turns"
 )
@@ -31,6 +32,9 @@ type Options struct {
 	// Cron is the scheduler this process hosts (the Cron page's "run now"
 	// and new jobs reach it at once); nil for a store-only one.
 	Cron *cron.Service
+	// Approvals asks the person at the window about tool calls a plugin
+	// wants approved (the loop's Approve is its Ask).
+	Approvals *app.Approvals
 }
 
 // readyAfter bounds how long Options.Ready waits for the UI's first paint.

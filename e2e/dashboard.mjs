@@ -267,6 +267,14 @@ async function main() {
     `\ngateway:\n  autostart: true\n  webhook:\n    platform: bridge\n    secret_env: ATRIUM_E2E_WEBHOOK_SECRET\n    listen: 127.0.0.1:${hookPort}\n    reply_url: ${replyURL}\n    allowed_users: [u-alice]\n`,
   );
 
+  // a guard plugin for the agent-plugin API, unchanged, that wants a
+  // person to approve read_notes (the tool of hermes-notes) with {"ask": true}
+  const hermes = resolve(here, '..', 'cli', 'testdata', 'hermes');
+  for (const p of ['hermes-audit', 'hermes-guard', 'hermes-notes']) {
+    await atrium('plugins', 'install', join(hermes, p));
+    await atrium('plugins', 'enable', p);
+  }
+
   const { link, base } = await startServer();
 
   await check('API refuses a request without the token (401 unauthorized)', async () => {
@@ -605,6 +613,27 @@ async function main() {
     assert(/compress/i.test(out), `output of /help: ${out.slice(0, 200)}`);
     await page.click('[data-testid=back]');
     await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+  });
+
+  await check('a tool call a plugin wants approved is asked in a dialog: it names the plugin, the tool and why; Approve runs it', async () => {
+    await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);
+    await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+    await page.fill('[data-testid=composer]', 'use tool read_notes: {"ask": true}');
+    await page.click('[data-testid=send]');
+    const dlg = page.locator('[data-testid=approval]');
+    await dlg.waitFor({ timeout: 30_000 });
+    const text = await dlg.innerText();
+    assert(/hermes-guard/.test(text) && /read_notes/.test(text) && /"ask": true/.test(text) && /reading notes needs a yes/.test(text), `dialog: ${text}`);
+    eq(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'approval-deny', 'the button with the focus');
+    await page.screenshot({ path: join(artifacts, 'dashboard-approval.png') });
+    await page.click('[data-testid=approval-approve]');
+    await dlg.waitFor({ state: 'detached', timeout: 10_000 });
+    await page.locator('[data-testid=reply]').filter({ hasText: 'checked by hermes-notes' }).waitFor({ timeout: 30_000 });
+    const reply = await page.locator('[data-testid=reply]').filter({ hasText: 'checked by hermes-notes' }).last().innerText();
+    assert(!/BLOCKED/.test(reply), `reply: ${reply}`);
+    await page.click('[data-testid=back]');
+    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+    return reply.slice(0, 80);
   });
 
   await check('row menu (right-click): Archive, then Ctrl+Z undoes it', async () => {

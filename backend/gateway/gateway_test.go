@@ -449,16 +449,7 @@ func TestPreGatewayDispatch(t *testing.T) {
 func TestGatewayAsksTheSenderToApprove(t *testing.T) {
 	t.Parallel()
 	guard := func(bus *hooks.Bus) {
-		if _, err := bus.RegisterSync("guard", hooks.PreToolCall, func(_ context.Context, raw json.RawMessage) (any, error) {
-			var p hooks.ToolCallPayload
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, err
-			}
-			if p.ToolName == "echo" {
-				return map[string]any{"action": "approve", "message": "echo repeats what it is given"}, nil
-			}
-			return nil, nil
-		}); err != nil {
+		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
 			t.Fatal(err)
 		}
 	}

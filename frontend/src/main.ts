@@ -1,6 +1,7 @@
 // Atrium's UI: one page, five views, two transports (see api.ts).
 
 import './style.css';
+import { installApprovals } from './approvals';
 import { api, isDesktop, on, onUnauthorized, startLive, toApiError, type ApiError } from './api';
 import { h, replace } from './dom';
 import { installKeyboard } from './keyboard';
@@ -98,6 +99,7 @@ async function boot(): Promise<void> {
     if (router.current === 'storage') return;
     showAction('warn', 'Automatic pruning is waiting for you', `${r.sessions} ended sessions older than ${r.days} days would go. It runs once you have seen the preview.`, 'Review', () => router.go('storage'));
   });
+  installApprovals();
   on('open-session', (d) => {
     if (d && typeof d.id === 'string' && d.id) app.openSession(d.id);
   });

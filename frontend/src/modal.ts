@@ -22,6 +22,8 @@ export interface ModalOptions<T> {
   testid?: string;
   /** a wider dialog, for a form */
   wide?: boolean;
+  /** closes the dialog with cancelValue when it aborts (decided elsewhere) */
+  signal?: AbortSignal;
 }
 
 const stack: HTMLElement[] = [];
@@ -107,6 +109,11 @@ export function openModal<T>(o: ModalOptions<T>): Promise<T> {
       }
     }
     document.addEventListener('focusin', keepFocus, true);
+    if (o.signal?.aborted) {
+      finish(o.cancelValue);
+      return;
+    }
+    o.signal?.addEventListener('abort', () => finish(o.cancelValue), { once: true });
     stack.push(overlay);
     document.body.appendChild(overlay);
     btns[defIndex]?.focus();

@@ -89,6 +89,10 @@ export const api = {
     commands: () => call('Sessions', 'Commands', [], { route: 'GET /api/commands' }),
     send: (id: string, text: string) =>
       call('Sessions', 'Send', [id, text], { route: 'POST /api/sessions/{id}/send', params: { id }, body: { text } }, { timeoutMs: turnTimeout }),
+    /** pendingApprovals are the tool calls a plugin wants approved, waiting for an answer */
+    pendingApprovals: () => call('Sessions', 'PendingApprovals', [], { route: 'GET /api/approvals' }),
+    answerApproval: (id: string, approve: boolean) =>
+      call('Sessions', 'AnswerApproval', [id, approve], { route: 'POST /api/approvals/{id}', params: { id }, body: { approve } }),
   },
   conversations: {
     /** list is one page of conversations: a chain is one row (its newest part), subagents nested */

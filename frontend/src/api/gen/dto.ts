@@ -21,6 +21,36 @@ export interface AdapterDTO {
   updated_at: string | null;
 }
 
+/**
+ * AnswerApprovalRequest is the body of POST /api/approvals/{id}.
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface AnswerApprovalRequest {
+  approve?: boolean;
+}
+
+/** ApprovalDTO is a tool call a plugin wants a person to approve. */
+export interface ApprovalDTO {
+  id: string;
+  session_id: string;
+  plugin: string;
+  tool: string;
+  /** the arguments, as JSON */
+  args: string;
+  message: string;
+  expires_at: string;
+}
+
+/**
+ * ApprovalDoneDTO says how an approval ended: approved, denied, or
+ * timeout (or cancelled: the turn ended first).
+ */
+export interface ApprovalDoneDTO {
+  id: string;
+  outcome: string;
+}
+
 /** BucketDTO counts sessions and messages under a name (a source, an age). */
 export interface BucketDTO {
   name: string;

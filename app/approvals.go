@@ -1,0 +1,148 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"atrium/backend/apperr"
+	"atrium/backend/turns"
+)
+
+// Events of the approvals asked in the window and the dashboard.
+const (
+	// EventApprovalPending (ApprovalDTO): a tool call a plugin wants
+	// approved waits for the person's answer (Sessions.AnswerApproval).
+	EventApprovalPending = "approval:pending"
+	// EventApprovalDone (ApprovalDoneDTO): it was answered, here or on
+	// another surface, or it ran out of time: its dialog goes.
+	EventApprovalDone = "approval:done"
+)
+
+// DefaultApprovalTimeout is how long a tool call waits for an answer in
+// the window or the dashboard before it is refused.
+const DefaultApprovalTimeout = 5 * time.Minute
+
+// ApprovalDTO is a tool call a plugin wants a person to approve.
+type ApprovalDTO struct {
+	ID        string    `json:"id"`
+	SessionID string    `json:"session_id"`
+	Plugin    string    `json:"plugin"`
+	Tool      string    `json:"tool"`
+	Args      string    `json:"args"` // the arguments, as JSON
+	Message   string    `json:"message"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// ApprovalDoneDTO says how an approval ended: approved, denied, or
+// timeout (or cancelled: the turn ended first).
+type ApprovalDoneDTO struct {
+	ID      string `json:"id"`
+	Outcome string `json:"outcome"`
+}
+
+// AnswerApprovalRequest is the body of POST /api/approvals/{id}.
+type AnswerApprovalRequest struct {
+	Approve bool `json:"approve"`
+}
+
+// Approvals asks the person at the window or the dashboard about the tool
+// calls a plugin's pre_tool_call flags with {"action": "approve"}: Ask (the
+// loop's Approve) shows a dialog on every surface through the emitter and
+// waits for an answer; no answer within the timeout, or the turn ending,
+// is a no. Build it before the loop (NewApprovals), hand it to app.New.
+type Approvals struct {
+	timeout time.Duration
+	mu      sync.Mutex
+	emit    Emitter
+	pending map[string]*approvalWait
+}
+
+type approvalWait struct {
+	dto    ApprovalDTO
+	answer chan bool
+}
+
+// NewApprovals builds the approvals of one process; timeout <= 0 is
+// DefaultApprovalTimeout.
+func NewApprovals(timeout time.Duration) *Approvals {
+	if timeout <= 0 {
+		timeout = DefaultApprovalTimeout
+	}
+	return &Approvals{timeout: timeout, emit: nopEmitter{}, pending: map[string]*approvalWait{}}
+}
+
+func (a *Approvals) setEmitter(e Emitter) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.emit = e
+}
+
+// Ask implements turns.Options.Approve.
+func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (bool, error) {
+	args, _ := json.Marshal(ap.Args)
+	w := &approvalWait{answer: make(chan bool, 1), dto: ApprovalDTO{ID: uuid.Must(uuid.NewV7()).String(), SessionID: ap.SessionID,
+		Plugin: ap.Plugin, Tool: ap.ToolName, Args: string(args), Message: ap.Message, ExpiresAt: time.Now().Add(a.timeout).UTC()}}
+	a.mu.Lock()
+	a.pending[w.dto.ID] = w
+	emit := a.emit
+	a.mu.Unlock()
+	outcome := "cancelled"
+	defer func() {
+		a.mu.Lock()
+		delete(a.pending, w.dto.ID)
+		a.mu.Unlock()
+		emit.Emit(EventApprovalDone, ApprovalDoneDTO{ID: w.dto.ID, Outcome: outcome})
+	}()
+	emit.Emit(EventApprovalPending, w.dto)
+	timer := time.NewTimer(a.timeout)
+	defer timer.Stop()
+	select {
+	case yes := <-w.answer:
+		outcome = "denied"
+		if yes {
+			outcome = "approved"
+		}
+		return yes, nil
+	case <-timer.C:
+		outcome = "timeout"
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+func (s *Sessions) withApprovals(a *Approvals) *Sessions {
+	s.approvals = a
+	return s
+}
+
+// answer gives the person's answer to approval id; the first answer is
+// the one (it stops waiting at once).
+func (a *Approvals) answer(id string, yes bool) error {
+	a.mu.Lock()
+	w, ok := a.pending[id]
+	delete(a.pending, id)
+	a.mu.Unlock()
+	if !ok {
+		return apperr.New(apperr.NotFound, "no approval %s is waiting (answered already, or it ran out of time)", id)
+	}
+	w.answer <- yes // buffered, and only the one who took it from pending sends
+	return nil
+}
+
+// list is what waits, oldest first.
+func (a *Approvals) list() []ApprovalDTO {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]ApprovalDTO, 0, len(a.pending))
+	for _, w := range a.pending {
+		out = append(out, w.dto)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,134 @@
+package app_test
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"atrium/app"
+	"atrium/backend/apperr"
+	"atrium/backend/config"
+	"atrium/backend/hooks/hookstest"
+	"atrium/backend/plugins"
+	"atrium/backend/sessions"
+	"atrium/backend/stack"
+)
+
+// approvalEnv is a dashboard whose loop asks its Approvals, with a plugin
+// that wants every call of the tool echo approved.
+func approvalEnv(t *testing.T, timeout time.Duration) (env, *recorder, client) {
+	t.Helper()
+	home, err := config.ResolveHome(t.TempDir(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := openStack(t, home, func(st *stack.Stack) error {
+		return hookstest.WantApproval(st.Bus, "guard", "echo", "echo repeats what it is given")
+	})
+	approvals := app.NewApprovals(timeout)
+	loop, err := st.Loop(stack.ModelFlags{Approve: approvals.Ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	a := app.New(ctx, st, loop, plugins.NewManager(plugins.DiscoverOptions{Home: home, Version: "dev"}),
+		app.Options{Platform: app.PlatformDashboard, Version: "test", Emitter: rec, Approvals: approvals})
+	srv := httptest.NewServer(app.NewHandler(a, token, app.Serving{Hub: app.NewHub()}))
+	t.Cleanup(srv.Close)
+	return env{st: st, app: a}, rec, client{t: t, srv: srv}
+}
+
+// waitPending waits for the n-th approval:pending event.
+func waitPending(t *testing.T, rec *recorder, n int) app.ApprovalDTO {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(rec.named(app.EventApprovalPending)) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("no approval:pending number %d", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return rec.named(app.EventApprovalPending)[n-1].(app.ApprovalDTO)
+}
+
+type sent struct {
+	turn app.TurnDTO
+	err  error
+}
+
+func sendAsync(e env, id, text string) chan sent {
+	ch := make(chan sent, 1)
+	go func() {
+		t, err := e.app.Sessions.Send(id, text)
+		ch <- sent{t, err}
+	}()
+	return ch
+}
+
+// A tool call a plugin wants approved waits for the person at the window
+// or the dashboard: the dialog's event carries the plugin, the tool, its
+// arguments and the plugin's reason; GET /api/approvals lists it; an
+// answer (POST /api/approvals/{id}, or the bound method) decides, once;
+// the done event closes the dialog on every surface.
+func TestApprovalsAskThePersonHere(t *testing.T) {
+	t.Parallel()
+	e, rec, c := approvalEnv(t, 0)
+	s := e.mustCreate(t, sessions.CreateParams{Title: "approve me"})
+	ch := sendAsync(e, s.ID, "use tool echo: hi")
+	a := waitPending(t, rec, 1)
+	if a.SessionID != s.ID || a.Plugin != "guard" || a.Tool != "echo" || a.Args != `{"text":"hi"}` || a.Message != "echo repeats what it is given" ||
+		time.Until(a.ExpiresAt) < 4*time.Minute {
+		t.Fatalf("pending %+v", a)
+	}
+	var list []app.ApprovalDTO
+	if code := c.do("GET", "/api/approvals", token, nil, &list); code != 200 || len(list) != 1 || list[0].ID != a.ID {
+		t.Fatalf("GET /api/approvals: %d %+v", code, list)
+	}
+	if code := c.do("POST", "/api/approvals/not-an-approval", token, map[string]any{"approve": true}, nil); code != 404 {
+		t.Fatalf("an unknown approval: %d", code)
+	}
+	if code := c.do("POST", "/api/approvals/"+a.ID, token, map[string]any{"approve": true}, &list); code != 200 || len(list) != 0 {
+		t.Fatalf("approve: %d %+v", code, list)
+	}
+	r := <-ch
+	if r.err != nil || !strings.Contains(r.turn.Reply, "The tool echo returned: hi") {
+		t.Fatalf("approved turn: %+v %v", r.turn, r.err)
+	}
+	if d := rec.named(app.EventApprovalDone); len(d) != 1 || d[0].(app.ApprovalDoneDTO) != (app.ApprovalDoneDTO{ID: a.ID, Outcome: "approved"}) {
+		t.Fatalf("done events %+v", d)
+	}
+
+	ch = sendAsync(e, s.ID, "use tool echo: again")
+	a = waitPending(t, rec, 2)
+	if _, err := e.app.Sessions.AnswerApproval(a.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.err != nil || !strings.Contains(r.turn.Reply, "BLOCKED: plugin approval required for echo") {
+		t.Fatalf("denied turn: %+v %v", r.turn, r.err)
+	}
+	if _, err := e.app.Sessions.AnswerApproval(a.ID, true); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("a second answer: %v", err)
+	}
+	if d := rec.named(app.EventApprovalDone); len(d) != 2 || d[1].(app.ApprovalDoneDTO).Outcome != "denied" {
+		t.Fatalf("done events %+v", d)
+	}
+}
+
+// No answer in time is a no, and the dialog goes.
+func TestApprovalsRunOutOfTime(t *testing.T) {
+	t.Parallel()
+	e, rec, _ := approvalEnv(t, 150*time.Millisecond)
+	s := e.mustCreate(t, sessions.CreateParams{Title: "nobody answers"})
+	r, err := e.app.Sessions.Send(s.ID, "use tool echo: late")
+	if err != nil || !strings.Contains(r.Reply, "BLOCKED: plugin approval required for echo") {
+		t.Fatalf("timed-out turn: %+v %v", r, err)
+	}
+	p, d := rec.named(app.EventApprovalPending), rec.named(app.EventApprovalDone)
+	if len(p) != 1 || len(d) != 1 || d[0].(app.ApprovalDoneDTO) != (app.ApprovalDoneDTO{ID: p[0].(app.ApprovalDTO).ID, Outcome: "timeout"}) {
+		t.Fatalf("events %+v %+v", p, d)
+	}
+	if list, _ := e.app.Sessions.PendingApprovals(); len(list) != 0 {
+		t.Fatalf("still pending: %+v", list)
+	}
+}

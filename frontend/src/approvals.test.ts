@@ -1,0 +1,75 @@
+// @vitest-environment jsdom
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+
+const listeners = new Map<string, (d: unknown) => void>();
+const answerApproval = vi.fn(async () => []);
+const pendingApprovals = vi.fn(async () => [] as unknown[]);
+
+vi.mock('./api', () => ({
+  api: { sessions: { answerApproval, pendingApprovals } },
+  on: (name: string, fn: (d: unknown) => void) => {
+    listeners.set(name, fn);
+    return () => listeners.delete(name);
+  },
+  toApiError: (e: unknown) => ({ code: 'internal', message: String(e) }),
+}));
+
+const { argsText, installApprovals } = await import('./approvals');
+
+const approval = (id: string) => ({
+  id,
+  session_id: 's1',
+  plugin: 'guard',
+  tool: 'echo',
+  args: '{"text":"hi"}',
+  message: 'echo repeats what it is given',
+  expires_at: '2026-12-05T12:00:00Z',
+});
+
+const dialog = () => document.querySelector<HTMLElement>('[data-testid=approval]');
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+describe('approvals', () => {
+  beforeEach(() => {
+    document.body.innerHTML = '';
+    listeners.clear();
+    answerApproval.mockClear();
+    installApprovals();
+  });
+
+  it('shows the plugin, the tool, its arguments and the reason; Approve answers yes', async () => {
+    listeners.get('approval:pending')!(approval('a1'));
+    const d = dialog()!;
+    expect(d.textContent).toContain('guard');
+    expect(d.textContent).toContain('echo repeats what it is given');
+    expect(d.querySelector('[data-testid=approval-args]')!.textContent).toBe('{\n  "text": "hi"\n}');
+    // Deny has the focus: Enter refuses unless Approve is chosen.
+    expect(document.activeElement?.getAttribute('data-testid')).toBe('approval-deny');
+    d.querySelector<HTMLButtonElement>('[data-testid=approval-approve]')!.click();
+    await flush();
+    expect(answerApproval).toHaveBeenCalledWith('a1', true);
+    expect(dialog()).toBeNull();
+  });
+
+  it('Escape denies', async () => {
+    listeners.get('approval:pending')!(approval('a2'));
+    dialog()!.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));
+    await flush();
+    expect(answerApproval).toHaveBeenCalledWith('a2', false);
+  });
+
+  it('an approval decided elsewhere closes its dialog without answering; one dialog per approval', async () => {
+    listeners.get('approval:pending')!(approval('a3'));
+    listeners.get('approval:pending')!(approval('a3'));
+    expect(document.querySelectorAll('[data-testid=approval]').length).toBe(1);
+    listeners.get('approval:done')!({ id: 'a3', outcome: 'approved' });
+    await flush();
+    expect(dialog()).toBeNull();
+    expect(answerApproval).not.toHaveBeenCalled();
+  });
+
+  it('argsText indents JSON and leaves anything else as it came', () => {
+    expect(argsText('{"a":1}')).toBe('{\n  "a": 1\n}');
+    expect(argsText('not json')).toBe('not json');
+  });
+});

@@ -1,0 +1,64 @@
+// Approvals: a tool call a plugin wants approved waits in the turn loop
+// until the person answers (Sessions.AnswerApproval), here or on another
+// surface; its dialog goes when it was answered elsewhere or ran out of
+// time (approval:done). Deny has the focus: Enter or Escape refuses.
+
+import { api, on, toApiError } from './api';
+import type { ApprovalDTO } from './api/gen/dto';
+import { h } from './dom';
+import { absolute } from './format';
+import { openModal } from './modal';
+import { showMessage } from './ops';
+
+const open = new Map<string, AbortController>();
+
+/** installApprovals shows a dialog for every approval that waits, now and later. */
+export function installApprovals(): void {
+  on('approval:pending', (a) => void ask(a));
+  on('approval:done', (d) => open.get(d.id)?.abort());
+  api.sessions
+    .pendingApprovals()
+    .then((list) => (list ?? []).forEach((a) => void ask(a)))
+    .catch(() => undefined); // an older backend, or none yet: the events still come
+}
+
+/** argsText shows the arguments as indented JSON (as they came when they are not JSON). */
+export function argsText(args: string): string {
+  try {
+    return JSON.stringify(JSON.parse(args), null, 2);
+  } catch {
+    return args;
+  }
+}
+
+async function ask(a: ApprovalDTO): Promise<void> {
+  if (open.has(a.id)) return;
+  const ctl = new AbortController();
+  open.set(a.id, ctl);
+  const body = h(
+    'div',
+    { class: 'approval', 'data-id': a.id },
+    h('p', {}, 'The plugin ', h('strong', {}, a.plugin), ' wants a person to approve a call of the tool ', h('strong', {}, a.tool), ' with:'),
+    h('pre', { class: 'approval-args', 'data-testid': 'approval-args' }, argsText(a.args)),
+    a.message ? h('p', { class: 'approval-message', 'data-testid': 'approval-message' }, a.message) : null,
+    h('p', { class: 'muted' }, `Without an answer by ${absolute(a.expires_at)} it is refused.`),
+  );
+  const approve = await openModal<boolean>({
+    title: 'Approve a tool call?',
+    body,
+    testid: 'approval',
+    cancelValue: false,
+    signal: ctl.signal,
+    buttons: [
+      { label: 'Deny', value: false, kind: 'plain', testid: 'approval-deny', default: true },
+      { label: 'Approve', value: true, kind: 'primary', testid: 'approval-approve' },
+    ],
+  });
+  open.delete(a.id);
+  if (ctl.signal.aborted) return; // decided elsewhere, or out of time
+  try {
+    await api.sessions.answerApproval(a.id, approve);
+  } catch (e) {
+    showMessage('warn', 'The approval was not recorded', toApiError(e).message);
+  }
+}
