@@ -18,8 +18,9 @@ const (
 	// EventApprovalPending (ApprovalDTO): a tool call a plugin wants
 	// approved waits for the person's answer (Sessions.AnswerApproval).
 	EventApprovalPending = "approval:pending"
-	// EventApprovalDone (ApprovalDoneDTO): it was answered, here or on
-	// another surface, or it ran out of time: its dialog goes.
+	// EventApprovalDone (ApprovalDoneDTO): it was answered, on this page
+	// or another of the same process, or it ran out of time: its dialog
+	// goes.
 	EventApprovalDone = "approval:done"
 )
 
@@ -52,8 +53,8 @@ type AnswerApprovalRequest struct {
 
 // Approvals asks the person at the window or the dashboard about the tool
 // calls a plugin's pre_tool_call flags with {"action": "approve"}: Ask (the
-// loop's Approve) shows a dialog on every surface through the emitter and
-// waits for an answer; no answer within the timeout, or the turn ending,
+// loop's Approve) shows a dialog through the emitter (the window, or every
+// open page of the dashboard) and waits for an answer; no answer within the timeout, or the turn ending,
 // is a no. Build it before the loop (NewApprovals), hand it to app.New.
 type Approvals struct {
 	timeout time.Duration

@@ -1,7 +1,7 @@
 // Approvals: a tool call a plugin wants approved waits in the turn loop
-// until the person answers (Sessions.AnswerApproval), here or on another
-// surface; its dialog goes when it was answered elsewhere or ran out of
-// time (approval:done). Deny has the focus: Enter or Escape refuses.
+// until the person answers (Sessions.AnswerApproval), on this page or
+// another of the same dashboard; its dialog goes when it was answered
+// elsewhere or ran out of time (approval:done). Deny has the focus: Enter or Escape refuses.
 
 import { api, on, toApiError } from './api';
 import type { ApprovalDTO } from './api/gen/dto';

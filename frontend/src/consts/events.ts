@@ -7,8 +7,9 @@ import type { ApprovalDTO, ApprovalDoneDTO, EventDTO, OpenSessionDTO, PluginStat
 /** []EventDTO: new or changed log events */
 export const EventActivity = "activity";
 /**
- * EventApprovalDone (ApprovalDoneDTO): it was answered, here or on
- * another surface, or it ran out of time: its dialog goes.
+ * EventApprovalDone (ApprovalDoneDTO): it was answered, on this page
+ * or another of the same process, or it ran out of time: its dialog
+ * goes.
  */
 export const EventApprovalDone = "approval:done";
 /**
