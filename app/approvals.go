@@ -24,10 +24,6 @@ const (
 	EventApprovalDone = "approval:done"
 )
 
-// DefaultApprovalTimeout is how long a tool call waits for an answer in
-// the window or the dashboard before it is refused.
-const DefaultApprovalTimeout = 5 * time.Minute
-
 // ApprovalDTO is a tool call a plugin wants a person to approve.
 type ApprovalDTO struct {
 	ID        string    `json:"id"`
@@ -54,8 +50,9 @@ type AnswerApprovalRequest struct {
 // Approvals asks the person at the window or the dashboard about the tool
 // calls a plugin's pre_tool_call flags with {"action": "approve"}: Ask (the
 // loop's Approve) shows a dialog through the emitter (the window, or every
-// open page of the dashboard) and waits for an answer; no answer within the timeout, or the turn ending,
-// is a no. Build it before the loop (NewApprovals), hand it to app.New.
+// open page of the dashboard) and waits for an answer; no answer within
+// the timeout, or the turn ending, is a no. Build it before the loop
+// (NewApprovals), hand it to app.New.
 type Approvals struct {
 	timeout time.Duration
 	mu      sync.Mutex
@@ -69,10 +66,10 @@ type approvalWait struct {
 }
 
 // NewApprovals builds the approvals of one process; timeout <= 0 is
-// DefaultApprovalTimeout.
+// turns.DefaultApprovalTimeout.
 func NewApprovals(timeout time.Duration) *Approvals {
 	if timeout <= 0 {
-		timeout = DefaultApprovalTimeout
+		timeout = turns.DefaultApprovalTimeout
 	}
 	return &Approvals{timeout: timeout, emit: nopEmitter{}, pending: map[string]*approvalWait{}}
 }

@@ -20,6 +20,7 @@ import (
 	"atrium/backend/apperr"
 	"atrium/backend/pluginhost"
 	"atrium/backend/stack"
+	"atrium/backend/turns"
 	"atrium/frontend"
 )
 
@@ -52,16 +53,21 @@ func (r *runner) serveCmd() *cobra.Command {
 	return c
 }
 
+// askingLoop is the turn loop of a window or `atrium serve`: a tool call a
+// plugin wants approved is asked of the person there, through the returned
+// Approvals (the scheduler's loop and the gateway's have their own: nobody,
+// and the sender).
+func askingLoop(st *stack.Stack, f stack.ModelFlags) (*turns.Loop, *app.Approvals, error) {
+	approvals := app.NewApprovals(0)
+	f.Approve = approvals.Ask
+	loop, err := st.Loop(f)
+	return loop, approvals, err
+}
+
 // serve blocks until SIGINT/SIGTERM (or ctx ends), then shuts the server
 // down; r.with closes the stack after, which waits for hook deliveries.
 func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags, addr string) error {
-	// A tool call a plugin wants approved is asked in the dashboard (the
-	// scheduler's loop and the gateway's have their own: nobody, and the
-	// sender).
-	approvals := app.NewApprovals(0)
-	lf := f
-	lf.Approve = approvals.Ask
-	loop, err := st.Loop(lf)
+	loop, approvals, err := askingLoop(st, f)
 	if err != nil {
 		return err
 	}

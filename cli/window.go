@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"atrium/app"
 	"atrium/backend/pluginhost"
 	"atrium/backend/stack"
 	"atrium/desktop"
@@ -35,12 +34,7 @@ func (r *runner) window(root *cobra.Command) {
 		}
 		r.host.kind = pluginhost.KindWindow
 		return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
-			// A tool call a plugin wants approved is asked in the window
-			// (the scheduler's loop and the gateway's have their own).
-			approvals := app.NewApprovals(0)
-			lf := f
-			lf.Approve = approvals.Ask
-			loop, err := st.Loop(lf)
+			loop, approvals, err := askingLoop(st, f)
 			if err != nil {
 				return err
 			}

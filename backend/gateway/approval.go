@@ -14,10 +14,6 @@ import (
 	"atrium/backend/turns"
 )
 
-// DefaultApprovalTimeout is how long a tool call a plugin wants approved
-// waits for the sender's answer when Options.ApprovalTimeout is unset.
-const DefaultApprovalTimeout = 5 * time.Minute
-
 // turnInfo is the conversation whose turn is running, carried in the
 // turn's context so Approve knows whom to ask and where.
 type turnInfo struct {
@@ -62,7 +58,7 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (bool, error) {
 		s.mu.Unlock()
 	}()
 	out := Outbound{Platform: w.c.Adapter.Platform(), ChatID: w.m.ChatID, ThreadID: w.m.ThreadID, ReplyTo: w.m.ReplyTo,
-		SessionID: a.SessionID, Origin: "approval", Text: ApprovalText(a, s.o.ApprovalTimeout)}
+		SessionID: a.SessionID, Origin: "approval", Text: approvalText(a, s.o.ApprovalTimeout)}
 	if err := s.enqueue(ctx, out); err != nil {
 		return false, err
 	}
@@ -84,8 +80,8 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (bool, error) {
 	}
 }
 
-// ApprovalText is the message that asks for an approval.
-func ApprovalText(a turns.Approval, timeout time.Duration) string {
+// approvalText is the message that asks for an approval.
+func approvalText(a turns.Approval, timeout time.Duration) string {
 	args, _ := json.Marshal(a.Args)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Approval needed: the plugin %s wants a person to approve the tool %s with %s.", a.Plugin, a.ToolName, clipRunes(string(args), 300))

@@ -50,7 +50,7 @@ type Options struct {
 	TurnTimeout time.Duration
 	// ApprovalTimeout is how long a tool call a plugin wants approved
 	// waits for the sender's /approve or /deny (default
-	// DefaultApprovalTimeout); see Approve.
+	// turns.DefaultApprovalTimeout); see Approve.
 	ApprovalTimeout time.Duration
 }
 
@@ -109,7 +109,7 @@ func New(o Options) *Service {
 		o.TurnTimeout = 10 * time.Minute
 	}
 	if o.ApprovalTimeout <= 0 {
-		o.ApprovalTimeout = DefaultApprovalTimeout
+		o.ApprovalTimeout = turns.DefaultApprovalTimeout
 	}
 	if o.Profile == "" {
 		o.Profile = "default"
@@ -366,7 +366,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	}
 	w := &turnInfo{c: c, m: m, key: key}
 	ctx = context.WithValue(ctx, turnKey{}, w)
-	stopTyping := s.typing(ctx, c.Adapter, m, w)
+	stopTyping := s.typing(ctx, w)
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
 	stopTyping()
 	if t.SessionID != "" && t.SessionID != sid {
@@ -442,11 +442,12 @@ func (s *Service) dispatch(ctx context.Context, platform, key, sid, text string,
 // platform has it, except while the sender is asked for an approval, and
 // takes down an indicator that stays (TypingStopper) when the turn ends
 // and before it shows again after an approval; failures are ignored.
-func (s *Service) typing(ctx context.Context, a Adapter, m Inbound, w *turnInfo) func() {
-	t, ok := a.(Typer)
+func (s *Service) typing(ctx context.Context, w *turnInfo) func() {
+	t, ok := w.c.Adapter.(Typer)
 	if !ok {
 		return func() {}
 	}
+	m := w.m
 	stop := func() {
 		if st, ok := t.(TypingStopper); ok {
 			c, cc := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -119,7 +119,7 @@ func pruneSet(ctx context.Context, read queryFunc, cutoff int64) (ids []string, 
 	if err != nil {
 		return nil, false, err
 	}
-	return closedSet(ctx, read, cands, `trashed_at IS NOT NULL OR (`+pruneQualifies+`)`, cutoff)
+	return closedSet(ctx, read, cands, cutoff)
 }
 
 // candidate is a row a prune would take, and whether a delete takes it
@@ -130,12 +130,12 @@ type candidate struct {
 }
 
 // closedSet returns the candidates (in order) whose delete closure holds only
-// rows satisfying qualifies, plus those closures, and whether any of them
-// may leave a child behind. A candidate that is alone is its own closure,
+// rows that qualify for a prune with cutoff (or are in the trash already),
+// plus those closures, and whether any of them may leave a child behind. A candidate that is alone is its own closure,
 // and qualifies: only the others take the recursion and the check. Nothing
 // that is alone is ever dragged in by a blocker either: it has no child and
 // continues no chain.
-func closedSet(ctx context.Context, read queryFunc, cands []candidate, qualifies string, args ...any) ([]string, bool, error) {
+func closedSet(ctx context.Context, read queryFunc, cands []candidate, cutoff int64) ([]string, bool, error) {
 	var related []string
 	for _, c := range cands {
 		if !c.alone {
@@ -148,8 +148,8 @@ func closedSet(ctx context.Context, read queryFunc, cands []candidate, qualifies
 	}
 	var drop map[string]bool
 	if len(closure) > 0 {
-		blockers, err := queryColumn[string](ctx, read, `SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?)) AND NOT (`+qualifies+`)`,
-			append([]any{jsonArray(closure)}, args...)...)
+		blockers, err := queryColumn[string](ctx, read, `SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))
+			AND NOT (trashed_at IS NOT NULL OR (`+pruneQualifies+`))`, jsonArray(closure), cutoff)
 		if err != nil {
 			return nil, false, err
 		}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -49,6 +50,11 @@ type Options struct {
 	NativeCompaction bool
 	NativeThreshold  float64
 }
+
+// DefaultApprovalTimeout is how long a surface that asks a person (the
+// window, the dashboard, a chat platform) waits for the answer before the
+// call is refused, unless it is configured otherwise.
+const DefaultApprovalTimeout = 5 * time.Minute
 
 // Approval is a tool call a plugin wants a person to approve.
 type Approval struct {
