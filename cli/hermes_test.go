@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"atrium/backend/llm"
 	"atrium/cli"
 )
 
@@ -77,6 +79,18 @@ func byKey(rs []map[string]any, key, value string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// chatPadded runs atrium chat on head's lines, n lines of filler, then
+// tail's, and fails the test if it fails.
+func chatPadded(t *testing.T, home, id, head, filler string, n int, tail string) run {
+	t.Helper()
+	lines := head + strings.Repeat(filler+"\n", n) + tail
+	r := atriumExec(t, home, lines, nil, "chat", id)
+	if r.code != 0 {
+		t.Fatalf("chat: %+v", r)
+	}
+	return r
 }
 
 func mustSend(t *testing.T, home, id, text string) string {
@@ -169,7 +183,6 @@ func TestHermesAuditLogReceivesEveryDeclaredArgument(t *testing.T) {
 	if len(byKey(recs, "hook", "on_coffee_break")) != 0 {
 		t.Fatal("a hook no host fires was called")
 	}
-
 	p := listPlugins(t, home)["hermes-audit"]
 	if p.Runtime != "python" || p.State == "error" || !slices.Contains(p.Hooks, "pre_llm_call") || slices.Contains(p.Hooks, "on_coffee_break") {
 		t.Fatalf("plugins list: %+v", p)
@@ -394,15 +407,8 @@ func TestHermesMemoryProvider(t *testing.T) {
 	t.Parallel()
 	home := hermesHome(t, "memory:\n  provider: recall\n", "hermes-recall")
 	id := create(t, home, "--title", "recall")
-	lines := "remember the deploy window is Friday\nwhat do you recall?\nuse tool recall_search: {\"q\": \"deploy\"}\n"
-	for i := 0; i < 6; i++ {
-		lines += strings.Repeat("we talked about the release train, the staging checklist and the owners at length today. ", 4) + "\n"
-	}
-	lines += "/compress\n/new\n"
-	r := atriumExec(t, home, lines, nil, "chat", id)
-	if r.code != 0 {
-		t.Fatalf("chat: %+v", r)
-	}
+	r := chatPadded(t, home, id, "remember the deploy window is Friday\nwhat do you recall?\nuse tool recall_search: {\"q\": \"deploy\"}\n",
+		strings.Repeat("we talked about the release train, the staging checklist and the owners at length today. ", 4), 6, "/compress\n/new\n")
 	// The provider lives in the profile's plugin host (one instance for
 	// every command): its shutdown comes when the host stops.
 	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
@@ -515,6 +521,132 @@ func TestHermesContextEngine(t *testing.T) {
 	p := listPlugins(t, home)["hermes-pruner"]
 	if !strings.Contains(strings.Join(p.Warnings, "\n"), "requires plugin hermes-missing, which is not installed") {
 		t.Fatalf("missing dependency: %q", p.Warnings)
+	}
+}
+
+// A context engine is driven as the familiar API's agent drives it: each
+// session has its own copy, given the model (update_model) and started
+// (on_session_start) before its first call; update_from_response after
+// every model call; its tools offered to the model (a schema without a name
+// is not) and called with the conversation; a compaction hands the copy on
+// to the session that continues the conversation (on_session_start with
+// boundary_reason "compression"); /exit ends it (on_session_end).
+func TestHermesContextEngineLifecycleAndTools(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-pruner")
+	id := create(t, home, "--title", "engine")
+	r := chatPadded(t, home, id, "hello engine\nuse tool pruned_expand: {\"query\": \"deploy\"}\n",
+		strings.Repeat("we went through the migration plan, the owners and the rollback steps. ", 3), 3, "/compress\n/exit\n")
+	if !strings.Contains(r.stdout, `The tool pruned_expand returned: {"expanded": "deploy", "session": "`+id+`"}`) {
+		t.Fatalf("the engine's tool result: %s", r.stdout)
+	}
+	recs := records(t, home, "hermes-pruner", "engine.jsonl")
+	var methods []string
+	for _, rec := range recs {
+		methods = append(methods, rec["method"].(string))
+	}
+	if len(recs) < 2 || methods[0] != "update_model" || methods[1] != "on_session_start" {
+		t.Fatalf("the first calls: %v", methods)
+	}
+	engine := recs[0]["engine"]
+	for _, rec := range recs {
+		if rec["engine"] != engine {
+			t.Fatalf("one conversation, one copy of the engine: %v", recs)
+		}
+	}
+	if m := recs[0]; m["model"] != "offline" || m["context_length"] != float64(llm.DefaultContextWindow) || m["provider"] != "offline" {
+		t.Fatalf("update_model: %v", m)
+	}
+	start := recs[1]
+	want := map[string]any{"hermes_home": home, "platform": "cli", "model": "offline", "context_length": float64(llm.DefaultContextWindow),
+		"conversation_id": "cli:" + id}
+	if start["session_id"] != id || !reflect.DeepEqual(start["kwargs"], want) {
+		t.Fatalf("on_session_start: %v, want kwargs %v", start, want)
+	}
+	calls := byKey(recs, "method", "handle_tool_call")
+	if len(calls) != 1 || calls[0]["name"] != "pruned_expand" || !reflect.DeepEqual(calls[0]["args"], map[string]any{"query": "deploy"}) ||
+		calls[0]["messages"].(float64) < 3 {
+		t.Fatalf("handle_tool_call: %v", calls)
+	}
+	// Asked, with the transcript's tokens, and its no kept the thresholds
+	// out of it.
+	asks := byKey(recs, "method", "should_compress")
+	if len(asks) == 0 || asks[0]["prompt_tokens"].(float64) <= 0 {
+		t.Fatalf("should_compress: %v", asks)
+	}
+	// Five turns, one of them with a tool round: six model calls.
+	usage := byKey(recs, "method", "update_from_response")
+	if len(usage) != 6 {
+		t.Fatalf("update_from_response: %d calls, want 6 (%v)", len(usage), methods)
+	}
+	if u := usage[0]["usage"].(map[string]any); u["prompt_tokens"] == nil || u["completion_tokens"] == nil || u["total_tokens"] == nil {
+		t.Fatalf("usage: %v", u)
+	}
+	pr := records(t, home, "hermes-pruner", "pruner.jsonl")
+	if len(pr) != 1 || pr[0]["engine"] != engine || pr[0]["session_id"] != id {
+		t.Fatalf("compress: %v", pr)
+	}
+	starts := byKey(recs, "method", "on_session_start")
+	if len(starts) != 2 {
+		t.Fatalf("on_session_start: %v", starts)
+	}
+	tip, _ := starts[1]["session_id"].(string)
+	kw := starts[1]["kwargs"].(map[string]any)
+	if tip == "" || tip == id || kw["boundary_reason"] != "compression" || kw["old_session_id"] != id || kw["platform"] != "cli" {
+		t.Fatalf("the compaction's boundary: %v", starts[1])
+	}
+	ends := byKey(recs, "method", "on_session_end")
+	if len(ends) != 1 || ends[0]["session_id"] != tip || ends[0]["messages"].(float64) < 3 || methods[len(methods)-1] != "on_session_end" {
+		t.Fatalf("on_session_end: %v (calls %v)", ends, methods)
+	}
+	// Another conversation has its own copy.
+	other := create(t, home, "--title", "another")
+	mustSend(t, home, other, "hello again")
+	recs = records(t, home, "hermes-pruner", "engine.jsonl")[len(recs):]
+	if len(recs) < 3 || recs[0]["method"] != "update_model" || recs[1]["method"] != "on_session_start" ||
+		recs[1]["session_id"] != other || recs[0]["engine"] == engine {
+		t.Fatalf("a second conversation: %v", recs)
+	}
+	if len(byKey(recs, "method", "update_from_response")) != 1 {
+		t.Fatalf("a second conversation's model calls: %v", recs)
+	}
+}
+
+// With a context engine, its should_compress decides when the turn loop
+// compacts: far below Atrium's own threshold when it says yes.
+func TestHermesContextEngineDecidesWhenToCompact(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "compaction:\n  rotate: false\nplugins:\n  entries:\n    hermes-pruner:\n      settings:\n        compress_above: 150\n",
+		"hermes-audit", "hermes-pruner")
+	id := create(t, home, "--title", "decided")
+	for i := 0; i < 4; i++ {
+		mustSend(t, home, id, fmt.Sprintf("step %d: ", i)+strings.Repeat("the owners, the rollback steps and the schedule. ", 4))
+	}
+	pr := records(t, home, "hermes-pruner", "pruner.jsonl")
+	if len(pr) == 0 || pr[0]["force"] != false {
+		t.Fatalf("the engine asked for a compaction and none came: %v", pr)
+	}
+	var evs []struct {
+		Payload struct {
+			Reason string `json:"reason"`
+		} `json:"payload"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--hook", "post_compaction", "--json"), &evs)
+	if len(evs) == 0 || len(evs) > len(pr) {
+		t.Fatalf("post_compaction: %d events for %d compress calls", len(evs), len(pr))
+	}
+	for _, e := range evs {
+		if r := e.Payload.Reason; r != "pre_api" && r != "between_turns" && r != "post_tool" {
+			t.Fatalf("an automatic compaction's reason: %q", r)
+		}
+	}
+	// The transcript is far below Atrium's own threshold.
+	var s struct {
+		TokenCount int `json:"token_count"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "sessions", "show", id, "--json"), &s)
+	if s.TokenCount == 0 || float64(s.TokenCount) > 0.5*float64(llm.DefaultContextWindow) {
+		t.Fatalf("token count %d", s.TokenCount)
 	}
 }
 

@@ -17,7 +17,7 @@ func (e *Engine) RegisterCommands(cmds *hooks.Commands) error {
 
 func (e *Engine) cmdCompress(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
 	res, err := e.Compact(ctx, Request{SessionID: cc.SessionID, Kind: KindSummarize, Reason: ReasonManual, Focus: args,
-		Platform: cc.Platform})
+		Platform: cc.Platform, SessionKey: cc.SessionKey})
 	if err != nil {
 		return "", err
 	}

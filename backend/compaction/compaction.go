@@ -107,6 +107,12 @@ type Request struct {
 	Native    llm.NativeCompactor // required for provider_native
 	Model     string
 	Platform  string // the surface, for the memory provider ("" unknown)
+	// SessionKey, Provider and ContextLength tell a context engine which
+	// conversation and which model (update_model, on_session_start); the
+	// turn loop sets them, "" and 0 when unknown.
+	SessionKey    string
+	Provider      string
+	ContextLength int
 }
 
 // Result says what a compaction did. Changed=false means nothing was
@@ -248,6 +254,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (Result, error) {
 		e.tellMemory(ctx, req, res.SessionID, "on_session_switch", []any{res.SessionID},
 			map[string]any{"parent_session_id": res.OldSessionID, "reset": false, "rewound": false})
 	}
+	e.tellEngineBoundary(ctx, req, res)
 	return res, nil
 }
 

@@ -53,11 +53,32 @@ func (e *Engine) contextEngine() (hooks.Capability, bool) {
 	if e.bus == nil {
 		return hooks.Capability{}, false
 	}
-	caps := e.bus.Capabilities(hooks.CapContextEngine)
-	if len(caps) == 0 {
-		return hooks.Capability{}, false
+	return e.bus.ContextEngine()
+}
+
+// engineCall is a call of the context engine for req's conversation.
+func engineCall(req Request, sessionID string, args []any, kwargs map[string]any) hooks.EngineCall {
+	return hooks.EngineCall{Args: args, Kwargs: kwargs, SessionID: sessionID, Platform: req.Platform, SessionKey: req.SessionKey,
+		Model: req.Model, Provider: req.Provider, ContextLength: req.ContextLength}
+}
+
+// tellEngineBoundary tells the context engine that a compaction rewrote the
+// conversation (on_session_start with boundary_reason "compression", as the
+// familiar API does after every compression, rotated or in place): its copy
+// of the old session follows the conversation. A failure is logged.
+func (e *Engine) tellEngineBoundary(ctx context.Context, req Request, res Result) {
+	eng, ok := e.contextEngine()
+	if !ok {
+		return
 	}
-	return caps[0], true
+	call := engineCall(req, res.SessionID, nil, nil)
+	call.OldSessionID = res.SessionID
+	if res.OldSessionID != "" {
+		call.OldSessionID = res.OldSessionID
+	}
+	if _, err := e.bus.CallEngine(ctx, eng, "on_session_start", call); err != nil {
+		slog.Warn("context engine call failed", "engine", eng.Name, "method", "on_session_start", "error", err)
+	}
 }
 
 // enginePlan asks the context engine to compact ms[from:] (the messages
@@ -69,20 +90,16 @@ func (e *Engine) enginePlan(ctx context.Context, req Request, eng hooks.Capabili
 		return plan{}, SkipNothing, "fewer than two messages to compact", nil
 	}
 	notes := e.preCompress(ctx, req, folded)
-	raw, err := e.bus.CallCapability(ctx, eng.Plugin, hooks.CapContextEngine, eng.Name, "compress", map[string]any{
-		"args": []any{openAIMessages(ToLLM(ms))},
-		"kwargs": map[string]any{"current_tokens": estimate(ms), "focus_topic": nilIfEmpty(req.Focus),
-			"force": req.Reason == ReasonManual, "memory_context": notes}})
+	raw, err := e.bus.CallEngine(ctx, eng, "compress", engineCall(req, req.SessionID, []any{openAIMessages(ToLLM(ms))},
+		map[string]any{"current_tokens": estimate(ms), "focus_topic": nilIfEmpty(req.Focus),
+			"force": req.Reason == ReasonManual, "memory_context": notes}))
 	if err != nil {
 		return plan{}, SkipAborted, fmt.Sprintf("the context engine %s failed: %v", eng.Name, err), nil
 	}
-	var out struct {
-		Value []map[string]any `json:"value"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil || len(out.Value) == 0 {
+	var msgs []map[string]any
+	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
 		return plan{}, SkipAborted, fmt.Sprintf("the context engine %s returned no messages", eng.Name), nil
 	}
-	msgs := out.Value
 	// The kept system prompt is not part of the replacement.
 	for i := 0; i < from && len(msgs) > 0; i++ {
 		if role, _ := msgs[0]["role"].(string); role == "system" && content(msgs[0]) == ms[i].Content {

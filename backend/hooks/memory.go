@@ -47,12 +47,7 @@ type MemoryAnswer struct {
 
 // CallMemory calls method of memory provider c.
 func (b *Bus) CallMemory(ctx context.Context, c Capability, method string, call MemoryCall) (MemoryAnswer, error) {
-	if call.Args == nil {
-		call.Args = []any{}
-	}
-	if call.Kwargs == nil {
-		call.Kwargs = map[string]any{}
-	}
+	call.Args, call.Kwargs = pyArgs(call.Args, call.Kwargs)
 	raw, err := b.CallCapability(ctx, c.Plugin, CapMemoryProvider, c.Name, method, call)
 	if err != nil {
 		return MemoryAnswer{}, err
@@ -62,6 +57,18 @@ func (b *Bus) CallMemory(ctx context.Context, c Capability, method string, call 
 		return MemoryAnswer{}, fmt.Errorf("memory provider %s: malformed answer to %s: %w", c.Name, method, err)
 	}
 	return a, nil
+}
+
+// pyArgs gives a Python call's arguments as the runner takes them: [] and
+// {}, never null.
+func pyArgs(args []any, kwargs map[string]any) ([]any, map[string]any) {
+	if args == nil {
+		args = []any{}
+	}
+	if kwargs == nil {
+		kwargs = map[string]any{}
+	}
+	return args, kwargs
 }
 
 // Text is the answer as a string ("" when it is not one).

@@ -104,6 +104,23 @@ func (l *lifecycle) tellMemory(ctx context.Context, cc hooks.CommandContext, ses
 	}
 }
 
+// endEngine tells the context engine a session ended (on_session_end with
+// its messages): the plugin's runner calls the session's copy, if it
+// started one, and drops it (after /new the next session gets a fresh copy,
+// which is what on_session_reset gives in the familiar API). A failure is
+// logged.
+func (l *lifecycle) endEngine(ctx context.Context, cc hooks.CommandContext, sessionID string) {
+	c, ok := l.bus.ContextEngine()
+	if !ok {
+		return
+	}
+	call := hooks.EngineCall{Args: []any{sessionID, l.transcript(ctx, sessionID)}, SessionID: sessionID, Platform: cc.Platform,
+		SessionKey: cc.SessionKey}
+	if _, err := l.bus.CallEngine(ctx, c, "on_session_end", call); err != nil {
+		slog.Warn("context engine call failed", "engine", c.Name, "method", "on_session_end", "error", err)
+	}
+}
+
 func (l *lifecycle) transcript(ctx context.Context, id string) []map[string]any {
 	ms, err := l.sessions.Messages(ctx, id, false)
 	if err != nil {
@@ -124,6 +141,7 @@ func (l *lifecycle) cmdNew(ctx context.Context, _ string, cc hooks.CommandContex
 	}
 	if !old.Ended() {
 		l.tellMemory(ctx, cc, old.ID, "on_session_end", []any{l.transcript(ctx, old.ID)}, nil)
+		l.endEngine(ctx, cc, old.ID)
 		if _, _, err := l.sessions.EndWith(ctx, old.ID, "new", sessions.EndInfo{Platform: cc.Platform, NewSessionID: next.ID}); err != nil {
 			return "", err
 		}
@@ -144,6 +162,7 @@ func (l *lifecycle) cmdExit(ctx context.Context, args string, cc hooks.CommandCo
 	case "":
 		if cur, err := l.sessions.Get(ctx, cc.SessionID); err == nil && !cur.Ended() {
 			l.tellMemory(ctx, cc, cc.SessionID, "on_session_end", []any{l.transcript(ctx, cc.SessionID)}, nil)
+			l.endEngine(ctx, cc, cc.SessionID)
 		}
 		s, changed, err := l.sessions.EndWith(ctx, cc.SessionID, "exit", sessions.EndInfo{Platform: cc.Platform})
 		if err != nil {

@@ -66,6 +66,48 @@ func (l *Loop) callMemory(ctx context.Context, tc *turnCtx, method string, args 
 	return a
 }
 
+// engineCall is a call of the context engine for a session of this turn:
+// the plugin's runner starts its copy for the session (update_model,
+// on_session_start) before the first.
+func (l *Loop) engineCall(tc *turnCtx, sessionID string, args []any, kwargs map[string]any) hooks.EngineCall {
+	call := hooks.EngineCall{Args: args, Kwargs: kwargs, SessionID: sessionID, Model: l.opts.Model, Provider: l.opts.Provider.Name(),
+		ContextLength: l.opts.Provider.ContextWindow()}
+	if tc != nil {
+		call.Platform, call.SessionKey = tc.platform, tc.sessionKey
+	}
+	return call
+}
+
+// tellEngine calls a context engine method whose answer does not matter; a
+// failure is logged (an engine never stops a turn).
+func (l *Loop) tellEngine(ctx context.Context, tc *turnCtx, sessionID, method string, args []any, kwargs map[string]any) {
+	if _, err := l.bus.CallEngine(ctx, *tc.engine, method, l.engineCall(tc, sessionID, args, kwargs)); err != nil {
+		slog.Warn("context engine call failed", "engine", tc.engine.Name, "method", method, "error", err)
+	}
+}
+
+// engineWantsCompaction asks the context engine's should_compress; an
+// engine that fails to answer is not compacted for (its compress would
+// likely fail too), and says so in the log.
+func (l *Loop) engineWantsCompaction(ctx context.Context, tc *turnCtx, eng hooks.Capability, sessionID string, tokens int64) bool {
+	raw, err := l.bus.CallEngine(ctx, eng, "should_compress", l.engineCall(tc, sessionID, []any{tokens}, nil))
+	if err != nil {
+		slog.Warn("context engine call failed", "engine", eng.Name, "method", "should_compress", "error", err)
+		return false
+	}
+	var v any // Python's truth: True, a non-zero number
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch x := v.(type) {
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	}
+	return false
+}
+
 // systemPrompt assembles the plugin part of a session's system prompt: the
 // memory provider's block, then the plugins' sections in id order, each
 // under its heading, within the caps (32 sections, 8,000 characters). ""

@@ -119,7 +119,8 @@ type turnCtx struct {
 	userName   string
 	agentCtx   string // primary, or cron for a scheduled run
 	apiCalls   int
-	mem        *memory // the active memory provider, nil for none
+	mem        *memory           // the active memory provider, nil for none
+	engine     *hooks.Capability // the context engine, nil for none
 	tools      *toolTable
 }
 
@@ -157,6 +158,9 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		tc.userID, tc.userName = cc.Source.UserID, cc.Source.UserName
 	}
 	tc.mem = l.activeMemory(ctx, tc)
+	if c, ok := l.bus.ContextEngine(); ok {
+		tc.engine = &c
+	}
 
 	// The system prompt (plugin sections, the memory provider's block) is
 	// assembled once, at the first turn, and stored: frozen per session.
@@ -318,7 +322,9 @@ func (l *Loop) modelRounds(ctx context.Context, t *Turn, tc *turnCtx) (string, s
 }
 
 // maybeCompact compacts when the active transcript's estimate is over
-// fraction of the model's window.
+// fraction of the model's window; with a context engine, when its
+// should_compress(prompt_tokens) says so, as the familiar API asks it (a
+// fraction of 0 still turns that automatic compaction off).
 func (l *Loop) maybeCompact(ctx context.Context, t *Turn, tc *turnCtx, kind, reason string, fraction float64) error {
 	if fraction <= 0 {
 		return nil
@@ -327,7 +333,11 @@ func (l *Loop) maybeCompact(ctx context.Context, t *Turn, tc *turnCtx, kind, rea
 	if err != nil {
 		return err
 	}
-	if float64(s.TokenCount) <= fraction*float64(l.opts.Provider.ContextWindow()) {
+	if eng, ok := l.bus.ContextEngine(); ok && kind == compaction.KindSummarize && !l.nativeOn() {
+		if !l.engineWantsCompaction(ctx, tc, eng, t.SessionID, s.TokenCount) {
+			return nil
+		}
+	} else if float64(s.TokenCount) <= fraction*float64(l.opts.Provider.ContextWindow()) {
 		return nil
 	}
 	_, err = l.compact(ctx, t, tc, kind, reason)
@@ -335,7 +345,11 @@ func (l *Loop) maybeCompact(ctx context.Context, t *Turn, tc *turnCtx, kind, rea
 }
 
 func (l *Loop) compact(ctx context.Context, t *Turn, tc *turnCtx, kind, reason string) (compaction.Result, error) {
-	req := compaction.Request{SessionID: t.SessionID, Kind: kind, Reason: reason, Model: l.opts.Model, Platform: platformOf(tc)}
+	req := compaction.Request{SessionID: t.SessionID, Kind: kind, Reason: reason, Model: l.opts.Model, Platform: platformOf(tc),
+		Provider: l.opts.Provider.Name(), ContextLength: l.opts.Provider.ContextWindow()}
+	if tc != nil {
+		req.SessionKey = tc.sessionKey
+	}
 	if kind == compaction.KindSummarize && l.nativeOn() {
 		// The provider compacts natively: it does what the local summary
 		// would have done, and says so.

@@ -15,8 +15,24 @@ import (
 
 // complete is one model call: llm_request middleware may rewrite the
 // request, pre_api_request and post_api_request (or api_request_error) are
-// called around it.
+// called around it, and the context engine learns the usage
+// (update_from_response) after an answer.
 func (l *Loop) complete(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) (llm.Response, error) {
+	resp, err := l.callModel(ctx, tc, sessionID, req)
+	if err == nil && tc.engine != nil {
+		l.tellEngine(ctx, tc, sessionID, "update_from_response", []any{usageOf(resp)}, nil)
+	}
+	return resp, err
+}
+
+// usageOf is a response's usage as the familiar API's dicts have it.
+func usageOf(resp llm.Response) map[string]any {
+	return map[string]any{"prompt_tokens": resp.PromptTokens, "completion_tokens": resp.CompletionTokens,
+		"total_tokens": resp.PromptTokens + resp.CompletionTokens, "input_tokens": resp.PromptTokens,
+		"output_tokens": resp.CompletionTokens}
+}
+
+func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) (llm.Response, error) {
 	tc.apiCalls++
 	req = l.llmRequestMiddleware(ctx, tc, sessionID, req)
 	observe := l.bus.HasSync(hooks.PreAPIRequest) || l.bus.HasSync(hooks.PostAPIRequest) || l.bus.HasSync(hooks.APIRequestError)
@@ -46,9 +62,7 @@ func (l *Loop) complete(ctx context.Context, tc *turnCtx, sessionID string, req 
 	}
 	chars, calls := len(resp.Content), len(resp.ToolCalls)
 	p.FinishReason, p.AssistantContentChars, p.AssistantToolCallCount = &finish, &chars, &calls
-	p.Usage = map[string]any{"prompt_tokens": resp.PromptTokens, "completion_tokens": resp.CompletionTokens,
-		"total_tokens": resp.PromptTokens + resp.CompletionTokens, "input_tokens": resp.PromptTokens,
-		"output_tokens": resp.CompletionTokens}
+	p.Usage = usageOf(resp)
 	p.Response = responseMap(resp)
 	l.inline(ctx, hooks.PostAPIRequest, p)
 	return resp, nil

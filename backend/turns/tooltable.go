@@ -24,6 +24,7 @@ const (
 	srcBuiltin toolSource = iota
 	srcPlugin             // a plugin's register_tool
 	srcMemory             // the memory provider's get_tool_schemas
+	srcEngine             // the context engine's get_tool_schemas
 )
 
 type toolEntry struct {
@@ -35,8 +36,8 @@ type toolEntry struct {
 }
 
 // toolTable is the tools of one turn: the built-in ones, the plugins'
-// (override rules applied, check_fn and requires_env honoured) and the
-// memory provider's.
+// (override rules applied, check_fn and requires_env honoured), the
+// memory provider's and the context engine's.
 type toolTable struct {
 	byName map[string]toolEntry
 	order  []string
@@ -99,21 +100,40 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 		if a := l.callMemory(ctx, tc, "get_tool_schemas", nil, nil); a.Available {
 			_ = json.Unmarshal(a.Value, &schemas)
 		}
-		for _, raw := range schemas {
-			var s struct {
-				Name        string `json:"name"`
-				Description string `json:"description"`
-			}
-			if json.Unmarshal(normalizeSchema(raw), &s) != nil || s.Name == "" {
-				continue
-			}
-			if _, taken := tt.byName[s.Name]; taken {
-				continue
-			}
-			tt.add(toolEntry{spec: specOf(s.Name, s.Description, raw), source: srcMemory, plugin: tc.mem.cap.Plugin, name: s.Name})
+		tt.addSchemas(schemas, srcMemory, tc.mem.cap)
+	}
+	if tc.engine != nil {
+		// As the familiar API does: after every other tool, a name already
+		// taken is skipped, and a schema without a name is never offered
+		// (a provider would refuse the whole request).
+		var schemas []json.RawMessage
+		if raw, err := l.bus.CallEngine(ctx, *tc.engine, "get_tool_schemas", l.engineCall(tc, tc.sessionID, nil, nil)); err != nil {
+			slog.Warn("context engine tools could not be listed", "engine", tc.engine.Name, "error", err)
+		} else if err := json.Unmarshal(raw, &schemas); err != nil && string(raw) != "null" {
+			slog.Warn("context engine tools: get_tool_schemas did not return a list", "engine", tc.engine.Name)
 		}
+		tt.addSchemas(schemas, srcEngine, *tc.engine)
 	}
 	return tt
+}
+
+// addSchemas offers the tools of a memory provider or a context engine:
+// OpenAI function schemas, bare or wrapped in {"type": "function"}.
+func (tt *toolTable) addSchemas(schemas []json.RawMessage, src toolSource, c hooks.Capability) {
+	for _, raw := range schemas {
+		var s struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		}
+		if json.Unmarshal(normalizeSchema(raw), &s) != nil || s.Name == "" {
+			slog.Warn("a tool schema without a name was not offered", "plugin", c.Plugin, "from", c.Kind)
+			continue
+		}
+		if _, taken := tt.byName[s.Name]; taken {
+			continue
+		}
+		tt.add(toolEntry{spec: specOf(s.Name, s.Description, raw), source: src, plugin: c.Plugin, name: s.Name})
+	}
 }
 
 func (tt *toolTable) add(e toolEntry) {
@@ -280,7 +300,8 @@ func (l *Loop) approve(ctx context.Context, sessionID, tool string, args map[str
 	return hooks.ToolDecision{Args: d.Args}
 }
 
-// execTool runs a tool: built-in, a plugin's, or the memory provider's. A
+// execTool runs a tool: built-in, a plugin's, the memory provider's or the
+// context engine's. A
 // failing tool is a result the model reads ({"error": ...}), not a failed
 // turn.
 func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any) (result, errType, errMsg string) {
@@ -313,6 +334,24 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 			return "error: malformed tool result", "error", err.Error()
 		}
 		return out.Result, out.ErrorType, out.Error
+	case srcEngine:
+		// handle_tool_call(name, args, messages=...): the conversation as
+		// the model sees it, as the familiar API passes it.
+		msgs, err := l.sessions.Messages(ctx, sessionID, false)
+		if err != nil {
+			return "error: " + err.Error(), "error", err.Error()
+		}
+		raw, err := l.bus.CallEngine(ctx, *tc.engine, "handle_tool_call", l.engineCall(tc, sessionID, []any{e.name, args},
+			map[string]any{"messages": historyPayload(msgs)}))
+		if err != nil {
+			b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("Context engine tool '%s' failed: %v", e.name, err)})
+			return string(b), "error", err.Error()
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s, "", ""
+		}
+		return string(raw), "", ""
 	default:
 		a := l.callMemory(ctx, tc, "handle_tool_call", []any{e.name, args}, map[string]any{"session_id": sessionID, "tool_call_id": call.ID})
 		if !a.Available {

@@ -751,7 +751,7 @@ class PluginContext:
             self.warnings.append("tried to register a context engine that does not inherit from ContextEngine (ignored)")
             return None
         name = str(getattr(engine, "name", "") or "").strip() or self.plugin_id
-        self.context_engines[name] = engine
+        self.context_engines[name] = _EngineHost(engine, self)
         return _Registration(kind="context_engine", key=name)
 
     def register_system_prompt_section(self, id, content, *, position="after_memory", max_chars=SECTION_MAX_CHARS):
@@ -859,6 +859,98 @@ class _ProviderHost:
         _call(self.provider.initialize, kwargs, positional=(session_id or "",))
         self.ready, self.identity = True, identity
         return True
+
+
+class _EngineHost:
+    """Drives one context engine as the familiar API's agent does: each
+    session gets its own copy of the registered engine (copy.deepcopy, so one
+    conversation's budgets and state never leak into another's), given the
+    model (update_model) and started (on_session_start) before its first
+    call. A compaction hands the copy on to the session that continues the
+    conversation (on_session_start with boundary_reason="compression");
+    on_session_end ends and drops it. An engine that cannot be copied is
+    shared, with a warning."""
+
+    MAX_SESSIONS = 64
+
+    def __init__(self, engine, ctx):
+        self.engine = engine
+        self.ctx = ctx
+        self.copies = {}  # session id -> engine copy, oldest first
+        self.models = {}  # session id -> (model, context_length) given
+        self.shared = False
+
+    def _copy(self):
+        if not self.shared:
+            try:
+                return copy.deepcopy(self.engine)
+            except Exception as exc:  # noqa: BLE001
+                self.shared = True
+                _log("context engine %s could not be safely copied (%s: %s); one engine serves every session"
+                     % (getattr(self.engine, "name", "?"), type(exc).__name__, exc), "warning")
+        return self.engine
+
+    def _guard(self, what, fn, *args, **kwargs):
+        try:
+            _call(fn, kwargs, positional=args)
+        except Exception as exc:  # noqa: BLE001
+            _report("context_engine." + what, fn, exc, kwargs, traceback.format_exc(), surface="context engine")
+
+    def _model(self, sid, eng, params):
+        model, length = params.get("model") or "", int(params.get("context_length") or 0)
+        if (not model and not length) or self.models.get(sid) == (model, length):
+            return
+        self.models[sid] = (model, length)
+        self._guard("update_model", eng.update_model, model=model, context_length=length,
+                    provider=params.get("provider") or "")
+
+    def _start(self, sid, eng, params, **extra):
+        kwargs = {"platform": params.get("platform") or "cli", "conversation_id": params.get("session_key") or None}
+        if not extra:
+            kwargs.update(hermes_home=self.ctx.hermes_home, model=params.get("model") or "",
+                          context_length=getattr(eng, "context_length", 0))
+        kwargs.update(extra)
+        self._guard("on_session_start", eng.on_session_start, sid, **kwargs)
+
+    def ensure(self, params):
+        """The session's copy, started; None when the call has no session."""
+        sid = params.get("session_id") or ""
+        if not sid:
+            return None
+        eng = self.copies.pop(sid, None)
+        if eng is None:
+            eng = self._copy()
+            self.copies[sid] = eng
+            self._model(sid, eng, params)
+            self._start(sid, eng, params)
+        else:
+            self.copies[sid] = eng  # the most recently used last
+            self._model(sid, eng, params)
+        while len(self.copies) > self.MAX_SESSIONS:
+            old = next(iter(self.copies))
+            del self.copies[old]
+            self.models.pop(old, None)
+        return eng
+
+    def boundary(self, params):
+        """A compaction rewrote the conversation: the copy of the session it
+        continued serves the new one, and hears so."""
+        sid, old = params.get("session_id") or "", params.get("old_session_id") or ""
+        if old and old != sid and old in self.copies:
+            self.copies[sid] = self.copies.pop(old)
+            if old in self.models:
+                self.models[sid] = self.models.pop(old)
+        eng = self.ensure(params)
+        if eng is not None:
+            self._start(sid, eng, params, boundary_reason="compression", old_session_id=old or sid)
+
+    def end(self, params, args, kwargs):
+        sid = params.get("session_id") or ""
+        eng = self.copies.pop(sid, None)
+        self.models.pop(sid, None)
+        if eng is None:
+            return None  # nothing was started for it here
+        return _call(eng.on_session_end, kwargs, positional=tuple(args))
 
 
 # ---------------------------------------------------------------------------
@@ -1122,15 +1214,23 @@ def _memory(name, method, params):
 
 
 def _engine(name, method, params):
-    engine = _ctx.context_engines.get(name)
-    if engine is None:
+    host = _ctx.context_engines.get(name)
+    if host is None:
         raise _RPCError(-32601, "no context engine %r" % name)
     allowed = {"compress", "should_compress", "get_tool_schemas", "handle_tool_call", "on_session_start",
                "on_session_end", "on_session_reset", "update_from_response", "update_model", "get_status",
                "has_content_to_compress"}
     if method not in allowed:
         raise _RPCError(-32601, "context engine method %r" % method)
-    value = _call(getattr(engine, method), params.get("kwargs") or {}, positional=tuple(params.get("args") or []))
+    args, kwargs = params.get("args") or [], params.get("kwargs") or {}
+    with _session_env(params.get("session_key")):
+        if method == "on_session_start":
+            host.boundary(params)
+            return {"value": None}
+        if method == "on_session_end":
+            return {"value": host.end(params, args, kwargs)}
+        engine = host.ensure(params) or host.engine
+        value = _call(getattr(engine, method), kwargs, positional=tuple(args))
     return {"value": value}
 
 

@@ -1,0 +1,55 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// ContextEngine returns the context engine plugins registered
+// (register_context_engine): the first in plugin load order, as the
+// familiar API allows one.
+func (b *Bus) ContextEngine() (Capability, bool) {
+	caps := b.Capabilities(CapContextEngine)
+	if len(caps) == 0 {
+		return Capability{}, false
+	}
+	return caps[0], true
+}
+
+// EngineCall is one call of a context engine's method, and the conversation
+// it belongs to. The plugin's runner gives each session its own copy of the
+// engine, started (update_model, on_session_start) before its first call;
+// OldSessionID names the session a compaction continued, whose copy the new
+// session takes over (on_session_start with boundary_reason "compression").
+type EngineCall struct {
+	Args          []any          `json:"args"`
+	Kwargs        map[string]any `json:"kwargs"`
+	SessionID     string         `json:"session_id"`
+	OldSessionID  string         `json:"old_session_id,omitempty"`
+	Platform      string         `json:"platform,omitempty"`
+	SessionKey    string         `json:"session_key,omitempty"`
+	Model         string         `json:"model,omitempty"`
+	Provider      string         `json:"provider,omitempty"`
+	ContextLength int            `json:"context_length,omitempty"`
+}
+
+// CallEngine calls method of context engine c and returns what it returned
+// (JSON null for None).
+func (b *Bus) CallEngine(ctx context.Context, c Capability, method string, call EngineCall) (json.RawMessage, error) {
+	call.Args, call.Kwargs = pyArgs(call.Args, call.Kwargs)
+	raw, err := b.CallCapability(ctx, c.Plugin, CapContextEngine, c.Name, method, call)
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("context engine %s: malformed answer to %s: %w", c.Name, method, err)
+	}
+	if len(out.Value) == 0 {
+		out.Value = json.RawMessage("null")
+	}
+	return out.Value, nil
+}
