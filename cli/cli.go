@@ -198,7 +198,7 @@ var firesHooks = map[string][]string{
 	"atrium sessions repair-profile":   {hooks.OnSessionDelete},
 	"atrium maintenance run":           {hooks.OnSessionDelete},
 	"atrium storage confirm-retention": {hooks.OnSessionDelete},
-	"atrium sessions end":              {hooks.OnSessionFinalize},
+	"atrium sessions end":              {hooks.OnSessionFinalize, hooks.SubagentStop},
 	"atrium chat":                      nil,
 	"atrium send":                      nil,
 	"atrium serve":                     nil,
@@ -206,6 +206,16 @@ var firesHooks = map[string][]string{
 	"atrium compact":                   {hooks.PostCompaction},
 	"atrium gateway run":               nil,
 	"atrium cron run":                  nil,
+}
+
+// firesHooksWith lists commands that fire hooks only with a flag's value:
+// `sessions create --relation delegate` starts a subagent (subagent_start);
+// any other create fires nothing, and starts no plugin.
+var firesHooksWith = map[string]struct {
+	flag, value string
+	hooks       []string
+}{
+	"atrium sessions create": {"relation", "delegate", []string{hooks.SubagentStart}},
 }
 
 // usesCapabilities lists the commands that call plugin capabilities beyond
@@ -228,6 +238,11 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 	r.cmdPath = cmd.CommandPath()
 	r.profile = home.Profile
 	r.pluginHooks, r.processPlugins = firesHooks[r.cmdPath]
+	if w, ok := firesHooksWith[r.cmdPath]; ok {
+		if v, err := cmd.Flags().GetString(w.flag); err == nil && v == w.value {
+			r.pluginHooks, r.processPlugins = w.hooks, true
+		}
+	}
 	r.pluginCaps = usesCapabilities[r.cmdPath]
 	var st *stack.Stack
 	if r.env.Open != nil {

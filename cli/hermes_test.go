@@ -183,6 +183,30 @@ func TestHermesAuditLogReceivesEveryDeclaredArgument(t *testing.T) {
 	if len(byKey(recs, "hook", "on_coffee_break")) != 0 {
 		t.Fatal("a hook no host fires was called")
 	}
+	// A delegate child made and ended on the command line, with no plugin
+	// host running: each command starts one and returns once it delivered
+	// its event.
+	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
+		t.Fatalf("host stop: %+v", r)
+	}
+	child := create(t, home, "--parent", id, "--relation", "delegate", "--title", "check the links")
+	starts := byKey(records(t, home, "hermes-audit", "audit.jsonl"), "hook", "subagent_start")
+	if len(starts) != 1 || !reflect.DeepEqual(starts[0], map[string]any{"hook": "subagent_start", "parent_session_id": id,
+		"child_session_id": child, "child_goal": "check the links"}) {
+		t.Fatalf("subagent_start: %v", starts)
+	}
+	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
+		t.Fatalf("host stop: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "sessions", "end", child); r.code != 0 {
+		t.Fatalf("end: %+v", r)
+	}
+	stops := byKey(records(t, home, "hermes-audit", "audit.jsonl"), "hook", "subagent_stop")
+	if len(stops) != 1 || stops[0]["child_session_id"] != child || stops[0]["parent_session_id"] != id ||
+		stops[0]["child_status"] != "completed" || stops[0]["child_summary"] != nil {
+		t.Fatalf("subagent_stop: %v", stops)
+	}
+
 	p := listPlugins(t, home)["hermes-audit"]
 	if p.Runtime != "python" || p.State == "error" || !slices.Contains(p.Hooks, "pre_llm_call") || slices.Contains(p.Hooks, "on_coffee_break") {
 		t.Fatalf("plugins list: %+v", p)
@@ -478,6 +502,70 @@ func TestHermesMemoryProvider(t *testing.T) {
 	}
 	if !kept {
 		t.Fatalf("the provider's notes are not in the summary: %+v", msgs)
+	}
+}
+
+// The memory provider in use hears of every delegate child that ended
+// (on_delegation(task, result, child_session_id=...)), once, initialized for
+// the parent's session if it was not yet; a provider not in use hears
+// nothing.
+func TestHermesMemoryProviderHearsOfDelegations(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "memory:\n  provider: recall\n", "hermes-recall")
+	parent := create(t, home, "--title", "lead")
+	child := create(t, home, "--parent", parent, "--relation", "delegate", "--title", "run the tests")
+	mustSend(t, home, child, "the suite passed")
+	if r := atriumExec(t, home, "", nil, "sessions", "end", child); r.code != 0 {
+		t.Fatalf("end: %+v", r)
+	}
+	var got []map[string]any
+	deadline := time.Now().Add(60 * time.Second)
+	for len(got) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		got = byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "on_delegation")
+	}
+	want := map[string]any{"method": "on_delegation", "task": "run the tests", "result": "offline reply to: the suite passed",
+		"child_session_id": child}
+	if len(got) != 1 {
+		t.Fatalf("on_delegation: %v", got)
+	}
+	delete(got[0], "session_id")
+	if !reflect.DeepEqual(got[0], want) {
+		t.Fatalf("on_delegation: %v, want %v", got[0], want)
+	}
+	// Another delegate ends after the provider is taken out of use: the
+	// event reaches the plugin, and its provider is not told. (A command
+	// returns once the plugin host delivered its events.)
+	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
+		t.Fatalf("host stop: %+v", r)
+	}
+	cfgPath := filepath.Join(home, "config.yaml")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil || !strings.Contains(string(cfg), "provider: recall") {
+		t.Fatalf("config.yaml: %s %v", cfg, err)
+	}
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(cfg), "provider: recall", "provider: builtin", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := create(t, home, "--parent", parent, "--relation", "delegate", "--title", "write the notes")
+	if r := atriumExec(t, home, "", nil, "sessions", "end", other); r.code != 0 {
+		t.Fatalf("end: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
+		t.Fatalf("host stop: %+v", r)
+	}
+	var evs []struct {
+		Deliveries []struct {
+			Subscriber string `json:"subscriber"`
+			Status     string `json:"status"`
+		} `json:"deliveries"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--hook", "subagent_stop", "--json"), &evs)
+	if len(evs) != 2 || len(evs[1].Deliveries) != 1 || evs[1].Deliveries[0].Subscriber != "hermes-recall" || evs[1].Deliveries[0].Status != "ok" {
+		t.Fatalf("the second subagent_stop did not reach the plugin: %+v", evs)
+	}
+	if got := byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "on_delegation"); len(got) != 1 {
+		t.Fatalf("on_delegation after the provider was taken out of use: %v", got)
 	}
 }
 

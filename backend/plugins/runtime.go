@@ -216,6 +216,7 @@ func (r *Runtime) syncLocked(ctx context.Context, force, wait bool) error {
 	r.opts.Bus.SetPluginOrder(r.enabled)
 	// The callback bound follows config.yaml live, like the plugin specs.
 	r.opts.Bus.SetTimeout(cfg.HookTimeout())
+	r.host.SetMemoryProvider(cfg.Memory.Provider)
 	var problems []error
 	r.syncGo(list, cfg, force, &problems)
 	if r.opts.Want.Processes {

@@ -89,6 +89,22 @@ func (p *plugin) register(res InitializeResult) error {
 		undo()
 		return err
 	}
+	if len(res.Extras.Memory) > 0 {
+		// A memory provider hears of every delegate child that ended
+		// (on_delegation), through the durable log like any event, so one
+		// that ended while the plugin was down is told when it is back.
+		// It is listed among the plugin's hooks: what it registered is what
+		// commands read to know which plugins an event needs.
+		hd, err := bus.RegisterHook(name, hooks.SubagentStop, p.delegationObserver(res.Extras.Memory))
+		if err != nil {
+			undo()
+			return err
+		}
+		handles = append(handles, hd)
+		if !seen[hooks.SubagentStop] {
+			hookNames = append(hookNames, hooks.SubagentStop)
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopping {

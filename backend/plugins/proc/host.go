@@ -66,6 +66,22 @@ type Host struct {
 	observers []func(Info)
 	notifyMu  sync.Mutex    // serializes observer calls, so the last call carries the latest state
 	gate      chan struct{} // while not nil, launched children wait for it to close (Hold)
+	memory    string        // memory.provider: the provider told of delegations
+}
+
+// SetMemoryProvider names the memory provider in use (memory.provider):
+// when a delegate child ends, the plugin that registered it is told
+// (on_delegation).
+func (h *Host) SetMemoryProvider(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.memory = name
+}
+
+func (h *Host) memoryProvider() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.memory
 }
 
 // Hold makes Launch register plugins at once but start their children only

@@ -52,6 +52,15 @@ def on_pre_command(surface, command, alias_used, args_raw, session_key, platform
          session_key=session_key, platform=platform)
 
 
+def on_subagent_start(parent_session_id, child_session_id, child_goal):
+    _log("subagent_start", parent_session_id=parent_session_id, child_session_id=child_session_id, child_goal=child_goal)
+
+
+def on_subagent_stop(parent_session_id, child_session_id, child_status, child_summary, duration_ms):
+    _log("subagent_stop", parent_session_id=parent_session_id, child_session_id=child_session_id,
+         child_status=child_status, child_summary=child_summary, duration_ms=duration_ms)
+
+
 def on_coffee_break(minutes):
     _log("on_coffee_break", minutes=minutes)
 
@@ -69,5 +78,7 @@ def register(ctx):
     ctx.register_hook("on_session_start", on_session_start)
     ctx.register_hook("on_session_end", on_session_end)
     ctx.register_hook("pre_command", on_pre_command)
+    ctx.register_hook("subagent_start", on_subagent_start)
+    ctx.register_hook("subagent_stop", on_subagent_stop)
     ctx.register_hook("on_coffee_break", on_coffee_break)          # a name no host fires
     ctx.register_hook("transform_terminal_output", trim_terminal)  # a moment Atrium does not have

@@ -71,6 +71,10 @@ class Recall(MemoryProvider):
     def on_session_end(self, messages):
         self._record("on_session_end", count=len(messages))
 
+    def on_delegation(self, task, result, *, child_session_id="", **kwargs):
+        self._record("on_delegation", task=task, result=result, child_session_id=child_session_id,
+                     session_id=self.session_id)
+
     def shutdown(self):
         self._record("shutdown")
 
