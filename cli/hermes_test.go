@@ -569,6 +569,52 @@ func TestHermesMemoryProviderHearsOfDelegations(t *testing.T) {
 	}
 }
 
+// A plugin laid out as a package imports its own subpackage by its absolute
+// name, and reads the configuration through hermes_cli.config: its own
+// settings (also at plugins.<id>), model.default, the file as it is now;
+// never another plugin's settings.
+func TestHermesPluginPackageReadsTheConfiguration(t *testing.T) {
+	t.Parallel()
+	cfg := "model:\n  name: house-model\nmemory:\n  provider: builtin\nplugins:\n  entries:\n" +
+		"    hermes-layout:\n      settings:\n        greeting: hello from settings\n" +
+		"    hermes-notes:\n      settings:\n        token: not-for-others\n"
+	home := hermesHome(t, cfg, "hermes-layout")
+	id := create(t, home, "--title", "layout")
+	show := func() map[string]any {
+		t.Helper()
+		r := atriumExec(t, home, "use tool layout_config: {}\n", nil, "chat", id)
+		_, out, ok := strings.Cut(r.stdout, "The tool layout_config returned: ")
+		if r.code != 0 || !ok {
+			t.Fatalf("chat: %+v", r)
+		}
+		out, _, _ = strings.Cut(out, "\n")
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("the tool's result %q: %v", out, err)
+		}
+		return v
+	}
+	want := map[string]any{"at_load": "hello from settings", "greeting": "hello from settings", "provider": "builtin",
+		"model": "house-model", "entries": []any{"hermes-layout"}, "missing": "fallback"}
+	if got := show(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("what the plugin read:\n got %v\nwant %v", got, want)
+	}
+	// An edit the plugin's settings do not see (so it is not restarted) is
+	// read at the next call.
+	path := filepath.Join(home, "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), "provider: builtin", "provider: recall", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want["provider"] = "recall"
+	if got := show(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after an edit:\n got %v\nwant %v", got, want)
+	}
+}
+
 // A context engine replaces the summarizer: post_compaction fires once for
 // a compaction that changed the transcript, and an unchanged answer fires
 // nothing. requires_plugins orders the load; a missing one is a warning.

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"atrium/backend/apperr"
+	"atrium/backend/config"
 	"atrium/backend/hooks"
 	"atrium/backend/llm"
 	"atrium/backend/plugins"
@@ -20,7 +21,8 @@ import (
 // ctx.llm (the configured provider), ctx.dispatch_tool (the loop's tools),
 // ctx.inject_message (a message queued into a local conversation),
 // ctx.emit (inter-plugin events, delivered in order), ctx.set_config (the
-// plugin's settings in config.yaml) and ctx.has_plugin.
+// plugin's settings in config.yaml), ctx.has_plugin and
+// hermes_cli.config.load_config (config.yaml as a plugin may read it).
 type PluginServices struct {
 	st *Stack
 	// HasPlugin tells whether a plugin is loaded and enabled here (set by
@@ -99,6 +101,10 @@ func (s *PluginServices) Serve(ctx context.Context, plugin, method string, param
 			return nil, err
 		}
 		return true, nil
+	case "load_config":
+		// hermes_cli.config.load_config(): config.yaml as read now, without
+		// other plugins' settings.
+		return config.PluginView(s.st.Home.ConfigPath(), plugin)
 	case "has_plugin":
 		var p struct {
 			ID string `json:"id"`

@@ -969,6 +969,18 @@ class _RPCError(Exception):
 
 def _load(plugin_dir):
     path = os.path.join(plugin_dir, "__init__.py")
+    # A plugin may import its own subpackages by their absolute names (from
+    # mypkg.engine import ...), as it can where it is pip-installed: its
+    # folder is searched after everything else, so it shadows nothing.
+    folder = os.path.abspath(plugin_dir)
+    if folder not in sys.path:
+        sys.path.append(folder)
+    # hermes_cli.config.load_config asks the host.
+    try:
+        import hermes_cli
+        hermes_cli._host_call = _host_call
+    except ImportError:  # pragma: no cover - hostlib ships it
+        pass
     base = "".join(c if c.isalnum() else "_" for c in os.path.basename(os.path.abspath(plugin_dir)))
     name = "atrium_plugin_" + base
     spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=[plugin_dir])
