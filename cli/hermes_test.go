@@ -784,6 +784,45 @@ func TestHermesContextEngineDecidesWhenToCompact(t *testing.T) {
 	}
 }
 
+// A scheduled run has nobody to ask: a call a plugin wants approved is
+// blocked, and the answer says which setting lets it run; with
+// approvals.cron_mode: approve it runs.
+func TestHermesGuardInAScheduledRun(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-audit", "hermes-guard", "hermes-notes")
+	if r := atriumExec(t, home, "", nil, "cron", "add", "ask", "--schedule", "@daily", "--prompt", `use tool read_notes: {"ask": true}`); r.code != 0 {
+		t.Fatalf("cron add: %+v", r)
+	}
+	run := func() string {
+		t.Helper()
+		r := atriumExec(t, home, "", nil, "cron", "run", "ask", "--json")
+		var res struct {
+			Reply string `json:"reply"`
+		}
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil {
+			t.Fatalf("cron run: %+v", r)
+		}
+		return res.Reply
+	}
+	reads := func() int {
+		return len(byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "read_notes"))
+	}
+	if reply := run(); !strings.Contains(reply, "BLOCKED: plugin approval required for read_notes (a scheduled run has nobody to ask; approvals.cron_mode: approve") || reads() != 0 {
+		t.Fatalf("without approvals.cron_mode: %q, %d runs of the tool", reply, reads())
+	}
+	path := filepath.Join(home, "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, "approvals:\n  cron_mode: approve\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if reply := run(); strings.Contains(reply, "BLOCKED") || reads() != 1 {
+		t.Fatalf("with approvals.cron_mode: approve: %q, %d runs of the tool", reply, reads())
+	}
+}
+
 // A guard that does not answer in time blocks the call (fails closed), and
 // the same callback is skipped — still blocking — for the next 60 s.
 func TestHermesGuardTimeoutFailsClosed(t *testing.T) {

@@ -147,7 +147,26 @@ type Config struct {
 	Model       Model       `yaml:"model"`
 	Memory      Memory      `yaml:"memory"`
 	Gateway     Gateway     `yaml:"gateway"`
+	Approvals   Approvals   `yaml:"approvals"`
 }
+
+// Approvals settings: what becomes of a tool call a plugin wants approved
+// ({"action": "approve"}) where nobody can be asked.
+type Approvals struct {
+	// CronMode is for scheduled runs: "deny" (default: the call is
+	// blocked) or "approve" (it runs), as the familiar agent's
+	// approvals.cron_mode.
+	CronMode string `yaml:"cron_mode"`
+}
+
+// Approval modes of approvals.cron_mode.
+const (
+	CronDeny    = "deny"
+	CronApprove = "approve"
+)
+
+// CronApproves reports whether scheduled runs approve what plugins ask.
+func (c Config) CronApproves() bool { return strings.EqualFold(c.Approvals.CronMode, CronApprove) }
 
 // Memory settings: the one external memory provider a plugin registered
 // (register_memory_provider) that the turn loop and compaction drive.
@@ -302,6 +321,11 @@ func (c Config) Validate() error {
 	}
 	if c.Sessions.ArchiveIdleDays < 0 {
 		return fmt.Errorf("sessions.archive_idle_days must be 0 (off) or positive, not %d", c.Sessions.ArchiveIdleDays)
+	}
+	switch strings.ToLower(c.Approvals.CronMode) {
+	case "", CronDeny, CronApprove:
+	default:
+		return fmt.Errorf("approvals.cron_mode must be deny or approve, not %q", c.Approvals.CronMode)
 	}
 	switch strings.ToLower(c.Plugins.Host) {
 	case "", PluginHostAuto, PluginHostInline:

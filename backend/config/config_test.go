@@ -50,6 +50,12 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 	if err != nil || c.HookTimeout() != 0 || c.RetentionDays() != 7 || !c.Sessions.AutoPrune || c.Storage.Synchronous != "full" {
 		t.Fatalf("values: %+v %v", c, err)
 	}
+	if c.CronApproves() {
+		t.Fatal("scheduled runs approve by default")
+	}
+	if c, _, err := Load(write("approvals:\n  cron_mode: approve\n")); err != nil || !c.CronApproves() {
+		t.Fatalf("approvals.cron_mode: %+v %v", c.Approvals, err)
+	}
 	c, _, _ = Load(write("plugins:\n  hook_callback_timeout: 5000\n"))
 	if c.HookTimeout() != 600*time.Second {
 		t.Fatalf("cap: %v", c.HookTimeout())
@@ -58,6 +64,7 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 		"sessions:\n  retention_days: [x\n":    ":2:",
 		"storage:\n  synchronous: sometimes\n": "synchronous",
 		"sessions:\n  retention_days: -1\n":    "retention_days",
+		"approvals:\n  cron_mode: ask\n":       "approvals.cron_mode must be deny or approve",
 		"\tbad":                                ":1:",
 	} {
 		p := write(body)

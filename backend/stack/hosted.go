@@ -64,7 +64,7 @@ func (s *Stack) Host(o HostOptions) (*Hosted, error) {
 		o.Standby = 5 * time.Second
 	}
 	h := &Hosted{st: s, o: o, running: map[string]bool{}}
-	loop, err := s.Loop(o.Flags)
+	loop, err := s.cronLoop(o.Flags)
 	if err != nil {
 		return nil, err
 	}
@@ -139,11 +139,27 @@ func access(a config.Access) gateway.Access {
 // Cron is the scheduler's service for commands and the API: jobs, and
 // running one now (nothing is scheduled until a host starts it).
 func (s *Stack) Cron(f ModelFlags) (*cron.Service, error) {
-	loop, err := s.Loop(f)
+	loop, err := s.cronLoop(f)
 	if err != nil {
 		return nil, err
 	}
 	return cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Logger: s.log}), nil
+}
+
+// cronLoop is the scheduler's turn loop: nobody sits at a scheduled run,
+// so a tool call a plugin wants approved is blocked, or, with
+// approvals.cron_mode: approve, runs (and the log says so).
+func (s *Stack) cronLoop(f ModelFlags) (*turns.Loop, error) {
+	f.Approve = nil
+	if s.Config.CronApproves() {
+		lg := s.log
+		f.Approve = func(_ context.Context, a turns.Approval) (bool, error) {
+			lg.Info("a scheduled run approved a tool call a plugin asked about (approvals.cron_mode: approve)",
+				"plugin", a.Plugin, "tool", a.ToolName, "session_id", a.SessionID)
+			return true, nil
+		}
+	}
+	return s.Loop(f)
 }
 
 // GatewayService is the gateway this process runs (nil when none).

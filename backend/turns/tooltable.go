@@ -227,7 +227,7 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		args = decision.Args
 	}
 	if decision.Action == "approve" {
-		decision = l.approve(ctx, t.SessionID, call.Name, args, decision)
+		decision = l.approve(ctx, tc, t.SessionID, call.Name, args, decision)
 	}
 	if decision.Action == "block" {
 		t.Blocked = append(t.Blocked, call.Name)
@@ -283,10 +283,14 @@ func (l *Loop) preToolCall(ctx context.Context, tc *turnCtx, sessionID string, c
 
 // approve runs a plugin's {"action": "approve"} through the person at the
 // surface; with nobody to ask, or on a no, the call is blocked.
-func (l *Loop) approve(ctx context.Context, sessionID, tool string, args map[string]any, d hooks.ToolDecision) hooks.ToolDecision {
+func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID, tool string, args map[string]any, d hooks.ToolDecision) hooks.ToolDecision {
 	blocked := hooks.ToolDecision{Action: "block", Message: "BLOCKED: plugin approval required for " + tool, Args: d.Args, Plugin: d.Plugin}
 	if l.opts.Approve == nil {
-		blocked.Message += " (nobody to approve it on this surface)"
+		if tc.platform == PlatformCron {
+			blocked.Message += " (a scheduled run has nobody to ask; approvals.cron_mode: approve in config.yaml lets such calls run there)"
+		} else {
+			blocked.Message += " (nobody to approve it on this surface)"
+		}
 		return blocked
 	}
 	ok, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message})
