@@ -615,6 +615,27 @@ func TestHermesPluginPackageReadsTheConfiguration(t *testing.T) {
 	}
 }
 
+// A plugin's working folder that something removed (plugins that tidy
+// HERMES_HOME remove empty folders, and HERMES_HOME is the profile's folder)
+// is made again before the plugin is next called, while it runs.
+func TestHermesPluginWorkingFolderComesBack(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "memory:\n  provider: recall\n", "hermes-recall")
+	id := create(t, home, "--title", "folder")
+	mustSend(t, home, id, "first")
+	dir := filepath.Join(home, "plugins-data", "hermes-recall")
+	if len(byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "sync_turn")) != 1 {
+		t.Fatal("the provider recorded nothing")
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, home, id, "second")
+	if got := byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "sync_turn"); len(got) != 1 || got[0]["user_content"] != "second" {
+		t.Fatalf("after the folder was removed: %v", got)
+	}
+}
+
 // A context engine replaces the summarizer: post_compaction fires once for
 // a compaction that changed the transcript, and an unchanged answer fires
 // nothing. requires_plugins orders the load; a missing one is a warning.

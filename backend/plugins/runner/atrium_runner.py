@@ -1363,10 +1363,26 @@ _exiting = False
 _init_failed = False
 
 
+def _keep_work_dir():
+    """The plugin's working folder is its current directory and where it
+    writes. Plugins that tidy HERMES_HOME (which is the profile's folder
+    here) remove empty folders, this one among them: it is made again, and
+    entered again, before the plugin is called."""
+    d = _ctx.work_dir if _ctx is not None else ""
+    if not d or os.path.isdir(d):
+        return
+    try:
+        os.makedirs(d, exist_ok=True)
+        os.chdir(d)
+    except OSError:
+        pass
+
+
 def _handle(msg):
     """Handles one message from the host (possibly nested in a wait)."""
     global _exiting, _init_failed
     method, mid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    _keep_work_dir()
     if method == "event":
         _event(params)
         return
