@@ -506,9 +506,9 @@ func TestHermesMemoryProvider(t *testing.T) {
 }
 
 // The memory provider in use hears of every delegate child that ended
-// (on_delegation(task, result, child_session_id=...)), once, initialized for
-// the parent's session if it was not yet; a provider not in use hears
-// nothing.
+// (on_delegation(task, result, child_session_id=...)), once; a provider not
+// in use hears nothing. A turn in the child's session is a subagent's
+// (initialize's agent_context "subagent", with parent_session_id).
 func TestHermesMemoryProviderHearsOfDelegations(t *testing.T) {
 	t.Parallel()
 	home := hermesHome(t, "memory:\n  provider: recall\n", "hermes-recall")
@@ -532,6 +532,20 @@ func TestHermesMemoryProviderHearsOfDelegations(t *testing.T) {
 	delete(got[0], "session_id")
 	if !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("on_delegation: %v, want %v", got[0], want)
+	}
+	// The child's turn was a subagent's; the parent's next turn is the
+	// primary agent's again.
+	mustSend(t, home, parent, "back to the lead")
+	inits := byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "initialize")
+	if len(inits) < 2 {
+		t.Fatalf("initialize: %v", inits)
+	}
+	sub, lead := inits[0]["kwargs"].(map[string]any), inits[len(inits)-1]["kwargs"].(map[string]any)
+	if inits[0]["session_id"] != child || sub["agent_context"] != "subagent" || sub["parent_session_id"] != parent {
+		t.Fatalf("the subagent's initialize: %v", inits[0])
+	}
+	if inits[len(inits)-1]["session_id"] != parent || lead["agent_context"] != "primary" || lead["parent_session_id"] != nil {
+		t.Fatalf("the lead's initialize: %v", inits[len(inits)-1])
 	}
 	// Another delegate ends after the provider is taken out of use: the
 	// event reaches the plugin, and its provider is not told. (A command

@@ -32,9 +32,13 @@ type MemoryCall struct {
 	Platform   string         `json:"platform"`
 	SessionKey string         `json:"session_key,omitempty"`
 	// UserID is the gateway sender (initialize's user_id), "" on local
-	// surfaces; AgentContext is "primary" (default), "subagent" or "cron".
+	// surfaces; AgentContext is "primary" (default), "subagent" (a delegate
+	// child's turn) or "cron".
 	UserID       string `json:"user_id,omitempty"`
 	AgentContext string `json:"agent_context,omitempty"`
+	// ParentSessionID is the parent of a subagent's session (initialize's
+	// parent_session_id).
+	ParentSessionID string `json:"parent_session_id,omitempty"`
 }
 
 // MemoryAnswer is a memory provider's answer: Available is false when its

@@ -50,7 +50,7 @@ func (l *Loop) activeMemory(ctx context.Context, tc *turnCtx) *memory {
 
 func (l *Loop) memCall(tc *turnCtx, args []any, kwargs map[string]any) hooks.MemoryCall {
 	return hooks.MemoryCall{Args: args, Kwargs: kwargs, SessionID: tc.sessionID, Platform: tc.platform, SessionKey: tc.sessionKey,
-		UserID: tc.userID, AgentContext: tc.agentCtx}
+		UserID: tc.userID, AgentContext: tc.agentCtx, ParentSessionID: tc.parentID}
 }
 
 // callMemory calls a provider method; a failure is logged and ignored (a

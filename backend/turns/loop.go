@@ -117,7 +117,8 @@ type turnCtx struct {
 	sessionKey string
 	userID     string // the gateway sender, "" on local surfaces
 	userName   string
-	agentCtx   string // primary, or cron for a scheduled run
+	agentCtx   string // primary, subagent in a delegate child's session, or cron for a scheduled run
+	parentID   string // the parent session of a delegate child ("" otherwise)
 	apiCalls   int
 	mem        *memory           // the active memory provider, nil for none
 	engine     *hooks.Capability // the context engine, nil for none
@@ -156,6 +157,11 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		platform: cc.Platform, sessionKey: cc.SessionKey, agentCtx: AgentContextOf(cc)}
 	if cc.Source != nil {
 		tc.userID, tc.userName = cc.Source.UserID, cc.Source.UserName
+	}
+	if sess.Relation == sessions.RelationDelegate && sess.ParentSessionID != nil && tc.agentCtx == "primary" {
+		// A delegate child's turn is a subagent's: a memory provider is
+		// initialized with agent_context "subagent" and the parent.
+		tc.agentCtx, tc.parentID = "subagent", *sess.ParentSessionID
 	}
 	tc.mem = l.activeMemory(ctx, tc)
 	if c, ok := l.bus.ContextEngine(); ok {

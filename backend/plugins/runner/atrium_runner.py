@@ -833,11 +833,12 @@ class _ProviderHost:
         self.available = None
         self.reason = ""
 
-    def ensure(self, session_id, platform, user_id=None, agent_context=None):
+    def ensure(self, session_id, platform, user_id=None, agent_context=None, parent_session_id=None):
         # initialize once per process, and again when the agent it serves
-        # changes (a cron run, another gateway sender): the provider learns
-        # agent_context and user_id as the familiar API gives them.
-        identity = (agent_context or "primary", user_id or None)
+        # changes (a cron run, another gateway sender, a subagent of another
+        # parent): the provider learns agent_context, user_id and a
+        # subagent's parent_session_id as the familiar API gives them.
+        identity = (agent_context or "primary", user_id or None, parent_session_id or None)
         if self.ready and identity == self.identity:
             return True
         if self.available is None:
@@ -856,6 +857,8 @@ class _ProviderHost:
                   "agent_context": identity[0], "agent_identity": self.ctx.profile_name}
         if identity[1]:
             kwargs["user_id"] = identity[1]
+        if identity[2]:
+            kwargs["parent_session_id"] = identity[2]
         _call(self.provider.initialize, kwargs, positional=(session_id or "",))
         self.ready, self.identity = True, identity
         return True
@@ -1207,7 +1210,7 @@ def _memory(name, method, params):
     args = params.get("args") or []
     kwargs = params.get("kwargs") or {}
     session_id = params.get("session_id") or kwargs.get("session_id") or ""
-    who = (params.get("user_id"), params.get("agent_context"))
+    who = (params.get("user_id"), params.get("agent_context"), params.get("parent_session_id"))
     with _session_env(params.get("session_key")):
         if method == "is_available":
             ok = host.ensure(session_id, params.get("platform"), *who)

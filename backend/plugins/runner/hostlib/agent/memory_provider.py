@@ -50,7 +50,8 @@ class MemoryProvider(ABC):
     it, get_tool_schemas() / handle_tool_call(...) for its tools,
     on_pre_compress(messages) before a compaction, on_session_switch(...)
     when the conversation's session changes, on_session_end(messages) at a
-    real session boundary, shutdown() when the plugin stops."""
+    real session boundary, on_delegation(task, result, child_session_id=)
+    when a delegate child ends, shutdown() when the plugin stops."""
 
     pre_compress_checkpoint_api_version = 1
 
@@ -66,7 +67,9 @@ class MemoryProvider(ABC):
     @abstractmethod
     def initialize(self, session_id: str, **kwargs) -> None:
         """Prepare for a session. kwargs: hermes_home, platform,
-        agent_context, agent_identity (and user_id on a gateway)."""
+        agent_context ("primary", "subagent" in a delegate child's session,
+        "cron"), agent_identity (and user_id on a gateway, parent_session_id
+        for a subagent)."""
 
     def initialize_for_inspection(self, session_id: str, **kwargs) -> None:
         self.initialize(session_id=session_id, **kwargs)
