@@ -650,6 +650,54 @@ func TestHermesPluginWorkingFolderComesBack(t *testing.T) {
 	}
 }
 
+// A context engine that wraps the built-in compressor
+// (agent.context_compressor.ContextCompressor) loads and compacts: the
+// compressor keeps the first and last messages and folds the ones between
+// into one summary written by the host's summarizer; post_compaction fires
+// once.
+func TestHermesEngineWrappingTheBuiltinCompressor(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "compaction:\n  rotate: false\n", "hermes-wrapper")
+	id := create(t, home, "--title", "wrapped")
+	for _, text := range []string{"one", "two", "three", "four"} {
+		mustSend(t, home, id, "step "+text+": the deploy plan, the owners and the rollback.")
+	}
+	r := atriumExec(t, home, "", nil, "compact", id, "--json")
+	var res struct {
+		Changed bool `json:"changed"`
+	}
+	mustJSON(t, r, &res)
+	if r.code != 0 || !res.Changed {
+		t.Fatalf("compact: %+v", r)
+	}
+	recs := records(t, home, "hermes-wrapper", "wrapper.jsonl")
+	want := map[string]any{"in": 8.0, "out": 4.0, "count": 1.0, "threshold": float64(llm.DefaultContextWindow / 2)}
+	if len(recs) != 1 || recs[0]["last_prompt_tokens"].(float64) <= 0 {
+		t.Fatalf("the wrapper: %v", recs)
+	}
+	delete(recs[0], "last_prompt_tokens")
+	if !reflect.DeepEqual(recs[0], want) {
+		t.Fatalf("the wrapper: %v, want %v", recs[0], want)
+	}
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
+	if len(msgs) != 4 || msgs[0].Content != "step one: the deploy plan, the owners and the rollback." ||
+		!strings.HasPrefix(msgs[1].Content, "[Summary of the earlier conversation]\n") ||
+		msgs[3].Content != "offline reply to: step four: the deploy plan, the owners and the rollback." {
+		t.Fatalf("the compacted transcript: %+v", msgs)
+	}
+	var evs []struct {
+		Hook string `json:"hook"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--hook", "post_compaction", "--json"), &evs)
+	if len(evs) != 1 {
+		t.Fatalf("post_compaction events = %d, want 1", len(evs))
+	}
+}
+
 // A context engine replaces the summarizer: post_compaction fires once for
 // a compaction that changed the transcript, and an unchanged answer fires
 // nothing. requires_plugins orders the load; a missing one is a warning.

@@ -21,8 +21,9 @@ import (
 // ctx.llm (the configured provider), ctx.dispatch_tool (the loop's tools),
 // ctx.inject_message (a message queued into a local conversation),
 // ctx.emit (inter-plugin events, delivered in order), ctx.set_config (the
-// plugin's settings in config.yaml), ctx.has_plugin and
-// hermes_cli.config.load_config (config.yaml as a plugin may read it).
+// plugin's settings in config.yaml), ctx.has_plugin, and for the host
+// modules plugins import: hermes_cli.config.load_config (config.yaml as a
+// plugin may read it) and agent.context_compressor's summary.
 type PluginServices struct {
 	st *Stack
 	// HasPlugin tells whether a plugin is loaded and enabled here (set by
@@ -105,6 +106,8 @@ func (s *PluginServices) Serve(ctx context.Context, plugin, method string, param
 		// hermes_cli.config.load_config(): config.yaml as read now, without
 		// other plugins' settings.
 		return config.PluginView(s.st.Home.ConfigPath(), plugin)
+	case "summarize":
+		return s.summarize(ctx, params)
 	case "has_plugin":
 		var p struct {
 			ID string `json:"id"`
@@ -113,6 +116,30 @@ func (s *PluginServices) Serve(ctx context.Context, plugin, method string, param
 		return s.HasPlugin != nil && s.HasPlugin(p.ID), nil
 	}
 	return nil, apperr.New(apperr.NotFound, "the host has no method %s", method)
+}
+
+// summarize is agent.context_compressor's summary: the messages folded into
+// one text by the summarizer compaction uses (compaction.summarizer).
+func (s *PluginServices) summarize(ctx context.Context, params json.RawMessage) (any, error) {
+	var p struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		} `json:"messages"`
+		Focus string `json:"focus"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil || len(p.Messages) == 0 {
+		return nil, apperr.New(apperr.Invalid, "summarize needs a non-empty list of messages")
+	}
+	sum, err := s.st.summarizer()
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]llm.Message, 0, len(p.Messages))
+	for _, m := range p.Messages {
+		msgs = append(msgs, llm.Message{Role: m.Role, Content: textOf(m.Content)})
+	}
+	return sum.Summarize(ctx, msgs, p.Focus)
 }
 
 func (s *PluginServices) complete(ctx context.Context, params json.RawMessage) (any, error) {

@@ -978,10 +978,10 @@ def _load(plugin_dir):
     folder = os.path.abspath(plugin_dir)
     if folder not in sys.path:
         sys.path.append(folder)
-    # hermes_cli.config.load_config asks the host.
+    # hermes_cli.config and agent.context_compressor ask the host.
     try:
-        import hermes_cli
-        hermes_cli._host_call = _host_call
+        import atrium_host
+        atrium_host.call = _host_call
     except ImportError:  # pragma: no cover - hostlib ships it
         pass
     base = "".join(c if c.isalnum() else "_" for c in os.path.basename(os.path.abspath(plugin_dir)))

@@ -1,8 +1,10 @@
 // Package runner embeds Atrium's Python plugin runner, which loads a plugin's
 // __init__.py, calls its register(ctx) and speaks docs/plugin-protocol.md,
 // and the host modules it ships beside it (hostlib/: agent.memory_provider,
-// agent.context_engine, hermes_cli.profiles, hermes_constants), which
-// plugins written for the familiar Python plugin API import by name.
+// agent.context_engine, agent.context_compressor, hermes_cli.profiles,
+// hermes_cli.config, hermes_constants), which plugins written for the
+// familiar Python plugin API import by name. (Files named _* are not
+// embedded: the packages are namespace packages.)
 package runner
 
 import (

@@ -38,7 +38,9 @@ def load_config() -> Dict[str, Any]:
     sig = _signature()
     if "value" in _cache and _cache.get("sig") == sig:
         return copy.deepcopy(_cache["value"])
-    call = getattr(__import__("hermes_cli"), "_host_call", None)
+    import atrium_host
+
+    call = atrium_host.call
     value: Dict[str, Any] = {}
     if call is not None:
         try:
