@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -903,6 +904,47 @@ func TestHermesGuardInAScheduledRun(t *testing.T) {
 	}
 	if reply := run(); strings.Contains(reply, "BLOCKED") || reads() != 1 {
 		t.Fatalf("with approvals.cron_mode: approve: %q, %d runs of the tool", reply, reads())
+	}
+}
+
+// context.engine chooses: "compressor" keeps the built-in summarizer though
+// a plugin registered an engine; the engine's name uses it; a name no
+// plugin registered falls back to the summarizer, with a warning.
+func TestHermesContextEngineChosenByConfig(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "compaction:\n  rotate: false\ncontext:\n  engine: compressor\n", "hermes-pruner")
+	id := create(t, home, "--title", "chosen")
+	cfgPath := filepath.Join(home, "config.yaml")
+	compact := func(engine string) (run, bool) {
+		t.Helper()
+		b, err := os.ReadFile(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := regexp.MustCompile(`(?m)^  engine: .*$`).ReplaceAllString(string(b), "  engine: "+engine)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"one", "two", "three", "four"} {
+			mustSend(t, home, id, engine+" step "+text+": "+strings.Repeat("the plan, the owners and the rollback steps. ", 3))
+		}
+		r := atriumExec(t, home, "", nil, "compact", id, "--json")
+		var res struct {
+			Changed bool `json:"changed"`
+		}
+		mustJSON(t, r, &res)
+		return r, res.Changed
+	}
+	if _, changed := compact("compressor"); !changed || len(records(t, home, "hermes-pruner", "pruner.jsonl")) != 0 {
+		t.Fatalf("context.engine compressor: changed %v, the engine was called %d times", changed, len(records(t, home, "hermes-pruner", "pruner.jsonl")))
+	}
+	if _, changed := compact("pruner"); !changed || len(records(t, home, "hermes-pruner", "pruner.jsonl")) != 1 {
+		t.Fatalf("context.engine pruner: changed %v, the engine was called %d times", changed, len(records(t, home, "hermes-pruner", "pruner.jsonl")))
+	}
+	r, changed := compact("nosuch")
+	if !changed || len(records(t, home, "hermes-pruner", "pruner.jsonl")) != 1 || !strings.Contains(r.stderr, "context engine not found") {
+		t.Fatalf("context.engine nosuch: changed %v, the engine was called %d times, stderr %q", changed,
+			len(records(t, home, "hermes-pruner", "pruner.jsonl")), r.stderr)
 	}
 }
 

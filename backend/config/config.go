@@ -148,6 +148,16 @@ type Config struct {
 	Memory      Memory      `yaml:"memory"`
 	Gateway     Gateway     `yaml:"gateway"`
 	Approvals   Approvals   `yaml:"approvals"`
+	Context     Context     `yaml:"context"`
+}
+
+// Context settings: which context engine compacts.
+type Context struct {
+	// Engine is context.engine, as the familiar agent has it: "" (the
+	// first engine a plugin registered, else the built-in summarizer),
+	// "compressor" (the built-in summarizer whatever plugins register), or
+	// an engine's name.
+	Engine string `yaml:"engine"`
 }
 
 // Approvals settings: what becomes of a tool call a plugin wants approved

@@ -42,12 +42,16 @@ type Options struct {
 type Bus struct {
 	db      *db.DB
 	timeout atomic.Int64 // nanoseconds; 0 = unbounded
-	lease   time.Duration
-	watch   time.Duration
-	log     *slog.Logger
-	procID  string
-	base    context.Context
-	stop    context.CancelFunc
+	// engineName is context.engine (SelectContextEngine); engineWarned
+	// the names already warned about as missing.
+	engineName   atomic.Value
+	engineWarned sync.Map
+	lease        time.Duration
+	watch        time.Duration
+	log          *slog.Logger
+	procID       string
+	base         context.Context
+	stop         context.CancelFunc
 
 	mu        sync.Mutex
 	subs      map[string]*subscriber     // by plugin name

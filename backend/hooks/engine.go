@@ -4,17 +4,42 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
-// ContextEngine returns the context engine plugins registered
-// (register_context_engine): the first in plugin load order, as the
-// familiar API allows one.
+// Names of context.engine that choose the built-in summarizer.
+const (
+	EngineCompressor = "compressor"
+	EngineBuiltin    = "builtin"
+)
+
+// SelectContextEngine sets context.engine: "" uses the first context engine
+// plugins registered; "compressor" (or "builtin") the built-in summarizer
+// whatever plugins register; another name that engine, and the built-in
+// summarizer while no plugin registered it.
+func (b *Bus) SelectContextEngine(name string) {
+	b.engineName.Store(strings.TrimSpace(name))
+}
+
+// ContextEngine returns the context engine in use (register_context_engine;
+// see SelectContextEngine), false for the built-in summarizer.
 func (b *Bus) ContextEngine() (Capability, bool) {
-	caps := b.Capabilities(CapContextEngine)
-	if len(caps) == 0 {
+	name, _ := b.engineName.Load().(string)
+	if name == EngineCompressor || name == EngineBuiltin {
 		return Capability{}, false
 	}
-	return caps[0], true
+	caps := b.Capabilities(CapContextEngine)
+	for _, c := range caps {
+		if name == "" || c.Name == name {
+			return c, true
+		}
+	}
+	if name != "" {
+		if _, warned := b.engineWarned.LoadOrStore(name, true); !warned {
+			b.log.Warn("context engine not found; the built-in summarizer compacts", "context.engine", name)
+		}
+	}
+	return Capability{}, false
 }
 
 // EngineCall is one call of a context engine's method, and the conversation

@@ -217,6 +217,7 @@ func (r *Runtime) syncLocked(ctx context.Context, force, wait bool) error {
 	// The callback bound follows config.yaml live, like the plugin specs.
 	r.opts.Bus.SetTimeout(cfg.HookTimeout())
 	r.host.SetMemoryProvider(cfg.Memory.Provider)
+	r.opts.Bus.SelectContextEngine(cfg.Context.Engine)
 	var problems []error
 	r.syncGo(list, cfg, force, &problems)
 	if r.opts.Want.Processes {

@@ -66,6 +66,7 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	bus := hooks.NewBus(d, hooks.Options{Timeout: cfg.HookTimeout(), Logger: lg})
+	bus.SelectContextEngine(cfg.Context.Engine)
 	trashDays, trashAuto := cfg.TrashDays(), cfg.TrashAutomatic()
 	sess := sessions.NewService(d, bus, sessions.Options{Profile: home.Profile, SessionsDir: home.SessionsDir(), Logger: lg,
 		TrashDays: &trashDays, TrashAutomatic: &trashAuto})
