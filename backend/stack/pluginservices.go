@@ -122,11 +122,8 @@ func (s *PluginServices) Serve(ctx context.Context, plugin, method string, param
 // one text by the summarizer compaction uses (compaction.summarizer).
 func (s *PluginServices) summarize(ctx context.Context, params json.RawMessage) (any, error) {
 	var p struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-		Focus string `json:"focus"`
+		Messages []wireMessage `json:"messages"`
+		Focus    string        `json:"focus"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil || len(p.Messages) == 0 {
 		return nil, apperr.New(apperr.Invalid, "summarize needs a non-empty list of messages")
@@ -142,13 +139,17 @@ func (s *PluginServices) summarize(ctx context.Context, params json.RawMessage) 
 	return sum.Summarize(ctx, msgs, p.Focus)
 }
 
+// wireMessage is a message as a plugin sends it: OpenAI's role and content
+// (a string, or content parts).
+type wireMessage struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
 func (s *PluginServices) complete(ctx context.Context, params json.RawMessage) (any, error) {
 	var p struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content any    `json:"content"`
-		} `json:"messages"`
-		Model string `json:"model"`
+		Messages []wireMessage `json:"messages"`
+		Model    string        `json:"model"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil || len(p.Messages) == 0 {
 		return nil, apperr.New(apperr.Invalid, "llm.complete needs a non-empty list of messages")
