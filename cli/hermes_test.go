@@ -948,6 +948,61 @@ func TestHermesContextEngineChosenByConfig(t *testing.T) {
 	}
 }
 
+// The context a memory provider added to a turn as sent is not the user's
+// message: a context engine gets the messages as stored, so what it keeps
+// does not carry a recall into the transcript, and an engine that changes
+// nothing is told apart from one whose result would grow.
+func TestHermesEngineSeesTheMessagesAsStored(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "compaction:\n  rotate: false\nmemory:\n  provider: recall\n", "hermes-recall", "hermes-pruner")
+	id := create(t, home, "--title", "stored")
+	for _, text := range []string{"remember the deploy window is Friday", "when is the deploy?", "and the owners?", "thanks"} {
+		mustSend(t, home, id, text)
+	}
+	var before []struct {
+		Content     string  `json:"content"`
+		SentContent *string `json:"sent_content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &before)
+	injected := 0
+	for _, m := range before {
+		if m.SentContent != nil && strings.Contains(*m.SentContent, "RECALLED: the deploy window is Friday") {
+			injected++
+		}
+	}
+	if injected == 0 {
+		t.Fatalf("no turn was sent with the recall: %+v", before)
+	}
+	compact := func(args ...string) (bool, string) {
+		t.Helper()
+		var res struct {
+			Changed bool   `json:"changed"`
+			Skipped string `json:"skipped"`
+		}
+		mustJSON(t, atriumExec(t, home, "", nil, append([]string{"compact", id, "--json"}, args...)...), &res)
+		return res.Changed, res.Skipped
+	}
+	// The test engine answers the messages it was given when asked to keep
+	// everything.
+	if changed, skipped := compact("--focus", "keep everything"); changed || skipped != "nothing_to_compact" {
+		t.Fatalf("an unchanged answer: changed %v, skipped %q", changed, skipped)
+	}
+	if changed, _ := compact(); !changed {
+		t.Fatal("the engine compacted nothing")
+	}
+	var after []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &after)
+	for _, m := range after {
+		// (The offline model's replies echo the turn as sent, recall included.)
+		if m.Role == "user" && strings.Contains(m.Content, "RECALLED") {
+			t.Fatalf("a recall was stored as the user's words: %+v", after)
+		}
+	}
+}
+
 // A guard that does not answer in time blocks the call (fails closed), and
 // the same callback is skipped — still blocking — for the next 60 s.
 func TestHermesGuardTimeoutFailsClosed(t *testing.T) {

@@ -22,11 +22,20 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 // ToLLM turns stored messages into what a model sees. A user message is
 // sent as it was sent at the time (with injected context), an assistant
 // message that asked for a tool carries its tool call.
-func ToLLM(ms []sessions.Message) []llm.Message {
+func ToLLM(ms []sessions.Message) []llm.Message { return toLLM(ms, true) }
+
+// ToStored is ToLLM with each user message as the user wrote it, without
+// the context plugins added to the turn as sent: what a context engine and
+// a memory provider are given, as the familiar agent gives its own message
+// list (the injected context lives only in the copy sent to the model).
+// What an engine returns is stored, so it must not carry that context.
+func ToStored(ms []sessions.Message) []llm.Message { return toLLM(ms, false) }
+
+func toLLM(ms []sessions.Message, asSent bool) []llm.Message {
 	out := make([]llm.Message, 0, len(ms))
 	for _, m := range ms {
 		lm := llm.Message{Role: m.Role, Content: m.Content, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
-		if m.SentContent != nil {
+		if asSent && m.SentContent != nil {
 			lm.Content = *m.SentContent
 		}
 		if m.Role == "assistant" && m.ToolCallID != "" {

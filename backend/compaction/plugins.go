@@ -39,7 +39,7 @@ func (e *Engine) tellMemory(ctx context.Context, req Request, sessionID, method 
 // preCompress asks the memory provider what to keep from the messages
 // about to be folded (on_pre_compress): its text is kept in the summary.
 func (e *Engine) preCompress(ctx context.Context, req Request, folded []sessions.Message) string {
-	text := strings.TrimSpace(e.tellMemory(ctx, req, req.SessionID, "on_pre_compress", []any{openAIMessages(ToLLM(folded))}, nil).Text())
+	text := strings.TrimSpace(e.tellMemory(ctx, req, req.SessionID, "on_pre_compress", []any{openAIMessages(ToStored(folded))}, nil).Text())
 	if len(text) > maxMemoryNotes {
 		text = text[:4000] + "\n...[memory provider context truncated]...\n" + text[len(text)-1500:]
 	}
@@ -90,7 +90,7 @@ func (e *Engine) enginePlan(ctx context.Context, req Request, eng hooks.Capabili
 		return plan{}, SkipNothing, "fewer than two messages to compact", nil
 	}
 	notes := e.preCompress(ctx, req, folded)
-	raw, err := e.bus.CallEngine(ctx, eng, "compress", engineCall(req, req.SessionID, []any{openAIMessages(ToLLM(ms))},
+	raw, err := e.bus.CallEngine(ctx, eng, "compress", engineCall(req, req.SessionID, []any{openAIMessages(ToStored(ms))},
 		map[string]any{"current_tokens": estimate(ms), "focus_topic": nilIfEmpty(req.Focus),
 			"force": req.Reason == ReasonManual, "memory_context": notes}))
 	if err != nil {

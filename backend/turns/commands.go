@@ -126,7 +126,7 @@ func (l *lifecycle) transcript(ctx context.Context, id string) []map[string]any 
 	if err != nil {
 		return []map[string]any{}
 	}
-	return historyPayload(ms)
+	return storedPayload(ms)
 }
 
 func (l *lifecycle) cmdNew(ctx context.Context, _ string, cc hooks.CommandContext) (string, error) {

@@ -228,7 +228,7 @@ func (l *Loop) afterTurn(ctx context.Context, tc *turnCtx, t *Turn, text, reply 
 		return
 	}
 	tc.sessionID = t.SessionID
-	l.callMemory(ctx, tc, "sync_turn", []any{text, reply}, map[string]any{"session_id": t.SessionID, "messages": historyPayload(msgs)})
+	l.callMemory(ctx, tc, "sync_turn", []any{text, reply}, map[string]any{"session_id": t.SessionID, "messages": storedPayload(msgs)})
 	l.callMemory(ctx, tc, "queue_prefetch", []any{text}, map[string]any{"session_id": t.SessionID})
 }
 

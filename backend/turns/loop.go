@@ -445,8 +445,20 @@ func (l *Loop) Model() string { return l.opts.Model }
 // historyPayload is the conversation as the model sees it, for the hooks'
 // conversation_history ([] for an empty one, never null).
 func historyPayload(ms []sessions.Message) []map[string]any {
+	return messageMaps(compaction.ToLLM(ms))
+}
+
+// storedPayload is the conversation as it is stored, without the context
+// plugins added to turns as sent (compaction.ToStored): what a memory
+// provider and a context engine are given, so a recall does not come back
+// to them, or into what they keep, as if the user had written it.
+func storedPayload(ms []sessions.Message) []map[string]any {
+	return messageMaps(compaction.ToStored(ms))
+}
+
+func messageMaps(ms []llm.Message) []map[string]any {
 	out := make([]map[string]any, 0, len(ms))
-	for _, m := range compaction.ToLLM(ms) {
+	for _, m := range ms {
 		out = append(out, messageMap(m))
 	}
 	return out

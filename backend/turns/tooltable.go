@@ -346,7 +346,7 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 			return "error: " + err.Error(), "error", err.Error()
 		}
 		raw, err := l.bus.CallEngine(ctx, *tc.engine, "handle_tool_call", l.engineCall(tc, sessionID, []any{e.name, args},
-			map[string]any{"messages": historyPayload(msgs)}))
+			map[string]any{"messages": storedPayload(msgs)}))
 		if err != nil {
 			b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("Context engine tool '%s' failed: %v", e.name, err)})
 			return string(b), "error", err.Error()

@@ -42,6 +42,8 @@ class Pruner(ContextEngine):
             f.write(json.dumps({"count": len(messages), "current_tokens": current_tokens, "focus_topic": focus_topic,
                                 "force": force, "memory_context": memory_context, "engine": id(self),
                                 "session_id": self.session_id}) + "\n")
+        if focus_topic == "keep everything":
+            return messages
         keep = [m for m in messages if m["role"] == "system" and not m["content"].startswith("[pruned")]
         rest = [m for m in messages if m not in keep]
         if len(rest) <= 2:
