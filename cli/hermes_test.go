@@ -1003,6 +1003,47 @@ func TestHermesEngineSeesTheMessagesAsStored(t *testing.T) {
 	}
 }
 
+// With a context engine, pruning old tool outputs between turns is the
+// engine's (prune_tool_results_only), as in the familiar agent: an engine
+// that prunes nothing keeps a large output Atrium would have stubbed; one
+// that prunes has its outputs stored, and post_compaction fires.
+func TestHermesEngineTakesOverToolPruning(t *testing.T) {
+	t.Parallel()
+	for _, prunes := range []bool{false, true} {
+		home := hermesHome(t, fmt.Sprintf("plugins:\n  entries:\n    hermes-pruner:\n      settings:\n        prune_tools: %v\n", prunes), "hermes-pruner")
+		id := create(t, home, "--title", "tools")
+		for _, text := range []string{"use tool big_output: build", "next", "and next", "last"} {
+			mustSend(t, home, id, text)
+		}
+		var msgs []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
+		var tool string
+		for _, m := range msgs {
+			if m.Role == "tool" {
+				tool = m.Content
+			}
+		}
+		asked := byKey(records(t, home, "hermes-pruner", "engine.jsonl"), "method", "prune_tool_results_only")
+		var evs []struct {
+			Payload struct {
+				Kind string `json:"kind"`
+			} `json:"payload"`
+		}
+		mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--hook", "post_compaction", "--json"), &evs)
+		switch {
+		case len(asked) == 0:
+			t.Fatalf("prune_tools %v: the engine was never asked to prune", prunes)
+		case !prunes && (len(tool) < 2000 || strings.HasPrefix(tool, "[") || len(evs) != 0):
+			t.Fatalf("an engine that prunes nothing: the tool output %.60q, %d post_compaction", tool, len(evs))
+		case prunes && (!strings.HasPrefix(tool, "[engine pruned ") || len(evs) != 1 || evs[0].Payload.Kind != "prune_tool_results"):
+			t.Fatalf("an engine that prunes: the tool output %.60q, post_compaction %+v", tool, evs)
+		}
+	}
+}
+
 // A guard that does not answer in time blocks the call (fails closed), and
 // the same callback is skipped — still blocking — for the next 60 s.
 func TestHermesGuardTimeoutFailsClosed(t *testing.T) {

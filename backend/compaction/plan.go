@@ -116,6 +116,9 @@ func (e *Engine) plan(ctx context.Context, req Request, ms []sessions.Message) (
 		}
 		return e.summaryPlan(ctx, req, ms[from:to], false)
 	case KindPruneToolResults:
+		if eng, ok := e.contextEngine(); ok {
+			return e.enginePrune(ctx, req, eng, ms)
+		}
 		end := tailStart(ms, e.cfg.PruneKeepTurns)
 		var p plan
 		for _, m := range ms[:end] {

@@ -138,6 +138,47 @@ func (e *Engine) enginePlan(ctx context.Context, req Request, eng hooks.Capabili
 	return p, "", "", nil
 }
 
+// enginePrune asks the context engine to prune tool outputs
+// (prune_tool_results_only(messages, current_tokens) -> (messages, count)),
+// as the familiar agent leaves that to its engine: the default answer prunes
+// nothing, so Atrium's own stubs never change an engine's transcript. The
+// tool messages whose content the engine changed are replaced in place.
+func (e *Engine) enginePrune(ctx context.Context, req Request, eng hooks.Capability, ms []sessions.Message) (plan, string, string, error) {
+	raw, err := e.bus.CallEngine(ctx, eng, "prune_tool_results_only", engineCall(req, req.SessionID,
+		[]any{openAIMessages(ToStored(ms))}, map[string]any{"current_tokens": estimate(ms)}))
+	if err != nil {
+		return plan{}, SkipAborted, fmt.Sprintf("the context engine %s failed: %v", eng.Name, err), nil
+	}
+	var pair []json.RawMessage
+	var msgs []map[string]any
+	var n int
+	if json.Unmarshal(raw, &pair) != nil || len(pair) != 2 || json.Unmarshal(pair[0], &msgs) != nil || json.Unmarshal(pair[1], &n) != nil {
+		return plan{}, SkipAborted, fmt.Sprintf("the context engine %s did not answer (messages, count)", eng.Name), nil
+	}
+	if n <= 0 {
+		return plan{}, SkipNothing, fmt.Sprintf("the context engine %s pruned nothing", eng.Name), nil
+	}
+	if len(msgs) != len(ms) {
+		return plan{}, SkipAborted, fmt.Sprintf("the context engine %s answered %d messages for %d", eng.Name, len(msgs), len(ms)), nil
+	}
+	var p plan
+	for i, m := range ms {
+		if m.Role != "tool" {
+			continue
+		}
+		if c := content(msgs[i]); c != m.Content {
+			p.replaced = append(p.replaced, m)
+			p.inserts = append(p.inserts, sessions.NewMessage{Role: "tool", ToolName: m.ToolName, ToolCallID: m.ToolCallID, Content: c})
+			p.pos = append(p.pos, posOf(m))
+		}
+	}
+	if len(p.replaced) == 0 {
+		return plan{}, SkipNothing, fmt.Sprintf("the context engine %s changed no tool output", eng.Name), nil
+	}
+	p.removed, p.replacedN = intp(0), intp(len(p.replaced))
+	return p, "", "", nil
+}
+
 func unchanged(ms []sessions.Message, ins []sessions.NewMessage) bool {
 	if len(ms) != len(ins) {
 		return false

@@ -1234,7 +1234,7 @@ def _engine(name, method, params):
         raise _RPCError(-32601, "no context engine %r" % name)
     allowed = {"compress", "should_compress", "get_tool_schemas", "handle_tool_call", "on_session_start",
                "on_session_end", "on_session_reset", "update_from_response", "update_model", "get_status",
-               "has_content_to_compress"}
+               "has_content_to_compress", "prune_tool_results_only"}
     if method not in allowed:
         raise _RPCError(-32601, "context engine method %r" % method)
     args, kwargs = params.get("args") or [], params.get("kwargs") or {}

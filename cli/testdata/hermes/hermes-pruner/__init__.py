@@ -9,9 +9,10 @@ from agent.context_engine import ContextEngine
 
 
 class Pruner(ContextEngine):
-    def __init__(self, folder, compress_above=0):
+    def __init__(self, folder, compress_above=0, prune_tools=False):
         self.folder = folder
         self.compress_above = compress_above  # 0: never asks for a compaction
+        self.prune_tools = prune_tools  # False: prunes no tool output
         self.session_id = None
 
     @property
@@ -51,6 +52,16 @@ class Pruner(ContextEngine):
         dropped = len(rest) - 2
         return keep + [{"role": "system", "content": "[pruned %d messages]" % dropped}] + rest[-2:]
 
+    def prune_tool_results_only(self, messages, current_tokens=None):
+        tools = [i for i, m in enumerate(messages) if m["role"] == "tool" and not m["content"].startswith("[engine")]
+        self._record("prune_tool_results_only", tools=len(tools), current_tokens=current_tokens)
+        if not self.prune_tools or not tools:
+            return messages, 0
+        out = [dict(m) for m in messages]
+        for i in tools:
+            out[i]["content"] = "[engine pruned %d characters]" % len(messages[i]["content"])
+        return out, len(tools)
+
     def get_tool_schemas(self):
         return [
             {"name": "pruned_expand", "description": "Show what the pruner folded away.",
@@ -69,4 +80,5 @@ class Pruner(ContextEngine):
 
 
 def register(ctx):
-    ctx.register_context_engine(Pruner(ctx.work_dir, int(ctx.get_config("compress_above", 0) or 0)))
+    ctx.register_context_engine(Pruner(ctx.work_dir, int(ctx.get_config("compress_above", 0) or 0),
+                                       bool(ctx.get_config("prune_tools", False))))
