@@ -15,6 +15,7 @@ require (
 	github.com/wailsapp/wails/v2 v2.9.2
 	golang.org/x/term v0.48.0
 	golang.org/x/text v0.22.0
+	golang.org/x/time v0.16.0
 	gorm.io/driver/sqlite v1.6.0
 	gorm.io/gorm v1.31.2
 )

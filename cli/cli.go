@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -254,7 +255,14 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 			}
 			return err
 		}
-		st, err = stack.Open(ctx, home, stack.Options{Clock: r.env.Clock, Register: r.registerPlugins, Interactive: r.cmdPath == "atrium"})
+		opts := stack.Options{Clock: r.env.Clock, Register: r.registerPlugins, Interactive: r.cmdPath == "atrium"}
+		if r.cmdPath == "atrium plugins host run" {
+			// The background host's only output is logs/host.log, where a
+			// plugin author looks for their plugin's print() and logging
+			// lines (rate-limited by the host): it logs from Info.
+			opts.Logger = slog.New(slog.NewTextHandler(r.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		}
+		st, err = stack.Open(ctx, home, opts)
 	}
 	if err != nil {
 		_ = r.stopHosting(nil)

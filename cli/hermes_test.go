@@ -1044,6 +1044,50 @@ func TestHermesEngineTakesOverToolPruning(t *testing.T) {
 	}
 }
 
+// A plugin's print() and logging lines reach the background host's log
+// (logs/host.log), where its author looks; a plugin that floods loses lines,
+// counted, instead of filling the disk.
+func TestHermesPluginOutputReachesTheHostLog(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-chatty")
+	id := create(t, home, "--title", "chatty")
+	logPath := filepath.Join(home, "logs", "host.log")
+	hostLog := func() string {
+		b, _ := os.ReadFile(logPath)
+		return string(b)
+	}
+	waitLog := func(what string, ok func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			l := hostLog()
+			if ok(l) {
+				return l
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: host.log:\n%s", what, l)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if out := mustSend(t, home, id, "/chatty 3"); !strings.Contains(out, "printed 3") {
+		t.Fatalf("/chatty: %s", out)
+	}
+	waitLog("print() and logging", func(l string) bool {
+		return strings.Contains(l, "chatty line 2") && strings.Contains(l, "INFO chatty: chatty logged 3 lines")
+	})
+	if out := mustSend(t, home, id, "/chatty 20000"); !strings.Contains(out, "printed 20000") {
+		t.Fatalf("/chatty: %s", out)
+	}
+	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
+		t.Fatalf("host stop: %+v", r)
+	}
+	l := waitLog("the flood's count", func(l string) bool { return strings.Contains(l, "plugin output dropped") })
+	if n := strings.Count(l, "chatty line "); n >= 10000 {
+		t.Fatalf("%d of 20,003 flooded lines were logged", n)
+	}
+}
+
 // A guard that does not answer in time blocks the call (fails closed), and
 // the same callback is skipped — still blocking — for the next 60 s.
 func TestHermesGuardTimeoutFailsClosed(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // errDied reports that the child exited (or was killed) before it answered.
@@ -35,6 +37,10 @@ type instance struct {
 
 	wmu   sync.Mutex // serializes every write to stdin: one line at a time, in call order
 	stdin io.WriteCloser
+
+	outMu      sync.Mutex // the plugin's output to the host log: its rate, and what it dropped
+	outLimit   *rate.Limiter
+	outDropped int
 
 	mu     sync.Mutex
 	nextID int64
@@ -291,6 +297,9 @@ func (in *instance) dispatch(m message) {
 			ch <- d
 		}
 	case m.Method == "log":
+		if !in.admitOutput() {
+			break
+		}
 		var lp LogParams
 		_ = json.Unmarshal(m.Params, &lp)
 		level := slog.LevelInfo
@@ -322,7 +331,15 @@ func (in *instance) dispatch(m message) {
 	}
 }
 
-// readStderr forwards each stderr line to the host log with the plugin's name.
+// Plugin output (stderr lines, log messages) goes to the host log at most
+// this fast: a plugin that floods it loses lines, counted, not the disk.
+const (
+	outputPerSecond = 50
+	outputBurst     = 500
+)
+
+// readStderr forwards each stderr line to the host log with the plugin's
+// name (print() and Python's logging land there), within the output rate.
 func (in *instance) readStderr(r io.Reader) {
 	const maxLog = 16 << 10
 	br := bufio.NewReaderSize(r, maxLog)
@@ -330,12 +347,45 @@ func (in *instance) readStderr(r io.Reader) {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
 			text := string(bytes.TrimRight(line, "\r\n"))
-			if text != "" {
+			if text != "" && in.admitOutput() {
 				in.p.h.log.Info("plugin stderr", "plugin", in.p.spec.Name, "pid", in.pid, "line", text)
 			}
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			in.reportDropped()
 			return
 		}
+	}
+}
+
+// admitOutput tells whether one more line of the plugin's output may be
+// logged now; a line past the rate is counted, and the count is logged once
+// lines are admitted again.
+func (in *instance) admitOutput() bool {
+	in.outMu.Lock()
+	defer in.outMu.Unlock()
+	if in.outLimit == nil {
+		in.outLimit = rate.NewLimiter(outputPerSecond, outputBurst)
+	}
+	if !in.outLimit.Allow() {
+		in.outDropped++
+		return false
+	}
+	if in.outDropped > 0 {
+		in.p.h.log.Warn("plugin output dropped: more than the host logs a second", "plugin", in.p.spec.Name,
+			"pid", in.pid, "lines", in.outDropped, "per_second", outputPerSecond)
+		in.outDropped = 0
+	}
+	return true
+}
+
+// reportDropped logs the lines still counted as dropped when the output ends.
+func (in *instance) reportDropped() {
+	in.outMu.Lock()
+	defer in.outMu.Unlock()
+	if in.outDropped > 0 {
+		in.p.h.log.Warn("plugin output dropped: more than the host logs a second", "plugin", in.p.spec.Name,
+			"pid", in.pid, "lines", in.outDropped, "per_second", outputPerSecond)
+		in.outDropped = 0
 	}
 }

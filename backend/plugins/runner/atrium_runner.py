@@ -43,6 +43,25 @@ if os.path.isdir(_HOSTLIB) and _HOSTLIB not in sys.path:
 
 _out = sys.stdout
 sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
+
+
+def _log_to_stderr():
+    """A plugin's logging.getLogger(__name__).info(...) reaches the host log
+    (through stderr, with print()'s output), as the familiar agent keeps
+    plugins' INFO lines in its log; a plugin that configures logging itself
+    keeps its own configuration."""
+    import logging
+
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+_log_to_stderr()
 _send_lock = threading.Lock()
 
 # What the host tells the runner about its world (set by the host in the
