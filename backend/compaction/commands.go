@@ -41,7 +41,15 @@ func Describe(res Result) string {
 		return "Nothing was compacted."
 	}
 	out := fmt.Sprintf("Compacted the conversation: about %d → %d tokens", deref(res.BeforeTokens), deref(res.AfterTokens))
-	if res.MessagesRemoved != nil && *res.MessagesRemoved > 0 {
+	switch {
+	case res.Engine != "":
+		// An engine's result may drop messages or keep them elsewhere: say
+		// who did it, not how.
+		out += " by the context engine " + res.Engine
+		if res.MessagesRemoved != nil && *res.MessagesRemoved > 0 {
+			out += fmt.Sprintf(", %d fewer message(s)", *res.MessagesRemoved)
+		}
+	case res.MessagesRemoved != nil && *res.MessagesRemoved > 0:
 		out += fmt.Sprintf(", %d earlier message(s) folded into a summary", *res.MessagesRemoved)
 	}
 	if res.OldSessionID != "" {

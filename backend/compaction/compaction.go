@@ -129,6 +129,9 @@ type Result struct {
 	AfterTokens     *int   `json:"after_tokens"`
 	MessagesRemoved *int   `json:"messages_removed"`
 	EventID         string `json:"event_id,omitempty"`
+	// Engine is the context engine that compacted ("" for Atrium's own
+	// compaction).
+	Engine string `json:"engine,omitempty"`
 }
 
 func oneOf(field, v string, allowed []string) error {
@@ -148,6 +151,7 @@ type plan struct {
 	removed   *int
 	replacedN *int
 	rotate    bool
+	engine    string // the context engine that made it ("" for Atrium's own)
 }
 
 func (e *Engine) claim(id string) bool {
@@ -243,7 +247,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (Result, error) {
 		e.setCooldown(sess.ID, true)
 		return res, nil
 	}
-	res.BeforeTokens, res.AfterTokens, res.MessagesRemoved = &before, &after, p.removed
+	res.BeforeTokens, res.AfterTokens, res.MessagesRemoved, res.Engine = &before, &after, p.removed, p.engine
 	if err := e.commit(ctx, sess, p, &res, req); err != nil {
 		return Result{}, err
 	}

@@ -127,7 +127,7 @@ func (e *Engine) enginePlan(ctx context.Context, req Request, eng hooks.Capabili
 	if unchanged(folded, inserts) {
 		return plan{}, SkipNothing, fmt.Sprintf("the context engine %s changed nothing", eng.Name), nil
 	}
-	p := plan{replaced: folded, inserts: inserts, rotate: rotate}
+	p := plan{replaced: folded, inserts: inserts, rotate: rotate, engine: eng.Name}
 	for range inserts {
 		p.pos = append(p.pos, nil)
 	}
@@ -175,7 +175,7 @@ func (e *Engine) enginePrune(ctx context.Context, req Request, eng hooks.Capabil
 	if len(p.replaced) == 0 {
 		return plan{}, SkipNothing, fmt.Sprintf("the context engine %s changed no tool output", eng.Name), nil
 	}
-	p.removed, p.replacedN = intp(0), intp(len(p.replaced))
+	p.removed, p.replacedN, p.engine = intp(0), intp(len(p.replaced)), eng.Name
 	return p, "", "", nil
 }
 
