@@ -76,9 +76,7 @@ func (e *Engine) tellEngineBoundary(ctx context.Context, req Request, res Result
 	if res.OldSessionID != "" {
 		call.OldSessionID = res.OldSessionID
 	}
-	if _, err := e.bus.CallEngine(ctx, eng, "on_session_start", call); err != nil {
-		slog.Warn("context engine call failed", "engine", eng.Name, "method", "on_session_start", "error", err)
-	}
+	e.bus.TellEngine(ctx, eng, "on_session_start", call)
 }
 
 // enginePlan asks the context engine to compact ms[from:] (the messages

@@ -78,3 +78,12 @@ func (b *Bus) CallEngine(ctx context.Context, c Capability, method string, call 
 	}
 	return out.Value, nil
 }
+
+// TellEngine calls a context engine method whose answer does not matter
+// (a lifecycle notice: on_session_start, update_from_response,
+// on_session_end); a failure is logged, never the caller's.
+func (b *Bus) TellEngine(ctx context.Context, c Capability, method string, call EngineCall) {
+	if _, err := b.CallEngine(ctx, c, method, call); err != nil {
+		b.log.Warn("context engine call failed", "engine", c.Name, "method", method, "error", err)
+	}
+}

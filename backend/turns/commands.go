@@ -116,9 +116,7 @@ func (l *lifecycle) endEngine(ctx context.Context, cc hooks.CommandContext, sess
 	}
 	call := hooks.EngineCall{Args: []any{sessionID, l.transcript(ctx, sessionID)}, SessionID: sessionID, Platform: cc.Platform,
 		SessionKey: cc.SessionKey}
-	if _, err := l.bus.CallEngine(ctx, c, "on_session_end", call); err != nil {
-		slog.Warn("context engine call failed", "engine", c.Name, "method", "on_session_end", "error", err)
-	}
+	l.bus.TellEngine(ctx, c, "on_session_end", call)
 }
 
 func (l *lifecycle) transcript(ctx context.Context, id string) []map[string]any {

@@ -78,14 +78,6 @@ func (l *Loop) engineCall(tc *turnCtx, sessionID string, args []any, kwargs map[
 	return call
 }
 
-// tellEngine calls a context engine method whose answer does not matter; a
-// failure is logged (an engine never stops a turn).
-func (l *Loop) tellEngine(ctx context.Context, tc *turnCtx, sessionID, method string, args []any, kwargs map[string]any) {
-	if _, err := l.bus.CallEngine(ctx, *tc.engine, method, l.engineCall(tc, sessionID, args, kwargs)); err != nil {
-		slog.Warn("context engine call failed", "engine", tc.engine.Name, "method", method, "error", err)
-	}
-}
-
 // engineWantsCompaction asks the context engine's should_compress; an
 // engine that fails to answer is not compacted for (its compress would
 // likely fail too), and says so in the log.

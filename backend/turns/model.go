@@ -20,7 +20,7 @@ import (
 func (l *Loop) complete(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) (llm.Response, error) {
 	resp, err := l.callModel(ctx, tc, sessionID, req)
 	if err == nil && tc.engine != nil {
-		l.tellEngine(ctx, tc, sessionID, "update_from_response", []any{usageOf(resp)}, nil)
+		l.bus.TellEngine(ctx, *tc.engine, "update_from_response", l.engineCall(tc, sessionID, []any{usageOf(resp)}, nil))
 	}
 	return resp, err
 }

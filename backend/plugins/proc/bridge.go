@@ -95,7 +95,7 @@ func (p *plugin) register(res InitializeResult) error {
 		// that ended while the plugin was down is told when it is back.
 		// It is listed among the plugin's hooks: what it registered is what
 		// commands read to know which plugins an event needs.
-		hd, err := bus.RegisterHook(name, hooks.SubagentStop, p.delegationObserver(res.Extras.Memory))
+		hd, err := bus.RegisterHook(name, hooks.SubagentStop, p.delegationObserver())
 		if err != nil {
 			undo()
 			return err

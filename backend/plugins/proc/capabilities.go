@@ -166,15 +166,15 @@ func (in *instance) serve(m message) {
 }
 
 // delegationObserver tells the plugin's memory provider, when it is the one
-// in use, that a delegate child ended: on_delegation(task, result,
-// child_session_id=...), as the familiar API calls it on the parent's
-// provider, the provider first initialized for the parent session. A
-// provider that raises is logged, as the familiar API does; the event is
-// not delivered again for it.
-func (p *plugin) delegationObserver(providers []NamedInfo) hooks.Handler {
+// in use (memory.provider names one of this plugin's), that a delegate child
+// ended: on_delegation(task, result, child_session_id=...), as the familiar
+// API calls it on the parent's provider, the provider first initialized for
+// the parent session. A provider that raises is logged, as the familiar API
+// does; the event is not delivered again for it.
+func (p *plugin) delegationObserver() hooks.Handler {
 	return func(ctx context.Context, ev hooks.Event) error {
-		active := p.h.memoryProvider()
-		if active == "" || active == "builtin" {
+		c, ok := p.h.bus.MemoryProvider(p.h.memoryProvider())
+		if !ok || c.Plugin != p.spec.Name {
 			return nil
 		}
 		var pl hooks.SubagentStopPayload
@@ -185,17 +185,11 @@ func (p *plugin) delegationObserver(providers []NamedInfo) hooks.Handler {
 		if pl.ChildSummary != nil {
 			result = *pl.ChildSummary
 		}
-		for _, m := range providers {
-			if m.Name != active {
-				continue
-			}
-			c := hooks.Capability{Plugin: p.spec.Name, Kind: hooks.CapMemoryProvider, Name: m.Name}
-			_, err := p.h.bus.CallMemory(ctx, c, "on_delegation", hooks.MemoryCall{Args: []any{pl.ChildGoal, result},
-				Kwargs: map[string]any{"child_session_id": pl.ChildSessionID}, SessionID: pl.ParentSessionID})
-			if err != nil {
-				p.h.log.Warn("memory provider on_delegation failed", "plugin", p.spec.Name, "provider", m.Name,
-					"child_session_id", pl.ChildSessionID, "error", err)
-			}
+		_, err := p.h.bus.CallMemory(ctx, c, "on_delegation", hooks.MemoryCall{Args: []any{pl.ChildGoal, result},
+			Kwargs: map[string]any{"child_session_id": pl.ChildSessionID}, SessionID: pl.ParentSessionID})
+		if err != nil {
+			p.h.log.Warn("memory provider on_delegation failed", "plugin", p.spec.Name, "provider", c.Name,
+				"child_session_id", pl.ChildSessionID, "error", err)
 		}
 		return nil
 	}

@@ -371,11 +371,7 @@ func (in *instance) admitOutput() bool {
 		in.outDropped++
 		return false
 	}
-	if in.outDropped > 0 {
-		in.p.h.log.Warn("plugin output dropped: more than the host logs a second", "plugin", in.p.spec.Name,
-			"pid", in.pid, "lines", in.outDropped, "per_second", outputPerSecond)
-		in.outDropped = 0
-	}
+	in.reportDroppedLocked()
 	return true
 }
 
@@ -383,6 +379,12 @@ func (in *instance) admitOutput() bool {
 func (in *instance) reportDropped() {
 	in.outMu.Lock()
 	defer in.outMu.Unlock()
+	in.reportDroppedLocked()
+}
+
+// reportDroppedLocked logs how many lines were dropped since the last
+// report, if any (outMu held).
+func (in *instance) reportDroppedLocked() {
 	if in.outDropped > 0 {
 		in.p.h.log.Warn("plugin output dropped: more than the host logs a second", "plugin", in.p.spec.Name,
 			"pid", in.pid, "lines", in.outDropped, "per_second", outputPerSecond)
