@@ -898,8 +898,9 @@ class _EngineHost:
     def __init__(self, engine, ctx):
         self.engine = engine
         self.ctx = ctx
-        self.copies = {}  # session id -> engine copy, oldest first
-        self.models = {}  # session id -> (model, context_length) given
+        # session id -> [its engine copy, the (model, context_length) it
+        # was given], least recently used first
+        self.sessions = {}
         self.shared = False
 
     def _copy(self):
@@ -918,12 +919,12 @@ class _EngineHost:
         except Exception as exc:  # noqa: BLE001
             _report("context_engine." + what, fn, exc, kwargs, traceback.format_exc(), surface="context engine")
 
-    def _model(self, sid, eng, params):
+    def _model(self, entry, params):
         model, length = params.get("model") or "", int(params.get("context_length") or 0)
-        if (not model and not length) or self.models.get(sid) == (model, length):
+        if (not model and not length) or entry[1] == (model, length):
             return
-        self.models[sid] = (model, length)
-        self._guard("update_model", eng.update_model, model=model, context_length=length,
+        entry[1] = (model, length)
+        self._guard("update_model", entry[0].update_model, model=model, context_length=length,
                     provider=params.get("provider") or "")
 
     def _start(self, sid, eng, params, **extra):
@@ -939,40 +940,33 @@ class _EngineHost:
         sid = params.get("session_id") or ""
         if not sid:
             return None
-        eng = self.copies.pop(sid, None)
-        if eng is None:
-            eng = self._copy()
-            self.copies[sid] = eng
-            self._model(sid, eng, params)
-            self._start(sid, eng, params)
-        else:
-            self.copies[sid] = eng  # the most recently used last
-            self._model(sid, eng, params)
-        while len(self.copies) > self.MAX_SESSIONS:
-            old = next(iter(self.copies))
-            del self.copies[old]
-            self.models.pop(old, None)
-        return eng
+        entry = self.sessions.pop(sid, None)
+        fresh = entry is None
+        if fresh:
+            entry = [self._copy(), None]
+        self.sessions[sid] = entry  # the most recently used last
+        self._model(entry, params)
+        if fresh:
+            self._start(sid, entry[0], params)
+        while len(self.sessions) > self.MAX_SESSIONS:
+            del self.sessions[next(iter(self.sessions))]
+        return entry[0]
 
     def boundary(self, params):
         """A compaction rewrote the conversation: the copy of the session it
         continued serves the new one, and hears so."""
         sid, old = params.get("session_id") or "", params.get("old_session_id") or ""
-        if old and old != sid and old in self.copies:
-            self.copies[sid] = self.copies.pop(old)
-            if old in self.models:
-                self.models[sid] = self.models.pop(old)
+        if old and old != sid and old in self.sessions:
+            self.sessions[sid] = self.sessions.pop(old)
         eng = self.ensure(params)
         if eng is not None:
             self._start(sid, eng, params, boundary_reason="compression", old_session_id=old or sid)
 
     def end(self, params, args, kwargs):
-        sid = params.get("session_id") or ""
-        eng = self.copies.pop(sid, None)
-        self.models.pop(sid, None)
-        if eng is None:
+        entry = self.sessions.pop(params.get("session_id") or "", None)
+        if entry is None:
             return None  # nothing was started for it here
-        return _call(eng.on_session_end, kwargs, positional=tuple(args))
+        return _call(entry[0].on_session_end, kwargs, positional=tuple(args))
 
 
 # ---------------------------------------------------------------------------
