@@ -2,6 +2,7 @@ package compaction_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -439,6 +440,65 @@ func TestRefusals(t *testing.T) {
 		if _, err := e.eng.Compact(ctx, sc.req); apperr.CodeOf(err) != sc.code {
 			t.Errorf("%+v: %v, want %s", sc.req, err, sc.code)
 		}
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
+}
+
+// pre_compaction is called in line once for each compaction about to be
+// written, with the transcript still whole; attempts that change nothing
+// (nothing to compact, a summary that would not be shorter, an aborted
+// one) call nothing.
+func TestPreCompactionBeforeEachWrittenCompaction(t *testing.T) {
+	t.Parallel()
+	sum := &scripted{}
+	e := newEnv(t, sum, func(c *compaction.Config) { c.Rotate = false })
+	var mu sync.Mutex
+	var calls []hooks.PreCompactionPayload
+	var seenMessages []int
+	if err := e.Bus.Plugin("watcher").RegisterSync(hooks.PreCompaction, func(_ context.Context, raw json.RawMessage) (any, error) {
+		var p hooks.PreCompactionPayload
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, err
+		}
+		ms, err := e.Sessions.Messages(ctx, p.SessionID, false)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		calls = append(calls, p)
+		seenMessages = append(seenMessages, len(ms))
+		mu.Unlock()
+		return map[string]any{"action": "block"}, nil // ignored
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := e.conversation(t, 10)
+	if res, err := e.eng.Compact(ctx, compaction.Request{SessionID: s.ID, Kind: "summarize", Reason: "manual", Platform: "cli"}); err != nil || !res.Changed {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if len(calls) != 1 || calls[0].SessionID != s.ID || calls[0].Kind != "summarize" || calls[0].Reason != "manual" ||
+		calls[0].Messages != 21 || seenMessages[0] != 21 || calls[0].BeforeTokens <= 0 || calls[0].Platform == nil || *calls[0].Platform != "cli" {
+		t.Fatalf("calls %+v, messages seen %v", calls, seenMessages)
+	}
+	e.onePost(t)
+	// Nothing to prune, a summary that would grow, an aborted summary.
+	small := e.conversation(t, 1)
+	if res, _ := e.eng.Compact(ctx, compaction.Request{SessionID: small.ID, Kind: "summarize", Reason: "manual"}); res.Changed {
+		t.Fatal("a two-message conversation was compacted")
+	}
+	if res, _ := e.eng.Compact(ctx, compaction.Request{SessionID: s.ID, Kind: "prune_tool_results", Reason: "proactive_prune"}); res.Changed {
+		t.Fatal("pruned without tool outputs")
+	}
+	sum.text = strings.Repeat("a summary longer than what it replaces ", 400)
+	if res, _ := e.eng.Compact(ctx, compaction.Request{SessionID: s.ID, Kind: "summarize", Reason: "manual"}); res.Changed {
+		t.Fatal("a longer summary was written")
+	}
+	sum.text, sum.err = "", errors.New("model down")
+	if res, _ := e.eng.Compact(ctx, compaction.Request{SessionID: s.ID, Kind: "summarize", Reason: "manual"}); res.Changed {
+		t.Fatal("an aborted summary was written")
+	}
+	if len(calls) != 1 {
+		t.Fatalf("%d pre_compaction calls, want 1: %+v", len(calls), calls)
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
 }

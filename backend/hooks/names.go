@@ -55,6 +55,7 @@ const (
 	OnSessionDelete    = "on_session_delete"
 	OnSessionRestore   = "on_session_restore"
 	PostCompaction     = "post_compaction"
+	PreCompaction      = "pre_compaction"
 	PreLLMCall         = "pre_llm_call"
 	PostLLMCall        = "post_llm_call"
 	PreToolCall        = "pre_tool_call"
@@ -96,6 +97,7 @@ var table = map[string]hookInfo{
 	APIRequestError:    {Sync, RoleObserve},
 	PreCommand:         {Sync, RoleObserve},
 	PreGatewayDispatch: {Sync, RoleDispatch},
+	PreCompaction:      {Sync, RoleObserve},
 }
 
 // ForeignHooks are hook names of the familiar Python plugin API for moments
@@ -211,6 +213,21 @@ func NormalizeTimeout(d time.Duration) time.Duration {
 		return MaxTimeout
 	}
 	return d
+}
+
+// PreCompactionPayload is the payload of pre_compaction, called in line
+// once a compaction is planned and will be written, before it is: the
+// transcript is still as it was (its post_compaction follows, unless the
+// write fails). Attempts that change nothing call nothing. Answers are
+// ignored. Reason is "manual" for /compact and `atrium compact`, else what
+// triggered it; Messages and BeforeTokens describe the transcript now.
+type PreCompactionPayload struct {
+	SessionID    string  `json:"session_id"`
+	Kind         string  `json:"kind"`
+	Reason       string  `json:"reason"`
+	Messages     int     `json:"messages"`
+	BeforeTokens int     `json:"before_tokens"`
+	Platform     *string `json:"platform"`
 }
 
 // PostCompactionPayload is the payload of post_compaction. Unknown numbers
