@@ -29,9 +29,11 @@ var allowed = map[string][]string{
 	"backend/turns": {"backend/compaction", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
 	// The gateway and the scheduler run turns; they reach plugins only
 	// through the hook bus.
-	"backend/gateway":        {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
-	"backend/cron":           {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
-	"backend/plugins":        {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "plugins"},
+	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
+	"backend/cron":    {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
+	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "plugins"},
+	// Shell hooks reach Atrium only through the hook bus.
+	"backend/shellhooks":     {"backend/hooks", "backend/atomicfile", "backend/limits"},
 	"backend/plugins/runner": {"backend/atomicfile"},
 	"backend/plugins/proc":   {"backend/hooks", "backend/apperr"},
 	"backend/pluginhost":     {"backend/hooks", "backend/apperr", "backend/hostlock"},

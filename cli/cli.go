@@ -127,6 +127,7 @@ func NewRoot(env Env) *cobra.Command {
 
 	r := &runner{env: env, g: g}
 	pf.BoolVar(&r.noWait, "no-wait", false, "return once the change is committed, without waiting for the plugin host to deliver its hook events")
+	pf.BoolVar(&r.acceptHooks, "accept-hooks", false, "approve every shell hook of config.yaml's hooks: without asking (also ATRIUM_ACCEPT_HOOKS=1)")
 	r.window(root)
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
@@ -136,7 +137,7 @@ func NewRoot(env Env) *cobra.Command {
 			return r.print(map[string]string{"version": env.Version}, func(w io.Writer) { fmt.Fprintln(w, env.Version) })
 		},
 	})
-	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.storageCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.serveCmd(), r.gatewayCmd(), r.cronCmd(), r.devCmd())
+	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.storageCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.hooksCmd(), r.serveCmd(), r.gatewayCmd(), r.cronCmd(), r.devCmd())
 	return root
 }
 
@@ -179,6 +180,7 @@ type runner struct {
 	profile        string           // the profile of the running command
 	runtime        *plugins.Runtime // this process's plugins, once the stack is open (host or inline)
 	noWait         bool             // --no-wait
+	acceptHooks    bool             // --accept-hooks
 	host           hosting          // this process's part in the profile's plugin hosting
 }
 
@@ -204,7 +206,7 @@ var firesHooks = map[string][]string{
 	"atrium send":                      nil,
 	"atrium serve":                     nil,
 	"atrium":                           nil, // the window
-	"atrium compact":                   {hooks.PostCompaction},
+	"atrium compact":                   {hooks.PreCompaction, hooks.PostCompaction},
 	"atrium gateway run":               nil,
 	"atrium cron run":                  nil,
 }
@@ -249,6 +251,9 @@ func (r *runner) with(cmd *cobra.Command, fn func(ctx context.Context, st *stack
 	if r.env.Open != nil {
 		st, err = r.env.Open(ctx, home)
 	} else {
+		if r.processPlugins {
+			r.consentHooks(cmd, home)
+		}
 		if err := r.planPlugins(ctx, home); err != nil {
 			if errors.Is(err, errHosted) {
 				return nil // `plugins host run` while another process hosts

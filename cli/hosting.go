@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -335,6 +336,12 @@ func (hh hostHandler) Plugins() []pluginhost.PluginState {
 	for _, s := range hh.r.runtime.States() {
 		out = append(out, pluginhost.PluginState{Name: s.Name, State: s.State, PID: s.PID, Restarts: s.Restarts, Error: s.Error})
 	}
+	// Shell hooks run in the host, a child per event.
+	for _, s := range hh.r.runtime.ShellRegistered() {
+		if !slices.ContainsFunc(out, func(p pluginhost.PluginState) bool { return p.Name == s.Subscriber }) {
+			out = append(out, pluginhost.PluginState{Name: s.Subscriber, State: plugins.StateRunning, PID: os.Getpid()})
+		}
+	}
 	return out
 }
 
@@ -347,7 +354,11 @@ func (hh hostHandler) Sync() []string {
 	if rt := hh.r.runtime; rt != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), hostStartTimeout)
 		defer cancel()
-		out = append(out, errLines(rt.Sync(ctx))...)
+		for _, l := range errLines(rt.Sync(ctx)) {
+			if !slices.Contains(out, l) { // a config problem is found by both syncs
+				out = append(out, l)
+			}
+		}
 	}
 	return out
 }

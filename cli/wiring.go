@@ -84,6 +84,8 @@ func (r *runner) loadPlugins(st *stack.Stack) error {
 		Logger:       st.Logger(),
 		BuiltinTools: slices.Sorted(maps.Keys(turns.BuiltinTools())),
 		Services:     services,
+		Transcripts:  st.HookTranscript,
+		AcceptHooks:  r.acceptHooks,
 		// The window paints first: its plugin processes start once the
 		// list is on screen (desktop.Options.Ready).
 		Hold: r.cmdPath == "atrium",

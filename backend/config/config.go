@@ -149,6 +149,30 @@ type Config struct {
 	Gateway     Gateway     `yaml:"gateway"`
 	Approvals   Approvals   `yaml:"approvals"`
 	Context     Context     `yaml:"context"`
+	// HooksAutoAccept approves every shell hook of hooks: without asking
+	// (true, or "true"/"yes"/"on"/"1"), as the familiar agent's
+	// hooks_auto_accept.
+	HooksAutoAccept any `yaml:"hooks_auto_accept"`
+}
+
+// AcceptsHooks reports hooks_auto_accept.
+func (c Config) AcceptsHooks() bool {
+	switch v := c.HooksAutoAccept.(type) {
+	case bool:
+		return v
+	case string:
+		return Truthy(v)
+	}
+	return false
+}
+
+// Truthy reads a switch written as text: 1, true, yes or on.
+func Truthy(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // Context settings: which context engine compacts.
@@ -256,9 +280,44 @@ func (c Config) HostIdle() time.Duration {
 	return time.Duration(*c.Plugins.HostIdleMinutes * float64(time.Minute))
 }
 
-// Hooks settings.
+// Hooks settings. Beside Atrium's own keys, hooks: holds shell hooks by
+// event, in the familiar agent's shape or Claude Code's (read by
+// backend/shellhooks), and outbound webhooks: they are kept in Shell as
+// plain values, whatever they hold; what cannot run is reported there.
 type Hooks struct {
-	EventRetentionDays *int `yaml:"event_retention_days"` // default 30
+	EventRetentionDays *int           `yaml:"event_retention_days"` // default 30
+	Shell              map[string]any `yaml:"-"`
+}
+
+// UnmarshalYAML reads event_retention_days and keeps every other key.
+func (h *Hooks) UnmarshalYAML(unmarshal func(any) error) error {
+	var raw map[string]any
+	if err := unmarshal(&raw); err != nil {
+		return err
+	}
+	for k, v := range raw {
+		if k != "event_retention_days" {
+			if h.Shell == nil {
+				h.Shell = map[string]any{}
+			}
+			h.Shell[k] = plainJSON(v)
+			continue
+		}
+		switch n := v.(type) {
+		case nil:
+		case uint64:
+			d := int(min(n, 1<<31))
+			h.EventRetentionDays = &d
+		case int64:
+			d := int(max(min(n, 1<<31), -1<<31))
+			h.EventRetentionDays = &d
+		case int:
+			h.EventRetentionDays = &n
+		default:
+			return fmt.Errorf("hooks.event_retention_days must be a whole number of days, not %v", v)
+		}
+	}
+	return nil
 }
 
 // Receipts settings.

@@ -17,6 +17,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/plugins/proc"
 	pyrunner "atrium/backend/plugins/runner"
+	"atrium/backend/shellhooks"
 )
 
 // GoPlugin installs one bundled in-process plugin through c, with its
@@ -64,6 +65,11 @@ type RuntimeOptions struct {
 	// Services answers what process plugins ask of their host (ctx.llm,
 	// dispatch_tool, ...); nil refuses such requests.
 	Services proc.Services
+	// Transcripts writes a session's JSONL export for Claude Code shaped
+	// shell hooks (transcript_path); nil: they get "".
+	Transcripts shellhooks.Transcripts
+	// AcceptHooks approves every configured shell hook (--accept-hooks).
+	AcceptHooks bool
 }
 
 // Change is a plugin's new state, for the UI.
@@ -93,8 +99,9 @@ type Runtime struct {
 	changes   observers[Change]
 	stopped   bool
 	enabled   []string // the enabled plugins in load order, at the last Sync
-	watchSig  string   // the folders' signature the last Sync saw
-	reloadSig string   // the reload marker's, likewise
+	shell     *shellhooks.Registry
+	watchSig  string // the folders' signature the last Sync saw
+	reloadSig string // the reload marker's, likewise
 
 	recordMu sync.Mutex // serializes the host record's rewrites
 }
@@ -220,8 +227,10 @@ func (r *Runtime) syncLocked(ctx context.Context, force, wait bool) error {
 	r.opts.Bus.SelectContextEngine(cfg.Context.Engine)
 	var problems []error
 	r.syncGo(list, cfg, force, &problems)
+	var shellNames []string
 	if r.opts.Want.Processes {
 		r.syncProcesses(ctx, list, cfg, force, wait, &problems)
+		shellNames = r.syncShell(cfg, &problems)
 	}
 	r.mu.Lock()
 	r.watchSig, r.reloadSig = sig, reloadSig
@@ -229,7 +238,7 @@ func (r *Runtime) syncLocked(ctx context.Context, force, wait bool) error {
 	// Plugins disabled or removed stop holding events back (their positions
 	// are kept for the log's retention, so enabling them soon catches up).
 	if r.opts.Bus.Delivering() {
-		var keep []string
+		keep := shellNames
 		for _, p := range list {
 			if wanted(p) {
 				keep = append(keep, p.Name())
@@ -525,7 +534,8 @@ func (r *Runtime) publish() {
 	if stopped {
 		return
 	}
-	if err := writeHostRecord(r.home, r.opts.Process, r.States()); err != nil {
+	if err := writeHostRecord(r.home, r.opts.Process, r.States(), r.ShellRegistered(),
+		r.opts.Want.Processes && r.opts.Want.Hooks == nil); err != nil {
 		r.log.Warn("publish plugin states", "error", err)
 	}
 }
@@ -566,6 +576,9 @@ func Needed(o DiscoverOptions, w Want) (bool, error) {
 		return false, err
 	}
 	o.Config = cfg
+	if w.Processes && shellNeeded(o, cfg, w) {
+		return true, nil
+	}
 	list, err := Discover(o)
 	if err != nil {
 		return false, err
@@ -598,8 +611,11 @@ func (r *Runtime) Stop(ctx context.Context) error {
 		g.ctx.Unload()
 		delete(r.goLoaded, name)
 	}
+	if r.shell != nil {
+		r.shell.Close()
+	}
 	r.mu.Unlock()
-	if werr := writeHostRecord(r.home, r.opts.Process, nil); werr != nil && err == nil {
+	if werr := writeHostRecord(r.home, r.opts.Process, nil, nil, false); werr != nil && err == nil {
 		err = werr
 	}
 	r.recordMu.Unlock()
@@ -660,6 +676,7 @@ func (r *Runtime) signature() (folders, reload string) {
 		}
 	}
 	stat(r.home.ConfigPath())
+	stat(shellhooks.NewAllowlist(r.home.Dir).Path())
 	o := r.opts.Discover
 	dirs := []string{r.home.PluginsDir(), o.BundledDir, o.getenv(EnvBundled), o.projectDir()}
 	for _, d := range dirs {

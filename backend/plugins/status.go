@@ -18,6 +18,7 @@ import (
 	"atrium/backend/config"
 	"atrium/backend/hooks"
 	"atrium/backend/plugins/proc"
+	"atrium/backend/shellhooks"
 )
 
 // What the processes of a profile learn about its plugins outlives them in
@@ -66,6 +67,11 @@ type hostRecord struct {
 	Process   string     `json:"process"`         // what it is: "atrium serve", "the desktop window", ...
 	UpdatedAt time.Time  `json:"updated_at"`
 	Plugins   []RunState `json:"plugins"`
+	// Shell are the shell hooks it registered.
+	Shell []shellhooks.Registered `json:"shell_hooks,omitempty"`
+	// ShellAll: it registers every approved shell hook (the plugin host;
+	// an inline command registers only those of its hooks).
+	ShellAll bool `json:"shell_all,omitempty"`
 }
 
 func registrationPath(home config.Home, name string) string {
@@ -186,7 +192,7 @@ func Fingerprint(p Plugin) string {
 }
 
 // writeHostRecord publishes this process's plugins (nil removes the file).
-func writeHostRecord(home config.Home, process string, plugins []RunState) error {
+func writeHostRecord(home config.Home, process string, plugins []RunState, shell []shellhooks.Registered, shellAll bool) error {
 	path := filepath.Join(runDir(home), strconv.Itoa(os.Getpid())+".json")
 	if plugins == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) && !config.Unwritable(err) {
@@ -195,7 +201,7 @@ func writeHostRecord(home config.Home, process string, plugins []RunState) error
 		return nil
 	}
 	err := writeJSON(path, hostRecord{PID: os.Getpid(), Start: hooks.ProcessStart(os.Getpid()), Process: process,
-		UpdatedAt: time.Now().UTC(), Plugins: plugins})
+		UpdatedAt: time.Now().UTC(), Plugins: plugins, Shell: shell, ShellAll: shellAll})
 	if config.Unwritable(err) {
 		return nil // a read-only or full home keeps no record: nothing to say to anyone
 	}

@@ -1,0 +1,209 @@
+package shellhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"atrium/backend/hooks"
+)
+
+// SubscriberPrefix starts the bus subscriber name of a hook command:
+// "shell:" and the command. One command is one subscriber, whatever
+// events it takes: its observer events reach it in commit order, and a
+// command that hangs holds back no other.
+const SubscriberPrefix = "shell:"
+
+// Subscriber is the bus subscriber name of command.
+func Subscriber(command string) string { return SubscriberPrefix + command }
+
+// Transcripts writes a session's JSONL export for Claude Code hooks and
+// returns its path ("" when the session has none).
+type Transcripts func(ctx context.Context, sessionID string) (string, error)
+
+// Options configure a Registry.
+type Options struct {
+	Bus         *hooks.Bus
+	Env         Env
+	Transcripts Transcripts // nil: transcript_path is ""
+	Logger      *slog.Logger
+}
+
+// Registered is one hook registered on the bus here.
+type Registered struct {
+	Event      string `json:"event"`
+	Name       string `json:"name"`
+	Command    string `json:"command"`
+	Matcher    string `json:"matcher,omitempty"`
+	Subscriber string `json:"subscriber"`
+}
+
+// Registry keeps the shell hooks registered on one bus in line with the
+// specs it is given.
+type Registry struct {
+	o   Options
+	log *slog.Logger
+
+	mu   sync.Mutex
+	sig  string
+	ctxs []*hooks.Context
+	regs []Registered
+}
+
+// NewRegistry makes an empty registry.
+func NewRegistry(o Options) *Registry {
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	return &Registry{o: o, log: lg}
+}
+
+// Apply registers exactly specs (unregistering what it registered before,
+// when they changed) and returns the subscriber names in use. A spec the
+// bus refuses is reported in the error; the others are registered.
+func (r *Registry) Apply(specs []Spec) ([]string, error) {
+	b, _ := json.Marshal(specs)
+	sig := string(b)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sig == r.sig && r.ctxs != nil {
+		return r.namesLocked(), nil
+	}
+	r.unloadLocked()
+	r.sig = sig
+	r.ctxs = []*hooks.Context{}
+	byCmd := map[string]*hooks.Context{}
+	var errs []error
+	for _, s := range specs {
+		sub := Subscriber(s.Command)
+		c := byCmd[sub]
+		if c == nil {
+			c = r.o.Bus.Plugin(sub)
+			byCmd[sub] = c
+			r.ctxs = append(r.ctxs, c)
+		}
+		kind, err := hooks.Lookup(s.Event)
+		if err == nil {
+			if kind == hooks.Sync {
+				err = c.RegisterSync(s.Event, r.syncHandler(s))
+			} else {
+				err = c.RegisterHook(s.Event, r.observer(s))
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shell hook %s (%s): %w", s.Name, s.Command, err))
+			continue
+		}
+		r.regs = append(r.regs, Registered{Event: s.Event, Name: s.Name, Command: s.Command, Matcher: s.Matcher, Subscriber: sub})
+	}
+	return r.namesLocked(), errors.Join(errs...)
+}
+
+// Registered lists what is registered here.
+func (r *Registry) Registered() []Registered {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.regs)
+}
+
+// Close unregisters everything.
+func (r *Registry) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unloadLocked()
+	r.sig = ""
+}
+
+func (r *Registry) unloadLocked() {
+	for _, c := range r.ctxs {
+		c.Unload()
+	}
+	r.ctxs, r.regs = nil, nil
+}
+
+func (r *Registry) namesLocked() []string {
+	out := []string{}
+	for _, c := range r.ctxs {
+		if len(c.Hooks()) > 0 {
+			out = append(out, c.Name())
+		}
+	}
+	return out
+}
+
+// run runs s for one payload, unless its matcher leaves the tool out.
+func (r *Registry) run(ctx context.Context, s Spec, raw json.RawMessage) (Outcome, bool, error) {
+	var p map[string]any
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return Outcome{}, false, fmt.Errorf("payload of %s: %w", s.Event, err)
+	}
+	if s.Matcher != "" {
+		tool, _ := p["tool_name"].(string)
+		if !s.Matches(tool) {
+			return Outcome{}, false, nil
+		}
+	}
+	transcript := ""
+	if s.Dialect == Claude && r.o.Transcripts != nil {
+		if sid := SessionOf(p); sid != "" {
+			path, err := r.o.Transcripts(ctx, sid)
+			if err != nil {
+				r.log.Warn("shell hook transcript", "session", sid, "error", err)
+			}
+			transcript = path
+		}
+	}
+	stdin, err := Stdin(s, r.o.Env, p, transcript)
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	// A hook answers by its own deadline, inside the bus's callback
+	// bound: one that hangs fails open (or closed, with fail_closed) by
+	// its own rule, not by the bus's.
+	if bt := r.o.Bus.Timeout(); bt > 0 && s.Timeout > bt-bt/10 {
+		s.Timeout = bt - bt/10
+	}
+	return Run(ctx, s, r.o.Env, stdin), true, nil
+}
+
+func (r *Registry) syncHandler(s Spec) hooks.SyncHandler {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		o, ran, err := r.run(ctx, s, raw)
+		if err != nil || !ran {
+			return nil, err
+		}
+		a, note := Answer(s, o)
+		if note != "" {
+			r.log.Warn("shell hook", "event", s.Name, "command", s.Command, "problem", note)
+		}
+		if a == nil {
+			return nil, nil
+		}
+		return a, nil
+	}
+}
+
+func (r *Registry) observer(s Spec) hooks.Handler {
+	return func(ctx context.Context, ev hooks.Event) error {
+		o, ran, err := r.run(ctx, s, ev.Payload)
+		if err != nil || !ran {
+			return err
+		}
+		switch {
+		case o.Err != "":
+			return errors.New(o.Err)
+		case o.TimedOut:
+			return fmt.Errorf("timed out after %s", s.Timeout.Round(time.Millisecond))
+		case o.ExitCode != 0:
+			return fmt.Errorf("exited %d: %s", o.ExitCode, clip(strings.TrimSpace(o.Stderr), 400))
+		}
+		return nil
+	}
+}

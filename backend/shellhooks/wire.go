@@ -1,0 +1,256 @@
+package shellhooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"atrium/backend/hooks"
+)
+
+// What goes to a hook's stdin, and what its answer means.
+
+// topLevel are the payload fields the familiar agent's stdin lifts out of
+// extra.
+var topLevel = []string{"tool_name", "args", "session_id", "parent_session_id"}
+
+// Stdin renders the hook's payload as its command reads it. transcript is
+// the path of the session's JSONL export (Claude Code's transcript_path;
+// "" when there is none).
+func Stdin(s Spec, e Env, payload map[string]any, transcript string) ([]byte, error) {
+	if s.Dialect == Claude {
+		return json.Marshal(claudeStdin(s, e, payload, transcript))
+	}
+	extra := map[string]any{}
+	for k, v := range payload {
+		if !contains(topLevel, k) {
+			extra[k] = v
+		}
+	}
+	var toolInput any
+	if m, ok := payload["args"].(map[string]any); ok {
+		toolInput = m
+	}
+	sid, _ := payload["session_id"].(string)
+	if sid == "" {
+		sid, _ = payload["parent_session_id"].(string)
+	}
+	// The familiar agent's wire order.
+	return json.Marshal(struct {
+		Event     string         `json:"hook_event_name"`
+		ToolName  any            `json:"tool_name"`
+		ToolInput any            `json:"tool_input"`
+		SessionID string         `json:"session_id"`
+		Cwd       string         `json:"cwd"`
+		Profile   string         `json:"profile"`
+		Extra     map[string]any `json:"extra"`
+	}{s.Event, payload["tool_name"], toolInput, sid, e.Dir, e.Profile, extra})
+}
+
+// SessionOf is the session a payload is about (for the transcript).
+func SessionOf(payload map[string]any) string {
+	for _, k := range []string{"session_id", "child_session_id", "parent_session_id"} {
+		if v, _ := payload[k].(string); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]any {
+	out := map[string]any{
+		"session_id":      SessionOf(p),
+		"transcript_path": transcript,
+		"cwd":             e.Dir,
+		"hook_event_name": s.Name,
+		"permission_mode": "default",
+	}
+	switch s.Name {
+	case "PreToolUse", "PostToolUse":
+		out["tool_name"], out["tool_input"], out["tool_use_id"] = p["tool_name"], p["args"], p["tool_call_id"]
+		if out["tool_input"] == nil {
+			out["tool_input"] = map[string]any{}
+		}
+		if s.Name == "PostToolUse" {
+			out["tool_response"] = p["result"]
+		}
+	case "UserPromptSubmit":
+		out["prompt"] = p["user_message"]
+	case "Stop":
+		out["stop_hook_active"] = false
+		out["last_assistant_message"] = p["assistant_response"]
+	case "SessionStart":
+		out["source"] = "startup"
+		out["model"] = p["model"]
+	case "SessionEnd":
+		switch r, _ := p["reason"].(string); r {
+		case "new":
+			out["reason"] = "clear"
+		case "exit":
+			out["reason"] = "prompt_input_exit"
+		default:
+			out["reason"] = "other"
+		}
+	case "PreCompact", "PostCompact":
+		out["trigger"] = "auto"
+		if r, _ := p["reason"].(string); r == "manual" {
+			out["trigger"] = "manual"
+		}
+		if s.Name == "PreCompact" {
+			out["custom_instructions"] = ""
+		}
+	case "SubagentStart", "SubagentStop":
+		out["agent_id"], out["agent_type"] = p["child_subagent_id"], p["child_role"]
+		if s.Name == "SubagentStop" {
+			out["stop_hook_active"] = false
+		}
+	}
+	return out
+}
+
+// defaultBlock is the message of a block that gave none.
+const defaultBlock = "Blocked by shell hook."
+
+// Answer is what the outcome of a hook's run means for its hook, as the
+// bus reads plugin answers: nil (nothing), {"action": "block"|"modify"|
+// "approve", ...} for pre_tool_call, {"context": ...} for pre_llm_call. A
+// hook that could not answer fails open unless it is a fail_closed
+// pre_tool_call hook. Problems worth the log come back as note.
+func Answer(s Spec, o Outcome) (answer map[string]any, note string) {
+	failClosed := s.FailClosed && s.Event == hooks.PreToolCall
+	if o.Err != "" || o.TimedOut {
+		why := o.Err
+		if o.TimedOut {
+			why = fmt.Sprintf("timed out after %s", s.Timeout)
+		}
+		if failClosed {
+			return block(fmt.Sprintf("hook %s failed closed: %s", s.Command, why)), why
+		}
+		return nil, why
+	}
+	stderr := clip(strings.TrimSpace(o.Stderr), 400)
+	stdout := strings.TrimSpace(o.Stdout)
+	if o.ExitCode == 2 {
+		switch {
+		case s.Event == hooks.PreToolCall:
+			if a := parse(s, stdout); a != nil && a["action"] == "block" {
+				return a, ""
+			}
+			if stderr == "" {
+				stderr = defaultBlock
+			}
+			return block(stderr), ""
+		case s.Dialect == Claude && s.Name == "UserPromptSubmit":
+			return nil, "exit 2 asks to block the prompt; Atrium cannot block a prompt from pre_llm_call, so it is sent: " + stderr
+		}
+	}
+	var note2 string
+	if o.ExitCode != 0 {
+		note2 = fmt.Sprintf("exited %d: %s", o.ExitCode, stderr)
+	}
+	if s.Dialect == Claude && o.ExitCode != 0 {
+		return nil, note2 // Claude Code reads stdout only after a clean exit
+	}
+	a := parse(s, stdout)
+	if a == nil && failClosed && stdout != "" && !isObject(stdout) {
+		return block(fmt.Sprintf("hook %s failed closed: unparseable stdout (expected a JSON object)", s.Command)), note2
+	}
+	return a, note2
+}
+
+func block(msg string) map[string]any { return map[string]any{"action": "block", "message": msg} }
+
+// parse reads stdout as an answer for s's hook.
+func parse(s Spec, stdout string) map[string]any {
+	if stdout == "" {
+		return nil
+	}
+	var data map[string]any
+	if err := json.Unmarshal([]byte(stdout), &data); err != nil {
+		// Claude Code adds plain text printed by a UserPromptSubmit hook
+		// to the prompt's context.
+		if s.Dialect == Claude && s.Event == hooks.PreLLMCall {
+			return map[string]any{"context": stdout}
+		}
+		return nil
+	}
+	switch s.Event {
+	case hooks.PreToolCall:
+		return parseToolDecision(data)
+	case hooks.PreLLMCall:
+		if c, _ := data["context"].(string); strings.TrimSpace(c) != "" {
+			return map[string]any{"context": c}
+		}
+		if h, ok := data["hookSpecificOutput"].(map[string]any); ok {
+			if c, _ := h["additionalContext"].(string); strings.TrimSpace(c) != "" {
+				return map[string]any{"context": c}
+			}
+		}
+	}
+	return nil
+}
+
+// parseToolDecision reads both dialects of a pre_tool_call answer: the
+// familiar agent's {"action": "block"|"modify", "message"|"args"}, Claude
+// Code's {"decision": "block", "reason"} and {"hookSpecificOutput":
+// {"permissionDecision": "deny"|"ask"|"allow", "permissionDecisionReason",
+// "updatedInput"}}.
+func parseToolDecision(d map[string]any) map[string]any {
+	msg := func(primary, secondary string) string {
+		for _, k := range []string{primary, secondary} {
+			if s, ok := d[k].(string); ok && s != "" {
+				return s
+			}
+		}
+		return defaultBlock
+	}
+	if d["action"] == "block" {
+		return block(msg("message", "reason"))
+	}
+	if d["decision"] == "block" || d["decision"] == "deny" {
+		return block(msg("reason", "message"))
+	}
+	if h, ok := d["hookSpecificOutput"].(map[string]any); ok {
+		reason, _ := h["permissionDecisionReason"].(string)
+		switch h["permissionDecision"] {
+		case "deny":
+			if reason == "" {
+				reason = defaultBlock
+			}
+			return block(reason)
+		case "ask":
+			return map[string]any{"action": "approve", "message": reason}
+		}
+		if in, ok := h["updatedInput"].(map[string]any); ok {
+			return map[string]any{"action": "modify", "args": in}
+		}
+	}
+	if args, ok := d["args"].(map[string]any); ok && d["action"] == "modify" {
+		return map[string]any{"action": "modify", "args": args}
+	}
+	if in, ok := d["tool_input"].(map[string]any); ok && d["decision"] == "modify" {
+		return map[string]any{"action": "modify", "args": in}
+	}
+	return nil
+}
+
+func isObject(s string) bool {
+	var m map[string]any
+	return json.Unmarshal([]byte(s), &m) == nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

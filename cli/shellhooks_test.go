@@ -1,0 +1,437 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"atrium/backend/hooks"
+)
+
+// shellHome is a profile whose config.yaml has hooks: (the scripts under
+// hooks/ are written by the test).
+func shellHome(t *testing.T, config string, scripts map[string]string) string {
+	t.Helper()
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(home, "hooks", name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// lines reads a file a hook appended JSON lines to.
+func jsonLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%s: %q: %v", path, l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// The familiar agent's shell hooks, end to end through the real binary
+// and its background plugin host: nothing runs before consent; once
+// approved, a pre_tool_call hook blocks in line, a pre_llm_call hook adds
+// context, an on_session_delete hook gets every deletion once (none for a
+// delete that fails); a revocation stops a hook without a restart.
+func TestShellHooksOfTheFamiliarAgent(t *testing.T) {
+	t.Parallel()
+	home := shellHome(t, `
+hooks:
+  pre_tool_call:
+    - command: ./hooks/guard.sh
+      matcher: "echo|big_.*"
+      timeout: 20
+  pre_llm_call:
+    - command: ./hooks/recall.sh
+  on_session_delete:
+    - command: "./hooks/log.sh deletes.jsonl"
+  pre_tool_cal:
+    - command: ./hooks/guard.sh
+`, map[string]string{
+		"guard.sh":  `in=$(cat); case "$in" in *secret*) echo '{"action": "block", "message": "the guard keeps secrets"}';; esac`,
+		"recall.sh": `cat > /dev/null; echo '{"context": "[[context]] the deploy window is Friday"}'`,
+		"log.sh":    `cat >> "$ATRIUM_HOME/$1"; echo >> "$ATRIUM_HOME/$1"`,
+	})
+	id := create(t, home, "--title", "guarded")
+	r := atriumExec(t, home, "", nil, "send", id, `use tool echo: the secret plan`)
+	if r.code != 0 || !strings.Contains(r.stdout, "The tool echo returned: the secret plan") ||
+		!strings.Contains(r.stderr, "shell hook pre_tool_call → ./hooks/guard.sh is not approved, so it does not run") ||
+		!strings.Contains(r.stderr, `unknown hook event "pre_tool_cal" in hooks: (did you mean "pre_tool_call"?)`) {
+		t.Fatalf("before consent: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "hooks", "approve"); r.code != 0 || !strings.Contains(r.stdout, "approved 3 shell hook(s)") {
+		t.Fatalf("approve: %+v", r)
+	}
+	r = atriumExec(t, home, "", nil, "send", id, `use tool echo: the secret plan`)
+	if r.code != 0 || !strings.Contains(r.stdout, "the guard keeps secrets") || strings.Contains(r.stdout, "returned: the secret plan") ||
+		strings.Contains(r.stderr, "not approved") {
+		t.Fatalf("after consent: %+v", r)
+	}
+	if out := mustSend(t, home, id, "use tool echo: harmless"); !strings.Contains(out, "returned: harmless") {
+		t.Fatalf("a call the guard lets through: %q", out)
+	}
+	if n, _ := sentWith(t, home, id, "the deploy window is Friday"); n != 2 {
+		t.Fatalf("%d user turns carried the hook's context, want 2 (the approved turns)", n)
+	}
+	var rows []struct {
+		Name         string   `json:"name"`
+		Approved     bool     `json:"approved"`
+		RegisteredIn []string `json:"registered_in"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "hooks", "list", "--json"), &rows)
+	if len(rows) != 3 {
+		t.Fatalf("hooks list: %+v", rows)
+	}
+	for _, row := range rows {
+		if !row.Approved || len(row.RegisteredIn) != 1 || !strings.Contains(row.RegisteredIn[0], "background host") {
+			t.Fatalf("hooks list: %+v", rows)
+		}
+	}
+	// Deletions: one line per deletion, with every removed id; a delete
+	// that fails (the session is in the trash already) fires nothing.
+	child := create(t, home, "--parent", id, "--relation", "delegate", "--title", "child")
+	if r := atriumExec(t, home, "", nil, "sessions", "delete", id); r.code != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "sessions", "delete", id); r.code != 0 || !strings.Contains(r.stdout, "already in the trash") {
+		t.Fatalf("second delete: %+v", r)
+	}
+	other := create(t, home, "--title", "other")
+	if r := atriumExec(t, home, "", nil, "sessions", "delete", other, "--now", "--yes"); r.code != 0 {
+		t.Fatalf("delete --now: %+v", r)
+	}
+	got := jsonLines(t, filepath.Join(home, "deletes.jsonl"))
+	if len(got) != 2 {
+		t.Fatalf("%d deletion lines, want 2: %+v", len(got), got)
+	}
+	first, _ := got[0]["extra"].(map[string]any)
+	if got[0]["hook_event_name"] != "on_session_delete" || got[0]["session_id"] != id || got[0]["profile"] != "default" ||
+		got[0]["cwd"] != home || first["reason"] != "delete" || first["restorable"] != true {
+		t.Fatalf("first deletion: %+v", got[0])
+	}
+	if ids, _ := first["deleted_ids"].([]any); len(ids) != 2 || ids[0] != id || ids[1] != child {
+		t.Fatalf("deleted_ids %v, want [%s %s]", first["deleted_ids"], id, child)
+	}
+	if x, _ := got[1]["extra"].(map[string]any); got[1]["session_id"] != other || x["restorable"] != false {
+		t.Fatalf("second deletion: %+v", got[1])
+	}
+	// Revoked: the running host lets go of it at its next look.
+	if r := atriumExec(t, home, "", nil, "hooks", "revoke", "./hooks/guard.sh"); r.code != 0 {
+		t.Fatalf("revoke: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "hooks", "revoke", "./hooks/guard.sh"); r.code != 3 {
+		t.Fatalf("revoke twice: %+v", r)
+	}
+	id2 := create(t, home, "--title", "unguarded")
+	if r := atriumExec(t, home, "", nil, "send", id2, `use tool echo: the secret plan`); !strings.Contains(r.stdout, "returned: the secret plan") {
+		t.Fatalf("after revoke: %+v", r)
+	}
+	// doctor names the unknown event and the hook waiting for consent.
+	r = atriumExec(t, home, "", nil, "hooks", "doctor")
+	if r.code != 5 || !strings.Contains(r.stdout, `unknown hook event "pre_tool_cal"`) ||
+		!strings.Contains(r.stdout, "pre_tool_call → ./hooks/guard.sh: not approved") || strings.Contains(r.stdout, "log.sh deletes.jsonl: ") {
+		t.Fatalf("doctor: %+v", r)
+	}
+}
+
+// A hook that hangs, crashes or is missing never takes a turn down: it
+// fails open, unless it is a fail_closed pre_tool_call hook, which blocks.
+func TestShellHooksThatFail(t *testing.T) {
+	t.Parallel()
+	home := shellHome(t, `
+hooks_auto_accept: true
+hooks:
+  pre_tool_call:
+    - command: ./hooks/hang.sh
+      timeout: 1
+      matcher: echo
+    - command: ./hooks/missing.sh
+      matcher: echo
+    - command: ./hooks/crash.sh
+      matcher: big_output
+      fail_closed: true
+  post_tool_call:
+    - command: ./hooks/crash.sh
+`, map[string]string{
+		"hang.sh":  "sleep 60 & sleep 60\n",
+		"crash.sh": "echo 'Traceback (most recent call last):'; exit 1\n",
+	})
+	id := create(t, home, "--title", "failing hooks")
+	r := atriumExec(t, home, "", nil, "send", id, "use tool echo: still runs")
+	if r.code != 0 || !strings.Contains(r.stdout, "returned: still runs") {
+		t.Fatalf("fail open: %+v", r)
+	}
+	r = atriumExec(t, home, "", nil, "send", id, `use tool big_output: {"bytes": 10}`)
+	if r.code != 0 || !strings.Contains(r.stdout, "hook ./hooks/crash.sh failed closed: unparseable stdout") {
+		t.Fatalf("fail closed: %+v", r)
+	}
+	// Safe mode runs no configured code: not even a fail_closed guard.
+	r = atriumExec(t, home, "", []string{"ATRIUM_SAFE_MODE=1"}, "send", id, `use tool big_output: {"bytes": 10}`)
+	if r.code != 0 || strings.Contains(r.stdout, "failed closed") || !strings.Contains(r.stdout, "The tool big_output returned") {
+		t.Fatalf("safe mode: %+v", r)
+	}
+	r = atriumExec(t, home, "", nil, "hooks", "test", "pre_tool_call", "--tool", "echo")
+	if r.code != 5 || !strings.Contains(r.stdout, "timed out after") || !strings.Contains(r.stdout, "could not run: command not found") {
+		t.Fatalf("hooks test: %+v", r)
+	}
+}
+
+// Claude Code's settings shape: its event names mapped onto Atrium's hooks,
+// its stdin fields (transcript_path a JSONL export of the session), exit 2
+// and permissionDecision blocking a tool, plain stdout as a prompt's
+// context, commands run by the shell.
+func TestShellHooksInClaudeCodesShape(t *testing.T) {
+	t.Parallel()
+	home := shellHome(t, `
+compaction:
+  rotate: false
+hooks:
+  PreToolUse:
+    - matcher: "echo"
+      hooks:
+        - type: command
+          command: "in=$(cat); case \"$in\" in *'rm -rf'*) echo 'never rm -rf' >&2; exit 2;; esac"
+    - matcher: "big_output"
+      hooks:
+        - type: command
+          command: "cat >/dev/null; echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"no big output\"}}'"
+  UserPromptSubmit:
+    - hooks:
+        - {type: command, command: "cat >/dev/null; echo '[[context]] from a Claude hook'"}
+  PreCompact:
+    - hooks: [{type: command, command: "$CLAUDE_PROJECT_DIR/hooks/keep.sh pre"}]
+  PostCompact:
+    - hooks: [{type: command, command: "./hooks/keep.sh post"}]
+  SessionEnd:
+    - hooks: [{type: command, command: "./hooks/keep.sh end"}]
+`, map[string]string{
+		"keep.sh": `in=$(cat); echo "$in" >> "$CLAUDE_PROJECT_DIR/$1.jsonl"
+path=$(echo "$in" | sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p')
+[ -n "$path" ] && wc -l < "$path" | tr -d ' ' >> "$CLAUDE_PROJECT_DIR/$1.lines"; exit 0`,
+	})
+	env := []string{"ATRIUM_ACCEPT_HOOKS=1"}
+	id := create(t, home, "--title", "claude")
+	r := atriumExec(t, home, "", env, "send", id, "use tool echo: rm -rf /")
+	if r.code != 0 || !strings.Contains(r.stdout, "never rm -rf") {
+		t.Fatalf("exit 2: %+v", r)
+	}
+	r = atriumExec(t, home, "", env, "send", id, `use tool big_output: {"bytes": 10}`)
+	if r.code != 0 || !strings.Contains(r.stdout, "no big output") {
+		t.Fatalf("deny: %+v", r)
+	}
+	out := mustSendEnv(t, home, env, id, "tell me about the deploy")
+	if !strings.Contains(out, "offline reply") {
+		t.Fatalf("plain reply: %q", out)
+	}
+	if n, _ := sentWith(t, home, id, "from a Claude hook"); n != 3 {
+		t.Fatalf("%d user turns carried the UserPromptSubmit output, want 3", n)
+	}
+	for _, text := range []string{"one", "two", "three", "four"} {
+		mustSendEnv(t, home, env, id, "step "+text+": "+strings.Repeat("the plan, the owners and the rollback steps. ", 3))
+	}
+	_, stored := sentWith(t, home, id, "")
+	var res struct {
+		Changed bool `json:"changed"`
+	}
+	mustJSON(t, atriumExec(t, home, "", env, "compact", id, "--json"), &res)
+	if !res.Changed {
+		t.Fatal("compact changed nothing")
+	}
+	pre, post := jsonLines(t, filepath.Join(home, "pre.jsonl")), jsonLines(t, filepath.Join(home, "post.jsonl"))
+	if len(pre) != 1 || len(post) != 1 {
+		t.Fatalf("PreCompact %d, PostCompact %d, want 1 each", len(pre), len(post))
+	}
+	if pre[0]["hook_event_name"] != "PreCompact" || pre[0]["trigger"] != "manual" || pre[0]["session_id"] != id ||
+		pre[0]["cwd"] != home || pre[0]["transcript_path"] != filepath.Join(home, "sessions", id+".jsonl") {
+		t.Fatalf("PreCompact stdin: %+v", pre[0])
+	}
+	if post[0]["hook_event_name"] != "PostCompact" || post[0]["trigger"] != "manual" {
+		t.Fatalf("PostCompact stdin: %+v", post[0])
+	}
+	// At PreCompact the transcript still had every message.
+	if b, _ := os.ReadFile(filepath.Join(home, "pre.lines")); strings.TrimSpace(string(b)) != fmt.Sprint(stored) {
+		t.Fatalf("transcript lines at PreCompact: %q, want %d", b, stored)
+	}
+	var line map[string]any
+	b, _ := os.ReadFile(filepath.Join(home, "sessions", id+".jsonl"))
+	if err := json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &line); err != nil {
+		t.Fatal(err)
+	}
+	// PostCompact's export: the compacted transcript, its summary first.
+	if msg, _ := line["message"].(map[string]any); line["type"] != "system" || line["sessionId"] != id || msg["role"] != "system" ||
+		!strings.Contains(msg["content"].(string), "Summary of") || line["timestamp"] == "" {
+		t.Fatalf("transcript line: %+v", line)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "post.lines")); strings.TrimSpace(string(b)) == fmt.Sprint(stored) {
+		t.Fatalf("transcript lines at PostCompact: %q, the same as before", b)
+	}
+	if r := atriumExec(t, home, "", env, "sessions", "end", id); r.code != 0 {
+		t.Fatalf("end: %+v", r)
+	}
+	if end := jsonLines(t, filepath.Join(home, "end.jsonl")); len(end) != 1 || end[0]["hook_event_name"] != "SessionEnd" || end[0]["reason"] != "other" {
+		t.Fatalf("SessionEnd: %+v", end)
+	}
+	// The export is a sidecar: deleting the session removes it.
+	if r := atriumExec(t, home, "", env, "sessions", "delete", id, "--now", "--yes"); r.code != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
+	waitFor(t, "the transcript export removed with its session", 20*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(home, "sessions", id+".jsonl"))
+		return os.IsNotExist(err)
+	})
+}
+
+// sentWith counts the session's user turns sent to the model with text in
+// them, and returns how many messages it has.
+func sentWith(t *testing.T, home, id, text string) (int, int) {
+	t.Helper()
+	var msgs []struct {
+		Role        string  `json:"role"`
+		SentContent *string `json:"sent_content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
+	n := 0
+	for _, m := range msgs {
+		if m.Role == "user" && m.SentContent != nil && strings.Contains(*m.SentContent, text) {
+			n++
+		}
+	}
+	return n, len(msgs)
+}
+
+func mustSendEnv(t *testing.T, home string, env []string, id, text string) string {
+	t.Helper()
+	r := atriumExec(t, home, "", env, "send", id, text)
+	if r.code != 0 {
+		t.Fatalf("send %q: %+v", text, r)
+	}
+	return r.stdout
+}
+
+// On a terminal, a command that fires hooks asks once per (event,
+// command) pair not approved yet, and records the answers; a pair
+// refused is asked again next time, an approved one never.
+func TestShellHookConsentOnATerminal(t *testing.T) {
+	t.Parallel()
+	scriptBin, err := exec.LookPath("script") // util-linux: a terminal for the command
+	if err != nil {
+		t.Fatalf("this test needs script(1) from util-linux: %v", err)
+	}
+	home := shellHome(t, `
+hooks:
+  pre_tool_call:
+    - command: ./hooks/guard.sh
+  on_session_delete:
+    - command: ./hooks/log.sh
+`, map[string]string{
+		"guard.sh": `cat > /dev/null; echo '{"action": "block", "message": "guarded"}'`,
+		"log.sh":   `cat > /dev/null`,
+	})
+	id := create(t, home, "--title", "asked")
+	stopHostAtCleanup(t, home)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	onTerminal := func(answers string) string {
+		t.Helper()
+		line := fmt.Sprintf("'%s' send %s 'use tool echo: hi' --home '%s'", exe, id, home)
+		cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
+		cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
+		cmd.Stdin = strings.NewReader(answers)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("on a terminal: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	// Asked in event order: on_session_delete (refused), pre_tool_call.
+	out := onTerminal("n\ny\n")
+	if strings.Count(out, "Allow this hook to run? [y/N]") != 2 || !strings.Contains(out, "Command: ./hooks/log.sh") ||
+		!strings.Contains(out, "guarded") {
+		t.Fatalf("first run:\n%s", out)
+	}
+	var rows []struct {
+		Name     string `json:"name"`
+		Approved bool   `json:"approved"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "hooks", "list", "--json"), &rows)
+	if len(rows) != 2 || rows[0].Name != "on_session_delete" || rows[0].Approved || rows[1].Name != "pre_tool_call" || !rows[1].Approved {
+		t.Fatalf("after the answers: %+v", rows)
+	}
+	out = onTerminal("n\n")
+	if strings.Count(out, "Allow this hook to run?") != 1 || strings.Contains(out, "Command: ./hooks/guard.sh") || !strings.Contains(out, "guarded") {
+		t.Fatalf("second run:\n%s", out)
+	}
+}
+
+// doctor reads the live registry, not only the config: a host that
+// registers every approved hook but lacks one, or still holds one no
+// longer configured, is a problem.
+func TestShellHooksDoctorChecksTheLiveRegistry(t *testing.T) {
+	t.Parallel()
+	home := shellHome(t, `
+hooks_auto_accept: true
+hooks:
+  pre_tool_call:
+    - command: ./hooks/guard.sh
+  post_tool_call:
+    - command: ./hooks/gone.sh
+`, map[string]string{"guard.sh": "cat > /dev/null\n"})
+	// A live process's record (this test's own), as a host that read an
+	// older config writes it.
+	record := map[string]any{"pid": os.Getpid(), "start": hooks.ProcessStart(os.Getpid()), "process": "atrium serve",
+		"updated_at": time.Now().UTC(), "plugins": []any{}, "shell_all": true,
+		"shell_hooks": []any{map[string]any{"event": "on_session_delete", "name": "on_session_delete", "command": "./hooks/old.sh",
+			"subscriber": "shell:./hooks/old.sh"}}}
+	b, _ := json.Marshal(record)
+	dir := filepath.Join(home, "run", "plugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(os.Getpid())+".json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := atriumExec(t, home, "", nil, "hooks", "doctor")
+	for _, want := range []string{
+		fmt.Sprintf("live registry: atrium serve (pid %d)", os.Getpid()),
+		"pre_tool_call → ./hooks/guard.sh: approved, but not registered in the running atrium serve",
+		"post_tool_call → ./hooks/gone.sh: ./hooks/gone.sh not found (looked for " + filepath.Join(home, "hooks", "gone.sh") + ")",
+		"on_session_delete → ./hooks/old.sh: registered in atrium serve (pid " + fmt.Sprint(os.Getpid()) + ") but no longer configured",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r.code != 5 {
+		t.Fatalf("doctor exit %d: %+v", r.code, r)
+	}
+}
