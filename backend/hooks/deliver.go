@@ -38,6 +38,7 @@ type subscriber struct {
 	redeliver  int64  // events up to here go out flagged as redeliveries
 	hooksSaved string // the hooks list last written to its row
 	waiting    bool   // its plugin is unavailable; retrying
+	later      bool   // its receiver is elsewhere and retrying (a webhook): nobody waits for it
 	suspended  bool   // its plugin is in error; resumes at its next registration
 	lastErr    string
 	retireMark bool // runtime said it no longer exists
@@ -252,10 +253,19 @@ func (b *Bus) deliverBatch(s *subscriber, gen uint64, evs []Event) (cont, all bo
 				s.redeliver = max(s.redeliver, ev.Seq)
 			}
 			first := !s.waiting
-			s.waiting, s.lastErr = true, res.err
+			s.waiting, s.lastErr, s.later = true, res.err, res.later
+			obs := b.observers
 			b.notifyProgressLocked()
 			b.mu.Unlock()
-			if first {
+			if res.attempted {
+				// A receiver's failed attempt: on record, without moving on.
+				for _, fn := range obs {
+					fn(Activity{EventID: ev.ID, Seq: ev.Seq, Hook: ev.Hook, Subscriber: s.name, Status: StatusRetrying, Error: res.err, Redelivery: ev.Redelivery})
+				}
+				b.rec.push(outcome{seq: ev.Seq, subscriber: s.name, status: StatusRetrying, err: res.err, redelivery: ev.Redelivery,
+					at: b.db.Now(), dur: res.dur, attempt: true})
+			}
+			if first && !res.later {
 				b.log.Info("plugin unavailable; its events wait in the log", "plugin", s.name, "seq", ev.Seq, "error", res.err)
 			}
 			return b.sleep(s, retryDown), false
@@ -269,7 +279,7 @@ func (b *Bus) deliverBatch(s *subscriber, gen uint64, evs []Event) (cont, all bo
 			return true, false
 		default:
 			b.mu.Lock()
-			s.waiting = false
+			s.waiting, s.later = false, false
 			b.mu.Unlock()
 			b.finish(s, ev, res.status, res.err, res.dur)
 		}
@@ -291,7 +301,17 @@ type result struct {
 	err       string
 	dur       time.Duration
 	handedOut bool
+	later     bool // a receiver elsewhere: nobody waits for it
+	attempted bool // a later one that made an attempt (recorded)
 }
+
+// StatusRetrying is a delivery's status while its receiver has not taken
+// it and it is tried again (a webhook).
+const StatusRetrying = "retrying"
+
+// ErrNotYet, wrapped by Later, says no attempt was made this time (the
+// handler's backoff has not run out): nothing is recorded.
+var ErrNotYet = errors.New("not yet")
 
 // invokeAll runs every callback of s for ev; the first failure is the
 // outcome.
@@ -362,7 +382,8 @@ func (b *Bus) invoke(s *subscriber, gen uint64, ev Event, h Handler, start time.
 	case err == nil:
 		return result{kind: resDone, status: "ok"}
 	case errors.As(err, &un):
-		return result{kind: resUnavailable, err: err.Error(), handedOut: un.HandedOut}
+		return result{kind: resUnavailable, err: un.Err.Error(), handedOut: un.HandedOut, later: un.Later,
+			attempted: un.Later && !errors.Is(un.Err, ErrNotYet), dur: time.Since(start)}
 	case errors.Is(err, ErrSuspended):
 		return result{kind: resSuspended, err: err.Error()}
 	case b.base.Err() != nil:
@@ -539,7 +560,7 @@ func (b *Bus) WaitDelivered(ctx context.Context, seq int64) error {
 				continue
 			}
 			local[name] = true
-			if s.suspended || len(b.hooksOfLocked(name)) == 0 {
+			if s.suspended || s.later || len(b.hooksOfLocked(name)) == 0 {
 				continue
 			}
 			if s.through < seq || s.unrecorded > 0 {

@@ -30,6 +30,7 @@ type outcome struct {
 	at         time.Time
 	dur        time.Duration
 	suspend    bool
+	attempt    bool // a failed attempt (retrying): its row only, no position moved
 }
 
 // recorder writes outcomes in batches (whatever arrived while the previous
@@ -165,6 +166,9 @@ func (r *recorder) write(batch []outcome) {
 		}
 		rows = append(rows, r)
 		seqs = append(seqs, o.seq)
+		if o.attempt {
+			continue
+		}
 		a := acks[o.subscriber]
 		if a == nil {
 			a = &ack{}

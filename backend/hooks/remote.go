@@ -49,6 +49,11 @@ var ErrSuspended = errors.New("subscriber suspended")
 type UnavailableError struct {
 	Err       error
 	HandedOut bool
+	// Later: a receiver elsewhere (a webhook) did not take it, and may
+	// not for a long while. The attempt is recorded (status "retrying",
+	// in the activity feed), and nobody waits for this subscriber
+	// meanwhile: a command returns; the event waits in the log.
+	Later bool
 }
 
 func (e *UnavailableError) Error() string { return "unavailable: " + e.Err.Error() }
@@ -57,4 +62,11 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // Unavailable wraps err as an UnavailableError.
 func Unavailable(err error, handedOut bool) error {
 	return &UnavailableError{Err: err, HandedOut: handedOut}
+}
+
+// Later wraps err as an UnavailableError with Later set: the attempt that
+// failed is recorded, and the event is offered again (about once a second)
+// until the handler takes it or gives up with an ordinary error.
+func Later(err error) error {
+	return &UnavailableError{Err: err, HandedOut: true, Later: true}
 }
