@@ -31,9 +31,10 @@ var allowed = map[string][]string{
 	// through the hook bus.
 	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
 	"backend/cron":    {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
-	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "plugins"},
+	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "backend/webhooks", "plugins"},
 	// Shell hooks reach Atrium only through the hook bus.
 	"backend/shellhooks":     {"backend/hooks", "backend/atomicfile", "backend/limits"},
+	"backend/webhooks":       {"backend/hooks", "backend/shellhooks"},
 	"backend/plugins/runner": {"backend/atomicfile"},
 	"backend/plugins/proc":   {"backend/hooks", "backend/apperr"},
 	"backend/pluginhost":     {"backend/hooks", "backend/apperr", "backend/hostlock"},

@@ -19,6 +19,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/plugins"
 	"atrium/backend/shellhooks"
+	"atrium/backend/webhooks"
 )
 
 // Shell hooks: config.yaml's hooks: section (backend/shellhooks), their
@@ -27,11 +28,12 @@ import (
 // hookEnv is a profile's shell hook setting: its configured hooks, the
 // warnings for those that cannot run, and its allowlist.
 type hookEnv struct {
-	home  config.Home
-	cfg   config.Config
-	specs []shellhooks.Spec
-	warns []string
-	allow shellhooks.Allowlist
+	home    config.Home
+	cfg     config.Config
+	specs   []shellhooks.Spec
+	targets []webhooks.Target // hooks.outbound
+	warns   []string
+	allow   shellhooks.Allowlist
 }
 
 func (r *runner) hookEnv() (hookEnv, error) {
@@ -48,7 +50,9 @@ func loadHookEnv(home config.Home) (hookEnv, error) {
 		return hookEnv{}, err
 	}
 	specs, warns := plugins.ShellHooks(cfg)
-	return hookEnv{home: home, cfg: cfg, specs: specs, warns: warns, allow: shellhooks.NewAllowlist(home.Dir)}, nil
+	targets, twarns := plugins.Webhooks(cfg)
+	return hookEnv{home: home, cfg: cfg, specs: specs, targets: targets, warns: append(warns, twarns...),
+		allow: shellhooks.NewAllowlist(home.Dir)}, nil
 }
 
 // consentHooks runs before a command that fires hooks: the shell hooks it
@@ -93,7 +97,7 @@ func (r *runner) consentHooks(cmd *cobra.Command, home config.Home) {
 }
 
 func (r *runner) hooksCmd() *cobra.Command {
-	c := &cobra.Command{Use: "hooks", Short: "Shell hooks of config.yaml's hooks: section: list, test, approve, revoke, doctor"}
+	c := &cobra.Command{Use: "hooks", Short: "Shell hooks and outbound webhooks of config.yaml's hooks: section: list, test, approve, revoke, doctor"}
 	c.AddCommand(r.hooksListCmd(), r.hooksTestCmd(), r.hooksApproveCmd(), r.hooksRevokeCmd(), r.hooksDoctorCmd())
 	return c
 }
@@ -122,7 +126,7 @@ func (e hookEnv) rows() ([]hookRow, error) {
 			}
 		}
 		for _, l := range live {
-			if l.Name == s.Name && l.Command == s.Command && l.Matcher == s.Matcher {
+			if l.Item.Name == s.Name && l.Item.Command == s.Command && l.Item.Matcher == s.Matcher {
 				row.RegisteredIn = append(row.RegisteredIn, fmt.Sprintf("%s (pid %d)", l.Process, l.PID))
 			}
 		}
@@ -131,10 +135,33 @@ func (e hookEnv) rows() ([]hookRow, error) {
 	return rows, nil
 }
 
+// webhookRow is one outbound target as `hooks list` shows it.
+type webhookRow struct {
+	webhooks.Target
+	TimeoutSeconds float64  `json:"timeout_seconds"`
+	DeadlineHours  float64  `json:"deadline_hours"`
+	RegisteredIn   []string `json:"registered_in"`
+}
+
+func (e hookEnv) webhookRows() []webhookRow {
+	live := plugins.LiveWebhooks(e.home)
+	rows := []webhookRow{}
+	for _, t := range e.targets {
+		row := webhookRow{Target: t, TimeoutSeconds: t.Timeout.Seconds(), DeadlineHours: t.Deadline.Hours(), RegisteredIn: []string{}}
+		for _, l := range live {
+			if l.Item.Subscriber() == t.Subscriber() && l.Item.URL == t.URL {
+				row.RegisteredIn = append(row.RegisteredIn, fmt.Sprintf("%s (pid %d)", l.Process, l.PID))
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
 func (r *runner) hooksListCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the configured shell hooks: event, matcher, command, whether approved and where registered",
+		Short: "List the configured shell hooks (whether approved, where registered) and outbound webhooks",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			e, err := r.hookEnv()
@@ -148,9 +175,22 @@ func (r *runner) hooksListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return r.print(rows, func(w io.Writer) {
+			out := e.webhookRows()
+			return r.print(map[string]any{"shell": rows, "outbound": out}, func(w io.Writer) {
+				if len(out) > 0 {
+					fmt.Fprintln(w, "OUTBOUND\tURL\tEVENTS\tSIGNED\tTIMEOUT\tDEADLINE\tREGISTERED")
+					for _, o := range out {
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%gs\t%gh\t%s\n", o.Label(), clip(o.URL, 50), strings.Join(o.Events, ","), yesNo(o.Signed),
+							o.TimeoutSeconds, o.DeadlineHours, dash(strings.Join(o.RegisteredIn, ", ")))
+					}
+					if len(rows) > 0 {
+						fmt.Fprintln(w)
+					}
+				}
 				if len(rows) == 0 {
-					fmt.Fprintln(w, "no shell hooks in "+e.home.ConfigPath())
+					if len(out) == 0 {
+						fmt.Fprintln(w, "no shell hooks and no outbound webhooks in "+e.home.ConfigPath())
+					}
 					return
 				}
 				fmt.Fprintln(w, "EVENT\tHOOK\tMATCHER\tCOMMAND\tTIMEOUT\tFAIL\tAPPROVED\tREGISTERED")
@@ -298,11 +338,17 @@ func (r *runner) hooksTestCmd() *cobra.Command {
 					picked = append(picked, s)
 				}
 			}
-			if len(picked) == 0 {
+			var targets []webhooks.Target
+			for _, t := range e.targets {
+				if slices.Contains(t.Events, args[0]) {
+					targets = append(targets, t)
+				}
+			}
+			if len(picked) == 0 && len(targets) == 0 {
 				if _, known := shellhooks.ClaudeEvents[args[0]]; !known && !hooks.Known(args[0]) {
 					return apperr.New(apperr.Invalid, "unknown hook event %q (known: %s)", args[0], strings.Join(hooks.Names(), ", "))
 				}
-				return apperr.New(apperr.NotFound, "no shell hook is configured for %s", args[0])
+				return apperr.New(apperr.NotFound, "no shell hook or outbound webhook is configured for %s", args[0])
 			}
 			var extra map[string]any
 			if payload != "" {
@@ -338,6 +384,23 @@ func (r *runner) hooksTestCmd() *cobra.Command {
 				}
 				results = append(results, res)
 			}
+			for _, tg := range targets {
+				p := samplePayload(args[0], tool)
+				for k, v := range extra {
+					p[k] = v
+				}
+				raw, _ := json.Marshal(p)
+				ev := hooks.Event{ID: "test-" + time.Now().UTC().Format("20060102T150405.000000"), Hook: args[0], Payload: raw, CreatedAt: time.Now()}
+				res := testResult{Event: args[0], Command: "POST " + tg.URL, Matched: true, Approved: true}
+				start := time.Now()
+				code, err := webhooks.Try(context.Background(), tg, env, ev)
+				res.Outcome = shellhooks.Outcome{ExitCode: code, Elapsed: time.Since(start), ElapsedMS: float64(time.Since(start).Microseconds()) / 1000}
+				if err != nil {
+					res.Outcome.Err = err.Error()
+					failed++
+				}
+				results = append(results, res)
+			}
 			err = r.print(results, func(w io.Writer) {
 				for _, t := range results {
 					fmt.Fprintf(w, "%s → %s\n", t.Event, t.Command)
@@ -347,6 +410,9 @@ func (r *runner) hooksTestCmd() *cobra.Command {
 					}
 					o := t.Outcome
 					switch {
+					case strings.HasPrefix(t.Command, "POST ") && o.Err == "":
+						fmt.Fprintf(w, "  HTTP %d in %s: taken\n", o.ExitCode, o.Elapsed.Round(time.Millisecond))
+						continue
 					case o.Err != "":
 						fmt.Fprintf(w, "  could not run: %s\n", o.Err)
 					case o.TimedOut:
@@ -437,9 +503,15 @@ func (r *runner) hooksDoctorCmd() *cobra.Command {
 						strings.Join(hosts, ", "))
 				}
 			}
+			for _, o := range e.webhookRows() {
+				if len(hosts) > 0 && len(o.RegisteredIn) == 0 {
+					findings = append(findings, doctorFinding{Event: strings.Join(o.Events, ","), Command: "POST " + o.URL,
+						Problem: fmt.Sprintf("not registered in the running %s: its events wait in the log", strings.Join(hosts, ", "))})
+				}
+			}
 			for _, l := range plugins.LiveShellHooks(e.home) {
-				if !slices.ContainsFunc(rows, func(h hookRow) bool { return h.Name == l.Name && h.Command == l.Command }) {
-					findings = append(findings, doctorFinding{Event: l.Name, Command: l.Command,
+				if !slices.ContainsFunc(rows, func(h hookRow) bool { return h.Name == l.Item.Name && h.Command == l.Item.Command }) {
+					findings = append(findings, doctorFinding{Event: l.Item.Name, Command: l.Item.Command,
 						Problem: fmt.Sprintf("registered in %s (pid %d) but no longer configured: it runs until that process looks again", l.Process, l.PID)})
 				}
 			}

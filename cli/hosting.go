@@ -336,10 +336,18 @@ func (hh hostHandler) Plugins() []pluginhost.PluginState {
 	for _, s := range hh.r.runtime.States() {
 		out = append(out, pluginhost.PluginState{Name: s.Name, State: s.State, PID: s.PID, Restarts: s.Restarts, Error: s.Error})
 	}
-	// Shell hooks run in the host, a child per event.
+	// Shell hooks and webhooks run in the host (a child, a request per
+	// event).
+	subs := []string{}
 	for _, s := range hh.r.runtime.ShellRegistered() {
-		if !slices.ContainsFunc(out, func(p pluginhost.PluginState) bool { return p.Name == s.Subscriber }) {
-			out = append(out, pluginhost.PluginState{Name: s.Subscriber, State: plugins.StateRunning, PID: os.Getpid()})
+		subs = append(subs, s.Subscriber)
+	}
+	for _, t := range hh.r.runtime.WebhooksRegistered() {
+		subs = append(subs, t.Subscriber())
+	}
+	for _, s := range subs {
+		if !slices.ContainsFunc(out, func(p pluginhost.PluginState) bool { return p.Name == s }) {
+			out = append(out, pluginhost.PluginState{Name: s, State: plugins.StateRunning, PID: os.Getpid()})
 		}
 	}
 	return out

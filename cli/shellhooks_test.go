@@ -101,12 +101,15 @@ hooks:
 	if n, _ := sentWith(t, home, id, "the deploy window is Friday"); n != 2 {
 		t.Fatalf("%d user turns carried the hook's context, want 2 (the approved turns)", n)
 	}
-	var rows []struct {
-		Name         string   `json:"name"`
-		Approved     bool     `json:"approved"`
-		RegisteredIn []string `json:"registered_in"`
+	var list struct {
+		Shell []struct {
+			Name         string   `json:"name"`
+			Approved     bool     `json:"approved"`
+			RegisteredIn []string `json:"registered_in"`
+		} `json:"shell"`
 	}
-	mustJSON(t, atriumExec(t, home, "", nil, "hooks", "list", "--json"), &rows)
+	mustJSON(t, atriumExec(t, home, "", nil, "hooks", "list", "--json"), &list)
+	rows := list.Shell
 	if len(rows) != 3 {
 		t.Fatalf("hooks list: %+v", rows)
 	}
@@ -379,11 +382,14 @@ hooks:
 		!strings.Contains(out, "guarded") {
 		t.Fatalf("first run:\n%s", out)
 	}
-	var rows []struct {
-		Name     string `json:"name"`
-		Approved bool   `json:"approved"`
+	var list struct {
+		Shell []struct {
+			Name     string `json:"name"`
+			Approved bool   `json:"approved"`
+		} `json:"shell"`
 	}
-	mustJSON(t, atriumExec(t, home, "", nil, "hooks", "list", "--json"), &rows)
+	mustJSON(t, atriumExec(t, home, "", nil, "hooks", "list", "--json"), &list)
+	rows := list.Shell
 	if len(rows) != 2 || rows[0].Name != "on_session_delete" || rows[0].Approved || rows[1].Name != "pre_tool_call" || !rows[1].Approved {
 		t.Fatalf("after the answers: %+v", rows)
 	}

@@ -18,6 +18,7 @@ import (
 	"atrium/backend/plugins/proc"
 	pyrunner "atrium/backend/plugins/runner"
 	"atrium/backend/shellhooks"
+	"atrium/backend/webhooks"
 )
 
 // GoPlugin installs one bundled in-process plugin through c, with its
@@ -100,6 +101,7 @@ type Runtime struct {
 	stopped   bool
 	enabled   []string // the enabled plugins in load order, at the last Sync
 	shell     *shellhooks.Registry
+	webhooks  *webhooks.Registry
 	watchSig  string // the folders' signature the last Sync saw
 	reloadSig string // the reload marker's, likewise
 
@@ -535,7 +537,7 @@ func (r *Runtime) publish() {
 		return
 	}
 	if err := writeHostRecord(r.home, r.opts.Process, r.States(), r.ShellRegistered(),
-		r.opts.Want.Processes && r.opts.Want.Hooks == nil); err != nil {
+		r.WebhooksRegistered(), r.opts.Want.Processes && r.opts.Want.Hooks == nil); err != nil {
 		r.log.Warn("publish plugin states", "error", err)
 	}
 }
@@ -614,8 +616,11 @@ func (r *Runtime) Stop(ctx context.Context) error {
 	if r.shell != nil {
 		r.shell.Close()
 	}
+	if r.webhooks != nil {
+		r.webhooks.Close()
+	}
 	r.mu.Unlock()
-	if werr := writeHostRecord(r.home, r.opts.Process, nil, nil, false); werr != nil && err == nil {
+	if werr := writeHostRecord(r.home, r.opts.Process, nil, nil, nil, false); werr != nil && err == nil {
 		err = werr
 	}
 	r.recordMu.Unlock()

@@ -8,6 +8,7 @@ import (
 
 	"atrium/backend/config"
 	"atrium/backend/shellhooks"
+	"atrium/backend/webhooks"
 )
 
 // Shell hooks (config.yaml's hooks:) run where process plugins run: in the
@@ -74,7 +75,59 @@ func (r *Runtime) syncShell(cfg config.Config, problems *[]error) []string {
 	if _, err := reg.Apply(approved); err != nil {
 		*problems = append(*problems, err)
 	}
+	return append(keep, r.syncWebhooks(cfg, problems)...)
+}
+
+// Webhooks reads the profile's outbound webhook targets (hooks.outbound)
+// and a warning for each entry that cannot be posted to.
+func Webhooks(cfg config.Config) ([]webhooks.Target, []string) {
+	return webhooks.Parse(cfg.Hooks.Shell["outbound"], nil)
+}
+
+// syncWebhooks registers the outbound webhook targets taking a hook this
+// process wants, and returns the subscriber names of them all. They need
+// no consent: they run no code here (as in the familiar agent).
+func (r *Runtime) syncWebhooks(cfg config.Config, problems *[]error) []string {
+	targets, warns := Webhooks(cfg)
+	if r.opts.Discover.getenv(EnvSafeMode) == "1" {
+		targets, warns = nil, nil
+	}
+	for _, w := range warns {
+		*problems = append(*problems, fmt.Errorf("%s", w))
+	}
+	var keep []string
+	var mine []webhooks.Target
+	for _, t := range targets {
+		keep = append(keep, t.Subscriber())
+		if w := r.opts.Want.Hooks; w != nil {
+			t.Events = slices.DeleteFunc(slices.Clone(t.Events), func(e string) bool { return !slices.Contains(w, e) })
+		}
+		if len(t.Events) > 0 {
+			mine = append(mine, t)
+		}
+	}
+	r.mu.Lock()
+	if r.webhooks == nil {
+		r.webhooks = webhooks.NewRegistry(webhooks.Options{Bus: r.opts.Bus, Env: shellhooks.Env{Dir: r.home.Dir, Profile: r.home.Profile},
+			Logger: r.log})
+	}
+	reg := r.webhooks
+	r.mu.Unlock()
+	if _, err := reg.Apply(mine); err != nil {
+		*problems = append(*problems, err)
+	}
 	return keep
+}
+
+// WebhooksRegistered are the targets this process registered.
+func (r *Runtime) WebhooksRegistered() []webhooks.Target {
+	r.mu.Lock()
+	reg := r.webhooks
+	r.mu.Unlock()
+	if reg == nil {
+		return nil
+	}
+	return reg.Registered()
 }
 
 // ShellRegistered is what this process registered.
@@ -88,24 +141,34 @@ func (r *Runtime) ShellRegistered() []shellhooks.Registered {
 	return reg.Registered()
 }
 
-// LiveShellHook is a shell hook a live process of the profile registered.
-type LiveShellHook struct {
-	shellhooks.Registered
-	Process string `json:"process"`
-	PID     int    `json:"pid"`
+// Live is something a live process of the profile registered (the
+// registry as it is, not as config.yaml says it should be).
+type Live[T any] struct {
+	Item    T
+	Process string
+	PID     int
 }
 
-// LiveShellHooks lists the shell hooks registered by the profile's live
-// processes (the plugin host, inline commands): the registry as it is, not
-// as config.yaml says it should be.
-func LiveShellHooks(home config.Home) []LiveShellHook {
-	var out []LiveShellHook
+func liveOf[T any](home config.Home, pick func(hostRecord) []T) []Live[T] {
+	var out []Live[T]
 	for _, h := range liveHosts(home) {
-		for _, s := range h.Shell {
-			out = append(out, LiveShellHook{Registered: s, Process: h.Process, PID: h.PID})
+		for _, x := range pick(h) {
+			out = append(out, Live[T]{Item: x, Process: h.Process, PID: h.PID})
 		}
 	}
 	return out
+}
+
+// LiveShellHooks lists the shell hooks the profile's live processes (the
+// plugin host, inline commands) registered.
+func LiveShellHooks(home config.Home) []Live[shellhooks.Registered] {
+	return liveOf(home, func(h hostRecord) []shellhooks.Registered { return h.Shell })
+}
+
+// LiveWebhooks lists the outbound targets the profile's live processes
+// registered.
+func LiveWebhooks(home config.Home) []Live[webhooks.Target] {
+	return liveOf(home, func(h hostRecord) []webhooks.Target { return h.Webhooks })
 }
 
 // LiveShellHosts names the profile's live processes that register every
@@ -123,8 +186,17 @@ func LiveShellHosts(home config.Home) []string {
 // shellNeeded tells whether an approved shell hook takes one of w's hooks
 // (any, when w.Hooks is nil).
 func shellNeeded(o DiscoverOptions, cfg config.Config, w Want) bool {
+	if o.getenv(EnvSafeMode) == "1" {
+		return false
+	}
+	targets, _ := Webhooks(cfg)
+	for _, t := range targets {
+		if w.Hooks == nil || slices.ContainsFunc(t.Events, func(e string) bool { return slices.Contains(w.Hooks, e) }) {
+			return true
+		}
+	}
 	specs, _ := ShellHooks(cfg)
-	if len(specs) == 0 || o.getenv(EnvSafeMode) == "1" {
+	if len(specs) == 0 {
 		return false
 	}
 	specs = slices.DeleteFunc(specs, func(s shellhooks.Spec) bool { return w.Hooks != nil && !slices.Contains(w.Hooks, s.Event) })

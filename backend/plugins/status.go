@@ -19,6 +19,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/plugins/proc"
 	"atrium/backend/shellhooks"
+	"atrium/backend/webhooks"
 )
 
 // What the processes of a profile learn about its plugins outlives them in
@@ -69,6 +70,8 @@ type hostRecord struct {
 	Plugins   []RunState `json:"plugins"`
 	// Shell are the shell hooks it registered.
 	Shell []shellhooks.Registered `json:"shell_hooks,omitempty"`
+	// Webhooks are the outbound webhook targets it registered.
+	Webhooks []webhooks.Target `json:"webhooks,omitempty"`
 	// ShellAll: it registers every approved shell hook (the plugin host;
 	// an inline command registers only those of its hooks).
 	ShellAll bool `json:"shell_all,omitempty"`
@@ -192,7 +195,7 @@ func Fingerprint(p Plugin) string {
 }
 
 // writeHostRecord publishes this process's plugins (nil removes the file).
-func writeHostRecord(home config.Home, process string, plugins []RunState, shell []shellhooks.Registered, shellAll bool) error {
+func writeHostRecord(home config.Home, process string, plugins []RunState, shell []shellhooks.Registered, targets []webhooks.Target, shellAll bool) error {
 	path := filepath.Join(runDir(home), strconv.Itoa(os.Getpid())+".json")
 	if plugins == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) && !config.Unwritable(err) {
@@ -201,7 +204,7 @@ func writeHostRecord(home config.Home, process string, plugins []RunState, shell
 		return nil
 	}
 	err := writeJSON(path, hostRecord{PID: os.Getpid(), Start: hooks.ProcessStart(os.Getpid()), Process: process,
-		UpdatedAt: time.Now().UTC(), Plugins: plugins, Shell: shell, ShellAll: shellAll})
+		UpdatedAt: time.Now().UTC(), Plugins: plugins, Shell: shell, Webhooks: targets, ShellAll: shellAll})
 	if config.Unwritable(err) {
 		return nil // a read-only or full home keeps no record: nothing to say to anyone
 	}

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"atrium/backend/hooks"
@@ -47,13 +45,9 @@ type Registered struct {
 // Registry keeps the shell hooks registered on one bus in line with the
 // specs it is given.
 type Registry struct {
-	o   Options
-	log *slog.Logger
-
-	mu   sync.Mutex
-	sig  string
-	ctxs []*hooks.Context
-	regs []Registered
+	o     Options
+	log   *slog.Logger
+	group hooks.Group[Registered]
 }
 
 // NewRegistry makes an empty registry.
@@ -70,73 +64,43 @@ func NewRegistry(o Options) *Registry {
 // bus refuses is reported in the error; the others are registered.
 func (r *Registry) Apply(specs []Spec) ([]string, error) {
 	b, _ := json.Marshal(specs)
-	sig := string(b)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if sig == r.sig && r.ctxs != nil {
-		return r.namesLocked(), nil
-	}
-	r.unloadLocked()
-	r.sig = sig
-	r.ctxs = []*hooks.Context{}
-	byCmd := map[string]*hooks.Context{}
-	var errs []error
-	for _, s := range specs {
-		sub := Subscriber(s.Command)
-		c := byCmd[sub]
-		if c == nil {
-			c = r.o.Bus.Plugin(sub)
-			byCmd[sub] = c
-			r.ctxs = append(r.ctxs, c)
-		}
-		kind, err := hooks.Lookup(s.Event)
-		if err == nil {
-			if kind == hooks.Sync {
-				err = c.RegisterSync(s.Event, r.syncHandler(s))
-			} else {
-				err = c.RegisterHook(s.Event, r.observer(s))
+	_, err := r.group.Replace(string(b), func() ([]*hooks.Context, []Registered, error) {
+		var ctxs []*hooks.Context
+		var regs []Registered
+		byCmd := map[string]*hooks.Context{}
+		var errs []error
+		for _, s := range specs {
+			sub := Subscriber(s.Command)
+			c := byCmd[sub]
+			if c == nil {
+				c = r.o.Bus.Plugin(sub)
+				byCmd[sub] = c
+				ctxs = append(ctxs, c)
 			}
+			kind, err := hooks.Lookup(s.Event)
+			if err == nil {
+				if kind == hooks.Sync {
+					err = c.RegisterSync(s.Event, r.syncHandler(s))
+				} else {
+					err = c.RegisterHook(s.Event, r.observer(s))
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("shell hook %s (%s): %w", s.Name, s.Command, err))
+				continue
+			}
+			regs = append(regs, Registered{Event: s.Event, Name: s.Name, Command: s.Command, Matcher: s.Matcher, Subscriber: sub})
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("shell hook %s (%s): %w", s.Name, s.Command, err))
-			continue
-		}
-		r.regs = append(r.regs, Registered{Event: s.Event, Name: s.Name, Command: s.Command, Matcher: s.Matcher, Subscriber: sub})
-	}
-	return r.namesLocked(), errors.Join(errs...)
+		return ctxs, regs, errors.Join(errs...)
+	})
+	return r.group.Names(), err
 }
 
 // Registered lists what is registered here.
-func (r *Registry) Registered() []Registered {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.regs)
-}
+func (r *Registry) Registered() []Registered { return r.group.Items() }
 
 // Close unregisters everything.
-func (r *Registry) Close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.unloadLocked()
-	r.sig = ""
-}
-
-func (r *Registry) unloadLocked() {
-	for _, c := range r.ctxs {
-		c.Unload()
-	}
-	r.ctxs, r.regs = nil, nil
-}
-
-func (r *Registry) namesLocked() []string {
-	out := []string{}
-	for _, c := range r.ctxs {
-		if len(c.Hooks()) > 0 {
-			out = append(out, c.Name())
-		}
-	}
-	return out
-}
+func (r *Registry) Close() { r.group.Close() }
 
 // run runs s for one payload, unless its matcher leaves the tool out.
 func (r *Registry) run(ctx context.Context, s Spec, raw json.RawMessage) (Outcome, bool, error) {

@@ -21,6 +21,26 @@ func Stdin(s Spec, e Env, payload map[string]any, transcript string) ([]byte, er
 	if s.Dialect == Claude {
 		return json.Marshal(claudeStdin(s, e, payload, transcript))
 	}
+	return json.Marshal(WireOf(s.Event, e, payload))
+}
+
+// Wire is the familiar agent's shape of a hook's payload, in its wire
+// order: what a shell hook reads on stdin and what an outbound webhook
+// posts (with its delivery fields).
+type Wire struct {
+	Event     string         `json:"hook_event_name"`
+	ToolName  any            `json:"tool_name"`
+	ToolInput any            `json:"tool_input"`
+	SessionID string         `json:"session_id"`
+	Cwd       string         `json:"cwd"`
+	Profile   string         `json:"profile"`
+	Extra     map[string]any `json:"extra"`
+}
+
+// WireOf renders payload for event: tool_name, args (as tool_input, when an
+// object) and the session (session_id, else parent_session_id) lifted out,
+// every other field under extra.
+func WireOf(event string, e Env, payload map[string]any) Wire {
 	extra := map[string]any{}
 	for k, v := range payload {
 		if !contains(topLevel, k) {
@@ -35,16 +55,7 @@ func Stdin(s Spec, e Env, payload map[string]any, transcript string) ([]byte, er
 	if sid == "" {
 		sid, _ = payload["parent_session_id"].(string)
 	}
-	// The familiar agent's wire order.
-	return json.Marshal(struct {
-		Event     string         `json:"hook_event_name"`
-		ToolName  any            `json:"tool_name"`
-		ToolInput any            `json:"tool_input"`
-		SessionID string         `json:"session_id"`
-		Cwd       string         `json:"cwd"`
-		Profile   string         `json:"profile"`
-		Extra     map[string]any `json:"extra"`
-	}{s.Event, payload["tool_name"], toolInput, sid, e.Dir, e.Profile, extra})
+	return Wire{event, payload["tool_name"], toolInput, sid, e.Dir, e.Profile, extra}
 }
 
 // SessionOf is the session a payload is about (for the transcript).
