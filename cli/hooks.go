@@ -74,7 +74,8 @@ func (r *runner) consentHooks(cmd *cobra.Command, home config.Home) {
 		return
 	}
 	in, ok := cmd.InOrStdin().(*os.File)
-	tty := ok && term.IsTerminal(int(in.Fd()))
+	// The window asks nobody on the terminal it may have been started from.
+	tty := ok && term.IsTerminal(int(in.Fd())) && r.cmdPath != "atrium"
 	var rd *bufio.Reader
 	for _, s := range waiting {
 		if !tty {

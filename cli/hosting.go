@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"atrium/backend/config"
 	"atrium/backend/pluginhost"
 	"atrium/backend/plugins"
+	"atrium/backend/shellhooks"
 	"atrium/backend/stack"
 )
 
@@ -171,6 +173,12 @@ func (r *runner) spawnHost(home config.Home) error {
 	if env == nil {
 		env = os.Environ()
 	}
+	// Approving every hook was this command's choice, recorded in the
+	// allowlist already; the host it starts outlives it and must not go on
+	// approving what is configured later.
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return slices.ContainsFunc(shellhooks.AcceptEnv, func(k string) bool { return strings.HasPrefix(kv, k+"=") })
+	})
 	logs := filepath.Join(home.Dir, "logs")
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return err

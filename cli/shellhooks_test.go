@@ -441,3 +441,37 @@ hooks:
 		t.Fatalf("doctor exit %d: %+v", r.code, r)
 	}
 }
+
+// ATRIUM_ACCEPT_HOOKS approves what the command that has it can fire; the
+// plugin host that command starts outlives it and approves nothing more:
+// a hook configured later waits for its own consent.
+func TestAcceptHooksDoesNotOutliveItsCommand(t *testing.T) {
+	t.Parallel()
+	home := shellHome(t, `
+hooks:
+  pre_llm_call:
+    - command: ./hooks/quiet.sh
+`, map[string]string{
+		"quiet.sh": "cat > /dev/null\n",
+		"guard.sh": `cat > /dev/null; echo '{"action": "block", "message": "late guard"}'`,
+	})
+	id := create(t, home, "--title", "accept")
+	if r := atriumExec(t, home, "", []string{"ATRIUM_ACCEPT_HOOKS=1"}, "send", id, "hello"); r.code != 0 || strings.Contains(r.stderr, "not approved") {
+		t.Fatalf("with the switch: %+v", r)
+	}
+	cfg := filepath.Join(home, "config.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(b, "  pre_tool_call:\n    - command: ./hooks/guard.sh\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := atriumExec(t, home, "", nil, "send", id, "use tool echo: still mine")
+	if r.code != 0 || strings.Contains(r.stdout, "late guard") || !strings.Contains(r.stderr, "pre_tool_call → ./hooks/guard.sh is not approved") {
+		t.Fatalf("a hook added later: %+v", r)
+	}
+	if a, _ := os.ReadFile(filepath.Join(home, "shell-hooks-allowlist.json")); strings.Contains(string(a), "guard.sh") {
+		t.Fatalf("the host approved a hook on its own:\n%s", a)
+	}
+}

@@ -302,7 +302,11 @@ func (r *Registry) Registered() []Target { return r.group.Items() }
 // Close unregisters every target.
 func (r *Registry) Close() { r.group.Close() }
 
-func (r *Registry) progress(sub, id string) *retry {
+// begin counts an attempt at ev for sub, unless its backoff has not run
+// out (then it returns when the next may be made). A worker the bus
+// replaced after a hang may still run beside its successor: the state is
+// only touched under the lock.
+func (r *Registry) begin(sub, id string, now time.Time) (attempt int, notBefore time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.state[sub]
@@ -310,7 +314,20 @@ func (r *Registry) progress(sub, id string) *retry {
 		st = &retry{id: id}
 		r.state[sub] = st
 	}
-	return st
+	if now.Before(st.next) {
+		return st.attempts + 1, st.next
+	}
+	st.attempts++
+	return st.attempts, time.Time{}
+}
+
+// retryAt sets when the next attempt at id for sub may be made.
+func (r *Registry) retryAt(sub, id string, next time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.state[sub]; st != nil && st.id == id {
+		st.next = next
+	}
 }
 
 func (r *Registry) handler(t Target) hooks.Handler {
@@ -324,33 +341,32 @@ func (r *Registry) handler(t Target) hooks.Handler {
 				return nil
 			}
 		}
-		st := r.progress(t.Subscriber(), ev.ID)
 		now := r.o.Now()
-		if now.Before(st.next) {
-			return hooks.Later(fmt.Errorf("%w: attempt %d at %s", hooks.ErrNotYet, st.attempts+1, st.next.UTC().Format(time.TimeOnly)))
+		attempt, notBefore := r.begin(t.Subscriber(), ev.ID, now)
+		if !notBefore.IsZero() {
+			return hooks.Later(fmt.Errorf("%w: attempt %d at %s", hooks.ErrNotYet, attempt, notBefore.UTC().Format(time.TimeOnly)))
 		}
-		st.attempts++
-		code, wait, err := r.post(ctx, t, ev, st.attempts)
+		code, wait, err := r.post(ctx, t, ev, attempt)
 		if err == nil {
-			st.attempts = 0
 			return nil
 		}
 		if code >= 300 && code < 500 && code != 408 && code != 425 && code != 429 {
 			r.log.Warn("webhook refused: not retried", "target", t.Label(), "event_id", ev.ID, "error", err)
-			return fmt.Errorf("attempt %d: %v: not retried (the receiver refused the request itself)", st.attempts, err)
+			return fmt.Errorf("attempt %d: %v: not retried (the receiver refused the request itself)", attempt, err)
 		}
 		if age := now.Sub(ev.CreatedAt); age >= t.Deadline {
-			r.log.Warn("webhook given up", "target", t.Label(), "event_id", ev.ID, "attempts", st.attempts, "error", err)
-			return fmt.Errorf("attempt %d: %v: given up, %s after the event (deadline %s)", st.attempts, err, age.Round(time.Second), t.Deadline)
+			r.log.Warn("webhook given up", "target", t.Label(), "event_id", ev.ID, "attempts", attempt, "error", err)
+			return fmt.Errorf("attempt %d: %v: given up, %s after the event (deadline %s)", attempt, err, age.Round(time.Second), t.Deadline)
 		}
 		if wait <= 0 {
-			wait = min(firstBackoff<<min(st.attempts-1, 20), maxBackoff)
+			wait = min(firstBackoff<<min(attempt-1, 20), maxBackoff)
 		}
-		st.next = now.Add(wait)
-		if st.attempts == 1 {
+		next := now.Add(wait)
+		r.retryAt(t.Subscriber(), ev.ID, next)
+		if attempt == 1 {
 			r.log.Warn("webhook not delivered; retrying", "target", t.Label(), "event_id", ev.ID, "error", err)
 		}
-		return hooks.Later(fmt.Errorf("attempt %d: %v; next at %s", st.attempts, err, st.next.UTC().Format(time.TimeOnly)))
+		return hooks.Later(fmt.Errorf("attempt %d: %v; next at %s", attempt, err, next.UTC().Format(time.TimeOnly)))
 	}
 }
 
