@@ -344,7 +344,7 @@ func (r *Registry) handler(t Target) hooks.Handler {
 		now := r.o.Now()
 		attempt, notBefore := r.begin(t.Subscriber(), ev.ID, now)
 		if !notBefore.IsZero() {
-			return hooks.Later(fmt.Errorf("%w: attempt %d at %s", hooks.ErrNotYet, attempt, notBefore.UTC().Format(time.TimeOnly)))
+			return hooks.Later(fmt.Errorf("%w: attempt %d at %s UTC", hooks.ErrNotYet, attempt, notBefore.UTC().Format(time.TimeOnly)))
 		}
 		code, wait, err := r.post(ctx, t, ev, attempt)
 		if err == nil {
@@ -366,7 +366,7 @@ func (r *Registry) handler(t Target) hooks.Handler {
 		if attempt == 1 {
 			r.log.Warn("webhook not delivered; retrying", "target", t.Label(), "event_id", ev.ID, "error", err)
 		}
-		return hooks.Later(fmt.Errorf("attempt %d: %v; next at %s", attempt, err, next.UTC().Format(time.TimeOnly)))
+		return hooks.Later(fmt.Errorf("attempt %d: %v; next at %s UTC", attempt, err, next.UTC().Format(time.TimeOnly)))
 	}
 }
 
