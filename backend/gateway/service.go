@@ -469,7 +469,10 @@ func (s *Service) typing(ctx context.Context, w *turnInfo) func() {
 					stop()
 					paused = false
 				}
-				c, cc := context.WithTimeout(tctx, 5*time.Second)
+				// Not cut off when the turn ends: a status call cancelled in
+				// flight may have landed, and stop() could not know to take
+				// it down. The turn's end waits for it (at most 5 s).
+				c, cc := context.WithTimeout(context.WithoutCancel(tctx), 5*time.Second)
 				_ = t.Typing(c, m.ChatID, m.ThreadID)
 				cc()
 			}
