@@ -264,7 +264,7 @@ path=$(echo "$in" | sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p')
 	var res struct {
 		Changed bool `json:"changed"`
 	}
-	mustJSON(t, atriumExec(t, home, "", env, "compact", id, "--json"), &res)
+	mustJSON(t, atriumExec(t, home, "", env, "compact", id, "--focus", "the rollback", "--json"), &res)
 	if !res.Changed {
 		t.Fatal("compact changed nothing")
 	}
@@ -272,7 +272,7 @@ path=$(echo "$in" | sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p')
 	if len(pre) != 1 || len(post) != 1 {
 		t.Fatalf("PreCompact %d, PostCompact %d, want 1 each", len(pre), len(post))
 	}
-	if pre[0]["hook_event_name"] != "PreCompact" || pre[0]["trigger"] != "manual" || pre[0]["session_id"] != id ||
+	if pre[0]["hook_event_name"] != "PreCompact" || pre[0]["trigger"] != "manual" || pre[0]["session_id"] != id || pre[0]["custom_instructions"] != "the rollback" ||
 		pre[0]["cwd"] != home || pre[0]["transcript_path"] != filepath.Join(home, "sessions", id+".jsonl") {
 		t.Fatalf("PreCompact stdin: %+v", pre[0])
 	}

@@ -253,7 +253,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (Result, error) {
 		// the transcript is still whole. Answers are ignored, and a
 		// failure (logged by the bus) never stops the compaction.
 		_, _ = e.bus.CallSync(ctx, hooks.PreCompaction, hooks.PreCompactionPayload{SessionID: sess.ID, Kind: req.Kind,
-			Reason: req.Reason, Messages: len(msgs), BeforeTokens: before, Platform: hooks.StrOrNil(req.Platform)})
+			Reason: req.Reason, Focus: req.Focus, Messages: len(msgs), BeforeTokens: before, Platform: hooks.StrOrNil(req.Platform)})
 	}
 	if err := e.commit(ctx, sess, p, &res, req); err != nil {
 		return Result{}, err

@@ -473,10 +473,10 @@ func TestPreCompactionBeforeEachWrittenCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := e.conversation(t, 10)
-	if res, err := e.eng.Compact(ctx, compaction.Request{SessionID: s.ID, Kind: "summarize", Reason: "manual", Platform: "cli"}); err != nil || !res.Changed {
+	if res, err := e.eng.Compact(ctx, compaction.Request{SessionID: s.ID, Kind: "summarize", Reason: "manual", Platform: "cli", Focus: "the port"}); err != nil || !res.Changed {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if len(calls) != 1 || calls[0].SessionID != s.ID || calls[0].Kind != "summarize" || calls[0].Reason != "manual" ||
+	if len(calls) != 1 || calls[0].SessionID != s.ID || calls[0].Kind != "summarize" || calls[0].Reason != "manual" || calls[0].Focus != "the port" ||
 		calls[0].Messages != 21 || seenMessages[0] != 21 || calls[0].BeforeTokens <= 0 || calls[0].Platform == nil || *calls[0].Platform != "cli" {
 		t.Fatalf("calls %+v, messages seen %v", calls, seenMessages)
 	}

@@ -220,11 +220,14 @@ func NormalizeTimeout(d time.Duration) time.Duration {
 // transcript is still as it was (its post_compaction follows, unless the
 // write fails). Attempts that change nothing call nothing. Answers are
 // ignored. Reason is "manual" for /compact and `atrium compact`, else what
-// triggered it; Messages and BeforeTokens describe the transcript now.
+// triggered it; Focus is the hint given for the summary (/compress FOCUS,
+// `atrium compact --focus`); Messages and BeforeTokens describe the
+// transcript now.
 type PreCompactionPayload struct {
 	SessionID    string  `json:"session_id"`
 	Kind         string  `json:"kind"`
 	Reason       string  `json:"reason"`
+	Focus        string  `json:"focus"`
 	Messages     int     `json:"messages"`
 	BeforeTokens int     `json:"before_tokens"`
 	Platform     *string `json:"platform"`

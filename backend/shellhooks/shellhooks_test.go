@@ -238,7 +238,7 @@ func TestStdinShapes(t *testing.T) {
 	for name, p := range map[string]map[string]any{
 		"UserPromptSubmit": {"session_id": "s", "user_message": "hello"},
 		"SessionEnd":       {"session_id": "s", "reason": "exit"},
-		"PreCompact":       {"session_id": "s", "reason": "manual"},
+		"PreCompact":       {"session_id": "s", "reason": "manual", "focus": "keep the owners"},
 		"PostCompact":      {"session_id": "s", "reason": "overflow"},
 	} {
 		b, _ = shellhooks.Stdin(spec(t, name+": [{hooks: [{type: command, command: x}]}]"), env, p, "")
@@ -254,7 +254,7 @@ func TestStdinShapes(t *testing.T) {
 				t.Errorf("%s: %s", name, b)
 			}
 		case "PreCompact":
-			if m["trigger"] != "manual" || m["custom_instructions"] != "" {
+			if m["trigger"] != "manual" || m["custom_instructions"] != "keep the owners" {
 				t.Errorf("%s: %s", name, b)
 			}
 		case "PostCompact":

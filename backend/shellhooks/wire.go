@@ -108,7 +108,8 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 			out["trigger"] = "manual"
 		}
 		if s.Name == "PreCompact" {
-			out["custom_instructions"] = ""
+			focus, _ := p["focus"].(string) // compact --focus, /compress FOCUS
+			out["custom_instructions"] = focus
 		}
 	case "SubagentStart", "SubagentStop":
 		out["agent_id"], out["agent_type"] = p["child_subagent_id"], p["child_role"]
