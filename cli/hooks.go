@@ -64,9 +64,8 @@ func (r *runner) consentHooks(cmd *cobra.Command, home config.Home) {
 	if err != nil || len(e.specs) == 0 || os.Getenv(plugins.EnvSafeMode) == "1" {
 		return // a broken config is the stack's to report; safe mode runs no hook
 	}
-	specs := slices.DeleteFunc(e.specs, func(s shellhooks.Spec) bool {
-		return r.pluginHooks != nil && !slices.Contains(r.pluginHooks, s.Event)
-	})
+	want := plugins.Want{Hooks: r.pluginHooks}
+	specs := slices.DeleteFunc(e.specs, func(s shellhooks.Spec) bool { return !want.Takes(s.Event) })
 	accept := r.acceptHooks || plugins.AcceptHooks(e.cfg)
 	_, waiting, err := e.allow.Split(specs, accept, time.Now())
 	if err != nil {
@@ -246,10 +245,8 @@ func (r *runner) hooksApproveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, s := range waiting {
-				if err := e.allow.Approve(s.Name, s.Command, time.Now()); err != nil {
-					return err
-				}
+			if err := e.allow.ApproveAll(waiting, time.Now()); err != nil {
+				return err
 			}
 			out := map[string]any{"approved": len(waiting), "already": len(picked) - len(waiting), "allowlist": e.allow.Path()}
 			return r.print(out, func(w io.Writer) {
@@ -295,8 +292,9 @@ type testResult struct {
 	Approved bool               `json:"approved"`
 }
 
-// samplePayload is a payload of hook with every field it has, for a test.
-func samplePayload(event, tool string) map[string]any {
+// samplePayload is a payload of hook with every field it has, for a test,
+// with the fields of extra (--payload) added or replacing them.
+func samplePayload(event, tool string, extra map[string]any) map[string]any {
 	p := map[string]any{"session_id": "test-session", "platform": "cli", "session_key": "", "task_id": "test-task", "turn_id": "test-turn"}
 	switch event {
 	case hooks.PreToolCall, hooks.PostToolCall, hooks.TransformToolRes:
@@ -315,6 +313,9 @@ func samplePayload(event, tool string) map[string]any {
 		p["kind"], p["reason"] = "summarize", "manual"
 	case hooks.OnSessionDelete:
 		p["reason"], p["deleted_ids"], p["profile"] = "delete", []any{"test-session"}, "default"
+	}
+	for k, v := range extra {
+		p[k] = v
 	}
 	return p
 }
@@ -361,10 +362,7 @@ func (r *runner) hooksTestCmd() *cobra.Command {
 			var results []testResult
 			failed := 0
 			for _, s := range picked {
-				p := samplePayload(s.Event, tool)
-				for k, v := range extra {
-					p[k] = v
-				}
+				p := samplePayload(s.Event, tool, extra)
 				res := testResult{Event: s.Name, Command: s.Command, Matched: true}
 				if a, _ := e.allow.Find(s.Name, s.Command); a != nil {
 					res.Approved = true
@@ -386,16 +384,13 @@ func (r *runner) hooksTestCmd() *cobra.Command {
 				results = append(results, res)
 			}
 			for _, tg := range targets {
-				p := samplePayload(args[0], tool)
-				for k, v := range extra {
-					p[k] = v
-				}
-				raw, _ := json.Marshal(p)
+				raw, _ := json.Marshal(samplePayload(args[0], tool, extra))
 				ev := hooks.Event{ID: "test-" + time.Now().UTC().Format("20060102T150405.000000"), Hook: args[0], Payload: raw, CreatedAt: time.Now()}
 				res := testResult{Event: args[0], Command: "POST " + tg.URL, Matched: true, Approved: true}
 				start := time.Now()
 				code, err := webhooks.Try(context.Background(), tg, env, ev)
-				res.Outcome = shellhooks.Outcome{ExitCode: code, Elapsed: time.Since(start), ElapsedMS: float64(time.Since(start).Microseconds()) / 1000}
+				took := time.Since(start)
+				res.Outcome = shellhooks.Outcome{ExitCode: code, Elapsed: took, ElapsedMS: float64(took.Microseconds()) / 1000}
 				if err != nil {
 					res.Outcome.Err = err.Error()
 					failed++

@@ -140,6 +140,16 @@ func NewBus(d *db.DB, opts Options) *Bus {
 // Timeout is the callback bound in force (0 = none).
 func (b *Bus) Timeout() time.Duration { return time.Duration(b.timeout.Load()) }
 
+// Within bounds a callback's own deadline d inside the callback bound (at
+// most 90% of it): a callback that gives up by its own rule answers
+// before the bus would cut it off.
+func (b *Bus) Within(d time.Duration) time.Duration {
+	if bt := b.Timeout(); bt > 0 && d > bt-bt/10 {
+		return bt - bt/10
+	}
+	return d
+}
+
 // SetTimeout changes the callback bound (plugins.hook_callback_timeout) for
 // every callback that starts from now on; it is normalised like
 // Options.Timeout.

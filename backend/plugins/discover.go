@@ -93,6 +93,10 @@ func (o DiscoverOptions) getenv(k string) string {
 	return os.Getenv(k)
 }
 
+// safeMode tells whether $ATRIUM_SAFE_MODE is 1: no plugin and no
+// configured hook runs.
+func (o DiscoverOptions) safeMode() bool { return o.getenv(EnvSafeMode) == "1" }
+
 // projectDir is the project plugin folder, absolute, when
 // $ATRIUM_ENABLE_PROJECT_PLUGINS is 1; "" otherwise.
 func (o DiscoverOptions) projectDir() string {
@@ -189,7 +193,7 @@ func Discover(opts DiscoverOptions) ([]Plugin, error) {
 		}
 	}
 
-	safe := opts.getenv(EnvSafeMode) == "1"
+	safe := opts.safeMode()
 	out := make([]Plugin, 0, len(byName))
 	for _, c := range byName {
 		p := c.p

@@ -232,7 +232,7 @@ func (r *Runtime) syncLocked(ctx context.Context, force, wait bool) error {
 	var shellNames []string
 	if r.opts.Want.Processes {
 		r.syncProcesses(ctx, list, cfg, force, wait, &problems)
-		shellNames = r.syncShell(cfg, &problems)
+		shellNames = r.syncConfigured(cfg, &problems)
 	}
 	r.mu.Lock()
 	r.watchSig, r.reloadSig = sig, reloadSig
@@ -442,6 +442,9 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 	}
 	wg.Wait()
 }
+
+// Takes tells whether w wants hook (every hook when Hooks is nil).
+func (w Want) Takes(hook string) bool { return w.Hooks == nil || slices.Contains(w.Hooks, hook) }
 
 // selects applies Want to a process plugin with its last good handshake
 // (nil: never started from its current folder).

@@ -34,14 +34,25 @@ func AcceptHooks(cfg config.Config) bool {
 	return cfg.AcceptsHooks()
 }
 
-// syncShell registers the approved shell hooks this process wants and
-// returns the subscriber names of every approved one. Entries that cannot run are problems
-// (the command that started the sync says so).
-func (r *Runtime) syncShell(cfg config.Config, problems *[]error) []string {
-	specs, warns := ShellHooks(cfg)
-	if r.opts.Discover.getenv(EnvSafeMode) == "1" {
-		specs, warns = nil, nil // safe mode runs no configured code at all
+// configured reads the shell hooks and webhook targets of config.yaml,
+// with a warning for each entry that cannot run; safe mode runs no
+// configured code at all.
+func configured(o DiscoverOptions, cfg config.Config) ([]shellhooks.Spec, []webhooks.Target, []string) {
+	if o.safeMode() {
+		return nil, nil, nil
 	}
+	specs, warns := ShellHooks(cfg)
+	targets, twarns := Webhooks(cfg)
+	return specs, targets, append(warns, twarns...)
+}
+
+// syncConfigured registers the approved shell hooks and the webhook
+// targets that take a hook this process wants, and returns the subscriber
+// names of all of them: each keeps its place in the log (as every enabled
+// plugin does), though this process may register only some. Entries that
+// cannot run are problems (the command that started the sync says so).
+func (r *Runtime) syncConfigured(cfg config.Config, problems *[]error) []string {
+	specs, targets, warns := configured(r.opts.Discover, cfg)
 	for _, w := range warns {
 		*problems = append(*problems, fmt.Errorf("%s", w))
 	}
@@ -49,74 +60,47 @@ func (r *Runtime) syncShell(cfg config.Config, problems *[]error) []string {
 	if err != nil {
 		*problems = append(*problems, err)
 	}
-	// Every approved hook keeps its place in the log (as every enabled
-	// plugin does), though this process may register only some.
-	var keep []string
-	for _, s := range approved {
-		if n := shellhooks.Subscriber(s.Command); !slices.Contains(keep, n) {
-			keep = append(keep, n)
-		}
-	}
-	approved = slices.DeleteFunc(approved, func(s shellhooks.Spec) bool {
-		return r.opts.Want.Hooks != nil && !slices.Contains(r.opts.Want.Hooks, s.Event)
-	})
 	// The command that fires them says so itself (it may ask); here it is
 	// for the log.
 	for _, s := range waiting {
 		r.log.Info("shell hook not approved: it does not run", "event", s.Name, "command", s.Command)
 	}
+	var keep []string
+	var mine []webhooks.Target
+	for _, s := range approved {
+		if n := shellhooks.Subscriber(s.Command); !slices.Contains(keep, n) {
+			keep = append(keep, n)
+		}
+	}
+	for _, t := range targets {
+		keep = append(keep, t.Subscriber())
+		t.Events = slices.DeleteFunc(slices.Clone(t.Events), func(e string) bool { return !r.opts.Want.Takes(e) })
+		if len(t.Events) > 0 {
+			mine = append(mine, t)
+		}
+	}
+	approved = slices.DeleteFunc(approved, func(s shellhooks.Spec) bool { return !r.opts.Want.Takes(s.Event) })
+	env := shellhooks.Env{Dir: r.home.Dir, Profile: r.home.Profile}
 	r.mu.Lock()
 	if r.shell == nil {
-		r.shell = shellhooks.NewRegistry(shellhooks.Options{Bus: r.opts.Bus, Env: shellhooks.Env{Dir: r.home.Dir, Profile: r.home.Profile},
-			Transcripts: r.opts.Transcripts, Logger: r.log})
+		r.shell = shellhooks.NewRegistry(shellhooks.Options{Bus: r.opts.Bus, Env: env, Transcripts: r.opts.Transcripts, Logger: r.log})
+		r.webhooks = webhooks.NewRegistry(webhooks.Options{Bus: r.opts.Bus, Env: env, Logger: r.log})
 	}
-	reg := r.shell
+	shell, hooksOut := r.shell, r.webhooks
 	r.mu.Unlock()
-	if _, err := reg.Apply(approved); err != nil {
+	if _, err := shell.Apply(approved); err != nil {
 		*problems = append(*problems, err)
 	}
-	return append(keep, r.syncWebhooks(cfg, problems)...)
+	if _, err := hooksOut.Apply(mine); err != nil {
+		*problems = append(*problems, err)
+	}
+	return keep
 }
 
 // Webhooks reads the profile's outbound webhook targets (hooks.outbound)
 // and a warning for each entry that cannot be posted to.
 func Webhooks(cfg config.Config) ([]webhooks.Target, []string) {
 	return webhooks.Parse(cfg.Hooks.Shell["outbound"], nil)
-}
-
-// syncWebhooks registers the outbound webhook targets taking a hook this
-// process wants, and returns the subscriber names of them all. They need
-// no consent: they run no code here (as in the familiar agent).
-func (r *Runtime) syncWebhooks(cfg config.Config, problems *[]error) []string {
-	targets, warns := Webhooks(cfg)
-	if r.opts.Discover.getenv(EnvSafeMode) == "1" {
-		targets, warns = nil, nil
-	}
-	for _, w := range warns {
-		*problems = append(*problems, fmt.Errorf("%s", w))
-	}
-	var keep []string
-	var mine []webhooks.Target
-	for _, t := range targets {
-		keep = append(keep, t.Subscriber())
-		if w := r.opts.Want.Hooks; w != nil {
-			t.Events = slices.DeleteFunc(slices.Clone(t.Events), func(e string) bool { return !slices.Contains(w, e) })
-		}
-		if len(t.Events) > 0 {
-			mine = append(mine, t)
-		}
-	}
-	r.mu.Lock()
-	if r.webhooks == nil {
-		r.webhooks = webhooks.NewRegistry(webhooks.Options{Bus: r.opts.Bus, Env: shellhooks.Env{Dir: r.home.Dir, Profile: r.home.Profile},
-			Logger: r.log})
-	}
-	reg := r.webhooks
-	r.mu.Unlock()
-	if _, err := reg.Apply(mine); err != nil {
-		*problems = append(*problems, err)
-	}
-	return keep
 }
 
 // WebhooksRegistered are the targets this process registered.
@@ -183,28 +167,18 @@ func LiveShellHosts(home config.Home) []string {
 	return out
 }
 
-// shellNeeded tells whether an approved shell hook takes one of w's hooks
-// (any, when w.Hooks is nil).
+// shellNeeded tells whether an approved shell hook or a webhook target
+// takes one of w's hooks.
 func shellNeeded(o DiscoverOptions, cfg config.Config, w Want) bool {
-	if o.getenv(EnvSafeMode) == "1" {
-		return false
-	}
-	targets, _ := Webhooks(cfg)
+	specs, targets, _ := configured(o, cfg)
 	for _, t := range targets {
-		if w.Hooks == nil || slices.ContainsFunc(t.Events, func(e string) bool { return slices.Contains(w.Hooks, e) }) {
+		if slices.ContainsFunc(t.Events, w.Takes) {
 			return true
 		}
 	}
-	specs, _ := ShellHooks(cfg)
-	if len(specs) == 0 {
-		return false
-	}
-	specs = slices.DeleteFunc(specs, func(s shellhooks.Spec) bool { return w.Hooks != nil && !slices.Contains(w.Hooks, s.Event) })
-	if len(specs) == 0 {
-		return false
-	}
-	if AcceptHooks(cfg) {
-		return true
+	specs = slices.DeleteFunc(specs, func(s shellhooks.Spec) bool { return !w.Takes(s.Event) })
+	if len(specs) == 0 || AcceptHooks(cfg) {
+		return len(specs) > 0
 	}
 	approved, _, _ := shellhooks.NewAllowlist(o.Home.Dir).Split(specs, false, time.Now())
 	return len(approved) > 0

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -89,15 +90,22 @@ func (a Allowlist) Find(event, command string) (*Approval, error) {
 // Approve records (event, command) as allowed now, with the modification
 // time of the script it runs, so a later change to it can be reported.
 func (a Allowlist) Approve(event, command string, now time.Time) error {
+	return a.ApproveAll([]Spec{{Name: event, Command: command}}, now)
+}
+
+// ApproveAll records the (Name, Command) pair of each spec as allowed now,
+// in one rewrite of the file.
+func (a Allowlist) ApproveAll(specs []Spec, now time.Time) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	at := now.UTC().Format("2006-01-02T15:04:05.000000Z")
 	return a.update(func(list []Approval) []Approval {
-		out := list[:0:0]
-		for _, e := range list {
-			if e.Event != event || e.Command != command {
-				out = append(out, e)
-			}
+		for _, s := range specs {
+			list = slices.DeleteFunc(list, func(e Approval) bool { return e.Event == s.Name && e.Command == s.Command })
+			list = append(list, Approval{Event: s.Name, Command: s.Command, ApprovedAt: at, ScriptTime: ScriptTime(a.dir, s.Command)})
 		}
-		return append(out, Approval{Event: event, Command: command, ApprovedAt: now.UTC().Format("2006-01-02T15:04:05.000000Z"),
-			ScriptTime: ScriptTime(a.dir, command)})
+		return list
 	})
 }
 
@@ -231,27 +239,18 @@ func (a Allowlist) Split(specs []Spec, accept bool, now time.Time) (approved, wa
 	if err != nil {
 		return nil, specs, err
 	}
-	has := func(s Spec) bool {
-		for _, e := range list {
-			if e.Event == s.Name && e.Command == s.Command {
-				return true
-			}
-		}
-		return false
-	}
 	for _, s := range specs {
-		switch {
-		case has(s):
+		if slices.ContainsFunc(list, func(e Approval) bool { return e.Event == s.Name && e.Command == s.Command }) {
 			approved = append(approved, s)
-		case accept:
-			if err := a.Approve(s.Name, s.Command, now); err != nil {
-				return approved, append(waiting, s), err
-			}
-			list = append(list, Approval{Event: s.Name, Command: s.Command})
-			approved = append(approved, s)
-		default:
+		} else {
 			waiting = append(waiting, s)
 		}
+	}
+	if accept && len(waiting) > 0 {
+		if err := a.ApproveAll(waiting, now); err != nil {
+			return approved, waiting, err
+		}
+		approved, waiting = specs, nil
 	}
 	return approved, waiting, nil
 }

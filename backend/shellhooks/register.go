@@ -131,9 +131,7 @@ func (r *Registry) run(ctx context.Context, s Spec, raw json.RawMessage) (Outcom
 	// A hook answers by its own deadline, inside the bus's callback
 	// bound: one that hangs fails open (or closed, with fail_closed) by
 	// its own rule, not by the bus's.
-	if bt := r.o.Bus.Timeout(); bt > 0 && s.Timeout > bt-bt/10 {
-		s.Timeout = bt - bt/10
-	}
+	s.Timeout = r.o.Bus.Within(s.Timeout)
 	return Run(ctx, s, r.o.Env, stdin), true, nil
 }
 

@@ -11,6 +11,7 @@ package shellhooks
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -54,8 +55,7 @@ type Spec struct {
 	FailClosed bool    `json:"fail_closed"`
 	Dialect    Dialect `json:"dialect"`
 
-	re      *regexp.Regexp // the compiled matcher; nil: literal (or none)
-	literal []string       // Claude: a matcher of names, "Edit|Write"
+	match Matcher // Matcher, compiled
 }
 
 // ClaudeEvents maps Claude Code's hook event names onto Atrium's hooks.
@@ -225,17 +225,8 @@ func timeoutOf(at string, v any, warn func(string, ...any)) time.Duration {
 	if v == nil {
 		return DefaultTimeout
 	}
-	var secs float64
-	switch n := v.(type) {
-	case int:
-		secs = float64(n)
-	case int64:
-		secs = float64(n)
-	case uint64:
-		secs = float64(n)
-	case float64:
-		secs = n
-	default:
+	secs, ok := Number(v)
+	if !ok {
 		warn("%s.timeout must be a number of seconds (got %v); using %d", at, v, int(DefaultTimeout/time.Second))
 		return DefaultTimeout
 	}
@@ -250,45 +241,77 @@ func timeoutOf(at string, v any, warn func(string, ...any)) time.Duration {
 	return time.Duration(secs * float64(time.Second))
 }
 
+// Number reads a YAML number (an integer decodes as int64 or uint64).
+func Number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
 var namesOnly = regexp.MustCompile(`^[A-Za-z0-9_|-]+$`)
 
-// compile prepares the matcher. The familiar agent's is a regular
-// expression the whole tool name must match (a broken one matches by
-// equality); Claude Code's is a list of names ("Edit|Write") or else a
-// regular expression found anywhere in the name.
+// Matcher picks the tool calls a hook (or a webhook target) takes.
+type Matcher struct {
+	expr  string
+	re    *regexp.Regexp // nil: a list of names, or the expression taken literally
+	names []string       // Claude Code's list of names, "Edit|Write"
+}
+
+// CompileMatcher prepares expr ("" takes every tool). The familiar agent's
+// is a regular expression the whole tool name must match; Claude Code's
+// is a list of names or else a regular expression found anywhere in the
+// name. An expression that does not compile is returned with its error
+// and matches that exact tool name.
+func CompileMatcher(expr string, d Dialect) (Matcher, error) {
+	m := Matcher{expr: expr}
+	if expr == "" {
+		return m, nil
+	}
+	if d == Claude && namesOnly.MatchString(expr) {
+		m.names = strings.Split(expr, "|")
+		return m, nil
+	}
+	full := expr
+	if d == Hermes {
+		full = `^(?:` + expr + `)$`
+	}
+	re, err := regexp.Compile(full)
+	m.re = re
+	return m, err
+}
+
+// Matches tells whether a call of tool is taken.
+func (m Matcher) Matches(tool string) bool {
+	switch {
+	case m.expr == "":
+		return true
+	case m.names != nil:
+		return slices.Contains(m.names, tool)
+	case m.re != nil:
+		return m.re.MatchString(tool)
+	}
+	return tool == m.expr
+}
+
+// compile prepares s's matcher, warning about one that does not compile.
 func (s *Spec) compile(warn func(string, ...any), at string) {
-	if s.Matcher == "" {
-		return
-	}
-	if s.Dialect == Claude && namesOnly.MatchString(s.Matcher) {
-		s.literal = strings.Split(s.Matcher, "|")
-		return
-	}
-	expr := s.Matcher
-	if s.Dialect == Hermes {
-		expr = `^(?:` + expr + `)$`
-	}
-	re, err := regexp.Compile(expr)
-	if err != nil {
+	var err error
+	if s.match, err = CompileMatcher(s.Matcher, s.Dialect); err != nil {
 		warn("%s.matcher %q is not a valid regular expression (%v); it matches that exact tool name", at, s.Matcher, err)
-		return
 	}
-	s.re = re
 }
 
 // Matches tells whether the hook runs for a call of tool (always, without
 // a matcher).
-func (s Spec) Matches(tool string) bool {
-	switch {
-	case s.Matcher == "":
-		return true
-	case s.literal != nil:
-		return slices.Contains(s.literal, tool)
-	case s.re != nil:
-		return s.re.MatchString(tool)
-	}
-	return tool == s.Matcher
-}
+func (s Spec) Matches(tool string) bool { return s.match.Matches(tool) }
 
 func kindOf(v any) string {
 	switch v.(type) {
@@ -309,7 +332,7 @@ func kindOf(v any) string {
 // suggest names the closest hook Atrium fires, or lists them all.
 func suggest(name string) string {
 	best, dist := "", 1<<30
-	for _, n := range append(hooks.Names(), keys(ClaudeEvents)...) {
+	for _, n := range append(hooks.Names(), slices.Sorted(maps.Keys(ClaudeEvents))...) {
 		if d := distance(strings.ToLower(name), strings.ToLower(n)); d < dist {
 			best, dist = n, d
 		}
@@ -318,15 +341,6 @@ func suggest(name string) string {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return fmt.Sprintf(" (known: %s)", strings.Join(hooks.Names(), ", "))
-}
-
-func keys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // distance is the Levenshtein distance of a and b.

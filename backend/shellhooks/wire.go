@@ -3,6 +3,7 @@ package shellhooks
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"atrium/backend/hooks"
@@ -43,7 +44,7 @@ type Wire struct {
 func WireOf(event string, e Env, payload map[string]any) Wire {
 	extra := map[string]any{}
 	for k, v := range payload {
-		if !contains(topLevel, k) {
+		if !slices.Contains(topLevel, k) {
 			extra[k] = v
 		}
 	}
@@ -256,13 +257,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

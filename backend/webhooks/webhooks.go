@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,7 +56,7 @@ type Target struct {
 	Signed    bool          `json:"signed"`
 
 	secret string
-	re     *regexp.Regexp
+	match  shellhooks.Matcher
 }
 
 // Subscriber is the target's bus subscriber name.
@@ -137,19 +136,20 @@ func Parse(raw any, getenv func(string) string) ([]Target, []string) {
 		if mt, _ := m["matcher"].(string); strings.TrimSpace(mt) != "" {
 			if !slices.Contains(t.Events, hooks.PostToolCall) {
 				warn("%s.matcher is ignored: it applies only to post_tool_call", at)
-			} else if re, err := regexp.Compile(`^(?:` + strings.TrimSpace(mt) + `)$`); err != nil {
-				warn("%s.matcher %q is not a valid regular expression (%v); it matches that exact tool name", at, mt, err)
-				t.Matcher = strings.TrimSpace(mt)
 			} else {
-				t.Matcher, t.re = strings.TrimSpace(mt), re
+				var err error
+				t.Matcher = strings.TrimSpace(mt)
+				if t.match, err = shellhooks.CompileMatcher(t.Matcher, shellhooks.Hermes); err != nil {
+					warn("%s.matcher %q is not a valid regular expression (%v); it matches that exact tool name", at, mt, err)
+				}
 			}
 		}
-		if v, ok := number(m["timeout"]); ok {
+		if v, ok := shellhooks.Number(m["timeout"]); ok {
 			t.Timeout = min(max(time.Duration(v*float64(time.Second)), time.Second), MaxTimeout)
 		} else if m["timeout"] != nil {
 			warn("%s.timeout must be a number of seconds; using %d", at, int(DefaultTimeout/time.Second))
 		}
-		if v, ok := number(m["deadline_hours"]); ok && v > 0 && v < 24*365 {
+		if v, ok := shellhooks.Number(m["deadline_hours"]); ok && v > 0 && v < 24*365 {
 			t.Deadline = time.Duration(v * float64(time.Hour))
 		} else if m["deadline_hours"] != nil {
 			warn("%s.deadline_hours must be a number of hours above 0 and below a year; using %d", at, int(DefaultDeadline/time.Hour))
@@ -185,21 +185,6 @@ func loopback(raw string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
-}
-
-// number reads a YAML number.
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case uint64:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case float64:
-		return n, true
-	}
-	return 0, false
 }
 
 // Body is what a target receives: the familiar agent's wire shape of the
@@ -337,7 +322,7 @@ func (r *Registry) handler(t Target) hooks.Handler {
 				ToolName string `json:"tool_name"`
 			}
 			_ = json.Unmarshal(ev.Payload, &p)
-			if (t.re != nil && !t.re.MatchString(p.ToolName)) || (t.re == nil && p.ToolName != t.Matcher) {
+			if !t.match.Matches(p.ToolName) {
 				return nil
 			}
 		}
@@ -374,9 +359,7 @@ func (r *Registry) handler(t Target) hooks.Handler {
 // none), how long the receiver asked to wait (Retry-After), and an error
 // unless the receiver took it (2xx).
 func (r *Registry) post(ctx context.Context, t Target, ev hooks.Event, attempt int) (int, time.Duration, error) {
-	if bt := r.o.Bus.Timeout(); bt > 0 && t.Timeout > bt-bt/10 {
-		t.Timeout = bt - bt/10 // an answer in time is this attempt's, not the bus's timeout
-	}
+	t.Timeout = r.o.Bus.Within(t.Timeout) // a timeout is this attempt's, not the bus's
 	return post(ctx, r.o.Client, t, r.o.Env, ev, attempt, r.o.Now())
 }
 
