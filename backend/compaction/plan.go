@@ -11,8 +11,9 @@ import (
 	"atrium/backend/sessions"
 )
 
-// SummaryPrefix starts every summary message Atrium writes.
-const SummaryPrefix = "[compaction summary]"
+// SummaryPrefix starts every summary message Atrium writes (and every
+// summary an import took from another agent).
+const SummaryPrefix = sessions.SummaryPrefix
 
 // StubPrefix starts every pruned tool output.
 const StubPrefix = "[tool output pruned]"

@@ -30,6 +30,10 @@ const (
 	ArchivedByAdoption = "adoption"
 )
 
+// SummaryPrefix starts a system message that holds the summary of the
+// messages a compaction folded (compaction.SummaryPrefix is this one).
+const SummaryPrefix = "[compaction summary]"
+
 // Roles of a message.
 var Roles = []string{"system", "user", "assistant", "tool"}
 
