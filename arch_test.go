@@ -25,6 +25,9 @@ var allowed = map[string][]string{
 	"backend/receipts":    {"backend/sessions", "backend/db", "backend/apperr", "backend/limits"},
 	"backend/compaction":  {"backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
 	"backend/maintenance": {"backend/sessions", "backend/receipts", "backend/hooks", "backend/db", "backend/apperr"},
+	// Readers of other agents' history: they read foreign files and hand
+	// the store what they found; nothing else.
+	"backend/imports": {"backend/sessions", "backend/apperr"},
 	// The turn loop reaches plugins only through the hook bus: never proc.
 	"backend/turns": {"backend/compaction", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},
 	// The gateway and the scheduler run turns; they reach plugins only

@@ -1,0 +1,121 @@
+// Package imports reads the session history of other agents (the familiar
+// Python agent's state.db, Claude Code's and Codex's JSONL transcripts) into
+// sessions.Imported values for sessions.Service.Import. Readers only read:
+// a foreign store or file is opened read-only and never changed. What cannot
+// be read (a broken line, a row of an unknown shape) is reported as a
+// Problem and skipped; the rest is imported.
+package imports
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"atrium/backend/apperr"
+	"atrium/backend/sessions"
+)
+
+// Problem is one thing a reader skipped.
+type Problem struct {
+	Path    string `json:"path"`
+	Line    int    `json:"line,omitempty"` // 1-based; 0 when not about a line
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Message)
+	}
+	return fmt.Sprintf("%s: %s", p.Path, p.Message)
+}
+
+// Yield takes one session; an error from it stops the reader.
+type Yield func(sessions.Imported) error
+
+// Reader reads one agent's history.
+type Reader struct {
+	Kind string // one of sessions.ImportKinds
+	Path string // the store, folder or file read
+	// Each gives every session found, parents before their children, each
+	// with all its messages, the same way at every run.
+	Each func(ctx context.Context, yield Yield) error
+}
+
+// Open makes the reader of kind for path ("" = the agent's default place,
+// from env and home). warn receives what is skipped; it may be nil.
+func Open(kind, path string, env func(string) string, home string, warn func(Problem)) (Reader, error) {
+	if warn == nil {
+		warn = func(Problem) {}
+	}
+	if path == "" {
+		path = DefaultPath(kind, env, home)
+	}
+	if path == "" {
+		return Reader{}, apperr.New(apperr.Invalid, "unknown import kind %q (one of hermes, claude-code, codex)", kind)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Reader{}, apperr.Wrap(apperr.Invalid, err, "import path %s", path)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		if os.IsNotExist(err) {
+			return Reader{}, apperr.New(apperr.NotFound, "nothing to import from %s: %s does not exist", kind, abs)
+		}
+		return Reader{}, apperr.Wrap(apperr.Invalid, err, "import from %s", abs)
+	}
+	r := Reader{Kind: kind, Path: abs}
+	switch kind {
+	case sessions.ImportHermes:
+		r.Each = func(ctx context.Context, yield Yield) error { return readHermes(ctx, abs, yield, warn) }
+	case sessions.ImportClaude:
+		r.Each = func(ctx context.Context, yield Yield) error { return readClaude(ctx, abs, yield, warn) }
+	case sessions.ImportCodex:
+		r.Each = func(ctx context.Context, yield Yield) error { return readCodex(ctx, abs, yield, warn) }
+	}
+	return r, nil
+}
+
+// DefaultPath is where kind keeps its history: $HERMES_HOME/state.db (else
+// ~/.hermes/state.db), $CLAUDE_CONFIG_DIR/projects (else
+// ~/.claude/projects), $CODEX_HOME/sessions (else ~/.codex/sessions). ""
+// for an unknown kind.
+func DefaultPath(kind string, env func(string) string, home string) string {
+	pick := func(envName, dot, leaf string) string {
+		if v := env(envName); v != "" {
+			return filepath.Join(v, leaf)
+		}
+		return filepath.Join(home, dot, leaf)
+	}
+	switch kind {
+	case sessions.ImportHermes:
+		return pick("HERMES_HOME", ".hermes", "state.db")
+	case sessions.ImportClaude:
+		return pick("CLAUDE_CONFIG_DIR", ".claude", "projects")
+	case sessions.ImportCodex:
+		return pick("CODEX_HOME", ".codex", "sessions")
+	}
+	return ""
+}
+
+// promptTitleRunes bounds a title made of a session's first prompt: the
+// list shows about that much, and the familiar agent's preview is shorter.
+const promptTitleRunes = 80
+
+// promptTitle is the title of a session that has none of its own: its first
+// prompt's first line, cut at a word near promptTitleRunes.
+func promptTitle(prompt string) string {
+	t := []rune(sessions.ImportTitle(prompt))
+	if len(t) <= promptTitleRunes {
+		return string(t)
+	}
+	cut := promptTitleRunes - 1
+	for i := cut; i > promptTitleRunes/2; i-- {
+		if t[i] == ' ' {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimRight(string(t[:cut]), " ,.;:-") + "…"
+}
