@@ -31,7 +31,7 @@ func (r *runner) sessionsCmd() *cobra.Command {
 			func(ctx context.Context, st *stack.Stack, p sessions.Progress) (sessions.Result, error) {
 				return st.Sessions.PruneGhosts(ctx, p)
 			}),
-		r.pruneCmd(), r.moveCmd(), r.repairCmd(), r.trashCmd(), r.undoCmd(), r.requestsCmd(), r.renameCmd(), r.exportCmd())
+		r.pruneCmd(), r.moveCmd(), r.repairCmd(), r.importCmd(), r.trashCmd(), r.undoCmd(), r.requestsCmd(), r.renameCmd(), r.exportCmd())
 	return c
 }
 

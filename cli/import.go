@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"atrium/backend/apperr"
+	"atrium/backend/imports"
+	"atrium/backend/sessions"
+	"atrium/backend/stack"
+)
+
+func (r *runner) importCmd() *cobra.Command {
+	var dry, all bool
+	c := &cobra.Command{
+		Use:   "import hermes|claude-code|codex [PATH] [--dry-run]",
+		Short: "Import the sessions of another agent: the familiar Python agent's state.db, Claude Code's or Codex's transcripts",
+		Long: `Import the sessions another agent kept, with their messages, times, titles and lineage.
+
+  hermes       the familiar Python agent's store: PATH is its state.db or its home
+               (default $HERMES_HOME/state.db, else ~/.hermes/state.db)
+  claude-code  Claude Code's transcripts: PATH is the projects folder, one project's
+               folder or one .jsonl file (default $CLAUDE_CONFIG_DIR/projects, else
+               ~/.claude/projects)
+  codex        Codex's rollouts: PATH is the sessions folder, any folder under it or
+               one .jsonl file (default $CODEX_HOME/sessions, else ~/.codex/sessions)
+
+The other agent's files are only read. Run it again at any time: a session
+imported before gets only the messages added to it since, and is never
+copied twice. An import fires no hook: it is history, not activity.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usageError{fmt.Errorf("%s takes a kind (hermes, claude-code or codex) and at most one path (see --help)", cmd.CommandPath())}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind := args[0]
+			if kind == "claude" {
+				kind = sessions.ImportClaude
+			}
+			path := ""
+			if len(args) == 2 {
+				path = args[1]
+			}
+			home, _ := os.UserHomeDir()
+			// A kind or a path that cannot be read is said before the store
+			// is opened (or made).
+			if _, err := imports.Open(kind, path, os.Getenv, home, nil); err != nil {
+				return err
+			}
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				rep, err := imports.Run(ctx, st.Sessions, kind, path, os.Getenv, home, imports.RunOptions{DryRun: dry, Progress: r.counter("importing"),
+					Warn: func(p imports.Problem) {
+						if !r.g.json {
+							fmt.Fprintf(r.env.Stderr, "atrium: warning: skipped %s\n", p)
+						}
+					}})
+				if err != nil {
+					return err
+				}
+				return r.reportImport(rep, all)
+			})
+		},
+	}
+	c.Flags().BoolVar(&dry, "dry-run", false, "say what would be imported; write nothing")
+	c.Flags().BoolVar(&all, "all", false, "list every session, not only those with something to say")
+	return c
+}
+
+// counter prints a running count on a terminal's stderr, when the total is
+// not known ahead; nil when stderr is no terminal.
+func (r *runner) counter(verb string) func(n int, done bool) {
+	if r.progress(verb) == nil {
+		return nil
+	}
+	return func(n int, done bool) {
+		if done {
+			fmt.Fprint(r.env.Stderr, "\r\033[K")
+			return
+		}
+		fmt.Fprintf(r.env.Stderr, "\r%s: %d session(s) read", verb, n)
+	}
+}
+
+func (r *runner) reportImport(rep imports.Report, all bool) error {
+	err := r.print(rep, func(w io.Writer) {
+		verb := "imported"
+		if rep.DryRun {
+			verb = "would import"
+		}
+		var parts []string
+		for _, st := range []string{sessions.ImportStatusImported, sessions.ImportStatusUpdated, sessions.ImportStatusUnchanged,
+			sessions.ImportStatusSkipped, sessions.ImportStatusConflict} {
+			if n := rep.Counts[st]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, st))
+			}
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "no session found")
+		}
+		fmt.Fprintf(w, "%s from %s %s: %s; %d message(s) %s\n", verb, rep.Kind, rep.Path, strings.Join(parts, ", "), rep.Messages,
+			map[bool]string{true: "to add", false: "added"}[rep.DryRun])
+		if len(rep.Problems) > 0 {
+			fmt.Fprintf(w, "%d thing(s) could not be read and were skipped (see the warnings above)\n", len(rep.Problems))
+		}
+		header := false
+		for _, o := range rep.Outcomes {
+			if !all && o.Note == "" && o.Status != sessions.ImportStatusConflict {
+				continue
+			}
+			if !header {
+				fmt.Fprintln(w, "ID\tSTATUS\tMSGS\tTITLE\tNOTE")
+				header = true
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", o.ID, o.Status, o.Messages, clip(o.Title, 40), o.Note)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if n := rep.Counts[sessions.ImportStatusConflict]; n > 0 {
+		return apperr.New(apperr.Conflict, "%d session(s) not imported: their id belongs to a session of this store that was not imported from them", n)
+	}
+	return nil
+}
