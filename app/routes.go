@@ -131,6 +131,8 @@ func (h *handler) routes() {
 	h.route("GET /api/storage", func(r *http.Request) (any, error) { return h.a.Storage.Report() })
 	h.route("POST /api/storage/vacuum", func(r *http.Request) (any, error) { return h.a.Storage.Vacuum() })
 	h.route("POST /api/storage/retention/confirm", func(r *http.Request) (any, error) { return h.a.Storage.ConfirmRetention() })
+	h.route("GET /api/storage/import", func(r *http.Request) (any, error) { return h.a.Storage.ImportSources() })
+	withBody(h, "POST /api/storage/import", func(_ *http.Request, in ImportRequest) (any, error) { return h.a.Storage.Import(in) })
 	h.route("GET /api/gateway", func(r *http.Request) (any, error) { return h.a.Gateway.Status() })
 	withBody(h, "POST /api/gateway/retry", func(_ *http.Request, in RetryRequest) (any, error) { return h.a.Gateway.Retry(in) })
 	h.route("GET /api/cron", func(r *http.Request) (any, error) { return h.a.Cron.List() })

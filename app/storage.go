@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"os"
 	"time"
 
+	"atrium/backend/imports"
 	"atrium/backend/maintenance"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
@@ -115,4 +117,92 @@ func (s *Storage) ConfirmRetention() (StorageDTO, error) {
 	}
 	cancel()
 	return s.Report()
+}
+
+// importTimeout bounds one import from the window or the dashboard: a
+// large store of another agent takes seconds per 10,000 sessions.
+const importTimeout = 10 * time.Minute
+
+// importShown bounds the outcomes and problems an import returns to the
+// UI: the ones with something to say, the first of them.
+const importShown = 100
+
+// ImportSourceDTO is an agent whose sessions can be imported, where they
+// would be read from, and whether anything is there.
+type ImportSourceDTO struct {
+	Kind  string `json:"kind"`
+	Label string `json:"label"`
+	Path  string `json:"path"`
+	Found bool   `json:"found"`
+}
+
+// ImportRequest asks to import one agent's sessions from their default
+// place (the window and the dashboard name no path: a browser must not
+// make Atrium read any file it likes).
+type ImportRequest struct {
+	Kind   string `json:"kind"`
+	DryRun bool   `json:"dry_run"`
+}
+
+// ImportOutcomeDTO is one imported session with something to say.
+type ImportOutcomeDTO struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Title    string `json:"title"`
+	Messages int    `json:"messages"`
+	Note     string `json:"note"`
+}
+
+// ImportDTO is what an import did, or would do (dry run).
+type ImportDTO struct {
+	Kind     string             `json:"kind"`
+	Path     string             `json:"path"`
+	DryRun   bool               `json:"dry_run"`
+	Counts   map[string]int     `json:"counts"`
+	Messages int                `json:"messages"`
+	Notable  []ImportOutcomeDTO `json:"notable"`  // conflicts and notes, the first importShown
+	Problems []string           `json:"problems"` // what could not be read, the first importShown
+	Skipped  int                `json:"skipped"`  // how many problems in all
+}
+
+var importLabels = map[string]string{
+	sessions.ImportHermes: "Hermes agent (state.db)",
+	sessions.ImportClaude: "Claude Code",
+	sessions.ImportCodex:  "Codex",
+}
+
+// ImportSources lists the agents Atrium imports from, with where each keeps
+// its sessions on this machine.
+func (s *Storage) ImportSources() ([]ImportSourceDTO, error) {
+	home, _ := os.UserHomeDir()
+	out := make([]ImportSourceDTO, 0, len(sessions.ImportKinds))
+	for _, k := range sessions.ImportKinds {
+		p := imports.DefaultPath(k, os.Getenv, home)
+		_, err := os.Stat(p)
+		out = append(out, ImportSourceDTO{Kind: k, Label: importLabels[k], Path: p, Found: err == nil})
+	}
+	return out, nil
+}
+
+// Import imports one agent's sessions from its default place (see
+// `atrium sessions import`). It fires no hook.
+func (s *Storage) Import(in ImportRequest) (ImportDTO, error) {
+	ctx, cancel := s.with(importTimeout)
+	defer cancel()
+	home, _ := os.UserHomeDir()
+	rep, err := imports.Run(ctx, s.st.Sessions, in.Kind, "", os.Getenv, home, imports.RunOptions{DryRun: in.DryRun})
+	if err != nil {
+		return ImportDTO{}, err
+	}
+	out := ImportDTO{Kind: rep.Kind, Path: rep.Path, DryRun: rep.DryRun, Counts: rep.Counts, Messages: rep.Messages,
+		Notable: []ImportOutcomeDTO{}, Problems: []string{}, Skipped: len(rep.Problems)}
+	for _, o := range rep.Outcomes {
+		if len(out.Notable) < importShown && (o.Note != "" || o.Status == sessions.ImportStatusConflict) {
+			out.Notable = append(out.Notable, ImportOutcomeDTO{ID: o.ID, Status: o.Status, Title: o.Title, Messages: o.Messages, Note: o.Note})
+		}
+	}
+	for _, p := range rep.Problems[:min(len(rep.Problems), importShown)] {
+		out.Problems = append(out.Problems, p.String())
+	}
+	return out, nil
 }

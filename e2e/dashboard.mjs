@@ -9,7 +9,7 @@
 
 import { execFile, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -70,7 +70,9 @@ async function deleteEvents() {
 /** startServer runs `atrium serve` and resolves to its token link. */
 function startServer() {
   return new Promise((resolvePromise, reject) => {
-    server = spawn(bin, ['--home', home, 'serve', '--addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ATRIUM_HOME: home } });
+    // The other agents' places are the run's own, never this machine's.
+    const agents = { HERMES_HOME: join(home, 'agents', 'hermes'), CLAUDE_CONFIG_DIR: join(home, 'agents', 'claude'), CODEX_HOME: join(home, 'agents', 'codex') };
+    server = spawn(bin, ['--home', home, 'serve', '--addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ATRIUM_HOME: home, ...agents } });
     const timer = setTimeout(() => reject(new Error(`no link printed in 20 s; output:\n${serverLog}`)), 20_000);
     const onData = (chunk) => {
       serverLog += chunk.toString();
@@ -849,6 +851,36 @@ async function main() {
     const s = await atrium('sessions', 'show', job.last_session_id);
     eq([s.source, s.title], ['cron', 'standup'], 'the run session');
     await page.keyboard.press('Escape');
+  });
+
+  await check('storage page: import from Claude Code, previewed first; the list shows the session', async () => {
+    const dir = join(home, 'agents', 'claude', 'projects', '-home-u-app');
+    mkdirSync(dir, { recursive: true });
+    const sid = '6a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
+    const rec = (uuid, parent, role, content, at) =>
+      JSON.stringify({ type: role, uuid, parentUuid: parent, sessionId: sid, timestamp: at, isSidechain: false, message: { role, content } });
+    writeFileSync(
+      join(dir, `${sid}.jsonl`),
+      [rec('u1', null, 'user', 'Port the importer to the dashboard', '2026-03-01T09:00:00.000Z'), '{"type":"user","par', rec('a1', 'u1', 'assistant', [{ type: 'text', text: 'Done.' }], '2026-03-01T09:00:04.000Z')].join('\n') + '\n',
+    );
+    await page.click('[data-testid=nav-storage]');
+    await page.locator('[data-testid=import-source-claude-code]').waitFor({ timeout: 10_000 });
+    assert(await page.locator('[data-testid=import-run-hermes]').isDisabled(), 'hermes has nothing there: its button is off');
+    await page.click('[data-testid=import-preview-claude-code]');
+    await page.locator('[data-testid=import-line]', { hasText: 'Preview of Claude Code' }).waitFor({ timeout: 15_000 });
+    let line = await page.locator('[data-testid=import-result]').innerText();
+    assert(/1 new; 2 messages to add/.test(line) && /1 thing could not be read/.test(line), `preview: ${line}`);
+    eq((await atrium('sessions', 'list', '--title', 'Port the importer')).sessions?.length ?? 0, 0, 'sessions after the preview');
+    await page.click('[data-testid=import-run-claude-code]');
+    await page.locator('[data-testid=import-line]', { hasText: 'Claude Code:' }).waitFor({ timeout: 15_000 });
+    line = await page.locator('[data-testid=import-result]').innerText();
+    assert(/1 new; 2 messages added/.test(line), `import: ${line}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-import.png') });
+    await page.click('[data-testid=nav-sessions]');
+    await page.locator(rowSel, { hasText: 'Port the importer to the dashboard' }).first().waitFor({ timeout: 15_000 });
+    const s = await atrium('sessions', 'show', sid);
+    eq([s.title, s.message_count, s.source], ['Port the importer to the dashboard', 2, 'cli'], 'the imported session');
+    return line.split('\n')[0];
   });
 
   await check('no errors in the page console', async () => {

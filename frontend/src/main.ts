@@ -85,7 +85,7 @@ async function boot(): Promise<void> {
     transcript.openAt(id, at);
     router.go('transcript', id);
   };
-  app.sessionsStale = () => sessions.markStale();
+  app.sessionsStale = (facets) => sessions.markStale(facets);
 
   installKeyboard({
     current: () => router.view(),

@@ -29,5 +29,5 @@ export const app = {
   openSession: (_id: string, _at?: OpenAt): void => {},
   current: 'sessions' as ViewName,
   /** the sessions list should reload when next shown */
-  sessionsStale: (): void => {},
+  sessionsStale: (_facets?: boolean): void => {},
 };

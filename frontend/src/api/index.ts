@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { CronAddRequest, FilterDTO, InstallRequest, ListFilter, SettingsDTO } from './gen/dto';
+import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, ListFilter, SettingsDTO } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -152,6 +152,10 @@ export const api = {
     report: () => call('Storage', 'Report', [], { route: 'GET /api/storage' }),
     vacuum: () => call('Storage', 'Vacuum', [], { route: 'POST /api/storage/vacuum' }, { timeoutMs: 10 * 60_000 }),
     confirmRetention: () => call('Storage', 'ConfirmRetention', [], { route: 'POST /api/storage/retention/confirm' }),
+    /** importSources: the agents whose sessions can be imported, where, and whether anything is there */
+    importSources: () => call('Storage', 'ImportSources', [], { route: 'GET /api/storage/import' }),
+    /** import reads one agent's sessions from its default place (dry_run: say what would happen) */
+    import: (req: ImportRequest) => call('Storage', 'Import', [req], { route: 'POST /api/storage/import', body: req }, { timeoutMs: 10 * 60_000 }),
   },
   gateway: {
     /** status is the Gateway page: adapters, their state and last error, who may talk, who was refused */

@@ -6,8 +6,8 @@ import { api, on, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
 import { absolute, bytes, num, plural, relative } from '../format';
 import { showMessage } from '../ops';
-import type { View } from '../state';
-import type { BucketDTO, StorageDTO } from '../types';
+import { app, type View } from '../state';
+import type { BucketDTO, ImportDTO, ImportSourceDTO, StorageDTO } from '../types';
 
 export class StorageView implements View {
   readonly el: HTMLElement;
@@ -58,8 +58,8 @@ export class StorageView implements View {
     );
     const counts = card(
       'Sessions',
-      h('p', { class: 'big' }, `${num(r.sessions)} sessions`),
-      h('p', { class: 'muted small' }, `${num(r.messages)} messages`),
+      h('p', { class: 'big' }, plural(r.sessions, 'session')),
+      h('p', { class: 'muted small' }, plural(r.messages, 'message')),
       buckets('By source', r.by_source ?? []),
       buckets('By last activity', r.by_age ?? []),
     );
@@ -70,7 +70,71 @@ export class StorageView implements View {
       h('p', { class: 'muted small' }, `${plural(t.messages, 'message')}, ${bytes(t.bytes)}`),
       h('p', {}, t.trash_days > 0 ? `Deleted sessions are kept ${plural(t.trash_days, 'day')}.` : 'The trash is off: deletes are for good.', t.next_purge_at ? ` Next purge ${relative(t.next_purge_at)}.` : ''),
     );
-    this.body.replaceChildren(h('div', { class: 'cards' }, db, counts, trashCard), this.retention(r));
+    this.body.replaceChildren(h('div', { class: 'cards' }, db, counts, trashCard), this.retention(r), this.importCard);
+    void this.loadSources();
+  }
+
+  // Import from other agents: one row per agent, its default place, and a
+  // preview (dry run) before the import. Imports fire no hook.
+  private readonly importCard = card('Import from other agents');
+  private readonly importResult = h('div', { class: 'import-result', 'data-testid': 'import-result', role: 'status' });
+
+  private async loadSources(): Promise<void> {
+    let sources: ImportSourceDTO[];
+    try {
+      sources = (await api.storage.importSources()) ?? [];
+    } catch (e) {
+      this.importCard.replaceChildren(h('h2', {}, 'Import from other agents'), h('p', { class: 'muted' }, `Could not look for other agents: ${toApiError(e).message}`));
+      return;
+    }
+    const table = h('table', { class: 'imports' }, h('tr', {}, h('th', {}, 'Agent'), h('th', {}, 'Where'), h('th', {}, '')));
+    for (const src of sources) {
+      const preview = button('Preview', { class: 'btn small', 'data-testid': `import-preview-${src.kind}` }, (ev) => void this.runImport(src, true, ev.currentTarget as HTMLButtonElement));
+      const run = button('Import', { class: 'btn small primary', 'data-testid': `import-run-${src.kind}` }, (ev) => void this.runImport(src, false, ev.currentTarget as HTMLButtonElement));
+      preview.disabled = run.disabled = !src.found;
+      table.append(
+        h(
+          'tr',
+          { 'data-testid': `import-source-${src.kind}` },
+          h('td', {}, src.label),
+          h('td', {}, h('code', { class: 'selectable' }, src.path), src.found ? '' : h('span', { class: 'muted small' }, ' · nothing there')),
+          h('td', { class: 'actions' }, preview, ' ', run),
+        ),
+      );
+    }
+    this.importCard.replaceChildren(
+      h('h2', {}, 'Import from other agents'),
+      h('p', { class: 'muted small' }, 'Their files are only read. Importing again adds only what is new; nothing is copied twice. Imports fire no hook.'),
+      table,
+      this.importResult,
+    );
+  }
+
+  private async runImport(src: ImportSourceDTO, dryRun: boolean, btn: HTMLButtonElement): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    const label = btn.textContent ?? '';
+    btn.disabled = true;
+    btn.textContent = dryRun ? 'Reading…' : 'Importing…';
+    replace(this.importResult, `${dryRun ? 'Reading' : 'Importing'} ${src.label}…`);
+    try {
+      const r = await api.storage.import({ kind: src.kind, dry_run: dryRun });
+      this.importResult.replaceChildren(...importSummary(src, r));
+      if (!dryRun) {
+        showMessage('ok', `Imported from ${src.label}`, importLine(r));
+        // new sessions, perhaps of new sources and platforms: the list and its filter choices
+        if ((r.counts?.imported ?? 0) + (r.counts?.updated ?? 0) > 0) app.sessionsStale(true);
+        this.busy = false;
+        await this.load();
+      }
+    } catch (e) {
+      replace(this.importResult, `Could not import from ${src.label}: ${toApiError(e).message}`);
+      showMessage('error', `Could not import from ${src.label}`, toApiError(e).message);
+    } finally {
+      this.busy = false;
+      btn.disabled = false;
+      btn.textContent = label;
+    }
   }
 
   private retention(r: StorageDTO): HTMLElement {
@@ -131,6 +195,37 @@ export class StorageView implements View {
       showMessage('error', 'Could not confirm retention', toApiError(e).message);
     }
   }
+}
+
+const importOrder: [string, string][] = [
+  ['imported', 'new'],
+  ['updated', 'with new messages'],
+  ['unchanged', 'unchanged'],
+  ['skipped', 'skipped'],
+  ['conflict', 'in conflict'],
+];
+
+function importLine(r: ImportDTO): string {
+  const counts = r.counts ?? {};
+  const parts = importOrder.filter(([k]) => (counts[k] ?? 0) > 0).map(([k, what]) => `${num(counts[k] ?? 0)} ${what}`);
+  const sessionsPart = parts.length > 0 ? `Sessions: ${parts.join(', ')}` : 'No session found';
+  return `${sessionsPart}; ${plural(r.messages, 'message')} ${r.dry_run ? 'to add' : 'added'}.`;
+}
+
+function importSummary(src: ImportSourceDTO, r: ImportDTO): Node[] {
+  const out: Node[] = [h('p', { 'data-testid': 'import-line' }, h('strong', {}, r.dry_run ? `Preview of ${src.label}: ` : `${src.label}: `), importLine(r))];
+  const notable = r.notable ?? [];
+  if (notable.length > 0) {
+    const ul = h('ul', { class: 'titles' });
+    for (const o of notable) ul.append(h('li', {}, h('code', {}, o.id), ` ${o.status}${o.title ? ` · ${o.title}` : ''}${o.note ? ` — ${o.note}` : ''}`));
+    out.push(ul);
+  }
+  if (r.skipped > 0) {
+    const ul = h('ul', { class: 'titles muted small' });
+    for (const p of r.problems ?? []) ul.append(h('li', {}, p));
+    out.push(h('details', {}, h('summary', {}, `${plural(r.skipped, 'thing')} could not be read and ${r.skipped === 1 ? 'was' : 'were'} skipped`), ul));
+  }
+  return out;
 }
 
 function card(title: string, ...children: (Node | string)[]): HTMLElement {

@@ -342,6 +342,53 @@ export interface HostDTO {
   since: string;
 }
 
+/** ImportDTO is what an import did, or would do (dry run). */
+export interface ImportDTO {
+  kind: string;
+  path: string;
+  dry_run: boolean;
+  counts: Record<string, number> | null;
+  messages: number;
+  /** conflicts and notes, the first importShown */
+  notable: ImportOutcomeDTO[] | null;
+  /** what could not be read, the first importShown */
+  problems: string[] | null;
+  /** how many problems in all */
+  skipped: number;
+}
+
+/** ImportOutcomeDTO is one imported session with something to say. */
+export interface ImportOutcomeDTO {
+  id: string;
+  status: string;
+  title: string;
+  messages: number;
+  note: string;
+}
+
+/**
+ * ImportRequest asks to import one agent's sessions from their default
+ * place (the window and the dashboard name no path: a browser must not
+ * make Atrium read any file it likes).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface ImportRequest {
+  kind?: string;
+  dry_run?: boolean;
+}
+
+/**
+ * ImportSourceDTO is an agent whose sessions can be imported, where they
+ * would be read from, and whether anything is there.
+ */
+export interface ImportSourceDTO {
+  kind: string;
+  label: string;
+  path: string;
+  found: boolean;
+}
+
 /** InfoDTO tells the UI where it runs. */
 export interface InfoDTO {
   version: string;
