@@ -228,7 +228,7 @@ hooks:
           command: "cat >/dev/null; echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"no big output\"}}'"
   UserPromptSubmit:
     - hooks:
-        - {type: command, command: "cat >/dev/null; echo '[[context]] from a Claude hook'"}
+        - {type: command, command: "in=$(cat); case \"$in\" in *password*) echo 'no passwords in prompts' >&2; exit 2;; esac; echo '[[context]] from a Claude hook'"}
   PreCompact:
     - hooks: [{type: command, command: "$CLAUDE_PROJECT_DIR/hooks/keep.sh pre"}]
   PostCompact:
@@ -249,6 +249,14 @@ path=$(echo "$in" | sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p')
 	r = atriumExec(t, home, "", env, "send", id, `use tool big_output: {"bytes": 10}`)
 	if r.code != 0 || !strings.Contains(r.stdout, "no big output") {
 		t.Fatalf("deny: %+v", r)
+	}
+	// exit 2 of UserPromptSubmit: the prompt is neither sent nor kept.
+	r = atriumExec(t, home, "", env, "send", id, "my password is hunter2")
+	if r.code != 5 || !strings.Contains(r.stderr, "a hook blocked the message, which was neither sent nor kept: no passwords in prompts") {
+		t.Fatalf("blocked prompt: %+v", r)
+	}
+	if r := atrium(t, home, "messages", "list", id, "--json"); strings.Contains(r.stdout, "hunter2") {
+		t.Fatalf("the blocked prompt was stored: %s", r.stdout)
 	}
 	out := mustSendEnv(t, home, env, id, "tell me about the deploy")
 	if !strings.Contains(out, "offline reply") {

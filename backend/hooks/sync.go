@@ -162,6 +162,33 @@ func (b *Bus) callOne(ctx context.Context, r *syncReg, raw json.RawMessage) (any
 
 // ContextTexts extracts the text a pre_llm_call answer adds to the user turn:
 // a string, or an object's "context" field. Anything else adds nothing.
+// BlockPrompt is the answer of a pre_llm_call callback that keeps the
+// prompt from being sent (Claude Code's UserPromptSubmit block): the turn
+// stops before anything is stored, and reason is said to the person.
+func BlockPrompt(reason string) map[string]any {
+	return map[string]any{"action": ActionBlockPrompt, "message": reason}
+}
+
+// ActionBlockPrompt is the action of BlockPrompt's answer.
+const ActionBlockPrompt = "block_prompt"
+
+// PromptBlock is the reason of the first answer that blocks the prompt
+// (BlockPrompt's), if any.
+func PromptBlock(results []SyncResult) (string, bool) {
+	for _, r := range results {
+		if r.Err != nil {
+			continue // pre_llm_call fails open
+		}
+		for _, m := range r.actions() {
+			if m["action"] == ActionBlockPrompt {
+				msg, _ := m["message"].(string)
+				return msg, true
+			}
+		}
+	}
+	return "", false
+}
+
 func ContextTexts(results []SyncResult) []string {
 	var out []string
 	for _, r := range results {

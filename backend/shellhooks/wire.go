@@ -154,7 +154,12 @@ func Answer(s Spec, o Outcome) (answer map[string]any, note string) {
 			}
 			return block(stderr), ""
 		case s.Dialect == Claude && s.Name == "UserPromptSubmit":
-			return nil, "exit 2 asks to block the prompt; Atrium cannot block a prompt from pre_llm_call, so it is sent: " + stderr
+			// As in Claude Code: the prompt is not processed, and erased;
+			// stderr is shown to the person, not to the model.
+			if stderr == "" {
+				stderr = defaultBlock
+			}
+			return hooks.BlockPrompt(stderr), ""
 		}
 	}
 	var note2 string
@@ -191,6 +196,16 @@ func parse(s Spec, stdout string) map[string]any {
 	case hooks.PreToolCall:
 		return parseToolDecision(data)
 	case hooks.PreLLMCall:
+		if s.Dialect == Claude && s.Name == "UserPromptSubmit" {
+			// Claude Code's {"decision": "block", "reason"} and
+			// {"continue": false, "stopReason"}: the prompt is not sent.
+			if d, _ := data["decision"].(string); d == "block" {
+				return hooks.BlockPrompt(textOr(data, "reason", defaultBlock))
+			}
+			if c, ok := data["continue"].(bool); ok && !c {
+				return hooks.BlockPrompt(textOr(data, "stopReason", defaultBlock))
+			}
+		}
 		if c, _ := data["context"].(string); strings.TrimSpace(c) != "" {
 			return map[string]any{"context": c}
 		}
@@ -245,6 +260,14 @@ func parseToolDecision(d map[string]any) map[string]any {
 		return map[string]any{"action": "modify", "args": in}
 	}
 	return nil
+}
+
+// textOr is d[key] when it is a non-blank text, else def.
+func textOr(d map[string]any, key, def string) string {
+	if v, ok := d[key].(string); ok && strings.TrimSpace(v) != "" {
+		return v
+	}
+	return def
 }
 
 func isObject(s string) bool {

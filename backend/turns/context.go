@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"atrium/backend/apperr"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
 )
@@ -190,6 +191,10 @@ func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Sessi
 			SessionKey: tc.sessionKey})
 		if err != nil {
 			return nil, err
+		}
+		if reason, ok := hooks.PromptBlock(results); ok {
+			// Nothing is stored and nothing fires: the turn never began.
+			return nil, apperr.New(apperr.Rejected, "a hook blocked the message, which was neither sent nor kept: %s", reason)
 		}
 		extra = hooks.ContextTexts(results)
 	}

@@ -420,3 +420,38 @@ func TestNativeCompactionIsAutomatic(t *testing.T) {
 		t.Fatalf("second turn %+v %v", turn.Compactions, err)
 	}
 }
+
+// A pre_llm_call answer that blocks the prompt (a Claude Code
+// UserPromptSubmit hook's block) stops the turn before anything is stored
+// or fired; the next prompt goes through.
+func TestABlockedPromptIsNeitherStoredNorSent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, nil, func(bus *hooks.Bus) {
+		if err := bus.Plugin("guard").RegisterSync(hooks.PreLLMCall, func(_ context.Context, raw json.RawMessage) (any, error) {
+			var p hooks.LLMCall
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			if strings.Contains(p.UserMessage, "sk-live-") {
+				return hooks.BlockPrompt("that looks like an API key"), nil
+			}
+			return map[string]any{"context": "guarded"}, nil
+		}); err != nil {
+			panic(err)
+		}
+	})
+	s := e.MustCreate(t, sessions.CreateParams{Title: "guarded"})
+	_, err := e.loop.Send(ctx, s.ID, "deploy with sk-live-123", hooks.LocalContext("cli", s.ID))
+	if apperr.CodeOf(err) != apperr.Rejected || !strings.Contains(err.Error(), "a hook blocked the message, which was neither sent nor kept: that looks like an API key") {
+		t.Fatalf("blocked send: %v", err)
+	}
+	if ms, _ := e.Sessions.Messages(ctx, s.ID, true); len(ms) != 0 {
+		t.Fatalf("a blocked prompt stored %d messages", len(ms))
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{})
+	turn := e.send(t, s.ID, "deploy with the key from the vault")
+	if !strings.Contains(turn.SentText, "guarded") {
+		t.Fatalf("the next turn: %+v", turn)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionStart: 1, hooks.PostLLMCall: 1, hooks.OnSessionEnd: 1})
+}
