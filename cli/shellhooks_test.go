@@ -229,6 +229,9 @@ hooks:
   UserPromptSubmit:
     - hooks:
         - {type: command, command: "in=$(cat); case \"$in\" in *password*) echo 'no passwords in prompts' >&2; exit 2;; esac; echo '[[context]] from a Claude hook'"}
+  SessionStart:
+    - matcher: startup
+      hooks: [{type: command, command: "cat >/dev/null; echo 'project notes: deploys go through staging'"}]
   PreCompact:
     - hooks: [{type: command, command: "$CLAUDE_PROJECT_DIR/hooks/keep.sh pre"}]
   PostCompact:
@@ -264,6 +267,10 @@ path=$(echo "$in" | sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p')
 	}
 	if n, _ := sentWith(t, home, id, "from a Claude hook"); n != 3 {
 		t.Fatalf("%d user turns carried the UserPromptSubmit output, want 3", n)
+	}
+	// SessionStart's output is context at the session's first turn only.
+	if n, _ := sentWith(t, home, id, "project notes: deploys go through staging"); n != 1 {
+		t.Fatalf("%d user turns carried the SessionStart output, want 1", n)
 	}
 	for _, text := range []string{"one", "two", "three", "four"} {
 		mustSendEnv(t, home, env, id, "step "+text+": "+strings.Repeat("the plan, the owners and the rollback steps. ", 3))

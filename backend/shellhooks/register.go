@@ -108,6 +108,11 @@ func (r *Registry) run(ctx context.Context, s Spec, raw json.RawMessage) (Outcom
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return Outcome{}, false, fmt.Errorf("payload of %s: %w", s.Event, err)
 	}
+	if s.Dialect == Claude && s.Name == "SessionStart" {
+		if first, _ := p["is_first_turn"].(bool); !first {
+			return Outcome{}, false, nil // a session starts once
+		}
+	}
 	if s.Matcher != "" {
 		tool, _ := p["tool_name"].(string)
 		if !s.Matches(tool) {

@@ -461,3 +461,61 @@ post_compaction: [{command: ./log.sh}]
 		t.Fatalf("after unregistering: %+v", d)
 	}
 }
+
+// Claude Code's SessionStart runs in line at a session's first turn (its
+// output is context there); its matcher is the start's source, and
+// Atrium's sessions start only as "startup".
+func TestSessionStartRunsAtTheFirstTurnOnly(t *testing.T) {
+	specs, warns := shellhooks.Parse(section(t, `
+SessionStart:
+  - hooks: [{type: command, command: any}]
+  - {matcher: "startup", hooks: [{type: command, command: startup}]}
+  - {matcher: "startup|resume", hooks: [{type: command, command: either}]}
+  - {matcher: "compact", hooks: [{type: command, command: compact}]}
+`))
+	var cmds []string
+	for _, s := range specs {
+		if s.Event != hooks.PreLLMCall || s.Matcher != "" {
+			t.Errorf("spec %+v", s)
+		}
+		cmds = append(cmds, s.Command)
+	}
+	if strings.Join(cmds, " ") != "any startup either" || len(warns) != 1 ||
+		!strings.Contains(warns[0], `hooks.SessionStart[3].matcher "compact": Atrium starts sessions only as Claude Code's "startup"`) {
+		t.Fatalf("specs %v, warnings %q", cmds, warns)
+	}
+	// On a real bus: it answers at the first turn, and is not run after.
+	dir := t.TempDir()
+	log := filepath.Join(dir, "ran")
+	ctx := context.Background()
+	d, err := db.Open(ctx, filepath.Join(dir, "state.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	bus := hooks.NewBus(d, hooks.Options{Timeout: 10 * time.Second})
+	reg := shellhooks.NewRegistry(shellhooks.Options{Bus: bus, Env: shellhooks.Env{Dir: dir}})
+	defer reg.Close()
+	s := spec(t, `SessionStart: [{hooks: [{type: command, command: "cat >> `+log+`; echo; echo 'notes: staging first'"}]}]`)
+	if _, err := reg.Apply([]shellhooks.Spec{s}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	for _, first := range []bool{true, false} {
+		res, err := bus.CallSync(ctx, hooks.PreLLMCall, hooks.LLMCall{SessionID: "s1", UserMessage: "hi", IsFirstTurn: first})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := hooks.ContextTexts(res)
+		if first && (len(got) != 1 || got[0] != "notes: staging first") || !first && len(got) != 0 {
+			t.Errorf("first turn %v: context %q", first, got)
+		}
+	}
+	b, _ := os.ReadFile(log)
+	if n := strings.Count(string(b), `"hook_event_name":"SessionStart"`); n != 1 || !strings.Contains(string(b), `"source":"startup"`) {
+		t.Fatalf("ran %d times; stdin %s", n, b)
+	}
+}

@@ -59,8 +59,11 @@ type Spec struct {
 }
 
 // ClaudeEvents maps Claude Code's hook event names onto Atrium's hooks.
+// SessionStart runs in line at a session's first turn (pre_llm_call with
+// is_first_turn), not from the log as on_session_start: Claude Code adds
+// its output to the session's context, which an observer cannot.
 var ClaudeEvents = map[string]string{
-	"SessionStart":     hooks.OnSessionStart,
+	"SessionStart":     hooks.PreLLMCall,
 	"SessionEnd":       hooks.OnSessionFinalize,
 	"PreCompact":       hooks.PreCompaction,
 	"PostCompact":      hooks.PostCompaction,
@@ -185,6 +188,17 @@ func parseClaude(name, event string, i int, raw any, warn func(string, ...any)) 
 		}
 	}
 	if matcher == "*" {
+		matcher = ""
+	}
+	if name == "SessionStart" && matcher != "" {
+		// Its matcher is the start's source: Atrium's sessions start
+		// only as Claude Code's "startup" does (no resume, clear or
+		// compact start).
+		mt, err := CompileMatcher(matcher, Claude)
+		if err == nil && !mt.Matches("startup") {
+			warn("%s.matcher %q: Atrium starts sessions only as Claude Code's \"startup\" (it has no resume, clear or compact start), so this hook would never run; it is not registered", at, matcher)
+			return nil
+		}
 		matcher = ""
 	}
 	if matcher != "" && !slices.Contains(toolEvents, event) {
