@@ -87,7 +87,7 @@ func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Ma
 	o.Approvals.setEmitter(o.Emitter)
 	a := &App{
 		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter).withSaver(o.Saver).withApprovals(o.Approvals),
-		Plugins:  NewPlugins(ctx, mgr, o.Picker, o.Opener),
+		Plugins:  NewPlugins(ctx, mgr, o.Platform, o.Picker, o.Opener),
 		Activity: NewActivity(ctx, st),
 		Settings: NewSettings(st, o.Platform, o.Version, o.Ready),
 		Storage:  NewStorage(ctx, st),

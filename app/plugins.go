@@ -28,17 +28,90 @@ type Opener interface {
 	OpenFolder(path string) error
 }
 
-// Plugins lists, toggles, installs and removes plugins.
+// Plugins lists, toggles, installs and removes plugins, and shows the
+// shell hooks of config.yaml with their consent.
 type Plugins struct {
 	base
-	m      *plugins.Manager
-	picker Picker
-	opener Opener
+	m        *plugins.Manager
+	platform string
+	picker   Picker
+	opener   Opener
 }
 
-// NewPlugins binds m; picker and opener may be nil (the dashboard).
-func NewPlugins(ctx context.Context, m *plugins.Manager, picker Picker, opener Opener) *Plugins {
-	return &Plugins{base: base{ctx: ctx}, m: m, picker: picker, opener: opener}
+// NewPlugins binds m for platform; picker and opener may be nil (the
+// dashboard).
+func NewPlugins(ctx context.Context, m *plugins.Manager, platform string, picker Picker, opener Opener) *Plugins {
+	return &Plugins{base: base{ctx: ctx}, m: m, platform: platform, picker: picker, opener: opener}
+}
+
+// ShellHookDTO is one configured shell hook: what it runs on which event,
+// whether it is approved, and which live processes registered it.
+type ShellHookDTO struct {
+	Event          string   `json:"event"` // Atrium's hook
+	Name           string   `json:"name"`  // as configured (Claude Code's event name in its shape)
+	Command        string   `json:"command"`
+	Matcher        string   `json:"matcher,omitempty"`
+	Dialect        string   `json:"dialect"` // hermes or claude
+	TimeoutSeconds float64  `json:"timeout_seconds"`
+	FailClosed     bool     `json:"fail_closed"`
+	Approved       bool     `json:"approved"`
+	ApprovedAt     string   `json:"approved_at,omitempty"`
+	RegisteredIn   []string `json:"registered_in"`
+}
+
+// ShellHooksDTO is the profile's shell hooks, the warnings of config.yaml
+// entries that cannot run, and whether this surface may approve.
+type ShellHooksDTO struct {
+	Hooks      []ShellHookDTO `json:"hooks"`
+	Warnings   []string       `json:"warnings"`
+	CanApprove bool           `json:"can_approve"` // the window; a browser cannot approve code to run
+}
+
+// ShellHookRequest names configured hooks: a command, and an event (""
+// for every event of the command).
+type ShellHookRequest struct {
+	Event   string `json:"event"`
+	Command string `json:"command"`
+}
+
+// ShellHooks lists the configured shell hooks with their consent.
+func (p *Plugins) ShellHooks() (ShellHooksDTO, error) {
+	st, warns, err := p.m.ShellHooks()
+	if err != nil {
+		return ShellHooksDTO{}, err
+	}
+	out := ShellHooksDTO{Hooks: make([]ShellHookDTO, 0, len(st)), Warnings: nonNil(warns), CanApprove: p.platform != PlatformDashboard}
+	for _, h := range st {
+		out.Hooks = append(out.Hooks, ShellHookDTO{Event: h.Event, Name: h.Name, Command: h.Command, Matcher: h.Matcher,
+			Dialect: string(h.Dialect), TimeoutSeconds: h.TimeoutSeconds, FailClosed: h.FailClosed, Approved: h.Approved,
+			ApprovedAt: h.ApprovedAt, RegisteredIn: h.RegisteredIn})
+	}
+	return out, nil
+}
+
+// ApproveShellHook approves a configured hook so it runs (the consent the
+// command line asks for on a terminal). Only the window may: the
+// dashboard, reachable from a browser, may not approve code to run.
+func (p *Plugins) ApproveShellHook(req ShellHookRequest) (ShellHooksDTO, error) {
+	if p.platform == PlatformDashboard {
+		return ShellHooksDTO{}, apperr.New(apperr.Rejected, "shell hooks are approved in the window or with `atrium hooks approve`, not from a browser")
+	}
+	ctx, cancel := p.with(writeTimeout)
+	defer cancel()
+	if _, err := p.m.ApproveShellHook(ctx, req.Event, req.Command); err != nil {
+		return ShellHooksDTO{}, err
+	}
+	return p.ShellHooks()
+}
+
+// RevokeShellHook withdraws every approval of a command: it stops running.
+func (p *Plugins) RevokeShellHook(req ShellHookRequest) (ShellHooksDTO, error) {
+	ctx, cancel := p.with(writeTimeout)
+	defer cancel()
+	if _, err := p.m.RevokeShellHook(ctx, req.Command); err != nil {
+		return ShellHooksDTO{}, err
+	}
+	return p.ShellHooks()
 }
 
 // List returns every discovered plugin, by name.

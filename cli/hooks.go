@@ -102,38 +102,7 @@ func (r *runner) hooksCmd() *cobra.Command {
 	return c
 }
 
-// hookRow is one configured shell hook as `hooks list` shows it.
-type hookRow struct {
-	shellhooks.Spec
-	TimeoutSeconds float64  `json:"timeout_seconds"`
-	Approved       bool     `json:"approved"`
-	ApprovedAt     string   `json:"approved_at,omitempty"`
-	RegisteredIn   []string `json:"registered_in"`
-}
-
-func (e hookEnv) rows() ([]hookRow, error) {
-	approvals, err := e.allow.Load()
-	if err != nil {
-		return nil, err
-	}
-	live := plugins.LiveShellHooks(e.home)
-	rows := []hookRow{}
-	for _, s := range e.specs {
-		row := hookRow{Spec: s, TimeoutSeconds: s.Timeout.Seconds(), RegisteredIn: []string{}}
-		for _, a := range approvals {
-			if a.Event == s.Name && a.Command == s.Command {
-				row.Approved, row.ApprovedAt = true, a.ApprovedAt
-			}
-		}
-		for _, l := range live {
-			if l.Item.Name == s.Name && l.Item.Command == s.Command && l.Item.Matcher == s.Matcher {
-				row.RegisteredIn = append(row.RegisteredIn, fmt.Sprintf("%s (pid %d)", l.Process, l.PID))
-			}
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
+func (e hookEnv) rows() ([]plugins.HookStatus, error) { return plugins.HookStatuses(e.home, e.specs) }
 
 // webhookRow is one outbound target as `hooks list` shows it.
 type webhookRow struct {
@@ -506,7 +475,7 @@ func (r *runner) hooksDoctorCmd() *cobra.Command {
 				}
 			}
 			for _, l := range plugins.LiveShellHooks(e.home) {
-				if !slices.ContainsFunc(rows, func(h hookRow) bool { return h.Name == l.Item.Name && h.Command == l.Item.Command }) {
+				if !slices.ContainsFunc(rows, func(h plugins.HookStatus) bool { return h.Name == l.Item.Name && h.Command == l.Item.Command }) {
 					findings = append(findings, doctorFinding{Event: l.Item.Name, Command: l.Item.Command,
 						Problem: fmt.Sprintf("registered in %s (pid %d) but no longer configured: it runs until that process looks again", l.Process, l.PID)})
 				}

@@ -266,7 +266,9 @@ async function main() {
   process.env.ATRIUM_E2E_WEBHOOK_SECRET = webhookSecret;
   appendFileSync(
     join(home, 'config.yaml'),
-    `\ngateway:\n  autostart: true\n  webhook:\n    platform: bridge\n    secret_env: ATRIUM_E2E_WEBHOOK_SECRET\n    listen: 127.0.0.1:${hookPort}\n    reply_url: ${replyURL}\n    allowed_users: [u-alice]\n`,
+    `\ngateway:\n  autostart: true\n  webhook:\n    platform: bridge\n    secret_env: ATRIUM_E2E_WEBHOOK_SECRET\n    listen: 127.0.0.1:${hookPort}\n    reply_url: ${replyURL}\n    allowed_users: [u-alice]\n` +
+      // a shell hook nobody approved: listed, never run, not approvable from a browser
+      `hooks:\n  on_session_delete:\n    - command: ./never-approved.sh\n`,
   );
 
   // a guard plugin for the agent-plugin API, unchanged, that wants a
@@ -277,7 +279,7 @@ async function main() {
     await atrium('plugins', 'enable', p);
   }
 
-  const { link, base } = await startServer();
+  const { link, base, token } = await startServer();
 
   await check('API refuses a request without the token (401 unauthorized)', async () => {
     const res = await fetch(`${base}/api/sessions`);
@@ -535,6 +537,23 @@ async function main() {
     const now = await read();
     assert(now[0][0] > seqs[0], `newest row is not on top: ${JSON.stringify(now.map((x) => x[0]))}`);
     return `${now.length} rows, live row seq ${now[0][0]}`;
+  });
+
+  await check('plugins page: a configured shell hook waits for approval, which a browser cannot give', async () => {
+    await page.click('[data-testid=nav-plugins]');
+    const row = page.locator('[data-testid=hook-row]', { hasText: './never-approved.sh' });
+    await row.waitFor({ timeout: 10_000 });
+    eq((await row.locator('[data-testid=hook-consent]').innerText()).trim(), 'waiting for approval', 'consent');
+    eq(await row.locator('[data-testid=hook-approve]').count(), 0, 'approve buttons in the dashboard');
+    const waiting = await page.locator('[data-testid=hooks-waiting]').innerText();
+    assert(/1 shell hook waits for your approval/.test(waiting) && /in the window or with atrium hooks approve/.test(waiting), `notice: ${waiting}`);
+    const res = await fetch(`${base}/api/hooks/shell/approve`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ event: 'on_session_delete', command: './never-approved.sh' }),
+    });
+    eq(res.status, 422, 'approve over HTTP');
+    await page.locator('[data-testid=shell-hooks]').screenshot({ path: join(artifacts, 'dashboard-shell-hooks.png') });
   });
 
   await check('plugins page: session-index runs in serve; disable stops its process, enable and Reload start a new one', async () => {

@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, ListFilter, SettingsDTO } from './gen/dto';
+import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -140,6 +140,11 @@ export const api = {
     install: (req: InstallRequest) => call('Plugins', 'Install', [req], { route: 'POST /api/plugins/install', body: req }, { timeoutMs: 3 * 60_000 }),
     remove: (name: string) => call('Plugins', 'Remove', [name], { route: 'DELETE /api/plugins/{name}', params: { name } }),
     reload: () => call('Plugins', 'Reload', [], { route: 'POST /api/plugins/reload' }),
+    /** shellHooks: config.yaml's shell hooks, whether each is approved and where it is registered */
+    shellHooks: () => call('Plugins', 'ShellHooks', [], { route: 'GET /api/hooks/shell' }),
+    /** approveShellHook: the window only; the dashboard is refused */
+    approveShellHook: (req: ShellHookRequest) => call('Plugins', 'ApproveShellHook', [req], { route: 'POST /api/hooks/shell/approve', body: req }),
+    revokeShellHook: (req: ShellHookRequest) => call('Plugins', 'RevokeShellHook', [req], { route: 'POST /api/hooks/shell/revoke', body: req }),
     open: (name: string) => call('Plugins', 'Open', [name], { route: 'POST /api/plugins/{name}/open', params: { name } }),
     /** browse exists only in the window (a native dialog); "" if cancelled. */
     browse: (zip: boolean) => desktopOnly('Plugins', 'Browse', [zip], 30 * 60_000),

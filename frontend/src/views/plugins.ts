@@ -5,7 +5,7 @@ import { api, isDesktop, on, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
 import { confirmModal } from '../modal';
 import type { View } from '../state';
-import type { PluginDTO } from '../types';
+import type { PluginDTO, ShellHooksDTO } from '../types';
 
 const sourceOrder: Record<string, number> = { bundled: 0, user: 1, project: 2 };
 
@@ -64,6 +64,7 @@ export class PluginsView implements View {
       h('div', { class: 'page-head' }, h('h1', {}, 'Plugins'), h('span', { class: 'spacer' }), reload),
       this.notice,
       h('div', { class: 'table-wrap' }, table),
+      this.hooksEl,
       installForm,
     );
     // A state change (started, crashed, restarting, cut off, stopped) is
@@ -90,6 +91,7 @@ export class PluginsView implements View {
 
   async load(): Promise<void> {
     const gen = ++this.gen;
+    void this.loadHooks();
     try {
       const list = await api.plugins.list();
       if (gen !== this.gen) return;
@@ -97,6 +99,80 @@ export class PluginsView implements View {
     } catch (e) {
       if (gen !== this.gen) return;
       this.say('error', `Could not list plugins: ${toApiError(e).message}`);
+    }
+  }
+
+  // ---- shell hooks: config.yaml's hooks:, approved here (the window) ----
+
+  private readonly hooksEl = h('section', { class: 'shell-hooks', 'aria-label': 'Shell hooks', 'data-testid': 'shell-hooks' });
+
+  private async loadHooks(): Promise<void> {
+    try {
+      this.renderHooks(await api.plugins.shellHooks());
+    } catch (e) {
+      replace(this.hooksEl, h('h2', {}, 'Shell hooks'), h('p', { class: 'muted' }, `Could not read the shell hooks: ${toApiError(e).message}`));
+    }
+  }
+
+  private renderHooks(d: ShellHooksDTO): void {
+    const hooks = d.hooks ?? [];
+    const parts: (Node | string)[] = [h('h2', {}, 'Shell hooks')];
+    if (hooks.length === 0) {
+      parts.push(h('p', { class: 'muted' }, 'No shell hooks in config.yaml (its hooks: section, in the familiar agent\'s shape or Claude Code\'s).'));
+    } else {
+      const waiting = hooks.filter((x) => !x.approved).length;
+      if (waiting > 0) {
+        parts.push(
+          h(
+            'div',
+            { class: 'notice warn', 'data-testid': 'hooks-waiting' },
+            `${waiting === 1 ? '1 shell hook waits' : `${waiting} shell hooks wait`} for your approval and ${waiting === 1 ? 'does' : 'do'} not run until then. `,
+            d.can_approve ? 'Approve only commands you trust: they run with your rights.' : `Approve ${waiting === 1 ? 'it' : 'them'} in the window or with atrium hooks approve.`,
+          ),
+        );
+      }
+      const tbody = h('tbody');
+      for (const x of hooks) {
+        const actions: HTMLElement[] = [];
+        if (!x.approved && d.can_approve) {
+          actions.push(button('Approve', { class: 'btn small primary', 'data-testid': 'hook-approve', title: `Let ${x.name} run ${x.command}` }, (ev) => void this.hookAction(ev.currentTarget as HTMLButtonElement, () => api.plugins.approveShellHook({ event: x.name, command: x.command }))));
+        }
+        if (x.approved) {
+          actions.push(button('Revoke', { class: 'btn small', 'data-testid': 'hook-revoke', title: `Stop ${x.command} from running (every event)` }, (ev) => void this.hookAction(ev.currentTarget as HTMLButtonElement, () => api.plugins.revokeShellHook({ event: '', command: x.command }))));
+        }
+        const registered = x.registered_in ?? [];
+        tbody.append(
+          h(
+            'tr',
+            { 'data-testid': 'hook-row' },
+            h('td', {}, x.name, x.name !== x.event ? h('span', { class: 'muted small' }, ` → ${x.event}`) : '', x.matcher ? h('div', { class: 'muted small' }, `matcher ${x.matcher}`) : ''),
+            h('td', {}, h('code', { class: 'selectable' }, x.command), h('div', { class: 'muted small' }, `${x.timeout_seconds} s${x.fail_closed ? ', fails closed' : ''}`)),
+            h('td', { 'data-testid': 'hook-consent' }, x.approved ? `approved${x.approved_at ? ` ${x.approved_at.slice(0, 10)}` : ''}` : h('strong', {}, 'waiting for approval')),
+            h('td', { class: 'muted small' }, registered.length > 0 ? registered.join(', ') : x.approved ? 'not registered in a running process' : '—'),
+            h('td', { class: 'actions' }, ...actions),
+          ),
+        );
+      }
+      parts.push(
+        h('div', { class: 'table-wrap' }, h('table', { class: 'plugins hooks' }, h('thead', {}, h('tr', {}, ...['Event', 'Command', 'Consent', 'Registered in', ''].map((t) => h('th', { scope: 'col' }, t)))), tbody)),
+      );
+    }
+    const warnings = d.warnings ?? [];
+    if (warnings.length > 0) {
+      const ul = h('ul', { class: 'warnings' });
+      for (const w of warnings) ul.append(h('li', {}, w));
+      parts.push(h('details', {}, h('summary', {}, `${warnings.length} entr${warnings.length === 1 ? 'y' : 'ies'} of config.yaml's hooks: cannot run`), ul));
+    }
+    replace(this.hooksEl, ...parts);
+  }
+
+  private async hookAction(btn: HTMLButtonElement, act: () => Promise<ShellHooksDTO>): Promise<void> {
+    btn.disabled = true;
+    try {
+      this.renderHooks(await act());
+    } catch (e) {
+      btn.disabled = false;
+      this.say('error', toApiError(e).message);
     }
   }
 

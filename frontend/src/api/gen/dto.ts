@@ -725,6 +725,48 @@ export interface SettingsDTO {
   profiles?: string[];
 }
 
+/**
+ * ShellHookDTO is one configured shell hook: what it runs on which event,
+ * whether it is approved, and which live processes registered it.
+ */
+export interface ShellHookDTO {
+  /** Atrium's hook */
+  event: string;
+  /** as configured (Claude Code's event name in its shape) */
+  name: string;
+  command: string;
+  matcher?: string;
+  /** hermes or claude */
+  dialect: string;
+  timeout_seconds: number;
+  fail_closed: boolean;
+  approved: boolean;
+  approved_at?: string;
+  registered_in: string[] | null;
+}
+
+/**
+ * ShellHookRequest names configured hooks: a command, and an event (""
+ * for every event of the command).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface ShellHookRequest {
+  event?: string;
+  command?: string;
+}
+
+/**
+ * ShellHooksDTO is the profile's shell hooks, the warnings of config.yaml
+ * entries that cannot run, and whether this surface may approve.
+ */
+export interface ShellHooksDTO {
+  hooks: ShellHookDTO[] | null;
+  warnings: string[] | null;
+  /** the window; a browser cannot approve code to run */
+  can_approve: boolean;
+}
+
 /** StorageDTO is the storage page. */
 export interface StorageDTO {
   path: string;
