@@ -192,4 +192,18 @@ func TestImportTranscriptsWithABrokenLine(t *testing.T) {
 	if !strings.Contains(r.stdout, `"title": "count the lines of main.go"`) {
 		t.Fatalf("codex session: %s", r.stdout)
 	}
+	// What an import brought is picked out by its platform: to list, or to
+	// delete by rule.
+	r = atrium(t, home, "sessions", "list", "--platform", "claude-code", "--json")
+	if !strings.Contains(r.stdout, "5f0c7a4e-1111-4c2b-9a55-0a1b2c3d4e5f") || strings.Contains(r.stdout, "0199a1b2") {
+		t.Fatalf("list by platform: %s", r.stdout)
+	}
+	var preview struct {
+		Count int      `json:"count"`
+		IDs   []string `json:"ids"`
+	}
+	mustJSON(t, atrium(t, home, "sessions", "delete", "--platform", "codex", "--dry-run", "--json"), &preview)
+	if preview.Count != 1 || len(preview.IDs) != 1 || preview.IDs[0] != "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b" {
+		t.Fatalf("delete by platform, dry run: %+v", preview)
+	}
 }

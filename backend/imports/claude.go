@@ -263,6 +263,7 @@ func (th *claudeThread) imported(r *claudeReader, key string, own bool) sessions
 		Origin:    sessions.Origin{Kind: sessions.ImportClaude, Key: key, Path: r.path},
 		Title:     title,
 		Source:    "cli",
+		Platform:  PlatformClaude,
 		StartedAt: th.first,
 		Messages:  th.msgs,
 	}

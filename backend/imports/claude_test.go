@@ -242,6 +242,7 @@ func TestClaudeRealisticTranscript(t *testing.T) {
 		Origin:    sessions.Origin{Kind: sessions.ImportClaude, Key: claudeSID, Path: path},
 		Title:     "Fix the failing test in math_utils.py",
 		Source:    "cli",
+		Platform:  PlatformClaude,
 		StartedAt: jlAt(t, "2026-01-20T11:57:17.716Z"), // the queue operation: the first time of the file
 	}
 	jlCheckMessages(t, "claude", it.Messages, claudeSessionWant(t))

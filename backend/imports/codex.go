@@ -54,6 +54,7 @@ func readCodex(ctx context.Context, root string, yield Yield, warn func(Problem)
 			Origin:    sessions.Origin{Kind: sessions.ImportCodex, Key: key, Path: p},
 			Title:     promptTitle(r.title),
 			Source:    "cli",
+			Platform:  PlatformCodex,
 			StartedAt: started,
 			Messages:  r.msgs,
 		}

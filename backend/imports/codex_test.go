@@ -97,6 +97,7 @@ func TestCodexRealisticRollout(t *testing.T) {
 		Origin:    sessions.Origin{Kind: sessions.ImportCodex, Key: codexID, Path: path},
 		Title:     "List the Go files and count them",
 		Source:    "cli",
+		Platform:  PlatformCodex,
 		StartedAt: jlAt(t, "2025-10-29T00:59:38.308Z"), // the meta's own time, not its line's
 	}
 	if !reflect.DeepEqual(it, want) {

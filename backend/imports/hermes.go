@@ -222,15 +222,17 @@ func parentsFirst(rows []hermesSession, byID map[string]*hermesSession, path str
 }
 
 // hermesSource maps the familiar agent's source ("cli", "telegram",
-// "cron", ...) onto Atrium's sources, keeping a chat platform's name.
+// "cron", ...) onto Atrium's sources. The platform says where the
+// conversation happened: a chat platform's name, else the agent's
+// (PlatformHermes), so imported sessions can be picked out by platform.
 func hermesSource(src string) (source, platform string) {
 	switch strings.ToLower(strings.TrimSpace(src)) {
 	case "", "cli", "tui", "acp", "local", "desktop":
-		return "cli", ""
+		return "cli", PlatformHermes
 	case "cron", "scheduler":
-		return "cron", ""
+		return "cron", PlatformHermes
 	case "subagent", "delegate", "delegation":
-		return "subagent", ""
+		return "subagent", PlatformHermes
 	}
 	return "gateway", strings.ToLower(strings.TrimSpace(src))
 }

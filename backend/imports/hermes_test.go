@@ -210,7 +210,7 @@ func TestHermesStoreImportsWithLineageToolCallsAndTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Title != "Fix the flaky test" || first.Source != "cli" || first.EndReason != "compression" || first.EndedAt == nil ||
+	if first.Title != "Fix the flaky test" || first.Source != "cli" || first.Platform != "hermes" || first.EndReason != "compression" || first.EndedAt == nil ||
 		!first.StartedAt.Equal(time.Unix(int64(t0), 0)) || !first.EndedAt.Equal(time.Unix(int64(t0)+600, 0)) ||
 		!first.LastActivityAt.Equal(time.Unix(int64(t0)+5, 0)) || first.MessageCount != 7 {
 		t.Fatalf("first part %+v", first)

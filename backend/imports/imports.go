@@ -17,6 +17,16 @@ import (
 	"atrium/backend/sessions"
 )
 
+// The platform of an imported session that did not come from a chat
+// platform: the agent it was kept by. A list filtered by platform (the
+// UI's, `--platform claude-code`) then shows, or deletes, what an import
+// brought.
+const (
+	PlatformHermes = "hermes"
+	PlatformClaude = "claude-code"
+	PlatformCodex  = "codex"
+)
+
 // Problem is one thing a reader skipped.
 type Problem struct {
 	Path    string `json:"path"`
