@@ -210,17 +210,14 @@ func (r *runner) hooksApproveCmd() *cobra.Command {
 			if len(picked) == 0 {
 				return apperr.New(apperr.NotFound, "no configured shell hook matches %q (see `atrium hooks list`)", arg)
 			}
-			_, waiting, err := e.allow.Split(picked, false, time.Now())
+			n, err := e.allow.ApproveWaiting(picked, time.Now())
 			if err != nil {
 				return err
 			}
-			if err := e.allow.ApproveAll(waiting, time.Now()); err != nil {
-				return err
-			}
-			out := map[string]any{"approved": len(waiting), "already": len(picked) - len(waiting), "allowlist": e.allow.Path()}
+			out := map[string]any{"approved": n, "already": len(picked) - n, "allowlist": e.allow.Path()}
 			return r.print(out, func(w io.Writer) {
 				fmt.Fprintf(w, "approved %d shell hook(s) (%d already were); a running plugin host takes them in at its next look\n",
-					len(waiting), len(picked)-len(waiting))
+					n, len(picked)-n)
 			})
 		},
 	}

@@ -510,22 +510,32 @@ func claudeResultText(raw json.RawMessage) (string, bool) {
 		s, _ := jsonText(raw)
 		return s, true
 	case '[':
-		var blocks []struct {
-			Type string          `json:"type"`
-			Text json.RawMessage `json:"text"`
-		}
-		if json.Unmarshal(raw, &blocks) == nil {
-			var texts []string
-			for _, b := range blocks {
-				if s, ok := jsonText(b.Text); ok && b.Type == "text" && s != "" {
-					texts = append(texts, s)
-				}
-			}
-			return strings.Join(texts, "\n\n"), true
+		if s, ok := jsonTextBlocks(raw, func(typ string) bool { return typ == "text" }); ok {
+			return s, true
 		}
 	}
 	s, _ := jsonCompact(raw)
 	return s, false
+}
+
+// jsonTextBlocks joins the texts of a list of {type, text} blocks whose
+// type keep takes, a blank line between them; false when raw is not such
+// a list.
+func jsonTextBlocks(raw json.RawMessage, keep func(typ string) bool) (string, bool) {
+	var blocks []struct {
+		Type string          `json:"type"`
+		Text json.RawMessage `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return "", false
+	}
+	var texts []string
+	for _, b := range blocks {
+		if s, ok := jsonText(b.Text); ok && keep(b.Type) && s != "" {
+			texts = append(texts, s)
+		}
+	}
+	return strings.Join(texts, "\n\n"), true
 }
 
 // errorText marks a failed tool's result: "Error: " before it, unless it

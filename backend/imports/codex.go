@@ -386,18 +386,8 @@ func codexOutput(raw json.RawMessage) (string, bool) {
 		}
 		return s, true
 	case '[':
-		var items []struct {
-			Type string          `json:"type"`
-			Text json.RawMessage `json:"text"`
-		}
-		if json.Unmarshal(raw, &items) == nil {
-			var texts []string
-			for _, it := range items {
-				if s, ok := jsonText(it.Text); ok && s != "" {
-					texts = append(texts, s)
-				}
-			}
-			return strings.Join(texts, "\n\n"), true
+		if s, ok := jsonTextBlocks(raw, func(string) bool { return true }); ok {
+			return s, true
 		}
 	case '{':
 		var o struct {

@@ -303,39 +303,34 @@ func hermesIndexed(ctx context.Context, conn *sql.DB) bool {
 // hermesAll reads every message row at once, by session (a store without
 // the index).
 func hermesAll(ctx context.Context, conn *sql.DB, cols map[string]bool) (map[string][]hermesRow, error) {
-	rows, err := conn.QueryContext(ctx, hermesQuery(cols, false))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string][]hermesRow{}
-	for rows.Next() {
-		var sid sql.NullString
-		var r hermesRow
-		if err := rows.Scan(&sid, &r.role, &r.content, &r.callID, &r.calls, &r.tool, &r.ts); err != nil {
-			return nil, err
-		}
-		out[sid.String] = append(out[sid.String], r)
-	}
-	return out, rows.Err()
+	err := hermesScan(ctx, conn, hermesQuery(cols, false), nil, func(sid string, r hermesRow) { out[sid] = append(out[sid], r) })
+	return out, err
 }
 
+// hermesRows reads one session's message rows.
 func hermesRows(ctx context.Context, conn *sql.DB, cols map[string]bool, id string) ([]hermesRow, error) {
-	rows, err := conn.QueryContext(ctx, hermesQuery(cols, true), id)
+	var out []hermesRow
+	err := hermesScan(ctx, conn, hermesQuery(cols, true), []any{id}, func(_ string, r hermesRow) { out = append(out, r) })
+	return out, err
+}
+
+// hermesScan runs a hermesQuery and hands each row to each.
+func hermesScan(ctx context.Context, conn *sql.DB, q string, args []any, each func(sid string, r hermesRow)) error {
+	rows, err := conn.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []hermesRow
 	for rows.Next() {
 		var sid sql.NullString
 		var r hermesRow
 		if err := rows.Scan(&sid, &r.role, &r.content, &r.callID, &r.calls, &r.tool, &r.ts); err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, r)
+		each(sid.String, r)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // hermesMessages turns a session's rows into Atrium's messages.

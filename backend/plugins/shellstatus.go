@@ -78,16 +78,12 @@ func (m *Manager) ApproveShellHook(ctx context.Context, event, command string) (
 	if len(picked) == 0 {
 		return 0, apperr.New(apperr.NotFound, "no shell hook %q is configured for %s in %s", command, orAny(event), m.opts.Home.ConfigPath())
 	}
-	allow := shellhooks.NewAllowlist(m.opts.Home.Dir)
-	_, waiting, err := allow.Split(picked, false, time.Now())
+	n, err := shellhooks.NewAllowlist(m.opts.Home.Dir).ApproveWaiting(picked, time.Now())
 	if err != nil {
 		return 0, err
 	}
-	if err := allow.ApproveAll(waiting, time.Now()); err != nil {
-		return 0, err
-	}
 	m.nudge(ctx)
-	return len(waiting), nil
+	return n, nil
 }
 
 // RevokeShellHook withdraws every approval of command and has the running

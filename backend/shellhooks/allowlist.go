@@ -255,6 +255,16 @@ func (a Allowlist) Split(specs []Spec, accept bool, now time.Time) (approved, wa
 	return approved, waiting, nil
 }
 
+// ApproveWaiting approves those of specs not approved yet, and returns how
+// many that was (the rest already were).
+func (a Allowlist) ApproveWaiting(specs []Spec, now time.Time) (int, error) {
+	_, waiting, err := a.Split(specs, false, now)
+	if err != nil {
+		return 0, err
+	}
+	return len(waiting), a.ApproveAll(waiting, now)
+}
+
 // AcceptEnv are the environment variables that approve every hook
 // (Atrium's, and the familiar agent's name for it).
 var AcceptEnv = []string{"ATRIUM_ACCEPT_HOOKS", "HERMES_ACCEPT_HOOKS"}

@@ -385,12 +385,7 @@ func TestAllowlist(t *testing.T) {
 func TestRegistryOnTheBus(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(dir, "state.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	bus := hooks.NewBus(d, hooks.Options{Timeout: 10 * time.Second})
+	d, bus := busOn(t, dir)
 	script(t, dir, "guard.sh", `grep -q '"rm"' && echo '{"action":"block","message":"not rm"}'; exit 0`)
 	script(t, dir, "log.sh", `cat >> "$ATRIUM_HOME/seen.log"; echo >> "$ATRIUM_HOME/seen.log"`)
 	specs, _ := shellhooks.Parse(section(t, `
@@ -488,12 +483,7 @@ SessionStart:
 	dir := t.TempDir()
 	log := filepath.Join(dir, "ran")
 	ctx := context.Background()
-	d, err := db.Open(ctx, filepath.Join(dir, "state.db"), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	bus := hooks.NewBus(d, hooks.Options{Timeout: 10 * time.Second})
+	_, bus := busOn(t, dir)
 	reg := shellhooks.NewRegistry(shellhooks.Options{Bus: bus, Env: shellhooks.Env{Dir: dir}})
 	defer reg.Close()
 	s := spec(t, `SessionStart: [{hooks: [{type: command, command: "cat >> `+log+`; echo; echo 'notes: staging first'"}]}]`)
@@ -518,4 +508,16 @@ SessionStart:
 	if n := strings.Count(string(b), `"hook_event_name":"SessionStart"`); n != 1 || !strings.Contains(string(b), `"source":"startup"`) {
 		t.Fatalf("ran %d times; stdin %s", n, b)
 	}
+}
+
+// busOn is a real store in dir, closed with the test, and a hook bus on it
+// (not started).
+func busOn(t *testing.T, dir string) (*db.DB, *hooks.Bus) {
+	t.Helper()
+	d, err := db.Open(context.Background(), filepath.Join(dir, "state.db"), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, hooks.NewBus(d, hooks.Options{Timeout: 10 * time.Second})
 }
