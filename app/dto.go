@@ -217,6 +217,11 @@ type TurnDTO struct {
 	SentText    string   `json:"sent_text,omitempty"`
 	ToolCalls   []string `json:"tool_calls"`
 	Compactions int      `json:"compactions"`
+	// Earlier are the replies after which a hook (pre_turn_end, a Claude
+	// Code Stop hook) kept the turn going; Reply is the last.
+	Earlier []string `json:"earlier"`
+	// Notes are what hooks asked to show about the turn.
+	Notes []string `json:"notes"`
 }
 
 // CommandDTO is a slash command the composer offers: its name, the hint
@@ -381,9 +386,17 @@ func toTrash(t sessions.TrashSummary) TrashDTO {
 	return TrashDTO{Sessions: t.Sessions, Messages: t.Messages, Bytes: t.Bytes, TrashDays: t.TrashDays, OldestTrashedAt: t.Oldest, NextPurgeAt: t.NextPurge}
 }
 
+func earlierReplies(t turns.Turn) []string {
+	out := make([]string, 0, len(t.Continued))
+	for _, c := range t.Continued {
+		out = append(out, c.Reply)
+	}
+	return out
+}
+
 func toTurn(t turns.Turn) TurnDTO {
 	return TurnDTO{SessionID: t.SessionID, Rotated: t.Rotated, Command: t.Command, Output: t.Output, Reply: t.Reply,
-		SentText: t.SentText, ToolCalls: nonNil(t.ToolCalls), Compactions: len(t.Compactions)}
+		SentText: t.SentText, ToolCalls: nonNil(t.ToolCalls), Compactions: len(t.Compactions), Earlier: earlierReplies(t), Notes: nonNil(t.Notes)}
 }
 
 func toPlugin(p plugins.Plugin, _ int) PluginDTO {

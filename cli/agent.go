@@ -30,8 +30,15 @@ func printTurn(w io.Writer, t turns.Turn, from string) {
 	if t.Output != "" {
 		fmt.Fprintln(w, t.Output)
 	}
+	for _, c := range t.Continued {
+		fmt.Fprintln(w, c.Reply)
+		fmt.Fprintf(w, "(a hook did not let the turn end; the agent was told:)\n%s\n", c.Feedback)
+	}
 	if t.Reply != "" {
 		fmt.Fprintln(w, t.Reply)
+	}
+	for _, n := range t.Notes {
+		fmt.Fprintf(w, "(%s)\n", n)
 	}
 	for _, c := range t.Compactions {
 		fmt.Fprintf(w, "(%s)\n", compaction.Describe(c))

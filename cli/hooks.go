@@ -273,6 +273,8 @@ func samplePayload(event, tool string, extra map[string]any) map[string]any {
 		if event == hooks.PostLLMCall {
 			p["assistant_response"] = "hi"
 		}
+	case hooks.PreTurnEnd:
+		p["user_message"], p["assistant_response"], p["continues"], p["model"], p["agent_context"] = "hello", "hi", 0, "test-model", "primary"
 	case hooks.OnSessionFinalize:
 		p["reason"] = "exit"
 	case hooks.PreCompaction, hooks.PostCompaction:

@@ -219,3 +219,33 @@ func TestBundledPluginsFolderFromTheEnvironment(t *testing.T) {
 		t.Fatalf("plugins with ATRIUM_BUNDLED_PLUGINS: %+v", rows)
 	}
 }
+
+// Atrium's own pre_turn_end, from a Python plugin: {"action": "continue",
+// "message"} keeps the turn going with that instruction; the plugin sees
+// how many times it already did (continues) and lets the turn end.
+func TestAPythonPluginKeepsTheTurnGoing(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home := withPlugin(t, "pyverify", "[pre_turn_end]", `
+def register(ctx):
+    def verify(session_id, assistant_response, continues, **kwargs):
+        if continues == 0 and "verified" not in assistant_response:
+            return {"action": "continue", "message": "Verify the numbers before you stop.", "note": "asked to verify"}
+        return None
+    ctx.register_hook("pre_turn_end", verify)
+`)
+	id := create(t, home, "--title", "verify")
+	r := atriumExec(t, home, "", nil, "send", id, "sum the invoices")
+	if r.code != 0 || !strings.Contains(r.stdout, "the agent was told:)\nVerify the numbers before you stop.") ||
+		!strings.Contains(r.stdout, "offline reply to: Verify the numbers") || !strings.Contains(r.stdout, "(asked to verify)") {
+		t.Fatalf("send: %+v", r)
+	}
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	mustJSON(t, atrium(t, home, "messages", "list", id, "--json"), &msgs)
+	if len(msgs) != 4 || msgs[2].Role != "user" || msgs[2].Content != "Verify the numbers before you stop." || msgs[3].Role != "assistant" {
+		t.Fatalf("stored: %+v", msgs)
+	}
+}

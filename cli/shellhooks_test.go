@@ -327,6 +327,88 @@ path=$(echo "$in" | sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p')
 	})
 }
 
+// A Claude Code Stop hook keeps the agent going as in Claude Code: exit 2
+// (stderr) or {"decision": "block", "reason"} is the next instruction, and
+// the next Stop of the turn has stop_hook_active; its systemMessage is
+// shown. The hook reads transcript_path as Claude Code's own transcripts
+// are read (the assistant's text in content blocks), and it does not run
+// for a delegate child's turn (Claude Code's Stop is the main agent's).
+func TestAClaudeStopHookKeepsTheAgentGoing(t *testing.T) {
+	t.Parallel()
+	home := shellHome(t, `
+hooks:
+  Stop:
+    - hooks:
+        - {type: command, command: "python3 \"$CLAUDE_PROJECT_DIR/hooks/stop.py\""}
+`, map[string]string{
+		// Line 1 ("#!/bin/sh") is a comment to Python.
+		"stop.py": `import json, os, sys
+d = json.load(sys.stdin)
+home = os.environ["CLAUDE_PROJECT_DIR"]
+log = os.path.join(home, "stop.jsonl")
+with open(log, "a") as f:
+    f.write(json.dumps(d) + "\n")
+last = None
+for line in open(d["transcript_path"]):
+    e = json.loads(line)
+    if e["type"] == "assistant":
+        last = "\n".join(b["text"] for b in e["message"]["content"] if b["type"] == "text")
+if last != d["last_assistant_message"]:
+    open(os.path.join(home, "mismatch"), "w").write(repr((last, d["last_assistant_message"])))
+n = sum(1 for _ in open(log))
+if n == 1:
+    print("tests fail: run them again", file=sys.stderr)
+    sys.exit(2)
+if n == 2:
+    print(json.dumps({"decision": "block", "reason": "one more pass", "systemMessage": "iteration 3"}))
+else:
+    print(json.dumps({"systemMessage": "all checks pass"}))
+`,
+	})
+	env := []string{"ATRIUM_ACCEPT_HOOKS=1"}
+	id := create(t, home, "--title", "ralph")
+	out := mustSendEnv(t, home, env, id, "make the tests pass")
+	cmd := `[python3 "$CLAUDE_PROJECT_DIR/hooks/stop.py"]: `
+	for _, want := range []string{"offline reply to: make the tests pass", "(a hook did not let the turn end; the agent was told:)\nStop hook feedback:\n" + cmd + "tests fail: run them again",
+		"Stop hook feedback:\n" + cmd + "one more pass", "(iteration 3)", "(all checks pass)"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("send printed no %q:\n%s", want, out)
+		}
+	}
+	stops := jsonLines(t, filepath.Join(home, "stop.jsonl"))
+	var active []any
+	for _, s := range stops {
+		if s["hook_event_name"] != "Stop" || s["session_id"] != id || s["last_assistant_message"] == "" {
+			t.Fatalf("Stop stdin: %+v", s)
+		}
+		active = append(active, s["stop_hook_active"])
+	}
+	if fmt.Sprint(active) != "[false true true]" {
+		t.Fatalf("stop_hook_active of the turn's Stops: %v", active)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, "mismatch")); err == nil {
+		t.Fatalf("the transcript's last assistant text is not last_assistant_message: %s", b)
+	}
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, m.Role)
+	}
+	if fmt.Sprint(roles) != "[user assistant user assistant user assistant]" || msgs[2].Content != "Stop hook feedback:\n"+cmd+"tests fail: run them again" {
+		t.Fatalf("stored: %+v", msgs)
+	}
+	// A delegate child's turn: no Stop.
+	child := create(t, home, "--parent", id, "--relation", "delegate", "--title", "child")
+	mustSendEnv(t, home, env, child, "look something up")
+	if n := len(jsonLines(t, filepath.Join(home, "stop.jsonl"))); n != 3 {
+		t.Fatalf("Stop ran %d times, want 3 (none for the delegate child's turn)", n)
+	}
+}
+
 // sentWith counts the session's user turns sent to the model with text in
 // them, and returns how many messages it has.
 func sentWith(t *testing.T, home, id, text string) (int, int) {

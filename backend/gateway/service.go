@@ -633,9 +633,18 @@ func nonEmpty(xs ...string) []string {
 	return out
 }
 
-// Answer is what a turn says back: a command's output and the reply.
+// Answer is what a turn says back: a command's output and the reply (every
+// reply, when a hook kept the turn going), then what hooks asked to show.
 func Answer(t turns.Turn) string {
-	return strings.TrimSpace(strings.Join(nonEmpty(t.Output, t.Reply), "\n\n"))
+	parts := []string{t.Output}
+	for _, c := range t.Continued {
+		parts = append(parts, c.Reply)
+	}
+	parts = append(parts, t.Reply)
+	for _, n := range t.Notes {
+		parts = append(parts, "("+n+")")
+	}
+	return strings.TrimSpace(strings.Join(nonEmpty(parts...), "\n\n"))
 }
 
 // PlainError is what a chat is told of a failure: the message of a coded

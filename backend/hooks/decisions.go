@@ -165,3 +165,54 @@ func clipText(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// TurnEnd is what pre_turn_end decided.
+type TurnEnd struct {
+	// Continue holds the message of every "continue" answer, in plugin
+	// order: the turn goes on with them as the next instruction, unless
+	// Stop.
+	Continue []string
+	// Stop is set when an answer said {"action": "stop"}: the turn ends,
+	// whatever the others answered.
+	Stop bool
+	// Notes are what the answers ask to show the person (a stop's message,
+	// an answer's "note").
+	Notes []string
+}
+
+// DefaultContinueMessage is the instruction of a "continue" answer that
+// gave none.
+const DefaultContinueMessage = "A hook did not let the turn end yet: go on."
+
+// DecideTurnEnd reads pre_turn_end's answers: {"action": "continue",
+// "message"} and {"action": "stop", "message"?}, each with an optional
+// "note" for the person. It fails open: a callback that raised or timed
+// out decides nothing.
+func DecideTurnEnd(results []SyncResult) TurnEnd {
+	var d TurnEnd
+	for _, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		for _, m := range r.actions() {
+			msg, _ := m["message"].(string)
+			msg = strings.TrimSpace(msg)
+			switch m["action"] {
+			case "continue":
+				if msg == "" {
+					msg = DefaultContinueMessage
+				}
+				d.Continue = append(d.Continue, msg)
+			case "stop":
+				d.Stop = true
+				if msg != "" {
+					d.Notes = append(d.Notes, msg)
+				}
+			}
+			if note, _ := m["note"].(string); strings.TrimSpace(note) != "" {
+				d.Notes = append(d.Notes, strings.TrimSpace(note))
+			}
+		}
+	}
+	return d
+}

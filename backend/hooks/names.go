@@ -44,6 +44,10 @@ const (
 	// whether and how an incoming gateway message is routed
 	// (pre_gateway_dispatch); it fails open.
 	RoleDispatch
+	// RoleContinue: {"action": "continue", "message"} keeps the turn going
+	// with message as the next instruction, {"action": "stop"} ends it
+	// whatever else was answered (pre_turn_end); it fails open.
+	RoleContinue
 )
 
 // Stable hook names. They never change once shipped.
@@ -69,6 +73,7 @@ const (
 	SubagentStart      = "subagent_start"
 	SubagentStop       = "subagent_stop"
 	PreGatewayDispatch = "pre_gateway_dispatch"
+	PreTurnEnd         = "pre_turn_end"
 )
 
 type hookInfo struct {
@@ -98,6 +103,7 @@ var table = map[string]hookInfo{
 	PreCommand:         {Sync, RoleObserve},
 	PreGatewayDispatch: {Sync, RoleDispatch},
 	PreCompaction:      {Sync, RoleObserve},
+	PreTurnEnd:         {Sync, RoleContinue},
 }
 
 // ForeignHooks are hook names of the familiar Python plugin API for moments
@@ -247,4 +253,24 @@ type PostCompactionPayload struct {
 	// Platform is the surface whose turn or command caused it (cli,
 	// desktop, telegram, cron, ...); null when unknown.
 	Platform *string `json:"platform"`
+}
+
+// TurnEndPayload is the payload of pre_turn_end (Atrium's own), called in
+// line when the model has answered with text and the turn is about to end:
+// the reply is stored and its post_llm_call committed, on_session_end not
+// yet. UserMessage is what the model answered (the person's message, or the
+// feedback a continuation gave it); Continues counts the times this turn has
+// gone on already (Claude Code's stop_hook_active is Continues > 0).
+// AgentContext is "primary", "subagent" (a delegate child's turn) or "cron".
+type TurnEndPayload struct {
+	SessionID         string `json:"session_id"`
+	TaskID            string `json:"task_id"`
+	TurnID            string `json:"turn_id"`
+	UserMessage       string `json:"user_message"`
+	AssistantResponse string `json:"assistant_response"`
+	Continues         int    `json:"continues"`
+	Model             string `json:"model"`
+	Platform          string `json:"platform"`
+	SessionKey        string `json:"session_key"`
+	AgentContext      string `json:"agent_context"`
 }

@@ -160,8 +160,6 @@ func (b *Bus) callOne(ctx context.Context, r *syncReg, raw json.RawMessage) (any
 	}
 }
 
-// ContextTexts extracts the text a pre_llm_call answer adds to the user turn:
-// a string, or an object's "context" field. Anything else adds nothing.
 // BlockPrompt is the answer of a pre_llm_call callback that keeps the
 // prompt from being sent (Claude Code's UserPromptSubmit block): the turn
 // stops before anything is stored, and reason is said to the person.
@@ -189,6 +187,8 @@ func PromptBlock(results []SyncResult) (string, bool) {
 	return "", false
 }
 
+// ContextTexts extracts the text a pre_llm_call answer adds to the user turn:
+// a string, or an object's "context" field. Anything else adds nothing.
 func ContextTexts(results []SyncResult) []string {
 	var out []string
 	for _, r := range results {

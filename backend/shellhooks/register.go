@@ -113,6 +113,9 @@ func (r *Registry) run(ctx context.Context, s Spec, raw json.RawMessage) (Outcom
 			return Outcome{}, false, nil // a session starts once
 		}
 	}
+	if s.Dialect == Claude && s.Name == "Stop" && p["agent_context"] == "subagent" {
+		return Outcome{}, false, nil // Claude Code's Stop is the main agent's
+	}
 	if s.Matcher != "" {
 		tool, _ := p["tool_name"].(string)
 		if !s.Matches(tool) {

@@ -154,6 +154,8 @@ func TestAnswers(t *testing.T) {
 	cpre := spec(t, "PreToolUse: [{hooks: [{type: command, command: x}]}]")
 	cprompt := spec(t, "UserPromptSubmit: [{hooks: [{type: command, command: x}]}]")
 	obs := spec(t, "post_tool_call: [{command: x}]")
+	cstop := spec(t, "Stop: [{hooks: [{type: command, command: ./check.sh}]}]")
+	end := spec(t, "pre_turn_end: [{command: x}]")
 	ok := func(stdout string) shellhooks.Outcome { return shellhooks.Outcome{Stdout: stdout} }
 	cases := []struct {
 		name string
@@ -205,6 +207,19 @@ func TestAnswers(t *testing.T) {
 		{"hermes pre_llm_call cannot block", llm, ok(`{"decision": "block", "reason": "r"}`), nil},
 		{"hermes pre_llm_call exit 2 is a failure", llm, shellhooks.Outcome{ExitCode: 2, Stderr: "x"}, nil},
 		{"hermes plain text is nothing", llm, ok("plain words"), nil},
+		{"claude stop exit 2 goes on", cstop, shellhooks.Outcome{ExitCode: 2, Stderr: "tests fail:\n  TestX\n"},
+			map[string]any{"action": "continue", "message": "Stop hook feedback:\n[./check.sh]: tests fail:\n  TestX"}},
+		{"claude stop decision block", cstop, ok(`{"decision": "block", "reason": "run the linter", "systemMessage": "iteration 2"}`),
+			map[string]any{"action": "continue", "message": "Stop hook feedback:\n[./check.sh]: run the linter", "note": "iteration 2"}},
+		{"claude stop continue false wins", cstop, ok(`{"continue": false, "stopReason": "budget spent", "decision": "block", "reason": "r"}`),
+			map[string]any{"action": "stop", "message": "budget spent"}},
+		{"claude stop approve lets it end", cstop, ok(`{"decision": "approve"}`), nil},
+		{"claude stop systemMessage only", cstop, ok(`{"systemMessage": "done in 3 iterations"}`), map[string]any{"note": "done in 3 iterations"}},
+		{"claude stop exit 1 lets it end", cstop, shellhooks.Outcome{ExitCode: 1, Stderr: "crash", Stdout: `{"decision": "block"}`}, nil},
+		{"claude stop plain text is nothing", cstop, ok("all good"), nil},
+		{"hermes turn end continue", end, ok(`{"action": "continue", "message": "one more check"}`),
+			map[string]any{"action": "continue", "message": "one more check"}},
+		{"hermes turn end exit 2", end, shellhooks.Outcome{ExitCode: 2, Stderr: "not yet\n"}, map[string]any{"action": "continue", "message": "not yet"}},
 		{"observer answer ignored", obs, ok(`{"action": "block", "message": "no"}`), nil},
 	}
 	for _, c := range cases {
@@ -247,6 +262,7 @@ func TestStdinShapes(t *testing.T) {
 		"SessionEnd":       {"session_id": "s", "reason": "exit"},
 		"PreCompact":       {"session_id": "s", "reason": "manual", "focus": "keep the owners"},
 		"PostCompact":      {"session_id": "s", "reason": "overflow"},
+		"Stop":             {"session_id": "s", "assistant_response": "done", "continues": 1.0},
 	} {
 		b, _ = shellhooks.Stdin(spec(t, name+": [{hooks: [{type: command, command: x}]}]"), env, p, "")
 		m = nil
@@ -266,6 +282,10 @@ func TestStdinShapes(t *testing.T) {
 			}
 		case "PostCompact":
 			if m["trigger"] != "auto" {
+				t.Errorf("%s: %s", name, b)
+			}
+		case "Stop":
+			if m["stop_hook_active"] != true || m["last_assistant_message"] != "done" || m["hook_event_name"] != "Stop" {
 				t.Errorf("%s: %s", name, b)
 			}
 		}

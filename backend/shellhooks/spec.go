@@ -61,7 +61,9 @@ type Spec struct {
 // ClaudeEvents maps Claude Code's hook event names onto Atrium's hooks.
 // SessionStart runs in line at a session's first turn (pre_llm_call with
 // is_first_turn), not from the log as on_session_start: Claude Code adds
-// its output to the session's context, which an observer cannot.
+// its output to the session's context, which an observer cannot. Stop runs
+// in line when the turn is about to end (pre_turn_end), so it can keep the
+// agent going as in Claude Code.
 var ClaudeEvents = map[string]string{
 	"SessionStart":     hooks.PreLLMCall,
 	"SessionEnd":       hooks.OnSessionFinalize,
@@ -70,7 +72,7 @@ var ClaudeEvents = map[string]string{
 	"PreToolUse":       hooks.PreToolCall,
 	"PostToolUse":      hooks.PostToolCall,
 	"UserPromptSubmit": hooks.PreLLMCall,
-	"Stop":             hooks.PostLLMCall,
+	"Stop":             hooks.PreTurnEnd,
 	"SubagentStart":    hooks.SubagentStart,
 	"SubagentStop":     hooks.SubagentStop,
 }

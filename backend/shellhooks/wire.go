@@ -89,7 +89,16 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 	case "UserPromptSubmit":
 		out["prompt"] = p["user_message"]
 	case "Stop":
-		out["stop_hook_active"] = false
+		// Set when this turn already went on because a hook would not let
+		// it end: a hook that checks it cannot loop forever.
+		switch n := p["continues"].(type) {
+		case float64:
+			out["stop_hook_active"] = n > 0
+		case int:
+			out["stop_hook_active"] = n > 0
+		default:
+			out["stop_hook_active"] = false
+		}
 		out["last_assistant_message"] = p["assistant_response"]
 	case "SessionStart":
 		out["source"] = "startup"
@@ -160,6 +169,9 @@ func Answer(s Spec, o Outcome) (answer map[string]any, note string) {
 				stderr = defaultBlock
 			}
 			return hooks.BlockPrompt(stderr), ""
+		case s.Event == hooks.PreTurnEnd:
+			// Claude Code's Stop: the agent goes on, told stderr.
+			return goOn(s, strings.TrimSpace(o.Stderr)), ""
 		}
 	}
 	var note2 string
@@ -195,6 +207,8 @@ func parse(s Spec, stdout string) map[string]any {
 	switch s.Event {
 	case hooks.PreToolCall:
 		return parseToolDecision(data)
+	case hooks.PreTurnEnd:
+		return parseTurnEnd(s, data)
 	case hooks.PreLLMCall:
 		if s.Dialect == Claude && s.Name == "UserPromptSubmit" {
 			// Claude Code's {"decision": "block", "reason"} and
@@ -216,6 +230,42 @@ func parse(s Spec, stdout string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// goOn is the answer that keeps a turn going with reason. A Claude Code
+// Stop hook's reason reaches the model as Claude Code words it.
+func goOn(s Spec, reason string) map[string]any {
+	if s.Dialect == Claude {
+		if reason == "" {
+			reason = hooks.DefaultContinueMessage
+		}
+		reason = "Stop hook feedback:\n[" + s.Command + "]: " + reason
+	}
+	return map[string]any{"action": "continue", "message": reason}
+}
+
+// parseTurnEnd reads a pre_turn_end answer: the familiar shape
+// ({"action": "continue"|"stop", "message"}) and Claude Code's Stop output
+// ({"decision": "block", "reason"} goes on; {"continue": false,
+// "stopReason"} ends the turn whatever else was answered; "systemMessage"
+// is shown to the person).
+func parseTurnEnd(s Spec, d map[string]any) map[string]any {
+	var out map[string]any
+	switch {
+	case d["continue"] == false:
+		out = map[string]any{"action": "stop", "message": textOr(d, "stopReason", "")}
+	case d["decision"] == "block":
+		out = goOn(s, textOr(d, "reason", ""))
+	case d["action"] == "continue" || d["action"] == "stop":
+		out = map[string]any{"action": d["action"], "message": textOr(d, "message", "")}
+	}
+	if note := textOr(d, "systemMessage", textOr(d, "note", "")); note != "" {
+		if out == nil {
+			out = map[string]any{}
+		}
+		out["note"] = note
+	}
+	return out
 }
 
 // parseToolDecision reads both dialects of a pre_tool_call answer: the

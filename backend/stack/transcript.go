@@ -12,23 +12,44 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/atomicfile"
+	"atrium/backend/sessions"
 )
 
 // transcriptLine is one message of a hook transcript, in the shape Claude
-// Code's transcripts have: a type, ids, a time and the message.
+// Code's transcripts have, so the scripts written for them read it
+// unchanged: a type, ids chained by parentUuid, a time and the message,
+// whose content is the person's text as a string, and otherwise a list of
+// blocks (the assistant's text and tool_use, the tool's tool_result).
 type transcriptLine struct {
-	Type      string            `json:"type"`
-	UUID      string            `json:"uuid"`
-	SessionID string            `json:"sessionId"`
-	Timestamp string            `json:"timestamp"`
-	Message   transcriptMessage `json:"message"`
+	Type       string            `json:"type"`
+	UUID       string            `json:"uuid"`
+	ParentUUID *string           `json:"parentUuid"`
+	SessionID  string            `json:"sessionId"`
+	Timestamp  string            `json:"timestamp"`
+	Message    transcriptMessage `json:"message"`
 }
 
 type transcriptMessage struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	ToolName   string `json:"tool_name,omitempty"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+// transcriptEntry is m as a Claude Code transcript has it.
+func transcriptEntry(m sessions.Message) (string, transcriptMessage) {
+	switch {
+	case m.Role == "assistant" && m.ToolCallID != "":
+		var input any
+		if json.Unmarshal([]byte(m.Content), &input) != nil {
+			input = map[string]any{}
+		}
+		return "assistant", transcriptMessage{"assistant", []map[string]any{{"type": "tool_use", "id": m.ToolCallID, "name": m.ToolName, "input": input}}}
+	case m.Role == "assistant":
+		return "assistant", transcriptMessage{"assistant", []map[string]any{{"type": "text", "text": m.Content}}}
+	case m.Role == "tool":
+		// Claude Code files a tool's result under the user's turn.
+		return "user", transcriptMessage{"user", []map[string]any{{"type": "tool_result", "tool_use_id": m.ToolCallID, "content": m.Content}}}
+	}
+	return m.Role, transcriptMessage{m.Role, m.Content}
 }
 
 // HookTranscript writes the session's active transcript as JSONL to
@@ -50,16 +71,15 @@ func (s *Stack) HookTranscript(ctx context.Context, id string) (string, error) {
 	path := filepath.Join(dir, id+".jsonl")
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
+	var parent *string
 	for _, m := range msgs {
-		typ := m.Role
-		if typ == "tool" {
-			typ = "user" // Claude Code files tool results under the user's turn
-		}
-		if err := enc.Encode(transcriptLine{Type: typ, UUID: id + "-" + strconv.FormatInt(m.ID, 10), SessionID: id,
-			Timestamp: m.CreatedAt.UTC().Format(time.RFC3339Nano),
-			Message:   transcriptMessage{Role: m.Role, Content: m.Content, ToolName: m.ToolName, ToolCallID: m.ToolCallID}}); err != nil {
+		typ, msg := transcriptEntry(m)
+		uuid := id + "-" + strconv.FormatInt(m.ID, 10)
+		if err := enc.Encode(transcriptLine{Type: typ, UUID: uuid, ParentUUID: parent, SessionID: id,
+			Timestamp: m.CreatedAt.UTC().Format(time.RFC3339Nano), Message: msg}); err != nil {
 			return "", err
 		}
+		parent = &uuid
 	}
 	if err := atomicfile.Write(path, buf.Bytes(), 0o600, nil); err != nil {
 		return "", err

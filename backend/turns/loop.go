@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +32,9 @@ type Options struct {
 	Model         string
 	Tools         map[string]Tool // default BuiltinTools()
 	MaxToolRounds int             // default 4
+	// MaxContinues bounds how many times in a row pre_turn_end hooks may
+	// keep one turn going (default 8, as Claude Code caps its Stop hooks).
+	MaxContinues int
 	// MemoryProvider is memory.provider: the name of the plugin memory
 	// provider the loop drives ("" for none).
 	MemoryProvider string
@@ -50,6 +54,9 @@ type Options struct {
 	NativeCompaction bool
 	NativeThreshold  float64
 }
+
+// DefaultMaxContinues is Options.MaxContinues when unset.
+const DefaultMaxContinues = 8
 
 // DefaultApprovalTimeout is how long a surface that asks a person (the
 // window, the dashboard, a chat platform) waits for the answer before the
@@ -85,6 +92,9 @@ func New(d *db.DB, s *sessions.Service, eng *compaction.Engine, bus *hooks.Bus, 
 	if opts.MaxToolRounds <= 0 {
 		opts.MaxToolRounds = 4
 	}
+	if opts.MaxContinues <= 0 {
+		opts.MaxContinues = DefaultMaxContinues
+	}
 	if opts.Model == "" {
 		opts.Model = opts.Provider.Name()
 	}
@@ -106,6 +116,18 @@ type Turn struct {
 	ToolCalls   []string            `json:"tool_calls,omitempty"`
 	Blocked     []string            `json:"blocked,omitempty"` // tool calls pre_tool_call blocked
 	Compactions []compaction.Result `json:"compactions,omitempty"`
+	// Continued lists, in order, each reply after which a pre_turn_end
+	// hook kept the turn going, with the feedback it gave the model
+	// (stored as a user message); Reply is the last one.
+	Continued []Continuation `json:"continued,omitempty"`
+	// Notes are what hooks asked to show the person about the turn.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Continuation is one reply that did not end its turn.
+type Continuation struct {
+	Reply    string `json:"reply"`
+	Feedback string `json:"feedback"`
 }
 
 // turnCtx is what every hook of one turn is told about it.
@@ -210,33 +232,42 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	}
 	reply, exit, err := l.respond(ctx, &t, tc)
 	if err != nil {
-		l.endTurn(ctx, &t, tc, false, "error: "+err.Error())
+		_ = l.endTurn(ctx, &t, tc, false, "error: "+err.Error()) // the turn's own error is what the caller reports
 		return t, err
 	}
-	if out, ok := l.transformReply(ctx, tc, t.SessionID, reply); ok {
-		reply = out
+	// Each reply is stored with its post_llm_call. With pre_turn_end hooks
+	// (a Claude Code Stop hook among them) the turn ends only when they let
+	// it: on_session_end then follows in a transaction of its own.
+	gate := l.bus.HasSync(hooks.PreTurnEnd)
+	asked := text
+	for {
+		if out, ok := l.transformReply(ctx, tc, t.SessionID, reply); ok {
+			reply = out
+		}
+		if err := l.storeReply(ctx, &t, tc, cc, asked, reply, first && len(t.Continued) == 0, exit, !gate); err != nil {
+			return t, err
+		}
+		if !gate {
+			break
+		}
+		feedback := l.turnEndFeedback(ctx, &t, tc, asked, reply)
+		if feedback == "" {
+			if err := l.endTurn(ctx, &t, tc, true, exit); err != nil {
+				return t, err
+			}
+			break
+		}
+		t.Continued = append(t.Continued, Continuation{Reply: reply, Feedback: feedback})
+		if _, err := l.sessions.AppendMessage(ctx, t.SessionID, sessions.NewMessage{Role: "user", Content: feedback}); err != nil {
+			return t, err
+		}
+		asked = feedback
+		if reply, exit, err = l.respond(ctx, &t, tc); err != nil {
+			_ = l.endTurn(ctx, &t, tc, false, "error: "+err.Error()) // the turn's own error is what the caller reports
+			return t, err
+		}
 	}
 	t.Reply = reply
-	err = l.db.InTx(ctx, func(tx *db.Tx) error {
-		if _, err := l.sessions.AppendMessageTx(ctx, tx, t.SessionID, sessions.NewMessage{Role: "assistant", Content: reply}); err != nil {
-			return err
-		}
-		hist, err := l.sessions.MessagesTx(ctx, tx, t.SessionID)
-		if err != nil {
-			return err
-		}
-		if _, err := l.bus.EnqueueTx(ctx, tx, hooks.PostLLMCall, hooks.PostLLMCallPayload{SessionID: t.SessionID, TaskID: tc.taskID,
-			TurnID: tc.turnID, UserMessage: text, AssistantResponse: reply, AssistantMessage: reply,
-			ConversationHistory: historyPayload(hist), IsFirstTurn: first, Model: l.opts.Model, Platform: cc.Platform,
-			SessionKey: cc.SessionKey}); err != nil {
-			return err
-		}
-		_, err = l.bus.EnqueueTx(ctx, tx, hooks.OnSessionEnd, l.sessionEnd(tc, t.SessionID, true, exit))
-		return err
-	})
-	if err != nil {
-		return t, err
-	}
 	l.afterTurn(ctx, tc, &t, text, reply)
 	// Between turns: prune stale tool output first, then the soft threshold.
 	// prune_tool_results' own plan decides whether there is anything to prune.
@@ -250,6 +281,54 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		return t, err
 	}
 	return t, nil
+}
+
+// storeReply stores a reply of the turn with its post_llm_call, and with
+// on_session_end when it ends the turn.
+func (l *Loop) storeReply(ctx context.Context, t *Turn, tc *turnCtx, cc hooks.CommandContext, asked, reply string, first bool, exit string, last bool) error {
+	return l.db.InTx(ctx, func(tx *db.Tx) error {
+		if _, err := l.sessions.AppendMessageTx(ctx, tx, t.SessionID, sessions.NewMessage{Role: "assistant", Content: reply}); err != nil {
+			return err
+		}
+		hist, err := l.sessions.MessagesTx(ctx, tx, t.SessionID)
+		if err != nil {
+			return err
+		}
+		if _, err := l.bus.EnqueueTx(ctx, tx, hooks.PostLLMCall, hooks.PostLLMCallPayload{SessionID: t.SessionID, TaskID: tc.taskID,
+			TurnID: tc.turnID, UserMessage: asked, AssistantResponse: reply, AssistantMessage: reply,
+			ConversationHistory: historyPayload(hist), IsFirstTurn: first, Model: l.opts.Model, Platform: cc.Platform,
+			SessionKey: cc.SessionKey}); err != nil {
+			return err
+		}
+		if !last {
+			return nil
+		}
+		_, err = l.bus.EnqueueTx(ctx, tx, hooks.OnSessionEnd, l.sessionEnd(tc, t.SessionID, true, exit))
+		return err
+	})
+}
+
+// turnEndFeedback asks pre_turn_end whether the turn may end after reply:
+// "" when it may, else the instruction to go on with. A stop answer, a
+// hook that failed and the cap (MaxContinues in a row) end it.
+func (l *Loop) turnEndFeedback(ctx context.Context, t *Turn, tc *turnCtx, asked, reply string) string {
+	results, err := l.bus.CallSync(ctx, hooks.PreTurnEnd, hooks.TurnEndPayload{SessionID: t.SessionID, TaskID: tc.taskID,
+		TurnID: tc.turnID, UserMessage: asked, AssistantResponse: reply, Continues: len(t.Continued), Model: l.opts.Model,
+		Platform: tc.platform, SessionKey: tc.sessionKey, AgentContext: tc.agentCtx})
+	if err != nil {
+		slog.Warn("pre_turn_end failed; the turn ends", "session", t.SessionID, "error", err)
+		return ""
+	}
+	d := hooks.DecideTurnEnd(results)
+	t.Notes = append(t.Notes, d.Notes...)
+	if d.Stop || len(d.Continue) == 0 {
+		return ""
+	}
+	if len(t.Continued) >= l.opts.MaxContinues {
+		t.Notes = append(t.Notes, fmt.Sprintf("the turn ended after %d continuations in a row that hooks asked for (the most a turn takes)", len(t.Continued)))
+		return ""
+	}
+	return strings.Join(d.Continue, "\n\n")
 }
 
 // respond compacts before the call when needed, then runs the model rounds.
@@ -266,16 +345,13 @@ func (l *Loop) respond(ctx context.Context, t *Turn, tc *turnCtx) (string, strin
 	return l.modelRounds(ctx, t, tc)
 }
 
-// endTurn fires on_session_end for a turn that did not finish.
-func (l *Loop) endTurn(ctx context.Context, t *Turn, tc *turnCtx, completed bool, reason string) {
-	err := l.db.InTx(ctx, func(tx *db.Tx) error {
+// endTurn fires on_session_end in a transaction of its own: for a turn
+// that did not finish, or one whose last reply pre_turn_end had to see.
+func (l *Loop) endTurn(ctx context.Context, t *Turn, tc *turnCtx, completed bool, reason string) error {
+	return l.db.InTx(ctx, func(tx *db.Tx) error {
 		_, err := l.bus.EnqueueTx(ctx, tx, hooks.OnSessionEnd, l.sessionEnd(tc, t.SessionID, completed, reason))
 		return err
 	})
-	if err != nil && ctx.Err() == nil {
-		// The turn's own error is what the caller reports.
-		_ = err
-	}
 }
 
 func (l *Loop) sessionEnd(tc *turnCtx, sessionID string, completed bool, reason string) hooks.SessionEnd {

@@ -455,3 +455,112 @@ func TestABlockedPromptIsNeitherStoredNorSent(t *testing.T) {
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionStart: 1, hooks.PostLLMCall: 1, hooks.OnSessionEnd: 1})
 }
+
+// A pre_turn_end hook (a Claude Code Stop hook, a plugin) keeps a turn
+// going until it lets it end: each reply is stored with its post_llm_call,
+// each instruction it gave as a user message, and on_session_end fires
+// once, after the last reply. A stop answer wins over a continue; a hook
+// that fails lets the turn end; MaxContinues in a row end it.
+func TestAHookKeepsTheTurnGoingUntilItLetsItEnd(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []hooks.TurnEndPayload
+	e := newEnv(t, 100000, nil, func(bus *hooks.Bus) {
+		reg := func(plugin string, fn func(p hooks.TurnEndPayload) (any, error)) {
+			if err := bus.Plugin(plugin).RegisterSync(hooks.PreTurnEnd, func(_ context.Context, raw json.RawMessage) (any, error) {
+				var p hooks.TurnEndPayload
+				if err := json.Unmarshal(raw, &p); err != nil {
+					return nil, err
+				}
+				if plugin == "checker" {
+					mu.Lock()
+					seen = append(seen, p)
+					mu.Unlock()
+				}
+				return fn(p)
+			}); err != nil {
+				panic(err)
+			}
+		}
+		reg("checker", func(p hooks.TurnEndPayload) (any, error) {
+			switch {
+			case strings.Contains(p.UserMessage, "twice") && p.Continues < 2:
+				return map[string]any{"action": "continue", "message": fmt.Sprintf("twice: tests fail (%d)", p.Continues+1)}, nil
+			case strings.Contains(p.UserMessage, "forever"), strings.HasPrefix(p.UserMessage, "again"):
+				return map[string]any{"action": "continue", "message": "again"}, nil
+			}
+			return nil, nil
+		})
+		reg("brake", func(p hooks.TurnEndPayload) (any, error) {
+			if strings.Contains(p.UserMessage, "brake") {
+				return map[string]any{"action": "stop", "message": "budget spent"}, nil
+			}
+			if strings.Contains(p.UserMessage, "broken") {
+				return nil, fmt.Errorf("the hook broke")
+			}
+			return nil, nil
+		})
+	})
+	s := e.MustCreate(t, sessions.CreateParams{Title: "kept going"})
+	turn := e.send(t, s.ID, "fix it, twice")
+	if len(turn.Continued) != 2 || turn.Continued[0].Feedback != "twice: tests fail (1)" || turn.Continued[1].Feedback != "twice: tests fail (2)" ||
+		turn.Reply == "" || turn.Continued[0].Reply == "" {
+		t.Fatalf("turn: %+v", turn)
+	}
+	ms, err := e.Sessions.Messages(ctx, s.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range ms {
+		roles = append(roles, m.Role+":"+clipTo(m.Content, 22))
+	}
+	want := []string{"user:fix it, twice", "assistant:" + clipTo(turn.Continued[0].Reply, 22), "user:twice: tests fail (1)",
+		"assistant:" + clipTo(turn.Continued[1].Reply, 22), "user:twice: tests fail (2)", "assistant:" + clipTo(turn.Reply, 22)}
+	if fmt.Sprint(roles) != fmt.Sprint(want) {
+		t.Fatalf("stored:\n%q\nwant\n%q", roles, want)
+	}
+	mu.Lock()
+	if len(seen) != 3 || seen[0].Continues != 0 || seen[1].Continues != 1 || seen[2].Continues != 2 ||
+		seen[1].UserMessage != "twice: tests fail (1)" || seen[2].AssistantResponse != turn.Reply || seen[0].AgentContext != "primary" {
+		t.Fatalf("pre_turn_end payloads: %+v", seen)
+	}
+	mu.Unlock()
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionStart: 1, hooks.PostLLMCall: 3, hooks.OnSessionEnd: 1})
+	var order []string
+	var firsts []bool
+	for _, ev := range e.Rec.Events("") {
+		order = append(order, ev.Hook)
+		if ev.Hook == hooks.PostLLMCall {
+			var p hooks.PostLLMCallPayload
+			if err := ev.Decode(&p); err != nil {
+				t.Fatal(err)
+			}
+			firsts = append(firsts, p.IsFirstTurn)
+		}
+	}
+	if fmt.Sprint(order) != "[on_session_start post_llm_call post_llm_call post_llm_call on_session_end]" || fmt.Sprint(firsts) != "[true false false]" {
+		t.Fatalf("events %v, is_first_turn %v", order, firsts)
+	}
+
+	// A stop answer ends the turn whatever the others said, and says why.
+	e.Rec.Reset()
+	turn = e.send(t, s.ID, "go on forever, brake")
+	if len(turn.Continued) != 0 || fmt.Sprint(turn.Notes) != "[budget spent]" {
+		t.Fatalf("stop: %+v", turn)
+	}
+	// A hook that fails decides nothing; the checker's continue stands
+	// until the cap.
+	turn = e.send(t, s.ID, "broken, forever")
+	if len(turn.Continued) != turns.DefaultMaxContinues || len(turn.Notes) != 1 || !strings.Contains(turn.Notes[0], "8 continuations in a row") {
+		t.Fatalf("cap: %d continued, notes %q", len(turn.Continued), turn.Notes)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PostLLMCall: 1 + 1 + turns.DefaultMaxContinues, hooks.OnSessionEnd: 2})
+}
+
+func clipTo(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -377,6 +377,19 @@ export class TranscriptView implements View {
       out.append(renderMarkdown(t.output || '(no output)'));
       parts.push(h('div', { class: 'reply-label' }, `/${t.command.replace(/^\//, '')}`), out);
     } else {
+      const earlier = t.earlier ?? [];
+      if (earlier.length > 0) {
+        // A hook (a Claude Code Stop hook) kept the turn going: the earlier
+        // replies, each followed in the transcript by what the agent was told.
+        const list = h('div', {});
+        for (const r of earlier) {
+          const one = h('div', { class: 'reply-text md' });
+          one.append(renderMarkdown(r || '(empty reply)'));
+          list.append(one);
+        }
+        parts.push(h('details', { 'data-testid': 'earlier-replies' },
+          h('summary', {}, `${plural(earlier.length, 'earlier reply', 'earlier replies')}: a hook kept the turn going`), list));
+      }
       const out = h('div', { class: 'reply-text md' });
       out.append(renderMarkdown(t.reply || '(empty reply)'));
       parts.push(h('div', { class: 'reply-label' }, 'Reply'), out);
@@ -388,6 +401,7 @@ export class TranscriptView implements View {
     if ((t.tool_calls ?? []).length > 0) notes.push(`tools: ${(t.tool_calls ?? []).join(', ')}`);
     if (t.compactions > 0) notes.push(plural(t.compactions, 'compaction'));
     if (t.rotated) notes.push('the conversation continues in a new session');
+    notes.push(...(t.notes ?? []));
     if (notes.length) parts.push(h('div', { class: 'muted small' }, notes.join(' · ')));
     parts.push(button('Dismiss', { class: 'btn small plain' }, () => clear(this.reply)));
     replace(this.reply, h('div', { class: 'reply-box', 'data-testid': 'reply' }, ...parts));

@@ -804,6 +804,13 @@ export interface TurnDTO {
   sent_text?: string;
   tool_calls: string[] | null;
   compactions: number;
+  /**
+   * Earlier are the replies after which a hook (pre_turn_end, a Claude
+   * Code Stop hook) kept the turn going; Reply is the last.
+   */
+  earlier: string[] | null;
+  /** Notes are what hooks asked to show about the turn. */
+  notes: string[] | null;
 }
 
 /** VacuumDTO says what a vacuum gave back. */
