@@ -270,6 +270,9 @@ func samplePayload(event, tool string, extra map[string]any) map[string]any {
 		}
 	case hooks.PreLLMCall, hooks.PostLLMCall:
 		p["user_message"], p["conversation_history"], p["is_first_turn"], p["model"] = "hello", []any{}, true, "test-model"
+		if event == hooks.PreLLMCall {
+			p["session_start"] = "startup"
+		}
 		if event == hooks.PostLLMCall {
 			p["assistant_response"] = "hi"
 		}
@@ -335,8 +338,8 @@ func (r *runner) hooksTestCmd() *cobra.Command {
 				if a, _ := e.allow.Find(s.Name, s.Command); a != nil {
 					res.Approved = true
 				}
-				if tn, _ := p["tool_name"].(string); s.Matcher != "" && !s.Matches(tn) {
-					res.Matched = false
+				if ok, why := shellhooks.Applies(s, p); !ok {
+					res.Matched, res.Problem = false, why
 					results = append(results, res)
 					continue
 				}
@@ -369,7 +372,7 @@ func (r *runner) hooksTestCmd() *cobra.Command {
 				for _, t := range results {
 					fmt.Fprintf(w, "%s → %s\n", t.Event, t.Command)
 					if !t.Matched {
-						fmt.Fprintf(w, "  not run: its matcher leaves out tool %q\n", tool)
+						fmt.Fprintf(w, "  not run: %s\n", t.Problem)
 						continue
 					}
 					o := t.Outcome

@@ -232,6 +232,8 @@ hooks:
   SessionStart:
     - matcher: startup
       hooks: [{type: command, command: "cat >/dev/null; echo 'project notes: deploys go through staging'"}]
+    - matcher: compact
+      hooks: [{type: command, command: "cat >/dev/null; echo 'after a summary: the rollback owner is Ann'"}]
   PreCompact:
     - hooks: [{type: command, command: "$CLAUDE_PROJECT_DIR/hooks/keep.sh pre"}]
   PostCompact:
@@ -310,6 +312,16 @@ path=$(echo "$in" | sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p')
 	}
 	if b, _ := os.ReadFile(filepath.Join(home, "post.lines")); strings.TrimSpace(string(b)) == fmt.Sprint(stored) {
 		t.Fatalf("transcript lines at PostCompact: %q, the same as before", b)
+	}
+	// SessionStart "compact": its output is context at the first turn
+	// after the summary, and only there.
+	if n, _ := sentWith(t, home, id, "after a summary"); n != 0 {
+		t.Fatalf("%d turns carried the compact SessionStart output before any compaction", n)
+	}
+	mustSendEnv(t, home, env, id, "who owns the rollback?")
+	mustSendEnv(t, home, env, id, "and the deploy?")
+	if n, _ := sentWith(t, home, id, "after a summary: the rollback owner is Ann"); n != 1 {
+		t.Fatalf("%d user turns carried the compact SessionStart output, want 1", n)
 	}
 	if r := atriumExec(t, home, "", env, "sessions", "end", id); r.code != 0 {
 		t.Fatalf("end: %+v", r)

@@ -330,6 +330,14 @@ func (e *Engine) commit(ctx context.Context, sess sessions.Session, p plan, res 
 		if err := e.sessions.RecountTx(ctx, tx, target); err != nil {
 			return err
 		}
+		// A summary replaced part of the conversation: its next turn begins
+		// the context anew (Claude Code's SessionStart with source
+		// "compact"). Stale tool output replaced by stubs is not that.
+		if res.Kind != KindPruneToolResults {
+			if err := e.sessions.MarkStartTx(ctx, tx, target, sessions.StartCompact); err != nil {
+				return err
+			}
+		}
 		ev, err := e.bus.EnqueueTx(ctx, tx, hooks.PostCompaction, hooks.PostCompactionPayload{
 			SessionID: res.SessionID, OldSessionID: res.OldSessionID, Kind: res.Kind, Reason: res.Reason,
 			BeforeTokens: res.BeforeTokens, AfterTokens: res.AfterTokens, MessagesRemoved: res.MessagesRemoved, MessagesReplaced: p.replacedN,

@@ -63,6 +63,11 @@ type LLMCall struct {
 	ParentSessionID     *string          `json:"parent_session_id"`
 	SenderID            *string          `json:"sender_id"`
 	SessionKey          string           `json:"session_key"`
+	// SessionStart (Atrium's own) says why this turn begins the session's
+	// context anew: "startup" (its first turn), "clear" (the first turn of
+	// a session /new started), "compact" (the first turn after a summary
+	// replaced part of it); "" for any other turn.
+	SessionStart string `json:"session_start"`
 }
 
 // PostLLMCallPayload is the payload of post_llm_call (after the reply is stored):

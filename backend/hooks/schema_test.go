@@ -57,7 +57,8 @@ func TestHookLogFromBefore0011KeepsEventsDeliveriesAndCounter(t *testing.T) {
 			`DROP TABLE temp.ev`, `DROP TABLE temp.dl`,
 			fmt.Sprintf(`UPDATE sqlite_sequence SET seq = %d WHERE name = 'hook_events'`, counter),
 			fmt.Sprintf(`UPDATE hook_subscribers SET position = %d, inflight = %d WHERE name = 'recorder'`, counter, counter),
-			`DROP TABLE sidecar_pending`, `DELETE FROM schema_migrations WHERE version >= 11`, // 0011 onwards
+			`DROP TABLE sidecar_pending`, `ALTER TABLE sessions DROP COLUMN start_source`, // 0013, 0017
+			`DELETE FROM schema_migrations WHERE version >= 11`, // 0011 onwards
 		} {
 			if _, err := tx.Exec(bg, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)

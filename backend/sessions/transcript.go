@@ -2,7 +2,9 @@ package sessions
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"atrium/backend/apperr"
@@ -107,6 +109,9 @@ func (s *Service) Reset(ctx context.Context, old, next, platform string) error {
 		if s.bus == nil {
 			return apperr.New(apperr.Internal, "session store of profile %s has no hook bus", s.profile)
 		}
+		if err := s.MarkStartTx(ctx, tx, next, StartClear); err != nil {
+			return err
+		}
 		_, err := s.bus.EnqueueTx(ctx, tx, hooks.OnSessionReset, hooks.SessionReset{OldSessionID: old, SessionID: next,
 			NewSessionID: next, Platform: platform, Reason: "new"})
 		return err
@@ -149,4 +154,43 @@ func (s *Service) InsertManyAtTx(ctx context.Context, tx *db.Tx, sessionID strin
 	return tx.G.WithContext(ctx).Exec(`INSERT INTO messages (session_id, role, content, sent_content, tool_name, tool_call_id, token_count, created_at, active, pos)
 		SELECT ?, value ->> '$.r', value ->> '$.c', value ->> '$.s', value ->> '$.tn', value ->> '$.ti', value ->> '$.k', ?, 1, value ->> '$.p'
 		FROM json_each(?) ORDER BY key`, sessionID, db.Ms(tx.Now), string(raw)).Error
+}
+
+// Start sources: why a session's next turn begins its context anew (Claude
+// Code's SessionStart source). A session's first turn is StartStartup
+// unless marked otherwise.
+const (
+	StartStartup = "startup"
+	StartClear   = "clear"   // the first turn of a session /new started
+	StartCompact = "compact" // the first turn after a compaction rewrote it
+)
+
+// MarkStartTx records why id's next turn begins its context anew (StartClear,
+// StartCompact), inside the caller's transaction.
+func (s *Service) MarkStartTx(ctx context.Context, tx *db.Tx, id, source string) error {
+	return tx.G.WithContext(ctx).Exec(`UPDATE sessions SET start_source = ? WHERE id = ?`, source, id).Error
+}
+
+// StartSource is the mark MarkStartTx left on id, "" when none.
+func (s *Service) StartSource(ctx context.Context, id string) (string, error) {
+	if err := ValidateID(id); err != nil {
+		return "", err
+	}
+	v, err := s.db.Row(ctx, `SELECT start_source FROM sessions WHERE id = ?`, id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", apperr.New(apperr.NotFound, "session %s not found", id)
+	case err != nil:
+		return "", fmt.Errorf("start source of %s: %w", id, err)
+	}
+	src, _ := v[0].(string)
+	if b, ok := v[0].([]byte); ok {
+		src = string(b)
+	}
+	return src, nil
+}
+
+// ClearStartTx removes the mark once the turn it was for is stored.
+func (s *Service) ClearStartTx(ctx context.Context, tx *db.Tx, id string) error {
+	return tx.G.WithContext(ctx).Exec(`UPDATE sessions SET start_source = '' WHERE id = ? AND start_source <> ''`, id).Error
 }

@@ -108,19 +108,8 @@ func (r *Registry) run(ctx context.Context, s Spec, raw json.RawMessage) (Outcom
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return Outcome{}, false, fmt.Errorf("payload of %s: %w", s.Event, err)
 	}
-	if s.Dialect == Claude && s.Name == "SessionStart" {
-		if first, _ := p["is_first_turn"].(bool); !first {
-			return Outcome{}, false, nil // a session starts once
-		}
-	}
-	if s.Dialect == Claude && s.Name == "Stop" && p["agent_context"] == "subagent" {
-		return Outcome{}, false, nil // Claude Code's Stop is the main agent's
-	}
-	if s.Matcher != "" {
-		tool, _ := p["tool_name"].(string)
-		if !s.Matches(tool) {
-			return Outcome{}, false, nil
-		}
+	if ok, _ := Applies(s, p); !ok {
+		return Outcome{}, false, nil
 	}
 	transcript := ""
 	if s.Dialect == Claude && r.o.Transcripts != nil {
@@ -141,6 +130,34 @@ func (r *Registry) run(ctx context.Context, s Spec, raw json.RawMessage) (Outcom
 	// its own rule, not by the bus's.
 	s.Timeout = r.o.Bus.Within(s.Timeout)
 	return Run(ctx, s, r.o.Env, stdin), true, nil
+}
+
+// Applies reports whether s runs for payload p, and when it does not, why:
+// a tool its matcher leaves out; for Claude Code's SessionStart, a turn
+// that does not begin the context anew or a source its matcher leaves out;
+// for its Stop, a delegate child's turn (Claude Code's Stop is the main
+// agent's).
+func Applies(s Spec, p map[string]any) (bool, string) {
+	switch {
+	case s.Dialect == Claude && s.Name == "SessionStart":
+		src, _ := p["session_start"].(string)
+		if src == "" {
+			return false, "this turn does not begin the session's context anew (session_start is empty)"
+		}
+		if s.Matcher != "" && !s.Matches(src) {
+			return false, fmt.Sprintf("its matcher leaves out source %q", src)
+		}
+	case s.Dialect == Claude && s.Name == "Stop":
+		if p["agent_context"] == "subagent" {
+			return false, "Stop is the main agent's, and this is a delegate child's turn"
+		}
+	case s.Matcher != "":
+		tool, _ := p["tool_name"].(string)
+		if !s.Matches(tool) {
+			return false, fmt.Sprintf("its matcher leaves out tool %q", tool)
+		}
+	}
+	return true, ""
 }
 
 func (r *Registry) syncHandler(s Spec) hooks.SyncHandler {

@@ -3,9 +3,11 @@ package shellhooks_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -477,55 +479,66 @@ post_compaction: [{command: ./log.sh}]
 	}
 }
 
-// Claude Code's SessionStart runs in line at a session's first turn (its
-// output is context there); its matcher is the start's source, and
-// Atrium's sessions start only as "startup".
-func TestSessionStartRunsAtTheFirstTurnOnly(t *testing.T) {
+// Claude Code's SessionStart runs in line at a turn that begins a
+// session's context anew (session_start: startup, clear, compact), its
+// matcher the source; Atrium has no "resume", and a hook only for it is
+// not registered.
+func TestSessionStartRunsWhereTheContextBeginsAnew(t *testing.T) {
 	specs, warns := shellhooks.Parse(section(t, `
 SessionStart:
   - hooks: [{type: command, command: any}]
   - {matcher: "startup", hooks: [{type: command, command: startup}]}
   - {matcher: "startup|resume", hooks: [{type: command, command: either}]}
   - {matcher: "compact", hooks: [{type: command, command: compact}]}
+  - {matcher: "resume", hooks: [{type: command, command: resume}]}
 `))
 	var cmds []string
 	for _, s := range specs {
-		if s.Event != hooks.PreLLMCall || s.Matcher != "" {
+		if s.Event != hooks.PreLLMCall {
 			t.Errorf("spec %+v", s)
 		}
-		cmds = append(cmds, s.Command)
+		cmds = append(cmds, s.Command+"="+s.Matcher)
 	}
-	if strings.Join(cmds, " ") != "any startup either" || len(warns) != 1 ||
-		!strings.Contains(warns[0], `hooks.SessionStart[3].matcher "compact": Atrium starts sessions only as Claude Code's "startup"`) {
+	if strings.Join(cmds, " ") != "any= startup=startup either=startup|resume compact=compact" || len(warns) != 1 ||
+		!strings.Contains(warns[0], `hooks.SessionStart[4].matcher "resume": Atrium starts a session's context only as Claude Code's "startup", "clear" or "compact"`) {
 		t.Fatalf("specs %v, warnings %q", cmds, warns)
 	}
-	// On a real bus: it answers at the first turn, and is not run after.
+	// On a real bus: each answers where its source begins the context,
+	// and is not run at other turns.
 	dir := t.TempDir()
 	log := filepath.Join(dir, "ran")
 	ctx := context.Background()
 	_, bus := busOn(t, dir)
 	reg := shellhooks.NewRegistry(shellhooks.Options{Bus: bus, Env: shellhooks.Env{Dir: dir}})
 	defer reg.Close()
-	s := spec(t, `SessionStart: [{hooks: [{type: command, command: "cat >> `+log+`; echo; echo 'notes: staging first'"}]}]`)
-	if _, err := reg.Apply([]shellhooks.Spec{s}); err != nil {
+	all := spec(t, `SessionStart: [{hooks: [{type: command, command: "cat >> `+log+`; echo; echo 'notes: staging first'"}]}]`)
+	compact := spec(t, `SessionStart: [{matcher: compact, hooks: [{type: command, command: "cat >/dev/null; echo 'after the summary: the rules again'"}]}]`)
+	if _, err := reg.Apply([]shellhooks.Spec{all, compact}); err != nil {
 		t.Fatal(err)
 	}
 	if err := bus.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer bus.Close(ctx)
-	for _, first := range []bool{true, false} {
-		res, err := bus.CallSync(ctx, hooks.PreLLMCall, hooks.LLMCall{SessionID: "s1", UserMessage: "hi", IsFirstTurn: first})
+	for _, c := range []struct{ start, want string }{
+		{"startup", "[notes: staging first]"},
+		{"", "[]"},
+		{"compact", "[after the summary: the rules again notes: staging first]"},
+		{"clear", "[notes: staging first]"},
+	} {
+		res, err := bus.CallSync(ctx, hooks.PreLLMCall, hooks.LLMCall{SessionID: "s1", UserMessage: "hi", IsFirstTurn: c.start == "startup", SessionStart: c.start})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := hooks.ContextTexts(res)
-		if first && (len(got) != 1 || got[0] != "notes: staging first") || !first && len(got) != 0 {
-			t.Errorf("first turn %v: context %q", first, got)
+		sort.Strings(got)
+		if fmt.Sprint(got) != c.want {
+			t.Errorf("session_start %q: context %q, want %s", c.start, got, c.want)
 		}
 	}
 	b, _ := os.ReadFile(log)
-	if n := strings.Count(string(b), `"hook_event_name":"SessionStart"`); n != 1 || !strings.Contains(string(b), `"source":"startup"`) {
+	if n := strings.Count(string(b), `"hook_event_name":"SessionStart"`); n != 3 || !strings.Contains(string(b), `"source":"startup"`) ||
+		!strings.Contains(string(b), `"source":"compact"`) || !strings.Contains(string(b), `"source":"clear"`) {
 		t.Fatalf("ran %d times; stdin %s", n, b)
 	}
 }

@@ -77,6 +77,10 @@ var ClaudeEvents = map[string]string{
 	"SubagentStop":     hooks.SubagentStop,
 }
 
+// StartSources are the sources of Claude Code's SessionStart that Atrium
+// has (see sessions.StartStartup).
+var StartSources = []string{"startup", "clear", "compact"}
+
 // toolEvents are the hooks about one tool call, where a matcher applies.
 var toolEvents = []string{hooks.PreToolCall, hooks.PostToolCall, hooks.TransformToolRes}
 
@@ -193,17 +197,16 @@ func parseClaude(name, event string, i int, raw any, warn func(string, ...any)) 
 		matcher = ""
 	}
 	if name == "SessionStart" && matcher != "" {
-		// Its matcher is the start's source: Atrium's sessions start
-		// only as Claude Code's "startup" does (no resume, clear or
-		// compact start).
+		// Its matcher is the start's source: startup, clear (/new) or
+		// compact; Atrium has no "resume" (a session is continued, never
+		// resumed into a new one).
 		mt, err := CompileMatcher(matcher, Claude)
-		if err == nil && !mt.Matches("startup") {
-			warn("%s.matcher %q: Atrium starts sessions only as Claude Code's \"startup\" (it has no resume, clear or compact start), so this hook would never run; it is not registered", at, matcher)
+		if err == nil && !slices.ContainsFunc(StartSources, mt.Matches) {
+			warn("%s.matcher %q: Atrium starts a session's context only as Claude Code's \"startup\", \"clear\" or \"compact\" (it has no \"resume\"), so this hook would never run; it is not registered", at, matcher)
 			return nil
 		}
-		matcher = ""
 	}
-	if matcher != "" && !slices.Contains(toolEvents, event) {
+	if matcher != "" && name != "SessionStart" && !slices.Contains(toolEvents, event) {
 		warn("%s.matcher %q is ignored: Atrium matches only tool names (PreToolUse, PostToolUse)", at, matcher)
 		matcher = ""
 	}

@@ -102,6 +102,9 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 		out["last_assistant_message"] = p["assistant_response"]
 	case "SessionStart":
 		out["source"] = "startup"
+		if src, _ := p["session_start"].(string); src != "" {
+			out["source"] = src
+		}
 		out["model"] = p["model"]
 	case "SessionEnd":
 		switch r, _ := p["reason"].(string); r {

@@ -182,13 +182,13 @@ func (l *Loop) sectionText(ctx context.Context, c hooks.Capability, info map[str
 // turnContext runs pre_llm_call and the memory provider's on_turn_start
 // and prefetch; it returns the texts to add to the user turn as sent, in
 // plugin order, the provider's recall last.
-func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Session, text string, history []sessions.Message, first bool) ([]string, error) {
+func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Session, text string, history []sessions.Message, first bool, start string) ([]string, error) {
 	var extra []string
 	if l.bus.HasSync(hooks.PreLLMCall) {
 		results, err := l.bus.CallSync(ctx, hooks.PreLLMCall, hooks.LLMCall{SessionID: tc.sessionID, TaskID: tc.taskID,
 			TurnID: tc.turnID, UserMessage: text, ConversationHistory: historyPayload(history), IsFirstTurn: first,
 			Model: l.opts.Model, Platform: tc.platform, ParentSessionID: sess.ParentSessionID, SenderID: hooks.StrOrNil(tc.userID),
-			SessionKey: tc.sessionKey})
+			SessionKey: tc.sessionKey, SessionStart: start})
 		if err != nil {
 			return nil, err
 		}

@@ -175,6 +175,13 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		return Turn{}, err
 	}
 	first := !slices.ContainsFunc(history, func(m sessions.Message) bool { return m.Role == "user" })
+	start, err := l.sessions.StartSource(ctx, sessionID)
+	if err != nil {
+		return Turn{}, err
+	}
+	if first && start == "" {
+		start = sessions.StartStartup
+	}
 	tc := &turnCtx{sessionID: sessionID, taskID: sessionID, turnID: uuid.Must(uuid.NewV7()).String(),
 		platform: cc.Platform, sessionKey: cc.SessionKey, agentCtx: AgentContextOf(cc)}
 	if cc.Source != nil {
@@ -198,7 +205,7 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	}
 	// pre_llm_call and the memory provider's prefetch: every string or
 	// {"context": ...} answer is added to this turn as sent to the model.
-	extra, err := l.turnContext(ctx, tc, sess, text, history, first)
+	extra, err := l.turnContext(ctx, tc, sess, text, history, first, start)
 	if err != nil {
 		return Turn{}, err
 	}
@@ -219,6 +226,11 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		}
 		if _, err := l.sessions.AppendMessageTx(ctx, tx, sessionID, m); err != nil {
 			return err
+		}
+		if start != "" && start != sessions.StartStartup {
+			if err := l.sessions.ClearStartTx(ctx, tx, sessionID); err != nil {
+				return err
+			}
 		}
 		if first {
 			_, err := l.bus.EnqueueTx(ctx, tx, hooks.OnSessionStart, hooks.SessionStart{SessionID: sessionID,

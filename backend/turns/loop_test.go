@@ -564,3 +564,54 @@ func clipTo(s string, n int) string {
 	}
 	return s
 }
+
+// pre_llm_call's session_start says why a turn begins the session's
+// context anew: startup at the first turn, compact at the first turn after
+// a summary (rotated or in place; a prune of tool output is not one), clear
+// at the first turn of a session /new started; "" at every other turn.
+func TestSessionStartSaysWhereTheContextBeginsAnew(t *testing.T) {
+	t.Parallel()
+	for _, rotate := range []bool{true, false} {
+		var mu sync.Mutex
+		var starts []string
+		e := newEnv(t, 100000, func(c *compaction.Config) { c.Rotate = rotate }, func(bus *hooks.Bus) {
+			if err := bus.Plugin("starts").RegisterSync(hooks.PreLLMCall, func(_ context.Context, raw json.RawMessage) (any, error) {
+				var p hooks.LLMCall
+				if err := json.Unmarshal(raw, &p); err != nil {
+					return nil, err
+				}
+				mu.Lock()
+				starts = append(starts, p.SessionStart)
+				mu.Unlock()
+				return nil, nil
+			}); err != nil {
+				panic(err)
+			}
+		})
+		s := e.MustCreate(t, sessions.CreateParams{Title: "starts"})
+		id := s.ID
+		for _, text := range []string{"one", "two", "three", "four"} {
+			id = e.send(t, id, text+": "+strings.Repeat("the plan and its owners. ", 4)).SessionID
+		}
+		res, err := e.eng.Compact(ctx, compaction.Request{SessionID: id, Kind: compaction.KindSummarize, Reason: "manual"})
+		if err != nil || !res.Changed {
+			t.Fatalf("compact: %+v %v", res, err)
+		}
+		id = res.SessionID
+		e.send(t, id, "five")
+		e.send(t, id, "six")
+		res, err = e.eng.Compact(ctx, compaction.Request{SessionID: id, Kind: compaction.KindPruneToolResults, Reason: "proactive_prune"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.send(t, id, "seven")
+		fresh := e.send(t, id, "/new").SessionID
+		e.send(t, fresh, "eight")
+		e.send(t, fresh, "nine")
+		mu.Lock()
+		if got := fmt.Sprintf("%q", starts); got != `["startup" "" "" "" "compact" "" "" "clear" ""]` {
+			t.Errorf("rotate %v: session_start of the turns: %s", rotate, got)
+		}
+		mu.Unlock()
+	}
+}
