@@ -421,6 +421,55 @@ else:
 	}
 }
 
+// Claude Code's PostToolUse runs for a tool call that succeeded, and
+// PostToolUseFailure (with the error) for one that failed: here a plugin
+// tool that raises.
+func TestClaudePostToolUseAndPostToolUseFailure(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home := withPlugin(t, "flaky", "[]", `
+def register(ctx):
+    schema = {"name": "flaky", "description": "fails on demand",
+              "parameters": {"type": "object", "properties": {"fail": {"type": "boolean"}}}}
+    def flaky(args, **kwargs):
+        if args.get("fail"):
+            raise RuntimeError("the disk is full")
+        return "done"
+    ctx.register_tool(name="flaky", toolset="flaky", schema=schema, handler=flaky)
+`)
+	log := `"cat >> \"$CLAUDE_PROJECT_DIR/%s.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/%s.jsonl\""`
+	cfg, err := os.ReadFile(filepath.Join(home, "config.yaml")) // the plugin's enablement
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), append(cfg, fmt.Sprintf(`
+hooks:
+  PostToolUse:
+    - matcher: flaky
+      hooks: [{type: command, command: %s}]
+  PostToolUseFailure:
+    - matcher: flaky
+      hooks: [{type: command, command: %s}]
+`, fmt.Sprintf(log, "ok", "ok"), fmt.Sprintf(log, "failed", "failed"))...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"ATRIUM_ACCEPT_HOOKS=1"}
+	id := create(t, home, "--title", "tools")
+	mustSendEnv(t, home, env, id, `use tool flaky: {"fail": false}`)
+	mustSendEnv(t, home, env, id, `use tool flaky: {"fail": true}`)
+	if r := atriumExec(t, home, "", env, "sessions", "end", id); r.code != 0 { // waits for the observers
+		t.Fatalf("end: %+v", r)
+	}
+	ok, failed := jsonLines(t, filepath.Join(home, "ok.jsonl")), jsonLines(t, filepath.Join(home, "failed.jsonl"))
+	if len(ok) != 1 || ok[0]["hook_event_name"] != "PostToolUse" || ok[0]["tool_response"] != "done" {
+		t.Fatalf("PostToolUse: %+v", ok)
+	}
+	if len(failed) != 1 || failed[0]["hook_event_name"] != "PostToolUseFailure" || !strings.Contains(fmt.Sprint(failed[0]["error"]), "the disk is full") ||
+		failed[0]["is_interrupt"] != false || fmt.Sprint(failed[0]["tool_input"]) != "map[fail:true]" {
+		t.Fatalf("PostToolUseFailure: %+v", failed)
+	}
+}
+
 // sentWith counts the session's user turns sent to the model with text in
 // them, and returns how many messages it has.
 func sentWith(t *testing.T, home, id, text string) (int, int) {

@@ -136,22 +136,32 @@ func (r *Registry) run(ctx context.Context, s Spec, raw json.RawMessage) (Outcom
 // a tool its matcher leaves out; for Claude Code's SessionStart, a turn
 // that does not begin the context anew or a source its matcher leaves out;
 // for its Stop, a delegate child's turn (Claude Code's Stop is the main
-// agent's).
+// agent's); for PostToolUse a tool call that did not succeed, for
+// PostToolUseFailure one that did not fail (a blocked call ran neither).
 func Applies(s Spec, p map[string]any) (bool, string) {
-	switch {
-	case s.Dialect == Claude && s.Name == "SessionStart":
-		src, _ := p["session_start"].(string)
-		if src == "" {
-			return false, "this turn does not begin the session's context anew (session_start is empty)"
+	if s.Dialect == Claude {
+		switch s.Name {
+		case "SessionStart":
+			src, _ := p["session_start"].(string)
+			if src == "" {
+				return false, "this turn does not begin the session's context anew (session_start is empty)"
+			}
+			if s.Matcher != "" && !s.Matches(src) {
+				return false, fmt.Sprintf("its matcher leaves out source %q", src)
+			}
+			return true, ""
+		case "Stop":
+			if p["agent_context"] == "subagent" {
+				return false, "Stop is the main agent's, and this is a delegate child's turn"
+			}
+		case "PostToolUse", "PostToolUseFailure":
+			want := map[string]string{"PostToolUse": "ok", "PostToolUseFailure": "error"}[s.Name]
+			if st, _ := p["status"].(string); st != want {
+				return false, fmt.Sprintf("%s is for a tool call whose status is %q; this one's is %q", s.Name, want, st)
+			}
 		}
-		if s.Matcher != "" && !s.Matches(src) {
-			return false, fmt.Sprintf("its matcher leaves out source %q", src)
-		}
-	case s.Dialect == Claude && s.Name == "Stop":
-		if p["agent_context"] == "subagent" {
-			return false, "Stop is the main agent's, and this is a delegate child's turn"
-		}
-	case s.Matcher != "":
+	}
+	if s.Matcher != "" {
 		tool, _ := p["tool_name"].(string)
 		if !s.Matches(tool) {
 			return false, fmt.Sprintf("its matcher leaves out tool %q", tool)

@@ -554,3 +554,50 @@ func busOn(t *testing.T, dir string) (*db.DB, *hooks.Bus) {
 	t.Cleanup(func() { d.Close() })
 	return d, hooks.NewBus(d, hooks.Options{Timeout: 10 * time.Second})
 }
+
+// Claude Code's PostToolUse is for a tool call that succeeded and
+// PostToolUseFailure for one that failed (with the error on stdin); a
+// blocked call ran neither. Its events Atrium has no moment for are said so
+// when parsed, not called unknown.
+func TestClaudeToolOutcomesAndForeignEvents(t *testing.T) {
+	specs, warns := shellhooks.Parse(section(t, `
+PostToolUse: [{matcher: echo, hooks: [{type: command, command: ok}]}]
+PostToolUseFailure: [{matcher: "echo|big_output", hooks: [{type: command, command: failed}]}]
+Notification: [{hooks: [{type: command, command: notify-send}]}]
+PermissionRequest: [{hooks: [{type: command, command: x}]}]
+`))
+	if len(specs) != 2 || len(warns) != 2 || !strings.Contains(warns[0], "hooks.Notification: Claude Code's Notification has no moment in Atrium") ||
+		!strings.Contains(warns[1], "hooks.PermissionRequest: Claude Code's PermissionRequest has no moment in Atrium") {
+		t.Fatalf("specs %+v, warnings %q", specs, warns)
+	}
+	byName := map[string]shellhooks.Spec{}
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	run := func(name, tool, status string) bool {
+		ok, _ := shellhooks.Applies(byName[name], map[string]any{"tool_name": tool, "status": status})
+		return ok
+	}
+	for _, c := range []struct {
+		name, tool, status string
+		want               bool
+	}{
+		{"PostToolUse", "echo", "ok", true}, {"PostToolUse", "echo", "error", false}, {"PostToolUse", "echo", "blocked", false},
+		{"PostToolUse", "big_output", "ok", false},
+		{"PostToolUseFailure", "echo", "error", true}, {"PostToolUseFailure", "big_output", "error", true},
+		{"PostToolUseFailure", "echo", "ok", false}, {"PostToolUseFailure", "echo", "blocked", false},
+		{"PostToolUseFailure", "other", "error", false},
+	} {
+		if got := run(c.name, c.tool, c.status); got != c.want {
+			t.Errorf("%s for %s with status %s: runs %v, want %v", c.name, c.tool, c.status, got, c.want)
+		}
+	}
+	b, _ := shellhooks.Stdin(byName["PostToolUseFailure"], shellhooks.Env{Dir: "/h"}, map[string]any{"session_id": "s", "tool_name": "echo",
+		"args": map[string]any{"text": "x"}, "tool_call_id": "c1", "status": "error", "error_message": "boom"}, "")
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	if m["hook_event_name"] != "PostToolUseFailure" || m["error"] != "boom" || m["is_interrupt"] != false || m["tool_use_id"] != "c1" ||
+		m["tool_response"] != nil {
+		t.Fatalf("PostToolUseFailure stdin: %s", b)
+	}
+}

@@ -65,21 +65,32 @@ type Spec struct {
 // in line when the turn is about to end (pre_turn_end), so it can keep the
 // agent going as in Claude Code.
 var ClaudeEvents = map[string]string{
-	"SessionStart":     hooks.PreLLMCall,
-	"SessionEnd":       hooks.OnSessionFinalize,
-	"PreCompact":       hooks.PreCompaction,
-	"PostCompact":      hooks.PostCompaction,
-	"PreToolUse":       hooks.PreToolCall,
-	"PostToolUse":      hooks.PostToolCall,
-	"UserPromptSubmit": hooks.PreLLMCall,
-	"Stop":             hooks.PreTurnEnd,
-	"SubagentStart":    hooks.SubagentStart,
-	"SubagentStop":     hooks.SubagentStop,
+	"SessionStart":       hooks.PreLLMCall,
+	"SessionEnd":         hooks.OnSessionFinalize,
+	"PreCompact":         hooks.PreCompaction,
+	"PostCompact":        hooks.PostCompaction,
+	"PreToolUse":         hooks.PreToolCall,
+	"PostToolUse":        hooks.PostToolCall,
+	"PostToolUseFailure": hooks.PostToolCall,
+	"UserPromptSubmit":   hooks.PreLLMCall,
+	"Stop":               hooks.PreTurnEnd,
+	"SubagentStart":      hooks.SubagentStart,
+	"SubagentStop":       hooks.SubagentStop,
 }
 
 // StartSources are the sources of Claude Code's SessionStart that Atrium
 // has (see sessions.StartStartup).
 var StartSources = []string{"startup", "clear", "compact"}
+
+// ClaudeForeign are Claude Code's hook events that Atrium has no moment
+// for: a hook configured for one is reported, not registered.
+var ClaudeForeign = map[string]string{
+	"Notification":      "Atrium sends no notifications of its own (a tool call that needs approval is asked where the turn runs)",
+	"PermissionRequest": "Atrium has no permission dialog (a tool call that needs approval is asked of a person, or blocked)",
+	"TaskCreated":       "Atrium has no task list",
+	"TaskCompleted":     "Atrium has no task list",
+	"TeammateIdle":      "Atrium has no agent teams",
+}
 
 // toolEvents are the hooks about one tool call, where a matcher applies.
 var toolEvents = []string{hooks.PreToolCall, hooks.PostToolCall, hooks.TransformToolRes}
@@ -114,6 +125,10 @@ func Parse(section map[string]any) ([]Spec, []string) {
 			for i, raw := range list {
 				specs = append(specs, parseClaude(name, event, i, raw, warn)...)
 			}
+			continue
+		}
+		if why, ok := ClaudeForeign[name]; ok {
+			warn("hooks.%s: Claude Code's %s has no moment in Atrium (%s), so this hook would never run; it is not registered", name, name, why)
 			continue
 		}
 		if !hooks.Known(name) {

@@ -78,13 +78,16 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 		"permission_mode": "default",
 	}
 	switch s.Name {
-	case "PreToolUse", "PostToolUse":
+	case "PreToolUse", "PostToolUse", "PostToolUseFailure":
 		out["tool_name"], out["tool_input"], out["tool_use_id"] = p["tool_name"], p["args"], p["tool_call_id"]
 		if out["tool_input"] == nil {
 			out["tool_input"] = map[string]any{}
 		}
-		if s.Name == "PostToolUse" {
+		switch s.Name {
+		case "PostToolUse":
 			out["tool_response"] = p["result"]
+		case "PostToolUseFailure":
+			out["error"], out["is_interrupt"] = p["error_message"], false
 		}
 	case "UserPromptSubmit":
 		out["prompt"] = p["user_message"]
