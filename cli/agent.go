@@ -82,13 +82,16 @@ func (r *runner) chatCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
 				// On a terminal, a tool call a plugin wants approved is asked
-				// of the person at it; elsewhere it is blocked (fail closed).
+				// of the person at it; elsewhere nobody is asked and it is
+				// blocked (fail closed).
 				var ask func(turns.Approval) bool
-				f.Approve = func(_ context.Context, a turns.Approval) (bool, error) {
-					if ask == nil {
-						return false, nil
+				if onTerminal(cmd.InOrStdin()) {
+					f.Approve = func(_ context.Context, a turns.Approval) (bool, error) {
+						if ask == nil {
+							return false, nil
+						}
+						return ask(a), nil
 					}
-					return ask(a), nil
 				}
 				loop, err := st.Loop(f)
 				if err != nil {
@@ -119,11 +122,14 @@ func (r *runner) chatCmd() *cobra.Command {
 	return c
 }
 
+// onTerminal reports whether in is a terminal.
+func onTerminal(in io.Reader) bool {
+	fi, ok := in.(*os.File)
+	return ok && term.IsTerminal(int(fi.Fd()))
+}
+
 func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *func(turns.Approval) bool) error {
-	interactive := false
-	if fi, ok := in.(*os.File); ok && term.IsTerminal(int(fi.Fd())) {
-		interactive = true
-	}
+	interactive := onTerminal(in)
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
 	if interactive && ask != nil {

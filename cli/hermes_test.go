@@ -870,7 +870,7 @@ func TestHermesContextEngineDecidesWhenToCompact(t *testing.T) {
 // approvals.cron_mode: approve it runs.
 func TestHermesGuardInAScheduledRun(t *testing.T) {
 	t.Parallel()
-	home := hermesHome(t, "", "hermes-audit", "hermes-guard", "hermes-notes")
+	home := hermesHome(t, "", "hermes-audit", "hermes-guard", "hermes-notes", "hermes-notify")
 	if r := atriumExec(t, home, "", nil, "cron", "add", "ask", "--schedule", "@daily", "--prompt", `use tool read_notes: {"ask": true}`); r.code != 0 {
 		t.Fatalf("cron add: %+v", r)
 	}
@@ -901,6 +901,16 @@ func TestHermesGuardInAScheduledRun(t *testing.T) {
 	}
 	if reply := run(); strings.Contains(reply, "BLOCKED") || reads() != 1 {
 		t.Fatalf("with approvals.cron_mode: approve: %q, %d runs of the tool", reply, reads())
+	}
+	// pre_approval_request and post_approval_response reached the notifier
+	// for the run that asked (the scheduler approved), none for the run
+	// that had nobody to ask.
+	notes := records(t, home, "hermes-notify", "notify.jsonl")
+	if len(notes) != 2 || notes[0]["hook"] != "pre_approval_request" || notes[0]["command"] != `read_notes {"ask":true}` ||
+		notes[0]["pattern_key"] != "hermes-guard" || fmt.Sprint(notes[0]["pattern_keys"]) != "[hermes-guard]" || notes[0]["surface"] != "cron" ||
+		notes[0]["has_choice"] != false || notes[0]["description"] == "" ||
+		notes[1]["hook"] != "post_approval_response" || notes[1]["choice"] != "once" || notes[1]["surface"] != "cron" {
+		t.Fatalf("the notifier saw %+v", notes)
 	}
 }
 

@@ -74,6 +74,8 @@ const (
 	SubagentStop       = "subagent_stop"
 	PreGatewayDispatch = "pre_gateway_dispatch"
 	PreTurnEnd         = "pre_turn_end"
+	PreApprovalRequest = "pre_approval_request"
+	PostApprovalResp   = "post_approval_response"
 )
 
 type hookInfo struct {
@@ -93,6 +95,8 @@ var table = map[string]hookInfo{
 	PostToolCall:       {Observer, RoleObserve},
 	SubagentStart:      {Observer, RoleObserve},
 	SubagentStop:       {Observer, RoleObserve},
+	PreApprovalRequest: {Observer, RoleObserve},
+	PostApprovalResp:   {Observer, RoleObserve},
 	PreLLMCall:         {Sync, RoleContext},
 	PreToolCall:        {Sync, RoleControl},
 	TransformToolRes:   {Sync, RoleTransform},
@@ -113,7 +117,7 @@ var table = map[string]hookInfo{
 var ForeignHooks = []string{
 	"transform_terminal_output", "on_stream_start", "on_stream_delta", "on_stream_end", "on_interim_message",
 	"pre_verify", "transform_api_error_classification", "on_skill_lifecycle",
-	"agent_loop_stopped", "pre_approval_request", "post_approval_response", "on_room_member_activity",
+	"agent_loop_stopped", "on_room_member_activity",
 	"pre_transcription", "kanban_task_claimed", "kanban_task_completed", "kanban_task_blocked",
 	"on_kanban_worker_spawned", "on_kanban_worker_exited", "on_kanban_worker_stale_claim",
 	"on_kanban_task_updated", "on_kanban_dispatch_tick", "gateway_platform_event", "pre_tts_synthesis",
@@ -273,4 +277,38 @@ type TurnEndPayload struct {
 	Platform          string `json:"platform"`
 	SessionKey        string `json:"session_key"`
 	AgentContext      string `json:"agent_context"`
+}
+
+// Approval choices of post_approval_response.
+const (
+	ChoiceOnce = "once" // the person let the call run
+	ChoiceDeny = "deny" // refused, not answered in time, or the asking failed
+)
+
+// ApprovalPayload is the payload of pre_approval_request (a person is about
+// to be asked whether a tool call a plugin flagged may run) and of
+// post_approval_response (what came of it), in the familiar API's shape:
+// Command is the call as text (the tool's name and its arguments),
+// Description what the plugin said, PatternKey and PatternKeys the plugin
+// that asked, Surface where the person is asked ("cli" on a terminal,
+// "gateway" on a chat platform, "desktop", "dashboard", "cron"), Choice
+// ("once" or "deny") only after the answer. The rest is Atrium's own.
+type ApprovalPayload struct {
+	Command     string         `json:"command"`
+	Description string         `json:"description"`
+	PatternKey  string         `json:"pattern_key"`
+	PatternKeys []string       `json:"pattern_keys"`
+	SessionKey  string         `json:"session_key"`
+	Surface     string         `json:"surface"`
+	Choice      string         `json:"choice,omitempty"`
+	Approved    *bool          `json:"approved,omitempty"`
+	Error       string         `json:"error,omitempty"`
+	RequestID   string         `json:"request_id"`
+	SessionID   string         `json:"session_id"`
+	TaskID      string         `json:"task_id"`
+	TurnID      string         `json:"turn_id"`
+	ToolName    string         `json:"tool_name"`
+	Args        map[string]any `json:"args"`
+	ToolCallID  string         `json:"tool_call_id"`
+	Platform    string         `json:"platform"`
 }

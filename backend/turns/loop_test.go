@@ -15,6 +15,7 @@ import (
 	"atrium/backend/apperr"
 	"atrium/backend/compaction"
 	"atrium/backend/hooks"
+	"atrium/backend/hooks/hookstest"
 	"atrium/backend/llm"
 	"atrium/backend/sessions"
 	"atrium/backend/sessions/sessionstest"
@@ -614,4 +615,84 @@ func TestSessionStartSaysWhereTheContextBeginsAnew(t *testing.T) {
 		}
 		mu.Unlock()
 	}
+}
+
+// A tool call a plugin wants approved fires pre_approval_request before the
+// person is asked and post_approval_response with the answer (once, deny,
+// or deny with the error), in the familiar API's shape; where nobody can
+// be asked, the call is blocked and neither fires.
+func TestApprovalsFireTheirHooks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, nil, func(bus *hooks.Bus) {
+		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
+			panic(err)
+		}
+	})
+	var mu sync.Mutex
+	var asked []int // pre_approval_request events committed when each ask began
+	answers := []error{nil, nil, fmt.Errorf("the window was closed")}
+	calls := 0
+	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 100000},
+		Approve: func(_ context.Context, a turns.Approval) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err := e.Bus.Flush(ctx); err != nil {
+				return false, err
+			}
+			asked = append(asked, len(e.Rec.Events(hooks.PreApprovalRequest)))
+			calls++
+			return calls == 1, answers[calls-1]
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.MustCreate(t, sessions.CreateParams{Title: "approvals"})
+	for _, text := range []string{"hello", "again", "once more"} {
+		if _, err := loop.Send(ctx, s.ID, `use tool echo: {"text": "`+text+`"}`, hooks.LocalContext("desktop", s.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: 3, hooks.PostApprovalResp: 3, hooks.PreToolCall: 0,
+		hooks.OnSessionStart: 1, hooks.PostToolCall: 3, hooks.PostLLMCall: 3, hooks.OnSessionEnd: 3})
+	if fmt.Sprint(asked) != "[1 2 3]" {
+		t.Fatalf("pre_approval_request events committed when each person was asked: %v", asked)
+	}
+	var pre, post []hooks.ApprovalPayload
+	for _, ev := range e.Rec.Events("") {
+		var p hooks.ApprovalPayload
+		switch ev.Hook {
+		case hooks.PreApprovalRequest, hooks.PostApprovalResp:
+			if err := ev.Decode(&p); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Hook == hooks.PreApprovalRequest {
+				pre = append(pre, p)
+			} else {
+				post = append(post, p)
+			}
+		}
+	}
+	if p := pre[0]; p.Command != `echo {"text":"hello"}` || p.Description != "echo repeats what it is given" || p.PatternKey != "guard" ||
+		fmt.Sprint(p.PatternKeys) != "[guard]" || p.Surface != "desktop" || p.Choice != "" || p.Approved != nil || p.SessionID != s.ID ||
+		p.ToolName != "echo" || p.ToolCallID == "" || p.RequestID == "" || p.SessionKey != "desktop:"+s.ID {
+		t.Fatalf("pre_approval_request: %+v", p)
+	}
+	var got []string
+	for i, p := range post {
+		if p.RequestID != pre[i].RequestID || p.Approved == nil {
+			t.Fatalf("post_approval_response %d: %+v", i, p)
+		}
+		got = append(got, fmt.Sprintf("%s/%v/%s", p.Choice, *p.Approved, p.Error))
+	}
+	if fmt.Sprint(got) != "[once/true/ deny/false/ deny/false/the window was closed]" {
+		t.Fatalf("answers: %v", got)
+	}
+	// Nobody to ask (a piped terminal): blocked, and no approval hook.
+	e.Rec.Reset()
+	turn := e.send(t, s.ID, `use tool echo: {"text": "nobody"}`)
+	if len(turn.Blocked) != 1 {
+		t.Fatalf("turn: %+v", turn)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: 0, hooks.PostApprovalResp: 0, hooks.PostToolCall: 1,
+		hooks.PostLLMCall: 1, hooks.OnSessionEnd: 1})
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"atrium/backend/db"
 	"atrium/backend/hooks"
 	"atrium/backend/llm"
@@ -227,7 +229,7 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		args = decision.Args
 	}
 	if decision.Action == "approve" {
-		decision = l.approve(ctx, tc, t.SessionID, call.Name, args, decision)
+		decision = l.approve(ctx, tc, t.SessionID, call, args, decision)
 	}
 	if decision.Action == "block" {
 		t.Blocked = append(t.Blocked, call.Name)
@@ -283,7 +285,8 @@ func (l *Loop) preToolCall(ctx context.Context, tc *turnCtx, sessionID string, c
 
 // approve runs a plugin's {"action": "approve"} through the person at the
 // surface; with nobody to ask, or on a no, the call is blocked.
-func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID, tool string, args map[string]any, d hooks.ToolDecision) hooks.ToolDecision {
+func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision) hooks.ToolDecision {
+	tool := call.Name
 	blocked := hooks.ToolDecision{Action: "block", Message: "BLOCKED: plugin approval required for " + tool, Args: d.Args, Plugin: d.Plugin}
 	if l.opts.Approve == nil {
 		if tc.platform == PlatformCron {
@@ -293,7 +296,19 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID, tool string,
 		}
 		return blocked
 	}
+	// pre_approval_request and post_approval_response are observers, each
+	// committed before the next step: a plugin that notifies the person
+	// hears of the question while it waits.
+	p := approvalPayload(tc, sessionID, call, args, d)
+	l.observe(ctx, hooks.PreApprovalRequest, p)
 	ok, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message})
+	p.Choice, p.Approved = hooks.ChoiceDeny, &ok
+	if err != nil {
+		p.Error = err.Error()
+	} else if ok {
+		p.Choice = hooks.ChoiceOnce
+	}
+	l.observe(ctx, hooks.PostApprovalResp, p)
 	if err != nil {
 		blocked.Message = "BLOCKED: plugin approval gate failed for " + tool
 		return blocked
@@ -302,6 +317,35 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID, tool string,
 		return blocked
 	}
 	return hooks.ToolDecision{Args: d.Args}
+}
+
+// approvalPayload describes an approval as the familiar API's hooks have it.
+func approvalPayload(tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision) hooks.ApprovalPayload {
+	argText, _ := json.Marshal(args)
+	desc := strings.TrimSpace(d.Message)
+	if desc == "" {
+		desc = "the plugin " + d.Plugin + " wants a person to approve " + call.Name
+	}
+	surface := tc.platform
+	if !slices.Contains([]string{"cli", "desktop", "dashboard", PlatformCron}, surface) {
+		surface = "gateway" // a chat platform
+	}
+	return hooks.ApprovalPayload{Command: call.Name + " " + string(argText), Description: desc, PatternKey: d.Plugin,
+		PatternKeys: []string{d.Plugin}, SessionKey: tc.sessionKey, Surface: surface, RequestID: uuid.Must(uuid.NewV7()).String(),
+		SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, ToolName: call.Name, Args: args, ToolCallID: call.ID,
+		Platform: tc.platform}
+}
+
+// observe commits one observer event in a transaction of its own. The
+// event is a report: when it cannot be written the turn goes on, logged.
+func (l *Loop) observe(ctx context.Context, hook string, payload any) {
+	err := l.db.InTx(ctx, func(tx *db.Tx) error {
+		_, err := l.bus.EnqueueTx(ctx, tx, hook, payload)
+		return err
+	})
+	if err != nil {
+		slog.Warn("hook event not recorded", "hook", hook, "error", err)
+	}
 }
 
 // execTool runs a tool: built-in, a plugin's, the memory provider's or the
