@@ -896,7 +896,11 @@ func TestHermesGuardInAScheduledRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, append(b, "approvals:\n  cron_mode: approve\n"...), 0o600); err != nil {
+	// A Claude Code Notification hook: told that a person's approval is
+	// asked for (here the scheduler's).
+	if err := os.WriteFile(path, append(b, "approvals:\n  cron_mode: approve\nhooks_auto_accept: true\nhooks:\n"+
+		"  Notification:\n    - matcher: permission_prompt\n"+
+		"      hooks: [{type: command, command: 'cat >> \"$CLAUDE_PROJECT_DIR/notified.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/notified.jsonl\"'}]\n"...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if reply := run(); strings.Contains(reply, "BLOCKED") || reads() != 1 {
@@ -911,6 +915,11 @@ func TestHermesGuardInAScheduledRun(t *testing.T) {
 		notes[0]["has_choice"] != false || notes[0]["description"] == "" ||
 		notes[1]["hook"] != "post_approval_response" || notes[1]["choice"] != "once" || notes[1]["surface"] != "cron" {
 		t.Fatalf("the notifier saw %+v", notes)
+	}
+	waitFor(t, "the Notification hook", 20*time.Second, func() bool { return len(jsonLines(t, filepath.Join(home, "notified.jsonl"))) == 1 })
+	if n := jsonLines(t, filepath.Join(home, "notified.jsonl"))[0]; n["hook_event_name"] != "Notification" || n["notification_type"] != "permission_prompt" ||
+		!strings.HasPrefix(fmt.Sprint(n["message"]), "Atrium needs your permission to use read_notes") {
+		t.Fatalf("Notification stdin: %+v", n)
 	}
 }
 

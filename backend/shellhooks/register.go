@@ -150,6 +150,11 @@ func Applies(s Spec, p map[string]any) (bool, string) {
 				return false, fmt.Sprintf("its matcher leaves out source %q", src)
 			}
 			return true, ""
+		case "Notification":
+			if s.Matcher != "" && !s.Matches(notifyPermission) {
+				return false, fmt.Sprintf("its matcher leaves out notification type %q", notifyPermission)
+			}
+			return true, ""
 		case "Stop":
 			if p["agent_context"] == "subagent" {
 				return false, "Stop is the main agent's, and this is a delegate child's turn"

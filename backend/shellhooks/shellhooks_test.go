@@ -563,12 +563,31 @@ func TestClaudeToolOutcomesAndForeignEvents(t *testing.T) {
 	specs, warns := shellhooks.Parse(section(t, `
 PostToolUse: [{matcher: echo, hooks: [{type: command, command: ok}]}]
 PostToolUseFailure: [{matcher: "echo|big_output", hooks: [{type: command, command: failed}]}]
-Notification: [{hooks: [{type: command, command: notify-send}]}]
+Notification:
+  - hooks: [{type: command, command: notify-send}]
+  - {matcher: "permission_prompt|idle_prompt", hooks: [{type: command, command: permission}]}
+  - {matcher: idle_prompt, hooks: [{type: command, command: idle}]}
 PermissionRequest: [{hooks: [{type: command, command: x}]}]
 `))
-	if len(specs) != 2 || len(warns) != 2 || !strings.Contains(warns[0], "hooks.Notification: Claude Code's Notification has no moment in Atrium") ||
+	if len(specs) != 4 || len(warns) != 2 ||
+		!strings.Contains(warns[0], `hooks.Notification[2].matcher "idle_prompt": Atrium's only notification is "permission_prompt"`) ||
 		!strings.Contains(warns[1], "hooks.PermissionRequest: Claude Code's PermissionRequest has no moment in Atrium") {
 		t.Fatalf("specs %+v, warnings %q", specs, warns)
+	}
+	for _, s := range specs {
+		if s.Name == "Notification" {
+			if ok, why := shellhooks.Applies(s, map[string]any{"tool_name": "echo"}); !ok || s.Event != hooks.PreApprovalRequest {
+				t.Errorf("%s: runs %v (%s), event %s", s.Command, ok, why, s.Event)
+			}
+		}
+	}
+	b, _ := shellhooks.Stdin(specs[1], shellhooks.Env{Dir: "/h"}, map[string]any{"session_id": "s", "tool_name": "write_file",
+		"description": "writes outside the project"}, "")
+	var n map[string]any
+	_ = json.Unmarshal(b, &n)
+	if n["hook_event_name"] != "Notification" || n["notification_type"] != "permission_prompt" ||
+		n["message"] != "Atrium needs your permission to use write_file: writes outside the project" {
+		t.Fatalf("Notification stdin: %s", b)
 	}
 	byName := map[string]shellhooks.Spec{}
 	for _, s := range specs {
@@ -592,7 +611,7 @@ PermissionRequest: [{hooks: [{type: command, command: x}]}]
 			t.Errorf("%s for %s with status %s: runs %v, want %v", c.name, c.tool, c.status, got, c.want)
 		}
 	}
-	b, _ := shellhooks.Stdin(byName["PostToolUseFailure"], shellhooks.Env{Dir: "/h"}, map[string]any{"session_id": "s", "tool_name": "echo",
+	b, _ = shellhooks.Stdin(byName["PostToolUseFailure"], shellhooks.Env{Dir: "/h"}, map[string]any{"session_id": "s", "tool_name": "echo",
 		"args": map[string]any{"text": "x"}, "tool_call_id": "c1", "status": "error", "error_message": "boom"}, "")
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)

@@ -59,11 +59,12 @@ type Spec struct {
 }
 
 // ClaudeEvents maps Claude Code's hook event names onto Atrium's hooks.
-// SessionStart runs in line at a session's first turn (pre_llm_call with
-// is_first_turn), not from the log as on_session_start: Claude Code adds
-// its output to the session's context, which an observer cannot. Stop runs
-// in line when the turn is about to end (pre_turn_end), so it can keep the
-// agent going as in Claude Code.
+// SessionStart runs in line at a turn that begins the context anew
+// (pre_llm_call with session_start), not from the log as on_session_start:
+// Claude Code adds its output to the session's context, which an observer
+// cannot. Stop runs in line when the turn is about to end (pre_turn_end),
+// so it can keep the agent going as in Claude Code. Notification is the
+// one Atrium has: a person is asked to approve a tool call.
 var ClaudeEvents = map[string]string{
 	"SessionStart":       hooks.PreLLMCall,
 	"SessionEnd":         hooks.OnSessionFinalize,
@@ -76,16 +77,20 @@ var ClaudeEvents = map[string]string{
 	"Stop":               hooks.PreTurnEnd,
 	"SubagentStart":      hooks.SubagentStart,
 	"SubagentStop":       hooks.SubagentStop,
+	"Notification":       hooks.PreApprovalRequest,
 }
 
 // StartSources are the sources of Claude Code's SessionStart that Atrium
 // has (see sessions.StartStartup).
 var StartSources = []string{"startup", "clear", "compact"}
 
+// notifyPermission is the notification_type of Claude Code's Notification
+// that Atrium sends: a tool call waits for a person's approval.
+const notifyPermission = "permission_prompt"
+
 // ClaudeForeign are Claude Code's hook events that Atrium has no moment
 // for: a hook configured for one is reported, not registered.
 var ClaudeForeign = map[string]string{
-	"Notification":      "Atrium sends no notifications of its own (a tool call that needs approval is asked where the turn runs)",
 	"PermissionRequest": "Atrium has no permission dialog (a tool call that needs approval is asked of a person, or blocked)",
 	"TaskCreated":       "Atrium has no task list",
 	"TaskCompleted":     "Atrium has no task list",
@@ -221,7 +226,16 @@ func parseClaude(name, event string, i int, raw any, warn func(string, ...any)) 
 			return nil
 		}
 	}
-	if matcher != "" && name != "SessionStart" && !slices.Contains(toolEvents, event) {
+	if name == "Notification" && matcher != "" {
+		// Its matcher is the notification's type: Atrium notifies only
+		// that a person is asked to approve a tool call.
+		mt, err := CompileMatcher(matcher, Claude)
+		if err == nil && !mt.Matches(notifyPermission) {
+			warn("%s.matcher %q: Atrium's only notification is %q (a tool call waits for a person's approval), so this hook would never run; it is not registered", at, matcher, notifyPermission)
+			return nil
+		}
+	}
+	if matcher != "" && name != "SessionStart" && name != "Notification" && !slices.Contains(toolEvents, event) {
 		warn("%s.matcher %q is ignored: Atrium matches only tool names (PreToolUse, PostToolUse)", at, matcher)
 		matcher = ""
 	}

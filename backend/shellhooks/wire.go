@@ -91,6 +91,13 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 		}
 	case "UserPromptSubmit":
 		out["prompt"] = p["user_message"]
+	case "Notification":
+		tool, _ := p["tool_name"].(string)
+		out["message"] = "Atrium needs your permission to use " + tool
+		if d, _ := p["description"].(string); d != "" {
+			out["message"] = out["message"].(string) + ": " + d
+		}
+		out["notification_type"] = notifyPermission
 	case "Stop":
 		// Set when this turn already went on because a hook would not let
 		// it end: a hook that checks it cannot loop forever.
