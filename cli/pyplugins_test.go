@@ -228,9 +228,11 @@ func TestAPythonPluginKeepsTheTurnGoing(t *testing.T) {
 	t.Parallel()
 	home := withPlugin(t, "pyverify", "[pre_turn_end]", `
 def register(ctx):
-    def verify(session_id, assistant_response, continues, **kwargs):
-        if continues == 0 and "verified" not in assistant_response:
-            return {"action": "continue", "message": "Verify the numbers before you stop.", "note": "asked to verify"}
+    # Written as for the familiar pre_verify: its argument names and its
+    # Claude-shaped directive.
+    def verify(session_id, attempt, final_response, coding, changed_paths, **kwargs):
+        if attempt == 0 and "verified" not in final_response and not coding and changed_paths == []:
+            return {"decision": "block", "reason": "Verify the numbers before you stop.", "note": "asked to verify"}
         return None
     ctx.register_hook("pre_turn_end", verify)
 `)

@@ -186,8 +186,10 @@ const DefaultContinueMessage = "A hook did not let the turn end yet: go on."
 
 // DecideTurnEnd reads pre_turn_end's answers: {"action": "continue",
 // "message"} and {"action": "stop", "message"?}, each with an optional
-// "note" for the person. It fails open: a callback that raised or timed
-// out decides nothing.
+// "note" for the person. The familiar pre_verify directive shapes are read
+// alike ("action" or "decision" "continue" or "block", "message" or
+// "reason"), so a callback written for it answers here unchanged. It fails
+// open: a callback that raised or timed out decides nothing.
 func DecideTurnEnd(results []SyncResult) TurnEnd {
 	var d TurnEnd
 	for _, r := range results {
@@ -196,9 +198,16 @@ func DecideTurnEnd(results []SyncResult) TurnEnd {
 		}
 		for _, m := range r.actions() {
 			msg, _ := m["message"].(string)
+			if strings.TrimSpace(msg) == "" {
+				msg, _ = m["reason"].(string)
+			}
 			msg = strings.TrimSpace(msg)
-			switch m["action"] {
-			case "continue":
+			action, _ := m["action"].(string)
+			if action == "" {
+				action, _ = m["decision"].(string)
+			}
+			switch strings.ToLower(strings.TrimSpace(action)) {
+			case "continue", "block":
 				if msg == "" {
 					msg = DefaultContinueMessage
 				}

@@ -277,6 +277,14 @@ type TurnEndPayload struct {
 	Platform          string `json:"platform"`
 	SessionKey        string `json:"session_key"`
 	AgentContext      string `json:"agent_context"`
+	// The familiar pre_verify's names, so a callback written for it reads
+	// its arguments here: attempt (= continues), final_response (= the
+	// reply), coding and changed_paths (Atrium's tools edit no files:
+	// false and []).
+	Attempt       int      `json:"attempt"`
+	FinalResponse string   `json:"final_response"`
+	Coding        bool     `json:"coding"`
+	ChangedPaths  []string `json:"changed_paths"`
 }
 
 // Approval choices of post_approval_response.

@@ -163,6 +163,18 @@ type APIRequest struct {
 	StatusCode             *int           `json:"status_code"`
 	Retryable              *bool          `json:"retryable"`
 	SessionKey             string         `json:"session_key"`
+	// BaseURL is the provider's API root ("" for the offline provider).
+	BaseURL string `json:"base_url"`
+	// RetryCount and MaxRetries: Atrium makes one attempt per request (a
+	// prompt over the context is compacted and sent as a new request), so
+	// both are 0.
+	RetryCount int `json:"retry_count"`
+	MaxRetries int `json:"max_retries"`
+	// Reason classifies an api_request_error as the familiar API does:
+	// auth, billing, rate_limit, overloaded, server_error, timeout,
+	// context_overflow, payload_too_large, model_not_found, format_error or
+	// unknown ("" before and after a successful call).
+	Reason string `json:"reason,omitempty"`
 }
 
 // PreCommandPayload is the payload of pre_command, called in line before a

@@ -137,6 +137,9 @@ func NewOpenAIProvider(cfg OpenAIConfig) (*OpenAIProvider, error) {
 // Name implements Provider.
 func (p *OpenAIProvider) Name() string { return "openai" }
 
+// BaseURL is the API root the provider was configured with.
+func (p *OpenAIProvider) BaseURL() string { return strings.TrimSpace(p.cfg.BaseURL) }
+
 // Model is the model sent when a Request names none.
 func (p *OpenAIProvider) Model() string { return p.cfg.Model }
 
@@ -426,8 +429,14 @@ func (p *OpenAIProvider) transportError(parent, ctx context.Context, what string
 		// The HTTP client's own timeout, not ours.
 		return fmt.Errorf("openai: %s to %s: timed out (%s): %w", what, p.host(), p.redact(err.Error()), context.DeadlineExceeded)
 	}
-	return fmt.Errorf("openai: %s to %s: %s", what, p.host(), p.redact(err.Error()))
+	return &TransportError{Msg: fmt.Sprintf("openai: %s to %s: %s", what, p.host(), p.redact(err.Error()))}
 }
+
+// TransportError is a request that got no HTTP answer: the connection was
+// refused, reset or broken (its text has the API key redacted).
+type TransportError struct{ Msg string }
+
+func (e *TransportError) Error() string { return e.Msg }
 
 // host is the endpoint's host, for messages.
 func (p *OpenAIProvider) host() string { return p.hostname }

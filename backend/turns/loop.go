@@ -326,7 +326,8 @@ func (l *Loop) storeReply(ctx context.Context, t *Turn, tc *turnCtx, cc hooks.Co
 func (l *Loop) turnEndFeedback(ctx context.Context, t *Turn, tc *turnCtx, asked, reply string) string {
 	results, err := l.bus.CallSync(ctx, hooks.PreTurnEnd, hooks.TurnEndPayload{SessionID: t.SessionID, TaskID: tc.taskID,
 		TurnID: tc.turnID, UserMessage: asked, AssistantResponse: reply, Continues: len(t.Continued), Model: l.opts.Model,
-		Platform: tc.platform, SessionKey: tc.sessionKey, AgentContext: tc.agentCtx})
+		Platform: tc.platform, SessionKey: tc.sessionKey, AgentContext: tc.agentCtx,
+		Attempt: len(t.Continued), FinalResponse: reply, ChangedPaths: []string{}})
 	if err != nil {
 		slog.Warn("pre_turn_end failed; the turn ends", "session", t.SessionID, "error", err)
 		return ""

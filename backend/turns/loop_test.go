@@ -696,3 +696,77 @@ func TestApprovalsFireTheirHooks(t *testing.T) {
 	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: 0, hooks.PostApprovalResp: 0, hooks.PostToolCall: 1,
 		hooks.PostLLMCall: 1, hooks.OnSessionEnd: 1})
 }
+
+// api_request_error carries the familiar API's classification of a failed
+// model call (reason), the HTTP status, the provider's base_url, and
+// retry_count/max_retries (Atrium makes one attempt per request).
+func TestAPIRequestErrorSaysWhy(t *testing.T) {
+	t.Parallel()
+	status := map[string]int{"/auth/v1": 401, "/pay/v1": 402, "/slow/v1": 429, "/busy/v1": 503, "/boom/v1": 500,
+		"/bad/v1": 400, "/gone/v1": 404}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := status[strings.TrimSuffix(r.URL.Path, "/chat/completions")]
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = fmt.Fprintf(w, `{"error":{"message":"failed with %d"}}`, code)
+	}))
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // a port nothing answers on
+	cases := []struct {
+		base, reason string
+		status       int
+		retryable    bool
+	}{
+		{srv.URL + "/auth/v1", "auth", 401, false}, {srv.URL + "/pay/v1", "billing", 402, false},
+		{srv.URL + "/slow/v1", "rate_limit", 429, true}, {srv.URL + "/busy/v1", "overloaded", 503, true},
+		{srv.URL + "/boom/v1", "server_error", 500, true}, {srv.URL + "/bad/v1", "format_error", 400, false},
+		{srv.URL + "/gone/v1", "model_not_found", 404, false}, {closed.URL + "/v1", "timeout", 0, true},
+	}
+	for _, c := range cases {
+		var mu sync.Mutex
+		var seen []hooks.APIRequest
+		e := sessionstest.NewWith(t, hooks.Options{Timeout: 2 * time.Second}, func(bus *hooks.Bus) {
+			if err := bus.Plugin("watch").RegisterSync(hooks.APIRequestError, func(_ context.Context, raw json.RawMessage) (any, error) {
+				var p hooks.APIRequest
+				if err := json.Unmarshal(raw, &p); err != nil {
+					return nil, err
+				}
+				mu.Lock()
+				seen = append(seen, p)
+				mu.Unlock()
+				return nil, nil
+			}); err != nil {
+				panic(err)
+			}
+		})
+		eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
+		p, err := llm.NewOpenAIProvider(llm.OpenAIConfig{BaseURL: c.base, Model: "test-model"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loop, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := e.MustCreate(t, sessions.CreateParams{Title: "failing"})
+		if _, err := loop.Send(ctx, s.ID, "hello", hooks.LocalContext("cli", s.ID)); err == nil {
+			t.Fatalf("%s: the turn did not fail", c.base)
+		}
+		mu.Lock()
+		if len(seen) != 1 {
+			t.Fatalf("%s: %d api_request_error calls", c.base, len(seen))
+		}
+		got := seen[0]
+		mu.Unlock()
+		code := 0
+		if got.StatusCode != nil {
+			code = *got.StatusCode
+		}
+		if got.Reason != c.reason || code != c.status || got.BaseURL != c.base || got.RetryCount != 0 || got.MaxRetries != 0 ||
+			got.Retryable == nil || *got.Retryable != c.retryable || got.Error["message"] == "" {
+			t.Errorf("%s: reason %q status %d base %q retryable %v, want %q %d %v", c.base, got.Reason, code, got.BaseURL,
+				got.Retryable, c.reason, c.status, c.retryable)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -45,6 +46,9 @@ func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req
 		APIMode: "chat_completions", StartedAt: unixSeconds(start), MessageCount: len(req.Messages), ToolCount: len(req.Tools),
 		ApproxInputTokens: llm.EstimateMessages(req.Messages), Request: requestMap(req),
 		ContextLength: l.opts.Provider.ContextWindow(), SessionKey: tc.sessionKey}
+	if b, ok := l.opts.Provider.(interface{ BaseURL() string }); ok {
+		p.BaseURL = b.BaseURL()
+	}
 	l.inline(ctx, hooks.PreAPIRequest, p)
 	resp, err := l.opts.Provider.Complete(ctx, req)
 	end := time.Now()
@@ -53,6 +57,15 @@ func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req
 	if err != nil {
 		retry := errors.Is(err, llm.ErrContextLength)
 		p.Error, p.Retryable = map[string]any{"type": errorType(err), "message": err.Error()}, &retry
+		var apiErr *llm.APIError
+		if errors.As(err, &apiErr) {
+			p.StatusCode = &apiErr.StatusCode
+			retry = retry || apiErr.Temporary()
+		}
+		p.Reason = failureReason(err, apiErr)
+		if p.Reason == "timeout" {
+			retry = true
+		}
 		l.inline(ctx, hooks.APIRequestError, p)
 		return resp, err
 	}
@@ -195,6 +208,44 @@ func responseMap(r llm.Response) map[string]any {
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// failureReason classifies a failed model call as the familiar API's
+// api_request_error reason.
+func failureReason(err error, apiErr *llm.APIError) string {
+	switch {
+	case errors.Is(err, llm.ErrContextLength):
+		return "context_overflow"
+	case errors.Is(err, llm.ErrAuth):
+		return "auth"
+	case apiErr != nil:
+		switch s := apiErr.StatusCode; {
+		case s == http.StatusPaymentRequired:
+			return "billing"
+		case s == http.StatusTooManyRequests:
+			return "rate_limit"
+		case s == http.StatusServiceUnavailable || s == 529:
+			return "overloaded"
+		case s >= 500:
+			return "server_error"
+		case s == http.StatusRequestEntityTooLarge:
+			return "payload_too_large"
+		case s == http.StatusNotFound:
+			return "model_not_found"
+		case s == http.StatusRequestTimeout:
+			return "timeout"
+		case s == http.StatusBadRequest || s == http.StatusUnprocessableEntity:
+			return "format_error"
+		}
+		return "unknown"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	var transport *llm.TransportError
+	if errors.As(err, &transport) {
+		return "timeout" // no answer: the familiar classifier's transport case
+	}
+	return "unknown"
+}
 
 func errorType(err error) string {
 	if errors.Is(err, llm.ErrContextLength) {
