@@ -233,9 +233,21 @@ func withReason(p pluginRow) string {
 		s += fmt.Sprintf(" (pid %d, in %s)", p.PID, p.Process)
 	}
 	if p.Reason != "" {
-		s += ": " + p.Reason
+		s += ": " + firstAndLast(p.Reason)
 	}
 	return s
+}
+
+// firstAndLast keeps a table row on one line: a reason of several lines (a
+// Python traceback) is its first line and its last, where the exception
+// is; `plugins list --json` and `plugins doctor` have it whole.
+func firstAndLast(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	first, last := strings.TrimSpace(lines[0]), strings.TrimSpace(lines[len(lines)-1])
+	if len(lines) == 1 || last == first {
+		return first
+	}
+	return first + " … " + last
 }
 
 func dash(s string) string {

@@ -51,7 +51,7 @@ func (r *runner) pluginsDoctorCmd() *cobra.Command {
 				err = r.print(d, func(w io.Writer) {
 					fmt.Fprintf(w, "plugin\t%s %s (%s, %s)\n", d.Plugin.Name, dash(d.Plugin.Version), d.Plugin.Source, p.Manifest.Runtime)
 					fmt.Fprintf(w, "enabled\t%s\n", yesNo(d.Plugin.Enabled))
-					fmt.Fprintf(w, "declares\thooks %s; commands %s\n", dash(strings.Join(p.Manifest.Hooks, ",")), dash(strings.Join(p.Manifest.Commands, ",")))
+					fmt.Fprintf(w, "declares\thooks %s; commands %s\n", dash(strings.Join(p.Manifest.DeclaredHooks(), ",")), dash(strings.Join(p.Manifest.Commands, ",")))
 					fmt.Fprintf(w, "started\t%s (pid %d)\n", yesNo(d.Started), d.PID)
 					fmt.Fprintf(w, "registered\thooks %s; commands %s\n", dash(strings.Join(d.Registered, ",")), dash(strings.Join(d.Commands, ",")))
 					fmt.Fprintf(w, "dry run\t%s\n", d.DryRun)
@@ -88,7 +88,7 @@ func (r *runner) doctor(ctx context.Context, st *stack.Stack, p plugins.Plugin, 
 			d.Problems = append(d.Problems, "no in-process implementation in this build")
 		} else {
 			d.Started = true
-			d.Registered = append(d.Registered, p.Manifest.Hooks...)
+			d.Registered = append(d.Registered, p.Manifest.DeclaredHooks()...)
 		}
 		d.DryRun = "not run: in-process plugins run inside every Atrium process"
 		return d

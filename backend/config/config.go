@@ -407,11 +407,12 @@ func (c Config) Validate() error {
 	if c.Hooks.EventRetentionDays != nil && *c.Hooks.EventRetentionDays <= 0 {
 		return fmt.Errorf("hooks.event_retention_days must be positive")
 	}
-	if t := c.Compaction.Threshold; t != nil && (*t <= 0 || *t > 1) {
-		return fmt.Errorf("compaction.threshold must be in (0, 1], not %v", *t)
+	// 0 turns automatic compaction at that point off.
+	if t := c.Compaction.Threshold; t != nil && (*t < 0 || *t > 1) {
+		return fmt.Errorf("compaction.threshold must be in [0, 1] (0 turns it off), not %v", *t)
 	}
-	if t := c.Compaction.SoftThreshold; t != nil && (*t <= 0 || *t > 1) {
-		return fmt.Errorf("compaction.soft_threshold must be in (0, 1], not %v", *t)
+	if t := c.Compaction.SoftThreshold; t != nil && (*t < 0 || *t > 1) {
+		return fmt.Errorf("compaction.soft_threshold must be in [0, 1] (0 turns it off), not %v", *t)
 	}
 	switch c.Compaction.Summarizer {
 	case "", "offline", "model":

@@ -90,3 +90,26 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 		t.Fatalf("unknown key: %v %v", w, err)
 	}
 }
+
+// A threshold of 0 turns automatic compaction at that point off, as the
+// README says; below 0 or above 1 is an error.
+func TestCompactionThresholdZeroTurnsItOff(t *testing.T) {
+	dir := t.TempDir()
+	for body, want := range map[string]string{
+		"compaction:\n  threshold: 0\n  soft_threshold: 0\n": "",
+		"compaction:\n  threshold: -0.1\n":                   "compaction.threshold must be in [0, 1] (0 turns it off), not -0.1",
+		"compaction:\n  soft_threshold: 1.5\n":               "compaction.soft_threshold must be in [0, 1] (0 turns it off), not 1.5",
+	} {
+		path := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := Load(path)
+		switch {
+		case want == "" && (err != nil || c.Compaction.Threshold == nil || *c.Compaction.Threshold != 0):
+			t.Errorf("%q: %+v %v", body, c.Compaction, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%q: error %v, want %q", body, err, want)
+		}
+	}
+}

@@ -53,6 +53,9 @@ capabilities: [memory.write]
 		m.ConfigSchema["depth"].Type != plugins.TypeInt || m.ConfigSchema["opts"].Type != plugins.TypeDict || m.Reserved["capabilities"] == nil {
 		t.Fatalf("manifest %+v", m)
 	}
+	if got := strings.Join(m.DeclaredHooks(), ","); got != "pre_llm_call" {
+		t.Errorf("declared hooks %q, want provides_hooks' known ones", got)
+	}
 	joined := strings.Join(warnings, "\n")
 	for _, want := range []string{"manifest_version 3 is newer", `unknown hook "on_memory_write"`} {
 		if !strings.Contains(joined, want) {

@@ -8,6 +8,7 @@ package plugins
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -510,6 +511,20 @@ func dedupe(list []string) []string {
 	for _, s := range list {
 		if !contains(out, s) {
 			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// DeclaredHooks are the hooks Atrium fires that the manifest names, in
+// hooks: and in the familiar provides_hooks:, each once, in that order: what
+// is shown for a plugin until its first start says what it registered (a
+// name Atrium does not fire is a warning of the manifest).
+func (m Manifest) DeclaredHooks() []string {
+	out := make([]string, 0, len(m.Hooks)+len(m.ProvidesHooks))
+	for _, h := range slices.Concat(m.Hooks, m.ProvidesHooks) {
+		if hooks.Known(h) && !slices.Contains(out, h) {
+			out = append(out, h)
 		}
 	}
 	return out

@@ -142,7 +142,7 @@ func (p Plugin) SpecWith(home config.Home, cfg config.Config, python string, run
 		Env:      env,
 		WorkDir:  work,
 		Settings: settings,
-		Hooks:    append([]string(nil), m.Hooks...),
+		Hooks:    m.DeclaredHooks(),
 		Commands: append([]string(nil), m.Commands...),
 		Timeout:  cfg.HookTimeout(),
 	}, nil

@@ -247,7 +247,7 @@ func applyStatus(home config.Home, list []Plugin) {
 	hosts := liveHosts(home)
 	for i := range list {
 		p := &list[i]
-		p.Hooks, p.Commands = nonNilList(p.Manifest.Hooks), nonNilList(p.Manifest.Commands)
+		p.Hooks, p.Commands = nonNilList(p.Manifest.DeclaredHooks()), nonNilList(p.Manifest.Commands)
 		reg := ReadRegistration(home, *p)
 		if reg != nil && !reg.At.IsZero() {
 			p.Hooks, p.Commands, p.Registered, p.Extras = nonNilList(reg.Hooks), nonNilList(reg.Commands), true, reg.Extras
