@@ -336,3 +336,25 @@ func TestFormatErrorCancelledIsNotAnError(t *testing.T) {
 		t.Fatalf("a real internal error was not logged: %q", buf.String())
 	}
 }
+
+// A Claude Code Stop hook's instruction, stored as a user message, is
+// marked as the hook's (the window shows it so), not the person's; a
+// person's message is not, whatever else it says.
+func TestStopHookFeedbackIsMarked(t *testing.T) {
+	e := newEnv(t)
+	s := e.mustCreate(t, sessions.CreateParams{Title: "kept going"})
+	for _, text := range []string{"run the tests", "Stop hook feedback:\n[./check.sh]: tests fail", "what did the Stop hook feedback say?"} {
+		e.mustAppend(t, s.ID, "user", text)
+	}
+	msgs, err := e.app.Sessions.Transcript(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var markers []string
+	for _, m := range msgs {
+		markers = append(markers, m.Marker)
+	}
+	if fmt.Sprint(markers) != fmt.Sprint([]string{"", app.MarkerHookFeedback, ""}) || msgs[1].Compaction {
+		t.Fatalf("markers %q", markers)
+	}
+}

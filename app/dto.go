@@ -116,6 +116,10 @@ type HitDTO struct {
 const (
 	MarkerSummary = "summary" // a compaction summary
 	MarkerStub    = "stub"    // a pruned tool output
+	// MarkerHookFeedback is an instruction a Claude Code Stop hook gave
+	// when it kept the turn going: stored as a user message, not written
+	// by the person.
+	MarkerHookFeedback = "hook_feedback"
 )
 
 // MessageDTO is one transcript message.
@@ -127,7 +131,7 @@ type MessageDTO struct {
 	ToolName    string    `json:"tool_name,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	Compaction  bool      `json:"compaction"`       // written by compaction
-	Marker      string    `json:"marker,omitempty"` // summary or stub
+	Marker      string    `json:"marker,omitempty"` // summary, stub or hook_feedback
 }
 
 // PreviewDTO says what an operation would change now, exactly (it is run
@@ -342,6 +346,8 @@ func toMessage(m sessions.Message, _ int) MessageDTO {
 		out.Compaction, out.Marker = true, MarkerSummary
 	case strings.HasPrefix(m.Content, compaction.StubPrefix):
 		out.Compaction, out.Marker = true, MarkerStub
+	case m.Role == "user" && strings.HasPrefix(m.Content, hooks.StopFeedbackPrefix):
+		out.Marker = MarkerHookFeedback
 	}
 	return out
 }

@@ -180,6 +180,12 @@ type TurnEnd struct {
 	Notes []string
 }
 
+// StopFeedbackPrefix starts the instruction a Claude Code Stop hook gives
+// when it keeps a turn going ("Stop hook feedback:\n[COMMAND]: REASON", as
+// Claude Code words it); the transcript shows such a message as the hook's,
+// not the person's.
+const StopFeedbackPrefix = "Stop hook feedback:"
+
 // DefaultContinueMessage is the instruction of a "continue" answer that
 // gave none.
 const DefaultContinueMessage = "A hook did not let the turn end yet: go on."

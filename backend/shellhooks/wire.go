@@ -252,7 +252,7 @@ func goOn(s Spec, reason string) map[string]any {
 		if reason == "" {
 			reason = hooks.DefaultContinueMessage
 		}
-		reason = "Stop hook feedback:\n[" + s.Command + "]: " + reason
+		reason = hooks.StopFeedbackPrefix + "\n[" + s.Command + "]: " + reason
 	}
 	return map[string]any{"action": "continue", "message": reason}
 }

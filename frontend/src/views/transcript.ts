@@ -424,8 +424,9 @@ function message(m: MessageDTO): HTMLElement {
   const head = h(
     'div',
     { class: 'msg-head' },
-    h('span', { class: 'role' }, m.role),
+    h('span', { class: 'role' }, m.marker === 'hook_feedback' ? 'hook' : m.role),
     m.tool_name ? h('span', { class: 'badge tool' }, m.tool_name) : null,
+    m.marker === 'hook_feedback' ? h('span', { class: 'badge marker', title: 'A Stop hook kept the turn going with this instruction; the person did not write it' }, 'Stop hook feedback') : null,
     m.marker === 'summary' ? h('span', { class: 'badge marker' }, 'compaction summary') : null,
     m.marker === 'stub' ? h('span', { class: 'badge marker' }, 'pruned tool output') : null,
     h('span', { class: 'spacer' }),

@@ -453,7 +453,7 @@ export interface MessageDTO {
   created_at: string;
   /** written by compaction */
   compaction: boolean;
-  /** summary or stub */
+  /** summary, stub or hook_feedback */
   marker?: string;
 }
 
