@@ -14,12 +14,14 @@ register(ctx) API), written for Atrium: hooks, slash and CLI commands, tools,
 middleware, memory providers, context engines, system prompt sections,
 inter-plugin events and the host's model. Beside it the runner ships the host
 modules such plugins import (agent.memory_provider, agent.context_engine,
-hermes_cli.profiles, hermes_constants) from its hostlib folder.
+hermes_cli.profiles, hermes_cli.config, hermes_constants,
+plugins.plugin_storage, tools.registry) from its hostlib folder.
 """
 
 import argparse
 import contextlib
 import copy
+import importlib.machinery
 import importlib.util
 import inspect
 import io
@@ -40,6 +42,44 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _HOSTLIB = os.path.join(_HERE, "hostlib")
 if os.path.isdir(_HOSTLIB) and _HOSTLIB not in sys.path:
     sys.path.insert(0, _HOSTLIB)
+
+
+class _HostPackages:
+    """Serves the name ``plugins`` (the familiar agent's own package, where
+    plugins import plugins.plugin_storage from) out of the hostlib, so no
+    folder that merely is called plugins somewhere on the path (the user's
+    plugin folder, say) joins it: ``plugins.plugin_storage`` is the host's,
+    any other ``plugins.X`` is a clear ImportError. A plugin that ships a
+    ``plugins`` package in its own folder keeps it, and its modules."""
+
+    ROOT = os.path.join(_HOSTLIB, "plugins")
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "plugins":
+            own = os.path.join(os.path.abspath(_plugin_dir), "plugins") if _plugin_dir else ""
+            if own and os.path.isfile(os.path.join(own, "__init__.py")):
+                return importlib.util.spec_from_file_location(
+                    fullname, os.path.join(own, "__init__.py"), submodule_search_locations=[own])
+            spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+            spec.submodule_search_locations = [self.ROOT]
+            return spec
+        if not fullname.startswith("plugins.") or fullname.count(".") != 1:
+            return None
+        name = fullname[len("plugins."):]
+        ours = path is not None and [str(p) for p in path] == [self.ROOT]
+        if not ours and any(os.path.exists(os.path.join(str(p), name + ".py")) or
+                            os.path.isdir(os.path.join(str(p), name)) for p in path or []):
+            return None  # the plugin's own plugins package has it
+        if name == "plugin_storage":
+            return importlib.util.spec_from_file_location(fullname, os.path.join(self.ROOT, "plugin_storage.py"))
+        if not ours:
+            return None
+        raise ModuleNotFoundError(
+            "No module named %r: in Atrium the package plugins holds only plugins.plugin_storage (the familiar "
+            "agent's other plugins.* modules belong to that agent, not to its plugin API)" % fullname, name=fullname)
+
+
+sys.meta_path.insert(0, _HostPackages())
 
 _out = sys.stdout
 sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
@@ -590,6 +630,7 @@ class PluginContext:
         self.inert = []          # {"kind", "name", "reason"}
         self.warnings = []
         self.unload_callbacks = []
+        self.loaded = False  # True once the host has its registrations
         self._llm = None
         self._state = None
 
@@ -769,8 +810,10 @@ class PluginContext:
             self.warnings.append("tried to register a second context engine; only one is allowed (ignored)")
             return None
         if not isinstance(engine, ContextEngine):
-            self.warnings.append("tried to register a context engine that does not inherit from ContextEngine (ignored)")
-            return None
+            if not _DuckEngine.fits(engine):
+                self.warnings.append("tried to register a context engine that does not inherit from ContextEngine (ignored)")
+                return None
+            engine = _DuckEngine(engine)
         name = str(getattr(engine, "name", "") or "").strip() or self.plugin_id
         self.context_engines[name] = _EngineHost(engine, self)
         return _Registration(kind="context_engine", key=name)
@@ -840,6 +883,53 @@ class PluginContext:
                 return self._inert(attr[len("register_"):], label or kwargs.get("name", "") or "-", reason)
             return inert
         raise AttributeError(attr)
+
+
+_MISSING = object()
+
+
+class _DuckEngine:
+    """A context engine that does not inherit from ContextEngine, which the
+    familiar API's agent takes as it is: any object with callable
+    should_compress, compress and update_from_response and a name (an
+    attribute or a property). The runner drives it through this wrapper as
+    it drives a subclass: the object's own methods and attributes first, and
+    for the optional ones it lacks the base class's defaults, which keep
+    their state on the object itself (update_model sets its
+    context_length)."""
+
+    REQUIRED = ("should_compress", "compress", "update_from_response")
+
+    @classmethod
+    def fits(cls, engine):
+        try:
+            name = getattr(engine, "name", None)
+        except Exception:  # noqa: BLE001 - a name property that raises is no name
+            return False
+        return isinstance(name, str) and all(callable(getattr(engine, m, None)) for m in cls.REQUIRED)
+
+    def __init__(self, engine):
+        object.__setattr__(self, "_engine", engine)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        engine = object.__getattribute__(self, "_engine")
+        value = getattr(engine, attr, _MISSING)
+        if value is not _MISSING:
+            return value
+        from agent.context_engine import ContextEngine
+
+        default = getattr(ContextEngine, attr, _MISSING)
+        if default is _MISSING:
+            raise AttributeError("%r object has no attribute %r" % (type(engine).__name__, attr))
+        return types.MethodType(default, self) if inspect.isfunction(default) else default
+
+    def __setattr__(self, attr, value):
+        setattr(self._engine, attr, value)
+
+    def __deepcopy__(self, memo):
+        return _DuckEngine(copy.deepcopy(self._engine, memo))
 
 
 class _ProviderHost:
@@ -1013,17 +1103,65 @@ def _load(plugin_dir):
     return module
 
 
+def _host_class(cls):
+    """Whether cls is one of the hostlib's own classes (a base class, the
+    built-in compressor), which a plugin never is."""
+    mod = sys.modules.get(getattr(cls, "__module__", "") or "")
+    f = os.path.abspath(getattr(mod, "__file__", None) or "")
+    return f.startswith(_HOSTLIB + os.sep)
+
+
+def _register_by_class(module):
+    """A plugin without register(ctx), taken as the familiar API's memory
+    and context-engine loaders take one: the first top-level subclass of
+    MemoryProvider in the module (those it defines before those it imports,
+    each in name order; an abstract one, or one that cannot be made without
+    arguments, is passed over) is made and registered as its memory provider, and likewise
+    a subclass of ContextEngine as its context engine. Raises when neither
+    exists."""
+    from agent.context_engine import ContextEngine
+    from agent.memory_provider import MemoryProvider
+
+    own = module.__name__
+    found, failed = False, []
+    for base, register in ((MemoryProvider, _ctx.register_memory_provider),
+                           (ContextEngine, _ctx.register_context_engine)):
+        classes = [v for v in (getattr(module, a, None) for a in dir(module))
+                   if isinstance(v, type) and issubclass(v, base) and not inspect.isabstract(v) and not _host_class(v)]
+        classes.sort(key=lambda c: not (c.__module__ == own or c.__module__.startswith(own + ".")))
+        for cls in classes:
+            try:
+                instance = cls()
+            except Exception as exc:  # noqa: BLE001 - the next candidate may do
+                failed.append("%s() raised %s: %s" % (cls.__name__, type(exc).__name__, exc))
+                continue
+            register(instance)
+            found = True
+            break
+    if not found:
+        why = "; ".join(failed) if failed else "it defines no MemoryProvider or ContextEngine subclass either"
+        raise RuntimeError("%s/__init__.py has no register(ctx), and %s" % (_plugin_dir, why))
+    _ctx.warnings.extend("has no register(ctx); passed over " + f for f in failed)
+
+
 def _initialize(params):
     global _ctx
     work_dir = params.get("work_dir") or os.environ.get("ATRIUM_PLUGIN_WORKDIR", "")
     if work_dir:
         os.environ.setdefault("ATRIUM_PLUGIN_WORKDIR", work_dir)
     _ctx = PluginContext(params.get("name", ""), params.get("settings"), work_dir, _CONTEXT)
+    try:
+        import atrium_host
+        atrium_host.plugin = _ctx  # plugins.plugin_storage and tools.registry find the plugin
+    except ImportError:  # pragma: no cover - hostlib ships it
+        pass
     module = _load(_plugin_dir)
     reg = getattr(module, "register", None)
     if reg is None:
-        raise RuntimeError("%s/__init__.py has no register(ctx)" % _plugin_dir)
-    reg(_ctx)
+        _register_by_class(module)
+    else:
+        reg(_ctx)
+    _ctx.loaded = True
     for w in _ctx.warnings:
         print("atrium runner: warning: " + w, file=sys.stderr)
     c = _ctx

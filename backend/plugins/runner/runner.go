@@ -2,7 +2,8 @@
 // __init__.py, calls its register(ctx) and speaks docs/plugin-protocol.md,
 // and the host modules it ships beside it (hostlib/: agent.memory_provider,
 // agent.context_engine, agent.context_compressor, hermes_cli.profiles,
-// hermes_cli.config, hermes_constants), which plugins written for the
+// hermes_cli.config, hermes_constants, plugins.plugin_storage,
+// tools.registry), which plugins written for the
 // familiar Python plugin API import by name. (Files named _* are not
 // embedded: the packages are namespace packages.)
 package runner

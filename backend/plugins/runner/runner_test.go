@@ -2,11 +2,14 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -125,6 +128,16 @@ func (s *syncBuf) String() string {
 
 func start(t *testing.T, specs ...proc.Spec) *pyEnv {
 	t.Helper()
+	e, errs := launch(t, specs...)
+	for _, err := range errs {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// launch is start that returns the plugins' start errors.
+func launch(t *testing.T, specs ...proc.Spec) (*pyEnv, []error) {
+	t.Helper()
 	e := &pyEnv{}
 	logs := &syncBuf{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
@@ -143,11 +156,8 @@ func start(t *testing.T, specs ...proc.Spec) *pyEnv {
 			t.Log(logs.String())
 		}
 	})
-	for _, err := range errs {
-		t.Fatal(err)
-	}
 	e.logsFn = logs.String
-	return e
+	return e, errs
 }
 
 func (e *pyEnv) emit(t *testing.T, hook string, payload any) hooks.Event {
@@ -299,5 +309,259 @@ func TestWriteToIsTheEmbeddedRunner(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	if string(b) != string(runner.Source()) || !strings.Contains(string(b), "def register_hook") {
 		t.Fatal("written runner differs from the embedded one")
+	}
+}
+
+// A plugin without register(ctx) is taken as the familiar API's memory and
+// context-engine loaders take one: the first top-level subclass of
+// MemoryProvider (or ContextEngine) that can be made without arguments is
+// registered; a module with neither fails to start, saying why.
+func TestPythonPluginWithoutRegister(t *testing.T) {
+	t.Parallel()
+	scenarios := []struct {
+		name, src string
+		memory    []string // memory providers registered
+		engines   []string // context engines registered
+		err       string   // the start fails with this
+	}{
+		{name: "memory provider", memory: []string{"notes"}, src: `
+from agent.memory_provider import MemoryProvider
+from agent.context_compressor import ContextCompressor   # the host's own engine: never picked
+
+class AbstractNotes(MemoryProvider):                     # first by name, but abstract: passed over
+    pass
+
+class Notes(AbstractNotes):
+    name = "notes"
+    def is_available(self):
+        return True
+    def initialize(self, session_id, **kwargs):
+        self.session_id = session_id
+    def get_tool_schemas(self):
+        return []
+    def prefetch(self, query, *, session_id=""):
+        return "notes for %s in %s" % (query, self.session_id)
+`},
+		{name: "context engine", engines: []string{"folder"}, src: `
+from agent.context_engine import ContextEngine
+
+class Folder(ContextEngine):
+    name = "folder"
+    def update_from_response(self, usage):
+        pass
+    def should_compress(self, prompt_tokens=None):
+        return (prompt_tokens or 0) > 10
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
+        return messages[-1:]
+`},
+		{name: "neither", src: "VALUE = 1\n",
+			err: "has no register(ctx), and it defines no MemoryProvider or ContextEngine subclass either"},
+		{name: "needs arguments", err: "has no register(ctx), and Needy() raised TypeError", src: `
+from agent.memory_provider import MemoryProvider
+
+class Needy(MemoryProvider):
+    name = "needy"
+    def __init__(self, folder):
+        self.folder = folder
+    def is_available(self):
+        return True
+    def initialize(self, session_id, **kwargs):
+        pass
+    def get_tool_schemas(self):
+        return []
+`},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			e, errs := launch(t, pySpec(t, "bare", writePlugin(t, sc.src)))
+			if sc.err != "" {
+				if len(errs) != 1 || !strings.Contains(errs[0].Error(), sc.err) {
+					t.Fatalf("start: %v, want %q", errs, sc.err)
+				}
+				return
+			}
+			if len(errs) != 0 {
+				t.Fatal(errs)
+			}
+			in, _ := e.host.Info("bare")
+			names := func(ns []proc.NamedInfo) []string {
+				var out []string
+				for _, n := range ns {
+					out = append(out, n.Name)
+				}
+				return out
+			}
+			if in.State != proc.StateRunning || !slices.Equal(names(in.Extras.Memory), sc.memory) ||
+				!slices.Equal(names(in.Extras.Engines), sc.engines) {
+				t.Fatalf("registered: %+v", in)
+			}
+			ctx := context.Background()
+			if len(sc.memory) > 0 {
+				c, ok := e.Bus.MemoryProvider("notes")
+				if !ok {
+					t.Fatal("the provider is not on the bus")
+				}
+				a, err := e.Bus.CallMemory(ctx, c, "prefetch", hooks.MemoryCall{Args: []any{"the port"}, SessionID: "s1", Platform: "cli"})
+				if err != nil || !a.Available || a.Text() != "notes for the port in s1" {
+					t.Fatalf("prefetch: %+v %v", a, err)
+				}
+			}
+			if len(sc.engines) > 0 {
+				e.Bus.SelectContextEngine("folder")
+				c, ok := e.Bus.ContextEngine()
+				if !ok {
+					t.Fatal("the engine is not on the bus")
+				}
+				v, err := e.Bus.CallEngine(ctx, c, "should_compress", hooks.EngineCall{Args: []any{11}, SessionID: "s1"})
+				if err != nil || string(v) != "true" {
+					t.Fatalf("should_compress: %s %v", v, err)
+				}
+			}
+		})
+	}
+}
+
+const duckEngine = `
+class Duck:                                  # no ContextEngine base, as the familiar agent allows
+    def __init__(self, label):
+        self.label = label
+        self.seen = []
+
+    @property
+    def name(self):
+        return self.label
+
+    def update_from_response(self, usage):
+        self.seen.append(usage.get("prompt_tokens"))
+
+    def should_compress(self, prompt_tokens=None):
+        return bool(self.seen) and (prompt_tokens or 0) >= 100
+
+    def compress(self, messages, current_tokens=None, focus_topic=None, force=False, memory_context=""):
+        return [{"role": "system", "content": "folded %d by %s (%s)" % (len(messages), self.label, self.context_length)}]
+
+class Lame:                                  # no compress: refused
+    name = "lame"
+    def should_compress(self, prompt_tokens=None):
+        return False
+    def update_from_response(self, usage):
+        pass
+
+def register(ctx):
+    ctx.register_context_engine(Lame())
+    ctx.register_context_engine(Duck("duck"))
+`
+
+// A context engine that does not inherit from ContextEngine but has its
+// methods is driven as a subclass is: its own methods, and the base class's
+// defaults for the optional ones it lacks (their state on the object
+// itself); an object without them is still refused, with a warning.
+func TestPythonDuckTypedContextEngine(t *testing.T) {
+	t.Parallel()
+	e := start(t, pySpec(t, "duck", writePlugin(t, duckEngine)))
+	in, _ := e.host.Info("duck")
+	if len(in.Extras.Engines) != 1 || in.Extras.Engines[0].Name != "duck" ||
+		!slices.Contains(in.Extras.Warnings, "tried to register a context engine that does not inherit from ContextEngine (ignored)") {
+		t.Fatalf("registered: %+v", in.Extras)
+	}
+	e.Bus.SelectContextEngine("duck")
+	c, ok := e.Bus.ContextEngine()
+	if !ok {
+		t.Fatal("the engine is not on the bus")
+	}
+	call := func(method string, args ...any) any {
+		t.Helper()
+		raw, err := e.Bus.CallEngine(context.Background(), c, method,
+			hooks.EngineCall{Args: args, SessionID: "s1", Model: "m", ContextLength: 1000})
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	tool := map[string]any{"role": "tool", "content": "x"}
+	steps := []struct {
+		method string
+		args   []any
+		want   any
+	}{
+		{"should_compress", []any{500}, false}, // its own: nothing seen yet
+		{"get_tool_schemas", nil, []any{}},     // the defaults of the base class
+		{"has_content_to_compress", []any{[]any{tool}}, true},
+		{"prune_tool_results_only", []any{[]any{tool}}, []any{[]any{tool}, 0.0}},
+		{"handle_tool_call", []any{"t", map[string]any{}}, `{"error": "Unknown context engine tool: t"}`},
+		// update_model's default set the object's context_length (1000) and
+		// threshold (75%).
+		{"get_status", nil, map[string]any{"compression_count": 0.0, "context_length": 1000.0, "last_prompt_tokens": 0.0,
+			"threshold_tokens": 750.0, "usage_percent": 0.0}},
+		{"compress", []any{[]any{tool, tool}}, []any{map[string]any{"role": "system", "content": "folded 2 by duck (1000)"}}},
+		{"update_from_response", []any{map[string]any{"prompt_tokens": 500}}, nil},
+		{"should_compress", []any{500}, true},
+	}
+	for _, s := range steps {
+		if got := call(s.method, s.args...); !reflect.DeepEqual(got, s.want) {
+			t.Fatalf("%s: %#v, want %#v", s.method, got, s.want)
+		}
+	}
+}
+
+// plugins.plugin_storage is the host's, and plugin_data_dir(the plugin's
+// own name) is its working folder; any other plugins.X is a clear
+// ImportError, unless the plugin ships a package called plugins, which it
+// keeps; tools.registry registers a tool only while the plugin loads.
+func TestPythonHostPackagePlugins(t *testing.T) {
+	t.Parallel()
+	const src = `
+import importlib
+from pathlib import Path
+
+from plugins.plugin_storage import plugin_data_dir
+from tools.registry import registry, tool_result
+
+registry.register(name="early", toolset="t", schema={"name": "early", "parameters": {"type": "object"}},
+                  handler=lambda args, **kw: tool_result(ok=True))
+
+def _import(name):
+    try:
+        return getattr(importlib.import_module(name), "VALUE", "imported")
+    except ImportError as exc:
+        return "%s: %s" % (type(exc).__name__, exc)
+
+def register(ctx):
+    def show(raw):
+        registry.register(name="late", toolset="t", schema={"name": "late"}, handler=lambda args, **kw: "")
+        return "|".join([str(plugin_data_dir(ctx.plugin_id) == Path(ctx.work_dir)), _import("plugins.helper"),
+                         _import("plugins.memory"), ",".join(sorted(ctx.tools))])
+    ctx.register_command("show-" + ctx.plugin_id, handler=show, description="what the host modules gave")
+`
+	owning := writePlugin(t, src)
+	if err := os.MkdirAll(filepath.Join(owning, "plugins"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"__init__.py": "", "helper.py": "VALUE = 'its own helper'\n"} {
+		if err := os.WriteFile(filepath.Join(owning, "plugins", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := start(t, pySpec(t, "plain", writePlugin(t, src)), pySpec(t, "owning", owning))
+	missing := func(name string) string {
+		return "ModuleNotFoundError: No module named '" + name + "': in Atrium the package plugins holds only " +
+			"plugins.plugin_storage (the familiar agent's other plugins.* modules belong to that agent, not to its plugin API)"
+	}
+	for plugin, want := range map[string]string{
+		"plain":  "True|" + missing("plugins.helper") + "|" + missing("plugins.memory") + "|early",
+		"owning": "True|its own helper|ModuleNotFoundError: No module named 'plugins.memory'|early",
+	} {
+		out, err := e.Bus.RunCommand(context.Background(), "show-"+plugin, "", hooks.LocalContext("cli", "s1"))
+		if err != nil || out != want {
+			t.Fatalf("%s:\n got %q (%v)\nwant %q", plugin, out, err, want)
+		}
+	}
+	if in, _ := e.host.Info("plain"); len(in.Extras.Tools) != 1 || in.Extras.Tools[0].Name != "early" {
+		t.Fatalf("tools: %+v", in.Extras.Tools)
 	}
 }

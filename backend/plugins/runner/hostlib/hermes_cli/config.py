@@ -1,5 +1,6 @@
 """The profile's configuration as plugins written for the familiar Python
-plugin API read it (``from hermes_cli.config import load_config, cfg_get``).
+plugin API read it (``from hermes_cli.config import load_config, cfg_get``,
+``load_config_readonly``).
 
 load_config() returns config.yaml as the Atrium host reads it now: its own
 keys, without other plugins' settings; this plugin's settings
@@ -51,6 +52,13 @@ def load_config() -> Dict[str, Any]:
             value = {}
     _cache.update(sig=sig, value=value)
     return copy.deepcopy(value)
+
+
+def load_config_readonly() -> Dict[str, Any]:
+    """The same as load_config(). The familiar API hands callers that only
+    read its cached dict itself; here it is a copy too, so a caller that
+    writes to it anyway changes nothing for the next one."""
+    return load_config()
 
 
 def read_raw_config() -> Dict[str, Any]:
