@@ -278,6 +278,7 @@ func samplePayload(event, tool string, extra map[string]any) map[string]any {
 		}
 	case hooks.PreTurnEnd:
 		p["user_message"], p["assistant_response"], p["continues"], p["model"], p["agent_context"] = "hello", "hi", 0, "test-model", "primary"
+		p["attempt"], p["final_response"], p["coding"], p["changed_paths"] = 0, "hi", false, []any{}
 	case hooks.OnSessionFinalize:
 		p["reason"] = "exit"
 	case hooks.PreCompaction, hooks.PostCompaction:

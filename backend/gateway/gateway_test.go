@@ -799,3 +799,37 @@ func TestWebhookConversation(t *testing.T) {
 		},
 		replies: func() int { return len(recv.replies()) }})
 }
+
+// A pre_turn_end hook (a Claude Code Stop hook) that keeps a turn going on
+// a chat platform: the person gets every reply of the turn in one answer,
+// and what the hook asked to show, and the conversation's transcript has
+// the hook's instruction between the replies.
+func TestGatewayTurnAHookKeptGoing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
+		if err := bus.Plugin("checker").RegisterSync(hooks.PreTurnEnd, func(_ context.Context, raw json.RawMessage) (any, error) {
+			var p hooks.TurnEndPayload
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			if p.Continues == 0 {
+				return map[string]any{"action": "continue", "message": "check the totals once more", "note": "a hook asked for a check"}, nil
+			}
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	f.Push(5, "Cy", 5, "private", "sum the invoices")
+	waitFor(t, "the answer", func() bool { return len(f.SentTexts()) == 1 })
+	got := f.SentTexts()[0]
+	first, second := strings.Index(got, "offline reply to: sum the invoices"), strings.Index(got, "offline reply to: check the totals once more")
+	if first < 0 || second < first || !strings.HasSuffix(got, "(a hook asked for a check)") {
+		t.Fatalf("answer %q", got)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE role = 'user' AND content = 'check the totals once more'`); n != 1 {
+		t.Fatalf("%d stored instructions, want 1", n)
+	}
+}
