@@ -183,11 +183,7 @@ func (s *Service) StartSource(ctx context.Context, id string) (string, error) {
 	case err != nil:
 		return "", fmt.Errorf("start source of %s: %w", id, err)
 	}
-	src, _ := v[0].(string)
-	if b, ok := v[0].([]byte); ok {
-		src = string(b)
-	}
-	return src, nil
+	return vStr(v[0]), nil
 }
 
 // ClearStartTx removes the mark once the turn it was for is stored.

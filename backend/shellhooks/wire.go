@@ -101,14 +101,8 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 	case "Stop":
 		// Set when this turn already went on because a hook would not let
 		// it end: a hook that checks it cannot loop forever.
-		switch n := p["continues"].(type) {
-		case float64:
-			out["stop_hook_active"] = n > 0
-		case int:
-			out["stop_hook_active"] = n > 0
-		default:
-			out["stop_hook_active"] = false
-		}
+		n, _ := Number(p["continues"])
+		out["stop_hook_active"] = n > 0
 		out["last_assistant_message"] = p["assistant_response"]
 	case "SessionStart":
 		out["source"] = "startup"

@@ -361,8 +361,13 @@ func (l *Loop) respond(ctx context.Context, t *Turn, tc *turnCtx) (string, strin
 // endTurn fires on_session_end in a transaction of its own: for a turn
 // that did not finish, or one whose last reply pre_turn_end had to see.
 func (l *Loop) endTurn(ctx context.Context, t *Turn, tc *turnCtx, completed bool, reason string) error {
+	return l.enqueue(ctx, hooks.OnSessionEnd, l.sessionEnd(tc, t.SessionID, completed, reason))
+}
+
+// enqueue commits one observer event in a transaction of its own.
+func (l *Loop) enqueue(ctx context.Context, hook string, payload any) error {
 	return l.db.InTx(ctx, func(tx *db.Tx) error {
-		_, err := l.bus.EnqueueTx(ctx, tx, hooks.OnSessionEnd, l.sessionEnd(tc, t.SessionID, completed, reason))
+		_, err := l.bus.EnqueueTx(ctx, tx, hook, payload)
 		return err
 	})
 }

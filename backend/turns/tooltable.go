@@ -339,11 +339,7 @@ func approvalPayload(tc *turnCtx, sessionID string, call llm.ToolCall, args map[
 // observe commits one observer event in a transaction of its own. The
 // event is a report: when it cannot be written the turn goes on, logged.
 func (l *Loop) observe(ctx context.Context, hook string, payload any) {
-	err := l.db.InTx(ctx, func(tx *db.Tx) error {
-		_, err := l.bus.EnqueueTx(ctx, tx, hook, payload)
-		return err
-	})
-	if err != nil {
+	if err := l.enqueue(ctx, hook, payload); err != nil {
 		slog.Warn("hook event not recorded", "hook", hook, "error", err)
 	}
 }
