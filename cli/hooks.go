@@ -279,6 +279,12 @@ func samplePayload(event, tool string, extra map[string]any) map[string]any {
 	case hooks.PreTurnEnd:
 		p["user_message"], p["assistant_response"], p["continues"], p["model"], p["agent_context"] = "hello", "hi", 0, "test-model", "primary"
 		p["attempt"], p["final_response"], p["coding"], p["changed_paths"] = 0, "hi", false, []any{}
+	case hooks.PreApprovalDecide, hooks.PreApprovalRequest, hooks.PostApprovalResp:
+		p["tool_name"], p["args"], p["tool_call_id"], p["command"] = tool, map[string]any{}, "test-call", tool+" {}"
+		p["description"], p["pattern_key"], p["pattern_keys"], p["surface"], p["request_id"] = "a test approval", "test", []any{"test"}, "cli", "test-request"
+		if event == hooks.PostApprovalResp {
+			p["choice"], p["approved"] = "once", true
+		}
 	case hooks.OnSessionFinalize:
 		p["reason"] = "exit"
 	case hooks.PreCompaction, hooks.PostCompaction:

@@ -251,3 +251,39 @@ def register(ctx):
 		t.Fatalf("stored: %+v", msgs)
 	}
 }
+
+// A Python plugin answers pre_approval_decision in the place of whoever
+// would approve a call (a scheduled run that approves, here): its deny
+// blocks the call with its message, its allow rewrites the arguments.
+func TestAPythonPluginAnswersAnApproval(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home := withPlugin(t, "pypolicy", "[pre_tool_call, pre_approval_decision]", `
+def register(ctx):
+    def guard(tool_name, args, **kwargs):
+        if tool_name == "echo":
+            return {"action": "approve", "message": "echo needs a yes"}
+    def policy(tool_name, args, surface, pattern_key, **kwargs):
+        if "secret" in args.get("text", ""):
+            return {"action": "deny", "message": "secrets stay home (" + surface + ", " + pattern_key + ")"}
+        return {"action": "allow", "args": {"text": args["text"] + "!"}}
+    ctx.register_hook("pre_tool_call", guard)
+    ctx.register_hook("pre_approval_decision", policy)
+`)
+	path := filepath.Join(home, "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, "approvals:\n  cron_mode: approve\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, text, reply string }{
+		{"leak", "the secret", `The tool echo returned: {"error":"secrets stay home (cron, pypolicy)"}`},
+		{"greet", "hello", "The tool echo returned: hello!"},
+	} {
+		if reply := cronOnce(t, home, c.name, "use tool echo: "+c.text); !strings.HasPrefix(reply, c.reply) {
+			t.Fatalf("%s: reply %q, want %q", c.name, reply, c.reply)
+		}
+	}
+}

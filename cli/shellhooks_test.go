@@ -470,6 +470,85 @@ hooks:
 	}
 }
 
+// A Claude Code PermissionRequest hook answers in the place of whoever
+// would approve a tool call a PreToolUse hook asked about (here a scheduled
+// run with approvals.cron_mode: approve): its allow runs the call (with its
+// updatedInput), its deny or exit code 2 blocks it with the reason for the
+// model, and then the Notification for a waiting approval is not sent; no
+// answer leaves the question to the approver.
+func TestAClaudePermissionRequestHookAnswersForThePerson(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home := shellHome(t, `
+approvals:
+  cron_mode: approve
+hooks_auto_accept: true
+hooks:
+  PreToolUse:
+    - matcher: echo
+      hooks: [{type: command, command: "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PreToolUse\", \"permissionDecision\": \"ask\", \"permissionDecisionReason\": \"echo needs a yes\"}}'"}]
+  PermissionRequest:
+    - matcher: "echo|other"
+      hooks: [{type: command, command: "python3 \"$CLAUDE_PROJECT_DIR/hooks/permit.py\""}]
+  Notification:
+    - hooks: [{type: command, command: "cat >> \"$CLAUDE_PROJECT_DIR/notified.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/notified.jsonl\""}]
+`, map[string]string{
+		"permit.py": `import json, os, sys
+d = json.load(sys.stdin)
+with open(os.path.join(os.environ["CLAUDE_PROJECT_DIR"], "permit.jsonl"), "a") as f:
+    f.write(json.dumps(d) + "\n")
+text = d["tool_input"].get("text", "")
+def decide(decision):
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}))
+if "rm " in text:
+    decide({"behavior": "deny", "message": "never remove files"})
+elif text.startswith("shout"):
+    decide({"behavior": "allow", "updatedInput": {"text": text.upper()}})
+elif text == "refuse":
+    print("refused by policy", file=sys.stderr)
+    sys.exit(2)
+`,
+	})
+	for _, c := range []struct{ name, text, reply string }{
+		{"remove", "rm -rf build", `The tool echo returned: {"error":"never remove files"}`},
+		{"shout", "shout hello", "The tool echo returned: SHOUT HELLO"},
+		{"refuse", "refuse", `The tool echo returned: {"error":"refused by policy"}`},
+		{"quiet", "nothing to say", "The tool echo returned: nothing to say"},
+	} {
+		if reply := cronOnce(t, home, c.name, "use tool echo: "+c.text); !strings.HasPrefix(reply, c.reply) {
+			t.Fatalf("%s: reply %q, want %q", c.name, reply, c.reply)
+		}
+	}
+	asked := jsonLines(t, filepath.Join(home, "permit.jsonl"))
+	if len(asked) != 4 {
+		t.Fatalf("PermissionRequest ran %d times", len(asked))
+	}
+	for _, a := range asked {
+		if a["hook_event_name"] != "PermissionRequest" || a["tool_name"] != "echo" || a["session_id"] == "" ||
+			a["permission_mode"] != "default" || fmt.Sprint(a["permission_suggestions"]) != "[]" || a["transcript_path"] == "" {
+			t.Fatalf("PermissionRequest stdin: %+v", a)
+		}
+	}
+	// Only the call nobody decided for waited for an approval.
+	waitFor(t, "the Notification hook", 20*time.Second, func() bool { return len(jsonLines(t, filepath.Join(home, "notified.jsonl"))) >= 1 })
+	if n := jsonLines(t, filepath.Join(home, "notified.jsonl")); len(n) != 1 || !strings.Contains(fmt.Sprint(n[0]["message"]), "echo needs a yes") {
+		t.Fatalf("Notification: %+v", n)
+	}
+}
+
+// cronOnce adds a scheduled job with prompt and runs it now: its reply.
+func cronOnce(t *testing.T, home, name, prompt string) string {
+	t.Helper()
+	if r := atriumExec(t, home, "", nil, "cron", "add", name, "--schedule", "@daily", "--prompt", prompt); r.code != 0 {
+		t.Fatalf("cron add: %+v", r)
+	}
+	var res struct {
+		Reply string `json:"reply"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "cron", "run", name, "--json"), &res)
+	return res.Reply
+}
+
 // sentWith counts the session's user turns sent to the model with text in
 // them, and returns how many messages it has.
 func sentWith(t *testing.T, home, id, text string) (int, int) {

@@ -231,3 +231,56 @@ func DecideTurnEnd(results []SyncResult) TurnEnd {
 	}
 	return d
 }
+
+// ApprovalVerdict is what pre_approval_decision decided in place of the
+// person who would be asked to approve a tool call.
+type ApprovalVerdict struct {
+	// Action is "allow", "deny", or "" when no hook decided: the person
+	// is asked.
+	Action string
+	// Message is a deny's reason, which the model reads as the call's
+	// result.
+	Message string
+	// Args are an allow's rewritten arguments (nil: as they are).
+	Args map[string]any
+	// Interrupt is set when a deny also stops the turn.
+	Interrupt bool
+	// Plugin is who decided.
+	Plugin string
+}
+
+// DecideApproval reads pre_approval_decision's answers: {"action": "allow",
+// "args"?} and {"action": "deny", "message", "interrupt"?} ("approve" and
+// "block" read alike). Any deny wins, the first one's message with it; else
+// the last allow. A callback that raised or timed out decides nothing, so
+// the person is asked.
+func DecideApproval(results []SyncResult) ApprovalVerdict {
+	var v ApprovalVerdict
+	for _, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		for _, m := range r.actions() {
+			action, _ := m["action"].(string)
+			switch strings.ToLower(strings.TrimSpace(action)) {
+			case "deny", "block":
+				if v.Action != "deny" {
+					msg, _ := m["message"].(string)
+					v = ApprovalVerdict{Action: "deny", Message: strings.TrimSpace(msg), Plugin: r.Plugin}
+				}
+				if b, _ := m["interrupt"].(bool); b {
+					v.Interrupt = true
+				}
+			case "allow", "approve":
+				if v.Action != "deny" {
+					args, _ := m["args"].(map[string]any)
+					v = ApprovalVerdict{Action: "allow", Args: args, Plugin: r.Plugin}
+				}
+			}
+		}
+	}
+	if v.Action == "deny" && v.Message == "" {
+		v.Message = "denied by " + v.Plugin
+	}
+	return v
+}

@@ -48,6 +48,11 @@ const (
 	// with message as the next instruction, {"action": "stop"} ends it
 	// whatever else was answered (pre_turn_end); it fails open.
 	RoleContinue
+	// RoleDecide: {"action": "allow", "args"?} or {"action": "deny",
+	// "message", "interrupt"?} answers in place of the person who would be
+	// asked to approve a tool call; any deny wins; no answer asks the person
+	// (pre_approval_decision). A callback that fails decides nothing.
+	RoleDecide
 )
 
 // Stable hook names. They never change once shipped.
@@ -76,6 +81,7 @@ const (
 	PreTurnEnd         = "pre_turn_end"
 	PreApprovalRequest = "pre_approval_request"
 	PostApprovalResp   = "post_approval_response"
+	PreApprovalDecide  = "pre_approval_decision"
 )
 
 type hookInfo struct {
@@ -108,6 +114,7 @@ var table = map[string]hookInfo{
 	PreGatewayDispatch: {Sync, RoleDispatch},
 	PreCompaction:      {Sync, RoleObserve},
 	PreTurnEnd:         {Sync, RoleContinue},
+	PreApprovalDecide:  {Sync, RoleDecide},
 }
 
 // ForeignHooks are hook names of the familiar Python plugin API for moments
@@ -293,8 +300,10 @@ const (
 	ChoiceDeny = "deny" // refused, not answered in time, or the asking failed
 )
 
-// ApprovalPayload is the payload of pre_approval_request (a person is about
-// to be asked whether a tool call a plugin flagged may run) and of
+// ApprovalPayload is the payload of pre_approval_decision (a hook may answer
+// in place of the person, who is asked only when none did; Atrium's own, for
+// Claude Code's PermissionRequest), of pre_approval_request (a person is
+// about to be asked whether a tool call a plugin flagged may run) and of
 // post_approval_response (what came of it), in the familiar API's shape:
 // Command is the call as text (the tool's name and its arguments),
 // Description what the plugin said, PatternKey and PatternKeys the plugin

@@ -158,6 +158,8 @@ func TestAnswers(t *testing.T) {
 	obs := spec(t, "post_tool_call: [{command: x}]")
 	cstop := spec(t, "Stop: [{hooks: [{type: command, command: ./check.sh}]}]")
 	end := spec(t, "pre_turn_end: [{command: x}]")
+	cperm := spec(t, "PermissionRequest: [{hooks: [{type: command, command: x}]}]")
+	decide := spec(t, "pre_approval_decision: [{command: x}]")
 	ok := func(stdout string) shellhooks.Outcome { return shellhooks.Outcome{Stdout: stdout} }
 	cases := []struct {
 		name string
@@ -222,6 +224,22 @@ func TestAnswers(t *testing.T) {
 		{"hermes turn end continue", end, ok(`{"action": "continue", "message": "one more check"}`),
 			map[string]any{"action": "continue", "message": "one more check"}},
 		{"hermes turn end exit 2", end, shellhooks.Outcome{ExitCode: 2, Stderr: "not yet\n"}, map[string]any{"action": "continue", "message": "not yet"}},
+		{"claude permission allow", cperm, ok(`{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}`),
+			map[string]any{"action": "allow"}},
+		{"claude permission allow with updatedInput", cperm, ok(`{"hookSpecificOutput": {"decision": {"behavior": "allow", "updatedInput": {"command": "ls"}}}}`),
+			map[string]any{"action": "allow", "args": map[string]any{"command": "ls"}}},
+		{"claude permission deny", cperm, ok(`{"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "not in prod"}}}`),
+			map[string]any{"action": "deny", "message": "not in prod", "interrupt": false}},
+		{"claude permission deny and interrupt", cperm, ok(`{"hookSpecificOutput": {"decision": {"behavior": "deny", "interrupt": true}}}`),
+			map[string]any{"action": "deny", "message": "Permission denied by shell hook.", "interrupt": true}},
+		{"claude permission exit 2 denies", cperm, shellhooks.Outcome{ExitCode: 2, Stderr: "refused\n"}, map[string]any{"action": "deny", "message": "refused"}},
+		{"claude permission exit 1 asks the person", cperm, shellhooks.Outcome{ExitCode: 1, Stdout: `{"hookSpecificOutput": {"decision": {"behavior": "allow"}}}`}, nil},
+		{"claude permission no decision", cperm, ok(`{"hookSpecificOutput": {"hookEventName": "PermissionRequest"}}`), nil},
+		{"claude permission unknown behavior", cperm, ok(`{"hookSpecificOutput": {"decision": {"behavior": "ask"}}}`), nil},
+		{"claude permission timeout asks the person", cperm, shellhooks.Outcome{ExitCode: -1, TimedOut: true}, nil},
+		{"hermes decision allow", decide, ok(`{"action": "allow", "args": {"a": 1}}`), map[string]any{"action": "allow", "args": map[string]any{"a": 1.0}}},
+		{"hermes decision deny", decide, ok(`{"action": "deny", "message": "no"}`), map[string]any{"action": "deny", "message": "no", "interrupt": false}},
+		{"hermes decision exit 2", decide, shellhooks.Outcome{ExitCode: 2}, map[string]any{"action": "deny", "message": "Permission denied by shell hook."}},
 		{"observer answer ignored", obs, ok(`{"action": "block", "message": "no"}`), nil},
 	}
 	for _, c := range cases {
@@ -567,11 +585,11 @@ Notification:
   - hooks: [{type: command, command: notify-send}]
   - {matcher: "permission_prompt|idle_prompt", hooks: [{type: command, command: permission}]}
   - {matcher: idle_prompt, hooks: [{type: command, command: idle}]}
-PermissionRequest: [{hooks: [{type: command, command: x}]}]
+TaskCreated: [{hooks: [{type: command, command: x}]}]
 `))
 	if len(specs) != 4 || len(warns) != 2 ||
 		!strings.Contains(warns[0], `hooks.Notification[2].matcher "idle_prompt": Atrium's only notification is "permission_prompt"`) ||
-		!strings.Contains(warns[1], "hooks.PermissionRequest: Claude Code's PermissionRequest has no moment in Atrium") {
+		!strings.Contains(warns[1], "hooks.TaskCreated: Claude Code's TaskCreated has no moment in Atrium") {
 		t.Fatalf("specs %+v, warnings %q", specs, warns)
 	}
 	for _, s := range specs {

@@ -64,7 +64,9 @@ type Spec struct {
 // Claude Code adds its output to the session's context, which an observer
 // cannot. Stop runs in line when the turn is about to end (pre_turn_end),
 // so it can keep the agent going as in Claude Code. Notification is the
-// one Atrium has: a person is asked to approve a tool call.
+// one Atrium has: a person is asked to approve a tool call. PermissionRequest
+// runs in line just before that question (pre_approval_decision): its allow
+// or deny answers in the person's place.
 var ClaudeEvents = map[string]string{
 	"SessionStart":       hooks.PreLLMCall,
 	"SessionEnd":         hooks.OnSessionFinalize,
@@ -78,6 +80,7 @@ var ClaudeEvents = map[string]string{
 	"SubagentStart":      hooks.SubagentStart,
 	"SubagentStop":       hooks.SubagentStop,
 	"Notification":       hooks.PreApprovalRequest,
+	"PermissionRequest":  hooks.PreApprovalDecide,
 }
 
 // StartSources are the sources of Claude Code's SessionStart that Atrium
@@ -91,14 +94,13 @@ const notifyPermission = "permission_prompt"
 // ClaudeForeign are Claude Code's hook events that Atrium has no moment
 // for: a hook configured for one is reported, not registered.
 var ClaudeForeign = map[string]string{
-	"PermissionRequest": "Atrium has no permission dialog (a tool call that needs approval is asked of a person, or blocked)",
-	"TaskCreated":       "Atrium has no task list",
-	"TaskCompleted":     "Atrium has no task list",
-	"TeammateIdle":      "Atrium has no agent teams",
+	"TaskCreated":   "Atrium has no task list",
+	"TaskCompleted": "Atrium has no task list",
+	"TeammateIdle":  "Atrium has no agent teams",
 }
 
 // toolEvents are the hooks about one tool call, where a matcher applies.
-var toolEvents = []string{hooks.PreToolCall, hooks.PostToolCall, hooks.TransformToolRes}
+var toolEvents = []string{hooks.PreToolCall, hooks.PostToolCall, hooks.TransformToolRes, hooks.PreApprovalDecide}
 
 // reserved are keys under hooks: that are not events.
 var reserved = []string{"event_retention_days", "output_spill", "outbound"}

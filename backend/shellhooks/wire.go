@@ -89,6 +89,13 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 		case "PostToolUseFailure":
 			out["error"], out["is_interrupt"] = p["error_message"], false
 		}
+	case "PermissionRequest":
+		out["tool_name"], out["tool_input"] = p["tool_name"], p["args"]
+		if out["tool_input"] == nil {
+			out["tool_input"] = map[string]any{}
+		}
+		// Claude Code's "always allow" rules to offer: Atrium keeps none.
+		out["permission_suggestions"] = []any{}
 	case "UserPromptSubmit":
 		out["prompt"] = p["user_message"]
 	case "Notification":
@@ -140,6 +147,9 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 // defaultBlock is the message of a block that gave none.
 const defaultBlock = "Blocked by shell hook."
 
+// defaultDeny is the message of an approval a hook denied without a reason.
+const defaultDeny = "Permission denied by shell hook."
+
 // Answer is what the outcome of a hook's run means for its hook, as the
 // bus reads plugin answers: nil (nothing), {"action": "block"|"modify"|
 // "approve", ...} for pre_tool_call, {"context": ...} for pre_llm_call. A
@@ -179,6 +189,12 @@ func Answer(s Spec, o Outcome) (answer map[string]any, note string) {
 		case s.Event == hooks.PreTurnEnd:
 			// Claude Code's Stop: the agent goes on, told stderr.
 			return goOn(s, strings.TrimSpace(o.Stderr)), ""
+		case s.Event == hooks.PreApprovalDecide:
+			// Claude Code's PermissionRequest: denied, stderr to the model.
+			if stderr == "" {
+				stderr = defaultDeny
+			}
+			return map[string]any{"action": "deny", "message": stderr}, ""
 		}
 	}
 	var note2 string
@@ -216,6 +232,8 @@ func parse(s Spec, stdout string) map[string]any {
 		return parseToolDecision(data)
 	case hooks.PreTurnEnd:
 		return parseTurnEnd(s, data)
+	case hooks.PreApprovalDecide:
+		return parseApproval(data)
 	case hooks.PreLLMCall:
 		if s.Dialect == Claude && s.Name == "UserPromptSubmit" {
 			// Claude Code's {"decision": "block", "reason"} and
@@ -315,6 +333,29 @@ func parseToolDecision(d map[string]any) map[string]any {
 	}
 	if in, ok := d["tool_input"].(map[string]any); ok && d["decision"] == "modify" {
 		return map[string]any{"action": "modify", "args": in}
+	}
+	return nil
+}
+
+// parseApproval reads a pre_approval_decision answer: Claude Code's
+// PermissionRequest output ({"hookSpecificOutput": {"decision": {"behavior":
+// "allow", "updatedInput"?} | {"behavior": "deny", "message", "interrupt"?}}})
+// and the familiar shape ({"action": "allow", "args"?} | {"action": "deny",
+// "message", "interrupt"?}). Anything else decides nothing.
+func parseApproval(d map[string]any) map[string]any {
+	if h, ok := d["hookSpecificOutput"].(map[string]any); ok {
+		dec, _ := h["decision"].(map[string]any)
+		d = map[string]any{"action": dec["behavior"], "args": dec["updatedInput"], "message": dec["message"], "interrupt": dec["interrupt"]}
+	}
+	switch d["action"] {
+	case "allow":
+		out := map[string]any{"action": "allow"}
+		if args, ok := d["args"].(map[string]any); ok {
+			out["args"] = args
+		}
+		return out
+	case "deny":
+		return map[string]any{"action": "deny", "message": textOr(d, "message", defaultDeny), "interrupt": d["interrupt"] == true}
 	}
 	return nil
 }

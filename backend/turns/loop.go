@@ -145,6 +145,7 @@ type turnCtx struct {
 	mem        *memory           // the active memory provider, nil for none
 	engine     *hooks.Capability // the context engine, nil for none
 	tools      *toolTable
+	interrupt  string // why a hook stopped the turn (a deny with interrupt), "" while it goes on
 }
 
 // Send runs one user turn, or a slash command when text starts with "/".
@@ -413,6 +414,9 @@ func (l *Loop) modelRounds(ctx context.Context, t *Turn, tc *turnCtx) (string, s
 			if err := l.runTool(ctx, t, tc, call); err != nil {
 				return "", "", err
 			}
+		}
+		if tc.interrupt != "" {
+			return "", "", apperr.New(apperr.Rejected, "a hook stopped the turn: %s", tc.interrupt)
 		}
 		if err := l.maybeCompact(ctx, t, tc, compaction.KindSummarize, compaction.ReasonPostTool, l.engine.Config().Threshold); err != nil {
 			return "", "", err

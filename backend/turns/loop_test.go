@@ -770,3 +770,164 @@ func TestAPIRequestErrorSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// twoCalls asks for two echo calls in one answer when the person says "use
+// echo twice: TEXT"; otherwise it is the offline provider.
+type twoCalls struct{ llm.OfflineProvider }
+
+func (p twoCalls) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	last := req.Messages[len(req.Messages)-1]
+	if text, ok := strings.CutPrefix(last.Content, "use echo twice: "); ok && last.Role == "user" {
+		args := `{"text":"` + text + `"}`
+		return llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_a", Name: "echo", Arguments: args}, {ID: "call_b", Name: "echo", Arguments: args}}}, nil
+	}
+	return p.OfflineProvider.Complete(ctx, req)
+}
+
+// A pre_approval_decision hook (Claude Code's PermissionRequest) answers in
+// the place of the person who would be asked: allow (with rewritten
+// arguments or not) runs the call, deny blocks it with its message for the
+// model, and then nobody is asked and neither approval observer fires; any
+// deny wins over an allow; no answer, or a failing hook, asks the person. A
+// deny with interrupt stops the turn: the answer's other calls are not run
+// and the model is not called again. Where nobody can be asked it is not
+// called.
+func TestADecisionHookAnswersInThePersonsPlace(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var decided []string // the text of each call the hook was asked about
+	e := newEnv(t, 100000, nil, func(bus *hooks.Bus) {
+		if err := hookstest.WantApproval(bus, "guard", "echo", "echo needs a yes"); err != nil {
+			panic(err)
+		}
+		answer := func(text string) (any, error) {
+			switch text {
+			case "allow":
+				return map[string]any{"action": "allow"}, nil
+			case "rewrite":
+				return map[string]any{"action": "allow", "args": map[string]any{"text": "rewritten"}}, nil
+			case "deny":
+				return map[string]any{"action": "deny", "message": "not today"}, nil
+			case "stop":
+				return map[string]any{"action": "deny", "message": "stop right there", "interrupt": true}, nil
+			case "boom":
+				return nil, fmt.Errorf("policy file unreadable")
+			}
+			return nil, nil
+		}
+		if _, err := bus.RegisterSync("policy", hooks.PreApprovalDecide, func(_ context.Context, raw json.RawMessage) (any, error) {
+			var p hooks.ApprovalPayload
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			text, _ := p.Args["text"].(string)
+			mu.Lock()
+			decided = append(decided, text)
+			mu.Unlock()
+			if p.ToolName != "echo" || p.PatternKey != "guard" || p.Description != "echo needs a yes" || p.Surface != "desktop" || p.SessionID == "" {
+				return nil, fmt.Errorf("payload %+v", p)
+			}
+			return answer(text)
+		}); err != nil {
+			panic(err)
+		}
+		// A second hook allows what the first denies: the deny wins.
+		if _, err := bus.RegisterSync("lenient", hooks.PreApprovalDecide, func(_ context.Context, raw json.RawMessage) (any, error) {
+			if strings.Contains(string(raw), `"text":"deny"`) {
+				return map[string]any{"action": "allow"}, nil
+			}
+			return nil, nil
+		}); err != nil {
+			panic(err)
+		}
+	})
+	var asked []string
+	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: twoCalls{llm.OfflineProvider{Window: 100000}},
+		Approve: func(_ context.Context, a turns.Approval) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, fmt.Sprint(a.Args["text"]))
+			return false, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.MustCreate(t, sessions.CreateParams{Title: "decided"})
+	lastTool := func() string {
+		msgs, err := e.Sessions.Messages(ctx, s.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role == "tool" {
+				return msgs[i].Content
+			}
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		text, result string
+		blocked      bool
+		asks         int
+	}{
+		{"allow", "allow", false, 0}, {"rewrite", "rewritten", false, 0}, {"deny", `{"error":"not today"}`, true, 0},
+		{"nothing", `{"error":"BLOCKED: plugin approval required for echo"}`, true, 1},
+		{"boom", `{"error":"BLOCKED: plugin approval required for echo"}`, true, 1},
+	} {
+		e.Rec.Reset()
+		turn, err := loop.Send(ctx, s.ID, `use tool echo: `+c.text, hooks.LocalContext("desktop", s.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lastTool(); got != c.result || (len(turn.Blocked) == 1) != c.blocked {
+			t.Fatalf("%s: tool result %q, blocked %v", c.text, got, turn.Blocked)
+		}
+		e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: c.asks, hooks.PostApprovalResp: c.asks,
+			hooks.PostToolCall: 1, hooks.PostLLMCall: 1, hooks.OnSessionEnd: 1, hooks.OnSessionStart: map[bool]int{true: 1}[c.text == "allow"]})
+	}
+	if fmt.Sprint(asked) != "[nothing boom]" {
+		t.Fatalf("the person was asked about %v", asked)
+	}
+
+	// interrupt: the second call of the answer is not run, and the turn
+	// stops without another model call.
+	e.Rec.Reset()
+	mu.Lock()
+	decided = nil
+	mu.Unlock()
+	turn, err := loop.Send(ctx, s.ID, "use echo twice: stop", hooks.LocalContext("desktop", s.ID))
+	if err == nil || !strings.Contains(err.Error(), "a hook stopped the turn: stop right there") || fmt.Sprint(turn.Blocked) != "[echo echo]" {
+		t.Fatalf("interrupted turn: %+v, %v", turn, err)
+	}
+	msgs, err := e.Sessions.Messages(ctx, s.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tail []string
+	for _, m := range msgs[len(msgs)-5:] {
+		tail = append(tail, m.Role+"|"+m.ToolCallID+"|"+m.Content)
+	}
+	want := []string{"user||use echo twice: stop", `assistant|call_a|{"text":"stop"}`, `tool|call_a|{"error":"stop right there"}`,
+		`assistant|call_b|{"text":"stop"}`, `tool|call_b|{"error":"not run: the turn was stopped (stop right there)"}`}
+	if fmt.Sprint(tail) != fmt.Sprint(want) {
+		t.Fatalf("transcript tail:\n%s\nwant\n%s", strings.Join(tail, "\n"), strings.Join(want, "\n"))
+	}
+	if fmt.Sprint(decided) != "[stop]" {
+		t.Fatalf("the hook was asked about %v", decided)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PostToolCall: 2, hooks.OnSessionEnd: 1})
+	if ends := e.Rec.Events(hooks.OnSessionEnd); len(ends) == 1 {
+		var p hooks.SessionEnd
+		if err := ends[0].Decode(&p); err != nil || p.Completed || !p.Failed {
+			t.Fatalf("on_session_end: %+v %v", p, err)
+		}
+	}
+
+	// Nobody to ask (a piped terminal): blocked as before, the hook not called.
+	mu.Lock()
+	decided = nil
+	mu.Unlock()
+	if turn := e.send(t, s.ID, `use tool echo: allow`); len(turn.Blocked) != 1 || len(decided) != 0 {
+		t.Fatalf("with nobody to ask: %+v, hook asked about %v", turn, decided)
+	}
+}

@@ -222,14 +222,25 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		return err
 	}
 	args := parseArgs(call.Arguments)
-	args, trace := l.toolRequestMiddleware(ctx, tc, call, args)
 	result, status, errType, errMsg, dur := "", "ok", "", "", time.Duration(0)
-	decision := l.preToolCall(ctx, tc, t.SessionID, call, args, trace)
-	if decision.Args != nil {
-		args = decision.Args
-	}
-	if decision.Action == "approve" {
-		decision = l.approve(ctx, tc, t.SessionID, call, args, decision)
+	var decision hooks.ToolDecision
+	if tc.interrupt != "" {
+		// A hook stopped the turn at an earlier call of this answer:
+		// the rest are answered, not run.
+		decision = hooks.ToolDecision{Action: "block", Message: "not run: the turn was stopped (" + tc.interrupt + ")"}
+	} else {
+		var trace []map[string]any
+		args, trace = l.toolRequestMiddleware(ctx, tc, call, args)
+		decision = l.preToolCall(ctx, tc, t.SessionID, call, args, trace)
+		if decision.Args != nil {
+			args = decision.Args
+		}
+		if decision.Action == "approve" {
+			decision = l.approve(ctx, tc, t.SessionID, call, args, decision)
+			if decision.Args != nil {
+				args = decision.Args
+			}
+		}
 	}
 	if decision.Action == "block" {
 		t.Blocked = append(t.Blocked, call.Name)
@@ -284,7 +295,8 @@ func (l *Loop) preToolCall(ctx context.Context, tc *turnCtx, sessionID string, c
 }
 
 // approve runs a plugin's {"action": "approve"} through the person at the
-// surface; with nobody to ask, or on a no, the call is blocked.
+// surface, unless a pre_approval_decision hook answers first; with nobody to
+// ask, or on a no, the call is blocked.
 func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision) hooks.ToolDecision {
 	tool := call.Name
 	blocked := hooks.ToolDecision{Action: "block", Message: "BLOCKED: plugin approval required for " + tool, Args: d.Args, Plugin: d.Plugin}
@@ -296,10 +308,26 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		}
 		return blocked
 	}
+	p := approvalPayload(tc, sessionID, call, args, d)
+	// A pre_approval_decision hook (Claude Code's PermissionRequest) may
+	// answer in the person's place; then nobody is asked, and neither
+	// approval observer fires.
+	switch v := l.decideApproval(ctx, p); v.Action {
+	case "allow":
+		if v.Args != nil {
+			return hooks.ToolDecision{Args: v.Args}
+		}
+		return hooks.ToolDecision{Args: d.Args}
+	case "deny":
+		if v.Interrupt {
+			tc.interrupt = v.Message
+		}
+		blocked.Message, blocked.Plugin = v.Message, v.Plugin
+		return blocked
+	}
 	// pre_approval_request and post_approval_response are observers, each
 	// committed before the next step: a plugin that notifies the person
 	// hears of the question while it waits.
-	p := approvalPayload(tc, sessionID, call, args, d)
 	l.observe(ctx, hooks.PreApprovalRequest, p)
 	ok, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message})
 	p.Choice, p.Approved = hooks.ChoiceDeny, &ok
@@ -317,6 +345,20 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		return blocked
 	}
 	return hooks.ToolDecision{Args: d.Args}
+}
+
+// decideApproval asks pre_approval_decision hooks; a hook that fails, or
+// none at all, decides nothing.
+func (l *Loop) decideApproval(ctx context.Context, p hooks.ApprovalPayload) hooks.ApprovalVerdict {
+	if !l.bus.HasSync(hooks.PreApprovalDecide) {
+		return hooks.ApprovalVerdict{}
+	}
+	results, err := l.bus.CallSync(ctx, hooks.PreApprovalDecide, p)
+	if err != nil {
+		slog.Warn("pre_approval_decision failed; the person is asked", "tool", p.ToolName, "error", err)
+		return hooks.ApprovalVerdict{}
+	}
+	return hooks.DecideApproval(results)
 }
 
 // approvalPayload describes an approval as the familiar API's hooks have it.

@@ -117,18 +117,19 @@ _DEFAULT_HOOKS = [
     "post_compaction", "pre_llm_call", "post_llm_call", "pre_tool_call", "post_tool_call",
     "transform_tool_result", "transform_llm_output", "pre_api_request", "post_api_request",
     "api_request_error", "pre_command", "subagent_start", "subagent_stop", "pre_gateway_dispatch",
-    "pre_compaction", "pre_turn_end", "pre_approval_request", "post_approval_response",
+    "pre_compaction", "pre_turn_end", "pre_approval_request", "post_approval_response", "pre_approval_decision",
 ]
 KNOWN_HOOKS = set(_CONTEXT.get("hooks") or _DEFAULT_HOOKS)
 SYNC_HOOKS = set(_CONTEXT.get("sync_hooks") or [
     "pre_llm_call", "pre_tool_call", "transform_tool_result", "transform_llm_output", "pre_api_request",
-    "post_api_request", "api_request_error", "pre_command", "pre_gateway_dispatch", "pre_compaction", "pre_turn_end"])
+    "post_api_request", "api_request_error", "pre_command", "pre_gateway_dispatch", "pre_compaction", "pre_turn_end",
+    "pre_approval_decision"])
 FOREIGN_HOOKS = set(_CONTEXT.get("foreign_hooks") or [])
 # Hooks whose callbacks run under the callback timeout here (a hung callback
 # is abandoned and skipped for 60 s); pre_tool_call fails closed.
 BOUNDED_HOOKS = {"pre_tool_call", "transform_tool_result", "transform_llm_output", "pre_llm_call",
                  "pre_api_request", "post_api_request", "api_request_error", "pre_gateway_dispatch", "pre_compaction",
-                 "pre_turn_end"}
+                 "pre_turn_end", "pre_approval_decision"}
 FAIL_CLOSED_HOOKS = {"pre_tool_call"}
 TRANSFORM_HOOKS = {"transform_tool_result", "transform_llm_output"}
 MIDDLEWARE_KINDS = {"llm_request", "tool_request"}
