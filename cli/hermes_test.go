@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -414,7 +418,7 @@ func TestHermesCommandLlmDispatchEventsSectionsMiddleware(t *testing.T) {
 		kinds[i.Kind+" "+i.Name] = i.Reason
 	}
 	if !strings.Contains(kinds["image_gen_provider fake-images"], "Atrium has no image generation") ||
-		kinds["middleware llm_execution"] == "" || kinds["skill note-taking"] == "" {
+		kinds["middleware llm_execution"] != "" || kinds["skill note-taking"] == "" {
 		t.Fatalf("inert registrations: %+v", p.Extras.Inert)
 	}
 	if r := atriumExec(t, home, "", nil, "plugins", "list"); !strings.Contains(r.stdout, "hermes-notes: inert image_gen_provider fake-images: registered; Atrium has no image generation, so it is never called") {
@@ -1160,5 +1164,121 @@ func TestHermesBrokenPluginIsNotRestartedOnEveryCommand(t *testing.T) {
 	}
 	if p := listPlugins(t, home)["hermes-broken"]; p.State == "error" {
 		t.Fatalf("the fixed plugin is still in error: %+v", p)
+	}
+}
+
+// tool_execution and llm_execution middleware wrap the call itself, though
+// the plugins run in the plugin host and the call in the process of the
+// turn: a callback may answer in the tool's place (a cache), hand on other
+// arguments, stamp the result; one that raises before next_call is
+// skipped. Around the model call, chained across two plugins in load order:
+// the outer one routes the request to another model (which the provider
+// receives), answers in the model's place, stops the call
+// (LLMExecutionBlocked: the turn fails with its reason), and takes a failed
+// call over with a fallback answer, or lets the failure through.
+func TestHermesExecutionMiddleware(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var models []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		models = append(models, req.Model)
+		mu.Unlock()
+		last := req.Messages[len(req.Messages)-1].Content
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(last, "provider down") {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"error":{"message":"overloaded"}}`)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": "answer from " + req.Model}}},
+			"usage": map[string]any{"prompt_tokens": 7, "completion_tokens": 3}})
+	}))
+	defer srv.Close()
+	home := hermesHome(t, "plugins:\n  hook_callback_timeout: 5\n", "hermes-budget", "hermes-router")
+	id := create(t, home, "--title", "wrapped")
+	send := func(text string, remote bool) run {
+		args := []string{"send", id, text}
+		if remote {
+			args = append(args, "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "asked-model")
+		}
+		return atriumExec(t, home, "", nil, args...)
+	}
+	// tool_execution: the offline model calls echo.
+	for _, c := range []struct{ text, want string }{
+		{"use tool echo: hello", "The tool echo returned: hello [checked]"},
+		{"use tool echo: shout it", "The tool echo returned: SHOUT IT [checked]"},
+		{"use tool echo: cached", "The tool echo returned: from the cache"},
+		// A callback that hangs is left behind at the callback timeout.
+		{"use tool echo: hang", "The tool echo returned: hang\n"},
+	} {
+		if r := send(c.text, false); r.code != 0 || !strings.Contains(r.stdout, c.want) {
+			t.Fatalf("%s: %+v", c.text, r)
+		}
+	}
+	// llm_execution, through a loopback OpenAI-compatible server.
+	if r := send("what now", true); r.code != 0 || !strings.Contains(r.stdout, "answer from routed-model") {
+		t.Fatalf("routed: %+v", r)
+	}
+	if r := send("something canned", true); r.code != 0 || !strings.Contains(r.stdout, "a canned answer") {
+		t.Fatalf("canned: %+v", r)
+	}
+	if r := send("provider down, fallback please", true); r.code != 0 || !strings.Contains(r.stdout, "a fallback answer") {
+		t.Fatalf("fallback: %+v", r)
+	}
+	if r := send("provider down, let it fail", true); r.code == 0 || !strings.Contains(r.stderr, "503") {
+		t.Fatalf("a failure the middleware lets through: %+v", r)
+	}
+	if r := send("over budget", true); r.code == 0 || !strings.Contains(r.stderr, "plugin hermes-budget blocked the call: the session's budget is spent") {
+		t.Fatalf("blocked: %+v", r)
+	}
+	mu.Lock()
+	if fmt.Sprint(models) != "[routed-model routed-model routed-model]" {
+		t.Fatalf("the provider was asked for %v", models)
+	}
+	mu.Unlock()
+	var kinds []string
+	for _, c := range records(t, home, "hermes-budget", "calls.jsonl") {
+		switch {
+		case c["cached"] == true:
+			kinds = append(kinds, "cached")
+		case c["kind"] == "tool":
+			kinds = append(kinds, fmt.Sprintf("tool:%v", c["result"]))
+		case c["canned"] == true:
+			kinds = append(kinds, "canned")
+		case c["fallback"] != nil:
+			kinds = append(kinds, "fallback")
+		default:
+			kinds = append(kinds, fmt.Sprintf("llm:%v/%v/%v", c["content"], c["seconds"], c["tokens"]))
+		}
+	}
+	// Each tool turn makes two model calls (the tool call, then the reply
+	// to its result); the remote turns one each. The over-budget call
+	// records nothing.
+	want := []string{"llm:/true/true", "tool:hello", "llm:The tool echo returned: hello [checked]/true/true",
+		"llm:/true/true", "tool:SHOUT IT", "llm:The tool echo returned: SHOUT IT [checked]/true/true",
+		"llm:/true/true", "cached", "llm:The tool echo returned: from the cache/true/true",
+		"llm:/true/true", "llm:The tool echo returned: hang/true/true",
+		"llm:answer from routed-model/true/true", "canned", "fallback", "fallback"}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Fatalf("the budget plugin saw\n%q\nwant\n%q", kinds, want)
+	}
+	routed := records(t, home, "hermes-router", "routed.jsonl")
+	if len(routed) != 11 {
+		t.Fatalf("the inner plugin was called %d times", len(routed))
+	}
+	for _, r := range routed {
+		if r["model"] != "routed-model" {
+			t.Fatalf("the inner plugin was handed %+v", r)
+		}
 	}
 }

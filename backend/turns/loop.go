@@ -145,7 +145,8 @@ type turnCtx struct {
 	mem        *memory           // the active memory provider, nil for none
 	engine     *hooks.Capability // the context engine, nil for none
 	tools      *toolTable
-	interrupt  string // why a hook stopped the turn (a deny with interrupt), "" while it goes on
+	middleware []hooks.Capability // the plugins' middleware, listed once per round of model calls
+	interrupt  string             // why a hook stopped the turn (a deny with interrupt), "" while it goes on
 }
 
 // Send runs one user turn, or a slash command when text starts with "/".
@@ -386,6 +387,7 @@ func (l *Loop) sessionEnd(tc *turnCtx, sessionID string, completed bool, reason 
 func (l *Loop) modelRounds(ctx context.Context, t *Turn, tc *turnCtx) (string, string, error) {
 	retried := false
 	tc.tools = l.toolTable(ctx, tc)
+	tc.middleware = l.bus.Capabilities(hooks.CapMiddleware)
 	for round := 0; round <= l.opts.MaxToolRounds; round++ {
 		msgs, err := l.sessions.Messages(ctx, t.SessionID, false)
 		if err != nil {

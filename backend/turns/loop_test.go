@@ -931,3 +931,76 @@ func TestADecisionHookAnswersInThePersonsPlace(t *testing.T) {
 		t.Fatalf("with nobody to ask: %+v, hook asked about %v", turn, decided)
 	}
 }
+
+// tool_execution middleware chains across plugins in load order: each
+// plugin's start answers next (with the arguments it hands on) or a result,
+// and resume hands it what the rest of the chain gave. A plugin that cannot
+// answer is passed over; one that fails after the call ran leaves the
+// call's outcome as it was.
+func TestToolExecutionMiddlewareChainsAcrossPlugins(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	mw := func(plugin string, handle func(method string, p map[string]any) (any, error)) func(*hooks.Bus) {
+		return func(bus *hooks.Bus) {
+			if _, err := bus.RegisterCapability(hooks.Capability{Plugin: plugin, Kind: hooks.CapMiddleware, Name: "tool_execution"},
+				func(_ context.Context, method string, raw json.RawMessage) (json.RawMessage, error) {
+					var p map[string]any
+					if err := json.Unmarshal(raw, &p); err != nil {
+						return nil, err
+					}
+					mu.Lock()
+					seen = append(seen, plugin+":"+method)
+					mu.Unlock()
+					v, err := handle(method, p)
+					if err != nil {
+						return nil, err
+					}
+					return json.Marshal(v)
+				}); err != nil {
+				panic(err)
+			}
+		}
+	}
+	e := newEnv(t, 100000, nil,
+		mw("a-gone", func(string, map[string]any) (any, error) { return nil, fmt.Errorf("the plugin process exited") }),
+		mw("b-stamp", func(method string, p map[string]any) (any, error) {
+			if method == "start" {
+				payload := p["payload"].(map[string]any)
+				args := payload["args"].(map[string]any)
+				if payload["tool_name"] != "echo" || payload["session_id"] == "" || payload["tool_call_id"] == "" {
+					return nil, fmt.Errorf("payload %v", payload)
+				}
+				return map[string]any{"next": map[string]any{"text": "X-" + args["text"].(string)}, "token": "t1"}, nil
+			}
+			if p["token"] != "t1" {
+				return nil, fmt.Errorf("resumed with %v", p)
+			}
+			return map[string]any{"result": p["result"].(string) + " [stamped]"}, nil
+		}),
+		mw("c-flaky", func(method string, p map[string]any) (any, error) {
+			if method == "start" {
+				payload := p["payload"].(map[string]any)
+				return map[string]any{"next": payload["args"], "token": "t2"}, nil
+			}
+			return nil, fmt.Errorf("crashed after the call")
+		}))
+	s := e.MustCreate(t, sessions.CreateParams{Title: "chained"})
+	turn := e.send(t, s.ID, "use tool echo: hello")
+	msgs, err := e.Sessions.Messages(ctx, s.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tool string
+	for _, m := range msgs {
+		if m.Role == "tool" {
+			tool = m.Content
+		}
+	}
+	if tool != "X-hello [stamped]" || len(turn.Blocked) != 0 {
+		t.Fatalf("tool result %q, turn %+v", tool, turn)
+	}
+	if fmt.Sprint(seen) != "[a-gone:start b-stamp:start c-flaky:start c-flaky:resume b-stamp:resume]" {
+		t.Fatalf("calls: %v", seen)
+	}
+}

@@ -38,7 +38,7 @@ func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req
 	req = l.llmRequestMiddleware(ctx, tc, sessionID, req)
 	observe := l.bus.HasSync(hooks.PreAPIRequest) || l.bus.HasSync(hooks.PostAPIRequest) || l.bus.HasSync(hooks.APIRequestError)
 	if !observe {
-		return l.opts.Provider.Complete(ctx, req)
+		return l.provide(ctx, tc, sessionID, req)
 	}
 	start := time.Now()
 	p := hooks.APIRequest{SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, APIRequestID: uuid.Must(uuid.NewV7()).String(),
@@ -50,7 +50,7 @@ func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req
 		p.BaseURL = b.BaseURL()
 	}
 	l.inline(ctx, hooks.PreAPIRequest, p)
-	resp, err := l.opts.Provider.Complete(ctx, req)
+	resp, err := l.provide(ctx, tc, sessionID, req)
 	end := time.Now()
 	ended, dur, ms := unixSeconds(end), end.Sub(start).Seconds(), end.Sub(start).Milliseconds()
 	p.EndedAt, p.APIDuration, p.DurationMS = &ended, &dur, &ms
@@ -94,12 +94,7 @@ func (l *Loop) inline(ctx context.Context, hook string, payload any) {
 // llmRequestMiddleware applies llm_request middleware: each plugin sees the
 // request as the previous one left it; {"request": {...}} replaces it.
 func (l *Loop) llmRequestMiddleware(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) llm.Request {
-	var caps []hooks.Capability
-	for _, c := range l.bus.Capabilities(hooks.CapMiddleware) {
-		if c.Name == "llm_request" {
-			caps = append(caps, c)
-		}
-	}
+	caps := middlewareOf(tc, "llm_request")
 	if len(caps) == 0 {
 		return req
 	}
@@ -161,17 +156,7 @@ func requestFromMap(m map[string]any, orig llm.Request) llm.Request {
 			msg.Content, _ = mm["content"].(string)
 			msg.ToolCallID, _ = mm["tool_call_id"].(string)
 			msg.ToolName, _ = mm["name"].(string)
-			if calls, ok := mm["tool_calls"].([]any); ok {
-				for _, c := range calls {
-					cm, _ := c.(map[string]any)
-					fn, _ := cm["function"].(map[string]any)
-					tcall := llm.ToolCall{}
-					tcall.ID, _ = cm["id"].(string)
-					tcall.Name, _ = fn["name"].(string)
-					tcall.Arguments, _ = fn["arguments"].(string)
-					msg.ToolCalls = append(msg.ToolCalls, tcall)
-				}
-			}
+			msg.ToolCalls = toolCallsOf(mm["tool_calls"])
 			if msg.Role != "" {
 				msgs = append(msgs, msg)
 			}
@@ -195,6 +180,23 @@ func requestFromMap(m map[string]any, orig llm.Request) llm.Request {
 			tools = append(tools, llm.ToolSpec{Name: name, Description: desc, Parameters: string(params)})
 		}
 		out.Tools = tools
+	}
+	return out
+}
+
+// toolCallsOf reads tool calls in the OpenAI shape ({"id", "function":
+// {"name", "arguments"}}).
+func toolCallsOf(v any) []llm.ToolCall {
+	calls, _ := v.([]any)
+	var out []llm.ToolCall
+	for _, c := range calls {
+		cm, _ := c.(map[string]any)
+		fn, _ := cm["function"].(map[string]any)
+		tcall := llm.ToolCall{}
+		tcall.ID, _ = cm["id"].(string)
+		tcall.Name, _ = fn["name"].(string)
+		tcall.Arguments, _ = fn["arguments"].(string)
+		out = append(out, tcall)
 	}
 	return out
 }

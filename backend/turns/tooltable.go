@@ -248,7 +248,7 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		result, status, errType, errMsg = string(b), "blocked", "blocked", decision.Message
 	} else {
 		start := time.Now()
-		result, errType, errMsg = l.execTool(ctx, tc, t.SessionID, call, args)
+		result, errType, errMsg = l.runToolCall(ctx, tc, t.SessionID, call, args)
 		dur = time.Since(start)
 		if errMsg != "" {
 			status = "error"
@@ -457,10 +457,7 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 // arguments ({"args": {...}}) before the hooks see them.
 func (l *Loop) toolRequestMiddleware(ctx context.Context, tc *turnCtx, call llm.ToolCall, args map[string]any) (map[string]any, []map[string]any) {
 	var trace []map[string]any
-	for _, c := range l.bus.Capabilities(hooks.CapMiddleware) {
-		if c.Name != "tool_request" {
-			continue
-		}
+	for _, c := range middlewareOf(tc, "tool_request") {
 		raw, err := l.bus.CallCapability(ctx, c.Plugin, hooks.CapMiddleware, c.Name, "invoke", map[string]any{"payload": map[string]any{
 			"tool_name": call.Name, "args": args, "original_args": args, "task_id": tc.taskID, "session_id": tc.sessionID,
 			"tool_call_id": call.ID, "turn_id": tc.turnID, "telemetry_schema_version": hooks.TelemetrySchemaVersion,

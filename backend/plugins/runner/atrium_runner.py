@@ -132,8 +132,8 @@ BOUNDED_HOOKS = {"pre_tool_call", "transform_tool_result", "transform_llm_output
                  "pre_turn_end", "pre_approval_decision"}
 FAIL_CLOSED_HOOKS = {"pre_tool_call"}
 TRANSFORM_HOOKS = {"transform_tool_result", "transform_llm_output"}
-MIDDLEWARE_KINDS = {"llm_request", "tool_request"}
-INERT_MIDDLEWARE = {"llm_execution", "tool_execution"}
+MIDDLEWARE_KINDS = {"llm_request", "tool_request", "llm_execution", "tool_execution"}
+EXECUTION_MIDDLEWARE = {"llm_execution", "tool_execution"}
 SUPPRESS_SECONDS = 60.0
 MAX_ABANDONED = 3
 TIMEOUT_BLOCK_MESSAGE = "pre_tool_call plugin callback timed out or is still running"
@@ -777,8 +777,6 @@ class PluginContext:
     def register_middleware(self, kind, fn):
         if kind in MIDDLEWARE_KINDS:
             self.middleware.setdefault(kind, []).append(fn)
-        elif kind in INERT_MIDDLEWARE:
-            self._inert("middleware", kind, "Atrium runs no execution middleware, so it is never called")
         else:
             self.warnings.append("registered unknown middleware %r (kept, never called)" % kind)
         return _Registration(kind="middleware", key=kind)
@@ -1458,6 +1456,214 @@ def _middleware(kind, params):
     return {"results": results}
 
 
+# ---------------------------------------------------------------------------
+# Execution middleware: callback(..., next_call) wraps the call itself, which
+# runs in the process of the turn. The runner runs this plugin's callbacks in
+# order in a worker thread; when the last one calls next_call, the request
+# is answered {"next": value, "token": t} and the worker waits; the host runs
+# the rest of the chain (other plugins, then the call) and sends "resume"
+# with the outcome. Answers: {"result": value}, {"downstream_error": msg}
+# (the call failed and no callback took the failure, or a callback failed
+# after it), {"blocked": reason, "metadata"} (LLMExecutionBlocked). A plugin
+# asks next at most once per start: next_call is single-use.
+# ---------------------------------------------------------------------------
+
+EXECUTION_RESUME_LIMIT = 900.0   # s a worker waits for the host to resume it
+_frames = {}                     # token -> _Frame
+_frames_lock = threading.Lock()
+
+
+class _Downstream(Exception):
+    """The call under next_call failed; carries the error a callback sees."""
+
+    def __init__(self, original):
+        super().__init__(str(original))
+        self.original = original
+
+
+class DownstreamCallError(RuntimeError):
+    """What next_call raises when the wrapped call failed in the host."""
+
+
+class _Frame:
+    def __init__(self, token):
+        self.token = token
+        self.lock = threading.Lock()
+        self.step = threading.Event()    # set when the worker asked next or ended
+        self.resumed = threading.Event()
+        self.answer = None               # what the current request answers
+        self.outcome = None              # (value, error message) of the downstream call
+        self.abandoned = False
+
+    def ask_next(self, value):
+        """Called by the worker: hands value to the host and waits for the
+        downstream outcome."""
+        with self.lock:
+            if self.abandoned:
+                raise DownstreamCallError("the host stopped waiting for this middleware")
+            self.answer = {"next": _jsonable(value), "token": self.token}
+            self.step.set()
+        _inbox.put(_WAKE)
+        if not self.resumed.wait(EXECUTION_RESUME_LIMIT):
+            raise DownstreamCallError("the host did not resume the call within %.0f s" % EXECUTION_RESUME_LIMIT)
+        value, error = self.outcome
+        if error is not None:
+            raise DownstreamCallError(error)
+        return value
+
+    def end(self, answer):
+        with self.lock:
+            self.answer = answer
+            self.step.set()
+        _inbox.put(_WAKE)
+
+    def wait(self):
+        """Serves the host until the worker asks next or ends; the answer."""
+        budget = _request_budget()
+        deadline = None if budget is None else time.monotonic() + budget
+        if not _serve_until(self.step.is_set, deadline):
+            with self.lock:
+                self.abandoned = True
+            with _frames_lock:
+                _frames.pop(self.token, None)
+            raise _RPCError(-32000, "execution middleware did not answer within %.1f s" % budget)
+        with self.lock:
+            answer, self.answer = self.answer, None
+            self.step.clear()
+        if "next" not in answer:
+            with _frames_lock:
+                _frames.pop(self.token, None)
+        return answer
+
+
+def _run_chain(kind, callbacks, payload, context, terminal):
+    """Runs callbacks in order around terminal, as the familiar API does: a
+    callback that raises before it calls next_call is skipped; one that
+    raises after a successful next_call returns that call's result; a
+    failure of the call itself reaches the caller unless a callback takes
+    it; LLMExecutionBlocked stops the chain."""
+    key = "request" if kind == "llm_execution" else "args"
+
+    def at(i, value):
+        if i >= len(callbacks):
+            return terminal(value)
+        fn = callbacks[i]
+        state = {"called": False, "ok": False, "result": None}
+
+        def next_call(next_value=None):
+            if state["called"]:
+                raise RuntimeError("middleware %r callback %s called next_call() more than once; the call runs once"
+                                   % (kind, _fn_name(fn)))
+            state["called"] = True
+            try:
+                state["result"] = at(i + 1, value if next_value is None else next_value)
+            except Exception as exc:  # noqa: BLE001 - what lies below failed, not this callback
+                raise _Downstream(exc) from exc
+            state["ok"] = True
+            return state["result"]
+
+        kwargs = dict(context)
+        kwargs[key], kwargs["next_call"] = value, next_call
+        try:
+            return _call(fn, kwargs)
+        except _Downstream as exc:
+            raise exc.original
+        except Exception as exc:  # noqa: BLE001
+            if type(exc).__name__ == "LLMExecutionBlocked":
+                raise
+            _report(kind, fn, exc, kwargs, traceback.format_exc(), surface="middleware")
+            if state["ok"]:
+                return state["result"]
+            if state["called"]:
+                raise
+            return at(i + 1, value)
+
+    return at(0, payload)
+
+
+def _execution(kind, method, params):
+    if method == "resume":
+        token = params.get("token")
+        with _frames_lock:
+            frame = _frames.get(token)
+        if frame is None:
+            raise _RPCError(-32602, "no execution waits under token %r" % token)
+        frame.outcome = (params.get("result"), params.get("error"))
+        frame.resumed.set()
+        return frame.wait()
+    if method != "start":
+        raise _RPCError(-32601, "unknown execution middleware method %r" % method)
+    payload = dict(params.get("payload") or {})
+    key = "request" if kind == "llm_execution" else "args"
+    value = payload.pop(key, None)
+    if kind == "llm_execution":
+        value = _AttrDict.wrap(value)
+    callbacks = list(_ctx.middleware.get(kind, []))
+    frame = _Frame("x%d" % next(_ids))
+    with _frames_lock:
+        _frames[frame.token] = frame
+
+    def terminal(v):
+        out = frame.ask_next(v)
+        return _AttrDict.wrap(out) if kind == "llm_execution" else out
+
+    def work():
+        try:
+            result = _run_chain(kind, callbacks, value, payload, terminal)
+            frame.end({"result": _jsonable(result)})
+        except DownstreamCallError as exc:
+            frame.end({"downstream_error": str(exc)})
+        except Exception as exc:  # noqa: BLE001
+            if type(exc).__name__ == "LLMExecutionBlocked":
+                frame.end({"blocked": str(getattr(exc, "reason", exc)), "metadata": _jsonable(getattr(exc, "metadata", {}))})
+            else:
+                frame.end({"downstream_error": "%s: %s" % (type(exc).__name__, exc)})
+
+    threading.Thread(target=work, name="atrium-middleware-" + kind, daemon=True).start()
+    return frame.wait()
+
+
+class _AttrDict(dict):
+    """A model response or request as a dict whose keys read as attributes
+    too (response.choices[0].message.content), as the provider's objects
+    read in the familiar agent."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @classmethod
+    def wrap(cls, v):
+        if isinstance(v, dict):
+            return cls({k: cls.wrap(x) for k, x in v.items()})
+        if isinstance(v, list):
+            return [cls.wrap(x) for x in v]
+        return v
+
+
+def _jsonable(v):
+    """v as JSON can carry it: objects with a model_dump/dict/__dict__ are
+    turned into dicts, anything else into its text."""
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    for attr in ("model_dump", "dict", "to_dict"):
+        f = getattr(v, attr, None)
+        if callable(f):
+            try:
+                return _jsonable(f())
+            except Exception:  # noqa: BLE001
+                pass
+    if hasattr(v, "__dict__"):
+        return _jsonable({k: x for k, x in vars(v).items() if not k.startswith("_")})
+    return str(v)
+
+
 def _section(section_id, params):
     s = _ctx.sections.get(section_id)
     if s is None:
@@ -1500,6 +1706,8 @@ def _capability(params):
         return _engine(name, method, p)
     if kind == "cli_command":
         return _cli(name, p)
+    if kind == "middleware" and name in EXECUTION_MIDDLEWARE:
+        return _execution(name, method, p)
     if kind == "middleware":
         return _middleware(name, p)
     if kind == "system_prompt_section":
