@@ -108,7 +108,7 @@ func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (bool, error) {
 		return yes, nil
 	case <-timer.C:
 		outcome = "timeout"
-		return false, nil
+		return false, turns.ErrNoAnswer
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}

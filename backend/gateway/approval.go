@@ -74,7 +74,10 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (bool, error) {
 		return yes, nil
 	case <-timer.C:
 		out.Text = fmt.Sprintf("No answer within %s: %s was not run.", s.o.ApprovalTimeout, a.ToolName)
-		return false, s.enqueue(ctx, out)
+		if err := s.enqueue(ctx, out); err != nil {
+			return false, err
+		}
+		return false, turns.ErrNoAnswer
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}

@@ -296,8 +296,9 @@ type TurnEndPayload struct {
 
 // Approval choices of post_approval_response.
 const (
-	ChoiceOnce = "once" // the person let the call run
-	ChoiceDeny = "deny" // refused, not answered in time, or the asking failed
+	ChoiceOnce    = "once"    // the person let the call run
+	ChoiceDeny    = "deny"    // refused, or the asking failed
+	ChoiceTimeout = "timeout" // nobody answered in time (the call was not run)
 )
 
 // ApprovalPayload is the payload of pre_approval_decision (a hook may answer

@@ -40,7 +40,8 @@ type Options struct {
 	MemoryProvider string
 	// Approve asks a person whether a tool call a plugin flagged with
 	// {"action": "approve"} may run (the terminal asks on a tty). nil, an
-	// error or a no blocks the call: pre_tool_call fails closed.
+	// error or a no blocks the call: pre_tool_call fails closed. An asker
+	// whose question went unanswered in time returns ErrNoAnswer.
 	Approve func(ctx context.Context, a Approval) (bool, error)
 	// NoBetweenTurns leaves the soft-threshold compaction after a turn to
 	// the caller: the gateway compacts between messages instead, with
@@ -62,6 +63,10 @@ const DefaultMaxContinues = 8
 // window, the dashboard, a chat platform) waits for the answer before the
 // call is refused, unless it is configured otherwise.
 const DefaultApprovalTimeout = 5 * time.Minute
+
+// ErrNoAnswer is what an Approve returns when nobody answered in time: the
+// call is not run, and post_approval_response says "timeout".
+var ErrNoAnswer = errors.New("no answer in time")
 
 // Approval is a tool call a plugin wants a person to approve.
 type Approval struct {

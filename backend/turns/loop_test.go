@@ -630,7 +630,7 @@ func TestApprovalsFireTheirHooks(t *testing.T) {
 	})
 	var mu sync.Mutex
 	var asked []int // pre_approval_request events committed when each ask began
-	answers := []error{nil, nil, fmt.Errorf("the window was closed")}
+	answers := []error{nil, nil, fmt.Errorf("the window was closed"), turns.ErrNoAnswer}
 	calls := 0
 	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 100000},
 		Approve: func(_ context.Context, a turns.Approval) (bool, error) {
@@ -647,14 +647,18 @@ func TestApprovalsFireTheirHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := e.MustCreate(t, sessions.CreateParams{Title: "approvals"})
-	for _, text := range []string{"hello", "again", "once more"} {
-		if _, err := loop.Send(ctx, s.ID, `use tool echo: {"text": "`+text+`"}`, hooks.LocalContext("desktop", s.ID)); err != nil {
+	var last turns.Turn
+	for _, text := range []string{"hello", "again", "once more", "anyone?"} {
+		if last, err = loop.Send(ctx, s.ID, `use tool echo: {"text": "`+text+`"}`, hooks.LocalContext("desktop", s.ID)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: 3, hooks.PostApprovalResp: 3, hooks.PreToolCall: 0,
-		hooks.OnSessionStart: 1, hooks.PostToolCall: 3, hooks.PostLLMCall: 3, hooks.OnSessionEnd: 3})
-	if fmt.Sprint(asked) != "[1 2 3]" {
+	if !strings.Contains(last.Reply, "BLOCKED: plugin approval required for echo (no answer in time)") {
+		t.Fatalf("unanswered: %q", last.Reply)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: 4, hooks.PostApprovalResp: 4, hooks.PreToolCall: 0,
+		hooks.OnSessionStart: 1, hooks.PostToolCall: 4, hooks.PostLLMCall: 4, hooks.OnSessionEnd: 4})
+	if fmt.Sprint(asked) != "[1 2 3 4]" {
 		t.Fatalf("pre_approval_request events committed when each person was asked: %v", asked)
 	}
 	var pre, post []hooks.ApprovalPayload
@@ -684,7 +688,7 @@ func TestApprovalsFireTheirHooks(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%s/%v/%s", p.Choice, *p.Approved, p.Error))
 	}
-	if fmt.Sprint(got) != "[once/true/ deny/false/ deny/false/the window was closed]" {
+	if fmt.Sprint(got) != "[once/true/ deny/false/ deny/false/the window was closed timeout/false/]" {
 		t.Fatalf("answers: %v", got)
 	}
 	// Nobody to ask (a piped terminal): blocked, and no approval hook.

@@ -3,6 +3,7 @@ package turns
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -331,9 +332,13 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	l.observe(ctx, hooks.PreApprovalRequest, p)
 	ok, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message})
 	p.Choice, p.Approved = hooks.ChoiceDeny, &ok
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNoAnswer):
+		p.Choice, ok, err = hooks.ChoiceTimeout, false, nil
+		blocked.Message += " (no answer in time)"
+	case err != nil:
 		p.Error = err.Error()
-	} else if ok {
+	case ok:
 		p.Choice = hooks.ChoiceOnce
 	}
 	l.observe(ctx, hooks.PostApprovalResp, p)
