@@ -132,3 +132,50 @@ func TestApprovalsRunOutOfTime(t *testing.T) {
 		t.Fatalf("still pending: %+v", list)
 	}
 }
+
+// The Stop button stops the turn running in a session (here one waiting
+// for an approval): its send fails with "stopped:", the question is
+// withdrawn, agent_loop_stopped fires once with reason "user_stop", the
+// person's message stays; with nothing running, stop is not found.
+func TestStopTurnStopsTheTurnHere(t *testing.T) {
+	t.Parallel()
+	e, rec, c := approvalEnv(t, 0)
+	s := e.mustCreate(t, sessions.CreateParams{Title: "stop me"})
+	if code := c.do("POST", "/api/sessions/"+s.ID+"/stop", token, nil, nil); code != 404 {
+		t.Fatalf("stop with nothing running: %d", code)
+	}
+	ch := sendAsync(e, s.ID, "use tool echo: hi")
+	waitPending(t, rec, 1)
+	if code := c.do("POST", "/api/sessions/"+s.ID+"/stop", token, nil, nil); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	r := <-ch
+	if r.err == nil || !strings.HasPrefix(r.err.Error(), "stopped:") || apperr.CodeOf(r.err) != apperr.Rejected {
+		t.Fatalf("stopped turn: %+v %v", r.turn, r.err)
+	}
+	if err := e.app.Sessions.StopTurn(s.ID); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("a second stop: %v", err)
+	}
+	if err := e.st.Bus.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var stops, ends, answers int
+	var reason string
+	if err := e.st.DB.Read.Raw(`SELECT COUNT(*) FROM hook_events WHERE hook = 'agent_loop_stopped'`).Scan(&stops).Error; err != nil {
+		t.Fatal(err)
+	}
+	_ = e.st.DB.Read.Raw(`SELECT json_extract(payload, '$.reason') FROM hook_events WHERE hook = 'agent_loop_stopped'`).Scan(&reason)
+	_ = e.st.DB.Read.Raw(`SELECT COUNT(*) FROM hook_events WHERE hook = 'on_session_end'`).Scan(&ends)
+	_ = e.st.DB.Read.Raw(`SELECT COUNT(*) FROM hook_events WHERE hook = 'post_approval_response'`).Scan(&answers)
+	if stops != 1 || reason != "user_stop" || ends != 1 || answers != 1 {
+		t.Fatalf("agent_loop_stopped %d (%q), on_session_end %d, post_approval_response %d", stops, reason, ends, answers)
+	}
+	if list, _ := e.app.Sessions.PendingApprovals(); len(list) != 0 {
+		t.Fatalf("still pending: %+v", list)
+	}
+	msgs, err := e.st.Sessions.Messages(ctx, s.ID, false)
+	if err != nil || len(msgs) != 3 || msgs[0].Content != "use tool echo: hi" || msgs[2].Role != "tool" ||
+		!strings.Contains(msgs[2].Content, "the turn was stopped while echo waited for approval") {
+		t.Fatalf("stored: %+v %v", msgs, err)
+	}
+}

@@ -108,6 +108,7 @@ func (h *handler) routes() {
 	})
 	h.route("POST /api/requests/{request_id}/undo", func(r *http.Request) (any, error) { return s.Undo(r.PathValue("request_id")) })
 	withBody(h, "POST /api/sessions/{id}/send", func(r *http.Request, in SendRequest) (any, error) { return s.Send(r.PathValue("id"), in.Text) })
+	h.route("POST /api/sessions/{id}/stop", func(r *http.Request) (any, error) { return nil, s.StopTurn(r.PathValue("id")) })
 	h.route("GET /api/plugins", func(r *http.Request) (any, error) { return p.List() })
 	h.route("POST /api/plugins/reload", func(r *http.Request) (any, error) { return p.Reload() })
 	h.route("POST /api/plugins/{name}/enable", func(r *http.Request) (any, error) { return p.Enable(r.PathValue("name")) })

@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/samber/lo"
 
+	"atrium/backend/apperr"
 	"atrium/backend/hooks"
 	"atrium/backend/receipts"
 	"atrium/backend/sessions"
@@ -22,6 +24,10 @@ type Sessions struct {
 	emit      Emitter
 	saver     Saver
 	approvals *Approvals
+
+	mu      sync.Mutex
+	running map[string]map[int]context.CancelCauseFunc // turns in flight here, by the session they were sent to
+	nextRun int
 }
 
 // NewSessions binds st. loop runs Send; platform is told to plugins; bulk
@@ -280,15 +286,64 @@ func (s *Sessions) Commands() ([]CommandDTO, error) {
 	}), nil
 }
 
-// Send runs one user turn (or a /command) in a session.
+// Send runs one user turn (or a /command) in a session; StopTurn stops it.
 func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
-	ctx, cancel := s.with(turnTimeout)
+	timed, cancel := s.with(turnTimeout)
 	defer cancel()
+	ctx, stop := context.WithCancelCause(timed)
+	defer stop(nil)
+	defer s.track(sessionID, stop)()
 	t, err := s.loop.Send(ctx, sessionID, text, hooks.LocalContext(s.platform, sessionID))
 	if err != nil {
+		if turns.Stopped(ctx) {
+			return TurnDTO{}, apperr.New(apperr.Rejected, "stopped: the turn was interrupted; what it stored before stays")
+		}
 		return TurnDTO{}, err
 	}
 	return toTurn(t), nil
+}
+
+// StopTurn stops the turns running here in a session (the Stop button):
+// the model call or tool under way is abandoned, agent_loop_stopped fires
+// (reason "user_stop"), and what the turn stored before stays. No turn
+// running is not found.
+func (s *Sessions) StopTurn(sessionID string) error {
+	if err := sessions.ValidateID(sessionID); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	runs := s.running[sessionID]
+	for _, stop := range runs {
+		stop(turns.StopByButton)
+	}
+	s.mu.Unlock()
+	if len(runs) == 0 {
+		return apperr.New(apperr.NotFound, "no turn is running in session %s", sessionID)
+	}
+	return nil
+}
+
+// track records a turn in flight in sessionID until the returned func.
+func (s *Sessions) track(sessionID string, stop context.CancelCauseFunc) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running == nil {
+		s.running = map[string]map[int]context.CancelCauseFunc{}
+	}
+	if s.running[sessionID] == nil {
+		s.running[sessionID] = map[int]context.CancelCauseFunc{}
+	}
+	s.nextRun++
+	n := s.nextRun
+	s.running[sessionID][n] = stop
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.running[sessionID], n)
+		if len(s.running[sessionID]) == 0 {
+			delete(s.running, sessionID)
+		}
+	}
 }
 
 // PendingApprovals lists the tool calls waiting for the person's approval

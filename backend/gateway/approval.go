@@ -126,21 +126,60 @@ func (s *Service) answerApproval(c Configured, key string, m Inbound) bool {
 	case ask.answer <- yes:
 	default: // answered already: a second answer changes nothing
 	}
+	s.consumed(c, m)
+	return true
+}
+
+// consumed records a message the gateway took for itself (an answer, a
+// /stop) as received, so a redelivery is not answered.
+func (s *Service) consumed(c Configured, m Inbound) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	platform := c.Adapter.Platform()
 	if taken, err := s.store.Take(ctx, platform, m.EventID); err == nil && taken {
 		_ = s.store.count(ctx, platform, "received")
 	}
-	return true
 }
 
 // nothingToApprove answers /approve or /deny when no approval waits (a
 // late answer, after the timeout), unless a plugin has such a command.
 func (s *Service) nothingToApprove(text string) bool {
-	name, _, ok := hooks.ParseCommand(text)
-	if !ok || (name != "approve" && name != "deny") {
+	return s.builtin(text, "approve") || s.builtin(text, "deny")
+}
+
+// builtin says whether text is the gateway's own /name: the command, which
+// no plugin (here, or on the profile's plugin host) took.
+func (s *Service) builtin(text, name string) bool {
+	n, _, ok := hooks.ParseCommand(text)
+	if !ok || n != name {
 		return false
 	}
 	return !slices.ContainsFunc(s.o.Bus.Commands().List(), func(c hooks.Command) bool { return c.Name == name })
+}
+
+// What /stop answers: the turn stopped (what it stored stays), or nothing
+// was running. The familiar gateway's words.
+const (
+	StoppedText       = "⚡ Stopped. You can continue this session."
+	NothingToStopText = "No active task to stop."
+)
+
+// stopTurn takes /stop from a sender allowed in the conversation while a
+// message of it is being answered: that turn is stopped
+// (agent_loop_stopped: "Stop requested", "stop_command") and its answer
+// says so. The /stop reaches no turn (it is recorded as received, so a
+// redelivery is not answered). With nothing running it goes the usual way.
+func (s *Service) stopTurn(c Configured, key string, m Inbound) bool {
+	if strings.ToLower(strings.TrimSpace(stripBotName(m.Text))) != "/stop" || !c.Access.Allows(m.UserID, m.ChatID) {
+		return false
+	}
+	s.mu.Lock()
+	stop := s.running[key]
+	s.mu.Unlock()
+	if stop == nil {
+		return false
+	}
+	stop(turns.StopByCommand)
+	s.consumed(c, m)
+	return true
 }

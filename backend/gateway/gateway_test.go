@@ -833,3 +833,56 @@ func TestGatewayTurnAHookKeptGoing(t *testing.T) {
 		t.Fatalf("%d stored instructions, want 1", n)
 	}
 }
+
+// /stop from the conversation stops the message being answered (here a
+// turn waiting for an approval): the sender is told it stopped, in the
+// familiar gateway's words; agent_loop_stopped fires once ("Stop
+// requested", "stop_command"); the /stop reaches no turn; the conversation
+// goes on. With nothing running, /stop says so.
+func TestGatewayStopStopsTheTurn(t *testing.T) {
+	t.Parallel()
+	guard := func(bus *hooks.Bus) {
+		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnv(t, 8192, 0.9, guard)
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	sent := func(n int, what string) string {
+		t.Helper()
+		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
+		return f.SentTexts()[n-1]
+	}
+	f.Push(5, "Cy", 5, "private", "/stop")
+	if got := sent(1, "/stop with nothing running"); got != gateway.NothingToStopText {
+		t.Fatalf("/stop with nothing running: %q", got)
+	}
+	f.Push(5, "Cy", 5, "private", "use tool echo: hello")
+	sent(2, "the approval request")
+	e.rec.Reset()
+	f.Push(5, "Cy", 5, "private", "/stop@atrium_bot")
+	if got := sent(3, "the stopped turn's answer"); got != gateway.StoppedText {
+		t.Fatalf("after /stop: %q", got)
+	}
+	e.rec.Expect(t, e.bus, map[string]int{hooks.AgentLoopStopped: 1, hooks.OnSessionEnd: 1, hooks.PostApprovalResp: 1, hooks.PostToolCall: 1})
+	// The call keeps its result in the transcript, so the next request is whole.
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE role = 'tool' AND content LIKE '%the turn was stopped while echo waited for approval%'`); n != 1 {
+		t.Fatalf("%d tool results for the stopped call", n)
+	}
+	var st hooks.LoopStopped
+	if err := e.rec.Events(hooks.AgentLoopStopped)[0].Decode(&st); err != nil || st.Reason != "Stop requested" ||
+		st.InvalidationReason != "stop_command" || st.Platform != "telegram" || st.SessionKey == "" || st.SessionID == "" {
+		t.Fatalf("agent_loop_stopped %+v %v", st, err)
+	}
+	f.Push(5, "Cy", 5, "private", "/whoami")
+	if got := sent(4, "the next message's answer"); !strings.Contains(got, "Cy (5) on telegram") {
+		t.Fatalf("after the stop: %q", got)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content LIKE '/stop%'`); n != 0 {
+		t.Fatalf("%d /stop stored as messages", n)
+	}
+	if got := f.SentTexts(); len(got) != 4 {
+		t.Fatalf("sent %q", got)
+	}
+}

@@ -64,7 +64,8 @@ type Service struct {
 
 	mu      sync.Mutex
 	convos  map[string]*convo
-	asks    map[string]*pendingAsk // by conversation key: an approval waiting for its answer
+	asks    map[string]*pendingAsk             // by conversation key: an approval waiting for its answer
+	running map[string]context.CancelCauseFunc // by conversation key: the message being answered, to /stop
 	wake    map[string]chan struct{}
 	state   map[string]string
 	started bool
@@ -115,7 +116,7 @@ func New(o Options) *Service {
 		o.Profile = "default"
 	}
 	s := &Service{o: o, store: NewStore(o.DB), log: o.Logger, sem: make(chan struct{}, o.Parallel),
-		convos: map[string]*convo{}, asks: map[string]*pendingAsk{}, wake: map[string]chan struct{}{}, state: map[string]string{}}
+		convos: map[string]*convo{}, asks: map[string]*pendingAsk{}, running: map[string]context.CancelCauseFunc{}, wake: map[string]chan struct{}{}, state: map[string]string{}}
 	for _, c := range o.Adapters {
 		s.wake[c.Adapter.Platform()] = make(chan struct{}, 1)
 	}
@@ -241,7 +242,7 @@ func SessionKey(platform string, src hooks.Source) string {
 func (s *Service) accept(c Configured, m Inbound) {
 	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
 	key := SessionKey(c.Adapter.Platform(), src)
-	if s.answerApproval(c, key, m) {
+	if s.answerApproval(c, key, m) || s.stopTurn(c, key, m) {
 		return
 	}
 	s.mu.Lock()
@@ -276,10 +277,18 @@ func (s *Service) drain(key string) {
 		cv.pending = cv.pending[1:]
 		s.mu.Unlock()
 		s.sem <- struct{}{}
-		ctx, cancel := context.WithTimeout(s.turnCtx, s.o.TurnTimeout)
+		timed, cancel := context.WithTimeout(s.turnCtx, s.o.TurnTimeout)
+		ctx, stop := context.WithCancelCause(timed)
+		s.mu.Lock()
+		s.running[key] = stop
+		s.mu.Unlock()
 		if err := s.handle(ctx, j.c, j.msg); err != nil {
 			s.log.Warn("gateway: a message was not answered", "platform", j.c.Adapter.Platform(), "error", err)
 		}
+		s.mu.Lock()
+		delete(s.running, key)
+		s.mu.Unlock()
+		stop(nil)
 		cancel()
 		<-s.sem
 	}
@@ -341,6 +350,10 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		out.Text, out.Origin = "Nothing is waiting for your approval.", "reply"
 		return s.enqueue(ctx, out)
 	}
+	if s.builtin(text, "stop") {
+		out.Text, out.Origin = NothingToStopText, "reply"
+		return s.enqueue(ctx, out)
+	}
 	if sid == "" {
 		sess, err := s.o.Sessions.Create(ctx, sessions.CreateParams{Title: title(platform, m), Source: "gateway", Platform: platform,
 			SenderID: m.UserID, SenderName: clipRunes(m.UserName, 256)})
@@ -369,6 +382,10 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	stopTyping := s.typing(ctx, w)
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
 	stopTyping()
+	// The answer is written though the turn's context ended (/stop, the
+	// turn's time ran out): the sender is told either way.
+	stopped := err != nil && turns.Stopped(ctx)
+	ctx = context.WithoutCancel(ctx)
 	if t.SessionID != "" && t.SessionID != sid {
 		if rerr := s.store.SetRoute(ctx, key, platform, t.SessionID); rerr != nil {
 			return rerr
@@ -376,6 +393,8 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	}
 	out.SessionID, out.Origin = t.SessionID, "reply"
 	switch {
+	case stopped:
+		out.Text, err = StoppedText, nil
 	case err != nil:
 		out.Text = "Sorry, that did not work: " + PlainError(err)
 	default:

@@ -82,6 +82,7 @@ const (
 	PreApprovalRequest = "pre_approval_request"
 	PostApprovalResp   = "post_approval_response"
 	PreApprovalDecide  = "pre_approval_decision"
+	AgentLoopStopped   = "agent_loop_stopped"
 )
 
 type hookInfo struct {
@@ -103,6 +104,7 @@ var table = map[string]hookInfo{
 	SubagentStop:       {Observer, RoleObserve},
 	PreApprovalRequest: {Observer, RoleObserve},
 	PostApprovalResp:   {Observer, RoleObserve},
+	AgentLoopStopped:   {Observer, RoleObserve},
 	PreLLMCall:         {Sync, RoleContext},
 	PreToolCall:        {Sync, RoleControl},
 	TransformToolRes:   {Sync, RoleTransform},
@@ -124,7 +126,7 @@ var table = map[string]hookInfo{
 var ForeignHooks = []string{
 	"transform_terminal_output", "on_stream_start", "on_stream_delta", "on_stream_end", "on_interim_message",
 	"pre_verify", "transform_api_error_classification", "on_skill_lifecycle",
-	"agent_loop_stopped", "on_room_member_activity",
+	"on_room_member_activity",
 	"pre_transcription", "kanban_task_claimed", "kanban_task_completed", "kanban_task_blocked",
 	"on_kanban_worker_spawned", "on_kanban_worker_exited", "on_kanban_worker_stale_claim",
 	"on_kanban_task_updated", "on_kanban_dispatch_tick", "gateway_platform_event", "pre_tts_synthesis",

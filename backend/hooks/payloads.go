@@ -29,6 +29,19 @@ type SessionEnd struct {
 	SessionKey     string  `json:"session_key"`
 }
 
+// LoopStopped is the payload of agent_loop_stopped: a turn was interrupted
+// mid-run. SessionKey, Platform, Reason and InvalidationReason are the
+// familiar API's; the ids are Atrium's.
+type LoopStopped struct {
+	SessionKey         string `json:"session_key"`
+	Platform           string `json:"platform"`
+	Reason             string `json:"reason"`
+	InvalidationReason string `json:"invalidation_reason"`
+	SessionID          string `json:"session_id"`
+	TaskID             string `json:"task_id"`
+	TurnID             string `json:"turn_id"`
+}
+
 // SessionFinalize is the payload of on_session_finalize (a session ended:
 // /exit, /new, sessions end, rotation by compaction).
 type SessionFinalize struct {

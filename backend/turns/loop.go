@@ -64,6 +64,43 @@ const DefaultMaxContinues = 8
 // call is refused, unless it is configured otherwise.
 const DefaultApprovalTimeout = 5 * time.Minute
 
+// Stop is the cause a surface cancels a turn's context with when a person
+// stops the turn: agent_loop_stopped's reason and invalidation_reason, in
+// the familiar API's words.
+type Stop struct{ Reason, Invalidation string }
+
+func (s *Stop) Error() string { return "stopped: " + s.Reason }
+
+// The ways a person stops a turn.
+var (
+	StopByCommand = &Stop{Reason: "Stop requested", Invalidation: "stop_command"} // a chat's /stop
+	StopByButton  = &Stop{Reason: "user_stop", Invalidation: "session_interrupt"} // the window's or the dashboard's Stop
+)
+
+// Why else a turn's context ends under it.
+var (
+	stopByDeadline = &Stop{Reason: "timeout", Invalidation: "turn_deadline"}   // the turn ran out of time
+	stopByCaller   = &Stop{Reason: "interrupted", Invalidation: "caller_gone"} // its caller went away (the process is stopping)
+)
+
+// Stopped says whether a person stopped the turn whose context is ctx.
+func Stopped(ctx context.Context) bool {
+	var s *Stop
+	return errors.As(context.Cause(ctx), &s)
+}
+
+// stopOf says why ctx, a turn's context, ended.
+func stopOf(ctx context.Context) *Stop {
+	var s *Stop
+	switch cause := context.Cause(ctx); {
+	case errors.As(cause, &s):
+		return s
+	case errors.Is(cause, context.DeadlineExceeded):
+		return stopByDeadline
+	}
+	return stopByCaller
+}
+
 // ErrNoAnswer is what an Approve returns when nobody answered in time: the
 // call is not run, and post_approval_response says "timeout".
 var ErrNoAnswer = errors.New("no answer in time")
@@ -251,7 +288,7 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	}
 	reply, exit, err := l.respond(ctx, &t, tc)
 	if err != nil {
-		_ = l.endTurn(ctx, &t, tc, false, "error: "+err.Error()) // the turn's own error is what the caller reports
+		l.failTurn(ctx, &t, tc, err)
 		return t, err
 	}
 	// Each reply is stored with its post_llm_call. With pre_turn_end hooks
@@ -282,7 +319,7 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		}
 		asked = feedback
 		if reply, exit, err = l.respond(ctx, &t, tc); err != nil {
-			_ = l.endTurn(ctx, &t, tc, false, "error: "+err.Error()) // the turn's own error is what the caller reports
+			l.failTurn(ctx, &t, tc, err)
 			return t, err
 		}
 	}
@@ -363,6 +400,23 @@ func (l *Loop) respond(ctx context.Context, t *Turn, tc *turnCtx) (string, strin
 		return "", "", err
 	}
 	return l.modelRounds(ctx, t, tc)
+}
+
+// failTurn records how a turn that did not finish ended: on_session_end,
+// and agent_loop_stopped when its context ended under it (a person stopped
+// it, its time ran out, its caller went away). They are written though that
+// context is done; the turn's own error is what the caller reports.
+func (l *Loop) failTurn(ctx context.Context, t *Turn, tc *turnCtx, err error) {
+	rec := context.WithoutCancel(ctx)
+	if e := l.endTurn(rec, t, tc, false, "error: "+err.Error()); e != nil {
+		slog.Warn("on_session_end not recorded", "session", t.SessionID, "error", e)
+	}
+	if ctx.Err() == nil {
+		return
+	}
+	why := stopOf(ctx)
+	l.observe(ctx, hooks.AgentLoopStopped, hooks.LoopStopped{SessionKey: tc.sessionKey, Platform: tc.platform, Reason: why.Reason,
+		InvalidationReason: why.Invalidation, SessionID: t.SessionID, TaskID: tc.taskID, TurnID: tc.turnID})
 }
 
 // endTurn fires on_session_end in a transaction of its own: for a turn

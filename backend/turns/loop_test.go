@@ -1008,3 +1008,67 @@ func TestToolExecutionMiddlewareChainsAcrossPlugins(t *testing.T) {
 		t.Fatalf("calls: %v", seen)
 	}
 }
+
+// A turn whose context ends under it (a person stopped it, its time ran
+// out) still records how it ended, though that context is done:
+// on_session_end (interrupted) and agent_loop_stopped with why; what the
+// turn stored before stays. A turn that fails otherwise fires no
+// agent_loop_stopped.
+func TestAStoppedTurnSaysSo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, nil)
+	slow, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 100000, Delay: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.MustCreate(t, sessions.CreateParams{Title: "stopped"})
+	for _, c := range []struct {
+		name   string
+		cancel func(context.CancelCauseFunc)
+		reason string
+	}{
+		{"a person", func(stop context.CancelCauseFunc) { stop(turns.StopByButton) }, "user_stop/session_interrupt"},
+		{"its time", nil, "timeout/turn_deadline"},
+		{"the process", func(stop context.CancelCauseFunc) { stop(nil) }, "interrupted/caller_gone"},
+	} {
+		e.Rec.Reset()
+		base, stop := context.WithCancelCause(ctx)
+		tctx, cancel := context.WithTimeout(base, time.Minute)
+		if c.cancel == nil {
+			tctx, cancel = context.WithTimeout(base, 200*time.Millisecond)
+		} else {
+			go func() { time.Sleep(200 * time.Millisecond); c.cancel(stop) }()
+		}
+		_, err := slow.Send(tctx, s.ID, "take your time", hooks.LocalContext("desktop", s.ID))
+		cancel()
+		stop(nil)
+		if err == nil {
+			t.Fatalf("%s: the turn did not fail", c.name)
+		}
+		e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionStart: map[bool]int{true: 1}[c.name == "a person"],
+			hooks.OnSessionEnd: 1, hooks.AgentLoopStopped: 1})
+		var end hooks.SessionEnd
+		if err := e.Rec.Events(hooks.OnSessionEnd)[0].Decode(&end); err != nil || end.Completed || !end.Interrupted || end.Failed {
+			t.Fatalf("%s: on_session_end %+v %v", c.name, end, err)
+		}
+		var st hooks.LoopStopped
+		if err := e.Rec.Events(hooks.AgentLoopStopped)[0].Decode(&st); err != nil || st.Reason+"/"+st.InvalidationReason != c.reason ||
+			st.SessionKey != "desktop:"+s.ID || st.Platform != "desktop" || st.SessionID != s.ID || st.TurnID == "" {
+			t.Fatalf("%s: agent_loop_stopped %+v %v", c.name, st, err)
+		}
+	}
+	msgs, err := e.Sessions.Messages(ctx, s.ID, false)
+	if err != nil || len(msgs) != 3 || msgs[0].Content != "take your time" {
+		t.Fatalf("stored: %+v %v", msgs, err)
+	}
+	// A turn that fails for another reason is not a stop.
+	e.Rec.Reset()
+	failing, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{FailWith: fmt.Errorf("boom")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := failing.Send(ctx, s.ID, "fail", hooks.LocalContext("desktop", s.ID)); err == nil {
+		t.Fatal("the failing turn did not fail")
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionEnd: 1})
+}

@@ -268,7 +268,9 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		}
 	}
 	payload.Result, payload.ResultSize = clip(result, 2000), len(result)
-	return l.db.InTx(ctx, func(tx *db.Tx) error {
+	// Stored even when the turn was stopped meanwhile: every tool call in
+	// the transcript keeps its result, so the next turn's request is whole.
+	return l.db.InTx(context.WithoutCancel(ctx), func(tx *db.Tx) error {
 		if _, err := l.sessions.AppendMessageTx(ctx, tx, t.SessionID, sessions.NewMessage{Role: "tool", Content: stored,
 			ToolName: call.Name, ToolCallID: call.ID}); err != nil {
 			return err
@@ -344,6 +346,9 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	l.observe(ctx, hooks.PostApprovalResp, p)
 	if err != nil {
 		blocked.Message = "BLOCKED: plugin approval gate failed for " + tool
+		if ctx.Err() != nil {
+			blocked.Message = "not run: the turn was stopped while " + tool + " waited for approval"
+		}
 		return blocked
 	}
 	if !ok {
@@ -384,9 +389,11 @@ func approvalPayload(tc *turnCtx, sessionID string, call llm.ToolCall, args map[
 }
 
 // observe commits one observer event in a transaction of its own. The
-// event is a report: when it cannot be written the turn goes on, logged.
+// event is a report: when it cannot be written the turn goes on, logged; it
+// is written even when the turn's context just ended (a stopped turn still
+// says what happened to the question it asked).
 func (l *Loop) observe(ctx context.Context, hook string, payload any) {
-	if err := l.enqueue(ctx, hook, payload); err != nil {
+	if err := l.enqueue(context.WithoutCancel(ctx), hook, payload); err != nil {
 		slog.Warn("hook event not recorded", "hook", hook, "error", err)
 	}
 }

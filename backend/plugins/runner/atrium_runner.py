@@ -118,6 +118,7 @@ _DEFAULT_HOOKS = [
     "transform_tool_result", "transform_llm_output", "pre_api_request", "post_api_request",
     "api_request_error", "pre_command", "subagent_start", "subagent_stop", "pre_gateway_dispatch",
     "pre_compaction", "pre_turn_end", "pre_approval_request", "post_approval_response", "pre_approval_decision",
+    "agent_loop_stopped",
 ]
 KNOWN_HOOKS = set(_CONTEXT.get("hooks") or _DEFAULT_HOOKS)
 SYNC_HOOKS = set(_CONTEXT.get("sync_hooks") or [

@@ -23,6 +23,9 @@ export class TranscriptView implements View {
   private readonly reply: HTMLElement;
   private readonly composer: HTMLTextAreaElement;
   private readonly sendBtn: HTMLButtonElement;
+  private readonly stopBtn: HTMLButtonElement;
+  /** the session a turn under way was sent to ('' when none) */
+  private sentTo = '';
   private readonly composerRow: HTMLElement;
   private readonly elsewhere: HTMLElement;
   private sending = false;
@@ -62,10 +65,11 @@ export class TranscriptView implements View {
       void this.renderHints();
     });
     this.sendBtn = button('Send', { class: 'btn primary', 'data-testid': 'send' }, () => void this.send());
+    this.stopBtn = button('Stop', { class: 'btn', 'data-testid': 'stop', title: 'Stop the turn under way (what it stored stays)', hidden: '' }, () => void this.stop());
     // Typing "/" lists the commands that match, with the hint for their
     // arguments (args_hint) and what they do; a click fills the name in.
     this.hints = h('ul', { class: 'command-hints', role: 'listbox', 'aria-label': 'Commands', 'data-testid': 'command-hints', hidden: '' });
-    this.composerRow = h('div', { class: 'composer-wrap' }, this.hints, h('div', { class: 'composer-row' }, this.composer, this.sendBtn));
+    this.composerRow = h('div', { class: 'composer-wrap' }, this.hints, h('div', { class: 'composer-row' }, this.composer, this.sendBtn, this.stopBtn));
     this.elsewhere = h('div', { class: 'elsewhere', 'data-testid': 'continues', role: 'note', hidden: true });
     this.el = h(
       'section',
@@ -348,6 +352,10 @@ export class TranscriptView implements View {
     this.sendBtn.disabled = true;
     this.composer.readOnly = true;
     const id = this.store.id;
+    this.sentTo = id;
+    this.sendBtn.hidden = true;
+    this.stopBtn.hidden = false;
+    this.stopBtn.disabled = false;
     replace(this.reply, h('div', { class: 'reply-pending' }, text.startsWith('/') ? `Running ${text.split(/\s/)[0]}…` : 'Waiting for the reply…'));
     try {
       const t = await api.sessions.send(id, text);
@@ -361,12 +369,39 @@ export class TranscriptView implements View {
       await this.store.load();
     } catch (raw) {
       const e = toApiError(raw);
-      replace(this.reply, h('div', { class: 'reply error', role: 'alert' }, h('strong', {}, 'Not sent: '), e.message));
+      if (e.message.startsWith('stopped:')) {
+        // Stopped on purpose: the message was stored, with anything the
+        // turn stored before it stopped; it is in the transcript now.
+        this.composer.value = '';
+        this.drafts.delete(id);
+        replace(this.reply, h('div', { class: 'reply stopped', 'data-testid': 'reply-stopped' }, 'Stopped. The message and anything the turn stored before stay in the transcript.'));
+        app.sessionsStale();
+        await this.store.load();
+      } else {
+        replace(this.reply, h('div', { class: 'reply error', role: 'alert' }, h('strong', {}, 'Not sent: '), e.message));
+      }
     } finally {
       this.sending = false;
+      this.sentTo = '';
+      this.stopBtn.hidden = true;
+      this.sendBtn.hidden = false;
       this.sendBtn.disabled = false;
       this.composer.readOnly = false;
       this.composer.focus();
+    }
+  }
+
+  /** stop asks for the turn under way to stop; its send then ends. */
+  private async stop(): Promise<void> {
+    if (!this.sending || !this.sentTo) return;
+    this.stopBtn.disabled = true;
+    replace(this.reply, h('div', { class: 'reply-pending' }, 'Stopping…'));
+    try {
+      await api.sessions.stop(this.sentTo);
+    } catch (raw) {
+      // Nothing runs any more (it just ended): its send says how it went.
+      const e = toApiError(raw);
+      if (e.code !== 'not_found') replace(this.reply, h('div', { class: 'reply error', role: 'alert' }, h('strong', {}, 'Not stopped: '), e.message));
     }
   }
 

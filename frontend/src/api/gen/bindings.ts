@@ -119,10 +119,17 @@ export interface SessionsBinding {
    * archived ones only when archived is true (active ones otherwise).
    */
   Search(query: string, limit: number, archived: boolean): Promise<HitDTO[] | null>;
-  /** Send runs one user turn (or a /command) in a session. */
+  /** Send runs one user turn (or a /command) in a session; StopTurn stops it. */
   Send(sessionID: string, text: string): Promise<TurnDTO>;
   /** SetPinned pins or unpins a session. */
   SetPinned(id: string, pinned: boolean): Promise<SessionDTO>;
+  /**
+   * StopTurn stops the turns running here in a session (the Stop button):
+   * the model call or tool under way is abandoned, agent_loop_stopped fires
+   * (reason "user_stop"), and what the turn stored before stays. No turn
+   * running is not found.
+   */
+  StopTurn(sessionID: string): Promise<void>;
   /** Subagents are the delegate children of a conversation, as rows. */
   Subagents(id: string): Promise<ConversationDTO[] | null>;
   /**

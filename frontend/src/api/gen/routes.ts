@@ -54,6 +54,7 @@ export const routes = [
   "POST /api/sessions/{id}/pin",
   "POST /api/sessions/{id}/rename",
   "POST /api/sessions/{id}/send",
+  "POST /api/sessions/{id}/stop",
   "GET /api/sessions/{id}/subagents",
   "GET /api/sessions/{id}/transcript",
   "GET /api/settings",
@@ -121,6 +122,7 @@ export interface RouteBody {
   "POST /api/sessions/{id}/pin": PinRequest;
   "POST /api/sessions/{id}/rename": RenameRequest;
   "POST /api/sessions/{id}/send": SendRequest;
+  "POST /api/sessions/{id}/stop": never;
   "GET /api/sessions/{id}/subagents": never;
   "GET /api/sessions/{id}/transcript": never;
   "GET /api/settings": never;
@@ -186,6 +188,7 @@ export interface RouteQuery {
   "POST /api/sessions/{id}/pin": Record<string, never>;
   "POST /api/sessions/{id}/rename": Record<string, never>;
   "POST /api/sessions/{id}/send": Record<string, never>;
+  "POST /api/sessions/{id}/stop": Record<string, never>;
   "GET /api/sessions/{id}/subagents": Record<string, never>;
   "GET /api/sessions/{id}/transcript": Record<string, never>;
   "GET /api/settings": Record<string, never>;
