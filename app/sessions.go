@@ -314,7 +314,7 @@ func (s *Sessions) StopTurn(sessionID string) error {
 	s.mu.Lock()
 	runs := s.running[sessionID]
 	for _, stop := range runs {
-		stop(turns.StopByButton)
+		stop(turns.StopByPerson)
 	}
 	s.mu.Unlock()
 	if len(runs) == 0 {

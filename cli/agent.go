@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -158,7 +159,16 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		if line == "" {
 			continue
 		}
-		t, err := loop.Send(ctx, id, line, hooks.LocalContext("cli", id))
+		turnCtx, release := ctx, func() {}
+		if interactive {
+			turnCtx, release = stopOnInterrupt(ctx)
+		}
+		t, err := loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
+		release()
+		if err != nil && turns.Stopped(turnCtx) {
+			fmt.Fprintln(r.env.Stdout, "(stopped: your message and what the turn stored stay; Ctrl+C at the prompt leaves)")
+			continue
+		}
 		if err != nil {
 			fmt.Fprintf(r.env.Stderr, "atrium: %s\n", oneLine(err))
 			if !interactive {
@@ -175,6 +185,28 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		if t.Command == "exit" {
 			return nil
 		}
+	}
+}
+
+// stopOnInterrupt is ctx, stopped by a person (turns.StopByPerson) at
+// Ctrl+C until release: on a terminal chat, Ctrl+C stops the turn under way
+// and the chat goes on; at the prompt it leaves, as ever.
+func stopOnInterrupt(ctx context.Context) (context.Context, func()) {
+	turnCtx, stop := context.WithCancelCause(ctx)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			stop(turns.StopByPerson)
+		case <-done:
+		}
+	}()
+	return turnCtx, func() {
+		signal.Stop(sigs)
+		close(done)
+		stop(nil)
 	}
 }
 

@@ -3,6 +3,9 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -710,5 +713,75 @@ hooks:
 	}
 	if a, _ := os.ReadFile(filepath.Join(home, "shell-hooks-allowlist.json")); strings.Contains(string(a), "guard.sh") {
 		t.Fatalf("the host approved a hook on its own:\n%s", a)
+	}
+}
+
+// On a terminal chat, Ctrl+C stops the turn under way (here a model call
+// that takes its time) and the chat goes on: agent_loop_stopped fires with
+// the person's reason; the message stays.
+func TestCtrlCStopsTheTurnInATerminalChat(t *testing.T) {
+	t.Parallel()
+	scriptBin, err := exec.LookPath("script") // util-linux: a terminal for the command
+	if err != nil {
+		t.Fatalf("this test needs script(1) from util-linux: %v", err)
+	}
+	asked := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // so the server notices when the caller goes
+		asked <- struct{}{}
+		select { // a model that takes its time, until the caller goes
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	id := create(t, home, "--title", "slow")
+	stopHostAtCleanup(t, home)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("'%s' chat %s --home '%s' --provider openai --base-url '%s/v1' --model slow", exe, id, home, srv.URL)
+	cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuf
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(in, "a long question\n")
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the model was never asked:\n%s", out.String())
+	}
+	_, _ = io.WriteString(in, "\x03") // Ctrl+C
+	waitFor(t, "the stopped turn", 30*time.Second, func() bool { return strings.Contains(out.String(), "(stopped") })
+	_, _ = io.WriteString(in, "/exit\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out.String())
+	}
+	var events []struct {
+		Payload struct {
+			Reason   string `json:"reason"`
+			Platform string `json:"platform"`
+		} `json:"payload"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--json", "--hook", "agent_loop_stopped"), &events)
+	if len(events) != 1 || events[0].Payload.Reason != "user_stop" || events[0].Payload.Platform != "cli" {
+		t.Fatalf("agent_loop_stopped: %+v", events)
+	}
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
+	if len(msgs) == 0 || msgs[0].Content != "a long question" {
+		t.Fatalf("stored: %+v", msgs)
 	}
 }

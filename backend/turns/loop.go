@@ -74,7 +74,7 @@ func (s *Stop) Error() string { return "stopped: " + s.Reason }
 // The ways a person stops a turn.
 var (
 	StopByCommand = &Stop{Reason: "Stop requested", Invalidation: "stop_command"} // a chat's /stop
-	StopByButton  = &Stop{Reason: "user_stop", Invalidation: "session_interrupt"} // the window's or the dashboard's Stop
+	StopByPerson  = &Stop{Reason: "user_stop", Invalidation: "session_interrupt"} // Stop in the window or the dashboard, Ctrl+C in a terminal chat
 )
 
 // Why else a turn's context ends under it.

@@ -1027,7 +1027,7 @@ func TestAStoppedTurnSaysSo(t *testing.T) {
 		cancel func(context.CancelCauseFunc)
 		reason string
 	}{
-		{"a person", func(stop context.CancelCauseFunc) { stop(turns.StopByButton) }, "user_stop/session_interrupt"},
+		{"a person", func(stop context.CancelCauseFunc) { stop(turns.StopByPerson) }, "user_stop/session_interrupt"},
 		{"its time", nil, "timeout/turn_deadline"},
 		{"the process", func(stop context.CancelCauseFunc) { stop(nil) }, "interrupted/caller_gone"},
 	} {
