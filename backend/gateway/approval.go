@@ -169,8 +169,13 @@ const (
 // (agent_loop_stopped: "Stop requested", "stop_command") and its answer
 // says so. The /stop reaches no turn (it is recorded as received, so a
 // redelivery is not answered). With nothing running it goes the usual way.
+//
+// /new from such a sender while a message is being answered stops that turn
+// too ("Session reset requested", "new_command") and then starts the fresh
+// session as usual, instead of waiting behind the turn.
 func (s *Service) stopTurn(c Configured, key string, m Inbound) bool {
-	if strings.ToLower(strings.TrimSpace(stripBotName(m.Text))) != "/stop" || !c.Access.Allows(m.UserID, m.ChatID) {
+	name, _, isCmd := hooks.ParseCommand(strings.TrimSpace(stripBotName(m.Text)))
+	if !isCmd || (name != "stop" && name != "new") || !c.Access.Allows(m.UserID, m.ChatID) {
 		return false
 	}
 	s.mu.Lock()
@@ -178,6 +183,10 @@ func (s *Service) stopTurn(c Configured, key string, m Inbound) bool {
 	s.mu.Unlock()
 	if stop == nil {
 		return false
+	}
+	if name == "new" {
+		stop(turns.StopByReset)
+		return false // queued: it runs once the stopped turn has let go
 	}
 	stop(turns.StopByCommand)
 	s.consumed(c, m)

@@ -886,3 +886,32 @@ func TestGatewayStopStopsTheTurn(t *testing.T) {
 		t.Fatalf("sent %q", got)
 	}
 }
+
+// /new while a message is being answered stops that turn ("Session reset
+// requested", "new_command") instead of waiting behind it, and then starts
+// the fresh session: the chat hears only /new's answer.
+func TestGatewayNewStopsTheRunningTurn(t *testing.T) {
+	t.Parallel()
+	guard := func(bus *hooks.Bus) {
+		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnv(t, 8192, 0.9, guard)
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	f.Push(5, "Cy", 5, "private", "use tool echo: hello")
+	waitFor(t, "the approval request", func() bool { return len(f.SentTexts()) == 1 })
+	e.rec.Reset()
+	f.Push(5, "Cy", 5, "private", "/new")
+	waitFor(t, "/new's answer", func() bool { return len(f.SentTexts()) == 2 })
+	e.rec.Expect(t, e.bus, map[string]int{hooks.AgentLoopStopped: 1, hooks.OnSessionEnd: 1, hooks.PostApprovalResp: 1,
+		hooks.PostToolCall: 1, hooks.OnSessionFinalize: 1, hooks.OnSessionReset: 1})
+	var st hooks.LoopStopped
+	if err := e.rec.Events(hooks.AgentLoopStopped)[0].Decode(&st); err != nil || st.Reason != "Session reset requested" || st.InvalidationReason != "new_command" {
+		t.Fatalf("agent_loop_stopped %+v %v", st, err)
+	}
+	if got := f.SentTexts()[1]; !strings.HasPrefix(got, "Started a new session") {
+		t.Fatalf("/new's answer: %q", got)
+	}
+}

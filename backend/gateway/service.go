@@ -384,7 +384,10 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	stopTyping()
 	// The answer is written though the turn's context ended (/stop, the
 	// turn's time ran out): the sender is told either way.
-	stopped := err != nil && turns.Stopped(ctx)
+	var stopped *turns.Stop
+	if err != nil {
+		stopped = turns.StoppedBy(ctx)
+	}
 	ctx = context.WithoutCancel(ctx)
 	if t.SessionID != "" && t.SessionID != sid {
 		if rerr := s.store.SetRoute(ctx, key, platform, t.SessionID); rerr != nil {
@@ -393,7 +396,9 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	}
 	out.SessionID, out.Origin = t.SessionID, "reply"
 	switch {
-	case stopped:
+	case stopped == turns.StopByReset:
+		return nil // the /new that stopped it answers next
+	case stopped != nil:
 		out.Text, err = StoppedText, nil
 	case err != nil:
 		out.Text = "Sorry, that did not work: " + PlainError(err)

@@ -73,8 +73,9 @@ func (s *Stop) Error() string { return "stopped: " + s.Reason }
 
 // The ways a person stops a turn.
 var (
-	StopByCommand = &Stop{Reason: "Stop requested", Invalidation: "stop_command"} // a chat's /stop
-	StopByPerson  = &Stop{Reason: "user_stop", Invalidation: "session_interrupt"} // Stop in the window or the dashboard, Ctrl+C in a terminal chat
+	StopByCommand = &Stop{Reason: "Stop requested", Invalidation: "stop_command"}         // a chat's /stop
+	StopByReset   = &Stop{Reason: "Session reset requested", Invalidation: "new_command"} // a chat's /new while a turn runs
+	StopByPerson  = &Stop{Reason: "user_stop", Invalidation: "session_interrupt"}         // Stop in the window or the dashboard, Ctrl+C in a terminal chat
 )
 
 // Why else a turn's context ends under it.
@@ -84,9 +85,16 @@ var (
 )
 
 // Stopped says whether a person stopped the turn whose context is ctx.
-func Stopped(ctx context.Context) bool {
+func Stopped(ctx context.Context) bool { return StoppedBy(ctx) != nil }
+
+// StoppedBy is how a person stopped the turn whose context is ctx (nil
+// when nobody did).
+func StoppedBy(ctx context.Context) *Stop {
 	var s *Stop
-	return errors.As(context.Cause(ctx), &s)
+	if errors.As(context.Cause(ctx), &s) {
+		return s
+	}
+	return nil
 }
 
 // stopOf says why ctx, a turn's context, ended.
