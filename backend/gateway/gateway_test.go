@@ -841,14 +841,7 @@ func TestGatewayTurnAHookKeptGoing(t *testing.T) {
 // goes on. With nothing running, /stop says so.
 func TestGatewayStopStopsTheTurn(t *testing.T) {
 	t.Parallel()
-	guard := func(bus *hooks.Bus) {
-		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e := newEnv(t, 8192, 0.9, guard)
-	f := gatewaytest.NewTelegram(t, tgToken)
-	e.start(t, telegram(f, "5"))
+	e, f := guardedChat(t)
 	sent := func(n int, what string) string {
 		t.Helper()
 		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
@@ -892,14 +885,7 @@ func TestGatewayStopStopsTheTurn(t *testing.T) {
 // the fresh session: the chat hears only /new's answer.
 func TestGatewayNewStopsTheRunningTurn(t *testing.T) {
 	t.Parallel()
-	guard := func(bus *hooks.Bus) {
-		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e := newEnv(t, 8192, 0.9, guard)
-	f := gatewaytest.NewTelegram(t, tgToken)
-	e.start(t, telegram(f, "5"))
+	e, f := guardedChat(t)
 	f.Push(5, "Cy", 5, "private", "use tool echo: hello")
 	waitFor(t, "the approval request", func() bool { return len(f.SentTexts()) == 1 })
 	e.rec.Reset()
@@ -914,4 +900,18 @@ func TestGatewayNewStopsTheRunningTurn(t *testing.T) {
 	if got := f.SentTexts()[1]; !strings.HasPrefix(got, "Started a new session") {
 		t.Fatalf("/new's answer: %q", got)
 	}
+}
+
+// guardedChat is a gateway with a Telegram conversation (sender 5) and a
+// plugin that wants every call of echo approved.
+func guardedChat(t *testing.T) (*env, *gatewaytest.Telegram) {
+	t.Helper()
+	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
+		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	return e, f
 }
