@@ -226,6 +226,9 @@ type TurnDTO struct {
 	Earlier []string `json:"earlier"`
 	// Notes are what hooks asked to show about the turn.
 	Notes []string `json:"notes"`
+	// Stopped is set when a person stopped the turn (StopTurn): what it
+	// stored before stays; it has no reply.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // CommandDTO is a slash command the composer offers: its name, the hint

@@ -286,7 +286,8 @@ func (s *Sessions) Commands() ([]CommandDTO, error) {
 	}), nil
 }
 
-// Send runs one user turn (or a /command) in a session; StopTurn stops it.
+// Send runs one user turn (or a /command) in a session; StopTurn stops it
+// (the answer then says stopped).
 func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
 	timed, cancel := s.with(turnTimeout)
 	defer cancel()
@@ -295,8 +296,13 @@ func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
 	defer s.track(sessionID, stop)()
 	t, err := s.loop.Send(ctx, sessionID, text, hooks.LocalContext(s.platform, sessionID))
 	if err != nil {
-		if turns.Stopped(ctx) {
-			return TurnDTO{}, apperr.New(apperr.Rejected, "stopped: the turn was interrupted; what it stored before stays")
+		if turns.Stopped(ctx) { // what the person asked for, not a failure
+			out := toTurn(t)
+			out.Stopped = true
+			if out.SessionID == "" {
+				out.SessionID = sessionID
+			}
+			return out, nil
 		}
 		return TurnDTO{}, err
 	}

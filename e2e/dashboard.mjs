@@ -274,7 +274,7 @@ async function main() {
   // a guard plugin for the agent-plugin API, unchanged, that wants a
   // person to approve read_notes (the tool of hermes-notes) with {"ask": true}
   const hermes = resolve(here, '..', 'cli', 'testdata', 'hermes');
-  for (const p of ['hermes-audit', 'hermes-guard', 'hermes-notes']) {
+  for (const p of ['hermes-audit', 'hermes-guard', 'hermes-notes', 'hermes-slow']) {
     await atrium('plugins', 'install', join(hermes, p));
     await atrium('plugins', 'enable', p);
   }
@@ -655,6 +655,31 @@ async function main() {
     await page.click('[data-testid=back]');
     await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
     return reply.slice(0, 80);
+  });
+
+  await check('Stop stops a turn under way (a tool that takes its time): the message and the call stay, agent_loop_stopped fires', async () => {
+    const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
+    await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);
+    await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+    await page.fill('[data-testid=composer]', 'use tool wait_a_while: {"seconds": 30}');
+    await page.click('[data-testid=send]');
+    const stop = page.locator('[data-testid=stop]');
+    await stop.waitFor({ state: 'visible', timeout: 10_000 });
+    assert(await page.locator('[data-testid=send]').isHidden(), 'Send gives way to Stop while the turn runs');
+    await page.waitForTimeout(1500); // the tool is under way
+    await page.screenshot({ path: join(artifacts, 'dashboard-stop-running.png') });
+    await stop.click();
+    await page.locator('[data-testid=reply-stopped]').waitFor({ timeout: 15_000 });
+    await page.locator('[data-testid=send]').waitFor({ state: 'visible', timeout: 5000 });
+    const log = await page.locator('[role=log]').innerText();
+    assert(/wait_a_while/.test(log) && /not finished: the turn was stopped \(user_stop\)/.test(log), `transcript after the stop: ${log.slice(-300)}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-stopped.png') });
+    const after = await atrium('events', 'list', '--hook', 'agent_loop_stopped');
+    eq(after.length, before + 1, 'agent_loop_stopped events');
+    eq(after[after.length - 1].payload.reason, 'user_stop', 'reason');
+    eq(after[after.length - 1].payload.platform, 'dashboard', 'platform');
+    await page.click('[data-testid=back]');
+    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
   });
 
   await check('row menu (right-click): Archive, then Ctrl+Z undoes it', async () => {

@@ -638,3 +638,21 @@ TaskCreated: [{hooks: [{type: command, command: x}]}]
 		t.Fatalf("PostToolUseFailure stdin: %s", b)
 	}
 }
+
+// A tool call a stop cut short is a PostToolUseFailure with is_interrupt,
+// as Claude Code reports an interrupted call.
+func TestClaudeInterruptedToolCall(t *testing.T) {
+	specs, _ := shellhooks.Parse(section(t, "PostToolUseFailure: [{hooks: [{type: command, command: x}]}]"))
+	for _, c := range []struct {
+		errType string
+		want    bool
+	}{{"interrupted", true}, {"tool_error", false}} {
+		b, _ := shellhooks.Stdin(specs[0], shellhooks.Env{Dir: "/h"}, map[string]any{"session_id": "s", "tool_name": "echo",
+			"status": "error", "error_type": c.errType, "error_message": "not finished"}, "")
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		if m["is_interrupt"] != c.want || m["error"] != "not finished" {
+			t.Fatalf("%s: stdin %s", c.errType, b)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 		case "PostToolUse":
 			out["tool_response"] = p["result"]
 		case "PostToolUseFailure":
-			out["error"], out["is_interrupt"] = p["error_message"], false
+			out["error"], out["is_interrupt"] = p["error_message"], p["error_type"] == "interrupted"
 		}
 	case "PermissionRequest":
 		out["tool_name"], out["tool_input"] = p["tool_name"], p["args"]

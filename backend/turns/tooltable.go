@@ -251,6 +251,12 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		start := time.Now()
 		result, errType, errMsg = l.runToolCall(ctx, tc, t.SessionID, call, args)
 		dur = time.Since(start)
+		if errMsg != "" && ctx.Err() != nil {
+			// The turn was stopped (or ran out of time) under the call.
+			errType, errMsg = ErrTypeInterrupted, "not finished: the turn was stopped ("+stopOf(ctx).Reason+")"
+			b, _ := json.Marshal(map[string]string{"error": errMsg})
+			result = string(b)
+		}
 		if errMsg != "" {
 			status = "error"
 		}
@@ -279,6 +285,10 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		return err
 	})
 }
+
+// ErrTypeInterrupted is post_tool_call's error_type for a call the turn's
+// stop cut short.
+const ErrTypeInterrupted = "interrupted"
 
 // preToolCall asks the control hook; no subscriber means run it.
 func (l *Loop) preToolCall(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, trace []map[string]any) hooks.ToolDecision {

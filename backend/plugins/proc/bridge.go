@@ -237,6 +237,14 @@ func (p *plugin) request(ctx context.Context, method string, params any) (json.R
 	}
 	res, err := inst.call(cctx, method, params)
 	if err != nil && !errors.Is(err, errDied) && cctx.Err() != nil {
+		if ctx.Err() != nil {
+			// The caller stopped waiting (a person stopped the turn): the
+			// call under way is abandoned, and only a restart ends it.
+			p.h.log.Info("the caller stopped waiting for a plugin call; restarting the plugin to end it", "plugin", p.spec.Name,
+				"method", method, "pid", inst.pid, "cause", context.Cause(ctx))
+			inst.kill("its caller stopped waiting")
+			return nil, fmt.Errorf("plugin %s: %s abandoned: %w", p.spec.Name, method, context.Cause(ctx))
+		}
 		p.timedOut(inst, method)
 		return nil, fmt.Errorf("plugin %s did not answer %s within %s; restarted", p.spec.Name, method, limit)
 	}

@@ -89,7 +89,7 @@ export const api = {
     commands: () => call('Sessions', 'Commands', [], { route: 'GET /api/commands' }),
     send: (id: string, text: string) =>
       call('Sessions', 'Send', [id, text], { route: 'POST /api/sessions/{id}/send', params: { id }, body: { text } }, { timeoutMs: turnTimeout }),
-    /** stop stops the turn running in a session (its send then fails with "stopped: …") */
+    /** stop stops the turn running in a session (its send then answers stopped: true) */
     stop: (id: string) => call('Sessions', 'StopTurn', [id], { route: 'POST /api/sessions/{id}/stop', params: { id } }),
     /** pendingApprovals are the tool calls a plugin wants approved, waiting for an answer */
     pendingApprovals: () => call('Sessions', 'PendingApprovals', [], { route: 'GET /api/approvals' }),

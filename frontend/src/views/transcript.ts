@@ -362,6 +362,13 @@ export class TranscriptView implements View {
       this.composer.value = '';
       this.drafts.delete(id);
       app.sessionsStale();
+      if (t.stopped) {
+        // Stopped on purpose: the message was stored, with anything the
+        // turn stored before it stopped; it is in the transcript now.
+        replace(this.reply, h('div', { class: 'reply stopped', 'data-testid': 'reply-stopped' }, 'Stopped. The message and anything the turn stored before stay in the transcript.'));
+        await this.store.load();
+        return;
+      }
       this.showTurn(t, text);
       this.store.moved(t.session_id); // the conversation rotated into its continuation
       this.shownID = this.store.id;
@@ -369,17 +376,7 @@ export class TranscriptView implements View {
       await this.store.load();
     } catch (raw) {
       const e = toApiError(raw);
-      if (e.message.startsWith('stopped:')) {
-        // Stopped on purpose: the message was stored, with anything the
-        // turn stored before it stopped; it is in the transcript now.
-        this.composer.value = '';
-        this.drafts.delete(id);
-        replace(this.reply, h('div', { class: 'reply stopped', 'data-testid': 'reply-stopped' }, 'Stopped. The message and anything the turn stored before stay in the transcript.'));
-        app.sessionsStale();
-        await this.store.load();
-      } else {
-        replace(this.reply, h('div', { class: 'reply error', role: 'alert' }, h('strong', {}, 'Not sent: '), e.message));
-      }
+      replace(this.reply, h('div', { class: 'reply error', role: 'alert' }, h('strong', {}, 'Not sent: '), e.message));
     } finally {
       this.sending = false;
       this.sentTo = '';

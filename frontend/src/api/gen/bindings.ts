@@ -119,7 +119,10 @@ export interface SessionsBinding {
    * archived ones only when archived is true (active ones otherwise).
    */
   Search(query: string, limit: number, archived: boolean): Promise<HitDTO[] | null>;
-  /** Send runs one user turn (or a /command) in a session; StopTurn stops it. */
+  /**
+   * Send runs one user turn (or a /command) in a session; StopTurn stops it
+   * (the answer then says stopped).
+   */
   Send(sessionID: string, text: string): Promise<TurnDTO>;
   /** SetPinned pins or unpins a session. */
   SetPinned(id: string, pinned: boolean): Promise<SessionDTO>;

@@ -811,6 +811,11 @@ export interface TurnDTO {
   earlier: string[] | null;
   /** Notes are what hooks asked to show about the turn. */
   notes: string[] | null;
+  /**
+   * Stopped is set when a person stopped the turn (StopTurn): what it
+   * stored before stays; it has no reply.
+   */
+  stopped?: boolean;
 }
 
 /** VacuumDTO says what a vacuum gave back. */
