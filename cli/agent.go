@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"atrium/backend/apperr"
 	"atrium/backend/compaction"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
@@ -61,7 +62,14 @@ func (r *runner) sendCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				t, err := loop.Send(ctx, args[0], strings.Join(args[1:], " "), hooks.LocalContext("cli", args[0]))
+				// Ctrl+C stops the turn: it records how it ended, then send
+				// exits.
+				turnCtx, release := stopOnInterrupt(ctx)
+				defer release()
+				t, err := loop.Send(turnCtx, args[0], strings.Join(args[1:], " "), hooks.LocalContext("cli", args[0]))
+				if err != nil && turns.Stopped(turnCtx) {
+					return errStopped
+				}
 				if err != nil {
 					return err
 				}
@@ -159,13 +167,13 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		if line == "" {
 			continue
 		}
-		turnCtx, release := ctx, func() {}
-		if interactive {
-			turnCtx, release = stopOnInterrupt(ctx)
-		}
+		turnCtx, release := stopOnInterrupt(ctx)
 		t, err := loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
 		release()
 		if err != nil && turns.Stopped(turnCtx) {
+			if !interactive {
+				return errStopped
+			}
 			fmt.Fprintln(r.env.Stdout, "(stopped: your message and what the turn stored stay; Ctrl+C at the prompt leaves)")
 			continue
 		}
@@ -188,9 +196,14 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 	}
 }
 
+// errStopped ends send, or a piped chat, whose turn Ctrl+C stopped.
+var errStopped = apperr.New(apperr.Rejected, "stopped (Ctrl+C): your message and what the turn stored before stay")
+
 // stopOnInterrupt is ctx, stopped by a person (turns.StopByPerson) at
-// Ctrl+C until release: on a terminal chat, Ctrl+C stops the turn under way
-// and the chat goes on; at the prompt it leaves, as ever.
+// Ctrl+C until release: the turn under way records how it ended
+// (on_session_end, agent_loop_stopped). On a terminal chat the chat then
+// goes on (at the prompt Ctrl+C leaves, as ever); send and a piped chat
+// exit.
 func stopOnInterrupt(ctx context.Context) (context.Context, func()) {
 	turnCtx, stop := context.WithCancelCause(ctx)
 	sigs := make(chan os.Signal, 1)

@@ -725,16 +725,7 @@ func TestCtrlCStopsTheTurnInATerminalChat(t *testing.T) {
 	if err != nil {
 		t.Fatalf("this test needs script(1) from util-linux: %v", err)
 	}
-	asked := make(chan struct{}, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body) // so the server notices when the caller goes
-		asked <- struct{}{}
-		select { // a model that takes its time, until the caller goes
-		case <-r.Context().Done():
-		case <-time.After(30 * time.Second):
-		}
-	}))
-	defer srv.Close()
+	srvURL, asked := slowModel(t)
 	home := t.TempDir()
 	id := create(t, home, "--title", "slow")
 	stopHostAtCleanup(t, home)
@@ -742,7 +733,7 @@ func TestCtrlCStopsTheTurnInATerminalChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := fmt.Sprintf("'%s' chat %s --home '%s' --provider openai --base-url '%s/v1' --model slow", exe, id, home, srv.URL)
+	line := fmt.Sprintf("'%s' chat %s --home '%s' --provider openai --base-url '%s/v1' --model slow", exe, id, home, srvURL)
 	cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
 	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
 	in, err := cmd.StdinPipe()
@@ -784,4 +775,67 @@ func TestCtrlCStopsTheTurnInATerminalChat(t *testing.T) {
 	if len(msgs) == 0 || msgs[0].Content != "a long question" {
 		t.Fatalf("stored: %+v", msgs)
 	}
+}
+
+// Ctrl+C on `atrium send` stops the turn, which records how it ended
+// (on_session_end interrupted, agent_loop_stopped) before send exits
+// with the reason; killed outright it recorded nothing.
+func TestCtrlCStopsSend(t *testing.T) {
+	t.Parallel()
+	srvURL, asked := slowModel(t)
+	home := t.TempDir()
+	id := create(t, home, "--title", "slow send")
+	stopHostAtCleanup(t, home)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "send", id, "a long question", "--home", home, "--provider", "openai", "--base-url", srvURL+"/v1", "--model", "slow")
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
+	var out lockedBuf
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the model was never asked:\n%s", out.String())
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(out.String(), "stopped (Ctrl+C)") {
+		t.Fatalf("send: %v\n%s", err, out.String())
+	}
+	for hook, want := range map[string]string{"agent_loop_stopped": "user_stop", "on_session_end": ""} {
+		var evs []struct {
+			Payload struct {
+				Reason      string `json:"reason"`
+				Interrupted bool   `json:"interrupted"`
+			} `json:"payload"`
+		}
+		mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--json", "--hook", hook), &evs)
+		if len(evs) != 1 || evs[0].Payload.Reason != want || (hook == "on_session_end" && !evs[0].Payload.Interrupted) {
+			t.Fatalf("%s: %+v", hook, evs)
+		}
+	}
+}
+
+// slowModel is a loopback OpenAI-compatible API whose answers take their
+// time (until the caller goes): its base URL, and a channel told of each
+// request.
+func slowModel(t *testing.T) (string, chan struct{}) {
+	t.Helper()
+	asked := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // so the server notices when the caller goes
+		asked <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, asked
 }
