@@ -319,11 +319,12 @@ func (s *Sessions) StopTurn(sessionID string) error {
 	}
 	s.mu.Lock()
 	runs := s.running[sessionID]
+	n := len(runs)
 	for _, stop := range runs {
 		stop(turns.StopByPerson)
 	}
 	s.mu.Unlock()
-	if len(runs) == 0 {
+	if n == 0 {
 		return apperr.New(apperr.NotFound, "no turn is running in session %s", sessionID)
 	}
 	return nil
