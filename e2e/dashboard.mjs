@@ -666,11 +666,14 @@ async function main() {
     const stop = page.locator('[data-testid=stop]');
     await stop.waitFor({ state: 'visible', timeout: 10_000 });
     assert(await page.locator('[data-testid=send]').isHidden(), 'Send gives way to Stop while the turn runs');
+    const pending = page.locator('[data-testid=message-pending]');
+    assert(/wait_a_while/.test(await pending.innerText()), 'the message sent shows in the transcript while its turn runs');
     await page.waitForTimeout(1500); // the tool is under way
     await page.screenshot({ path: join(artifacts, 'dashboard-stop-running.png') });
     await stop.click();
     await page.locator('[data-testid=reply-stopped]').waitFor({ timeout: 15_000 });
     await page.locator('[data-testid=send]').waitFor({ state: 'visible', timeout: 5000 });
+    await pending.waitFor({ state: 'detached', timeout: 5000 });
     const log = await page.locator('[role=log]').innerText();
     assert(/wait_a_while/.test(log) && /not finished: the turn was stopped \(user_stop\)/.test(log), `transcript after the stop: ${log.slice(-300)}`);
     await page.screenshot({ path: join(artifacts, 'dashboard-stopped.png') });

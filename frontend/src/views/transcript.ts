@@ -357,6 +357,7 @@ export class TranscriptView implements View {
     this.stopBtn.hidden = false;
     this.stopBtn.disabled = false;
     replace(this.reply, h('div', { class: 'reply-pending' }, text.startsWith('/') ? `Running ${text.split(/\s/)[0]}…` : 'Waiting for the reply…'));
+    if (!text.startsWith('/')) this.showPending(text);
     try {
       const t = await api.sessions.send(id, text);
       this.composer.value = '';
@@ -377,6 +378,9 @@ export class TranscriptView implements View {
     } catch (raw) {
       const e = toApiError(raw);
       replace(this.reply, h('div', { class: 'reply error', role: 'alert' }, h('strong', {}, 'Not sent: '), e.message));
+      // What was stored before the failure, and nothing that was not.
+      this.body.querySelector('[data-testid=message-pending]')?.remove();
+      void this.store.load().catch(() => undefined);
     } finally {
       this.sending = false;
       this.sentTo = '';
@@ -386,6 +390,21 @@ export class TranscriptView implements View {
       this.composer.readOnly = false;
       this.composer.focus();
     }
+  }
+
+  /** showPending shows the message just sent at the end of the transcript
+   * while its turn runs; the transcript reloaded after the turn replaces it
+   * with the stored message. */
+  private showPending(text: string): void {
+    this.body.querySelector('.empty')?.remove();
+    const el = h(
+      'article',
+      { class: 'msg role-user pending', 'data-testid': 'message-pending', 'aria-busy': 'true' },
+      h('div', { class: 'msg-head' }, h('span', { class: 'role' }, 'user'), h('span', { class: 'spacer' }), h('span', { class: 'muted small' }, 'sent · the turn runs')),
+      h('div', { class: 'content' }, text),
+    );
+    this.body.append(el);
+    this.body.scrollTop = this.body.scrollHeight;
   }
 
   /** stop asks for the turn under way to stop; its send then ends. */
