@@ -285,6 +285,8 @@ func samplePayload(event, tool string, extra map[string]any) map[string]any {
 		if event == hooks.PostApprovalResp {
 			p["choice"], p["approved"] = "once", true
 		}
+	case hooks.AgentLoopStopped:
+		p["session_key"], p["reason"], p["invalidation_reason"] = "cli:test-session", "user_stop", "session_interrupt"
 	case hooks.OnSessionFinalize:
 		p["reason"] = "exit"
 	case hooks.PreCompaction, hooks.PostCompaction:
