@@ -657,6 +657,22 @@ async function main() {
     return reply.slice(0, 80);
   });
 
+  await check('a turn waiting for an approval is stopped from its dialog ("Stop the turn")', async () => {
+    await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);
+    await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+    await page.fill('[data-testid=composer]', 'use tool read_notes: {"ask": true}');
+    await page.click('[data-testid=send]');
+    const dlg = page.locator('[data-testid=approval]');
+    await dlg.waitFor({ timeout: 30_000 });
+    await page.click('[data-testid=approval-stop]');
+    await dlg.waitFor({ state: 'detached', timeout: 10_000 });
+    await page.locator('[data-testid=reply-stopped]').waitFor({ timeout: 15_000 });
+    const log = await page.locator('[role=log]').innerText();
+    assert(/the turn was stopped while read_notes waited for approval/.test(log), `transcript after the stop: ${log.slice(-300)}`);
+    await page.click('[data-testid=back]');
+    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+  });
+
   await check('Stop stops a turn under way (a tool that takes its time): the message and the call stay, agent_loop_stopped fires', async () => {
     const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
     await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);

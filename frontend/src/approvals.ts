@@ -1,7 +1,8 @@
 // Approvals: a tool call a plugin wants approved waits in the turn loop
 // until the person answers (Sessions.AnswerApproval), on this page or
 // another of the same dashboard; its dialog goes when it was answered
-// elsewhere or ran out of time (approval:done). Deny has the focus: Enter or Escape refuses.
+// elsewhere or ran out of time (approval:done). Deny has the focus: Enter or Escape refuses;
+// "Stop the turn" stops the turn that waits (Sessions.StopTurn).
 
 import { api, on, toApiError } from './api';
 import type { ApprovalDTO } from './api/gen/dto';
@@ -43,7 +44,7 @@ async function ask(a: ApprovalDTO): Promise<void> {
     a.message ? h('p', { class: 'approval-message', 'data-testid': 'approval-message' }, a.message) : null,
     h('p', { class: 'muted' }, `Without an answer by ${absolute(a.expires_at)} it is refused.`),
   );
-  const approve = await openModal<boolean>({
+  const answer = await openModal<boolean | 'stop'>({
     title: 'Approve a tool call?',
     body,
     testid: 'approval',
@@ -51,14 +52,18 @@ async function ask(a: ApprovalDTO): Promise<void> {
     signal: ctl.signal,
     buttons: [
       { label: 'Deny', value: false, kind: 'plain', testid: 'approval-deny', default: true },
+      // The turn waiting here can be stopped from its dialog, which covers
+      // the composer's Stop.
+      { label: 'Stop the turn', value: 'stop', kind: 'plain', testid: 'approval-stop' },
       { label: 'Approve', value: true, kind: 'primary', testid: 'approval-approve' },
     ],
   });
   open.delete(a.id);
   if (ctl.signal.aborted) return; // decided elsewhere, or out of time
   try {
-    await api.sessions.answerApproval(a.id, approve);
+    if (answer === 'stop') await api.sessions.stop(a.session_id);
+    else await api.sessions.answerApproval(a.id, answer);
   } catch (e) {
-    showMessage('warn', 'The approval was not recorded', toApiError(e).message);
+    showMessage('warn', answer === 'stop' ? 'The turn was not stopped' : 'The approval was not recorded', toApiError(e).message);
   }
 }
