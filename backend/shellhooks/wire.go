@@ -78,24 +78,23 @@ func claudeStdin(s Spec, e Env, p map[string]any, transcript string) map[string]
 		"permission_mode": "default",
 	}
 	switch s.Name {
-	case "PreToolUse", "PostToolUse", "PostToolUseFailure":
-		out["tool_name"], out["tool_input"], out["tool_use_id"] = p["tool_name"], p["args"], p["tool_call_id"]
+	case "PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest":
+		out["tool_name"], out["tool_input"] = p["tool_name"], p["args"]
 		if out["tool_input"] == nil {
 			out["tool_input"] = map[string]any{}
 		}
+		if s.Name != "PermissionRequest" {
+			out["tool_use_id"] = p["tool_call_id"]
+		}
 		switch s.Name {
+		case "PermissionRequest":
+			// Claude Code's "always allow" rules to offer: Atrium keeps none.
+			out["permission_suggestions"] = []any{}
 		case "PostToolUse":
 			out["tool_response"] = p["result"]
 		case "PostToolUseFailure":
 			out["error"], out["is_interrupt"] = p["error_message"], p["error_type"] == "interrupted"
 		}
-	case "PermissionRequest":
-		out["tool_name"], out["tool_input"] = p["tool_name"], p["args"]
-		if out["tool_input"] == nil {
-			out["tool_input"] = map[string]any{}
-		}
-		// Claude Code's "always allow" rules to offer: Atrium keeps none.
-		out["permission_suggestions"] = []any{}
 	case "UserPromptSubmit":
 		out["prompt"] = p["user_message"]
 	case "Notification":
