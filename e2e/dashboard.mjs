@@ -619,9 +619,24 @@ async function main() {
     await waitRows(page, total - 4, 'after clearing');
   });
 
-  await check('transcript composer runs a slash command and shows its output', async () => {
-    await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);
+  // The transcript of the session titled title, its composer ready.
+  const openSession = async (title) => {
+    await page.dblclick(`${rowSel}[data-id="${ids[title]}"]`);
     await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+  };
+  // Sends text in the session titled title.
+  const sendIn = async (title, text) => {
+    await openSession(title);
+    await page.fill('[data-testid=composer]', text);
+    await page.click('[data-testid=send]');
+  };
+  const backToList = async () => {
+    await page.click('[data-testid=back]');
+    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+  };
+
+  await check('transcript composer runs a slash command and shows its output', async () => {
+    await openSession('Cache warmup');
     // Typing "/" lists the matching commands with what they do.
     await page.click('[data-testid=composer]');
     await page.keyboard.type('/he');
@@ -632,15 +647,11 @@ async function main() {
     await page.locator('[data-testid=reply]').waitFor({ timeout: 30_000 });
     const out = await page.locator('[data-testid=reply]').innerText();
     assert(/compress/i.test(out), `output of /help: ${out.slice(0, 200)}`);
-    await page.click('[data-testid=back]');
-    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+    await backToList();
   });
 
   await check('a tool call a plugin wants approved is asked in a dialog: it names the plugin, the tool and why; Approve runs it', async () => {
-    await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);
-    await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
-    await page.fill('[data-testid=composer]', 'use tool read_notes: {"ask": true}');
-    await page.click('[data-testid=send]');
+    await sendIn('Cache warmup', 'use tool read_notes: {"ask": true}');
     const dlg = page.locator('[data-testid=approval]');
     await dlg.waitFor({ timeout: 30_000 });
     const text = await dlg.innerText();
@@ -652,33 +663,28 @@ async function main() {
     await page.locator('[data-testid=reply]').filter({ hasText: 'checked by hermes-notes' }).waitFor({ timeout: 30_000 });
     const reply = await page.locator('[data-testid=reply]').filter({ hasText: 'checked by hermes-notes' }).last().innerText();
     assert(!/BLOCKED/.test(reply), `reply: ${reply}`);
-    await page.click('[data-testid=back]');
-    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+    await backToList();
     return reply.slice(0, 80);
   });
 
   await check('a turn waiting for an approval is stopped from its dialog ("Stop the turn")', async () => {
-    await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);
-    await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
-    await page.fill('[data-testid=composer]', 'use tool read_notes: {"ask": true}');
-    await page.click('[data-testid=send]');
+    await sendIn('Cache warmup', 'use tool read_notes: {"ask": true}');
     const dlg = page.locator('[data-testid=approval]');
     await dlg.waitFor({ timeout: 30_000 });
     await page.click('[data-testid=approval-stop]');
     await dlg.waitFor({ state: 'detached', timeout: 10_000 });
     await page.locator('[data-testid=reply-stopped]').waitFor({ timeout: 15_000 });
-    const log = await page.locator('[role=log]').innerText();
-    assert(/the turn was stopped while read_notes waited for approval/.test(log), `transcript after the stop: ${log.slice(-300)}`);
-    await page.click('[data-testid=back]');
-    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+    // "Stopped." shows before the transcript has reloaded: wait for it.
+    const stoppedCall = page.locator('[role=log] [data-testid=message]').filter({ hasText: 'the turn was stopped while read_notes waited for approval' });
+    await stoppedCall.waitFor({ timeout: 10_000 }).catch(async () => {
+      throw new Error(`transcript after the stop: ${(await page.locator('[role=log]').innerText()).slice(-300)}`);
+    });
+    await backToList();
   });
 
   await check('Stop stops a turn under way (a tool that takes its time): the message and the call stay, agent_loop_stopped fires', async () => {
     const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
-    await page.dblclick(`${rowSel}[data-id="${ids['Cache warmup']}"]`);
-    await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
-    await page.fill('[data-testid=composer]', 'use tool wait_a_while: {"seconds": 30}');
-    await page.click('[data-testid=send]');
+    await sendIn('Cache warmup', 'use tool wait_a_while: {"seconds": 30}');
     const stop = page.locator('[data-testid=stop]');
     await stop.waitFor({ state: 'visible', timeout: 10_000 });
     assert(await page.locator('[data-testid=send]').isHidden(), 'Send gives way to Stop while the turn runs');
@@ -697,8 +703,7 @@ async function main() {
     eq(after.length, before + 1, 'agent_loop_stopped events');
     eq(after[after.length - 1].payload.reason, 'user_stop', 'reason');
     eq(after[after.length - 1].payload.platform, 'dashboard', 'platform');
-    await page.click('[data-testid=back]');
-    await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
+    await backToList();
   });
 
   await check('row menu (right-click): Archive, then Ctrl+Z undoes it', async () => {
