@@ -606,7 +606,7 @@ hooks:
 	}
 	onTerminal := func(answers string) string {
 		t.Helper()
-		line := fmt.Sprintf("'%s' send %s 'use tool echo: hi' --home '%s'", exe, id, home)
+		line := fmt.Sprintf("exec '%s' send %s 'use tool echo: hi' --home '%s'", exe, id, home)
 		cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
 		cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
 		cmd.Stdin = strings.NewReader(answers)
@@ -733,7 +733,9 @@ func TestCtrlCStopsTheTurnInATerminalChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := fmt.Sprintf("'%s' chat %s --home '%s' --provider openai --base-url '%s/v1' --model slow", exe, id, home, srvURL)
+	// exec: atrium, not script's $SHELL, is what the terminal runs, as
+	// when a person types it (dash left in between dies of the Ctrl+C).
+	line := fmt.Sprintf("exec '%s' chat %s --home '%s' --provider openai --base-url '%s/v1' --model slow", exe, id, home, srvURL)
 	cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
 	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
 	in, err := cmd.StdinPipe()
