@@ -279,6 +279,9 @@ func (c *Commands) Run(ctx context.Context, timeout TimeoutFunc, name, args stri
 		}
 		return a.out, nil
 	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return "", apperr.Wrap(apperr.Rejected, context.Cause(ctx), "command /%s stopped: its caller stopped waiting", cmd.Name)
+		}
 		return "", apperr.Wrap(apperr.Rejected, cctx.Err(), "command /%s did not answer in time", cmd.Name)
 	}
 }

@@ -236,10 +236,22 @@ func (p *plugin) request(ctx context.Context, method string, params any) (json.R
 		return nil, fmt.Errorf("plugin %s was not running within %s", p.spec.Name, limit)
 	}
 	res, err := inst.call(cctx, method, params)
+	if errors.Is(err, errCancelled) {
+		// The plugin answered the cancel: the call is given up, the plugin
+		// (and what else it is doing for other conversations) goes on.
+		if ctx.Err() != nil {
+			p.h.log.Info("the caller stopped waiting for a plugin call; cancelled", "plugin", p.spec.Name,
+				"method", method, "cause", context.Cause(ctx))
+			return nil, fmt.Errorf("plugin %s: %s cancelled: %w", p.spec.Name, method, context.Cause(ctx))
+		}
+		p.h.log.Warn("plugin call timed out; cancelled", "plugin", p.spec.Name, "method", method, "limit", limit)
+		return nil, fmt.Errorf("plugin %s did not answer %s within %s; cancelled", p.spec.Name, method, limit)
+	}
 	if err != nil && !errors.Is(err, errDied) && cctx.Err() != nil {
 		if ctx.Err() != nil {
-			// The caller stopped waiting (a person stopped the turn): the
-			// call under way is abandoned, and only a restart ends it.
+			// The caller stopped waiting (a person stopped the turn) and the
+			// plugin cannot be told, or did not answer the cancel: only a
+			// restart ends the call under way.
 			p.h.log.Info("the caller stopped waiting for a plugin call; restarting the plugin to end it", "plugin", p.spec.Name,
 				"method", method, "pid", inst.pid, "cause", context.Cause(ctx))
 			inst.kill("its caller stopped waiting")

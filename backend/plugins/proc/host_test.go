@@ -116,13 +116,7 @@ func (e *env) lines(t *testing.T) []logLine {
 
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sessionstest.WaitFor(t, what, d, cond)
 }
 
 func (e *env) delivery(t *testing.T, seq int64) (status, errText string) {
@@ -464,5 +458,76 @@ func TestChildGetsExactlyTheSpecEnvironmentAndWorkDir(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(b)); got != "ATRIUM_TEST_PLUGIN=basic\n"+raceNoExitSleep {
 		t.Fatalf("child environment: %q", got)
+	}
+}
+
+// A request the host stops waiting for (its caller went away, or its time
+// ran out) is cancelled in a plugin that said it answers cancel: it answers
+// at once and lives on, serving the next call. One that does not answer
+// the cancel within CancelGrace is restarted; one that never said so gets
+// no cancel and is restarted at once, as before.
+func TestACancelledRequestEndsAloneOrTheChildRestarts(t *testing.T) {
+	t.Parallel()
+	stopped := errors.New("stopped: user_stop")
+	for _, c := range []struct {
+		mode     string
+		restarts bool
+		cancels  bool
+	}{{"cancel-ack", false, true}, {"cancel-deaf", true, true}, {"basic", true, false}} {
+		t.Run(c.mode, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, c.mode, 10*time.Second, nil)
+			pid := e.host.List()[0].PID
+			ctx, stop := context.WithCancelCause(context.Background())
+			go func() { time.Sleep(100 * time.Millisecond); stop(stopped) }()
+			_, err := e.Bus.RunCommand(ctx, "whoami", "hang", hooks.LocalContext("cli", "s1"))
+			if err == nil {
+				t.Fatal("the abandoned command answered")
+			}
+			cancelsLog := func() string {
+				b, _ := os.ReadFile(filepath.Join(e.spec.WorkDir, "cancels.log"))
+				return string(b)
+			}
+			if !strings.Contains(err.Error(), "caller stopped waiting") || !errors.Is(err, stopped) {
+				t.Fatalf("err: %v", err)
+			}
+			if !c.restarts {
+				waitFor(t, "the cancel", 10*time.Second, func() bool { return cancelsLog() != "" })
+				// The same process answers the next call at once.
+				out, err := e.Bus.RunCommand(context.Background(), "whoami", "x", hooks.LocalContext("cli", "s1"))
+				if err != nil || !strings.Contains(out, `args="x"`) {
+					t.Fatalf("next call: %q %v", out, err)
+				}
+				if in := e.host.List()[0]; in.PID != pid || in.Restarts != 0 {
+					t.Fatalf("restarted: %+v (pid was %d)", in, pid)
+				}
+				// Its time running out cancels it the same way.
+				tctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				_, err = e.Bus.RunCommand(tctx, "whoami", "hang", hooks.LocalContext("cli", "s1"))
+				cancel()
+				if err == nil {
+					t.Fatal("the timed-out command answered")
+				}
+				waitFor(t, "the second cancel", 10*time.Second, func() bool { return strings.Count(cancelsLog(), "\n") == 2 })
+				if _, err := e.Bus.RunCommand(context.Background(), "whoami", "y", hooks.LocalContext("cli", "s1")); err != nil {
+					t.Fatal(err)
+				}
+				if in := e.host.List()[0]; in.PID != pid || in.Restarts != 0 {
+					t.Fatalf("restarted after a timeout: %+v", in)
+				}
+				lines := strings.Split(strings.TrimSpace(cancelsLog()), "\n")
+				if len(lines) != 2 || !strings.HasSuffix(lines[0], " "+stopped.Error()) || !strings.HasSuffix(lines[1], " timeout") {
+					t.Fatalf("cancels: %q", lines)
+				}
+				return
+			}
+			waitFor(t, "the restart", 10*time.Second, func() bool {
+				in := e.host.List()[0]
+				return in.State == StateRunning && in.PID != pid && in.Restarts == 1
+			})
+			if got := strings.TrimSpace(cancelsLog()); (got != "") != c.cancels {
+				t.Fatalf("cancels sent: %q", got)
+			}
+		})
 	}
 }

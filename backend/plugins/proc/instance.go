@@ -51,7 +51,17 @@ type instance struct {
 
 	dead    chan struct{} // closed once Wait returned
 	exitErr error
+
+	cancels bool // its handshake said it answers cancel (set before the instance is shared)
 }
+
+// CancelGrace is how long a plugin has to answer a request the host
+// cancelled before it is restarted instead.
+var CancelGrace = 2 * time.Second
+
+// errCancelled: ctx ended the wait, and the plugin answered the cancel (it
+// lives on; nothing needs a restart).
+var errCancelled = errors.New("cancelled")
 
 // spawn starts the child with exactly spec.Env as its environment.
 func (p *plugin) spawn() (*instance, error) {
@@ -216,8 +226,43 @@ func (in *instance) call(ctx context.Context, method string, params any) (json.R
 	case <-in.dead:
 		return nil, errDied
 	case <-ctx.Done():
+		if in.cancels && in.cancel(id, ch, context.Cause(ctx)) {
+			return nil, fmt.Errorf("%w: %w", errCancelled, ctx.Err())
+		}
 		return nil, ctx.Err()
 	}
+}
+
+// shortReason is s on one line, at most 200 bytes.
+func shortReason(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "")
+	}
+	return s
+}
+
+// cancel tells the plugin the host stopped waiting for request id, and
+// reports whether it answered within CancelGrace.
+func (in *instance) cancel(id int64, ch chan message, cause error) bool {
+	reason := "cancelled"
+	if errors.Is(cause, context.DeadlineExceeded) {
+		reason = "timeout"
+	} else if cause != nil && !errors.Is(cause, context.Canceled) {
+		reason = shortReason(cause.Error())
+	}
+	if err := in.notify("cancel", CancelParams{ID: id, Reason: reason}); err != nil {
+		return false
+	}
+	t := time.NewTimer(CancelGrace)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-in.dead:
+	case <-t.C:
+	}
+	return false
 }
 
 // sendEvent writes an observer event and waits for its event_done.

@@ -85,7 +85,20 @@ func runTestPlugin(mode string) int {
 				version = 99
 			}
 			send(testMsg{ID: m.ID, Result: map[string]any{"protocol_version": version, "hooks": hooksList,
-				"commands": []map[string]string{{"name": cmdName(), "description": "who is asking"}}}})
+				"commands": []map[string]string{{"name": cmdName(), "description": "who is asking"}},
+				"cancel":   mode == "cancel-ack" || mode == "cancel-deaf"}})
+		case "cancel":
+			// Recorded whatever the mode: a plugin that did not ask for it
+			// must never get one. cancel-ack answers the request at once.
+			var p CancelParams
+			_ = json.Unmarshal(m.Params, &p)
+			f, _ := os.OpenFile(filepath.Join(workDir, "cancels.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+			fmt.Fprintf(f, "%d %s\n", p.ID, p.Reason)
+			f.Close()
+			if mode == "cancel-ack" {
+				out.WriteString(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":%d,"message":"cancelled"}}`+"\n", p.ID, CodeCancelled))
+				out.Flush()
+			}
 		case "event":
 			var ev EventParams
 			_ = json.Unmarshal(m.Params, &ev)
@@ -137,6 +150,9 @@ func runTestPlugin(mode string) int {
 		case "command":
 			var p CommandParams
 			_ = json.Unmarshal(m.Params, &p)
+			if p.Args == "hang" {
+				continue // never answered; the plugin reads on
+			}
 			user := "local user"
 			if src, ok := p.Source.(map[string]any); ok {
 				user, _ = src["user_id"].(string)

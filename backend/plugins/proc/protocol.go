@@ -21,7 +21,18 @@ const (
 	CodeInvalidParams  = -32602
 	CodeInternal       = -32603
 	CodePluginError    = -32000 // the plugin's callback raised or returned an error
+	CodeCancelled      = -32800 // the request was cancelled (answered at the host's cancel)
 )
+
+// CancelParams is the host's cancel notification: it no longer waits for
+// request ID (its caller went away, or its time ran out). Sent only to a
+// plugin whose handshake said "cancel": true, which answers that request at
+// once (CodeCancelled) and may let the work end in the background; one
+// that does not answer within CancelGrace is restarted, as any plugin is.
+type CancelParams struct {
+	ID     int64  `json:"id"`
+	Reason string `json:"reason"`
+}
 
 // message is any JSON-RPC 2.0 message, in either direction.
 type message struct {
@@ -98,6 +109,8 @@ type InitializeResult struct {
 	ProtocolVersion int           `json:"protocol_version"`
 	Hooks           []string      `json:"hooks"`
 	Commands        []CommandInfo `json:"commands"`
+	// Cancel: the plugin answers the cancel notification (CancelParams).
+	Cancel bool `json:"cancel,omitempty"`
 	Extras
 }
 

@@ -139,6 +139,7 @@ func (p *plugin) startOnce(ctx context.Context) (*instance, InitializeResult, er
 		<-inst.dead
 		return nil, res, err
 	}
+	inst.cancels = res.Cancel
 	return inst, res, nil
 }
 

@@ -15,11 +15,15 @@ middleware, memory providers, context engines, system prompt sections,
 inter-plugin events and the host's model. Beside it the runner ships the host
 modules such plugins import (agent.memory_provider, agent.context_engine,
 hermes_cli.profiles, hermes_cli.config, hermes_constants,
-plugins.plugin_storage, tools.registry) from its hostlib folder.
+plugins.plugin_storage, tools.registry, tools.interrupt,
+gateway.session_context) from its hostlib folder. Tool calls and slash
+commands run side by side, each on a thread of its own, and the host can
+cancel one (the protocol's cancel notification).
 """
 
 import argparse
 import contextlib
+import contextvars
 import copy
 import importlib.machinery
 import importlib.util
@@ -102,6 +106,60 @@ def _log_to_stderr():
 
 
 _log_to_stderr()
+
+
+def _host_module(dotted):
+    """Loads the hostlib module dotted ("tools.interrupt") from its file and
+    files it under that name, so the runner and a plugin that imports it
+    share one module, whatever else on the path is called tools."""
+    parent, _, leaf = dotted.partition(".")
+    try:
+        pkg = importlib.import_module(parent)
+    except ImportError:
+        pkg = types.ModuleType(parent)
+        pkg.__path__ = [os.path.join(_HOSTLIB, parent)]
+        sys.modules[parent] = pkg
+    spec = importlib.util.spec_from_file_location(dotted, os.path.join(_HOSTLIB, parent, leaf + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[dotted] = mod
+    spec.loader.exec_module(mod)
+    setattr(pkg, leaf, mod)
+    return mod
+
+
+_interrupt = _host_module("tools.interrupt")
+_session_ctx = _host_module("gateway.session_context")
+
+
+class _CallEnviron(type(os.environ)):
+    """os.environ, except that the HERMES_SESSION_* names read the value the
+    current call binds (gateway.session_context): calls of different
+    conversations run at once, so a process-wide variable would be another
+    call's. Unbound, a name reads the process environment."""
+
+    def __getitem__(self, key):
+        value = _session_ctx.bound_value(key) if isinstance(key, str) else None
+        if value is None:
+            return super().__getitem__(key)
+        if value == "":
+            raise KeyError(key)
+        return value
+
+    def __iter__(self):
+        seen = set()
+        for key in super().__iter__():
+            seen.add(key)
+            yield key
+        for key in _session_ctx.NAMES:
+            if key not in seen and _session_ctx.bound_value(key):
+                yield key
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+
+os.environ = _CallEnviron(os.environ._data, os.environ.encodekey, os.environ.decodekey,
+                          os.environ.encodevalue, os.environ.decodevalue)
 _send_lock = threading.Lock()
 
 # What the host tells the runner about its world (set by the host in the
@@ -137,6 +195,10 @@ MIDDLEWARE_KINDS = {"llm_request", "tool_request", "llm_execution", "tool_execut
 EXECUTION_MIDDLEWARE = {"llm_execution", "tool_execution"}
 SUPPRESS_SECONDS = 60.0
 MAX_ABANDONED = 3
+# Cancelled calls whose threads still run; past this many the runner exits
+# (the host starts it again), which is the only way to end them.
+MAX_CANCELLED_RUNNING = 4
+CODE_CANCELLED = -32800
 TIMEOUT_BLOCK_MESSAGE = "pre_tool_call plugin callback timed out or is still running"
 SECTION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
 SECTION_MAX_CHARS = 4000
@@ -200,6 +262,9 @@ def _reader():
             print("atrium runner: ignoring a malformed line from the host", file=sys.stderr)
             continue
         if not isinstance(msg, dict):
+            continue
+        if msg.get("method") == "cancel":
+            _cancel(msg.get("params") or {})  # here, not in the inbox: the main thread may be busy
             continue
         if "method" not in msg and isinstance(msg.get("id"), str):
             with _pending_lock:
@@ -287,6 +352,25 @@ def _await(awaitable):
         loop = asyncio.new_event_loop()
         _loops.loop = loop
     return loop.run_until_complete(awaitable)
+
+
+def _close_thread_loop():
+    """Closes the event loop a worker thread made for async callbacks, at
+    the end of its call (what they spawned and left pending is cancelled)."""
+    loop = getattr(_loops, "loop", None)
+    if loop is None or loop.is_closed():
+        return
+    try:
+        import asyncio
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    except Exception:  # noqa: BLE001 - closing is best effort
+        pass
+    finally:
+        loop.close()
 
 
 def _narrow(fn, kwargs):
@@ -377,6 +461,7 @@ def _run_bounded(hook, fn, kwargs, deadline):
         except BaseException as exc:  # noqa: BLE001 - reported by the caller
             box["exc"], box["tb"] = exc, traceback.format_exc()
         finally:
+            _close_thread_loop()
             with _gate:
                 if gkey in _running:
                     _running.discard(gkey)
@@ -385,7 +470,9 @@ def _run_bounded(hook, fn, kwargs, deadline):
             done.set()
             _inbox.put(_WAKE)
 
-    threading.Thread(target=work, name="atrium-hook-" + hook, daemon=True).start()
+    # In a copy of this context: the callback sees the call's conversation.
+    threading.Thread(target=contextvars.copy_context().run, args=(work,), name="atrium-hook-" + hook,
+                     daemon=True).start()
     if _on_main_thread():
         _serve_until(done.is_set, deadline)
     else:
@@ -410,21 +497,21 @@ class _Raised(Exception):
 
 
 @contextlib.contextmanager
-def _session_env(session_key):
-    """HERMES_SESSION_KEY is set while a call that belongs to a
-    conversation runs."""
+def _session_env(session_key, **more):
+    """Binds the conversation a call belongs to (HERMES_SESSION_KEY, and
+    what else is known: session_id, platform, chat_id, user_id, ...) for
+    this call alone, in gateway.session_context, which os.environ reads."""
     if not session_key:
         yield
         return
-    old = os.environ.get("HERMES_SESSION_KEY")
-    os.environ["HERMES_SESSION_KEY"] = str(session_key)
+    values = {k: v for k, v in more.items() if v}
+    values["session_key"] = session_key
+    tokens = _session_ctx.set_session_vars(**values)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("HERMES_SESSION_KEY", None)
-        else:
-            os.environ["HERMES_SESSION_KEY"] = old
+        for token in reversed(tokens):
+            token.var.reset(token)
 
 
 # ---------------------------------------------------------------------------
@@ -1167,6 +1254,7 @@ def _initialize(params):
     c = _ctx
     return {
         "protocol_version": PROTOCOL_VERSION,
+        "cancel": True,
         "hooks": list(c.hooks),
         "commands": [{"name": n, "description": d, "args_hint": h} for n, (_, d, h) in c.commands.items()],
         "tools": [{"name": n, "toolset": t["toolset"], "schema": t["schema"], "description": t["description"],
@@ -1298,7 +1386,9 @@ def _command(params):
               "session_key": params.get("session_key", ""), "platform": params.get("platform", ""), "source": source,
               "user_id": source.user_id if source is not None else None}
     fn = entry[0]
-    with _session_env(params.get("session_key")):
+    with _session_env(params.get("session_key"), session_id=params.get("session_id"), platform=params.get("platform"),
+                      **({k: src.get(k) for k in ("user_id", "chat_id", "thread_id", "chat_type", "user_name")}
+                         if isinstance(src, dict) else {})):
         try:
             sig = inspect.signature(fn)
             names = [p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -1339,7 +1429,7 @@ def _tool(name, method, params):
         raise _RPCError(-32601, "tool method %r" % method)
     args = params.get("args") or {}
     kw = {k: params.get(k) for k in ("task_id", "session_id", "tool_call_id", "turn_id") if k in params}
-    with _session_env(params.get("session_key")):
+    with _session_env(params.get("session_key"), session_id=params.get("session_id"), platform=params.get("platform")):
         try:
             result = _call(t["handler"], kw, positional=(args,))
         except Exception as exc:  # noqa: BLE001
@@ -1620,7 +1710,8 @@ def _execution(kind, method, params):
             else:
                 frame.end({"downstream_error": "%s: %s" % (type(exc).__name__, exc)})
 
-    threading.Thread(target=work, name="atrium-middleware-" + kind, daemon=True).start()
+    threading.Thread(target=contextvars.copy_context().run, args=(work,), name="atrium-middleware-" + kind,
+                     daemon=True).start()
     return frame.wait()
 
 
@@ -1718,11 +1809,15 @@ def _capability(params):
     raise _RPCError(-32601, "unknown capability kind %r" % kind)
 
 
-def _error(mid, code, message, tb=None):
+def _error_msg(mid, code, message, tb=None):
     err = {"code": code, "message": message}
     if tb:
         err["data"] = {"traceback": tb}
-    _send({"id": mid, "error": err})
+    return {"id": mid, "error": err}
+
+
+def _error(mid, code, message, tb=None):
+    _send(_error_msg(mid, code, message, tb))
 
 
 _exiting = False
@@ -1758,16 +1853,35 @@ def _handle(msg):
         return
     if method is None:
         return
+    if method == "initialize":
+        try:
+            result = _initialize(params)
+        except BaseException as exc:  # noqa: BLE001 - reported to the host
+            _error(mid, -32000, "register failed: %s" % exc, traceback.format_exc())
+            _exiting = _init_failed = True
+            _inbox.put(_EOF)
+            return
+        if mid is not None:
+            _send({"id": mid, "result": result})
+        return
+    if mid is not None and _beside(method, params):
+        _start_beside(mid, method, params)
+        return
+    # A bounded hook's wait ends by itself; with the callback timeout off it
+    # would not, and only a restart could end it.
+    bounded = method in BOUNDED_HOOKS and _request_budget() is not None
+    call = _track(mid, False) if mid is not None and bounded else None
+    answer = _respond(mid, method, params)
+    if call is not None and _untrack(call):
+        return  # cancelled: the host was answered then
+    if mid is not None:
+        _send(answer)
+
+
+def _respond(mid, method, params):
+    """The answer to one request of the host's: a result or an error."""
     try:
-        if method == "initialize":
-            try:
-                result = _initialize(params)
-            except BaseException as exc:  # noqa: BLE001 - reported to the host
-                _error(mid, -32000, "register failed: %s" % exc, traceback.format_exc())
-                _exiting = _init_failed = True
-                _inbox.put(_EOF)
-                return
-        elif method == "command":
+        if method == "command":
             result = _command(params)
         elif method == "capability":
             result = _capability(params)
@@ -1776,21 +1890,106 @@ def _handle(msg):
         else:
             raise _RPCError(-32601, "unknown method %r" % method)
     except _RPCError as exc:
-        if mid is not None:
-            _error(mid, exc.code, str(exc), exc.tb)
-        return
+        return _error_msg(mid, exc.code, str(exc), exc.tb)
     except HostError as exc:
-        if mid is not None:
-            _error(mid, -32000, "HostError: %s" % exc, traceback.format_exc())
-        return
+        return _error_msg(mid, -32000, "HostError: %s" % exc, traceback.format_exc())
     except Exception as exc:  # noqa: BLE001
         tb = traceback.format_exc()
         print(tb, file=sys.stderr)
-        if mid is not None:
-            _error(mid, -32000, "%s: %s" % (type(exc).__name__, exc), tb)
-        return
-    if mid is not None:
-        _send({"id": mid, "result": result})
+        return _error_msg(mid, -32000, "%s: %s" % (type(exc).__name__, exc), tb)
+    return {"id": mid, "result": result}
+
+
+# ---------------------------------------------------------------------------
+# Calls beside the message pump, and cancellation
+# ---------------------------------------------------------------------------
+# A tool call or a slash command may take long (a fetch, a build), and a
+# plugin serves every conversation of its profile: each runs on a thread of
+# its own, so the others (and hooks, and events) do not wait behind it. The
+# host may cancel a request (cancel notification: a person stopped the
+# turn, the call's time ran out): a request still tracked here is answered
+# at once with CODE_CANCELLED and its thread's interrupt is set
+# (tools.interrupt); what it answers later is dropped. Tracked: the calls
+# beside the pump and the bounded synchronous hooks (whose wait here ends by
+# itself). Anything else is not answered, and the host restarts the plugin.
+
+
+class _Call:
+    def __init__(self, mid, beside):
+        self.mid, self.beside = mid, beside
+        self.ident = None
+        self.cancelled = False
+
+
+_calls = {}
+_calls_lock = threading.Lock()
+
+
+def _beside(method, params):
+    if method == "command":
+        return True
+    return method == "capability" and params.get("kind") == "tool" and params.get("method") == "call"
+
+
+def _track(mid, beside):
+    call = _Call(mid, beside)
+    with _calls_lock:
+        _calls[mid] = call
+    return call
+
+
+def _untrack(call):
+    """Ends the tracking of call; whether it was cancelled."""
+    with _calls_lock:
+        if _calls.get(call.mid) is call:
+            del _calls[call.mid]
+        return call.cancelled
+
+
+def _start_beside(mid, method, params):
+    call = _track(mid, True)
+    what = params.get("name") or method
+
+    def work():
+        answer = None
+        try:
+            with _calls_lock:
+                call.ident = threading.get_ident()
+                skip = call.cancelled
+            if skip:
+                _interrupt.set_interrupt(True, call.ident, reason="cancelled before it began")
+            else:
+                answer = _respond(mid, method, params)
+        finally:
+            _close_thread_loop()
+            cancelled = _untrack(call)
+            _interrupt.set_interrupt(False, call.ident)
+            if cancelled:
+                print("atrium runner: the cancelled call %s ended; its answer is dropped" % what, file=sys.stderr)
+            elif answer is not None:
+                _send(answer)
+
+    threading.Thread(target=work, name="atrium-call-" + str(what), daemon=True).start()
+
+
+def _cancel(params):
+    mid = params.get("id")
+    reason = str(params.get("reason") or "cancelled")[:200]
+    with _calls_lock:
+        call = _calls.get(mid) if isinstance(mid, (int, str)) else None
+        if call is None or call.cancelled:
+            return
+        call.cancelled = True
+        running = sum(1 for c in _calls.values() if c.cancelled and c.beside)
+    if call.ident is not None:
+        _interrupt.set_interrupt(True, call.ident, reason=reason)
+    _error(mid, CODE_CANCELLED, "cancelled: " + reason)
+    if running > MAX_CANCELLED_RUNNING:
+        print("atrium runner: %d cancelled calls still run; exiting so that the host starts the plugin again "
+              "(nothing else ends them)" % running, file=sys.stderr)
+        sys.stderr.flush()
+        with _send_lock:  # never in the middle of a line on stdout
+            os._exit(3)
 
 
 def _shutdown():

@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -563,5 +564,172 @@ def register(ctx):
 	}
 	if in, _ := e.host.Info("plain"); len(in.Extras.Tools) != 1 || in.Extras.Tools[0].Name != "early" {
 		t.Fatalf("tools: %+v", in.Extras.Tools)
+	}
+}
+
+const sideBySidePlugin = `
+import os, threading, time
+from tools.interrupt import is_interrupted, get_interrupt_reason
+from gateway.session_context import get_session_env
+
+gate, waiting = threading.Event(), threading.Event()
+log = []
+
+def wait_gate(args, **kw):
+    waiting.set()
+    return "opened" if gate.wait(10) else "never opened"
+
+def is_waiting(args, **kw):
+    return str(waiting.is_set())
+
+def open_gate(args, **kw):
+    gate.set()
+    return "open"
+
+def careful(args, **kw):
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if is_interrupted():
+            log.append("interrupted (%s)" % get_interrupt_reason())
+            return "stopped early"
+        time.sleep(0.01)
+    log.append("ran out")
+    return "done"
+
+def stubborn(args, **kw):  # never looks at its interrupt
+    time.sleep(float(args.get("seconds", 30)))
+    return "late"
+
+def whose(args, **kw):
+    mine = os.environ.get("HERMES_SESSION_KEY")
+    time.sleep(0.3)  # another call's conversation would show by now
+    return "%s|%s|%s|%s" % (mine, os.environ.get("HERMES_SESSION_KEY"), get_session_env("HERMES_SESSION_KEY"),
+                            get_session_env("HERMES_SESSION_PLATFORM"))
+
+def seen(args, **kw):
+    return ";".join(log)
+
+def register(ctx):
+    for fn in (wait_gate, is_waiting, open_gate, careful, stubborn, whose, seen):
+        ctx.register_tool(name=fn.__name__, toolset="t", schema={"name": fn.__name__, "parameters": {"type": "object"}},
+                          handler=fn)
+`
+
+// A plugin serves every conversation of its profile: its tool calls run
+// side by side (one waits on what another does), each sees its own
+// conversation in os.environ and gateway.session_context, and a cancelled
+// call sets its thread's interrupt (tools.interrupt) and ends alone: the
+// plugin is not restarted, unless cancelled calls that ignore it pile up.
+func TestPythonToolCallsRunSideBySideAndACancelEndsOne(t *testing.T) {
+	t.Parallel()
+	e := start(t, pySpec(t, "side", writePlugin(t, sideBySidePlugin)))
+	call := func(ctx context.Context, name string, params map[string]any) (string, error) {
+		params["args"] = map[string]any{}
+		if a, ok := params["a"]; ok {
+			params["args"] = a
+			delete(params, "a")
+		}
+		raw, err := e.Bus.CallCapability(ctx, "side", hooks.CapTool, name, "call", params)
+		if err != nil {
+			return "", err
+		}
+		var out struct {
+			Result string `json:"result"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Result, nil
+	}
+	bg := context.Background()
+	info := func() proc.Info { in, _ := e.host.Info("side"); return in }
+	pid := info().PID
+
+	// Side by side: the gate is opened by a second call while the first waits.
+	waited := make(chan string, 1)
+	go func() { out, _ := call(bg, "wait_gate", map[string]any{}); waited <- out }()
+	sessionstest.WaitFor(t, "wait_gate under way", 10*time.Second, func() bool {
+		out, _ := call(bg, "is_waiting", map[string]any{})
+		return out == "True"
+	})
+	if out, err := call(bg, "open_gate", map[string]any{}); err != nil || out != "open" {
+		t.Fatalf("open_gate: %q %v", out, err)
+	}
+	if out := <-waited; out != "opened" {
+		t.Fatalf("wait_gate: %q", out)
+	}
+
+	// Each call its own conversation.
+	var wg sync.WaitGroup
+	got := map[string]string{}
+	var mu sync.Mutex
+	for _, k := range []string{"telegram:dm:1", "desktop:s2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := call(bg, "whose", map[string]any{"session_key": k, "platform": strings.Split(k, ":")[0]})
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			got[k] = out
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for k, out := range got {
+		if p := strings.Split(k, ":")[0]; out != k+"|"+k+"|"+k+"|"+p {
+			t.Fatalf("%s saw %q", k, out)
+		}
+	}
+	if out, _ := call(bg, "whose", map[string]any{}); out != "None|None||" {
+		t.Fatalf("a call of no conversation saw %q", out)
+	}
+
+	// A person stops the turn: the call is cancelled, sees its interrupt
+	// and ends; the plugin lives on.
+	ctx, stop := context.WithCancelCause(bg)
+	go func() { time.Sleep(200 * time.Millisecond); stop(errors.New("stopped: user_stop")) }()
+	if _, err := call(ctx, "careful", map[string]any{}); err == nil {
+		t.Fatal("the stopped call answered")
+	}
+	sessionstest.WaitFor(t, "the interrupted call's end", 10*time.Second, func() bool {
+		out, _ := call(bg, "seen", map[string]any{})
+		return out != ""
+	})
+	if out, _ := call(bg, "seen", map[string]any{}); out != "interrupted (stopped: user_stop)" {
+		t.Fatalf("seen: %q", out)
+	}
+	if in := info(); in.PID != pid || in.Restarts != 0 {
+		t.Fatalf("restarted: %+v (pid was %d)", in, pid)
+	}
+
+	// Calls that ignore their interrupt keep running; the fifth such call
+	// makes the runner exit, and the host starts it again.
+	for i := 1; i <= 5; i++ {
+		tctx, cancel := context.WithTimeout(bg, 150*time.Millisecond)
+		_, err := call(tctx, "stubborn", map[string]any{"a": map[string]any{"seconds": 30}})
+		cancel()
+		if err == nil {
+			t.Fatalf("stubborn call %d answered", i)
+		}
+		if i < 5 {
+			if out, err := call(bg, "open_gate", map[string]any{}); err != nil || out != "open" {
+				t.Fatalf("after %d cancelled calls: %q %v", i, out, err)
+			}
+			if in := info(); in.PID != pid {
+				t.Fatalf("restarted after %d cancelled calls: %+v", i, in)
+			}
+		}
+	}
+	sessionstest.WaitFor(t, "the restart", 20*time.Second, func() bool {
+		in := info()
+		return in.State == proc.StateRunning && in.PID != pid && in.Restarts == 1
+	})
+	if out, err := call(bg, "open_gate", map[string]any{}); err != nil || out != "open" {
+		t.Fatalf("after the restart: %q %v", out, err)
+	}
+	if logs := e.logsFn(); !strings.Contains(logs, "5 cancelled calls still run") {
+		t.Fatalf("the runner did not say why it exited:\n%s", logs)
 	}
 }

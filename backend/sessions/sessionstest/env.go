@@ -230,3 +230,15 @@ func (e *Env) NoTrash() *sessions.Service {
 	zero := 0
 	return e.Store(sessions.Options{TrashDays: &zero})
 }
+
+// WaitFor polls cond until it holds, failing the test after d.
+func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
