@@ -19,7 +19,12 @@ import (
 	"atrium/backend/atomicfile"
 )
 
-//go:embed atrium_runner.py hostlib
+// A folder pattern leaves out files whose names begin with "_": the
+// packages' __init__.py are named, so that they are regular packages, which
+// a pip-installed package of the same name cannot shadow (a user who also
+// runs the familiar agent has its agent, gateway, hermes_cli and tools).
+//
+//go:embed atrium_runner.py hostlib hostlib/*/__init__.py
 var files embed.FS
 
 // FileName is the runner's file name once written out.

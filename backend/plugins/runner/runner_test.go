@@ -311,6 +311,22 @@ func TestWriteToIsTheEmbeddedRunner(t *testing.T) {
 	if string(b) != string(runner.Source()) || !strings.Contains(string(b), "def register_hook") {
 		t.Fatal("written runner differs from the embedded one")
 	}
+	// Every host module is written, the packages' __init__.py too.
+	var want, got []string
+	list := func(root string, into *[]string) {
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && filepath.Ext(path) == ".py" {
+				rel, _ := filepath.Rel(root, path)
+				*into = append(*into, rel)
+			}
+			return nil
+		})
+	}
+	list("hostlib", &want)
+	list(filepath.Join(filepath.Dir(p), "hostlib"), &got)
+	if !slices.Equal(want, got) || !slices.Contains(got, filepath.Join("agent", "__init__.py")) {
+		t.Fatalf("host modules written: %v, in the source: %v", got, want)
+	}
 }
 
 // A plugin without register(ctx) is taken as the familiar API's memory and
@@ -731,5 +747,40 @@ func TestPythonToolCallsRunSideBySideAndACancelEndsOne(t *testing.T) {
 	}
 	if logs := e.logsFn(); !strings.Contains(logs, "5 cancelled calls still run") {
 		t.Fatalf("the runner did not say why it exited:\n%s", logs)
+	}
+}
+
+// Someone who also runs the familiar agent has its packages (agent, tools,
+// gateway, hermes_cli) installed where Python finds them: the plugin still
+// imports the runner's host modules of those names, not that agent's.
+func TestHostModulesWinOverInstalledPackagesOfTheSameName(t *testing.T) {
+	t.Parallel()
+	site := t.TempDir()
+	for _, pkg := range []string{"agent", "tools", "gateway", "hermes_cli"} {
+		if err := os.MkdirAll(filepath.Join(site, pkg), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(site, pkg, "__init__.py"), []byte("INSTALLED = True\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := pySpec(t, "shadowed", writePlugin(t, `
+import agent, tools, gateway, hermes_cli
+from agent.memory_provider import MemoryProvider
+from tools.registry import tool_result
+from tools.interrupt import is_interrupted
+from gateway.session_context import get_session_env
+from hermes_cli.profiles import get_active_profile_name
+
+def register(ctx):
+    for m in (agent, tools, gateway, hermes_cli):
+        if getattr(m, "INSTALLED", False):
+            raise RuntimeError("imported the installed " + m.__name__)
+    ctx.register_command("ok", handler=lambda raw: tool_result(ok=not is_interrupted()), description="ok")
+`))
+	spec.Env = append(spec.Env, "PYTHONPATH="+site)
+	e := start(t, spec)
+	if out, err := e.Bus.RunCommand(context.Background(), "ok", "", hooks.LocalContext("cli", "s1")); err != nil || !strings.Contains(out, "true") {
+		t.Fatalf("ok: %q %v", out, err)
 	}
 }
