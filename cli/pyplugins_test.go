@@ -1,11 +1,14 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writePlugin(t *testing.T, dir, name, hooks, code string) string {
@@ -285,5 +288,105 @@ def register(ctx):
 		if reply := cronOnce(t, home, c.name, "use tool echo: "+c.text); !strings.HasPrefix(reply, c.reply) {
 			t.Fatalf("%s: reply %q, want %q", c.name, reply, c.reply)
 		}
+	}
+}
+
+// Two conversations call one plugin's tool at once, each from its own
+// atrium send; Ctrl+C stops the first. Its call is cancelled in the plugin
+// (the tool sees tools.interrupt and says why), the second call goes on and
+// its turn ends well, and the plugin process is the same one throughout:
+// a stop no longer restarts the plugin under every other conversation.
+func TestStoppingOneTurnLeavesTheOtherConversationsPluginCall(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home := withPlugin(t, "pyhold", "[]", `
+import os, time
+from tools.interrupt import is_interrupted, get_interrupt_reason
+
+def hold(args, **kw):
+    d, me = args["dir"], args["me"]
+    open(os.path.join(d, me + ".started"), "w").close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if is_interrupted():
+            with open(os.path.join(d, me + ".interrupted"), "w") as f:
+                f.write(get_interrupt_reason() or "")
+            return "stopped"
+        until = args.get("until")
+        if until and os.path.exists(os.path.join(d, until)):
+            return "%s went on" % me
+        time.sleep(0.02)
+    return "%s ran out" % me
+
+def register(ctx):
+    ctx.register_tool(name="hold", toolset="t", handler=hold,
+                      schema={"name": "hold", "description": "holds", "parameters": {"type": "object"}})
+`)
+	stopHostAtCleanup(t, home)
+	dir := t.TempDir()
+	a, b := create(t, home, "--title", "a"), create(t, home, "--title", "b")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(id, args string) (*exec.Cmd, *lockedBuf) {
+		cmd := exec.Command(exe, "send", id, "use tool hold: "+args, "--home", home)
+		cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
+		var out lockedBuf
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &out
+	}
+	exists := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
+	ca, outA := send(a, fmt.Sprintf(`{"dir": %q, "me": "a"}`, dir))
+	waitFor(t, "a's call", 60*time.Second, func() bool { return exists("a.started") })
+	pidOf := func() (int, int) {
+		var rows []struct {
+			Name     string `json:"name"`
+			PID      int    `json:"pid"`
+			Restarts int    `json:"restarts"`
+		}
+		mustJSON(t, atriumExec(t, home, "", nil, "plugins", "list", "--json"), &rows)
+		for _, p := range rows {
+			if p.Name == "pyhold" {
+				return p.PID, p.Restarts
+			}
+		}
+		t.Fatal("pyhold is not listed")
+		return 0, 0
+	}
+	pid, _ := pidOf()
+	cb, outB := send(b, fmt.Sprintf(`{"dir": %q, "me": "b", "until": "a.interrupted"}`, dir))
+	waitFor(t, "b's call beside a's", 60*time.Second, func() bool { return exists("b.started") })
+	if err := ca.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := ca.Wait(); err == nil || !strings.Contains(outA.String(), "stopped (Ctrl+C)") {
+		t.Fatalf("a: %v\n%s", err, outA.String())
+	}
+	if err := cb.Wait(); err != nil {
+		t.Fatalf("b: %v\n%s", err, outB.String())
+	}
+	why, err := os.ReadFile(filepath.Join(dir, "a.interrupted"))
+	if err != nil || !strings.Contains(string(why), "user_stop") {
+		t.Fatalf("a's call was not told it was stopped: %q %v", why, err)
+	}
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", b, "--json"), &msgs)
+	if !slices.ContainsFunc(msgs, func(m struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}) bool {
+		return m.Role == "tool" && strings.Contains(m.Content, "b went on")
+	}) {
+		t.Fatalf("b's transcript: %+v", msgs)
+	}
+	if now, restarts := pidOf(); now != pid || restarts != 0 {
+		t.Fatalf("the plugin was restarted: pid %d -> %d, %d restarts", pid, now, restarts)
 	}
 }

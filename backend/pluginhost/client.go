@@ -57,7 +57,14 @@ func (c *Client) call(ctx context.Context, method string, params, out any) error
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	stop := context.AfterFunc(ctx, func() {
+		// Tell the host why its call is given up (a person stopped the
+		// turn), then cut the wait short.
+		note, _ := json.Marshal(cancelNote{Cancel: context.Cause(ctx).Error()})
+		_ = conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = conn.Write(append(note, '\n'))
+		_ = conn.SetDeadline(time.Now())
+	})
 	defer stop()
 	b, _ := json.Marshal(request{Method: method, Params: raw})
 	if _, err := conn.Write(append(b, '\n')); err != nil {

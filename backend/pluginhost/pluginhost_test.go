@@ -81,6 +81,7 @@ type hostEnv struct {
 	srv    *Server
 	h      *fakeHandler
 	events chan hooks.Event
+	causes chan error // why each call of the hold tool ended
 }
 
 type fakeHandler struct {
@@ -110,7 +111,8 @@ func (f *fakeHandler) Sync() []string { return nil }
 
 func newHost(t *testing.T, dir, kind string) *hostEnv {
 	t.Helper()
-	e := &hostEnv{site: Site{Dir: filepath.Join(dir, "run")}, events: make(chan hooks.Event, 16), h: &fakeHandler{kind: kind}}
+	e := &hostEnv{site: Site{Dir: filepath.Join(dir, "run")}, events: make(chan hooks.Event, 16), h: &fakeHandler{kind: kind},
+		causes: make(chan error, 4)}
 	if _, err := os.Stat(filepath.Join(dir, "state.db")); err == nil {
 		var err error
 		if e.d, err = db.Open(bg, filepath.Join(dir, "state.db"), db.Options{}); err != nil {
@@ -142,6 +144,11 @@ func newHost(t *testing.T, dir, kind string) *hostEnv {
 	}, "who"))
 	must(t, p.RegisterCapability(hooks.CapTool, "echo", map[string]string{"type": "object"}, func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"method":"` + method + `","params":` + string(params) + `}`), nil
+	}))
+	must(t, p.RegisterCapability(hooks.CapTool, "hold", nil, func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		<-ctx.Done()
+		e.causes <- context.Cause(ctx)
+		return nil, ctx.Err()
 	}))
 	must(t, e.bus.Start(bg))
 	l, err := e.site.TryLock()
@@ -249,7 +256,7 @@ func TestAClientBusIsServedByTheHost(t *testing.T) {
 		t.Fatalf("commands: %v", names)
 	}
 	caps := clientBus.Capabilities(hooks.CapTool)
-	if len(caps) != 1 || caps[0].Name != "echo" || string(caps[0].Spec) != `{"type":"object"}` {
+	if len(caps) != 2 || caps[0].Name != "echo" || string(caps[0].Spec) != `{"type":"object"}` || caps[1].Name != "hold" {
 		t.Fatalf("capabilities: %+v", caps)
 	}
 	raw, err := clientBus.CallCapability(bg, "p", hooks.CapTool, "echo", "call", map[string]int{"x": 1})
@@ -359,5 +366,42 @@ func TestADeepHomeStillHasASocket(t *testing.T) {
 	}
 	if in, err := e.site.NewClient().Hello(bg); err != nil || in.PID != os.Getpid() {
 		t.Fatalf("hello on a deep socket: %+v %v", in, err)
+	}
+}
+
+// A caller that stops waiting ends its call in the host too (a plugin's
+// call is cancelled there), with the caller's reason when it gave one: a
+// person stopped the turn in another process.
+func TestACallerThatStopsWaitingEndsItsCallInTheHost(t *testing.T) {
+	t.Parallel()
+	e := newHost(t, t.TempDir(), KindBackground)
+	c := e.site.NewClient()
+	stopped := errors.New("stopped: user_stop")
+	ctx, stop := context.WithCancelCause(bg)
+	go func() { time.Sleep(100 * time.Millisecond); stop(stopped) }()
+	if _, err := c.CallCapability(ctx, "p", hooks.CapTool, "hold", "call", nil); err == nil {
+		t.Fatal("the abandoned call answered")
+	}
+	select {
+	case cause := <-e.causes:
+		if cause == nil || cause.Error() != stopped.Error() {
+			t.Fatalf("the host's call ended with %v", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host's call went on")
+	}
+	// A client that just goes away (a killed process) ends it as well.
+	conn, err := dialUnix(e.site.SocketPath())
+	must(t, err)
+	_, err = conn.Write([]byte(`{"method":"call_capability","params":{"plugin":"p","kind":"tool","name":"hold","method":"call"}}` + "\n"))
+	must(t, err)
+	_ = conn.Close()
+	select {
+	case cause := <-e.causes:
+		if !errors.Is(cause, errCallerGone) {
+			t.Fatalf("the host's call ended with %v", cause)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host's call went on after its caller went away")
 	}
 }

@@ -172,7 +172,10 @@ func (s *Server) serve(c *net.UnixConn) {
 		res.Error = toWire(apperr.Wrap(apperr.Invalid, err, "malformed request"))
 	} else {
 		s.Touch()
-		v, err := s.dispatch(req)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		go watchCaller(c, cancel)
+		v, err := s.dispatch(ctx, req)
 		if err != nil {
 			res.Error = toWire(err)
 		} else if res.Result, err = json.Marshal(v); err != nil {
@@ -208,7 +211,24 @@ func (s *Server) boundOf(ms int64) time.Duration {
 	return d
 }
 
-func (s *Server) dispatch(req request) (any, error) {
+// errCallerGone: the client closed its connection before the answer.
+var errCallerGone = errors.New("the caller went away")
+
+// watchCaller cancels what the request runs (a plugin call is cancelled in
+// the plugin) when its client stops waiting: a cancel note says why, a
+// closed connection that it went away. It returns when the connection is
+// closed after the answer.
+func watchCaller(c net.Conn, cancel context.CancelCauseFunc) {
+	line, err := readLine(c, 4<<10)
+	var note cancelNote
+	if err == nil && json.Unmarshal(line, &note) == nil && note.Cancel != "" {
+		cancel(errors.New(note.Cancel))
+		return
+	}
+	cancel(errCallerGone)
+}
+
+func (s *Server) dispatch(ctx context.Context, req request) (any, error) {
 	decode := func(v any) error {
 		if len(req.Params) == 0 {
 			return nil
@@ -218,7 +238,6 @@ func (s *Server) dispatch(req request) (any, error) {
 		}
 		return nil
 	}
-	ctx := context.Background()
 	switch req.Method {
 	case mHello:
 		return s.h.Info(), nil

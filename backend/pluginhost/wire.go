@@ -15,6 +15,13 @@ type request struct {
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
+// cancelNote is the one line a client may send after its request: it
+// stopped waiting, and why (the cause of its context). A client that
+// closes the connection without it stopped waiting too.
+type cancelNote struct {
+	Cancel string `json:"cancel"`
+}
+
 type response struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *wireError      `json:"error,omitempty"`
