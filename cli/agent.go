@@ -93,13 +93,13 @@ func (r *runner) chatCmd() *cobra.Command {
 				// On a terminal, a tool call a plugin wants approved is asked
 				// of the person at it; elsewhere nobody is asked and it is
 				// blocked (fail closed).
-				var ask func(turns.Approval) bool
+				var ask func(context.Context, turns.Approval) (bool, error)
 				if onTerminal(cmd.InOrStdin()) {
-					f.Approve = func(_ context.Context, a turns.Approval) (bool, error) {
+					f.Approve = func(ctx context.Context, a turns.Approval) (bool, error) {
 						if ask == nil {
 							return false, nil
 						}
-						return ask(a), nil
+						return ask(ctx, a)
 					}
 				}
 				loop, err := st.Loop(f)
@@ -137,33 +137,37 @@ func onTerminal(in io.Reader) bool {
 	return ok && term.IsTerminal(int(fi.Fd()))
 }
 
-func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *func(turns.Approval) bool) error {
+func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *func(context.Context, turns.Approval) (bool, error)) error {
 	interactive := onTerminal(in)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	lines, readErr := readLines(ctx, in)
 	if interactive && ask != nil {
-		// The chat loop waits in Send meanwhile: the scanner is free.
-		*ask = func(a turns.Approval) bool {
+		// The chat loop waits in Send meanwhile: the next line is the
+		// answer. Ctrl+C (the turn stopped) ends the question at once.
+		*ask = func(tctx context.Context, a turns.Approval) (bool, error) {
 			fmt.Fprintf(r.env.Stdout, "plugin %s asks before %s runs with %v", a.Plugin, a.ToolName, a.Args)
 			if a.Message != "" {
 				fmt.Fprintf(r.env.Stdout, " (%s)", a.Message)
 			}
 			fmt.Fprint(r.env.Stdout, ". Run it? [y/N] ")
-			if !sc.Scan() {
-				return false
+			select {
+			case line, ok := <-lines:
+				answer := strings.ToLower(strings.TrimSpace(line))
+				return ok && (answer == "y" || answer == "yes"), nil
+			case <-tctx.Done():
+				fmt.Fprintln(r.env.Stdout)
+				return false, context.Cause(tctx)
 			}
-			answer := strings.ToLower(strings.TrimSpace(sc.Text()))
-			return answer == "y" || answer == "yes"
 		}
 	}
 	for {
 		if interactive {
 			fmt.Fprint(r.env.Stdout, "> ")
 		}
-		if !sc.Scan() {
-			return sc.Err()
+		text, ok := <-lines
+		if !ok {
+			return readErr()
 		}
-		line := strings.TrimSpace(sc.Text())
+		line := strings.TrimSpace(text)
 		if line == "" {
 			continue
 		}
@@ -194,6 +198,30 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 			return nil
 		}
 	}
+}
+
+// readLines reads in line by line on its own goroutine (until ctx ends),
+// so that a question can stop waiting for a line without losing it: the
+// chat loop and an approval prompt take turns at one channel. err tells why
+// the channel closed (nil at the end of the input).
+func readLines(ctx context.Context, in io.Reader) (<-chan string, func() error) {
+	lines := make(chan string)
+	var err error
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		err = sc.Err()
+	}()
+	// Read only after the channel closed, which orders it after the write.
+	return lines, func() error { return err }
 }
 
 // errStopped ends send, or a piped chat, whose turn Ctrl+C stopped.

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -388,5 +389,62 @@ def register(ctx):
 	}
 	if now, restarts := pidOf(); now != pid || restarts != 0 {
 		t.Fatalf("the plugin was restarted: pid %d -> %d, %d restarts", pid, now, restarts)
+	}
+}
+
+// On a terminal, a chat asks the person before a call a plugin wants
+// approved: "y" runs it; Ctrl+C at the question stops the turn at once
+// (it no longer waits for Enter), the call is answered as stopped, and the
+// chat goes on.
+func TestCtrlCAtAnApprovalQuestionStopsTheTurn(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home := withPlugin(t, "pyasks", "[pre_tool_call]", `
+def register(ctx):
+    def guard(tool_name, args, **kwargs):
+        if tool_name == "echo":
+            return {"action": "approve", "message": "echo needs a yes"}
+    ctx.register_hook("pre_tool_call", guard)
+`)
+	stopHostAtCleanup(t, home)
+	id := create(t, home, "--title", "asks")
+	cmd, in, out := chatOnATerminal(t, id, home)
+	asked := func(n int) func() bool {
+		return func() bool { return strings.Count(out.String(), "Run it? [y/N]") >= n }
+	}
+	_, _ = io.WriteString(in, "use tool echo: first\n")
+	waitFor(t, "the first question", 60*time.Second, asked(1))
+	_, _ = io.WriteString(in, "y\n")
+	waitFor(t, "the first reply", 30*time.Second, func() bool { return strings.Contains(out.String(), "returned: first") })
+	_, _ = io.WriteString(in, "use tool echo: second\n")
+	waitFor(t, "the second question", 30*time.Second, asked(2))
+	_, _ = io.WriteString(in, "\x03") // Ctrl+C, no Enter
+	waitFor(t, "the stopped turn", 30*time.Second, func() bool { return strings.Contains(out.String(), "(stopped") })
+	_, _ = io.WriteString(in, "/exit\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out.String())
+	}
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
+	last := msgs[len(msgs)-1]
+	if last.Role != "tool" || !strings.Contains(last.Content, "the turn was stopped while echo waited for approval") {
+		t.Fatalf("stored: %+v", msgs)
+	}
+	var evs []struct {
+		Payload struct {
+			Reason string `json:"reason"`
+			Choice string `json:"choice"`
+		} `json:"payload"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--json", "--hook", "agent_loop_stopped"), &evs)
+	if len(evs) != 1 || evs[0].Payload.Reason != "user_stop" {
+		t.Fatalf("agent_loop_stopped: %+v", evs)
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--json", "--hook", "post_approval_response"), &evs)
+	if len(evs) != 2 || evs[0].Payload.Choice != "once" || evs[1].Payload.Choice != "deny" {
+		t.Fatalf("post_approval_response: %+v", evs)
 	}
 }

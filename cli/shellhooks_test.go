@@ -721,32 +721,11 @@ hooks:
 // the person's reason; the message stays.
 func TestCtrlCStopsTheTurnInATerminalChat(t *testing.T) {
 	t.Parallel()
-	scriptBin, err := exec.LookPath("script") // util-linux: a terminal for the command
-	if err != nil {
-		t.Fatalf("this test needs script(1) from util-linux: %v", err)
-	}
 	srvURL, asked := slowModel(t)
 	home := t.TempDir()
 	id := create(t, home, "--title", "slow")
 	stopHostAtCleanup(t, home)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// exec: atrium, not script's $SHELL, is what the terminal runs, as
-	// when a person types it (dash left in between dies of the Ctrl+C).
-	line := fmt.Sprintf("exec '%s' chat %s --home '%s' --provider openai --base-url '%s/v1' --model slow", exe, id, home, srvURL)
-	cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
-	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out lockedBuf
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, in, out := chatOnATerminal(t, id, home, "--provider", "openai", "--base-url", srvURL+"/v1", "--model", "slow")
 	_, _ = io.WriteString(in, "a long question\n")
 	select {
 	case <-asked:
@@ -777,6 +756,38 @@ func TestCtrlCStopsTheTurnInATerminalChat(t *testing.T) {
 	if len(msgs) == 0 || msgs[0].Content != "a long question" {
 		t.Fatalf("stored: %+v", msgs)
 	}
+}
+
+// chatOnATerminal starts `atrium chat SESSION --home HOME args...` on a
+// terminal (script(1) from util-linux), its keys written to in.
+func chatOnATerminal(t *testing.T, id, home string, args ...string) (*exec.Cmd, io.WriteCloser, *lockedBuf) {
+	t.Helper()
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("this test needs script(1) from util-linux: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// exec: atrium, not script's $SHELL, is what the terminal runs, as
+	// when a person types it (dash left in between dies of the Ctrl+C).
+	line := fmt.Sprintf("exec '%s' chat %s --home '%s'", exe, id, home)
+	for _, a := range args {
+		line += " '" + a + "'"
+	}
+	cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lockedBuf{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, in, out
 }
 
 // Ctrl+C on `atrium send` stops the turn, which records how it ended
