@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -9,10 +10,12 @@ import (
 	"atrium/app"
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/hooks"
 	"atrium/backend/hooks/hookstest"
 	"atrium/backend/plugins"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
+	"atrium/backend/turns"
 )
 
 // approvalEnv is a dashboard whose loop asks its Approvals, with a plugin
@@ -177,5 +180,40 @@ func TestStopTurnStopsTheTurnHere(t *testing.T) {
 	if err != nil || len(msgs) != 3 || msgs[0].Content != "use tool echo: hi" || msgs[2].Role != "tool" ||
 		!strings.Contains(msgs[2].Content, "the turn was stopped while echo waited for approval") {
 		t.Fatalf("stored: %+v %v", msgs, err)
+	}
+}
+
+// The window's Stop stops any turn of the session that runs in this
+// process, not only the ones it sent: a scheduled run (the window hosts
+// the scheduler) or a chat platform's turn. The turn ends as stopped by a
+// person, and answers so.
+func TestStopTurnStopsAScheduledRunToo(t *testing.T) {
+	t.Parallel()
+	e, _, c := approvalEnv(t, 0)
+	s := e.mustCreate(t, sessions.CreateParams{Title: "scheduled", Source: "cron"})
+	waiting := make(chan struct{})
+	cron, err := e.st.Loop(stack.ModelFlags{Approve: func(ctx context.Context, _ turns.Approval) (bool, error) {
+		close(waiting)
+		<-ctx.Done()
+		return false, context.Cause(ctx)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := cron.Send(ctx, s.ID, "use tool echo: hi", hooks.LocalContext("cron", s.ID))
+		done <- err
+	}()
+	<-waiting
+	if code := c.do("POST", "/api/sessions/"+s.ID+"/stop", token, nil, nil); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	err = <-done
+	if err == nil || turns.StopOf(ctx, err) != turns.StopByPerson {
+		t.Fatalf("the scheduled run ended with %v", err)
+	}
+	if code := c.do("POST", "/api/sessions/"+s.ID+"/stop", token, nil, nil); code != 404 {
+		t.Fatalf("a second stop: %d", code)
 	}
 }

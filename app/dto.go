@@ -41,6 +41,10 @@ type SessionDTO struct {
 	Where           string     `json:"where"`                 // active, archived or trash
 	TrashedAt       *time.Time `json:"trashed_at,omitempty"`  // in the trash only
 	PurgeAfter      *time.Time `json:"purge_after,omitempty"` // in the trash only: when it goes for good
+	// RunningIn: a turn runs in the session now, there (cli, desktop,
+	// dashboard, cron, or the chat platform), in any process of the
+	// profile: Sessions.StopTurn stops it. Get fills it in, not lists.
+	RunningIn string `json:"running_in,omitempty"`
 }
 
 // FilterDTO is the shared filter (the same fields as query parameters, in

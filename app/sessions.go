@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/samber/lo"
@@ -24,10 +23,6 @@ type Sessions struct {
 	emit      Emitter
 	saver     Saver
 	approvals *Approvals
-
-	mu      sync.Mutex
-	running map[string]map[int]context.CancelCauseFunc // turns in flight here, by the session they were sent to
-	nextRun int
 }
 
 // NewSessions binds st. loop runs Send; platform is told to plugins; bulk
@@ -124,7 +119,11 @@ func (s *Sessions) Get(id string) (SessionDTO, error) {
 	if err != nil {
 		return SessionDTO{}, err
 	}
-	return toSession(out, s.st.Sessions.TrashDays()), nil
+	dto := toSession(out, s.st.Sessions.TrashDays())
+	if runs, err := s.st.Runs.Running(id); err == nil && len(runs) > 0 {
+		dto.RunningIn = runs[len(runs)-1].Platform
+	}
+	return dto, nil
 }
 
 // Transcript returns the active messages of a session, compaction markers
@@ -289,14 +288,11 @@ func (s *Sessions) Commands() ([]CommandDTO, error) {
 // Send runs one user turn (or a /command) in a session; StopTurn stops it
 // (the answer then says stopped).
 func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
-	timed, cancel := s.with(turnTimeout)
+	ctx, cancel := s.with(turnTimeout)
 	defer cancel()
-	ctx, stop := context.WithCancelCause(timed)
-	defer stop(nil)
-	defer s.track(sessionID, stop)()
 	t, err := s.loop.Send(ctx, sessionID, text, hooks.LocalContext(s.platform, sessionID))
 	if err != nil {
-		if turns.Stopped(ctx) { // what the person asked for, not a failure
+		if turns.StopOf(ctx, err) != nil { // what the person asked for, not a failure
 			out := toTurn(t)
 			out.Stopped = true
 			if out.SessionID == "" {
@@ -309,48 +305,23 @@ func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
 	return toTurn(t), nil
 }
 
-// StopTurn stops the turns running here in a session (the Stop button):
-// the model call or tool under way is abandoned, agent_loop_stopped fires
-// (reason "user_stop"), and what the turn stored before stays. No turn
-// running is not found.
+// StopTurn stops the turns running in a session (the Stop button), in this
+// process or another of the profile (a scheduled run, a chat platform's
+// turn, a terminal's): the model call or tool under way is abandoned,
+// agent_loop_stopped fires (reason "user_stop"), and what the turn stored
+// before stays. No turn running is not found.
 func (s *Sessions) StopTurn(sessionID string) error {
 	if err := sessions.ValidateID(sessionID); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	runs := s.running[sessionID]
-	n := len(runs)
-	for _, stop := range runs {
-		stop(turns.StopByPerson)
+	n, err := s.st.Runs.Stop(sessionID, turns.StopByPerson)
+	if err != nil {
+		return err
 	}
-	s.mu.Unlock()
 	if n == 0 {
 		return apperr.New(apperr.NotFound, "no turn is running in session %s", sessionID)
 	}
 	return nil
-}
-
-// track records a turn in flight in sessionID until the returned func.
-func (s *Sessions) track(sessionID string, stop context.CancelCauseFunc) func() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running == nil {
-		s.running = map[string]map[int]context.CancelCauseFunc{}
-	}
-	if s.running[sessionID] == nil {
-		s.running[sessionID] = map[int]context.CancelCauseFunc{}
-	}
-	s.nextRun++
-	n := s.nextRun
-	s.running[sessionID][n] = stop
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.running[sessionID], n)
-		if len(s.running[sessionID]) == 0 {
-			delete(s.running, sessionID)
-		}
-	}
 }
 
 // PendingApprovals lists the tool calls waiting for the person's approval

@@ -70,6 +70,9 @@ func (r *runner) sendCmd() *cobra.Command {
 				if err != nil && turns.Stopped(turnCtx) {
 					return errStopped
 				}
+				if err != nil && turns.StopOf(turnCtx, err) != nil {
+					return errStoppedElsewhere
+				}
 				if err != nil {
 					return err
 				}
@@ -174,9 +177,12 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		turnCtx, release := stopOnInterrupt(ctx)
 		t, err := loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
 		release()
-		if err != nil && turns.Stopped(turnCtx) {
+		if err != nil && turns.StopOf(turnCtx, err) != nil {
 			if !interactive {
-				return errStopped
+				if turns.Stopped(turnCtx) {
+					return errStopped
+				}
+				return errStoppedElsewhere
 			}
 			fmt.Fprintln(r.env.Stdout, "(stopped: your message and what the turn stored stay; Ctrl+C at the prompt leaves)")
 			continue
@@ -226,6 +232,10 @@ func readLines(ctx context.Context, in io.Reader) (<-chan string, func() error) 
 
 // errStopped ends send, or a piped chat, whose turn Ctrl+C stopped.
 var errStopped = apperr.New(apperr.Rejected, "stopped (Ctrl+C): your message and what the turn stored before stay")
+
+// errStoppedElsewhere ends send, or a piped chat, whose turn a person
+// stopped from another process (the window's Stop, `atrium sessions stop`).
+var errStoppedElsewhere = apperr.New(apperr.Rejected, "stopped by a person (from the window, the dashboard or another terminal): your message and what the turn stored before stay")
 
 // stopOnInterrupt is ctx, stopped by a person (turns.StopByPerson) at
 // Ctrl+C until release: the turn under way records how it ended

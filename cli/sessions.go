@@ -17,6 +17,7 @@ import (
 	"atrium/backend/receipts"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
+	"atrium/backend/turns"
 )
 
 func (r *runner) sessionsCmd() *cobra.Command {
@@ -31,8 +32,59 @@ func (r *runner) sessionsCmd() *cobra.Command {
 			func(ctx context.Context, st *stack.Stack, p sessions.Progress) (sessions.Result, error) {
 				return st.Sessions.PruneGhosts(ctx, p)
 			}),
-		r.pruneCmd(), r.moveCmd(), r.repairCmd(), r.importCmd(), r.trashCmd(), r.undoCmd(), r.requestsCmd(), r.renameCmd(), r.exportCmd())
+		r.pruneCmd(), r.moveCmd(), r.repairCmd(), r.importCmd(), r.trashCmd(), r.undoCmd(), r.requestsCmd(), r.renameCmd(), r.exportCmd(),
+		r.stopCmd(), r.runningCmd())
 	return c
+}
+
+// stopCmd stops the turns running in a session, whichever process of the
+// profile runs them (a terminal's chat or send, the window, the dashboard,
+// the gateway, the scheduler).
+func (r *runner) stopCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop SESSION",
+		Short: "Stop the turn running in a session, in whichever process runs it (agent_loop_stopped: user_stop)",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				n, err := st.Runs.Stop(args[0], turns.StopByPerson)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return apperr.New(apperr.NotFound, "no turn is running in session %s", args[0])
+				}
+				return r.print(map[string]int{"stopped": n}, func(w io.Writer) {
+					fmt.Fprintf(w, "asked %d turn(s) to stop; what they stored stays\n", n)
+				})
+			})
+		},
+	}
+}
+
+// runningCmd lists the turns under way in the profile's processes.
+func (r *runner) runningCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "running",
+		Short: "The turns under way in this profile, in every process (session, where, since)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				list, err := st.Runs.Running("")
+				if err != nil {
+					return err
+				}
+				return r.print(list, func(w io.Writer) {
+					if len(list) == 0 {
+						fmt.Fprintln(w, "no turn is running")
+					}
+					for _, ru := range list {
+						fmt.Fprintf(w, "%s\t%s\tpid %d\tsince %s\n", ru.SessionID, ru.Platform, ru.PID, ru.StartedAt.Local().Format(time.TimeOnly))
+					}
+				})
+			})
+		},
+	}
 }
 
 func (r *runner) createCmd() *cobra.Command {

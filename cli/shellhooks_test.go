@@ -799,22 +799,7 @@ func TestCtrlCStopsSend(t *testing.T) {
 	home := t.TempDir()
 	id := create(t, home, "--title", "slow send")
 	stopHostAtCleanup(t, home)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "send", id, "a long question", "--home", home, "--provider", "openai", "--base-url", srvURL+"/v1", "--model", "slow")
-	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
-	var out lockedBuf
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-asked:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the model was never asked:\n%s", out.String())
-	}
+	cmd, out := slowSend(t, home, id, srvURL, asked)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -835,6 +820,29 @@ func TestCtrlCStopsSend(t *testing.T) {
 	}
 }
 
+// slowSend starts `atrium send ID "a long question"` on the slow model at
+// srvURL and returns once the model was asked.
+func slowSend(t *testing.T, home, id, srvURL string, asked chan struct{}) (*exec.Cmd, *lockedBuf) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "send", id, "a long question", "--home", home, "--provider", "openai", "--base-url", srvURL+"/v1", "--model", "slow")
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
+	out := &lockedBuf{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the model was never asked:\n%s", out.String())
+	}
+	return cmd, out
+}
+
 // slowModel is a loopback OpenAI-compatible API whose answers take their
 // time (until the caller goes): its base URL, and a channel told of each
 // request.
@@ -851,4 +859,48 @@ func slowModel(t *testing.T) (string, chan struct{}) {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL, asked
+}
+
+// A turn is stopped from another process of the profile: `sessions
+// running` lists the send under way (where, which process), `sessions stop`
+// in another terminal stops it, and the send says so; agent_loop_stopped
+// says user_stop, as for the window's Stop.
+func TestSessionsStopStopsATurnOfAnotherProcess(t *testing.T) {
+	t.Parallel()
+	srvURL, asked := slowModel(t)
+	home := t.TempDir()
+	id := create(t, home, "--title", "slow elsewhere")
+	stopHostAtCleanup(t, home)
+	if r := atriumExec(t, home, "", nil, "sessions", "stop", id); r.code == 0 || !strings.Contains(r.stderr, "no turn is running") {
+		t.Fatalf("stop with nothing running: %+v", r)
+	}
+	cmd, out := slowSend(t, home, id, srvURL, asked)
+	var running []struct {
+		SessionID string `json:"session_id"`
+		Platform  string `json:"platform"`
+		PID       int    `json:"pid"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "sessions", "running", "--json"), &running)
+	if len(running) != 1 || running[0].SessionID != id || running[0].Platform != "cli" || running[0].PID != cmd.Process.Pid {
+		t.Fatalf("running: %+v (send is pid %d)", running, cmd.Process.Pid)
+	}
+	if r := atriumExec(t, home, "", nil, "sessions", "stop", id); r.code != 0 || !strings.Contains(r.stdout, "asked 1 turn(s) to stop") {
+		t.Fatalf("stop: %+v", r)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(out.String(), "stopped by a person") {
+		t.Fatalf("send: %v\n%s", err, out.String())
+	}
+	var evs []struct {
+		Payload struct {
+			Reason string `json:"reason"`
+		} `json:"payload"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--json", "--hook", "agent_loop_stopped"), &evs)
+	if len(evs) != 1 || evs[0].Payload.Reason != "user_stop" {
+		t.Fatalf("agent_loop_stopped: %+v", evs)
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "sessions", "running", "--json"), &running)
+	if len(running) != 0 {
+		t.Fatalf("still running: %+v", running)
+	}
 }

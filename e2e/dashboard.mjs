@@ -630,6 +630,13 @@ async function main() {
     await page.fill('[data-testid=composer]', text);
     await page.click('[data-testid=send]');
   };
+  // One more agent_loop_stopped than before, a person's stop on platform.
+  const expectOneMoreStop = async (before, platform) => {
+    const after = await atrium('events', 'list', '--hook', 'agent_loop_stopped');
+    eq(after.length, before + 1, 'agent_loop_stopped events');
+    eq(after[after.length - 1].payload.reason, 'user_stop', 'reason');
+    eq(after[after.length - 1].payload.platform, platform, 'platform');
+  };
   const backToList = async () => {
     await page.click('[data-testid=back]');
     await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
@@ -699,10 +706,39 @@ async function main() {
     const log = await page.locator('[role=log]').innerText();
     assert(/wait_a_while/.test(log) && /not finished: the turn was stopped \(user_stop\)/.test(log), `transcript after the stop: ${log.slice(-300)}`);
     await page.screenshot({ path: join(artifacts, 'dashboard-stopped.png') });
-    const after = await atrium('events', 'list', '--hook', 'agent_loop_stopped');
-    eq(after.length, before + 1, 'agent_loop_stopped events');
-    eq(after[after.length - 1].payload.reason, 'user_stop', 'reason');
-    eq(after[after.length - 1].payload.platform, 'dashboard', 'platform');
+    await expectOneMoreStop(before, 'dashboard');
+    await backToList();
+  });
+
+  await check('a turn another process runs (a terminal send) shows in its transcript, and Stop there stops it', async () => {
+    const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
+    const child = spawn(bin, ['--home', home, 'send', ids['Cache warmup'], 'use tool wait_a_while: {"seconds": 30}'], {
+      stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ATRIUM_HOME: home },
+    });
+    let childOut = '';
+    child.stdout.on('data', (d) => (childOut += d));
+    child.stderr.on('data', (d) => (childOut += d));
+    const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    let running = [];
+    for (let i = 0; i < 100 && running.length === 0; i++) {
+      running = await atrium('sessions', 'running');
+      if (running.length === 0) await page.waitForTimeout(100);
+    }
+    eq(running.length, 1, 'turns running');
+    await openSession('Cache warmup');
+    const banner = page.locator('[data-testid=running-elsewhere]');
+    await banner.waitFor({ timeout: 10_000 });
+    assert(/running in this session, in a terminal/.test(await banner.innerText()), `banner: ${await banner.innerText()}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-running-elsewhere.png') });
+    await page.click('[data-testid=stop-elsewhere]');
+    await page.locator('[data-testid=reply-stopped]').waitFor({ timeout: 15_000 });
+    const code = await exited;
+    assert(code !== 0 && /stopped by a person/.test(childOut), `the send: exit ${code}: ${childOut.slice(-300)}`);
+    const stoppedCall = page.locator('[role=log] [data-testid=message]').filter({ hasText: 'not finished: the turn was stopped (user_stop)' });
+    await stoppedCall.last().waitFor({ timeout: 10_000 });
+    assert(await banner.count() === 0, 'the banner goes once the turn has ended');
+    await page.screenshot({ path: join(artifacts, 'dashboard-stopped-elsewhere.png') });
+    await expectOneMoreStop(before, 'cli');
     await backToList();
   });
 

@@ -386,7 +386,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	// turn's time ran out): the sender is told either way.
 	var stopped *turns.Stop
 	if err != nil {
-		stopped = turns.StoppedBy(ctx)
+		stopped = turns.StopOf(ctx, err) // /stop here, or Stop in the window
 	}
 	ctx = context.WithoutCancel(ctx)
 	if t.SessionID != "" && t.SessionID != sid {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"atrium/backend/compaction"
@@ -43,9 +44,12 @@ type Stack struct {
 	Receipts    *receipts.Service
 	Maintenance *maintenance.Service
 	Compaction  *compaction.Engine
-	log         *slog.Logger
-	closers     []func(ctx context.Context) error
-	opts        Options
+	// Runs: the turns running in the profile's processes (one file each
+	// under run/turns), so that a person can stop one from any of them.
+	Runs    *turns.Runs
+	log     *slog.Logger
+	closers []func(ctx context.Context) error
+	opts    Options
 }
 
 // Open creates the home if missing, reads its config and opens the store.
@@ -76,7 +80,7 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, EventRetention: cfg.EventRetention(), Interactive: opts.Interactive,
 	}, lg)
 	st := &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
-		Maintenance: maint, log: lg, opts: opts}
+		Maintenance: maint, Runs: turns.NewRuns(filepath.Join(home.Dir, "run", "turns")), log: lg, opts: opts}
 	fail := func(err error) (*Stack, error) {
 		_ = d.Close()
 		return nil, err

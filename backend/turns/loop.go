@@ -54,6 +54,10 @@ type Options struct {
 	// call (default: the compaction threshold).
 	NativeCompaction bool
 	NativeThreshold  float64
+	// Runs, when set, writes down each turn while it runs, so that a
+	// person can stop it from another process of the profile (the window
+	// a scheduled run, a terminal a gateway turn).
+	Runs *Runs
 }
 
 // DefaultMaxContinues is Options.MaxContinues when unset.
@@ -86,6 +90,29 @@ var (
 
 // Stopped says whether a person stopped the turn whose context is ctx.
 func Stopped(ctx context.Context) bool { return StoppedBy(ctx) != nil }
+
+// StopOf is how a person stopped the turn Send answered err for under ctx
+// (nil when nobody did): by cancelling ctx, or from anywhere through Runs.
+func StopOf(ctx context.Context, err error) *Stop {
+	if s := StoppedBy(ctx); s != nil {
+		return s
+	}
+	var s *Stop
+	if errors.As(err, &s) {
+		return s
+	}
+	return nil
+}
+
+// stoppedError is Send's error for a turn a person stopped through Runs:
+// the turn's error, and the Stop (errors.As finds it; StopOf reads it).
+type stoppedError struct {
+	stop *Stop
+	err  error
+}
+
+func (e *stoppedError) Error() string   { return e.err.Error() }
+func (e *stoppedError) Unwrap() []error { return []error{e.err, e.stop} }
 
 // StoppedBy is how a person stopped the turn whose context is ctx (nil
 // when nobody did).
@@ -201,10 +228,25 @@ type turnCtx struct {
 
 // Send runs one user turn, or a slash command when text starts with "/".
 func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.CommandContext) (Turn, error) {
-	cc.SessionID = sessionID
 	if cc.Platform == "" {
 		cc.Platform = "cli"
 	}
+	if l.opts.Runs == nil {
+		return l.send(ctx, sessionID, text, cc)
+	}
+	tctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	end := l.opts.Runs.Begin(sessionID, cc.Platform, stop)
+	defer end()
+	t, err := l.send(tctx, sessionID, text, cc)
+	if s := StoppedBy(tctx); err != nil && s != nil && StoppedBy(ctx) == nil {
+		err = &stoppedError{stop: s, err: err}
+	}
+	return t, err
+}
+
+func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.CommandContext) (Turn, error) {
+	cc.SessionID = sessionID
 	if cc.SessionKey == "" {
 		cc.SessionKey = cc.Platform + ":" + sessionID
 	}

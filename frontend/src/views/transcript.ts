@@ -1,7 +1,7 @@
 // One session: header, lineage, messages with compaction markers and
 // cards, and a composer for a message or a slash command.
 
-import { api, setWindowTitle, toApiError } from '../api';
+import { api, on, setWindowTitle, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
 import { absolute, num, plural, relative, shortID, shortTime } from '../format';
 import { archiveOrUnarchive, deleteSessions, renameSession, restoreSessions, sessionMenu, togglePin, type Target } from '../actions';
@@ -81,6 +81,13 @@ export class TranscriptView implements View {
       this.composerRow,
       this.elsewhere,
     );
+    // A turn of this session that ran elsewhere (a scheduled run, a chat
+    // platform, a terminal) ended: its messages are shown.
+    on('activity', (evs) => {
+      const id = this.store.id;
+      if (!id || this.sending || !evs.some((e) => e.hook === 'on_session_end' && (e.payload as { session_id?: string } | null)?.session_id === id)) return;
+      void this.store.load().catch(() => undefined);
+    });
     this.store.changes.subscribe((c) => {
       if (c === 'loading') replace(this.head, h('h1', { class: 'tx-title' }, 'Loading…'));
       else if (c === 'loaded') {
@@ -202,6 +209,7 @@ export class TranscriptView implements View {
     this.renderParts();
     this.renderItems(st.firstShown(shownAtFirst));
     this.renderComposer();
+    this.renderRunning(s);
     const hit = this.markHit();
     if (hit) hit.scrollIntoView({ block: 'center' });
     else if (this.scrollToEnd) this.body.scrollTop = this.body.scrollHeight;
@@ -407,6 +415,50 @@ export class TranscriptView implements View {
     this.body.scrollTop = this.body.scrollHeight;
   }
 
+  /** renderRunning says when a turn this page did not send runs in the
+   * session (the scheduler's, a chat platform's, a terminal's), with a
+   * Stop for it. */
+  private renderRunning(s: SessionDTO): void {
+    const shown = this.reply.querySelector('[data-testid=running-elsewhere]');
+    if (this.sending) return;
+    if (!s.running_in) {
+      if (shown) clear(this.reply);
+      return;
+    }
+    const id = s.id;
+    const stop = button('Stop', { class: 'btn small', 'data-testid': 'stop-elsewhere', title: 'Stop that turn (what it stored stays)' }, () => void this.stopElsewhere(id, stop));
+    replace(
+      this.reply,
+      h('div', { class: 'reply-pending running-elsewhere', 'data-testid': 'running-elsewhere' }, h('span', {}, `A turn is running in this session, in ${runningWhere(s.running_in)}. `), stop),
+    );
+  }
+
+  /** stopElsewhere stops a turn another surface runs, then shows what it
+   * stored once it has ended. */
+  private async stopElsewhere(id: string, btn: HTMLButtonElement): Promise<void> {
+    btn.disabled = true;
+    try {
+      await api.sessions.stop(id);
+    } catch (raw) {
+      const e = toApiError(raw);
+      if (e.code !== 'not_found') {
+        replace(this.reply, h('div', { class: 'reply error', role: 'alert' }, h('strong', {}, 'Not stopped: '), e.message));
+        return;
+      }
+    }
+    replace(this.reply, h('div', { class: 'reply-pending', 'data-testid': 'stopping-elsewhere' }, 'Stopping…'));
+    // The turn ends in its own process within a moment: wait for that
+    // (its on_session_end also reloads the transcript when live events flow).
+    for (let i = 0; i < 50 && this.store.id === id; i++) {
+      const s = await api.sessions.get(id).catch(() => null);
+      if (!s || !s.running_in) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    if (this.store.id !== id) return;
+    replace(this.reply, h('div', { class: 'reply stopped', 'data-testid': 'reply-stopped' }, 'Stopped. What the turn stored before stays in the transcript.'));
+    await this.store.load().catch(() => undefined);
+  }
+
   /** stop asks for the turn under way to stop; its send then ends. */
   private async stop(): Promise<void> {
     if (!this.sending || !this.sentTo) return;
@@ -501,4 +553,19 @@ function content(m: MessageDTO): HTMLElement {
 
 function divider(text: string, part: number): HTMLElement {
   return h('div', { class: 'part-divider', role: 'separator', 'data-testid': 'part-divider', 'data-part-start': part }, h('span', {}, text));
+}
+
+/** runningWhere names where a turn runs, from its platform. */
+function runningWhere(platform: string): string {
+  switch (platform) {
+    case 'cron':
+      return 'the scheduler';
+    case 'cli':
+      return 'a terminal';
+    case 'desktop':
+      return 'the window';
+    case 'dashboard':
+      return 'the dashboard';
+  }
+  return `the gateway (${platform})`;
 }

@@ -127,10 +127,11 @@ export interface SessionsBinding {
   /** SetPinned pins or unpins a session. */
   SetPinned(id: string, pinned: boolean): Promise<SessionDTO>;
   /**
-   * StopTurn stops the turns running here in a session (the Stop button):
-   * the model call or tool under way is abandoned, agent_loop_stopped fires
-   * (reason "user_stop"), and what the turn stored before stays. No turn
-   * running is not found.
+   * StopTurn stops the turns running in a session (the Stop button), in this
+   * process or another of the profile (a scheduled run, a chat platform's
+   * turn, a terminal's): the model call or tool under way is abandoned,
+   * agent_loop_stopped fires (reason "user_stop"), and what the turn stored
+   * before stays. No turn running is not found.
    */
   StopTurn(sessionID: string): Promise<void>;
   /** Subagents are the delegate children of a conversation, as rows. */

@@ -701,6 +701,12 @@ export interface SessionDTO {
   trashed_at?: string;
   /** in the trash only: when it goes for good */
   purge_after?: string;
+  /**
+   * RunningIn: a turn runs in the session now, there (cli, desktop,
+   * dashboard, cron, or the chat platform), in any process of the
+   * profile: Sessions.StopTurn stops it. Get fills it in, not lists.
+   */
+  running_in?: string;
 }
 
 /**

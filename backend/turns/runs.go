@@ -1,0 +1,216 @@
+package turns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"atrium/backend/hooks"
+	"atrium/backend/sessions"
+)
+
+// Runs writes down the turns running in a profile's processes, one file
+// each (<home>/run/turns/SESSION.PID.N.run), so that a person can stop a
+// turn from any of them: the window a scheduled run or a gateway turn, a
+// terminal the turn of another terminal. A stop asked here reaches a turn
+// of this process at once; one of another process through a .stop file
+// beside its .run file, which that process looks for five times a second.
+type Runs struct {
+	dir  string
+	mu   sync.Mutex
+	seq  int
+	mine map[string]*run // base name -> a turn of this process
+	poll time.Duration   // how often a running turn looks for a stop asked by another process
+}
+
+type run struct {
+	sessionID string
+	stop      context.CancelCauseFunc
+	done      chan struct{}
+}
+
+// RunInfo is a turn under way, as its file says.
+type RunInfo struct {
+	SessionID string    `json:"session_id"`
+	Platform  string    `json:"platform"` // cli, desktop, dashboard, cron, telegram, ...
+	PID       int       `json:"pid"`
+	StartedAt time.Time `json:"started_at"`
+	// ProcessStart tells the process from a later one given its pid.
+	ProcessStart string `json:"process_start,omitempty"`
+}
+
+// NewRuns keeps its files in dir (made when the first turn begins).
+func NewRuns(dir string) *Runs {
+	return &Runs{dir: dir, mine: map[string]*run{}, poll: 200 * time.Millisecond}
+}
+
+// stops are the Stops a .stop file can name (by their Invalidation).
+var stops = []*Stop{StopByPerson, StopByCommand, StopByReset}
+
+// Begin writes down a turn of sessionID running in this process until end
+// is called; stop is called with the Stop a person asks for, here or from
+// another process. A turn that cannot be written down runs all the same
+// (only a stop from another process misses it).
+func (r *Runs) Begin(sessionID, platform string, stop context.CancelCauseFunc) (end func()) {
+	r.mu.Lock()
+	r.seq++
+	base := fmt.Sprintf("%s.%d.%d", sessionID, os.Getpid(), r.seq)
+	ru := &run{sessionID: sessionID, stop: stop, done: make(chan struct{})}
+	r.mine[base] = ru
+	r.mu.Unlock()
+	info, _ := json.Marshal(RunInfo{SessionID: sessionID, Platform: platform, PID: os.Getpid(), StartedAt: time.Now().UTC(),
+		ProcessStart: hooks.ProcessStart(os.Getpid())})
+	// The id names the file: one that is no session id (a terminal's
+	// argument, not yet checked) is not written down.
+	written := sessions.ValidateID(sessionID) == nil && os.MkdirAll(r.dir, 0o700) == nil &&
+		os.WriteFile(filepath.Join(r.dir, base+".run"), info, 0o600) == nil
+	if written {
+		go r.watch(base, ru)
+	}
+	return func() {
+		r.mu.Lock()
+		delete(r.mine, base)
+		r.mu.Unlock()
+		close(ru.done)
+		if written {
+			_ = os.Remove(filepath.Join(r.dir, base+".run"))
+			_ = os.Remove(filepath.Join(r.dir, base+".stop"))
+		}
+	}
+}
+
+// watch stops ru when a .stop file appears for it.
+func (r *Runs) watch(base string, ru *run) {
+	t := time.NewTicker(r.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ru.done:
+			return
+		case <-t.C:
+		}
+		b, err := os.ReadFile(filepath.Join(r.dir, base+".stop"))
+		if err != nil {
+			continue
+		}
+		ru.stop(stopNamed(strings.TrimSpace(string(b))))
+		return
+	}
+}
+
+func stopNamed(invalidation string) *Stop {
+	for _, s := range stops {
+		if s.Invalidation == invalidation {
+			return s
+		}
+	}
+	return StopByPerson
+}
+
+// Stop asks every turn running in sessionID, in any process of the
+// profile, to stop with s; it returns how many it asked (0: none runs).
+func (r *Runs) Stop(sessionID string, s *Stop) (int, error) {
+	if err := sessions.ValidateID(sessionID); err != nil {
+		return 0, err
+	}
+	n := 0
+	r.mu.Lock()
+	local := map[string]*run{}
+	for base, ru := range r.mine {
+		if ru.sessionID == sessionID {
+			local[base] = ru
+		}
+	}
+	r.mu.Unlock()
+	for _, ru := range local {
+		ru.stop(s)
+		n++
+	}
+	others, err := r.list(sessionID)
+	if err != nil {
+		return n, err
+	}
+	for _, o := range others {
+		if local[o.base] != nil {
+			continue // asked above
+		}
+		if err := os.WriteFile(filepath.Join(r.dir, o.base+".stop"), []byte(s.Invalidation+"\n"), 0o600); err != nil {
+			return n, fmt.Errorf("ask the turn in process %d to stop: %w", o.info.PID, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Running lists the turns under way in the profile's processes (of one
+// session, or of all when sessionID is ""), oldest first.
+func (r *Runs) Running(sessionID string) ([]RunInfo, error) {
+	if sessionID != "" {
+		if err := sessions.ValidateID(sessionID); err != nil {
+			return nil, err
+		}
+	}
+	list, err := r.list(sessionID)
+	out := make([]RunInfo, 0, len(list))
+	for _, f := range list {
+		out = append(out, f.info)
+	}
+	return out, err
+}
+
+type runFile struct {
+	base string
+	info RunInfo
+}
+
+// list reads the .run files (of sessionID, or all), leaving out and
+// removing those of processes that are gone (a crash left them).
+func (r *Runs) list(sessionID string) ([]runFile, error) {
+	entries, err := os.ReadDir(r.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("running turns: %w", err)
+	}
+	var out []runFile
+	for _, e := range entries {
+		name := e.Name()
+		base, ok := strings.CutSuffix(name, ".run")
+		if !ok {
+			continue
+		}
+		parts := strings.Split(base, ".") // a session id may hold dots: the last two are the pid and a number
+		if len(parts) < 3 || (sessionID != "" && strings.Join(parts[:len(parts)-2], ".") != sessionID) {
+			continue
+		}
+		pid, err := strconv.Atoi(parts[len(parts)-2])
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(r.dir, name))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		var info RunInfo
+		if json.Unmarshal(b, &info) != nil || info.SessionID == "" {
+			continue // being written
+		}
+		if !hooks.ProcessAlive(pid, info.ProcessStart) {
+			_ = os.Remove(filepath.Join(r.dir, name))
+			_ = os.Remove(filepath.Join(r.dir, base+".stop"))
+			continue
+		}
+		out = append(out, runFile{base: base, info: info})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].info.StartedAt.Before(out[j].info.StartedAt) })
+	return out, nil
+}

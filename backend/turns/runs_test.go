@@ -1,0 +1,83 @@
+package turns
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A turn written down by one Runs is stopped by another on the same folder
+// (another process of the profile) through its .stop file, with the Stop
+// asked; one of the Runs' own is stopped at once. Files of a process that
+// is gone are left out and removed; an id that is no session id names no
+// file.
+func TestRunsStopATurnFromAnotherProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "turns")
+	here, there := NewRuns(dir), NewRuns(dir)
+	there.poll = 10 * time.Millisecond
+
+	ctx, stop := context.WithCancelCause(context.Background())
+	end := there.Begin("s-1.a", "cron", stop)
+	other, stopOther := context.WithCancelCause(context.Background())
+	endOther := there.Begin("s-1", "telegram", stopOther) // a prefix of the first id: not the same session
+	defer endOther()
+	list, err := here.Running("")
+	if err != nil || len(list) != 2 || list[0].SessionID != "s-1.a" || list[0].Platform != "cron" || list[0].PID != os.Getpid() {
+		t.Fatalf("running: %+v %v", list, err)
+	}
+	if n, err := here.Stop("s-1.a", StopByCommand); n != 1 || err != nil {
+		t.Fatalf("stop: %d %v", n, err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn was not stopped")
+	}
+	var s *Stop
+	if !errors.As(context.Cause(ctx), &s) || s != StopByCommand {
+		t.Fatalf("stopped with %v", context.Cause(ctx))
+	}
+	if other.Err() != nil {
+		t.Fatal("another session's turn was stopped")
+	}
+	end()
+	if list, _ := here.Running("s-1.a"); len(list) != 0 {
+		t.Fatalf("an ended turn is listed: %+v", list)
+	}
+	if n, _ := here.Stop("s-1.a", StopByPerson); n != 0 {
+		t.Fatalf("stopped %d ended turns", n)
+	}
+
+	// Its own turn: stopped at once, without a file.
+	mine, stopMine := context.WithCancelCause(context.Background())
+	endMine := here.Begin("s-2", "desktop", stopMine)
+	if n, err := here.Stop("s-2", StopByPerson); n != 1 || err != nil || context.Cause(mine) != StopByPerson {
+		t.Fatalf("own turn: %d %v %v", n, err, context.Cause(mine))
+	}
+	endMine()
+
+	// A crashed process's file (a pid that is not running) is removed.
+	stale := filepath.Join(dir, "s-3.999999999.1.run")
+	if err := os.WriteFile(stale, []byte(`{"session_id":"s-3","platform":"cli","pid":999999999}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := here.Stop("s-3", StopByPerson); n != 0 || err != nil {
+		t.Fatalf("a dead process's turn: %d %v", n, err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatal("the stale file stayed")
+	}
+
+	// No file for what is no session id; no stop either.
+	endBad := here.Begin("../../escape", "cli", func(error) {})
+	endBad()
+	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(dir)), "escape")); err == nil {
+		t.Fatal("a file was written outside the folder")
+	}
+	if _, err := here.Stop("../x", StopByPerson); err == nil {
+		t.Fatal("a malformed id was accepted")
+	}
+}
