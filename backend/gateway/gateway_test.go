@@ -915,3 +915,37 @@ func guardedChat(t *testing.T) (*env, *gatewaytest.Telegram) {
 	e.start(t, telegram(f, "5"))
 	return e, f
 }
+
+// A plugin's tool called in a chat platform's turn learns which
+// conversation, platform, sender and chat it serves (the runner binds them
+// for HERMES_SESSION_* and gateway.session_context).
+func TestAPluginToolLearnsTheSenderAndTheChat(t *testing.T) {
+	t.Parallel()
+	got := make(chan map[string]any, 1)
+	e := newEnv(t, 2000, 0.5, func(bus *hooks.Bus) {
+		if err := bus.Plugin("who").RegisterCapability(hooks.CapTool, "who", map[string]any{"name": "who"}, func(_ context.Context, method string, raw json.RawMessage) (json.RawMessage, error) {
+			if method == "call" {
+				var p map[string]any
+				_ = json.Unmarshal(raw, &p)
+				got <- p
+			}
+			return json.RawMessage(`{"result": "ok"}`), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "4242"))
+	f.Push(4242, "Ada", 4242, "private", "use tool who: {}")
+	var p map[string]any
+	select {
+	case p = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the tool was not called")
+	}
+	src, _ := p["source"].(map[string]any)
+	if p["platform"] != "telegram" || p["session_key"] != "telegram:dm:4242" || src["user_id"] != "4242" || src["chat_id"] != "4242" ||
+		src["chat_type"] != "dm" || src["user_name"] != "Ada" {
+		t.Fatalf("the tool was called with %v", p)
+	}
+}

@@ -216,8 +216,9 @@ type turnCtx struct {
 	sessionKey string
 	userID     string // the gateway sender, "" on local surfaces
 	userName   string
-	agentCtx   string // primary, subagent in a delegate child's session, or cron for a scheduled run
-	parentID   string // the parent session of a delegate child ("" otherwise)
+	source     *hooks.Source // the gateway message's sender and chat, nil on local surfaces
+	agentCtx   string        // primary, subagent in a delegate child's session, or cron for a scheduled run
+	parentID   string        // the parent session of a delegate child ("" otherwise)
 	apiCalls   int
 	mem        *memory           // the active memory provider, nil for none
 	engine     *hooks.Capability // the context engine, nil for none
@@ -280,6 +281,8 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		platform: cc.Platform, sessionKey: cc.SessionKey, agentCtx: AgentContextOf(cc)}
 	if cc.Source != nil {
 		tc.userID, tc.userName = cc.Source.UserID, cc.Source.UserName
+		src := *cc.Source
+		tc.source = &src
 	}
 	if sess.Relation == sessions.RelationDelegate && sess.ParentSessionID != nil && tc.agentCtx == "primary" {
 		// A delegate child's turn is a subagent's: a memory provider is

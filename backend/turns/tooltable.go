@@ -429,7 +429,7 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 	case srcPlugin:
 		raw, err := l.bus.CallCapability(ctx, e.plugin, hooks.CapTool, e.name, "call", map[string]any{"args": args,
 			"task_id": tc.taskID, "session_id": sessionID, "tool_call_id": call.ID, "turn_id": tc.turnID, "session_key": tc.sessionKey,
-			"platform": tc.platform})
+			"platform": tc.platform, "source": tc.source})
 		if err != nil {
 			b, _ := json.Marshal(map[string]string{"error": "Tool execution failed: " + err.Error()})
 			return string(b), "error", err.Error()

@@ -496,6 +496,25 @@ class _Raised(Exception):
         self.exc, self.tb = exc, tb
 
 
+# Atrium's local surfaces: HERMES_SESSION_SOURCE names them, as the familiar
+# agent's CLI and desktop do (a chat platform is HERMES_SESSION_PLATFORM).
+_LOCAL_SURFACES = {"cli", "desktop", "dashboard", "cron"}
+
+
+def _bound(fields):
+    """What a call's fields (a request's params, a hook's payload) tell of
+    its conversation, as _session_env's keywords: the session, the platform,
+    and on a chat platform the sender and the chat."""
+    platform = fields.get("platform") or ""
+    out = {"session_id": fields.get("session_id"), "platform": platform,
+           "source": platform if platform in _LOCAL_SURFACES else "",
+           "cron_session": "1" if platform == "cron" else ""}
+    src = fields.get("source")
+    if isinstance(src, dict):
+        out.update({k: src.get(k) for k in ("user_id", "chat_id", "thread_id", "chat_type", "user_name")})
+    return out
+
+
 @contextlib.contextmanager
 def _session_env(session_key, **more):
     """Binds the conversation a call belongs to (HERMES_SESSION_KEY, and
@@ -1286,7 +1305,7 @@ def _event(params):
     kwargs.setdefault("redelivery", params.get("redelivery", False))
     kwargs.setdefault("hook", hook)
     done = {"event_id": event_id}
-    with _session_env(kwargs.get("session_key")):
+    with _session_env(kwargs.get("session_key"), **_bound(kwargs)):
         for fn in (_ctx.hooks.get(hook, []) if _ctx else []):
             try:
                 _call(fn, kwargs)
@@ -1331,7 +1350,7 @@ def _sync_hook(hook, params):
     budget = _request_budget()
     deadline = None if budget is None else time.monotonic() + budget
     results, errors = [], []
-    with _session_env(kwargs.get("session_key")):
+    with _session_env(kwargs.get("session_key"), **_bound(kwargs)):
         for fn in callbacks:
             try:
                 if hook in BOUNDED_HOOKS:
@@ -1386,9 +1405,7 @@ def _command(params):
               "session_key": params.get("session_key", ""), "platform": params.get("platform", ""), "source": source,
               "user_id": source.user_id if source is not None else None}
     fn = entry[0]
-    with _session_env(params.get("session_key"), session_id=params.get("session_id"), platform=params.get("platform"),
-                      **({k: src.get(k) for k in ("user_id", "chat_id", "thread_id", "chat_type", "user_name")}
-                         if isinstance(src, dict) else {})):
+    with _session_env(params.get("session_key"), **_bound(params)):
         try:
             sig = inspect.signature(fn)
             names = [p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -1429,7 +1446,7 @@ def _tool(name, method, params):
         raise _RPCError(-32601, "tool method %r" % method)
     args = params.get("args") or {}
     kw = {k: params.get(k) for k in ("task_id", "session_id", "tool_call_id", "turn_id") if k in params}
-    with _session_env(params.get("session_key"), session_id=params.get("session_id"), platform=params.get("platform")):
+    with _session_env(params.get("session_key"), **_bound(params)):
         try:
             result = _call(t["handler"], kw, positional=(args,))
         except Exception as exc:  # noqa: BLE001

@@ -625,8 +625,12 @@ def whose(args, **kw):
 def seen(args, **kw):
     return ";".join(log)
 
+def identity(args, **kw):
+    return "|".join(get_session_env("HERMES_SESSION_" + k) for k in ("PLATFORM", "USER_ID", "CHAT_ID", "CHAT_TYPE", "SOURCE")) + \
+        "|" + get_session_env("HERMES_CRON_SESSION")
+
 def register(ctx):
-    for fn in (wait_gate, is_waiting, open_gate, careful, stubborn, whose, seen):
+    for fn in (wait_gate, is_waiting, open_gate, careful, stubborn, whose, seen, identity):
         ctx.register_tool(name=fn.__name__, toolset="t", schema={"name": fn.__name__, "parameters": {"type": "object"}},
                           handler=fn)
 `
@@ -700,6 +704,21 @@ func TestPythonToolCallsRunSideBySideAndACancelEndsOne(t *testing.T) {
 	}
 	if out, _ := call(bg, "whose", map[string]any{}); out != "None|None||" {
 		t.Fatalf("a call of no conversation saw %q", out)
+	}
+	// The sender and the chat of a chat platform's call; a local surface
+	// is the source; a scheduled run says so (HERMES_CRON_SESSION).
+	for _, c := range []struct {
+		params map[string]any
+		want   string
+	}{
+		{map[string]any{"session_key": "telegram:dm:c1", "platform": "telegram",
+			"source": map[string]any{"user_id": "u1", "chat_id": "c1", "chat_type": "dm"}}, "telegram|u1|c1|dm||"},
+		{map[string]any{"session_key": "desktop:s1", "platform": "desktop"}, "desktop||||desktop|"},
+		{map[string]any{"session_key": "cron:s2", "platform": "cron"}, "cron||||cron|1"},
+	} {
+		if out, err := call(bg, "identity", c.params); err != nil || out != c.want {
+			t.Fatalf("%v: %q %v, want %q", c.params, out, err, c.want)
+		}
 	}
 
 	// A person stops the turn: the call is cancelled, sees its interrupt

@@ -28,9 +28,9 @@ NAMES = ("HERMES_SESSION_PLATFORM", "HERMES_SESSION_SOURCE", "HERMES_SESSION_CHA
          "HERMES_SESSION_CHAT_NAME", "HERMES_SESSION_THREAD_ID", "HERMES_SESSION_USER_ID",
          "HERMES_SESSION_USER_ID_ALT", "HERMES_SESSION_USER_NAME", "HERMES_SESSION_SCOPE_ID",
          "HERMES_SESSION_KEY", "HERMES_SESSION_ID", "HERMES_UI_SESSION_ID", "HERMES_SESSION_MESSAGE_ID",
-         "HERMES_SESSION_PROFILE")
+         "HERMES_SESSION_PROFILE", "HERMES_CRON_SESSION")
 _ARGS = ("platform", "source", "chat_id", "chat_type", "chat_name", "thread_id", "user_id", "user_id_alt",
-         "user_name", "scope_id", "session_key", "session_id", "ui_session_id", "message_id", "profile")
+         "user_name", "scope_id", "session_key", "session_id", "ui_session_id", "message_id", "profile", "cron_session")
 _VARS = {name: ContextVar(name, default=_UNSET) for name in NAMES}
 _engaged = False
 
