@@ -448,3 +448,81 @@ def register(ctx):
 		t.Fatalf("post_approval_response: %+v", evs)
 	}
 }
+
+// A turn stopped while a plugin's tool_execution middleware wraps its call:
+// the middleware's next_call raises (its callback unwinds, as in the
+// familiar API when a call is interrupted) instead of waiting in the
+// plugin for ever, and the plugin lives on.
+func TestAStoppedCallUnwindsItsExecutionMiddleware(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	dir := t.TempDir()
+	home := withPlugin(t, "pywrap", "[]", fmt.Sprintf(`
+import os, time
+from tools.interrupt import is_interrupted
+
+DIR = %q
+
+def note(name, text=""):
+    with open(os.path.join(DIR, name), "w") as f:
+        f.write(text)
+
+def hold(args, **kw):
+    note("held")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not is_interrupted():
+        time.sleep(0.02)
+    return "held"
+
+def timing(tool_name, args, next_call, **kw):
+    try:
+        return next_call(args)
+    except Exception as exc:
+        note("unwound", "%%s: %%s" %% (type(exc).__name__, exc))
+        raise
+
+def register(ctx):
+    ctx.register_tool(name="hold", toolset="t", handler=hold,
+                      schema={"name": "hold", "description": "holds", "parameters": {"type": "object"}})
+    ctx.register_middleware("tool_execution", timing)
+`, dir))
+	stopHostAtCleanup(t, home)
+	id := create(t, home, "--title", "wrapped")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "send", id, "use tool hold: {}", "--home", home)
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
+	var out lockedBuf
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the call under way", 60*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil })
+	if r := atriumExec(t, home, "", nil, "sessions", "stop", id); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("send: %s", out.String())
+	}
+	var why []byte
+	waitFor(t, "the middleware to unwind", 20*time.Second, func() bool {
+		why, err = os.ReadFile(filepath.Join(dir, "unwound"))
+		return err == nil
+	})
+	if !strings.Contains(string(why), "the turn was stopped: user_stop") {
+		t.Fatalf("the middleware's next_call raised %q", why)
+	}
+	// The plugin was not restarted for it.
+	var rows []struct {
+		Name     string `json:"name"`
+		Restarts int    `json:"restarts"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "plugins", "list", "--json"), &rows)
+	for _, p := range rows {
+		if p.Name == "pywrap" && p.Restarts != 0 {
+			t.Fatalf("restarted %d times", p.Restarts)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"atrium/backend/apperr"
 	"atrium/backend/hooks"
@@ -25,6 +26,10 @@ const (
 	mwToolExecution = "tool_execution"
 	mwLLMExecution  = "llm_execution"
 )
+
+// resumeAfterStop bounds the resume that tells a plugin's callbacks their
+// call was stopped.
+const resumeAfterStop = 5 * time.Second
 
 // execStep is one answer of a plugin's execution middleware.
 type execStep struct {
@@ -96,7 +101,19 @@ func (l *Loop) execChain(ctx context.Context, kind, key string, caps []hooks.Cap
 			if belowEr != nil {
 				resume = map[string]any{"token": step.Token, "error": belowEr.Error()}
 			}
-			raw, err = l.bus.CallCapability(ctx, c.Plugin, hooks.CapMiddleware, kind, "resume", resume)
+			rctx, cancel := ctx, context.CancelFunc(func() {})
+			if ctx.Err() != nil {
+				// The turn was stopped under the call: the plugin's callbacks
+				// still hear how it ended (their next_call raises), so that
+				// they unwind instead of waiting for ever in the plugin.
+				resume = map[string]any{"token": step.Token, "error": "the turn was stopped: " + stopOf(ctx).Reason}
+				rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), resumeAfterStop)
+			}
+			raw, err = l.bus.CallCapability(rctx, c.Plugin, hooks.CapMiddleware, kind, "resume", resume)
+			cancel()
+			if ctx.Err() != nil {
+				return below, belowEr
+			}
 		case step.Blocked != nil:
 			return nil, apperr.New(apperr.Rejected, "plugin %s blocked the call: %s", c.Plugin, *step.Blocked)
 		case step.DownstreamError != nil:
