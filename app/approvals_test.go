@@ -206,6 +206,28 @@ func TestStopTurnStopsAScheduledRunToo(t *testing.T) {
 		done <- err
 	}()
 	<-waiting
+	// The session, the list and the conversations say where a turn runs.
+	if got, err := e.app.Sessions.Get(s.ID); err != nil || got.RunningIn != "cron" {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	page, err := e.app.Sessions.List(app.ListFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range page.Sessions {
+		if (row.ID == s.ID) != (row.RunningIn == "cron") {
+			t.Fatalf("list row %s running in %q", row.ID, row.RunningIn)
+		}
+	}
+	convs, err := e.app.Sessions.Conversations(app.ConversationFilter{})
+	if err != nil || len(convs.Rows) == 0 {
+		t.Fatalf("conversations: %+v %v", convs, err)
+	}
+	for _, row := range convs.Rows {
+		if (row.Session.ID == s.ID) != (row.Session.RunningIn == "cron") {
+			t.Fatalf("conversation %s running in %q", row.Session.ID, row.Session.RunningIn)
+		}
+	}
 	if code := c.do("POST", "/api/sessions/"+s.ID+"/stop", token, nil, nil); code != 200 {
 		t.Fatalf("stop: %d", code)
 	}
@@ -215,5 +237,8 @@ func TestStopTurnStopsAScheduledRunToo(t *testing.T) {
 	}
 	if code := c.do("POST", "/api/sessions/"+s.ID+"/stop", token, nil, nil); code != 404 {
 		t.Fatalf("a second stop: %d", code)
+	}
+	if got, err := e.app.Sessions.Get(s.ID); err != nil || got.RunningIn != "" {
+		t.Fatalf("after the run: %+v %v", got, err)
 	}
 }

@@ -184,7 +184,19 @@ func (s *Sessions) Conversations(f ConversationFilter) (ConversationPageDTO, err
 	if err != nil {
 		return ConversationPageDTO{}, err
 	}
-	return ConversationPageDTO{Rows: toConversations(p.Rows, s.st.Sessions.TrashDays()), Next: p.Next}, nil
+	rows := toConversations(p.Rows, s.st.Sessions.TrashDays())
+	if run := s.running(); run != nil {
+		// A conversation runs when a turn runs in any of its parts.
+		for i := range rows {
+			for _, id := range append([]string{rows[i].Session.ID}, rows[i].ChainIDs...) {
+				if where := run[id]; where != "" {
+					rows[i].Session.RunningIn = where
+					break
+				}
+			}
+		}
+	}
+	return ConversationPageDTO{Rows: rows, Next: p.Next}, nil
 }
 
 // ConversationCount is how many rows Conversations lists for f.

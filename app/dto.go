@@ -43,7 +43,9 @@ type SessionDTO struct {
 	PurgeAfter      *time.Time `json:"purge_after,omitempty"` // in the trash only: when it goes for good
 	// RunningIn: a turn runs in the session now, there (cli, desktop,
 	// dashboard, cron, or the chat platform), in any process of the
-	// profile: Sessions.StopTurn stops it. Get fills it in, not lists.
+	// profile: Sessions.StopTurn stops it. Get, List and Conversations fill
+	// it in (a conversation runs when any of its parts does); search hits do
+	// not.
 	RunningIn string `json:"running_in,omitempty"`
 }
 

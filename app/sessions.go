@@ -46,7 +46,27 @@ func (s *Sessions) List(f ListFilter) (PageDTO, error) {
 	if err != nil {
 		return PageDTO{}, err
 	}
-	return PageDTO{Sessions: toSessions(p.Sessions, s.st.Sessions.TrashDays()), Next: p.Next}, nil
+	out := toSessions(p.Sessions, s.st.Sessions.TrashDays())
+	if run := s.running(); run != nil {
+		for i := range out {
+			out[i].RunningIn = run[out[i].ID]
+		}
+	}
+	return PageDTO{Sessions: out, Next: p.Next}, nil
+}
+
+// running maps each session with a turn under way, in any process of the
+// profile, to where it runs (nil when none runs).
+func (s *Sessions) running() map[string]string {
+	runs, err := s.st.Runs.Running("")
+	if err != nil || len(runs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(runs))
+	for _, r := range runs {
+		m[r.SessionID] = r.Platform
+	}
+	return m
 }
 
 // Count is how many sessions the filter matches (limit and cursor ignored).

@@ -725,6 +725,12 @@ async function main() {
       if (running.length === 0) await page.waitForTimeout(100);
     }
     eq(running.length, 1, 'turns running');
+    // The list says which conversation has a turn under way.
+    await page.reload();
+    const runningBadge = page.locator(`${rowSel}[data-id="${ids['Cache warmup']}"] [data-testid=row-running]`);
+    await runningBadge.waitFor({ timeout: 10_000 });
+    assert(/a terminal/.test(await runningBadge.getAttribute('title')), 'the badge says where the turn runs');
+    await page.screenshot({ path: join(artifacts, 'dashboard-list-running.png') });
     await openSession('Cache warmup');
     const banner = page.locator('[data-testid=running-elsewhere]');
     await banner.waitFor({ timeout: 10_000 });

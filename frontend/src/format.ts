@@ -69,3 +69,18 @@ export function bytes(n: number): string {
   }
   return `${u === 0 ? v : v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`;
 }
+
+/** runningWhere names where a turn runs, from its platform. */
+export function runningWhere(platform: string): string {
+  switch (platform) {
+    case 'cron':
+      return 'the scheduler';
+    case 'cli':
+      return 'a terminal';
+    case 'desktop':
+      return 'the window';
+    case 'dashboard':
+      return 'the dashboard';
+  }
+  return `the gateway (${platform})`;
+}

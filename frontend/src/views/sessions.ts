@@ -4,7 +4,7 @@
 
 import { api, on, setWindowTitle } from '../api';
 import { button, clear, h, nextFrame, replace } from '../dom';
-import { absolute, num, plural, relative } from '../format';
+import { absolute, num, plural, relative, runningWhere } from '../format';
 import { archiveOrUnarchive, deleteSessions, newSession, purgeSessions, renameSession, restoreSessions, sessionMenu, togglePin, type Target } from '../actions';
 import type { Scope } from '../api';
 import { openMenu } from '../menu';
@@ -457,6 +457,7 @@ export class SessionsView implements View {
     cMsgs!.textContent = num(r.conv?.total_messages ?? x.message_count);
     cMsgs!.title = r.conv && r.conv.parts > 1 ? `${num(r.conv.total_messages)} messages in ${r.conv.parts} parts` : '';
     clear(cMarks!);
+    if (x.running_in) cMarks!.appendChild(h('span', { class: 'badge live', 'data-testid': 'row-running', title: `A turn is running, in ${runningWhere(x.running_in)}: open it to stop it` }, 'running'));
     if (x.pinned) cMarks!.appendChild(h('span', { class: 'badge pin', title: 'Pinned: never pruned or idle-archived' }, 'pinned'));
     if (x.where === 'trash') {
       cMarks!.appendChild(h('span', { class: 'badge trash', 'data-where': 'trash', title: x.purge_after ? `Deleted for good ${absolute(x.purge_after)}` : 'In the trash' }, x.purge_after ? `purged ${relative(x.purge_after)}` : 'in the trash'));

@@ -3,7 +3,7 @@
 
 import { api, on, setWindowTitle, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
-import { absolute, num, plural, relative, shortID, shortTime } from '../format';
+import { absolute, num, plural, relative, runningWhere, shortID, shortTime } from '../format';
 import { archiveOrUnarchive, deleteSessions, renameSession, restoreSessions, sessionMenu, togglePin, type Target } from '../actions';
 import { loadMarkdown, markdownReady, markWords, onLinkClick, renderMarkdown } from '../markdown';
 import { openMenu } from '../menu';
@@ -555,17 +555,3 @@ function divider(text: string, part: number): HTMLElement {
   return h('div', { class: 'part-divider', role: 'separator', 'data-testid': 'part-divider', 'data-part-start': part }, h('span', {}, text));
 }
 
-/** runningWhere names where a turn runs, from its platform. */
-function runningWhere(platform: string): string {
-  switch (platform) {
-    case 'cron':
-      return 'the scheduler';
-    case 'cli':
-      return 'a terminal';
-    case 'desktop':
-      return 'the window';
-    case 'dashboard':
-      return 'the dashboard';
-  }
-  return `the gateway (${platform})`;
-}

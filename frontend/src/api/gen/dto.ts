@@ -704,7 +704,9 @@ export interface SessionDTO {
   /**
    * RunningIn: a turn runs in the session now, there (cli, desktop,
    * dashboard, cron, or the chat platform), in any process of the
-   * profile: Sessions.StopTurn stops it. Get fills it in, not lists.
+   * profile: Sessions.StopTurn stops it. Get, List and Conversations fill
+   * it in (a conversation runs when any of its parts does); search hits do
+   * not.
    */
   running_in?: string;
 }
