@@ -42,9 +42,12 @@ type ApprovalDoneDTO struct {
 	Outcome string `json:"outcome"`
 }
 
-// AnswerApprovalRequest is the body of POST /api/approvals/{id}.
+// AnswerApprovalRequest is the body of POST /api/approvals/{id}. Scope,
+// with approve: "once" (the default) or "session" (also the plugin's
+// later asks about the tool in this conversation run without asking).
 type AnswerApprovalRequest struct {
-	Approve bool `json:"approve"`
+	Approve bool   `json:"approve"`
+	Scope   string `json:"scope"`
 }
 
 // Approvals asks the person at the window or the dashboard about the tool
@@ -62,7 +65,7 @@ type Approvals struct {
 
 type approvalWait struct {
 	dto    ApprovalDTO
-	answer chan bool
+	answer chan turns.Answer
 }
 
 // NewApprovals builds the approvals of one process; timeout <= 0 is
@@ -81,9 +84,9 @@ func (a *Approvals) setEmitter(e Emitter) {
 }
 
 // Ask implements turns.Options.Approve.
-func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (bool, error) {
+func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (turns.Answer, error) {
 	args, _ := json.Marshal(ap.Args)
-	w := &approvalWait{answer: make(chan bool, 1), dto: ApprovalDTO{ID: uuid.Must(uuid.NewV7()).String(), SessionID: ap.SessionID,
+	w := &approvalWait{answer: make(chan turns.Answer, 1), dto: ApprovalDTO{ID: uuid.Must(uuid.NewV7()).String(), SessionID: ap.SessionID,
 		Plugin: ap.Plugin, Tool: ap.ToolName, Args: string(args), Message: ap.Message, ExpiresAt: time.Now().Add(a.timeout).UTC()}}
 	a.mu.Lock()
 	a.pending[w.dto.ID] = w
@@ -100,17 +103,17 @@ func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (bool, error) {
 	timer := time.NewTimer(a.timeout)
 	defer timer.Stop()
 	select {
-	case yes := <-w.answer:
+	case answer := <-w.answer:
 		outcome = "denied"
-		if yes {
+		if answer.Allows() {
 			outcome = "approved"
 		}
-		return yes, nil
+		return answer, nil
 	case <-timer.C:
 		outcome = "timeout"
-		return false, turns.ErrNoAnswer
+		return turns.AnswerDeny, turns.ErrNoAnswer
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return turns.AnswerDeny, ctx.Err()
 	}
 }
 
@@ -121,7 +124,7 @@ func (s *Sessions) withApprovals(a *Approvals) *Sessions {
 
 // answer gives the person's answer to approval id; the first answer is
 // the one (it stops waiting at once).
-func (a *Approvals) answer(id string, yes bool) error {
+func (a *Approvals) answer(id string, answer turns.Answer) error {
 	a.mu.Lock()
 	w, ok := a.pending[id]
 	delete(a.pending, id)
@@ -129,7 +132,7 @@ func (a *Approvals) answer(id string, yes bool) error {
 	if !ok {
 		return apperr.New(apperr.NotFound, "no approval %s is waiting (answered already, or it ran out of time)", id)
 	}
-	w.answer <- yes // buffered, and only the one who took it from pending sends
+	w.answer <- answer // buffered, and only the one who took it from pending sends
 	return nil
 }
 

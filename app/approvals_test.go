@@ -104,17 +104,36 @@ func TestApprovalsAskThePersonHere(t *testing.T) {
 
 	ch = sendAsync(e, s.ID, "use tool echo: again")
 	a = waitPending(t, rec, 2)
-	if _, err := e.app.Sessions.AnswerApproval(a.ID, false); err != nil {
+	if _, err := e.app.Sessions.AnswerApproval(a.ID, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-ch; r.err != nil || !strings.Contains(r.turn.Reply, "BLOCKED: plugin approval required for echo") {
 		t.Fatalf("denied turn: %+v %v", r.turn, r.err)
 	}
-	if _, err := e.app.Sessions.AnswerApproval(a.ID, true); apperr.CodeOf(err) != apperr.NotFound {
+	if _, err := e.app.Sessions.AnswerApproval(a.ID, true, ""); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("a second answer: %v", err)
 	}
 	if d := rec.named(app.EventApprovalDone); len(d) != 2 || d[1].(app.ApprovalDoneDTO).Outcome != "denied" {
 		t.Fatalf("done events %+v", d)
+	}
+
+	// "Allow for this session": the next call is not asked about.
+	ch = sendAsync(e, s.ID, "use tool echo: for the session")
+	a = waitPending(t, rec, 3)
+	if code := c.do("POST", "/api/approvals/"+a.ID, token, map[string]any{"approve": true, "scope": "always"}, nil); code != 400 {
+		t.Fatalf("an unknown scope: %d", code)
+	}
+	if code := c.do("POST", "/api/approvals/"+a.ID, token, map[string]any{"approve": true, "scope": "session"}, nil); code != 200 {
+		t.Fatalf("approve for the session: %d", code)
+	}
+	if r := <-ch; r.err != nil || !strings.Contains(r.turn.Reply, "returned: for the session") {
+		t.Fatalf("approved turn: %+v %v", r.turn, r.err)
+	}
+	if r, err := e.app.Sessions.Send(s.ID, "use tool echo: not asked"); err != nil || !strings.Contains(r.Reply, "returned: not asked") {
+		t.Fatalf("the next call: %+v %v", r, err)
+	}
+	if p := rec.named(app.EventApprovalPending); len(p) != 3 {
+		t.Fatalf("asked %d times", len(p))
 	}
 }
 
@@ -192,10 +211,10 @@ func TestStopTurnStopsAScheduledRunToo(t *testing.T) {
 	e, _, c := approvalEnv(t, 0)
 	s := e.mustCreate(t, sessions.CreateParams{Title: "scheduled", Source: "cron"})
 	waiting := make(chan struct{})
-	cron, err := e.st.Loop(stack.ModelFlags{Approve: func(ctx context.Context, _ turns.Approval) (bool, error) {
+	cron, err := e.st.Loop(stack.ModelFlags{Approve: func(ctx context.Context, _ turns.Approval) (turns.Answer, error) {
 		close(waiting)
 		<-ctx.Done()
-		return false, context.Cause(ctx)
+		return turns.AnswerDeny, context.Cause(ctx)
 	}})
 	if err != nil {
 		t.Fatal(err)

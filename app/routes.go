@@ -95,7 +95,7 @@ func (h *handler) routes() {
 	}
 	h.route("GET /api/approvals", func(r *http.Request) (any, error) { return s.PendingApprovals() })
 	withBody(h, "POST /api/approvals/{id}", func(r *http.Request, in AnswerApprovalRequest) (any, error) {
-		return s.AnswerApproval(r.PathValue("id"), in.Approve)
+		return s.AnswerApproval(r.PathValue("id"), in.Approve, in.Scope)
 	})
 	h.route("GET /api/trash", func(r *http.Request) (any, error) { return s.Trash() })
 	withBody(h, "POST /api/trash/empty", func(_ *http.Request, in EmptyTrashRequest) (any, error) { return s.EmptyTrash(in) })

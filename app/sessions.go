@@ -8,6 +8,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/hooks"
+	"atrium/backend/limits"
 	"atrium/backend/receipts"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
@@ -349,10 +350,23 @@ func (s *Sessions) StopTurn(sessionID string) error {
 func (s *Sessions) PendingApprovals() ([]ApprovalDTO, error) { return s.approvals.list(), nil }
 
 // AnswerApproval approves (or denies) a tool call a plugin wants approved;
-// it returns what still waits. An id that waits no more (answered on
-// another surface, or out of time) is not found.
-func (s *Sessions) AnswerApproval(id string, approve bool) ([]ApprovalDTO, error) {
-	if err := s.approvals.answer(id, approve); err != nil {
+// it returns what still waits. scope, when it approves: "once" (or "") or
+// "session" (the plugin's later asks about the tool in this conversation
+// run without asking, while this process runs). An id that waits no more
+// (answered on another surface, or out of time) is not found.
+func (s *Sessions) AnswerApproval(id string, approve bool, scope string) ([]ApprovalDTO, error) {
+	answer := turns.AnswerDeny
+	if approve {
+		switch scope {
+		case "", string(turns.AnswerOnce):
+			answer = turns.AnswerOnce
+		case string(turns.AnswerSession):
+			answer = turns.AnswerSession
+		default:
+			return nil, apperr.New(apperr.Invalid, "invalid approval scope %s: use once or session", limits.Echo(scope))
+		}
+	}
+	if err := s.approvals.answer(id, answer); err != nil {
 		return nil, err
 	}
 	return s.approvals.list(), nil

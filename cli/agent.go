@@ -96,11 +96,11 @@ func (r *runner) chatCmd() *cobra.Command {
 				// On a terminal, a tool call a plugin wants approved is asked
 				// of the person at it; elsewhere nobody is asked and it is
 				// blocked (fail closed).
-				var ask func(context.Context, turns.Approval) (bool, error)
+				var ask func(context.Context, turns.Approval) (turns.Answer, error)
 				if onTerminal(cmd.InOrStdin()) {
-					f.Approve = func(ctx context.Context, a turns.Approval) (bool, error) {
+					f.Approve = func(ctx context.Context, a turns.Approval) (turns.Answer, error) {
 						if ask == nil {
-							return false, nil
+							return turns.AnswerDeny, nil
 						}
 						return ask(ctx, a)
 					}
@@ -140,25 +140,30 @@ func onTerminal(in io.Reader) bool {
 	return ok && term.IsTerminal(int(fi.Fd()))
 }
 
-func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *func(context.Context, turns.Approval) (bool, error)) error {
+func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *func(context.Context, turns.Approval) (turns.Answer, error)) error {
 	interactive := onTerminal(in)
 	lines, readErr := readLines(ctx, in)
 	if interactive && ask != nil {
 		// The chat loop waits in Send meanwhile: the next line is the
 		// answer. Ctrl+C (the turn stopped) ends the question at once.
-		*ask = func(tctx context.Context, a turns.Approval) (bool, error) {
+		*ask = func(tctx context.Context, a turns.Approval) (turns.Answer, error) {
 			fmt.Fprintf(r.env.Stdout, "plugin %s asks before %s runs with %v", a.Plugin, a.ToolName, a.Args)
 			if a.Message != "" {
 				fmt.Fprintf(r.env.Stdout, " (%s)", a.Message)
 			}
-			fmt.Fprint(r.env.Stdout, ". Run it? [y/N] ")
+			fmt.Fprint(r.env.Stdout, ". Run it? [y/N, s: and do not ask again in this session] ")
 			select {
-			case line, ok := <-lines:
-				answer := strings.ToLower(strings.TrimSpace(line))
-				return ok && (answer == "y" || answer == "yes"), nil
+			case line := <-lines: // "" once the input ended: a no
+				switch strings.ToLower(strings.TrimSpace(line)) {
+				case "y", "yes":
+					return turns.AnswerOnce, nil
+				case "s", "session":
+					return turns.AnswerSession, nil
+				}
+				return turns.AnswerDeny, nil
 			case <-tctx.Done():
 				fmt.Fprintln(r.env.Stdout)
-				return false, context.Cause(tctx)
+				return turns.AnswerDeny, context.Cause(tctx)
 			}
 		}
 	}

@@ -395,7 +395,8 @@ def register(ctx):
 // On a terminal, a chat asks the person before a call a plugin wants
 // approved: "y" runs it; Ctrl+C at the question stops the turn at once
 // (it no longer waits for Enter), the call is answered as stopped, and the
-// chat goes on.
+// chat goes on; "s" runs it and the plugin's later asks about the tool in
+// this session run without asking.
 func TestCtrlCAtAnApprovalQuestionStopsTheTurn(t *testing.T) {
 	needPython(t)
 	t.Parallel()
@@ -410,7 +411,7 @@ def register(ctx):
 	id := create(t, home, "--title", "asks")
 	cmd, in, out := chatOnATerminal(t, id, home)
 	asked := func(n int) func() bool {
-		return func() bool { return strings.Count(out.String(), "Run it? [y/N]") >= n }
+		return func() bool { return strings.Count(out.String(), "Run it? [y/N") >= n }
 	}
 	_, _ = io.WriteString(in, "use tool echo: first\n")
 	waitFor(t, "the first question", 60*time.Second, asked(1))
@@ -420,6 +421,15 @@ def register(ctx):
 	waitFor(t, "the second question", 30*time.Second, asked(2))
 	_, _ = io.WriteString(in, "\x03") // Ctrl+C, no Enter
 	waitFor(t, "the stopped turn", 30*time.Second, func() bool { return strings.Contains(out.String(), "(stopped") })
+	_, _ = io.WriteString(in, "use tool echo: third\n")
+	waitFor(t, "the third question", 30*time.Second, asked(3))
+	_, _ = io.WriteString(in, "s\n")
+	waitFor(t, "the third reply", 30*time.Second, func() bool { return strings.Contains(out.String(), "returned: third") })
+	_, _ = io.WriteString(in, "use tool echo: fourth\n")
+	waitFor(t, "the fourth reply", 30*time.Second, func() bool { return strings.Contains(out.String(), "returned: fourth") })
+	if n := strings.Count(out.String(), "Run it? [y/N"); n != 3 {
+		t.Fatalf("asked %d times:\n%s", n, out.String())
+	}
 	_, _ = io.WriteString(in, "/exit\n")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("chat: %v\n%s", err, out.String())
@@ -429,8 +439,12 @@ def register(ctx):
 		Content string `json:"content"`
 	}
 	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
-	last := msgs[len(msgs)-1]
-	if last.Role != "tool" || !strings.Contains(last.Content, "the turn was stopped while echo waited for approval") {
+	if !slices.ContainsFunc(msgs, func(m struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}) bool {
+		return m.Role == "tool" && strings.Contains(m.Content, "the turn was stopped while echo waited for approval")
+	}) {
 		t.Fatalf("stored: %+v", msgs)
 	}
 	var evs []struct {
@@ -444,7 +458,7 @@ def register(ctx):
 		t.Fatalf("agent_loop_stopped: %+v", evs)
 	}
 	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--json", "--hook", "post_approval_response"), &evs)
-	if len(evs) != 2 || evs[0].Payload.Choice != "once" || evs[1].Payload.Choice != "deny" {
+	if len(evs) != 3 || evs[0].Payload.Choice != "once" || evs[1].Payload.Choice != "deny" || evs[2].Payload.Choice != "session" {
 		t.Fatalf("post_approval_response: %+v", evs)
 	}
 }

@@ -674,6 +674,25 @@ async function main() {
     return reply.slice(0, 80);
   });
 
+  await check('"Allow for this session" runs the call, and the plugin does not ask about the tool again in that conversation', async () => {
+    await sendIn('Search tuning', 'use tool read_notes: {"ask": true}');
+    const dlg = page.locator('[data-testid=approval]');
+    await dlg.waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: join(artifacts, 'dashboard-approval-session.png') });
+    await page.click('[data-testid=approval-session]');
+    await dlg.waitFor({ state: 'detached', timeout: 10_000 });
+    const replies = page.locator('[data-testid=reply]').filter({ hasText: 'checked by hermes-notes' });
+    await replies.first().waitFor({ timeout: 30_000 });
+    await page.fill('[data-testid=composer]', 'use tool read_notes: {"ask": true, "again": true}');
+    await page.click('[data-testid=send]');
+    await page.locator('[data-testid=send]').waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator('[data-testid=reply]').filter({ hasText: 'The tool read_notes returned' }).waitFor({ timeout: 30_000 });
+    eq(await dlg.count(), 0, 'dialogs the second call opened');
+    const posts = (await atrium('events', 'list', '--hook', 'post_approval_response')).filter((e) => e.payload.session_id === ids['Search tuning']);
+    eq(posts.map((e) => e.payload.choice).join(','), 'session', 'post_approval_response choices in that conversation');
+    await backToList();
+  });
+
   await check('a turn waiting for an approval is stopped from its dialog ("Stop the turn")', async () => {
     await sendIn('Cache warmup', 'use tool read_notes: {"ask": true}');
     const dlg = page.locator('[data-testid=approval]');

@@ -28,23 +28,24 @@ type turnKey struct{}
 // pendingAsk is an approval waiting for the answer of user.
 type pendingAsk struct {
 	user   string
-	answer chan bool
+	answer chan turns.Answer
 }
 
 // Approve asks the sender whose message started the running turn whether
 // a tool call a plugin flagged with {"action": "approve"} may run: a
 // message in the conversation names the plugin, the tool and its
-// arguments; the same sender answers /approve or /deny (or yes / no,
-// which Slack users can type: Slack takes a leading slash for its own
-// commands). No answer within ApprovalTimeout, or the turn ending, is a
-// no. A loop built for the gateway (stack.Gateway) calls it for every
-// approval; outside a gateway turn it refuses.
-func (s *Service) Approve(ctx context.Context, a turns.Approval) (bool, error) {
+// arguments; the same sender answers /approve, /approve session (this
+// call, and the plugin's later asks about the tool in this conversation)
+// or /deny (or yes / no, which Slack users can type: Slack takes a leading
+// slash for its own commands). No answer within ApprovalTimeout, or the
+// turn ending, is a no. A loop built for the gateway (stack.Gateway) calls
+// it for every approval; outside a gateway turn it refuses.
+func (s *Service) Approve(ctx context.Context, a turns.Approval) (turns.Answer, error) {
 	w, ok := ctx.Value(turnKey{}).(*turnInfo)
 	if !ok {
-		return false, errors.New("gateway: no conversation to ask for the approval")
+		return turns.AnswerDeny, errors.New("gateway: no conversation to ask for the approval")
 	}
-	ask := &pendingAsk{user: w.m.UserID, answer: make(chan bool, 1)}
+	ask := &pendingAsk{user: w.m.UserID, answer: make(chan turns.Answer, 1)}
 	s.mu.Lock()
 	s.asks[w.key] = ask
 	s.mu.Unlock()
@@ -60,7 +61,7 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (bool, error) {
 	out := Outbound{Platform: w.c.Adapter.Platform(), ChatID: w.m.ChatID, ThreadID: w.m.ThreadID, ReplyTo: w.m.ReplyTo,
 		SessionID: a.SessionID, Origin: "approval", Text: approvalText(a, s.o.ApprovalTimeout)}
 	if err := s.enqueue(ctx, out); err != nil {
-		return false, err
+		return turns.AnswerDeny, err
 	}
 	// Waiting for a person holds none of the Parallel turn slots (the
 	// conversation's drain holds one while Approve runs): other
@@ -70,16 +71,16 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (bool, error) {
 	timer := time.NewTimer(s.o.ApprovalTimeout)
 	defer timer.Stop()
 	select {
-	case yes := <-ask.answer:
-		return yes, nil
+	case answer := <-ask.answer:
+		return answer, nil
 	case <-timer.C:
 		out.Text = fmt.Sprintf("No answer within %s: %s was not run.", s.o.ApprovalTimeout, a.ToolName)
 		if err := s.enqueue(ctx, out); err != nil {
-			return false, err
+			return turns.AnswerDeny, err
 		}
-		return false, turns.ErrNoAnswer
+		return turns.AnswerDeny, turns.ErrNoAnswer
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return turns.AnswerDeny, ctx.Err()
 	}
 }
 
@@ -91,28 +92,31 @@ func approvalText(a turns.Approval, timeout time.Duration) string {
 	if m := strings.TrimSpace(a.Message); m != "" {
 		fmt.Fprintf(&b, " It says: %s", clipRunes(m, 300))
 	}
-	fmt.Fprintf(&b, "\nReply /approve to run it or /deny to refuse (or yes / no), within %s.", timeout)
+	fmt.Fprintf(&b, "\nReply /approve to run it, /approve session to allow %s from %s for the rest of this conversation, or /deny to refuse (or yes / no), within %s.",
+		a.ToolName, a.Plugin, timeout)
 	return b.String()
 }
 
 // approvalAnswer reads an answer to an approval: /approve, approve, yes
-// or y; /deny, deny, no or n (any case, a bot's @name after a command
-// allowed).
-func approvalAnswer(text string) (yes, ok bool) {
-	switch strings.ToLower(strings.TrimSpace(stripBotName(text))) {
-	case "/approve", "approve", "yes", "y":
-		return true, true
+// or y; /approve session (or approve session); /deny, deny, no or n (any
+// case, a bot's @name after a command allowed).
+func approvalAnswer(text string) (answer turns.Answer, ok bool) {
+	switch strings.Join(strings.Fields(strings.ToLower(stripBotName(text))), " ") {
+	case "/approve", "approve", "yes", "y", "/approve once", "approve once":
+		return turns.AnswerOnce, true
+	case "/approve session", "approve session":
+		return turns.AnswerSession, true
 	case "/deny", "deny", "no", "n":
-		return false, true
+		return turns.AnswerDeny, true
 	}
-	return false, false
+	return "", false
 }
 
 // answerApproval takes a message from the sender an approval waits on, in
 // that conversation, as its answer when it is one: the message reaches no
 // turn (it is recorded as received, so a redelivery is not answered).
 func (s *Service) answerApproval(c Configured, key string, m Inbound) bool {
-	yes, ok := approvalAnswer(m.Text)
+	answer, ok := approvalAnswer(m.Text)
 	if !ok {
 		return false
 	}
@@ -123,7 +127,7 @@ func (s *Service) answerApproval(c Configured, key string, m Inbound) bool {
 		return false
 	}
 	select {
-	case ask.answer <- yes:
+	case ask.answer <- answer:
 	default: // answered already: a second answer changes nothing
 	}
 	s.consumed(c, m)

@@ -110,7 +110,7 @@ func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)
 		t.Fatal(err)
 	}
 	e := &env{db: d, bus: bus, sess: sess, rec: rec, logs: logs, log: lg, mem: mem}
-	approve := func(ctx context.Context, a turns.Approval) (bool, error) { return e.gw.Approve(ctx, a) }
+	approve := func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return e.gw.Approve(ctx, a) }
 	if e.loop, err = turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true,
 		MemoryProvider: "recall", Approve: approve}); err != nil {
 		t.Fatal(err)
@@ -489,14 +489,27 @@ func TestGatewayAsksTheSenderToApprove(t *testing.T) {
 	if got := sent(6, "the denied call's reply"); !strings.Contains(got, "BLOCKED: plugin approval required for echo") {
 		t.Fatalf("after /deny: %q", got)
 	}
+	// "/approve session": this conversation's next echo is not asked about.
+	f.Push(5, "Cy", -100, "supergroup", "use tool echo: for the session")
+	if got := sent(7, "the third approval request"); !strings.Contains(got, "/approve session to allow echo from guard for the rest of this conversation") {
+		t.Fatalf("the request does not offer /approve session: %q", got)
+	}
+	f.Push(5, "Cy", -100, "supergroup", "/approve@atrium_bot  Session")
+	if got := sent(8, "the call approved for the session"); !strings.Contains(got, "The tool echo returned: for the session") {
+		t.Fatalf("after /approve session: %q", got)
+	}
+	f.Push(5, "Cy", -100, "supergroup", "use tool echo: not asked")
+	if got := sent(9, "the call not asked about"); !strings.Contains(got, "The tool echo returned: not asked") {
+		t.Fatalf("the next call: %q", got)
+	}
 	// The answers reached no turn, and nothing else was sent.
-	if got := f.SentTexts(); len(got) != 6 {
+	if got := f.SentTexts(); len(got) != 9 {
 		t.Fatalf("sent %q", got)
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE role = 'user' AND content LIKE 'use tool%'`); n != 2 {
-		t.Fatalf("%d requests stored, want 2", n)
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE role = 'user' AND content LIKE 'use tool%'`); n != 4 {
+		t.Fatalf("%d requests stored, want 4", n)
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content IN ('Yes', '/approve', '/deny', '/deny@atrium_bot')`); n != 0 {
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content IN ('Yes', '/approve', '/deny', '/deny@atrium_bot', '/approve@atrium_bot  Session')`); n != 0 {
 		t.Fatalf("%d answers stored as messages", n)
 	}
 

@@ -245,12 +245,20 @@ type ApprovalVerdict struct {
 	Args map[string]any
 	// Interrupt is set when a deny also stops the turn.
 	Interrupt bool
+	// Session is set when an allow also lets the plugin's later asks about
+	// the tool in this conversation run without asking ("scope":
+	// "session"; Claude Code's updatedPermissions); SessionTools, when
+	// given, are the tools it names (the grant is for the call's tool only
+	// when they name it).
+	Session      bool
+	SessionTools []string
 	// Plugin is who decided.
 	Plugin string
 }
 
 // DecideApproval reads pre_approval_decision's answers: {"action": "allow",
-// "args"?} and {"action": "deny", "message", "interrupt"?} ("approve" and
+// "args"?, "scope"?: "session", "tools"?} and {"action": "deny", "message",
+// "interrupt"?} ("approve" and
 // "block" read alike). Any deny wins, the first one's message with it; else
 // the last allow. A callback that raised or timed out decides nothing, so
 // the person is asked.
@@ -275,6 +283,15 @@ func DecideApproval(results []SyncResult) ApprovalVerdict {
 				if v.Action != "deny" {
 					args, _ := m["args"].(map[string]any)
 					v = ApprovalVerdict{Action: "allow", Args: args, Plugin: r.Plugin}
+					if scope, _ := m["scope"].(string); strings.EqualFold(strings.TrimSpace(scope), "session") {
+						v.Session = true
+						tools, _ := m["tools"].([]any)
+						for _, t := range tools {
+							if s, ok := t.(string); ok && s != "" {
+								v.SessionTools = append(v.SessionTools, s)
+							}
+						}
+					}
 				}
 			}
 		}

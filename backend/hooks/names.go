@@ -299,6 +299,7 @@ type TurnEndPayload struct {
 // Approval choices of post_approval_response.
 const (
 	ChoiceOnce    = "once"    // the person let the call run
+	ChoiceSession = "session" // ... and the plugin's later asks about the tool in this conversation
 	ChoiceDeny    = "deny"    // refused, or the asking failed
 	ChoiceTimeout = "timeout" // nobody answered in time (the call was not run)
 )
@@ -312,7 +313,7 @@ const (
 // Description what the plugin said, PatternKey and PatternKeys the plugin
 // that asked, Surface where the person is asked ("cli" on a terminal,
 // "gateway" on a chat platform, "desktop", "dashboard", "cron"), Choice
-// ("once" or "deny") only after the answer. The rest is Atrium's own.
+// ("once", "session", "deny" or "timeout") only after the answer. The rest is Atrium's own.
 type ApprovalPayload struct {
 	Command     string         `json:"command"`
 	Description string         `json:"description"`

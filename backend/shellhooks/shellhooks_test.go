@@ -228,6 +228,14 @@ func TestAnswers(t *testing.T) {
 			map[string]any{"action": "allow"}},
 		{"claude permission allow with updatedInput", cperm, ok(`{"hookSpecificOutput": {"decision": {"behavior": "allow", "updatedInput": {"command": "ls"}}}}`),
 			map[string]any{"action": "allow", "args": map[string]any{"command": "ls"}}},
+		// updatedPermissions' allow rules last the conversation (Atrium
+		// writes no settings files); other updates are not grants.
+		{"claude permission allow with an allow rule", cperm, ok(`{"hookSpecificOutput": {"decision": {"behavior": "allow", "updatedPermissions": [` +
+			`{"type": "addRules", "rules": [{"toolName": "echo"}, {"toolName": "Bash", "ruleContent": "ls:*"}], "behavior": "allow", "destination": "localSettings"}]}}}`),
+			map[string]any{"action": "allow", "scope": "session", "tools": []any{"echo", "Bash"}}},
+		{"claude permission allow with a mode change only", cperm, ok(`{"hookSpecificOutput": {"decision": {"behavior": "allow", "updatedPermissions": [` +
+			`{"type": "setMode", "mode": "acceptEdits", "destination": "session"}, {"type": "addRules", "rules": [{"toolName": "echo"}], "behavior": "deny"}]}}}`),
+			map[string]any{"action": "allow"}},
 		{"claude permission deny", cperm, ok(`{"hookSpecificOutput": {"decision": {"behavior": "deny", "message": "not in prod"}}}`),
 			map[string]any{"action": "deny", "message": "not in prod", "interrupt": false}},
 		{"claude permission deny and interrupt", cperm, ok(`{"hookSpecificOutput": {"decision": {"behavior": "deny", "interrupt": true}}}`),

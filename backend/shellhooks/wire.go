@@ -342,15 +342,43 @@ func parseToolDecision(d map[string]any) map[string]any {
 // and the familiar shape ({"action": "allow", "args"?} | {"action": "deny",
 // "message", "interrupt"?}). Anything else decides nothing.
 func parseApproval(d map[string]any) map[string]any {
+	var rules []any // Claude Code's updatedPermissions: "always allow" rules
 	if h, ok := d["hookSpecificOutput"].(map[string]any); ok {
 		dec, _ := h["decision"].(map[string]any)
 		d = map[string]any{"action": dec["behavior"], "args": dec["updatedInput"], "message": dec["message"], "interrupt": dec["interrupt"]}
+		rules, _ = dec["updatedPermissions"].([]any)
 	}
 	switch d["action"] {
 	case "allow":
 		out := map[string]any{"action": "allow"}
 		if args, ok := d["args"].(map[string]any); ok {
 			out["args"] = args
+		}
+		// An allow rule (addRules, behavior allow) is kept for the rest of
+		// the conversation, whatever its destination: Atrium writes no
+		// settings files, so a rule meant for them lasts the session.
+		var tools []any
+		granted := false
+		for _, u := range rules {
+			u, _ := u.(map[string]any)
+			if u["type"] != "addRules" || u["behavior"] != "allow" {
+				continue
+			}
+			granted = true
+			rs, _ := u["rules"].([]any)
+			for _, r := range rs {
+				if r, ok := r.(map[string]any); ok {
+					if name, ok := r["toolName"].(string); ok && name != "" {
+						tools = append(tools, name)
+					}
+				}
+			}
+		}
+		if granted {
+			out["scope"] = "session"
+			if len(tools) > 0 {
+				out["tools"] = tools
+			}
 		}
 		return out
 	case "deny":

@@ -18,7 +18,7 @@ type ModelFlags struct {
 	APIKey   string // environment variable name
 	// Approve asks a person about a tool call a plugin wants approved
 	// (nil: such calls are blocked).
-	Approve func(ctx context.Context, a turns.Approval) (bool, error)
+	Approve func(ctx context.Context, a turns.Approval) (turns.Answer, error)
 	// NoBetweenTurns: the caller compacts between messages itself (the
 	// gateway's hygiene).
 	NoBetweenTurns bool

@@ -89,7 +89,7 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	// A tool call a plugin wants approved is asked of the sender on the
 	// platform (the loop is the gateway's own).
 	var gw *gateway.Service
-	f.Approve = func(ctx context.Context, a turns.Approval) (bool, error) { return gw.Approve(ctx, a) }
+	f.Approve = func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return gw.Approve(ctx, a) }
 	loop, err := s.Loop(f)
 	if err != nil {
 		return nil, err
@@ -153,10 +153,10 @@ func (s *Stack) cronLoop(f ModelFlags) (*turns.Loop, error) {
 	f.Approve = nil
 	if s.Config.CronApproves() {
 		lg := s.log
-		f.Approve = func(_ context.Context, a turns.Approval) (bool, error) {
+		f.Approve = func(_ context.Context, a turns.Approval) (turns.Answer, error) {
 			lg.Info("a scheduled run approved a tool call a plugin asked about (approvals.cron_mode: approve)",
 				"plugin", a.Plugin, "tool", a.ToolName, "session_id", a.SessionID)
-			return true, nil
+			return turns.AnswerOnce, nil
 		}
 	}
 	return s.Loop(f)

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,7 +43,9 @@ type Options struct {
 	// {"action": "approve"} may run (the terminal asks on a tty). nil, an
 	// error or a no blocks the call: pre_tool_call fails closed. An asker
 	// whose question went unanswered in time returns ErrNoAnswer.
-	Approve func(ctx context.Context, a Approval) (bool, error)
+	// AnswerSession lets the plugin's later asks about the tool in the
+	// same conversation run without asking, while this Loop lives.
+	Approve func(ctx context.Context, a Approval) (Answer, error)
 	// NoBetweenTurns leaves the soft-threshold compaction after a turn to
 	// the caller: the gateway compacts between messages instead, with
 	// reason gateway_hygiene (Hygiene).
@@ -140,6 +143,28 @@ func stopOf(ctx context.Context) *Stop {
 // call is not run, and post_approval_response says "timeout".
 var ErrNoAnswer = errors.New("no answer in time")
 
+// Answer is a person's answer to an approval, in the familiar API's words
+// (post_approval_response's choice).
+type Answer string
+
+// The answers. Anything else is a no.
+const (
+	AnswerDeny    Answer = "deny"
+	AnswerOnce    Answer = "once"    // this call
+	AnswerSession Answer = "session" // this call, and the plugin's later asks about the tool in this conversation
+)
+
+// Allows says whether the answer lets the call run.
+func (a Answer) Allows() bool { return a == AnswerOnce || a == AnswerSession }
+
+// AnswerOf is yes (once) or no.
+func AnswerOf(yes bool) Answer {
+	if yes {
+		return AnswerOnce
+	}
+	return AnswerDeny
+}
+
 // Approval is a tool call a plugin wants a person to approve.
 type Approval struct {
 	SessionID string
@@ -149,6 +174,28 @@ type Approval struct {
 	Message   string
 }
 
+// grants are the approvals a person gave for the rest of a conversation
+// ("session"): its session key, the plugin that asked, the tool.
+type grants struct {
+	mu  sync.Mutex
+	set map[[3]string]bool
+}
+
+func (g *grants) has(sessionKey, plugin, tool string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.set[[3]string{sessionKey, plugin, tool}]
+}
+
+func (g *grants) add(sessionKey, plugin, tool string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.set == nil {
+		g.set = map[[3]string]bool{}
+	}
+	g.set[[3]string{sessionKey, plugin, tool}] = true
+}
+
 // Loop runs turns.
 type Loop struct {
 	db       *db.DB
@@ -156,6 +203,7 @@ type Loop struct {
 	engine   *compaction.Engine
 	bus      *hooks.Bus
 	opts     Options
+	grants   grants
 }
 
 // New builds a loop and registers the lifecycle commands it owns.

@@ -630,35 +630,44 @@ func TestApprovalsFireTheirHooks(t *testing.T) {
 	})
 	var mu sync.Mutex
 	var asked []int // pre_approval_request events committed when each ask began
-	answers := []error{nil, nil, fmt.Errorf("the window was closed"), turns.ErrNoAnswer}
+	answers := []struct {
+		answer turns.Answer
+		err    error
+	}{{turns.AnswerOnce, nil}, {turns.AnswerDeny, nil}, {turns.AnswerDeny, fmt.Errorf("the window was closed")},
+		{turns.AnswerDeny, turns.ErrNoAnswer}, {turns.AnswerSession, nil}, {turns.AnswerOnce, nil}}
 	calls := 0
 	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 100000},
-		Approve: func(_ context.Context, a turns.Approval) (bool, error) {
+		Approve: func(_ context.Context, a turns.Approval) (turns.Answer, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err := e.Bus.Flush(ctx); err != nil {
-				return false, err
+				return turns.AnswerDeny, err
 			}
 			asked = append(asked, len(e.Rec.Events(hooks.PreApprovalRequest)))
 			calls++
-			return calls == 1, answers[calls-1]
+			return answers[calls-1].answer, answers[calls-1].err
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := e.MustCreate(t, sessions.CreateParams{Title: "approvals"})
-	var last turns.Turn
-	for _, text := range []string{"hello", "again", "once more", "anyone?"} {
-		if last, err = loop.Send(ctx, s.ID, `use tool echo: {"text": "`+text+`"}`, hooks.LocalContext("desktop", s.ID)); err != nil {
+	var replies []string
+	// The fifth answer is "session": the sixth call in this conversation
+	// runs without asking (and without approval hooks).
+	for _, text := range []string{"hello", "again", "once more", "anyone?", "for the session", "not asked"} {
+		last, err := loop.Send(ctx, s.ID, `use tool echo: {"text": "`+text+`"}`, hooks.LocalContext("desktop", s.ID))
+		if err != nil {
 			t.Fatal(err)
 		}
+		replies = append(replies, last.Reply)
 	}
-	if !strings.Contains(last.Reply, "BLOCKED: plugin approval required for echo (no answer in time)") {
-		t.Fatalf("unanswered: %q", last.Reply)
+	if !strings.Contains(replies[3], "BLOCKED: plugin approval required for echo (no answer in time)") ||
+		!strings.Contains(replies[4], "returned: for the session") || !strings.Contains(replies[5], "returned: not asked") {
+		t.Fatalf("replies: %q", replies)
 	}
-	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: 4, hooks.PostApprovalResp: 4, hooks.PreToolCall: 0,
-		hooks.OnSessionStart: 1, hooks.PostToolCall: 4, hooks.PostLLMCall: 4, hooks.OnSessionEnd: 4})
-	if fmt.Sprint(asked) != "[1 2 3 4]" {
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: 5, hooks.PostApprovalResp: 5, hooks.PreToolCall: 0,
+		hooks.OnSessionStart: 1, hooks.PostToolCall: 6, hooks.PostLLMCall: 6, hooks.OnSessionEnd: 6})
+	if fmt.Sprint(asked) != "[1 2 3 4 5]" {
 		t.Fatalf("pre_approval_request events committed when each person was asked: %v", asked)
 	}
 	var pre, post []hooks.ApprovalPayload
@@ -688,8 +697,14 @@ func TestApprovalsFireTheirHooks(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%s/%v/%s", p.Choice, *p.Approved, p.Error))
 	}
-	if fmt.Sprint(got) != "[once/true/ deny/false/ deny/false/the window was closed timeout/false/]" {
+	if fmt.Sprint(got) != "[once/true/ deny/false/ deny/false/the window was closed timeout/false/ session/true/]" {
 		t.Fatalf("answers: %v", got)
+	}
+	// Another conversation is asked again.
+	e.Rec.Reset()
+	other := e.MustCreate(t, sessions.CreateParams{Title: "other"})
+	if _, err := loop.Send(ctx, other.ID, `use tool echo: {"text": "elsewhere"}`, hooks.LocalContext("desktop", other.ID)); err != nil || calls != 6 {
+		t.Fatalf("another conversation: %v, %d asks", err, calls)
 	}
 	// Nobody to ask (a piped terminal): blocked, and no approval hook.
 	e.Rec.Reset()
@@ -816,6 +831,10 @@ func TestADecisionHookAnswersInThePersonsPlace(t *testing.T) {
 				return map[string]any{"action": "deny", "message": "stop right there", "interrupt": true}, nil
 			case "boom":
 				return nil, fmt.Errorf("policy file unreadable")
+			case "session":
+				return map[string]any{"action": "allow", "scope": "session"}, nil
+			case "other tools":
+				return map[string]any{"action": "allow", "scope": "session", "tools": []any{"big_output"}}, nil
 			}
 			return nil, nil
 		}
@@ -847,11 +866,11 @@ func TestADecisionHookAnswersInThePersonsPlace(t *testing.T) {
 	})
 	var asked []string
 	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: twoCalls{llm.OfflineProvider{Window: 100000}},
-		Approve: func(_ context.Context, a turns.Approval) (bool, error) {
+		Approve: func(_ context.Context, a turns.Approval) (turns.Answer, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			asked = append(asked, fmt.Sprint(a.Args["text"]))
-			return false, nil
+			return turns.AnswerDeny, nil
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -933,6 +952,38 @@ func TestADecisionHookAnswersInThePersonsPlace(t *testing.T) {
 	mu.Unlock()
 	if turn := e.send(t, s.ID, `use tool echo: allow`); len(turn.Blocked) != 1 || len(decided) != 0 {
 		t.Fatalf("with nobody to ask: %+v, hook asked about %v", turn, decided)
+	}
+
+	// An allow for the session (Claude Code's updatedPermissions): the
+	// plugin's later asks about echo in that conversation run, asking
+	// neither the hook nor the person; one naming other tools grants echo
+	// nothing.
+	for _, c := range []struct {
+		first, then, result string
+		decided             string
+	}{
+		{"session", "deny", "deny", "[session]"},
+		{"other tools", "deny", `{"error":"not today"}`, "[other tools deny]"},
+	} {
+		mu.Lock()
+		decided = nil
+		mu.Unlock()
+		conv := e.MustCreate(t, sessions.CreateParams{Title: c.first})
+		for _, text := range []string{c.first, c.then} {
+			if _, err := loop.Send(ctx, conv.ID, `use tool echo: `+text, hooks.LocalContext("desktop", conv.ID)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		msgs, err := e.Sessions.Messages(ctx, conv.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := msgs[len(msgs)-2].Content; got != c.result || fmt.Sprint(decided) != c.decided {
+			t.Fatalf("%s then %s: %q, the hook was asked about %v", c.first, c.then, got, decided)
+		}
+	}
+	if fmt.Sprint(asked) != "[nothing boom]" {
+		t.Fatalf("the person was asked about %v", asked)
 	}
 }
 

@@ -321,12 +321,20 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		}
 		return blocked
 	}
+	// The person let this plugin's asks about the tool run for the rest of
+	// the conversation: nobody is asked, and no approval hook fires.
+	if l.grants.has(tc.sessionKey, d.Plugin, tool) {
+		return hooks.ToolDecision{Args: d.Args}
+	}
 	p := approvalPayload(tc, sessionID, call, args, d)
 	// A pre_approval_decision hook (Claude Code's PermissionRequest) may
 	// answer in the person's place; then nobody is asked, and neither
 	// approval observer fires.
 	switch v := l.decideApproval(ctx, p); v.Action {
 	case "allow":
+		if v.Session && (len(v.SessionTools) == 0 || slices.Contains(v.SessionTools, tool)) {
+			l.grants.add(tc.sessionKey, d.Plugin, tool)
+		}
 		if v.Args != nil {
 			return hooks.ToolDecision{Args: v.Args}
 		}
@@ -342,14 +350,18 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	// committed before the next step: a plugin that notifies the person
 	// hears of the question while it waits.
 	l.observe(ctx, hooks.PreApprovalRequest, p)
-	ok, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message})
+	answer, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message})
+	ok := err == nil && answer.Allows()
 	p.Choice, p.Approved = hooks.ChoiceDeny, &ok
 	switch {
 	case errors.Is(err, ErrNoAnswer):
-		p.Choice, ok, err = hooks.ChoiceTimeout, false, nil
+		p.Choice, err = hooks.ChoiceTimeout, nil
 		blocked.Message += " (no answer in time)"
 	case err != nil:
 		p.Error = err.Error()
+	case answer == AnswerSession:
+		p.Choice = hooks.ChoiceSession
+		l.grants.add(tc.sessionKey, d.Plugin, tool)
 	case ok:
 		p.Choice = hooks.ChoiceOnce
 	}

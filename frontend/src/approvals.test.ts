@@ -47,7 +47,7 @@ describe('approvals', () => {
     expect(document.activeElement?.getAttribute('data-testid')).toBe('approval-deny');
     d.querySelector<HTMLButtonElement>('[data-testid=approval-approve]')!.click();
     await flush();
-    expect(answerApproval).toHaveBeenCalledWith('a1', true);
+    expect(answerApproval).toHaveBeenCalledWith('a1', true, 'once');
     expect(dialog()).toBeNull();
   });
 
@@ -55,7 +55,15 @@ describe('approvals', () => {
     listeners.get('approval:pending')!(approval('a2'));
     dialog()!.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));
     await flush();
-    expect(answerApproval).toHaveBeenCalledWith('a2', false);
+    expect(answerApproval).toHaveBeenCalledWith('a2', false, 'once');
+  });
+
+  it('"Allow for this session" approves with the session scope', async () => {
+    listeners.get('approval:pending')!(approval('a4'));
+    dialog()!.querySelector<HTMLButtonElement>('[data-testid=approval-session]')!.click();
+    await flush();
+    expect(answerApproval).toHaveBeenCalledWith('a4', true, 'session');
+    expect(dialog()).toBeNull();
   });
 
   it('an approval decided elsewhere closes its dialog without answering; one dialog per approval', async () => {

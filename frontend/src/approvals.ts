@@ -2,7 +2,8 @@
 // until the person answers (Sessions.AnswerApproval), on this page or
 // another of the same dashboard; its dialog goes when it was answered
 // elsewhere or ran out of time (approval:done). Deny has the focus: Enter or Escape refuses;
-// "Stop the turn" stops the turn that waits (Sessions.StopTurn).
+// "Stop the turn" stops the turn that waits (Sessions.StopTurn); "Allow for this session"
+// approves it and the plugin's later asks about the tool in this conversation.
 
 import { api, on, toApiError } from './api';
 import type { ApprovalDTO } from './api/gen/dto';
@@ -44,10 +45,11 @@ async function ask(a: ApprovalDTO): Promise<void> {
     a.message ? h('p', { class: 'approval-message', 'data-testid': 'approval-message' }, a.message) : null,
     h('p', { class: 'muted' }, `Without an answer by ${absolute(a.expires_at)} it is refused.`),
   );
-  const answer = await openModal<boolean | 'stop'>({
+  const answer = await openModal<boolean | 'stop' | 'session'>({
     title: 'Approve a tool call?',
     body,
     testid: 'approval',
+    wide: true, // four answers side by side
     cancelValue: false,
     signal: ctl.signal,
     buttons: [
@@ -55,6 +57,7 @@ async function ask(a: ApprovalDTO): Promise<void> {
       // The turn waiting here can be stopped from its dialog, which covers
       // the composer's Stop.
       { label: 'Stop the turn', value: 'stop', kind: 'plain', testid: 'approval-stop' },
+      { label: 'Allow for this session', value: 'session', kind: 'plain', testid: 'approval-session' },
       { label: 'Approve', value: true, kind: 'primary', testid: 'approval-approve' },
     ],
   });
@@ -62,7 +65,8 @@ async function ask(a: ApprovalDTO): Promise<void> {
   if (ctl.signal.aborted) return; // decided elsewhere, or out of time
   try {
     if (answer === 'stop') await api.sessions.stop(a.session_id);
-    else await api.sessions.answerApproval(a.id, answer);
+    else if (answer === 'session') await api.sessions.answerApproval(a.id, true, 'session');
+    else await api.sessions.answerApproval(a.id, answer, 'once');
   } catch (e) {
     showMessage('warn', answer === 'stop' ? 'The turn was not stopped' : 'The approval was not recorded', toApiError(e).message);
   }

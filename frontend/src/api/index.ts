@@ -93,8 +93,9 @@ export const api = {
     stop: (id: string) => call('Sessions', 'StopTurn', [id], { route: 'POST /api/sessions/{id}/stop', params: { id } }),
     /** pendingApprovals are the tool calls a plugin wants approved, waiting for an answer */
     pendingApprovals: () => call('Sessions', 'PendingApprovals', [], { route: 'GET /api/approvals' }),
-    answerApproval: (id: string, approve: boolean) =>
-      call('Sessions', 'AnswerApproval', [id, approve], { route: 'POST /api/approvals/{id}', params: { id }, body: { approve } }),
+    /** answerApproval approves or denies; scope "session" also lets the plugin's later asks about the tool in this conversation run */
+    answerApproval: (id: string, approve: boolean, scope: 'once' | 'session' = 'once') =>
+      call('Sessions', 'AnswerApproval', [id, approve, scope], { route: 'POST /api/approvals/{id}', params: { id }, body: { approve, scope } }),
   },
   conversations: {
     /** list is one page of conversations: a chain is one row (its newest part), subagents nested */

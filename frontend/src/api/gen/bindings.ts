@@ -7,10 +7,12 @@ import type { ApprovalDTO, BulkRequest, ChainDTO, CommandDTO, CompactionDTO, Con
 export interface SessionsBinding {
   /**
    * AnswerApproval approves (or denies) a tool call a plugin wants approved;
-   * it returns what still waits. An id that waits no more (answered on
-   * another surface, or out of time) is not found.
+   * it returns what still waits. scope, when it approves: "once" (or "") or
+   * "session" (the plugin's later asks about the tool in this conversation
+   * run without asking, while this process runs). An id that waits no more
+   * (answered on another surface, or out of time) is not found.
    */
-  AnswerApproval(id: string, approve: boolean): Promise<ApprovalDTO[] | null>;
+  AnswerApproval(id: string, approve: boolean, scope: string): Promise<ApprovalDTO[] | null>;
   /** Archive hides sessions through a receipt. */
   Archive(requestID: string, ids: string[] | null): Promise<ReceiptDTO>;
   /**

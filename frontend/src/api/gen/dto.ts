@@ -22,12 +22,15 @@ export interface AdapterDTO {
 }
 
 /**
- * AnswerApprovalRequest is the body of POST /api/approvals/{id}.
+ * AnswerApprovalRequest is the body of POST /api/approvals/{id}. Scope,
+ * with approve: "once" (the default) or "session" (also the plugin's
+ * later asks about the tool in this conversation run without asking).
  *
  * (Sent to Go only: a field left out is its zero value.)
  */
 export interface AnswerApprovalRequest {
   approve?: boolean;
+  scope?: string;
 }
 
 /** ApprovalDTO is a tool call a plugin wants a person to approve. */
