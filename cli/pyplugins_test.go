@@ -514,9 +514,8 @@ def register(ctx):
 		t.Fatal(err)
 	}
 	waitFor(t, "the call under way", 60*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil })
-	if r := atriumExec(t, home, "", nil, "sessions", "stop", id); r.code != 0 {
-		t.Fatalf("stop: %+v", r)
-	}
+	// (Written down for other processes once it has run a tenth of a second.)
+	waitFor(t, "the stop", 30*time.Second, func() bool { return atriumExec(t, home, "", nil, "sessions", "stop", id).code == 0 })
 	if err := cmd.Wait(); err == nil {
 		t.Fatalf("send: %s", out.String())
 	}

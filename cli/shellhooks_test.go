@@ -880,7 +880,11 @@ func TestSessionsStopStopsATurnOfAnotherProcess(t *testing.T) {
 		Platform  string `json:"platform"`
 		PID       int    `json:"pid"`
 	}
-	mustJSON(t, atriumExec(t, home, "", nil, "sessions", "running", "--json"), &running)
+	// A turn is written down once it has run a tenth of a second.
+	waitFor(t, "the turn written down", 30*time.Second, func() bool {
+		mustJSON(t, atriumExec(t, home, "", nil, "sessions", "running", "--json"), &running)
+		return len(running) > 0
+	})
 	if len(running) != 1 || running[0].SessionID != id || running[0].Platform != "cli" || running[0].PID != cmd.Process.Pid {
 		t.Fatalf("running: %+v (send is pid %d)", running, cmd.Process.Pid)
 	}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -192,4 +193,43 @@ func (c *cpuMeter) stop()  { c.total += procCPU() - c.mark }
 
 func (c *cpuMeter) report(b *testing.B) {
 	b.ReportMetric(float64(c.total.Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkSendRuns is a turn with and without Runs (the file that lets a
+// stop reach it from another process), on the offline provider, no plugin:
+// what writing a turn down adds to the cheapest turn there is.
+func BenchmarkSendRuns(b *testing.B) {
+	for _, runs := range []bool{false, true} {
+		b.Run(fmt.Sprintf("runs=%v", runs), func(b *testing.B) {
+			e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second}, benchPlugins(0, false))
+			eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
+			o := turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000}}
+			if runs {
+				o.Runs = turns.NewRuns(filepath.Join(b.TempDir(), "turns"))
+			}
+			loop, err := turns.New(e.DB, e.Sessions, eng, e.Bus, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var id string
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%benchPerSess == 0 {
+					b.StopTimer()
+					if err := e.Bus.Flush(ctx); err != nil {
+						b.Fatal(err)
+					}
+					id = benchSession(b, e)
+					b.StartTimer()
+				}
+				if _, err := loop.Send(ctx, id, "what port does the service use?", hooks.LocalContext("cli", id)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if err := e.Bus.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
 }

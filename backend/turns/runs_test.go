@@ -17,14 +17,20 @@ import (
 func TestRunsStopATurnFromAnotherProcess(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "turns")
 	here, there := NewRuns(dir), NewRuns(dir)
-	there.poll = 10 * time.Millisecond
+	there.poll, there.after, here.after = 10*time.Millisecond, 0, 0
 
 	ctx, stop := context.WithCancelCause(context.Background())
 	end := there.Begin("s-1.a", "cron", stop)
+	var err error
 	other, stopOther := context.WithCancelCause(context.Background())
 	endOther := there.Begin("s-1", "telegram", stopOther) // a prefix of the first id: not the same session
 	defer endOther()
-	list, err := here.Running("")
+	var list []RunInfo
+	deadline := time.Now().Add(10 * time.Second)
+	for len(list) < 2 && time.Now().Before(deadline) {
+		list, err = here.Running("")
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err != nil || len(list) != 2 || list[0].SessionID != "s-1.a" || list[0].Platform != "cron" || list[0].PID != os.Getpid() {
 		t.Fatalf("running: %+v %v", list, err)
 	}
@@ -59,6 +65,18 @@ func TestRunsStopATurnFromAnotherProcess(t *testing.T) {
 	}
 	endMine()
 
+	// A turn that ends within its first tenth of a second writes nothing;
+	// this process lists it all the same while it runs.
+	quick := NewRuns(dir)
+	endQuick := quick.Begin("s-quick", "cli", func(error) {})
+	if l, _ := quick.Running("s-quick"); len(l) != 1 {
+		t.Fatalf("this process's own turn is not listed: %+v", l)
+	}
+	endQuick()
+	if matches, _ := filepath.Glob(filepath.Join(dir, "s-quick.*")); len(matches) != 0 {
+		t.Fatalf("a quick turn wrote %v", matches)
+	}
+
 	// A crashed process's file (a pid that is not running) is removed.
 	stale := filepath.Join(dir, "s-3.999999999.1.run")
 	if err := os.WriteFile(stale, []byte(`{"session_id":"s-3","platform":"cli","pid":999999999}`), 0o600); err != nil {
@@ -79,5 +97,15 @@ func TestRunsStopATurnFromAnotherProcess(t *testing.T) {
 	}
 	if _, err := here.Stop("../x", StopByPerson); err == nil {
 		t.Fatal("a malformed id was accepted")
+	}
+}
+
+// BenchmarkRunsBeginEnd is what writing a turn down costs it: its file
+// written and removed, its watcher started and stopped.
+func BenchmarkRunsBeginEnd(b *testing.B) {
+	r := NewRuns(filepath.Join(b.TempDir(), "turns"))
+	stop := func(error) {}
+	for b.Loop() {
+		r.Begin("s-bench", "cli", stop)()
 	}
 }
