@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -208,7 +209,10 @@ func TestStopTurnStopsTheTurnHere(t *testing.T) {
 // person, and answers so.
 func TestStopTurnStopsAScheduledRunToo(t *testing.T) {
 	t.Parallel()
-	e, _, c := approvalEnv(t, 0)
+	e, rec, c := approvalEnv(t, 0)
+	liveCtx, stopLive := context.WithCancel(ctx)
+	defer stopLive()
+	go e.app.Run(liveCtx) // the live events, "runs" among them
 	s := e.mustCreate(t, sessions.CreateParams{Title: "scheduled", Source: "cron"})
 	waiting := make(chan struct{})
 	cron, err := e.st.Loop(stack.ModelFlags{Approve: func(ctx context.Context, _ turns.Approval) (turns.Answer, error) {
@@ -225,6 +229,21 @@ func TestStopTurnStopsAScheduledRunToo(t *testing.T) {
 		done <- err
 	}()
 	<-waiting
+	// The page hears of it without asking (EventRuns).
+	runsEvent := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if evs := rec.named(app.EventRuns); len(evs) > 0 && fmt.Sprint(evs[len(evs)-1].(app.RunsDTO).Running) == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no runs event %s: %+v", want, rec.named(app.EventRuns))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	runsEvent(fmt.Sprint([]app.RunDTO{{SessionID: s.ID, Platform: "cron"}}))
 	// The session, the list and the conversations say where a turn runs.
 	if got, err := e.app.Sessions.Get(s.ID); err != nil || got.RunningIn != "cron" {
 		t.Fatalf("get: %+v %v", got, err)
@@ -260,4 +279,5 @@ func TestStopTurnStopsAScheduledRunToo(t *testing.T) {
 	if got, err := e.app.Sessions.Get(s.ID); err != nil || got.RunningIn != "" {
 		t.Fatalf("after the run: %+v %v", got, err)
 	}
+	runsEvent("[]")
 }

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"time"
 
 	"github.com/samber/lo"
@@ -19,7 +21,21 @@ const (
 	// EventRetentionPending (RetentionDTO): the first automatic prune waits
 	// for the user to confirm its preview (Storage.ConfirmRetention).
 	EventRetentionPending = "retention:pending"
+	// EventRuns (RunsDTO): the turns under way changed, in any process of
+	// the profile (a scheduled run began, a terminal's turn ended).
+	EventRuns = "runs"
 )
+
+// RunDTO is a turn under way: its session, and where it runs.
+type RunDTO struct {
+	SessionID string `json:"session_id"`
+	Platform  string `json:"platform"`
+}
+
+// RunsDTO is every turn under way.
+type RunsDTO struct {
+	Running []RunDTO `json:"running"`
+}
 
 // Emitter pushes one named event to the UI: Wails' EventsEmit in the
 // window, the SSE hub under `atrium serve`. It must not block for long.
@@ -94,7 +110,9 @@ func (l *live) run(ctx context.Context) {
 	cur, _ := l.st.Bus.TailStart(ctx)
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
+	runs := fmt.Sprint([]RunDTO{})
 	for {
+		runs = l.runs(runs)
 		select {
 		case <-ctx.Done():
 			return
@@ -108,6 +126,29 @@ func (l *live) run(ctx context.Context) {
 		}
 		cur = l.flush(ctx, cur)
 	}
+}
+
+// runs emits the turns under way when they are not last (what was last
+// emitted, printed), and returns what it emitted.
+func (l *live) runs(last string) string {
+	list, err := l.st.Runs.Running("")
+	if err != nil {
+		return last
+	}
+	dto := RunsDTO{Running: make([]RunDTO, 0, len(list))}
+	seen := map[string]bool{}
+	for _, r := range list {
+		if !seen[r.SessionID] {
+			seen[r.SessionID] = true
+			dto.Running = append(dto.Running, RunDTO{SessionID: r.SessionID, Platform: r.Platform})
+		}
+	}
+	sort.Slice(dto.Running, func(i, j int) bool { return dto.Running[i].SessionID < dto.Running[j].SessionID })
+	now := fmt.Sprint(dto.Running)
+	if now != last {
+		l.emit.Emit(EventRuns, dto)
+	}
+	return now
 }
 
 // flush emits the events new or changed since cur.

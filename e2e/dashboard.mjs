@@ -744,8 +744,7 @@ async function main() {
       if (running.length === 0) await page.waitForTimeout(100);
     }
     eq(running.length, 1, 'turns running');
-    // The list says which conversation has a turn under way.
-    await page.reload();
+    // The list says which conversation has a turn under way, live (no reload).
     const runningBadge = page.locator(`${rowSel}[data-id="${ids['Cache warmup']}"] [data-testid=row-running]`);
     await runningBadge.waitFor({ timeout: 10_000 });
     assert(/a terminal/.test(await runningBadge.getAttribute('title')), 'the badge says where the turn runs');
@@ -764,6 +763,17 @@ async function main() {
     assert(await banner.count() === 0, 'the banner goes once the turn has ended');
     await page.screenshot({ path: join(artifacts, 'dashboard-stopped-elsewhere.png') });
     await expectOneMoreStop(before, 'cli');
+    // With the transcript open, a turn that begins elsewhere shows up live,
+    // and its message with it; stopped from the terminal, the banner goes.
+    const second = spawn(bin, ['--home', home, 'send', ids['Cache warmup'], 'use tool wait_a_while: {"seconds": 29}'], {
+      stdio: 'ignore', env: { ...process.env, ATRIUM_HOME: home },
+    });
+    const secondExited = new Promise((resolve) => second.on('exit', resolve));
+    await banner.waitFor({ timeout: 15_000 });
+    await page.locator('[role=log] [data-testid=message]').filter({ hasText: '{"seconds": 29}' }).first().waitFor({ timeout: 10_000 });
+    second.kill('SIGINT');
+    await secondExited;
+    await banner.waitFor({ state: 'detached', timeout: 15_000 });
     await backToList();
   });
 

@@ -209,6 +209,8 @@ export class SessionsView implements View {
       // a source or a platform the filters do not offer yet
       if (evs.some((e) => listHooks.has(e.hook))) this.markStale(evs.some((e) => e.hook === 'on_session_start'));
     });
+    // a turn began or ended somewhere (its row's "running" mark)
+    on('runs', () => this.markStale(false));
   }
 
   private onChange(c: Change): void {

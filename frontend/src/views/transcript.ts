@@ -24,6 +24,8 @@ export class TranscriptView implements View {
   private readonly composer: HTMLTextAreaElement;
   private readonly sendBtn: HTMLButtonElement;
   private readonly stopBtn: HTMLButtonElement;
+  private followTimer = 0; // a reload while a turn runs here elsewhere
+  private stoppingElsewhere = ''; // the session whose turn elsewhere is being stopped
   /** the session a turn under way was sent to ('' when none) */
   private sentTo = '';
   private readonly composerRow: HTMLElement;
@@ -86,6 +88,16 @@ export class TranscriptView implements View {
     on('activity', (evs) => {
       const id = this.store.id;
       if (!id || this.sending || !evs.some((e) => e.hook === 'on_session_end' && (e.payload as { session_id?: string } | null)?.session_id === id)) return;
+      void this.store.load().catch(() => undefined);
+    });
+    // A turn of this session began or ended elsewhere: say so (and show
+    // the message it began with).
+    on('runs', (d) => {
+      const s = this.store.session;
+      if (!s || this.sending || this.store.error) return;
+      const now = (d.running ?? []).find((r) => r.session_id === s.id)?.platform ?? '';
+      if (now === (s.running_in ?? '')) return;
+      s.running_in = now;
       void this.store.load().catch(() => undefined);
     });
     this.store.changes.subscribe((c) => {
@@ -426,6 +438,8 @@ export class TranscriptView implements View {
       return;
     }
     const id = s.id;
+    this.follow(id);
+    if (this.stoppingElsewhere === id) return; // "Stopping…" stays
     const stop = button('Stop', { class: 'btn small', 'data-testid': 'stop-elsewhere', title: 'Stop that turn (what it stored stays)' }, () => void this.stopElsewhere(id, stop));
     replace(
       this.reply,
@@ -433,10 +447,30 @@ export class TranscriptView implements View {
     );
   }
 
+  /** follow reloads the transcript every 2 s while a turn runs in it
+   * elsewhere, so that what that turn stores shows as it goes. */
+  private follow(id: string): void {
+    if (this.followTimer) return;
+    this.followTimer = window.setTimeout(() => {
+      this.followTimer = 0;
+      if (this.store.id !== id || !this.store.session?.running_in || this.sending) return;
+      void this.store.load().catch(() => undefined); // renders, and follows again while it runs
+    }, 2000);
+  }
+
   /** stopElsewhere stops a turn another surface runs, then shows what it
    * stored once it has ended. */
   private async stopElsewhere(id: string, btn: HTMLButtonElement): Promise<void> {
     btn.disabled = true;
+    this.stoppingElsewhere = id;
+    try {
+      await this.stopAndWait(id);
+    } finally {
+      this.stoppingElsewhere = '';
+    }
+  }
+
+  private async stopAndWait(id: string): Promise<void> {
     try {
       await api.sessions.stop(id);
     } catch (raw) {

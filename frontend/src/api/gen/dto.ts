@@ -647,6 +647,17 @@ export interface RetryRequest {
   platform?: string;
 }
 
+/** RunDTO is a turn under way: its session, and where it runs. */
+export interface RunDTO {
+  session_id: string;
+  platform: string;
+}
+
+/** RunsDTO is every turn under way. */
+export interface RunsDTO {
+  running: RunDTO[] | null;
+}
+
 /**
  * SavedDTO says where an export was written; Path is "" when the user
  * cancelled the dialog.
