@@ -2,7 +2,7 @@ package app
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -110,7 +110,7 @@ func (l *live) run(ctx context.Context) {
 	cur, _ := l.st.Bus.TailStart(ctx)
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
-	runs := fmt.Sprint([]RunDTO{})
+	runs := []RunDTO{}
 	for {
 		runs = l.runs(runs)
 		select {
@@ -128,25 +128,16 @@ func (l *live) run(ctx context.Context) {
 	}
 }
 
-// runs emits the turns under way when they are not last (what was last
-// emitted, printed), and returns what it emitted.
-func (l *live) runs(last string) string {
-	list, err := l.st.Runs.Running("")
-	if err != nil {
-		return last
+// runs emits the turns under way (runningIn, by session) when they are not
+// last, what it emitted before, and returns what it emitted.
+func (l *live) runs(last []RunDTO) []RunDTO {
+	now := []RunDTO{}
+	for id, where := range runningIn(l.st) {
+		now = append(now, RunDTO{SessionID: id, Platform: where})
 	}
-	dto := RunsDTO{Running: make([]RunDTO, 0, len(list))}
-	seen := map[string]bool{}
-	for _, r := range list {
-		if !seen[r.SessionID] {
-			seen[r.SessionID] = true
-			dto.Running = append(dto.Running, RunDTO{SessionID: r.SessionID, Platform: r.Platform})
-		}
-	}
-	sort.Slice(dto.Running, func(i, j int) bool { return dto.Running[i].SessionID < dto.Running[j].SessionID })
-	now := fmt.Sprint(dto.Running)
-	if now != last {
-		l.emit.Emit(EventRuns, dto)
+	sort.Slice(now, func(i, j int) bool { return now[i].SessionID < now[j].SessionID })
+	if !slices.Equal(now, last) {
+		l.emit.Emit(EventRuns, RunsDTO{Running: now})
 	}
 	return now
 }

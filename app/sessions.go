@@ -56,15 +56,19 @@ func (s *Sessions) List(f ListFilter) (PageDTO, error) {
 	return PageDTO{Sessions: out, Next: p.Next}, nil
 }
 
-// running maps each session with a turn under way, in any process of the
-// profile, to where it runs (nil when none runs).
-func (s *Sessions) running() map[string]string {
-	runs, err := s.st.Runs.Running("")
+// running is runningIn(s.st).
+func (s *Sessions) running() map[string]string { return runningIn(s.st) }
+
+// runningIn maps each session with a turn under way, in any process of the
+// profile, to where its newest turn runs (nil when none runs): the
+// sessions' RunningIn and the live runs event.
+func runningIn(st *stack.Stack) map[string]string {
+	runs, err := st.Runs.Running("")
 	if err != nil || len(runs) == 0 {
 		return nil
 	}
 	m := make(map[string]string, len(runs))
-	for _, r := range runs {
+	for _, r := range runs { // oldest first: the newest wins
 		m[r.SessionID] = r.Platform
 	}
 	return m
@@ -141,9 +145,7 @@ func (s *Sessions) Get(id string) (SessionDTO, error) {
 		return SessionDTO{}, err
 	}
 	dto := toSession(out, s.st.Sessions.TrashDays())
-	if runs, err := s.st.Runs.Running(id); err == nil && len(runs) > 0 {
-		dto.RunningIn = runs[len(runs)-1].Platform
-	}
+	dto.RunningIn = s.running()[id]
 	return dto, nil
 }
 
