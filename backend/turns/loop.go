@@ -157,14 +157,6 @@ const (
 // Allows says whether the answer lets the call run.
 func (a Answer) Allows() bool { return a == AnswerOnce || a == AnswerSession }
 
-// AnswerOf is yes (once) or no.
-func AnswerOf(yes bool) Answer {
-	if yes {
-		return AnswerOnce
-	}
-	return AnswerDeny
-}
-
 // Approval is a tool call a plugin wants a person to approve.
 type Approval struct {
 	SessionID string

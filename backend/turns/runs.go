@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,24 +77,7 @@ func (r *Runs) Begin(sessionID, platform string, stop context.CancelCauseFunc) (
 	r.mine[base] = ru
 	after := r.after
 	r.mu.Unlock()
-	write := func() {
-		// The id names the file: one that is no session id (a terminal's
-		// argument, not yet checked) is not written down.
-		if sessions.ValidateID(sessionID) != nil {
-			return
-		}
-		in := ru.info
-		in.ProcessStart = hooks.ProcessStart(os.Getpid())
-		info, _ := json.Marshal(in)
-		ru.mu.Lock()
-		defer ru.mu.Unlock()
-		if ru.ended || os.MkdirAll(r.dir, 0o700) != nil || os.WriteFile(filepath.Join(r.dir, base+".run"), info, 0o600) != nil {
-			return
-		}
-		ru.written = true
-		go r.watch(base, ru)
-	}
-	timer := time.AfterFunc(after, write)
+	timer := time.AfterFunc(after, func() { r.writeDown(base, ru) })
 	return func() {
 		timer.Stop()
 		r.mu.Lock()
@@ -111,6 +93,25 @@ func (r *Runs) Begin(sessionID, platform string, stop context.CancelCauseFunc) (
 			_ = os.Remove(filepath.Join(r.dir, base+".stop"))
 		}
 	}
+}
+
+// writeDown writes ru's file, unless it ended, and starts its watcher.
+func (r *Runs) writeDown(base string, ru *run) {
+	// The id names the file: one that is no session id (a terminal's
+	// argument, not yet checked) is not written down.
+	if sessions.ValidateID(ru.sessionID) != nil {
+		return
+	}
+	in := ru.info
+	in.ProcessStart = hooks.ProcessStart(os.Getpid())
+	info, _ := json.Marshal(in)
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	if ru.ended || os.MkdirAll(r.dir, 0o700) != nil || os.WriteFile(filepath.Join(r.dir, base+".run"), info, 0o600) != nil {
+		return
+	}
+	ru.written = true
+	go r.watch(base, ru)
 }
 
 // watch stops ru when a .stop file appears for it.
@@ -229,10 +230,6 @@ func (r *Runs) list(sessionID string) ([]runFile, error) {
 		if len(parts) < 3 || (sessionID != "" && strings.Join(parts[:len(parts)-2], ".") != sessionID) {
 			continue
 		}
-		pid, err := strconv.Atoi(parts[len(parts)-2])
-		if err != nil {
-			continue
-		}
 		b, err := os.ReadFile(filepath.Join(r.dir, name))
 		if err != nil {
 			continue // ended meanwhile
@@ -241,13 +238,12 @@ func (r *Runs) list(sessionID string) ([]runFile, error) {
 		if json.Unmarshal(b, &info) != nil || info.SessionID == "" {
 			continue // being written
 		}
-		if !hooks.ProcessAlive(pid, info.ProcessStart) {
+		if !hooks.ProcessAlive(info.PID, info.ProcessStart) {
 			_ = os.Remove(filepath.Join(r.dir, name))
 			_ = os.Remove(filepath.Join(r.dir, base+".stop"))
 			continue
 		}
 		out = append(out, runFile{base: base, info: info})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].info.StartedAt.Before(out[j].info.StartedAt) })
 	return out, nil
 }
