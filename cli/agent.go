@@ -67,11 +67,8 @@ func (r *runner) sendCmd() *cobra.Command {
 				turnCtx, release := stopOnInterrupt(ctx)
 				defer release()
 				t, err := loop.Send(turnCtx, args[0], strings.Join(args[1:], " "), hooks.LocalContext("cli", args[0]))
-				if err != nil && turns.Stopped(turnCtx) {
-					return errStopped
-				}
-				if err != nil && turns.StopOf(turnCtx, err) != nil {
-					return errStoppedElsewhere
+				if serr := stoppedError(turnCtx, err); serr != nil {
+					return serr
 				}
 				if err != nil {
 					return err
@@ -182,12 +179,9 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		turnCtx, release := stopOnInterrupt(ctx)
 		t, err := loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
 		release()
-		if err != nil && turns.StopOf(turnCtx, err) != nil {
+		if serr := stoppedError(turnCtx, err); serr != nil {
 			if !interactive {
-				if turns.Stopped(turnCtx) {
-					return errStopped
-				}
-				return errStoppedElsewhere
+				return serr
 			}
 			fmt.Fprintln(r.env.Stdout, "(stopped: your message and what the turn stored stay; Ctrl+C at the prompt leaves)")
 			continue
@@ -241,6 +235,19 @@ var errStopped = apperr.New(apperr.Rejected, "stopped (Ctrl+C): your message and
 // errStoppedElsewhere ends send, or a piped chat, whose turn a person
 // stopped from another process (the window's Stop, `atrium sessions stop`).
 var errStoppedElsewhere = apperr.New(apperr.Rejected, "stopped by a person (from the window, the dashboard or another terminal): your message and what the turn stored before stay")
+
+// stoppedError is how send, or a piped chat, ends when a person stopped
+// its turn (err is Send's under turnCtx): errStopped for Ctrl+C here,
+// errStoppedElsewhere for a stop from another process; nil otherwise.
+func stoppedError(turnCtx context.Context, err error) error {
+	switch {
+	case err == nil || turns.StopOf(turnCtx, err) == nil:
+		return nil
+	case turns.Stopped(turnCtx):
+		return errStopped
+	}
+	return errStoppedElsewhere
+}
 
 // stopOnInterrupt is ctx, stopped by a person (turns.StopByPerson) at
 // Ctrl+C until release: the turn under way records how it ended

@@ -374,17 +374,7 @@ def register(ctx):
 	if err != nil || !strings.Contains(string(why), "user_stop") {
 		t.Fatalf("a's call was not told it was stopped: %q %v", why, err)
 	}
-	var msgs []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}
-	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", b, "--json"), &msgs)
-	if !slices.ContainsFunc(msgs, func(m struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}) bool {
-		return m.Role == "tool" && strings.Contains(m.Content, "b went on")
-	}) {
+	if msgs, ok := toolResultSays(t, home, b, "b went on"); !ok {
 		t.Fatalf("b's transcript: %+v", msgs)
 	}
 	if now, restarts := pidOf(); now != pid || restarts != 0 {
@@ -434,17 +424,7 @@ def register(ctx):
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("chat: %v\n%s", err, out.String())
 	}
-	var msgs []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}
-	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
-	if !slices.ContainsFunc(msgs, func(m struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}) bool {
-		return m.Role == "tool" && strings.Contains(m.Content, "the turn was stopped while echo waited for approval")
-	}) {
+	if msgs, ok := toolResultSays(t, home, id, "the turn was stopped while echo waited for approval"); !ok {
 		t.Fatalf("stored: %+v", msgs)
 	}
 	var evs []struct {
@@ -538,4 +518,18 @@ def register(ctx):
 			t.Fatalf("restarted %d times", p.Restarts)
 		}
 	}
+}
+
+type storedMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// toolResultSays reads session id's messages (atrium messages list) and
+// says whether a tool result among them contains text.
+func toolResultSays(t *testing.T, home, id, text string) ([]storedMessage, bool) {
+	t.Helper()
+	var msgs []storedMessage
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", id, "--json"), &msgs)
+	return msgs, slices.ContainsFunc(msgs, func(m storedMessage) bool { return m.Role == "tool" && strings.Contains(m.Content, text) })
 }
