@@ -915,7 +915,7 @@ func TestHermesGuardInAScheduledRun(t *testing.T) {
 	// that had nobody to ask.
 	notes := records(t, home, "hermes-notify", "notify.jsonl")
 	if len(notes) != 2 || notes[0]["hook"] != "pre_approval_request" || notes[0]["command"] != `read_notes {"ask":true}` ||
-		notes[0]["pattern_key"] != "hermes-guard" || fmt.Sprint(notes[0]["pattern_keys"]) != "[hermes-guard]" || notes[0]["surface"] != "cron" ||
+		notes[0]["pattern_key"] != "plugin_rule:read_notes" || fmt.Sprint(notes[0]["pattern_keys"]) != "[plugin_rule:read_notes]" || notes[0]["surface"] != "cron" ||
 		notes[0]["has_choice"] != false || notes[0]["description"] == "" ||
 		notes[1]["hook"] != "post_approval_response" || notes[1]["choice"] != "once" || notes[1]["surface"] != "cron" {
 		t.Fatalf("the notifier saw %+v", notes)

@@ -258,7 +258,8 @@ def register(ctx):
 
 // A Python plugin answers pre_approval_decision in the place of whoever
 // would approve a call (a scheduled run that approves, here): its deny
-// blocks the call with its message, its allow rewrites the arguments.
+// blocks the call with its message, its allow rewrites the arguments. The
+// rule_key of pre_tool_call's approve names the rule (pattern_key).
 func TestAPythonPluginAnswersAnApproval(t *testing.T) {
 	needPython(t)
 	t.Parallel()
@@ -266,7 +267,7 @@ func TestAPythonPluginAnswersAnApproval(t *testing.T) {
 def register(ctx):
     def guard(tool_name, args, **kwargs):
         if tool_name == "echo":
-            return {"action": "approve", "message": "echo needs a yes"}
+            return {"action": "approve", "message": "echo needs a yes", "rule_key": " echo:text "}
     def policy(tool_name, args, surface, pattern_key, **kwargs):
         if "secret" in args.get("text", ""):
             return {"action": "deny", "message": "secrets stay home (" + surface + ", " + pattern_key + ")"}
@@ -283,7 +284,7 @@ def register(ctx):
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ name, text, reply string }{
-		{"leak", "the secret", `The tool echo returned: {"error":"secrets stay home (cron, pypolicy)"}`},
+		{"leak", "the secret", `The tool echo returned: {"error":"secrets stay home (cron, plugin_rule:echo:text)"}`},
 		{"greet", "hello", "The tool echo returned: hello!"},
 	} {
 		if reply := cronOnce(t, home, c.name, "use tool echo: "+c.text); !strings.HasPrefix(reply, c.reply) {
@@ -439,6 +440,68 @@ def register(ctx):
 	}
 	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--json", "--hook", "post_approval_response"), &evs)
 	if len(evs) != 3 || evs[0].Payload.Choice != "once" || evs[1].Payload.Choice != "deny" || evs[2].Payload.Choice != "session" {
+		t.Fatalf("post_approval_response: %+v", evs)
+	}
+}
+
+// "a" at a terminal's question allows the rule the plugin named from now
+// on: it is in config.yaml's command_allowlist (`approvals list`), and a
+// scheduled run, which has nobody to ask, runs the call; revoked, it is
+// blocked there again; `approvals allow` allows it by hand.
+func TestAnAlwaysAtATerminalStandsForScheduledRuns(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home := withPlugin(t, "pyrule", "[pre_tool_call]", `
+def register(ctx):
+    def guard(tool_name, args, **kwargs):
+        if tool_name == "echo":
+            return {"action": "approve", "message": "echo needs a yes", "rule_key": "echo-safe"}
+    ctx.register_hook("pre_tool_call", guard)
+`)
+	stopHostAtCleanup(t, home)
+	id := create(t, home, "--title", "always")
+	cmd, in, out := chatOnATerminal(t, id, home)
+	_, _ = io.WriteString(in, "use tool echo: first\n")
+	waitFor(t, "the question", 60*time.Second, func() bool { return strings.Contains(out.String(), "a: and from now on (plugin_rule:echo-safe)]") })
+	_, _ = io.WriteString(in, "a\n")
+	waitFor(t, "the reply", 30*time.Second, func() bool { return strings.Contains(out.String(), "returned: first") })
+	_, _ = io.WriteString(in, "/exit\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out.String())
+	}
+	var list struct {
+		Rules []string `json:"rules"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "approvals", "list", "--json"), &list)
+	if fmt.Sprint(list.Rules) != "[plugin_rule:echo-safe]" {
+		t.Fatalf("approvals list: %+v", list)
+	}
+	if reply := cronOnce(t, home, "standing", "use tool echo: scheduled"); !strings.HasPrefix(reply, "The tool echo returned: scheduled") {
+		t.Fatalf("a scheduled run with the rule allowed: %q", reply)
+	}
+	if r := atriumExec(t, home, "", nil, "approvals", "revoke", "plugin_rule:echo-safe"); r.code != 0 || !strings.Contains(r.stdout, "revoked plugin_rule:echo-safe") {
+		t.Fatalf("revoke: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "approvals", "revoke", "plugin_rule:echo-safe"); r.code == 0 || !strings.Contains(r.stderr, "is not a standing approval") {
+		t.Fatalf("a second revoke: %+v", r)
+	}
+	if reply := cronOnce(t, home, "revoked", "use tool echo: scheduled"); !strings.Contains(reply, "BLOCKED: plugin approval required for echo") {
+		t.Fatalf("a scheduled run after the revoke: %q", reply)
+	}
+	if r := atriumExec(t, home, "", nil, "approvals", "allow", "plugin_rule:echo-safe"); r.code != 0 {
+		t.Fatalf("allow: %+v", r)
+	}
+	if reply := cronOnce(t, home, "by-hand", "use tool echo: again"); !strings.HasPrefix(reply, "The tool echo returned: again") {
+		t.Fatalf("a scheduled run with the rule allowed by hand: %q", reply)
+	}
+	var evs []struct {
+		Payload struct {
+			Choice     string `json:"choice"`
+			PatternKey string `json:"pattern_key"`
+		} `json:"payload"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "events", "list", "--json", "--hook", "post_approval_response"), &evs)
+	if len(evs) != 1 || evs[0].Payload.Choice != "always" || evs[0].Payload.PatternKey != "plugin_rule:echo-safe" {
 		t.Fatalf("post_approval_response: %+v", evs)
 	}
 }

@@ -7,6 +7,7 @@ package atomicfile
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Write replaces path with data (mode perm). check, when not nil, runs on
@@ -43,4 +44,22 @@ func Write(path string, data []byte, perm os.FileMode, check func(tmp string) er
 		}
 	}
 	return os.Rename(tmp, path)
+}
+
+// Lock takes an exclusive lock on path+".lock" (created if missing), so
+// that processes changing path (read, change, Write) do so one at a time;
+// unlock releases it. It waits for the lock.
+func Lock(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }

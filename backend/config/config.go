@@ -148,7 +148,11 @@ type Config struct {
 	Memory      Memory      `yaml:"memory"`
 	Gateway     Gateway     `yaml:"gateway"`
 	Approvals   Approvals   `yaml:"approvals"`
-	Context     Context     `yaml:"context"`
+	// CommandAllowlist is the familiar agent's standing approvals: the
+	// rules (plugin_rule:<key>) a person answered "always", allowed from
+	// now on without asking.
+	CommandAllowlist Allowlist `yaml:"command_allowlist"`
+	Context          Context   `yaml:"context"`
 	// HooksAutoAccept approves every shell hook of hooks: without asking
 	// (true, or "true"/"yes"/"on"/"1"), as the familiar agent's
 	// hooks_auto_accept.

@@ -96,6 +96,10 @@ type ToolDecision struct {
 	// merged into the arguments as they were), nil when none modified them.
 	Args   map[string]any
 	Plugin string // who blocked or asked for approval
+	// RuleKey is an approve's "rule_key": the grain of the person's
+	// "session" and "always" answers (the familiar API's allowlist key is
+	// plugin_rule:<rule_key>, or plugin_rule:<tool> without one).
+	RuleKey string
 }
 
 // TimeoutBlockMessage is the tool result when a pre_tool_call callback did
@@ -104,8 +108,8 @@ const TimeoutBlockMessage = "pre_tool_call plugin callback timed out or is still
 
 // DecideToolCall reads pre_tool_call's answers as the control hook they
 // are: {"action": "block", "message": ...} vetoes the call (the message is
-// the tool's result), {"action": "approve", "message"?: ...} asks for a
-// person's approval, {"action": "modify", "args": {...}} rewrites the
+// the tool's result), {"action": "approve", "message"?: ..., "rule_key"?:
+// ...} asks for a person's approval, {"action": "modify", "args": {...}} rewrites the
 // arguments; the first block or approve wins, modifications accumulate. It
 // fails closed: a plugin whose callback timed out, is still running or
 // raised blocks the call.
@@ -144,7 +148,8 @@ func DecideToolCall(results []SyncResult, args map[string]any) ToolDecision {
 				return ToolDecision{Action: "block", Message: msg, Args: d.Args, Plugin: r.Plugin}
 			case "approve":
 				msg, _ := m["message"].(string)
-				return ToolDecision{Action: "approve", Message: msg, Args: d.Args, Plugin: r.Plugin}
+				key, _ := m["rule_key"].(string)
+				return ToolDecision{Action: "approve", Message: msg, Args: d.Args, Plugin: r.Plugin, RuleKey: strings.TrimSpace(key)}
 			}
 		}
 	}

@@ -299,7 +299,8 @@ type TurnEndPayload struct {
 // Approval choices of post_approval_response.
 const (
 	ChoiceOnce    = "once"    // the person let the call run
-	ChoiceSession = "session" // ... and the plugin's later asks about the tool in this conversation
+	ChoiceSession = "session" // ... and later asks of the same rule in this conversation
+	ChoiceAlways  = "always"  // ... and later asks of the same rule anywhere in the profile, from now on
 	ChoiceDeny    = "deny"    // refused, or the asking failed
 	ChoiceTimeout = "timeout" // nobody answered in time (the call was not run)
 )
@@ -310,10 +311,11 @@ const (
 // about to be asked whether a tool call a plugin flagged may run) and of
 // post_approval_response (what came of it), in the familiar API's shape:
 // Command is the call as text (the tool's name and its arguments),
-// Description what the plugin said, PatternKey and PatternKeys the plugin
-// that asked, Surface where the person is asked ("cli" on a terminal,
+// Description what the plugin said, PatternKey and PatternKeys the rule the
+// answer's "session" or "always" covers (plugin_rule:<rule_key>, or
+// plugin_rule:<tool> when the plugin named no rule_key), Surface where the person is asked ("cli" on a terminal,
 // "gateway" on a chat platform, "desktop", "dashboard", "cron"), Choice
-// ("once", "session", "deny" or "timeout") only after the answer. The rest is Atrium's own.
+// ("once", "session", "always", "deny" or "timeout") only after the answer. The rest is Atrium's own.
 type ApprovalPayload struct {
 	Command     string         `json:"command"`
 	Description string         `json:"description"`

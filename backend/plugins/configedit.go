@@ -2,11 +2,13 @@ package plugins
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/goccy/go-yaml"
 
 	"atrium/backend/apperr"
+	"atrium/backend/atomicfile"
 	"atrium/backend/config"
 )
 
@@ -23,6 +25,11 @@ type ConfigEdit struct {
 // result must load (config.Load) before it atomically replaces the file, so
 // an invalid value changes nothing.
 func EditConfig(path string, edits ...ConfigEdit) error {
+	unlock, err := lockConfig(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	doc, comments, err := readConfigDoc(path)
 	if err != nil {
 		return err
@@ -100,10 +107,27 @@ func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap) error
 // keeping everything else, its order and its comments. A nil value removes
 // the key. The result must load before it replaces the file.
 func EditConfigPath(path string, keys []string, value any) error {
+	return UpdateConfigPath(path, keys, func(any) (any, error) { return value, nil })
+}
+
+// UpdateConfigPath is EditConfigPath with the new value computed from the
+// one the file holds now (nil when the key is missing), under the config
+// file's lock: two processes changing one list both count. An error from
+// change writes nothing.
+func UpdateConfigPath(path string, keys []string, change func(current any) (any, error)) error {
 	if len(keys) == 0 {
 		return apperr.New(apperr.Invalid, "edit config %s: empty key path", path)
 	}
+	unlock, err := lockConfig(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	doc, comments, err := readConfigDoc(path)
+	if err != nil {
+		return err
+	}
+	value, err := change(getPath(doc, keys))
 	if err != nil {
 		return err
 	}
@@ -112,6 +136,33 @@ func EditConfigPath(path string, keys []string, value any) error {
 		return err
 	}
 	return writeConfig(path, doc, comments)
+}
+
+// lockConfig serialises the processes that rewrite the config file.
+func lockConfig(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, apperr.Wrap(apperr.Internal, err, "lock config %s", path)
+	}
+	unlock, err := atomicfile.Lock(path)
+	if err != nil {
+		return nil, apperr.Wrap(apperr.Internal, err, "lock config %s", path)
+	}
+	return unlock, nil
+}
+
+// getPath is the value at keys in m, nil when any is missing.
+func getPath(m yaml.MapSlice, keys []string) any {
+	for _, it := range m {
+		if k, _ := it.Key.(string); k != keys[0] {
+			continue
+		}
+		if len(keys) == 1 {
+			return it.Value
+		}
+		sub, _ := it.Value.(yaml.MapSlice)
+		return getPath(sub, keys[1:])
+	}
+	return nil
 }
 
 func setPath(file string, m yaml.MapSlice, keys []string, value any) (yaml.MapSlice, error) {

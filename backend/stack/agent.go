@@ -88,7 +88,7 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 		model = s.Config.Model.Name
 	}
 	o := turns.Options{Provider: p, Model: model, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve,
-		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs}
+		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing}
 	if t := s.Config.Model.NativeThreshold; t != nil {
 		o.NativeThreshold = *t
 	}

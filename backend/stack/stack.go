@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"atrium/backend/approvals"
 	"atrium/backend/compaction"
 	"atrium/backend/config"
 	"atrium/backend/db"
@@ -46,10 +47,13 @@ type Stack struct {
 	Compaction  *compaction.Engine
 	// Runs: the turns running in the profile's processes (one file each
 	// under run/turns), so that a person can stop one from any of them.
-	Runs    *turns.Runs
-	log     *slog.Logger
-	closers []func(ctx context.Context) error
-	opts    Options
+	Runs *turns.Runs
+	// Standing: the profile's standing approvals (config.yaml's
+	// command_allowlist), read by every loop of the process.
+	Standing *approvals.Standing
+	log      *slog.Logger
+	closers  []func(ctx context.Context) error
+	opts     Options
 }
 
 // Open creates the home if missing, reads its config and opens the store.
@@ -80,7 +84,8 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, EventRetention: cfg.EventRetention(), Interactive: opts.Interactive,
 	}, lg)
 	st := &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
-		Maintenance: maint, Runs: turns.NewRuns(filepath.Join(home.Dir, "run", "turns")), log: lg, opts: opts}
+		Maintenance: maint, Runs: turns.NewRuns(filepath.Join(home.Dir, "run", "turns")),
+		Standing: approvals.New(home), log: lg, opts: opts}
 	fail := func(err error) (*Stack, error) {
 		_ = d.Close()
 		return nil, err

@@ -43,9 +43,15 @@ type Options struct {
 	// {"action": "approve"} may run (the terminal asks on a tty). nil, an
 	// error or a no blocks the call: pre_tool_call fails closed. An asker
 	// whose question went unanswered in time returns ErrNoAnswer.
-	// AnswerSession lets the plugin's later asks about the tool in the
-	// same conversation run without asking, while this Loop lives.
+	// AnswerSession lets later asks of the same rule (Approval.PatternKey)
+	// in the same conversation run without asking, while this Loop lives;
+	// AnswerAlways also keeps the rule in Standing.
 	Approve func(ctx context.Context, a Approval) (Answer, error)
+	// Standing is the profile's standing approvals (config.yaml's
+	// command_allowlist): a rule it allows runs without asking, on every
+	// surface, scheduled runs included. nil: none, and "always" lasts the
+	// conversation.
+	Standing Standing
 	// NoBetweenTurns leaves the soft-threshold compaction after a turn to
 	// the caller: the gateway compacts between messages instead, with
 	// reason gateway_hygiene (Hygiene).
@@ -151,11 +157,12 @@ type Answer string
 const (
 	AnswerDeny    Answer = "deny"
 	AnswerOnce    Answer = "once"    // this call
-	AnswerSession Answer = "session" // this call, and the plugin's later asks about the tool in this conversation
+	AnswerSession Answer = "session" // this call, and later asks of the same rule in this conversation
+	AnswerAlways  Answer = "always"  // this call, and later asks of the same rule anywhere in the profile
 )
 
 // Allows says whether the answer lets the call run.
-func (a Answer) Allows() bool { return a == AnswerOnce || a == AnswerSession }
+func (a Answer) Allows() bool { return a == AnswerOnce || a == AnswerSession || a == AnswerAlways }
 
 // Approval is a tool call a plugin wants a person to approve.
 type Approval struct {
@@ -164,28 +171,40 @@ type Approval struct {
 	Args      map[string]any
 	Plugin    string
 	Message   string
+	// PatternKey is the rule a "session" or "always" answer covers
+	// (plugin_rule:<rule_key or tool>); CanAlways says whether "always"
+	// can be kept (else it lasts the conversation).
+	PatternKey string
+	CanAlways  bool
+}
+
+// Standing is a profile's standing approvals: the rules (pattern keys) a
+// person allowed from now on.
+type Standing interface {
+	Allows(key string) (bool, error)
+	Allow(key string) error
 }
 
 // grants are the approvals a person gave for the rest of a conversation
-// ("session"): its session key, the plugin that asked, the tool.
+// ("session"): its session key and the rule.
 type grants struct {
 	mu  sync.Mutex
-	set map[[3]string]bool
+	set map[[2]string]bool
 }
 
-func (g *grants) has(sessionKey, plugin, tool string) bool {
+func (g *grants) has(sessionKey, key string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.set[[3]string{sessionKey, plugin, tool}]
+	return g.set[[2]string{sessionKey, key}]
 }
 
-func (g *grants) add(sessionKey, plugin, tool string) {
+func (g *grants) add(sessionKey, key string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.set == nil {
-		g.set = map[[3]string]bool{}
+		g.set = map[[2]string]bool{}
 	}
-	g.set[[3]string{sessionKey, plugin, tool}] = true
+	g.set[[2]string{sessionKey, key}] = true
 }
 
 // Loop runs turns.

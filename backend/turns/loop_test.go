@@ -685,8 +685,8 @@ func TestApprovalsFireTheirHooks(t *testing.T) {
 			}
 		}
 	}
-	if p := pre[0]; p.Command != `echo {"text":"hello"}` || p.Description != "echo repeats what it is given" || p.PatternKey != "guard" ||
-		fmt.Sprint(p.PatternKeys) != "[guard]" || p.Surface != "desktop" || p.Choice != "" || p.Approved != nil || p.SessionID != s.ID ||
+	if p := pre[0]; p.Command != `echo {"text":"hello"}` || p.Description != "echo repeats what it is given" || p.PatternKey != "plugin_rule:echo" ||
+		fmt.Sprint(p.PatternKeys) != "[plugin_rule:echo]" || p.Surface != "desktop" || p.Choice != "" || p.Approved != nil || p.SessionID != s.ID ||
 		p.ToolName != "echo" || p.ToolCallID == "" || p.RequestID == "" || p.SessionKey != "desktop:"+s.ID {
 		t.Fatalf("pre_approval_request: %+v", p)
 	}
@@ -847,7 +847,7 @@ func TestADecisionHookAnswersInThePersonsPlace(t *testing.T) {
 			mu.Lock()
 			decided = append(decided, text)
 			mu.Unlock()
-			if p.ToolName != "echo" || p.PatternKey != "guard" || p.Description != "echo needs a yes" || p.Surface != "desktop" || p.SessionID == "" {
+			if p.ToolName != "echo" || p.PatternKey != "plugin_rule:echo" || p.Description != "echo needs a yes" || p.Surface != "desktop" || p.SessionID == "" {
 				return nil, fmt.Errorf("payload %+v", p)
 			}
 			return answer(text)

@@ -308,23 +308,28 @@ func (l *Loop) preToolCall(ctx context.Context, tc *turnCtx, sessionID string, c
 }
 
 // approve runs a plugin's {"action": "approve"} through the person at the
-// surface, unless a pre_approval_decision hook answers first; with nobody to
-// ask, or on a no, the call is blocked.
+// surface, unless the rule is allowed already (for this conversation, or
+// standing in the profile's config.yaml) or a pre_approval_decision hook
+// answers first; with nobody to ask, or on a no, the call is blocked.
 func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision) hooks.ToolDecision {
 	tool := call.Name
+	key := PatternKey(tool, d.RuleKey)
 	blocked := hooks.ToolDecision{Action: "block", Message: "BLOCKED: plugin approval required for " + tool, Args: d.Args, Plugin: d.Plugin}
+	// The person let asks of this rule run for the rest of the
+	// conversation, or from now on in the profile (config.yaml's
+	// command_allowlist, honoured in scheduled runs too: it is the
+	// standing consent nobody is there to give): nobody is asked, and no
+	// approval hook fires.
+	if l.grants.has(tc.sessionKey, key) || l.standingAllows(key) {
+		return hooks.ToolDecision{Args: d.Args}
+	}
 	if l.opts.Approve == nil {
 		if tc.platform == PlatformCron {
-			blocked.Message += " (a scheduled run has nobody to ask; approvals.cron_mode: approve in config.yaml lets such calls run there)"
+			blocked.Message += " (a scheduled run has nobody to ask; approvals.cron_mode: approve in config.yaml lets such calls run there, or answer \"always\" where a person is asked)"
 		} else {
 			blocked.Message += " (nobody to approve it on this surface)"
 		}
 		return blocked
-	}
-	// The person let this plugin's asks about the tool run for the rest of
-	// the conversation: nobody is asked, and no approval hook fires.
-	if l.grants.has(tc.sessionKey, d.Plugin, tool) {
-		return hooks.ToolDecision{Args: d.Args}
 	}
 	p := approvalPayload(tc, sessionID, call, args, d)
 	// A pre_approval_decision hook (Claude Code's PermissionRequest) may
@@ -333,7 +338,7 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	switch v := l.decideApproval(ctx, p); v.Action {
 	case "allow":
 		if v.Session && (len(v.SessionTools) == 0 || slices.Contains(v.SessionTools, tool)) {
-			l.grants.add(tc.sessionKey, d.Plugin, tool)
+			l.grants.add(tc.sessionKey, key)
 		}
 		if v.Args != nil {
 			return hooks.ToolDecision{Args: v.Args}
@@ -350,7 +355,11 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	// committed before the next step: a plugin that notifies the person
 	// hears of the question while it waits.
 	l.observe(ctx, hooks.PreApprovalRequest, p)
-	answer, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message})
+	answer, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin,
+		Message: d.Message, PatternKey: key, CanAlways: l.opts.Standing != nil})
+	if answer == AnswerAlways && l.opts.Standing == nil {
+		answer = AnswerSession // nowhere to keep it: it lasts the conversation
+	}
 	ok := err == nil && answer.Allows()
 	p.Choice, p.Approved = hooks.ChoiceDeny, &ok
 	switch {
@@ -359,9 +368,20 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		blocked.Message += " (no answer in time)"
 	case err != nil:
 		p.Error = err.Error()
+	case answer == AnswerAlways:
+		// Kept in the standing list only, so that a person who revokes
+		// it is asked again in this conversation too.
+		p.Choice = hooks.ChoiceAlways
+		if serr := l.opts.Standing.Allow(key); serr != nil {
+			// The call runs (the person said yes) and the grant holds for
+			// the conversation; only "from now on" could not be kept.
+			l.grants.add(tc.sessionKey, key)
+			p.Error = "the standing approval could not be saved: " + serr.Error()
+			slog.Warn("an \"always\" answer could not be saved; it holds for this conversation", "rule", key, "error", serr)
+		}
 	case answer == AnswerSession:
 		p.Choice = hooks.ChoiceSession
-		l.grants.add(tc.sessionKey, d.Plugin, tool)
+		l.grants.add(tc.sessionKey, key)
 	case ok:
 		p.Choice = hooks.ChoiceOnce
 	}
@@ -377,6 +397,29 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		return blocked
 	}
 	return hooks.ToolDecision{Args: d.Args}
+}
+
+// PatternKey is the allowlist key of a plugin's ask about tool, in the
+// familiar API's words: plugin_rule:<rule_key>, or plugin_rule:<tool> when
+// the plugin named no rule_key.
+func PatternKey(tool, ruleKey string) string {
+	if ruleKey == "" {
+		ruleKey = tool
+	}
+	return "plugin_rule:" + ruleKey
+}
+
+// standingAllows reports whether the profile allows key from now on; a
+// standing list that cannot be read allows nothing (logged).
+func (l *Loop) standingAllows(key string) bool {
+	if l.opts.Standing == nil {
+		return false
+	}
+	ok, err := l.opts.Standing.Allows(key)
+	if err != nil {
+		slog.Warn("the standing approvals cannot be read; the person is asked", "error", err)
+	}
+	return ok && err == nil
 }
 
 // decideApproval asks pre_approval_decision hooks; a hook that fails, or
@@ -404,8 +447,9 @@ func approvalPayload(tc *turnCtx, sessionID string, call llm.ToolCall, args map[
 	if !slices.Contains([]string{"cli", "desktop", "dashboard", PlatformCron}, surface) {
 		surface = "gateway" // a chat platform
 	}
-	return hooks.ApprovalPayload{Command: call.Name + " " + string(argText), Description: desc, PatternKey: d.Plugin,
-		PatternKeys: []string{d.Plugin}, SessionKey: tc.sessionKey, Surface: surface, RequestID: uuid.Must(uuid.NewV7()).String(),
+	key := PatternKey(call.Name, d.RuleKey)
+	return hooks.ApprovalPayload{Command: call.Name + " " + string(argText), Description: desc, PatternKey: key,
+		PatternKeys: []string{key}, SessionKey: tc.sessionKey, Surface: surface, RequestID: uuid.Must(uuid.NewV7()).String(),
 		SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, ToolName: call.Name, Args: args, ToolCallID: call.ID,
 		Platform: tc.platform}
 }

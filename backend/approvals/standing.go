@@ -1,0 +1,174 @@
+// Package approvals keeps a profile's standing approvals: the rules of the
+// tool calls plugins ask about (plugin_rule:<rule_key or tool>) that a person
+// answered "always". They live where the familiar agent keeps them, in the
+// profile's config.yaml as command_allowlist, so a list brought from there
+// is honoured as it is and a person can read and edit it by hand; every
+// process of the profile sees a change at its next ask.
+package approvals
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+
+	"atrium/backend/apperr"
+	"atrium/backend/config"
+	"atrium/backend/plugins"
+)
+
+// MaxKeyBytes bounds one rule: a plugin chooses its rule_key, and config.yaml
+// is no place for a plugin's megabytes.
+const MaxKeyBytes = 512
+
+// Standing is the standing approvals of one profile.
+type Standing struct {
+	path string
+
+	mu    sync.Mutex
+	stamp stamp
+	keys  []string
+	err   error
+}
+
+// stamp tells whether the file changed since it was read.
+type stamp struct {
+	ok          bool
+	ino, size   int64
+	mtime, read time.Time
+}
+
+// New is the standing approvals in the config.yaml of home.
+func New(home config.Home) *Standing { return &Standing{path: home.ConfigPath()} }
+
+// Path is the file they are kept in.
+func (s *Standing) Path() string { return s.path }
+
+// List is the rules allowed now, in the file's order. A config that does
+// not load, or a command_allowlist that is not a list of strings, is an
+// error (and allows nothing).
+func (s *Standing) List() ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := statOf(s.path)
+	// A file rewritten within the same clock tick keeps its mtime: read
+	// again until a second has passed since the change was seen.
+	if st.ok == s.stamp.ok && st.ino == s.stamp.ino && st.size == s.stamp.size && st.mtime.Equal(s.stamp.mtime) &&
+		s.stamp.read.Sub(st.mtime) > time.Second && !s.stamp.read.IsZero() {
+		return slices.Clone(s.keys), s.err
+	}
+	st.read = time.Now()
+	cfg, _, err := config.Load(s.path)
+	s.stamp, s.keys, s.err = st, nil, nil
+	switch {
+	case err != nil:
+		s.err = err
+	case cfg.CommandAllowlist.Err != nil:
+		s.err = apperr.Wrap(apperr.Invalid, cfg.CommandAllowlist.Err, "config %s", s.path)
+	default:
+		s.keys = cfg.CommandAllowlist.Keys
+	}
+	return slices.Clone(s.keys), s.err
+}
+
+func statOf(path string) stamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return stamp{}
+	}
+	st := stamp{ok: true, size: fi.Size(), mtime: fi.ModTime()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = int64(sys.Ino)
+	}
+	return st
+}
+
+// Allows reports whether key is allowed from now on.
+func (s *Standing) Allows(key string) (bool, error) {
+	keys, err := s.List()
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(keys, key), nil
+}
+
+// Allow adds key to the list (nothing when it is there already), keeping
+// the rest of config.yaml, its order and its comments.
+func (s *Standing) Allow(key string) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	return s.update(func(keys []string) ([]string, error) {
+		if slices.Contains(keys, key) {
+			return nil, errUnchanged
+		}
+		return append(keys, key), nil
+	})
+}
+
+// Revoke removes key; it reports whether it was there.
+func (s *Standing) Revoke(key string) (bool, error) {
+	found := false
+	err := s.update(func(keys []string) ([]string, error) {
+		if !slices.Contains(keys, key) {
+			return nil, errUnchanged
+		}
+		found = true
+		return slices.DeleteFunc(keys, func(k string) bool { return k == key }), nil
+	})
+	return found, err
+}
+
+var errUnchanged = errors.New("unchanged")
+
+// update rewrites command_allowlist under the config file's lock, from the
+// list the file holds at that moment (another process may have changed it).
+func (s *Standing) update(change func([]string) ([]string, error)) error {
+	err := plugins.UpdateConfigPath(s.path, []string{"command_allowlist"}, func(cur any) (any, error) {
+		list := config.ReadAllowlist(cur)
+		if list.Err != nil {
+			return nil, apperr.Wrap(apperr.Invalid, list.Err, "config %s: fix command_allowlist by hand first; nothing was changed", s.path)
+		}
+		next, err := change(list.Keys)
+		if err != nil {
+			return nil, err
+		}
+		if len(next) == 0 {
+			return nil, nil // the key goes rather than stay as an empty list
+		}
+		return next, nil
+	})
+	s.mu.Lock()
+	s.stamp = stamp{} // read again at the next ask
+	s.mu.Unlock()
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}
+
+// CheckKey refuses a rule that cannot be kept: empty, longer than
+// MaxKeyBytes, or with control characters.
+func CheckKey(key string) error {
+	switch {
+	case strings.TrimSpace(key) == "":
+		return apperr.New(apperr.Invalid, "an approval rule cannot be empty")
+	case len(key) > MaxKeyBytes:
+		return apperr.New(apperr.Invalid, "an approval rule is at most %d bytes, not %d", MaxKeyBytes, len(key))
+	case strings.IndexFunc(key, unicode.IsControl) >= 0:
+		return apperr.New(apperr.Invalid, "an approval rule cannot hold control characters: %q", clip(key))
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return fmt.Sprintf("%s…", s[:80])
+	}
+	return s
+}
