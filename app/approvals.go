@@ -33,6 +33,11 @@ type ApprovalDTO struct {
 	Args      string    `json:"args"` // the arguments, as JSON
 	Message   string    `json:"message"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// PatternKey is the rule a "session" or "always" answer covers
+	// (plugin_rule:<rule_key or tool>); CanAlways whether "always" can be
+	// kept in the profile.
+	PatternKey string `json:"pattern_key"`
+	CanAlways  bool   `json:"can_always"`
 }
 
 // ApprovalDoneDTO says how an approval ended: approved, denied, or
@@ -43,8 +48,9 @@ type ApprovalDoneDTO struct {
 }
 
 // AnswerApprovalRequest is the body of POST /api/approvals/{id}. Scope,
-// with approve: "once" (the default) or "session" (also the plugin's
-// later asks about the tool in this conversation run without asking).
+// with approve: "once" (the default), "session" (also later asks of the
+// same rule in this conversation run without asking) or "always" (and in
+// every conversation of the profile from now on, until revoked).
 type AnswerApprovalRequest struct {
 	Approve bool   `json:"approve"`
 	Scope   string `json:"scope"`
@@ -87,7 +93,8 @@ func (a *Approvals) setEmitter(e Emitter) {
 func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (turns.Answer, error) {
 	args, _ := json.Marshal(ap.Args)
 	w := &approvalWait{answer: make(chan turns.Answer, 1), dto: ApprovalDTO{ID: uuid.Must(uuid.NewV7()).String(), SessionID: ap.SessionID,
-		Plugin: ap.Plugin, Tool: ap.ToolName, Args: string(args), Message: ap.Message, ExpiresAt: time.Now().Add(a.timeout).UTC()}}
+		Plugin: ap.Plugin, Tool: ap.ToolName, Args: string(args), Message: ap.Message, ExpiresAt: time.Now().Add(a.timeout).UTC(),
+		PatternKey: ap.PatternKey, CanAlways: ap.CanAlways}}
 	a.mu.Lock()
 	a.pending[w.dto.ID] = w
 	emit := a.emit

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,56 @@ func approvalEnv(t *testing.T, timeout time.Duration) (env, *recorder, client) {
 	srv := httptest.NewServer(app.NewHandler(a, token, app.Serving{Hub: app.NewHub()}))
 	t.Cleanup(srv.Close)
 	return env{st: st, app: a}, rec, client{t: t, srv: srv}
+}
+
+// "Always allow" keeps the rule in config.yaml: later calls run without a
+// dialog in any conversation; Settings lists it (GET
+// /api/approvals/standing) and revokes it (POST .../revoke), after which
+// the next call asks again; an unknown rule is not found.
+func TestAlwaysAllowStandsUntilRevokedInSettings(t *testing.T) {
+	t.Parallel()
+	e, rec, c := approvalEnv(t, 0)
+	a, b := e.mustCreate(t, sessions.CreateParams{Title: "a"}), e.mustCreate(t, sessions.CreateParams{Title: "b"})
+	ch := sendAsync(e, a.ID, "use tool echo: always")
+	p := waitPending(t, rec, 1)
+	if p.PatternKey != "plugin_rule:echo" || !p.CanAlways {
+		t.Fatalf("pending %+v", p)
+	}
+	if code := c.do("POST", "/api/approvals/"+p.ID, token, map[string]any{"approve": true, "scope": "always"}, nil); code != 200 {
+		t.Fatalf("always: %d", code)
+	}
+	if r := <-ch; r.err != nil || !strings.Contains(r.turn.Reply, "returned: always") {
+		t.Fatalf("approved turn: %+v %v", r.turn, r.err)
+	}
+	if r, err := e.app.Sessions.Send(b.ID, "use tool echo: not asked"); err != nil || !strings.Contains(r.Reply, "returned: not asked") {
+		t.Fatalf("another conversation: %+v %v", r, err)
+	}
+	var list app.StandingApprovalsDTO
+	if code := c.do("GET", "/api/approvals/standing", token, nil, &list); code != 200 || fmt.Sprint(list.Rules) != "[plugin_rule:echo]" ||
+		list.Path != e.st.Home.ConfigPath() || list.Error != "" {
+		t.Fatalf("GET standing: %d %+v", code, list)
+	}
+	if code := c.do("POST", "/api/approvals/standing/revoke", token, map[string]any{"rule": "plugin_rule:nothing"}, nil); code != 404 {
+		t.Fatalf("an unknown rule: %d", code)
+	}
+	if code := c.do("POST", "/api/approvals/standing/revoke", token, map[string]any{"rule": "plugin_rule:echo"}, &list); code != 200 || len(list.Rules) != 0 {
+		t.Fatalf("revoke: %d %+v", code, list)
+	}
+	ch = sendAsync(e, b.ID, "use tool echo: asked again")
+	p = waitPending(t, rec, 2)
+	if _, err := e.app.Sessions.AnswerApproval(p.ID, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.err != nil || !strings.Contains(r.turn.Reply, "BLOCKED") {
+		t.Fatalf("after the revoke: %+v %v", r.turn, r.err)
+	}
+	// A list broken by hand is reported, not honoured.
+	if err := os.WriteFile(e.st.Home.ConfigPath(), []byte("command_allowlist: {echo: yes}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.do("GET", "/api/approvals/standing", token, nil, &list); code != 200 || !strings.Contains(list.Error, "must be a list of strings") {
+		t.Fatalf("GET standing of a broken list: %d %+v", code, list)
+	}
 }
 
 // waitPending waits for the n-th approval:pending event.
@@ -121,7 +172,7 @@ func TestApprovalsAskThePersonHere(t *testing.T) {
 	// "Allow for this session": the next call is not asked about.
 	ch = sendAsync(e, s.ID, "use tool echo: for the session")
 	a = waitPending(t, rec, 3)
-	if code := c.do("POST", "/api/approvals/"+a.ID, token, map[string]any{"approve": true, "scope": "always"}, nil); code != 400 {
+	if code := c.do("POST", "/api/approvals/"+a.ID, token, map[string]any{"approve": true, "scope": "forever"}, nil); code != 400 {
 		t.Fatalf("an unknown scope: %d", code)
 	}
 	if code := c.do("POST", "/api/approvals/"+a.ID, token, map[string]any{"approve": true, "scope": "session"}, nil); code != 200 {

@@ -309,6 +309,20 @@ type SettingsDTO struct {
 	Profiles       []string `json:"profiles,omitempty"` // read-only: the profiles of this home
 }
 
+// StandingApprovalsDTO is the profile's standing approvals: the rules a
+// person answered "always" (config.yaml's command_allowlist, also written by
+// hand). Error says why they cannot be read (then none is honoured).
+type StandingApprovalsDTO struct {
+	Rules []string `json:"rules"`
+	Path  string   `json:"path"`
+	Error string   `json:"error,omitempty"`
+}
+
+// RevokeApprovalRequest is the body of POST /api/approvals/standing/revoke.
+type RevokeApprovalRequest struct {
+	Rule string `json:"rule"`
+}
+
 func timePtr(t *db.Time) *time.Time {
 	if t == nil {
 		return nil

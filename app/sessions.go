@@ -352,9 +352,10 @@ func (s *Sessions) StopTurn(sessionID string) error {
 func (s *Sessions) PendingApprovals() ([]ApprovalDTO, error) { return s.approvals.list(), nil }
 
 // AnswerApproval approves (or denies) a tool call a plugin wants approved;
-// it returns what still waits. scope, when it approves: "once" (or "") or
-// "session" (the plugin's later asks about the tool in this conversation
-// run without asking, while this process runs). An id that waits no more
+// it returns what still waits. scope, when it approves: "once" (or ""),
+// "session" (later asks of the same rule in this conversation run without
+// asking, while this process runs) or "always" (and from now on, in every
+// conversation of the profile: config.yaml's command_allowlist). An id that waits no more
 // (answered on another surface, or out of time) is not found.
 func (s *Sessions) AnswerApproval(id string, approve bool, scope string) ([]ApprovalDTO, error) {
 	answer := turns.AnswerDeny
@@ -364,8 +365,10 @@ func (s *Sessions) AnswerApproval(id string, approve bool, scope string) ([]Appr
 			answer = turns.AnswerOnce
 		case string(turns.AnswerSession):
 			answer = turns.AnswerSession
+		case string(turns.AnswerAlways):
+			answer = turns.AnswerAlways
 		default:
-			return nil, apperr.New(apperr.Invalid, "invalid approval scope %s: use once or session", limits.Echo(scope))
+			return nil, apperr.New(apperr.Invalid, "invalid approval scope %s: use once, session or always", limits.Echo(scope))
 		}
 	}
 	if err := s.approvals.answer(id, answer); err != nil {

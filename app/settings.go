@@ -6,7 +6,9 @@ import (
 	"github.com/samber/lo"
 
 	"atrium/backend/apperr"
+	"atrium/backend/approvals"
 	"atrium/backend/config"
+	"atrium/backend/limits"
 	"atrium/backend/plugins"
 	"atrium/backend/stack"
 )
@@ -15,6 +17,7 @@ import (
 // and the profile opened next time.
 type Settings struct {
 	home      config.Home
+	standing  *approvals.Standing
 	platform  string
 	version   string
 	ready     func()
@@ -24,7 +27,7 @@ type Settings struct {
 // NewSettings binds the config file of st's profile; ready (may be nil) runs
 // once, when the UI reports its first paint.
 func NewSettings(st *stack.Stack, platform, version string, ready func()) *Settings {
-	return &Settings{home: st.Home, platform: platform, version: version, ready: ready}
+	return &Settings{home: st.Home, standing: st.Standing, platform: platform, version: version, ready: ready}
 }
 
 // Ready is the UI saying its first page is painted: work kept back so the
@@ -91,4 +94,31 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 		}
 	}
 	return s.Get()
+}
+
+// StandingApprovals lists the rules a person allowed "always".
+func (s *Settings) StandingApprovals() StandingApprovalsDTO {
+	rules, err := s.standing.List()
+	out := StandingApprovalsDTO{Rules: rules, Path: s.standing.Path()}
+	if out.Rules == nil {
+		out.Rules = []string{}
+	}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	return out
+}
+
+// RevokeStandingApproval takes rule off the list: the next ask of it, in
+// any process of the profile, asks the person again. A rule not on the list
+// is not found.
+func (s *Settings) RevokeStandingApproval(rule string) (StandingApprovalsDTO, error) {
+	found, err := s.standing.Revoke(rule)
+	if err != nil {
+		return StandingApprovalsDTO{}, err
+	}
+	if !found {
+		return StandingApprovalsDTO{}, apperr.New(apperr.NotFound, "%s is not a standing approval", limits.Echo(rule))
+	}
+	return s.StandingApprovals(), nil
 }

@@ -148,7 +148,11 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 			if a.Message != "" {
 				fmt.Fprintf(r.env.Stdout, " (%s)", a.Message)
 			}
-			fmt.Fprint(r.env.Stdout, ". Run it? [y/N, s: and do not ask again in this session] ")
+			always := ""
+			if a.CanAlways {
+				always = ", a: and from now on (" + a.PatternKey + ")"
+			}
+			fmt.Fprintf(r.env.Stdout, ". Run it? [y/N, s: and do not ask again in this session%s] ", always)
 			select {
 			case line := <-lines: // "" once the input ended: a no
 				switch strings.ToLower(strings.TrimSpace(line)) {
@@ -156,6 +160,10 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 					return turns.AnswerOnce, nil
 				case "s", "session":
 					return turns.AnswerSession, nil
+				case "a", "always":
+					if a.CanAlways {
+						return turns.AnswerAlways, nil
+					}
 				}
 				return turns.AnswerDeny, nil
 			case <-tctx.Done():

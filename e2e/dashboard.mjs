@@ -708,6 +708,33 @@ async function main() {
     await backToList();
   });
 
+  await check('"Always allow" keeps the rule: another process runs the call unasked; Settings lists it and Revoke asks again', async () => {
+    await sendIn('Cache warmup', 'use tool read_notes: {"ask": true, "always": true}');
+    const dlg = page.locator('[data-testid=approval]');
+    await dlg.waitFor({ timeout: 30_000 });
+    const rule = await dlg.locator('[data-testid=approval-rule]').innerText();
+    assert(/plugin_rule:read_notes/.test(rule), `the dialog's rule: ${rule}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-approval-always.png') });
+    await page.click('[data-testid=approval-always]');
+    await dlg.waitFor({ state: 'detached', timeout: 10_000 });
+    await page.locator('[data-testid=reply]').filter({ hasText: 'checked by hermes-notes' }).last().waitFor({ timeout: 30_000 });
+    // A terminal's send (another process, nobody to ask) runs it now.
+    const sent = await atrium('send', ids['Payments refactor'], 'use tool read_notes: {"ask": true}');
+    assert(!/BLOCKED/.test(sent.reply) && /read_notes/.test(sent.reply), `send after always: ${sent.reply}`);
+    await backToList();
+    await page.click('[data-testid=nav-settings]');
+    const item = page.locator('[data-testid=standing-approvals] li[data-rule="plugin_rule:read_notes"]');
+    await item.waitFor({ timeout: 10_000 });
+    await item.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'dashboard-standing-approvals.png') });
+    await item.locator('[data-testid=standing-revoke]').click();
+    await page.locator('[data-testid=standing-none]').waitFor({ timeout: 10_000 });
+    eq((await atrium('approvals', 'list')).rules.length, 0, 'standing rules after Revoke');
+    const blocked = await atrium('send', ids['Payments refactor'], 'use tool read_notes: {"ask": true}');
+    assert(/BLOCKED/.test(blocked.reply), `send after the revoke: ${blocked.reply}`);
+    await page.click('[data-testid=nav-sessions]');
+  });
+
   await check('Stop stops a turn under way (a tool that takes its time): the message and the call stay, agent_loop_stopped fires', async () => {
     const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
     await sendIn('Cache warmup', 'use tool wait_a_while: {"seconds": 30}');

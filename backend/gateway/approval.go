@@ -92,13 +92,18 @@ func approvalText(a turns.Approval, timeout time.Duration) string {
 	if m := strings.TrimSpace(a.Message); m != "" {
 		fmt.Fprintf(&b, " It says: %s", clipRunes(m, 300))
 	}
-	fmt.Fprintf(&b, "\nReply /approve to run it, /approve session to allow %s from %s for the rest of this conversation, or /deny to refuse (or yes / no), within %s.",
-		a.ToolName, a.Plugin, timeout)
+	always := ""
+	if a.CanAlways {
+		always = ", /approve always to allow it from now on everywhere (" + a.PatternKey + ")"
+	}
+	fmt.Fprintf(&b, "\nReply /approve to run it, /approve session to allow %s from %s for the rest of this conversation%s, or /deny to refuse (or yes / no), within %s.",
+		a.ToolName, a.Plugin, always, timeout)
 	return b.String()
 }
 
 // approvalAnswer reads an answer to an approval: /approve, approve, yes
-// or y; /approve session (or approve session); /deny, deny, no or n (any
+// or y; /approve session (or approve session); /approve always (or
+// approve always); /deny, deny, no or n (any
 // case, a bot's @name after a command allowed).
 func approvalAnswer(text string) (answer turns.Answer, ok bool) {
 	switch strings.Join(strings.Fields(strings.ToLower(stripBotName(text))), " ") {
@@ -106,6 +111,8 @@ func approvalAnswer(text string) (answer turns.Answer, ok bool) {
 		return turns.AnswerOnce, true
 	case "/approve session", "approve session":
 		return turns.AnswerSession, true
+	case "/approve always", "approve always":
+		return turns.AnswerAlways, true
 	case "/deny", "deny", "no", "n":
 		return turns.AnswerDeny, true
 	}

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"atrium/backend/approvals"
 	"atrium/backend/compaction"
+	"atrium/backend/config"
 	"atrium/backend/db"
 	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
@@ -112,7 +114,7 @@ func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)
 	e := &env{db: d, bus: bus, sess: sess, rec: rec, logs: logs, log: lg, mem: mem}
 	approve := func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return e.gw.Approve(ctx, a) }
 	if e.loop, err = turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true,
-		MemoryProvider: "recall", Approve: approve}); err != nil {
+		MemoryProvider: "recall", Approve: approve, Standing: approvals.New(config.Home{Dir: t.TempDir()})}); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -445,7 +447,8 @@ func TestPreGatewayDispatch(t *testing.T) {
 // A tool call a plugin wants approved is asked of the sender in the chat:
 // the same sender's yes (or /approve) runs it, /deny blocks it, another
 // member's answer is only a message, no answer in time blocks it and says
-// so; a late /approve is told nothing waits.
+// so; a late /approve is told nothing waits; /approve session and /approve
+// always widen the answer to the conversation and to the profile.
 func TestGatewayAsksTheSenderToApprove(t *testing.T) {
 	t.Parallel()
 	guard := func(bus *hooks.Bus) {
@@ -502,14 +505,28 @@ func TestGatewayAsksTheSenderToApprove(t *testing.T) {
 	if got := sent(9, "the call not asked about"); !strings.Contains(got, "The tool echo returned: not asked") {
 		t.Fatalf("the next call: %q", got)
 	}
+	// "/approve always" (another sender, another chat): from now on nobody
+	// is asked about echo, in any conversation.
+	f.Push(6, "Di", 6, "private", "use tool echo: always")
+	if got := sent(10, "the fourth approval request"); !strings.Contains(got, "/approve always to allow it from now on everywhere (plugin_rule:echo)") {
+		t.Fatalf("the request does not offer /approve always: %q", got)
+	}
+	f.Push(6, "Di", 6, "private", "/Approve always")
+	if got := sent(11, "the call approved always"); !strings.Contains(got, "The tool echo returned: always") {
+		t.Fatalf("after /approve always: %q", got)
+	}
+	f.Push(5, "Cy", 5, "private", "use tool echo: anywhere")
+	if got := sent(12, "the call in a third conversation"); !strings.Contains(got, "The tool echo returned: anywhere") {
+		t.Fatalf("a third conversation: %q", got)
+	}
 	// The answers reached no turn, and nothing else was sent.
-	if got := f.SentTexts(); len(got) != 9 {
+	if got := f.SentTexts(); len(got) != 12 {
 		t.Fatalf("sent %q", got)
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE role = 'user' AND content LIKE 'use tool%'`); n != 4 {
-		t.Fatalf("%d requests stored, want 4", n)
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE role = 'user' AND content LIKE 'use tool%'`); n != 6 {
+		t.Fatalf("%d requests stored, want 6", n)
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content IN ('Yes', '/approve', '/deny', '/deny@atrium_bot', '/approve@atrium_bot  Session')`); n != 0 {
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content IN ('Yes', '/approve', '/deny', '/deny@atrium_bot', '/approve@atrium_bot  Session', '/Approve always')`); n != 0 {
 		t.Fatalf("%d answers stored as messages", n)
 	}
 

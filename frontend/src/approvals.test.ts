@@ -16,8 +16,10 @@ vi.mock('./api', () => ({
 
 const { argsText, installApprovals } = await import('./approvals');
 
-const approval = (id: string) => ({
+const approval = (id: string, canAlways = false) => ({
   id,
+  pattern_key: 'plugin_rule:deploy:prod',
+  can_always: canAlways,
   session_id: 's1',
   plugin: 'guard',
   tool: 'echo',
@@ -63,6 +65,20 @@ describe('approvals', () => {
     dialog()!.querySelector<HTMLButtonElement>('[data-testid=approval-session]')!.click();
     await flush();
     expect(answerApproval).toHaveBeenCalledWith('a4', true, 'session');
+    expect(dialog()).toBeNull();
+  });
+
+  it('"Always allow" is offered only where it can be kept, names its rule, and approves with the always scope', async () => {
+    listeners.get('approval:pending')!(approval('a5'));
+    expect(dialog()!.querySelector('[data-testid=approval-always]')).toBeNull();
+    expect(dialog()!.querySelector('[data-testid=approval-rule]')).toBeNull();
+    dialog()!.querySelector<HTMLButtonElement>('[data-testid=approval-deny]')!.click();
+    await flush();
+    listeners.get('approval:pending')!(approval('a6', true));
+    expect(dialog()!.querySelector('[data-testid=approval-rule]')!.textContent).toContain('plugin_rule:deploy:prod');
+    dialog()!.querySelector<HTMLButtonElement>('[data-testid=approval-always]')!.click();
+    await flush();
+    expect(answerApproval).toHaveBeenLastCalledWith('a6', true, 'always');
     expect(dialog()).toBeNull();
   });
 

@@ -3,7 +3,9 @@
 // another of the same dashboard; its dialog goes when it was answered
 // elsewhere or ran out of time (approval:done). Deny has the focus: Enter or Escape refuses;
 // "Stop the turn" stops the turn that waits (Sessions.StopTurn); "Allow for this session"
-// approves it and the plugin's later asks about the tool in this conversation.
+// approves it and later asks of the same rule in this conversation; "Always allow" (when
+// it can be kept) also every later ask of the rule in the profile, until it is revoked
+// in Settings.
 
 import { api, on, toApiError } from './api';
 import type { ApprovalDTO } from './api/gen/dto';
@@ -44,12 +46,15 @@ async function ask(a: ApprovalDTO): Promise<void> {
     h('pre', { class: 'approval-args', 'data-testid': 'approval-args' }, argsText(a.args)),
     a.message ? h('p', { class: 'approval-message', 'data-testid': 'approval-message' }, a.message) : null,
     h('p', { class: 'muted' }, `Without an answer by ${absolute(a.expires_at)} it is refused.`),
+    a.can_always && a.pattern_key
+      ? h('p', { class: 'muted small', 'data-testid': 'approval-rule' }, '“Always allow” allows the rule ', h('code', {}, a.pattern_key), ' from now on, in every conversation and scheduled run of this profile, until you revoke it in Settings.')
+      : null,
   );
-  const answer = await openModal<boolean | 'stop' | 'session'>({
+  const answer = await openModal<boolean | 'stop' | 'session' | 'always'>({
     title: 'Approve a tool call?',
     body,
     testid: 'approval',
-    wide: true, // four answers side by side
+    wide: true, // four or five answers side by side
     cancelValue: false,
     signal: ctl.signal,
     buttons: [
@@ -58,6 +63,7 @@ async function ask(a: ApprovalDTO): Promise<void> {
       // the composer's Stop.
       { label: 'Stop the turn', value: 'stop', kind: 'plain', testid: 'approval-stop' },
       { label: 'Allow for this session', value: 'session', kind: 'plain', testid: 'approval-session' },
+      ...(a.can_always ? [{ label: 'Always allow', value: 'always' as const, kind: 'plain' as const, testid: 'approval-always' }] : []),
       { label: 'Approve', value: true, kind: 'primary', testid: 'approval-approve' },
     ],
   });
@@ -65,7 +71,7 @@ async function ask(a: ApprovalDTO): Promise<void> {
   if (ctl.signal.aborted) return; // decided elsewhere, or out of time
   try {
     if (answer === 'stop') await api.sessions.stop(a.session_id);
-    else if (answer === 'session') await api.sessions.answerApproval(a.id, true, 'session');
+    else if (answer === 'session' || answer === 'always') await api.sessions.answerApproval(a.id, true, answer);
     else await api.sessions.answerApproval(a.id, answer, 'once');
   } catch (e) {
     showMessage('warn', answer === 'stop' ? 'The turn was not stopped' : 'The approval was not recorded', toApiError(e).message);

@@ -93,8 +93,8 @@ export const api = {
     stop: (id: string) => call('Sessions', 'StopTurn', [id], { route: 'POST /api/sessions/{id}/stop', params: { id } }),
     /** pendingApprovals are the tool calls a plugin wants approved, waiting for an answer */
     pendingApprovals: () => call('Sessions', 'PendingApprovals', [], { route: 'GET /api/approvals' }),
-    /** answerApproval approves or denies; scope "session" also lets the plugin's later asks about the tool in this conversation run */
-    answerApproval: (id: string, approve: boolean, scope: 'once' | 'session' = 'once') =>
+    /** answerApproval approves or denies; scope "session" also lets later asks of the same rule in this conversation run, "always" in every conversation from now on */
+    answerApproval: (id: string, approve: boolean, scope: 'once' | 'session' | 'always' = 'once') =>
       call('Sessions', 'AnswerApproval', [id, approve, scope], { route: 'POST /api/approvals/{id}', params: { id }, body: { approve, scope } }),
   },
   conversations: {
@@ -184,6 +184,11 @@ export const api = {
     get: () => call('Settings', 'Get', [], { route: 'GET /api/settings' }),
     set: (s: SettingsDTO) => call('Settings', 'Set', [s], { route: 'PUT /api/settings', body: s }),
     info: () => call('Settings', 'Info', [], { route: 'GET /api/info' }),
+    /** standingApprovals: the rules answered "always" (config.yaml's command_allowlist) */
+    standingApprovals: () => call('Settings', 'StandingApprovals', [], { route: 'GET /api/approvals/standing' }),
+    /** revokeStandingApproval: the rule is asked again from its next call, in every process of the profile */
+    revokeStandingApproval: (rule: string) =>
+      call('Settings', 'RevokeStandingApproval', [rule], { route: 'POST /api/approvals/standing/revoke', body: { rule } }),
     /** ready tells the backend the first page is painted (the window then starts plugin processes). */
     ready: () => call('Settings', 'Ready', [], { route: 'POST /api/ready' }),
   },

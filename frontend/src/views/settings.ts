@@ -2,8 +2,10 @@
 
 import { api, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
+import { showMessage } from '../ops';
 import { app, type View } from '../state';
 import type { SettingsDTO } from '../types';
+import type { StandingApprovalsDTO } from '../api/gen/dto';
 
 interface Field {
   key: 'hook_timeout_seconds' | 'retention_days' | 'archive_idle_days' | 'trash_days';
@@ -59,6 +61,7 @@ export class SettingsView implements View {
   private readonly saveBtn: HTMLButtonElement;
   private readonly info: HTMLElement;
   private current: SettingsDTO | null = null;
+  private readonly standing: HTMLElement;
 
   constructor() {
     const form = h('form', { class: 'settings', novalidate: true, 'aria-label': 'Settings' });
@@ -93,19 +96,62 @@ export class SettingsView implements View {
     });
     form.addEventListener('input', () => (this.saved.textContent = ''));
     this.info = h('dl', { class: 'info muted small' });
+    this.standing = h('div', { 'data-testid': 'standing-approvals' });
     this.el = h(
       'section',
       { class: 'view settings-view', 'aria-label': 'Settings' },
       h('div', { class: 'page-head' }, h('h1', {}, 'Settings')),
       h('p', { class: 'muted' }, 'These keys of config.yaml take effect when the profile is next opened.'),
       form,
+      h(
+        'section',
+        { class: 'standing', 'aria-labelledby': 'standing-title' },
+        h('h2', { id: 'standing-title' }, 'Always allowed'),
+        h(
+          'p',
+          { class: 'muted small' },
+          'Tool calls a plugin asks about that you answered “Always allow”: they run without asking, in every conversation and scheduled run of this profile. Revoke one and it is asked again from its next call.',
+        ),
+        this.standing,
+      ),
       this.info,
     );
   }
 
   show(): void {
     void this.load();
+    void this.loadStanding();
     this.renderInfo();
+  }
+
+  private async loadStanding(): Promise<void> {
+    try {
+      this.renderStanding(await api.settings.standingApprovals());
+    } catch (e) {
+      replace(this.standing, h('p', { class: 'form-error', role: 'alert' }, `Could not read them: ${toApiError(e).message}`));
+    }
+  }
+
+  private renderStanding(d: StandingApprovalsDTO): void {
+    clear(this.standing);
+    const rules = d.rules ?? [];
+    if (d.error) this.standing.append(h('p', { class: 'form-error', role: 'alert' }, `None is honoured: ${d.error}`));
+    else if (rules.length === 0) this.standing.append(h('p', { class: 'muted', 'data-testid': 'standing-none' }, 'None.'));
+    const list = h('ul', { class: 'standing-list' });
+    for (const rule of rules) {
+      const revoke = button('Revoke', { class: 'btn plain small', 'data-testid': 'standing-revoke', 'aria-label': `Revoke ${rule}` }, async () => {
+        revoke.disabled = true;
+        try {
+          this.renderStanding(await api.settings.revokeStandingApproval(rule));
+        } catch (e) {
+          showMessage('warn', `${rule} was not revoked`, toApiError(e).message);
+          void this.loadStanding(); // as the file has it now (revoked elsewhere, or by hand)
+        }
+      });
+      list.append(h('li', { 'data-rule': rule }, h('code', {}, rule), revoke));
+    }
+    if (rules.length) this.standing.append(list);
+    this.standing.append(h('p', { class: 'muted small' }, 'Kept as command_allowlist in ', h('code', {}, d.path), '.'));
   }
 
   private renderInfo(): void {

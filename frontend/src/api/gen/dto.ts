@@ -23,8 +23,9 @@ export interface AdapterDTO {
 
 /**
  * AnswerApprovalRequest is the body of POST /api/approvals/{id}. Scope,
- * with approve: "once" (the default) or "session" (also the plugin's
- * later asks about the tool in this conversation run without asking).
+ * with approve: "once" (the default), "session" (also later asks of the
+ * same rule in this conversation run without asking) or "always" (and in
+ * every conversation of the profile from now on, until revoked).
  *
  * (Sent to Go only: a field left out is its zero value.)
  */
@@ -43,6 +44,13 @@ export interface ApprovalDTO {
   args: string;
   message: string;
   expires_at: string;
+  /**
+   * PatternKey is the rule a "session" or "always" answer covers
+   * (plugin_rule:<rule_key or tool>); CanAlways whether "always" can be
+   * kept in the profile.
+   */
+  pattern_key: string;
+  can_always: boolean;
 }
 
 /**
@@ -647,6 +655,15 @@ export interface RetryRequest {
   platform?: string;
 }
 
+/**
+ * RevokeApprovalRequest is the body of POST /api/approvals/standing/revoke.
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface RevokeApprovalRequest {
+  rule?: string;
+}
+
 /** RunDTO is a turn under way: its session, and where it runs. */
 export interface RunDTO {
   session_id: string;
@@ -787,6 +804,17 @@ export interface ShellHooksDTO {
   warnings: string[] | null;
   /** the window; a browser cannot approve code to run */
   can_approve: boolean;
+}
+
+/**
+ * StandingApprovalsDTO is the profile's standing approvals: the rules a
+ * person answered "always" (config.yaml's command_allowlist, also written by
+ * hand). Error says why they cannot be read (then none is honoured).
+ */
+export interface StandingApprovalsDTO {
+  rules: string[] | null;
+  path: string;
+  error?: string;
 }
 
 /** StorageDTO is the storage page. */
