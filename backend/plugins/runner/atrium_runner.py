@@ -1885,14 +1885,37 @@ def _handle(msg):
         _start_beside(mid, method, params)
         return
     # A bounded hook's wait ends by itself; with the callback timeout off it
-    # would not, and only a restart could end it.
-    bounded = method in BOUNDED_HOOKS and _request_budget() is not None
-    call = _track(mid, False) if mid is not None and bounded else None
-    answer = _respond(mid, method, params)
-    if call is not None and _untrack(call):
-        return  # cancelled: the host was answered then
+    # would not, and only a restart could end it. A memory provider's or a
+    # context engine's call (a recall over the network, a fold) is answered
+    # as cancelled at once too, and its thread is interrupted
+    # (tools.interrupt): a person who stops a turn does not cost the plugin
+    # its process and what it holds; one that never returns is ended by the
+    # callback timeout of the host's next request.
+    bounded = _request_budget() is not None and (
+        method in BOUNDED_HOOKS or (method == "capability" and params.get("kind") in _MAIN_CAPABILITIES))
+    call = _track(mid, False, threading.get_ident()) if mid is not None and bounded else None
+    cancelled = False
+    try:
+        answer = _respond(mid, method, params)
+    finally:
+        if call is not None:
+            cancelled = _untrack(call)
+    if cancelled:
+        print("atrium runner: the cancelled %s ended; its answer is dropped" % _what(method, params), file=sys.stderr)
+        return  # the host was answered then
     if mid is not None:
         _send(answer)
+
+
+# Capability calls that run on the message pump and are answered at once
+# when cancelled (the call itself ends when it returns).
+_MAIN_CAPABILITIES = {"memory_provider", "context_engine"}
+
+
+def _what(method, params):
+    if method == "capability":
+        return "%s %s.%s" % (params.get("kind"), params.get("name"), params.get("method"))
+    return method
 
 
 def _respond(mid, method, params):
@@ -1948,18 +1971,23 @@ def _beside(method, params):
     return method == "capability" and params.get("kind") == "tool" and params.get("method") == "call"
 
 
-def _track(mid, beside):
+def _track(mid, beside, ident=None):
     call = _Call(mid, beside)
+    call.ident = ident
     with _calls_lock:
         _calls[mid] = call
     return call
 
 
 def _untrack(call):
-    """Ends the tracking of call; whether it was cancelled."""
+    """Ends the tracking of call and clears its thread's interrupt (under
+    the lock a cancel sets it under, so none outlives the call); whether it
+    was cancelled."""
     with _calls_lock:
         if _calls.get(call.mid) is call:
             del _calls[call.mid]
+        if call.ident is not None:
+            _interrupt.set_interrupt(False, call.ident)
         return call.cancelled
 
 
@@ -1980,7 +2008,6 @@ def _start_beside(mid, method, params):
         finally:
             _close_thread_loop()
             cancelled = _untrack(call)
-            _interrupt.set_interrupt(False, call.ident)
             if cancelled:
                 print("atrium runner: the cancelled call %s ended; its answer is dropped" % what, file=sys.stderr)
             elif answer is not None:
@@ -1998,8 +2025,8 @@ def _cancel(params):
             return
         call.cancelled = True
         running = sum(1 for c in _calls.values() if c.cancelled and c.beside)
-    if call.ident is not None:
-        _interrupt.set_interrupt(True, call.ident, reason=reason)
+        if call.ident is not None:
+            _interrupt.set_interrupt(True, call.ident, reason=reason)
     _error(mid, CODE_CANCELLED, "cancelled: " + reason)
     if running > MAX_CANCELLED_RUNNING:
         print("atrium runner: %d cancelled calls still run; exiting so that the host starts the plugin again "

@@ -769,6 +769,71 @@ func TestPythonToolCallsRunSideBySideAndACancelEndsOne(t *testing.T) {
 	}
 }
 
+// A memory provider's call that a person stops (a recall over the network,
+// here one that waits for its interrupt) is answered as cancelled at once:
+// the provider sees tools.interrupt with the reason and returns, its answer
+// is dropped, and the plugin lives on with what it holds (same process, no
+// restart); its next call is not interrupted.
+func TestAStoppedMemoryCallEndsWithoutARestart(t *testing.T) {
+	t.Parallel()
+	e := start(t, pySpec(t, "recall", writePlugin(t, `
+import time
+from agent.memory_provider import MemoryProvider
+from tools.interrupt import is_interrupted, get_interrupt_reason
+
+class Recall(MemoryProvider):
+    name = "recall"
+    def __init__(self):
+        self.calls = []
+    def is_available(self):
+        return True
+    def initialize(self, session_id, **kwargs):
+        pass
+    def get_tool_schemas(self):
+        return []
+    def prefetch(self, query, *, session_id=""):
+        self.calls.append(query)
+        if query == "slow":
+            deadline = time.time() + 20
+            while not is_interrupted() and time.time() < deadline:
+                time.sleep(0.02)
+            self.calls.append("interrupted (%s)" % get_interrupt_reason() if is_interrupted() else "not interrupted")
+            return "late"
+        return "%s; interrupted now: %s" % (" | ".join(self.calls), is_interrupted())
+
+def register(ctx):
+    ctx.register_memory_provider(Recall())
+`)))
+	c, ok := e.Bus.MemoryProvider("recall")
+	if !ok {
+		t.Fatal("the provider is not on the bus")
+	}
+	bg := context.Background()
+	in, _ := e.host.Info("recall")
+	pid := in.PID
+	ctx, stop := context.WithCancelCause(bg)
+	go func() { time.Sleep(300 * time.Millisecond); stop(errors.New("stopped: user_stop")) }()
+	began := time.Now()
+	if a, err := e.Bus.CallMemory(ctx, c, "prefetch", hooks.MemoryCall{Args: []any{"slow"}, SessionID: "s1", Platform: "cli"}); err == nil {
+		t.Fatalf("the stopped call answered: %+v", a)
+	}
+	if took := time.Since(began); took > proc.CancelGrace {
+		t.Fatalf("the cancel took %s (the plugin was restarted?)", took)
+	}
+	var text string
+	sessionstest.WaitFor(t, "the next prefetch", 20*time.Second, func() bool {
+		a, err := e.Bus.CallMemory(bg, c, "prefetch", hooks.MemoryCall{Args: []any{"next"}, SessionID: "s1", Platform: "cli"})
+		text = a.Text()
+		return err == nil
+	})
+	if text != "slow | interrupted (stopped: user_stop) | next; interrupted now: False" {
+		t.Fatalf("the provider saw: %q", text)
+	}
+	if in, _ := e.host.Info("recall"); in.PID != pid || in.Restarts != 0 || in.State != proc.StateRunning {
+		t.Fatalf("restarted: %+v (pid was %d)", in, pid)
+	}
+}
+
 // Someone who also runs the familiar agent has its packages (agent, tools,
 // gateway, hermes_cli) installed where Python finds them: the plugin still
 // imports the runner's host modules of those names, not that agent's.
