@@ -34,6 +34,7 @@ import json
 import os
 import queue
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -149,6 +150,8 @@ class _CallEnviron(type(os.environ)):
         seen = set()
         for key in super().__iter__():
             seen.add(key)
+            if isinstance(key, str) and _session_ctx.bound_value(key) == "":
+                continue  # unset for this call: dict(os.environ) must not trip on it
             yield key
         for key in _session_ctx.NAMES:
             if key not in seen and _session_ctx.bound_value(key):
@@ -160,6 +163,21 @@ class _CallEnviron(type(os.environ)):
 
 os.environ = _CallEnviron(os.environ._data, os.environ.encodekey, os.environ.decodekey,
                           os.environ.encodevalue, os.environ.decodevalue)
+
+
+def _call_popen_init(self, *args, **kwargs):
+    """subprocess.Popen, with env=None meaning the environment the call sees:
+    a child started during a call (subprocess.run, os.popen, asyncio's
+    subprocesses) inherits that call's HERMES_SESSION_* names, as it does in
+    the familiar agent, not the process's (which has none of them)."""
+    if len(args) <= 10 and kwargs.get("env") is None and _session_ctx.session_context_engaged() and \
+            any(_session_ctx.bound_value(k) is not None for k in _session_ctx.NAMES):
+        kwargs["env"] = dict(os.environ)
+    _popen_init(self, *args, **kwargs)
+
+
+_popen_init = subprocess.Popen.__init__
+subprocess.Popen.__init__ = _call_popen_init
 _send_lock = threading.Lock()
 
 # What the host tells the runner about its world (set by the host in the

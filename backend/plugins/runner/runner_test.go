@@ -769,6 +769,81 @@ func TestPythonToolCallsRunSideBySideAndACancelEndsOne(t *testing.T) {
 	}
 }
 
+// A child process a tool starts during a call (subprocess with env=None,
+// os.popen) inherits that call's conversation, as in the familiar agent,
+// even while another conversation's call runs; one started outside any
+// call inherits the process's environment. A name set in the process's own
+// environment (atrium started from inside another agent's session) does
+// not leak into a call that binds it empty, and dict(os.environ) works.
+func TestAChildProcessInheritsItsCallsConversation(t *testing.T) {
+	t.Parallel()
+	spec := pySpec(t, "kids", writePlugin(t, `
+import os, subprocess, sys, time
+
+def child(args, **kw):
+    time.sleep(float(args.get("wait", 0)))
+    code = "import os; print(os.environ.get('HERMES_SESSION_KEY', '-') + '|' + os.environ.get('HERMES_SESSION_PLATFORM', '-'))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    popen = os.popen(sys.executable + ' -c "import os; print(os.environ.get(\'HERMES_SESSION_KEY\', \'-\'))"').read().strip()
+    env = dict(os.environ)
+    return "%s;%s;%s" % (run, popen, env.get("HERMES_SESSION_PLATFORM", "-"))
+
+AT_LOAD = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('HERMES_SESSION_KEY', '-'))"],
+                         capture_output=True, text=True).stdout.strip()
+
+def at_load(args, **kw):
+    return AT_LOAD
+
+def register(ctx):
+    for fn in (child, at_load):
+        ctx.register_tool(name=fn.__name__, toolset="t", schema={"name": fn.__name__, "parameters": {"type": "object"}},
+                          handler=fn)
+`))
+	spec.Env = append(spec.Env, "HERMES_SESSION_KEY=outer", "HERMES_SESSION_PLATFORM=outer-platform")
+	e := start(t, spec)
+	call := func(name string, params map[string]any) string {
+		raw, err := e.Bus.CallCapability(context.Background(), "kids", hooks.CapTool, name, "call", params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Result string `json:"result"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Result
+	}
+	if got := call("at_load", map[string]any{"args": map[string]any{}}); got != "outer" {
+		t.Fatalf("a child started while the plugin loads: %q", got)
+	}
+	var wg sync.WaitGroup
+	got := map[string]string{}
+	var mu sync.Mutex
+	for _, k := range []string{"telegram:dm:1", "desktop:s2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			params := map[string]any{"session_key": k, "args": map[string]any{"wait": 0.2}}
+			if strings.HasPrefix(k, "telegram") {
+				params["platform"] = "telegram"
+			}
+			out := call("child", params)
+			mu.Lock()
+			got[k] = out
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	// The desktop call binds no platform: it reads empty, not the process's.
+	if got["telegram:dm:1"] != "telegram:dm:1|telegram;telegram:dm:1;telegram" || got["desktop:s2"] != "desktop:s2|-;desktop:s2;-" {
+		t.Fatalf("children saw %q", got)
+	}
+	if out := call("child", map[string]any{"args": map[string]any{}}); out != "outer|outer-platform;outer;outer-platform" {
+		t.Fatalf("a call of no conversation: %q", out)
+	}
+}
+
 // A memory provider's call that a person stops (a recall over the network,
 // here one that waits for its interrupt) is answered as cancelled at once:
 // the provider sees tools.interrupt with the reason and returns, its answer

@@ -7,9 +7,9 @@ commands from different conversations run side by side, each on a thread
 of its own. The runner binds each call's conversation here (context
 variables, so they do not leak from one call into another), and the
 process's os.environ answers the HERMES_SESSION_* names from them too:
-os.environ["HERMES_SESSION_KEY"] read during a call is that call's key.
-A subprocess the call starts with env=None inherits the process's real
-environment, which has none of them: pass env=dict(os.environ).
+os.environ["HERMES_SESSION_KEY"] read during a call is that call's key,
+and a subprocess.Popen the call starts with env=None gets them too
+(os.system and os.exec* inherit the process's own environment).
 """
 
 from __future__ import annotations
