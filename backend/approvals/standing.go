@@ -152,6 +152,9 @@ func (s *Standing) update(change func([]string) ([]string, error)) error {
 	return err
 }
 
+// Check is CheckKey (turns.Standing).
+func (s *Standing) Check(key string) error { return CheckKey(key) }
+
 // CheckKey refuses a rule that cannot be kept: empty, longer than
 // MaxKeyBytes, or with control characters.
 func CheckKey(key string) error {

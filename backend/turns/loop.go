@@ -183,6 +183,8 @@ type Approval struct {
 type Standing interface {
 	Allows(key string) (bool, error)
 	Allow(key string) error
+	// Check says why a key cannot be kept (nil when it can).
+	Check(key string) error
 }
 
 // grants are the approvals a person gave for the rest of a conversation

@@ -145,13 +145,17 @@ func TestAnAlwaysAnswerStandsUntilRevoked(t *testing.T) {
 }
 
 // An "always" that cannot be kept (a command_allowlist written by hand that
-// is not a list of strings, or no standing list at all) lets the call run
+// is not a list of strings, no standing list at all, a rule too long for
+// config.yaml: then always is not offered) lets the call run
 // and holds for the conversation; post_approval_response says why, and the
 // hand-written value is left as it was.
 func TestAnAlwaysThatCannotBeKeptLastsTheConversation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 100000, nil, func(bus *hooks.Bus) {
 		if _, err := bus.RegisterSync("guard", hooks.PreToolCall, func(_ context.Context, raw json.RawMessage) (any, error) {
+			if strings.Contains(string(raw), `"text":"long`) { // a rule too long to keep in config.yaml
+				return map[string]any{"action": "approve", "rule_key": strings.Repeat("k", approvals.MaxKeyBytes)}, nil
+			}
 			return map[string]any{"action": "approve"}, nil
 		}); err != nil {
 			panic(err)
@@ -163,12 +167,19 @@ func TestAnAlwaysThatCannotBeKeptLastsTheConversation(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(broken), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fine := t.TempDir()
 	for _, c := range []struct {
 		name      string
 		standing  turns.Standing
 		canAlways bool
 		errText   string
-	}{{"broken", approvals.New(home), true, "the standing approval could not be saved"}, {"none", nil, false, ""}} {
+		text      string
+		choice    string
+	}{
+		{"broken", approvals.New(home), true, "the standing approval could not be saved", "", hooks.ChoiceAlways},
+		{"none", nil, false, "", "", hooks.ChoiceSession},
+		{"too long", approvals.New(config.Home{Root: fine, Dir: fine, Profile: "default"}), false, "", "long ", hooks.ChoiceSession},
+	} {
 		asks := 0
 		loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 100000}, Standing: c.standing,
 			Approve: func(_ context.Context, a turns.Approval) (turns.Answer, error) {
@@ -183,7 +194,7 @@ func TestAnAlwaysThatCannotBeKeptLastsTheConversation(t *testing.T) {
 		}
 		s := e.MustCreate(t, sessions.CreateParams{Title: c.name})
 		e.Rec.Reset()
-		for _, text := range []string{"one", "two"} {
+		for _, text := range []string{c.text + "one", c.text + "two"} {
 			turn, err := loop.Send(ctx, s.ID, `use tool echo: {"text": "`+text+`"}`, hooks.LocalContext("desktop", s.ID))
 			if err != nil || !strings.Contains(turn.Reply, "returned: "+text) {
 				t.Fatalf("%s: %q %v", c.name, turn.Reply, err)
@@ -197,9 +208,8 @@ func TestAnAlwaysThatCannotBeKeptLastsTheConversation(t *testing.T) {
 		if asks != 1 || len(post) != 1 || post[0].Decode(&p) != nil || !strings.Contains(p.Error, c.errText) {
 			t.Fatalf("%s: asked %d times, post_approval_response %+v", c.name, asks, p)
 		}
-		want := map[bool]string{true: hooks.ChoiceAlways, false: hooks.ChoiceSession}[c.standing != nil]
-		if p.Choice != want {
-			t.Fatalf("%s: choice %q, want %q", c.name, p.Choice, want)
+		if p.Choice != c.choice {
+			t.Fatalf("%s: choice %q, want %q", c.name, p.Choice, c.choice)
 		}
 	}
 	if data, _ := os.ReadFile(filepath.Join(dir, "config.yaml")); string(data) != broken {

@@ -355,10 +355,11 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	// committed before the next step: a plugin that notifies the person
 	// hears of the question while it waits.
 	l.observe(ctx, hooks.PreApprovalRequest, p)
+	canAlways := l.opts.Standing != nil && l.opts.Standing.Check(key) == nil
 	answer, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin,
-		Message: d.Message, PatternKey: key, CanAlways: l.opts.Standing != nil})
-	if answer == AnswerAlways && l.opts.Standing == nil {
-		answer = AnswerSession // nowhere to keep it: it lasts the conversation
+		Message: d.Message, PatternKey: key, CanAlways: canAlways})
+	if answer == AnswerAlways && !canAlways {
+		answer = AnswerSession // it cannot be kept: it lasts the conversation
 	}
 	ok := err == nil && answer.Allows()
 	p.Choice, p.Approved = hooks.ChoiceDeny, &ok
