@@ -131,14 +131,26 @@ func (s *Sessions) withApprovals(a *Approvals) *Sessions {
 
 // answer gives the person's answer to approval id; the first answer is
 // the one (it stops waiting at once).
-func (a *Approvals) answer(id string, answer turns.Answer) error {
+//
+// An "always" that could not be kept is refused before it is taken (keep,
+// when not nil, says why: the standing list cannot be read): the approval
+// still waits, for another answer.
+func (a *Approvals) answer(id string, answer turns.Answer, keep func(key string) error) error {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	w, ok := a.pending[id]
-	delete(a.pending, id)
-	a.mu.Unlock()
 	if !ok {
 		return apperr.New(apperr.NotFound, "no approval %s is waiting (answered already, or it ran out of time)", id)
 	}
+	if answer == turns.AnswerAlways && keep != nil {
+		if !w.dto.CanAlways {
+			return apperr.New(apperr.Invalid, "this approval cannot be kept for always; it still waits: allow it once or for the session")
+		}
+		if err := keep(w.dto.PatternKey); err != nil {
+			return apperr.Wrap(apperr.Invalid, err, "always cannot be kept now; the approval still waits: allow it once or for the session")
+		}
+	}
+	delete(a.pending, id)
 	w.answer <- answer // buffered, and only the one who took it from pending sends
 	return nil
 }

@@ -92,6 +92,25 @@ func TestAlwaysAllowStandsUntilRevokedInSettings(t *testing.T) {
 	if code := c.do("GET", "/api/approvals/standing", token, nil, &list); code != 200 || !strings.Contains(list.Error, "must be a list of strings") {
 		t.Fatalf("GET standing of a broken list: %d %+v", code, list)
 	}
+	// Then "always" is refused before it is taken: the approval still
+	// waits, and another answer decides it.
+	ch = sendAsync(e, b.ID, "use tool echo: kept waiting")
+	p = waitPending(t, rec, 3)
+	var refused app.ErrorDTO
+	if code := c.do("POST", "/api/approvals/"+p.ID, token, map[string]any{"approve": true, "scope": "always"}, &refused); code != 400 ||
+		!strings.Contains(refused.Message, "the approval still waits") || !strings.Contains(refused.Message, "must be a list of strings") {
+		t.Fatalf("always with a broken list: %d %+v", code, refused)
+	}
+	var waiting []app.ApprovalDTO
+	if code := c.do("GET", "/api/approvals", token, nil, &waiting); code != 200 || len(waiting) != 1 || waiting[0].ID != p.ID {
+		t.Fatalf("after the refused always: %d %+v", code, waiting)
+	}
+	if code := c.do("POST", "/api/approvals/"+p.ID, token, map[string]any{"approve": true}, nil); code != 200 {
+		t.Fatalf("once: %d", code)
+	}
+	if r := <-ch; r.err != nil || !strings.Contains(r.turn.Reply, "returned: kept waiting") {
+		t.Fatalf("approved once: %+v %v", r.turn, r.err)
+	}
 }
 
 // waitPending waits for the n-th approval:pending event.

@@ -371,7 +371,14 @@ func (s *Sessions) AnswerApproval(id string, approve bool, scope string) ([]Appr
 			return nil, apperr.New(apperr.Invalid, "invalid approval scope %s: use once, session or always", limits.Echo(scope))
 		}
 	}
-	if err := s.approvals.answer(id, answer); err != nil {
+	keep := func(key string) error {
+		if err := s.st.Standing.Check(key); err != nil {
+			return err
+		}
+		_, err := s.st.Standing.List()
+		return err
+	}
+	if err := s.approvals.answer(id, answer, keep); err != nil {
 		return nil, err
 	}
 	return s.approvals.list(), nil

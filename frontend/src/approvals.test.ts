@@ -11,8 +11,11 @@ vi.mock('./api', () => ({
     listeners.set(name, fn);
     return () => listeners.delete(name);
   },
-  toApiError: (e: unknown) => ({ code: 'internal', message: String(e) }),
+  toApiError: (e: unknown) => ({ code: (e as { code?: string }).code ?? 'internal', message: String(e) }),
 }));
+
+const showMessage = vi.fn();
+vi.mock('./ops', () => ({ showMessage }));
 
 const { argsText, installApprovals } = await import('./approvals');
 
@@ -80,6 +83,22 @@ describe('approvals', () => {
     await flush();
     expect(answerApproval).toHaveBeenLastCalledWith('a6', true, 'always');
     expect(dialog()).toBeNull();
+  });
+
+  it('an "always" the server cannot keep shows why and asks again, without always', async () => {
+    answerApproval.mockImplementationOnce(async () => {
+      throw Object.assign(new Error('always cannot be kept now; the approval still waits'), { code: 'invalid' });
+    });
+    listeners.get('approval:pending')!(approval('a7', true));
+    dialog()!.querySelector<HTMLButtonElement>('[data-testid=approval-always]')!.click();
+    await flush();
+    await flush();
+    expect(showMessage).toHaveBeenCalledWith('warn', 'The approval was not recorded', expect.stringContaining('still waits'));
+    expect(dialog()).not.toBeNull();
+    expect(dialog()!.querySelector('[data-testid=approval-always]')).toBeNull();
+    dialog()!.querySelector<HTMLButtonElement>('[data-testid=approval-approve]')!.click();
+    await flush();
+    expect(answerApproval).toHaveBeenLastCalledWith('a7', true, 'once');
   });
 
   it('an approval decided elsewhere closes its dialog without answering; one dialog per approval', async () => {

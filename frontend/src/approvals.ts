@@ -74,6 +74,10 @@ async function ask(a: ApprovalDTO): Promise<void> {
     else if (answer === 'session' || answer === 'always') await api.sessions.answerApproval(a.id, true, answer);
     else await api.sessions.answerApproval(a.id, answer, 'once');
   } catch (e) {
-    showMessage('warn', answer === 'stop' ? 'The turn was not stopped' : 'The approval was not recorded', toApiError(e).message);
+    const err = toApiError(e);
+    showMessage('warn', answer === 'stop' ? 'The turn was not stopped' : 'The approval was not recorded', err.message);
+    // An "always" that cannot be kept is refused before it is taken: the
+    // call still waits, for another answer.
+    if (answer === 'always' && err.code === 'invalid') void ask({ ...a, can_always: false });
   }
 }
