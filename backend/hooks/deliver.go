@@ -386,6 +386,11 @@ func (b *Bus) invoke(s *subscriber, gen uint64, ev Event, h Handler, start time.
 			attempted: un.Later && !errors.Is(un.Err, ErrNotYet), dur: time.Since(start)}
 	case errors.Is(err, ErrSuspended):
 		return result{kind: resSuspended, err: err.Error()}
+	case errors.Is(err, ErrTimedOut):
+		// A handler that gave up on its own bound (a plugin process's
+		// callback, cancelled there, which logged it): a timeout, as the
+		// bus's own.
+		return result{kind: resDone, status: "timeout", err: err.Error(), dur: time.Since(start)}
 	case b.base.Err() != nil:
 		// Cut short by the bus closing: not an outcome. The event stays
 		// after the position, flagged for whoever delivers next.

@@ -197,6 +197,11 @@ func (p *plugin) onEvent(ctx context.Context, ev hooks.Event) error {
 			return fmt.Errorf("plugin %s exited twice while handling event %s; not retried", p.spec.Name, ev.ID)
 		}
 		return hooks.Unavailable(fmt.Errorf("plugin %s exited while handling event %s", p.spec.Name, ev.ID), true)
+	case errors.Is(err, errCancelled):
+		// The plugin answered the cancel: the event failed on its bound,
+		// and the plugin (and what else it does) goes on.
+		p.h.log.Warn("plugin callback timed out; cancelled", "plugin", p.spec.Name, "hook", ev.Hook, "pid", inst.pid)
+		return fmt.Errorf("%w: callback did not return within %s; cancelled (plugin %s goes on)", hooks.ErrTimedOut, limit, p.spec.Name)
 	case cctx.Err() != nil:
 		p.timedOut(inst, ev.Hook)
 		return fmt.Errorf("callback did not return within %s; plugin %s restarted", limit, p.spec.Name)

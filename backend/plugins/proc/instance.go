@@ -242,16 +242,21 @@ func shortReason(s string) string {
 	return s
 }
 
+// cancelReason is what a cancel says of its cause.
+func cancelReason(cause error) string {
+	switch {
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "timeout"
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		return shortReason(cause.Error())
+	}
+	return "cancelled"
+}
+
 // cancel tells the plugin the host stopped waiting for request id, and
 // reports whether it answered within CancelGrace.
 func (in *instance) cancel(id int64, ch chan message, cause error) bool {
-	reason := "cancelled"
-	if errors.Is(cause, context.DeadlineExceeded) {
-		reason = "timeout"
-	} else if cause != nil && !errors.Is(cause, context.Canceled) {
-		reason = shortReason(cause.Error())
-	}
-	if err := in.notify("cancel", CancelParams{ID: id, Reason: reason}); err != nil {
+	if err := in.notify("cancel", CancelParams{ID: id, Reason: cancelReason(cause)}); err != nil {
 		return false
 	}
 	t := time.NewTimer(CancelGrace)
@@ -285,8 +290,28 @@ func (in *instance) sendEvent(ctx context.Context, params EventParams) (EventDon
 	case <-in.dead:
 		return EventDoneParams{}, errDied
 	case <-ctx.Done():
+		if in.cancels && in.cancelEvent(params.EventID, ch, context.Cause(ctx)) {
+			return EventDoneParams{}, fmt.Errorf("%w: %w", errCancelled, ctx.Err())
+		}
 		return EventDoneParams{}, ctx.Err()
 	}
+}
+
+// cancelEvent tells the plugin the host stopped waiting for event id's
+// event_done, and reports whether it answered within CancelGrace.
+func (in *instance) cancelEvent(id string, ch chan EventDoneParams, cause error) bool {
+	if err := in.notify("cancel", CancelParams{EventID: id, Reason: cancelReason(cause)}); err != nil {
+		return false
+	}
+	t := time.NewTimer(CancelGrace)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-in.dead:
+	case <-t.C:
+	}
+	return false
 }
 
 // readStdout parses one JSON-RPC message per line. A line that is not JSON,

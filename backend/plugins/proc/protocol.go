@@ -25,13 +25,16 @@ const (
 )
 
 // CancelParams is the host's cancel notification: it no longer waits for
-// request ID (its caller went away, or its time ran out). Sent only to a
+// request ID (its caller went away, or its time ran out), or for the
+// event_done of observer event EventID (its bound ran out). Sent only to a
 // plugin whose handshake said "cancel": true, which answers that request at
-// once (CodeCancelled) and may let the work end in the background; one
-// that does not answer within CancelGrace is restarted, as any plugin is.
+// once (CodeCancelled), or that event with its event_done (Cancelled), and
+// may let the work end in the background; one that does not answer within
+// CancelGrace is restarted, as any plugin is.
 type CancelParams struct {
-	ID     int64  `json:"id"`
-	Reason string `json:"reason"`
+	ID      int64  `json:"id,omitempty"`
+	EventID string `json:"event_id,omitempty"`
+	Reason  string `json:"reason"`
 }
 
 // message is any JSON-RPC 2.0 message, in either direction.
@@ -199,6 +202,9 @@ type EventDoneParams struct {
 	EventID   string `json:"event_id"`
 	Error     string `json:"error,omitempty"`
 	Traceback string `json:"traceback,omitempty"`
+	// Cancelled: the answer to a cancel of the event (the callbacks may
+	// still run; what they do is not reported).
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // PreLLMCallParams is the `pre_llm_call` request.

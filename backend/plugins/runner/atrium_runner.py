@@ -1323,15 +1323,22 @@ def _event(params):
     kwargs.setdefault("redelivery", params.get("redelivery", False))
     kwargs.setdefault("hook", hook)
     done = {"event_id": event_id}
-    with _session_env(kwargs.get("session_key"), **_bound(kwargs)):
-        for fn in (_ctx.hooks.get(hook, []) if _ctx else []):
-            try:
-                _call(fn, kwargs)
-            except Exception as exc:  # noqa: BLE001
-                tb = traceback.format_exc()
-                _report(hook, fn, exc, kwargs, tb)
-                done.setdefault("error", "%s: %s" % (type(exc).__name__, exc))
-                done.setdefault("traceback", tb)
+    call = _track_event(event_id)
+    try:
+        with _session_env(kwargs.get("session_key"), **_bound(kwargs)):
+            for fn in (_ctx.hooks.get(hook, []) if _ctx else []):
+                try:
+                    _call(fn, kwargs)
+                except Exception as exc:  # noqa: BLE001
+                    tb = traceback.format_exc()
+                    _report(hook, fn, exc, kwargs, tb)
+                    done.setdefault("error", "%s: %s" % (type(exc).__name__, exc))
+                    done.setdefault("traceback", tb)
+    finally:
+        cancelled = _untrack(call)
+    if cancelled:
+        print("atrium runner: the cancelled %s event %s ended; its outcome is dropped" % (hook, event_id), file=sys.stderr)
+        return
     _send({"method": "event_done", "params": done})
 
 
@@ -1997,6 +2004,12 @@ def _track(mid, beside, ident=None):
     return call
 
 
+def _track_event(event_id):
+    """Tracks an observer event under way on this thread: its bound may run
+    out, and the host then cancels it by event_id."""
+    return _track(("event", event_id), False, threading.get_ident())
+
+
 def _untrack(call):
     """Ends the tracking of call and clears its thread's interrupt (under
     the lock a cancel sets it under, so none outlives the call); whether it
@@ -2037,14 +2050,20 @@ def _start_beside(mid, method, params):
 def _cancel(params):
     mid = params.get("id")
     reason = str(params.get("reason") or "cancelled")[:200]
+    event_id = params.get("event_id")
+    if isinstance(event_id, str) and event_id:
+        mid = ("event", event_id)
     with _calls_lock:
-        call = _calls.get(mid) if isinstance(mid, (int, str)) else None
+        call = _calls.get(mid) if isinstance(mid, (int, str, tuple)) else None
         if call is None or call.cancelled:
             return
         call.cancelled = True
         running = sum(1 for c in _calls.values() if c.cancelled and c.beside)
         if call.ident is not None:
             _interrupt.set_interrupt(True, call.ident, reason=reason)
+    if isinstance(mid, tuple):
+        _send({"method": "event_done", "params": {"event_id": event_id, "error": "cancelled: " + reason, "cancelled": True}})
+        return
     _error(mid, CODE_CANCELLED, "cancelled: " + reason)
     if running > MAX_CANCELLED_RUNNING:
         print("atrium runner: %d cancelled calls still run; exiting so that the host starts the plugin again "

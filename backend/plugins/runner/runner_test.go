@@ -139,11 +139,17 @@ func start(t *testing.T, specs ...proc.Spec) *pyEnv {
 // launch is start that returns the plugins' start errors.
 func launch(t *testing.T, specs ...proc.Spec) (*pyEnv, []error) {
 	t.Helper()
+	return launchWith(t, 10*time.Second, specs...)
+}
+
+// launchWith is launch with the bus's callback timeout.
+func launchWith(t *testing.T, timeout time.Duration, specs ...proc.Spec) (*pyEnv, []error) {
+	t.Helper()
 	e := &pyEnv{}
 	logs := &syncBuf{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	var errs []error
-	e.Env = sessionstest.NewWith(t, hooks.Options{Timeout: 10 * time.Second, Logger: logger}, func(bus *hooks.Bus) {
+	e.Env = sessionstest.NewWith(t, hooks.Options{Timeout: timeout, Logger: logger}, func(bus *hooks.Bus) {
 		e.host = proc.NewHost(bus, logger)
 		for _, s := range specs {
 			if err := e.host.Add(s); err != nil {
@@ -766,6 +772,63 @@ func TestPythonToolCallsRunSideBySideAndACancelEndsOne(t *testing.T) {
 	}
 	if logs := e.logsFn(); !strings.Contains(logs, "5 cancelled calls still run") {
 		t.Fatalf("the runner did not say why it exited:\n%s", logs)
+	}
+}
+
+// An observer callback that outlives its bound (an upload to a slow
+// server) is cancelled, not its plugin restarted: the event fails on its
+// bound, the callback sees its interrupt ("timeout") and returns, and the
+// plugin goes on with the next events, in the same process.
+func TestAnObserverThatOutlivesItsBoundIsCancelled(t *testing.T) {
+	t.Parallel()
+	e, errs := launchWith(t, time.Second, pySpec(t, "slowobs", writePlugin(t, `
+import time
+from tools.interrupt import is_interrupted, get_interrupt_reason
+
+seen = []
+
+def on_end(session_id="", **kw):
+    if session_id == "slow":
+        deadline = time.time() + 20
+        while not is_interrupted() and time.time() < deadline:
+            time.sleep(0.02)
+        seen.append("slow: interrupted (%s)" % get_interrupt_reason() if is_interrupted() else "slow: ran out")
+        return
+    seen.append("%s: interrupted %s" % (session_id, is_interrupted()))
+
+def seen_cmd(raw_args=""):
+    return "; ".join(seen)
+
+def register(ctx):
+    ctx.register_hook("on_session_end", on_end)
+    ctx.register_command("seen", handler=seen_cmd, description="what it saw")
+`)))
+	for _, err := range errs {
+		t.Fatal(err)
+	}
+	in, _ := e.host.Info("slowobs")
+	pid := in.PID
+	slow := e.emit(t, hooks.OnSessionEnd, map[string]any{"session_id": "slow"})
+	next := e.emit(t, hooks.OnSessionEnd, map[string]any{"session_id": "next"})
+	e.flush(t)
+	status := func(ev hooks.Event) (st, msg string) {
+		var row struct{ Status, Error string }
+		e.DB.Read.Raw(`SELECT status, error FROM hook_deliveries WHERE seq = ? AND subscriber = ?`, ev.Seq, "slowobs").Scan(&row)
+		return row.Status, row.Error
+	}
+	if st, msg := status(slow); st != "timeout" || !strings.Contains(msg, "did not return within") ||
+		!strings.HasSuffix(msg, "; cancelled (plugin slowobs goes on)") {
+		t.Fatalf("the slow event: %s %q", st, msg)
+	}
+	if st, msg := status(next); st != "ok" {
+		t.Fatalf("the next event: %s %q", st, msg)
+	}
+	out, err := e.Bus.RunCommand(context.Background(), "seen", "", hooks.LocalContext("cli", "s1"))
+	if err != nil || out != "slow: interrupted (timeout); next: interrupted False" {
+		t.Fatalf("the plugin saw %q (%v)", out, err)
+	}
+	if in, _ := e.host.Info("slowobs"); in.PID != pid || in.Restarts != 0 {
+		t.Fatalf("restarted: %+v (pid was %d)", in, pid)
 	}
 }
 
