@@ -2061,16 +2061,42 @@ def _cancel(params):
         running = sum(1 for c in _calls.values() if c.cancelled and c.beside)
         if call.ident is not None:
             _interrupt.set_interrupt(True, call.ident, reason=reason)
+    if not call.beside:
+        # The main thread is the message pump: what waits behind a cancelled
+        # call that goes on (an event the host sends next, a request) would
+        # wait for it, past its own bound. Past a grace the runner exits, and
+        # the host starts it again and hands those on to the new process.
+        watchdog = threading.Timer(_main_cancel_grace(), _still_running, args=(call,))
+        watchdog.daemon = True
+        watchdog.start()
     if isinstance(mid, tuple):
         _send({"method": "event_done", "params": {"event_id": event_id, "error": "cancelled: " + reason, "cancelled": True}})
         return
     _error(mid, CODE_CANCELLED, "cancelled: " + reason)
     if running > MAX_CANCELLED_RUNNING:
-        print("atrium runner: %d cancelled calls still run; exiting so that the host starts the plugin again "
-              "(nothing else ends them)" % running, file=sys.stderr)
-        sys.stderr.flush()
-        with _send_lock:  # never in the middle of a line on stdout
-            os._exit(3)
+        _exit_for_restart("%d cancelled calls still run" % running)
+
+
+def _main_cancel_grace():
+    """How long a cancelled call may go on on the main thread: well inside
+    the bound of what the host sends next."""
+    return min(5.0, max(0.1, _callback_timeout() * 0.4))
+
+
+def _still_running(call):
+    with _calls_lock:
+        running = _calls.get(call.mid) is call
+    if running:
+        _exit_for_restart("the cancelled %s still runs after %.1fs" % (
+            "event %s" % call.mid[1] if isinstance(call.mid, tuple) else "request %s" % call.mid, _main_cancel_grace()))
+
+
+def _exit_for_restart(why):
+    print("atrium runner: %s; exiting so that the host starts the plugin again (nothing else ends it)" % why,
+          file=sys.stderr)
+    sys.stderr.flush()
+    with _send_lock:  # never in the middle of a line on stdout
+        os._exit(3)
 
 
 def _shutdown():

@@ -142,6 +142,14 @@ func launch(t *testing.T, specs ...proc.Spec) (*pyEnv, []error) {
 	return launchWith(t, 10*time.Second, specs...)
 }
 
+// shortBound is spec with a callback timeout of 1 s, told to the runner as
+// the plugin manager tells it (ATRIUM_PLUGIN_CONTEXT).
+func shortBound(spec proc.Spec) proc.Spec {
+	spec.Timeout = time.Second
+	spec.Env = append(spec.Env, `ATRIUM_PLUGIN_CONTEXT={"hook_timeout": 1}`)
+	return spec
+}
+
 // launchWith is launch with the bus's callback timeout.
 func launchWith(t *testing.T, timeout time.Duration, specs ...proc.Spec) (*pyEnv, []error) {
 	t.Helper()
@@ -781,7 +789,7 @@ func TestPythonToolCallsRunSideBySideAndACancelEndsOne(t *testing.T) {
 // plugin goes on with the next events, in the same process.
 func TestAnObserverThatOutlivesItsBoundIsCancelled(t *testing.T) {
 	t.Parallel()
-	e, errs := launchWith(t, time.Second, pySpec(t, "slowobs", writePlugin(t, `
+	e, errs := launchWith(t, time.Second, shortBound(pySpec(t, "slowobs", writePlugin(t, `
 import time
 from tools.interrupt import is_interrupted, get_interrupt_reason
 
@@ -802,7 +810,7 @@ def seen_cmd(raw_args=""):
 def register(ctx):
     ctx.register_hook("on_session_end", on_end)
     ctx.register_command("seen", handler=seen_cmd, description="what it saw")
-`)))
+`))))
 	for _, err := range errs {
 		t.Fatal(err)
 	}
@@ -829,6 +837,47 @@ def register(ctx):
 	}
 	if in, _ := e.host.Info("slowobs"); in.PID != pid || in.Restarts != 0 {
 		t.Fatalf("restarted: %+v (pid was %d)", in, pid)
+	}
+}
+
+// An observer callback that ignores its interrupt holds the runner's main
+// thread, where the next event waits: past a grace well inside that event's
+// bound the runner exits, and the restarted plugin takes the events after
+// it (none is lost but the one that hung).
+func TestAnObserverThatIgnoresItsCancelIsEndedByARestart(t *testing.T) {
+	t.Parallel()
+	e, errs := launchWith(t, time.Second, shortBound(pySpec(t, "deaf", writePlugin(t, `
+import time
+
+def on_end(session_id="", **kw):
+    if session_id == "deaf":
+        time.sleep(60)
+
+def register(ctx):
+    ctx.register_hook("on_session_end", on_end)
+`))))
+	for _, err := range errs {
+		t.Fatal(err)
+	}
+	in, _ := e.host.Info("deaf")
+	pid := in.PID
+	deaf := e.emit(t, hooks.OnSessionEnd, map[string]any{"session_id": "deaf"})
+	behind := e.emit(t, hooks.OnSessionEnd, map[string]any{"session_id": "behind"})
+	last := e.emit(t, hooks.OnSessionEnd, map[string]any{"session_id": "after"})
+	status := func(ev hooks.Event) string {
+		var st string
+		e.DB.Read.Raw(`SELECT status FROM hook_deliveries WHERE seq = ? AND subscriber = ?`, ev.Seq, "deaf").Scan(&st)
+		return st
+	}
+	sessionstest.WaitFor(t, "the events after the restart", 30*time.Second, func() bool { return status(last) == "ok" })
+	if a, b := status(deaf), status(behind); a != "timeout" || b != "ok" {
+		t.Fatalf("the deaf event %s, the one behind it %s", a, b)
+	}
+	if logs := e.logsFn(); !strings.Contains(logs, "still runs after 0.4s; exiting so that the host starts the plugin again") {
+		t.Fatalf("the runner did not say why it exited:\n%s", logs)
+	}
+	if in, _ := e.host.Info("deaf"); in.PID == pid || in.Restarts != 1 {
+		t.Fatalf("not restarted once: %+v (pid was %d)", in, pid)
 	}
 }
 
