@@ -72,6 +72,7 @@ type Approvals struct {
 type approvalWait struct {
 	dto    ApprovalDTO
 	answer chan turns.Answer
+	keep   func() error // turns.Approval.KeepAlways
 }
 
 // NewApprovals builds the approvals of one process; timeout <= 0 is
@@ -94,7 +95,7 @@ func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (turns.Answer, e
 	args, _ := json.Marshal(ap.Args)
 	w := &approvalWait{answer: make(chan turns.Answer, 1), dto: ApprovalDTO{ID: uuid.Must(uuid.NewV7()).String(), SessionID: ap.SessionID,
 		Plugin: ap.Plugin, Tool: ap.ToolName, Args: string(args), Message: ap.Message, ExpiresAt: time.Now().Add(a.timeout).UTC(),
-		PatternKey: ap.PatternKey, CanAlways: ap.CanAlways}}
+		PatternKey: ap.PatternKey, CanAlways: ap.CanAlways}, keep: ap.KeepAlways}
 	a.mu.Lock()
 	a.pending[w.dto.ID] = w
 	emit := a.emit
@@ -132,21 +133,20 @@ func (s *Sessions) withApprovals(a *Approvals) *Sessions {
 // answer gives the person's answer to approval id; the first answer is
 // the one (it stops waiting at once).
 //
-// An "always" that could not be kept is refused before it is taken (keep,
-// when not nil, says why: the standing list cannot be read): the approval
-// still waits, for another answer.
-func (a *Approvals) answer(id string, answer turns.Answer, keep func(key string) error) error {
+// An "always" that cannot be kept is refused before it is taken: the
+// approval still waits, for another answer.
+func (a *Approvals) answer(id string, answer turns.Answer) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	w, ok := a.pending[id]
 	if !ok {
 		return apperr.New(apperr.NotFound, "no approval %s is waiting (answered already, or it ran out of time)", id)
 	}
-	if answer == turns.AnswerAlways && keep != nil {
-		if !w.dto.CanAlways {
+	if answer == turns.AnswerAlways {
+		if !w.dto.CanAlways || w.keep == nil {
 			return apperr.New(apperr.Invalid, "this approval cannot be kept for always; it still waits: allow it once or for the session")
 		}
-		if err := keep(w.dto.PatternKey); err != nil {
+		if err := w.keep(); err != nil {
 			return apperr.Wrap(apperr.Invalid, err, "always cannot be kept now; the approval still waits: allow it once or for the session")
 		}
 	}

@@ -371,14 +371,7 @@ func (s *Sessions) AnswerApproval(id string, approve bool, scope string) ([]Appr
 			return nil, apperr.New(apperr.Invalid, "invalid approval scope %s: use once, session or always", limits.Echo(scope))
 		}
 	}
-	keep := func(key string) error {
-		if err := s.st.Standing.Check(key); err != nil {
-			return err
-		}
-		_, err := s.st.Standing.List()
-		return err
-	}
-	if err := s.approvals.answer(id, answer, keep); err != nil {
+	if err := s.approvals.answer(id, answer); err != nil {
 		return nil, err
 	}
 	return s.approvals.list(), nil

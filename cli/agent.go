@@ -153,22 +153,29 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 				always = ", a: and from now on (" + a.PatternKey + ")"
 			}
 			fmt.Fprintf(r.env.Stdout, ". Run it? [y/N, s: and do not ask again in this session%s] ", always)
-			select {
-			case line := <-lines: // "" once the input ended: a no
-				switch strings.ToLower(strings.TrimSpace(line)) {
-				case "y", "yes":
-					return turns.AnswerOnce, nil
-				case "s", "session":
-					return turns.AnswerSession, nil
-				case "a", "always":
-					if a.CanAlways {
+			for {
+				select {
+				case line := <-lines: // "" once the input ended: a no
+					switch strings.ToLower(strings.TrimSpace(line)) {
+					case "y", "yes":
+						return turns.AnswerOnce, nil
+					case "s", "session":
+						return turns.AnswerSession, nil
+					case "a", "always":
+						if a.KeepAlways == nil {
+							return turns.AnswerDeny, nil // not offered
+						}
+						if err := a.KeepAlways(); err != nil {
+							fmt.Fprintf(r.env.Stdout, "always cannot be kept now (%v). Run it? [y/N, s: and do not ask again in this session] ", err)
+							continue
+						}
 						return turns.AnswerAlways, nil
 					}
+					return turns.AnswerDeny, nil
+				case <-tctx.Done():
+					fmt.Fprintln(r.env.Stdout)
+					return turns.AnswerDeny, context.Cause(tctx)
 				}
-				return turns.AnswerDeny, nil
-			case <-tctx.Done():
-				fmt.Fprintln(r.env.Stdout)
-				return turns.AnswerDeny, context.Cause(tctx)
 			}
 		}
 	}

@@ -504,6 +504,32 @@ def register(ctx):
 	if len(evs) != 1 || evs[0].Payload.Choice != "always" || evs[0].Payload.PatternKey != "plugin_rule:echo-safe" {
 		t.Fatalf("post_approval_response: %+v", evs)
 	}
+
+	// A list broken by hand: "a" is refused, saying why, and the question
+	// is asked again.
+	path := filepath.Join(home, "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(b), "command_allowlist:\n  - plugin_rule:echo-safe", "command_allowlist:\n  - {rule: echo-safe}", 1)
+	if broken == string(b) {
+		t.Fatalf("config.yaml as written:\n%s", b)
+	}
+	if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, in, out = chatOnATerminal(t, create(t, home, "--title", "broken list"), home)
+	_, _ = io.WriteString(in, "use tool echo: broken\n")
+	waitFor(t, "the question", 60*time.Second, func() bool { return strings.Contains(out.String(), "Run it? [y/N") })
+	_, _ = io.WriteString(in, "a\n")
+	waitFor(t, "the refusal", 30*time.Second, func() bool { return strings.Contains(out.String(), "always cannot be kept now (") })
+	_, _ = io.WriteString(in, "y\n")
+	waitFor(t, "the reply", 30*time.Second, func() bool { return strings.Contains(out.String(), "returned: broken") })
+	_, _ = io.WriteString(in, "/exit\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out.String())
+	}
 }
 
 // A turn stopped while a plugin's tool_execution middleware wraps its call:

@@ -29,6 +29,20 @@ type turnKey struct{}
 type pendingAsk struct {
 	user   string
 	answer chan turns.Answer
+	// keep is turns.Approval.KeepAlways: nil when "always" is not offered.
+	keep func() error
+}
+
+// alwaysRefused is what the sender is told when "always" cannot be taken
+// ("" when it can); the approval still waits.
+func (a *pendingAsk) alwaysRefused() string {
+	if a.keep == nil {
+		return "This one cannot be allowed always. Reply /approve to run it, /approve session, or /deny."
+	}
+	if err := a.keep(); err != nil {
+		return fmt.Sprintf("Always cannot be kept now (%s). Reply /approve to run it, /approve session, or /deny.", clipRunes(err.Error(), 300))
+	}
+	return ""
 }
 
 // Approve asks the sender whose message started the running turn whether
@@ -45,7 +59,7 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (turns.Answer, 
 	if !ok {
 		return turns.AnswerDeny, errors.New("gateway: no conversation to ask for the approval")
 	}
-	ask := &pendingAsk{user: w.m.UserID, answer: make(chan turns.Answer, 1)}
+	ask := &pendingAsk{user: w.m.UserID, answer: make(chan turns.Answer, 1), keep: a.KeepAlways}
 	s.mu.Lock()
 	s.asks[w.key] = ask
 	s.mu.Unlock()
@@ -132,6 +146,18 @@ func (s *Service) answerApproval(c Configured, key string, m Inbound) bool {
 	s.mu.Unlock()
 	if ask == nil || ask.user != m.UserID || !c.Access.Allows(m.UserID, m.ChatID) {
 		return false
+	}
+	if answer == turns.AnswerAlways {
+		if why := ask.alwaysRefused(); why != "" {
+			s.consumed(c, m)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.enqueue(ctx, Outbound{Platform: c.Adapter.Platform(), ChatID: m.ChatID, ThreadID: m.ThreadID,
+				ReplyTo: m.ReplyTo, Origin: "reply", Text: why}); err != nil {
+				s.log.Warn("gateway: could not say why always was refused", "error", err)
+			}
+			return true
+		}
 	}
 	select {
 	case ask.answer <- answer:

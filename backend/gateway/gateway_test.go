@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -60,7 +61,9 @@ type env struct {
 	// approvalTimeout its ApprovalTimeout (0: the default).
 	gw              *gateway.Service
 	approvalTimeout time.Duration
-	parallel        int
+	// home holds the config.yaml of the loop's standing approvals.
+	home     string
+	parallel int
 }
 
 // newEnv is a real store on a temp file (real clock: delivery backoff is
@@ -111,10 +114,10 @@ func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)
 	if err := eng.RegisterCommands(bus.Commands()); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: d, bus: bus, sess: sess, rec: rec, logs: logs, log: lg, mem: mem}
+	e := &env{db: d, bus: bus, sess: sess, rec: rec, logs: logs, log: lg, mem: mem, home: t.TempDir()}
 	approve := func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return e.gw.Approve(ctx, a) }
 	if e.loop, err = turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true,
-		MemoryProvider: "recall", Approve: approve, Standing: approvals.New(config.Home{Dir: t.TempDir()})}); err != nil {
+		MemoryProvider: "recall", Approve: approve, Standing: approvals.New(config.Home{Dir: e.home})}); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -528,6 +531,22 @@ func TestGatewayAsksTheSenderToApprove(t *testing.T) {
 	}
 	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content IN ('Yes', '/approve', '/deny', '/deny@atrium_bot', '/approve@atrium_bot  Session', '/Approve always')`); n != 0 {
 		t.Fatalf("%d answers stored as messages", n)
+	}
+
+	// A standing list broken by hand: /approve always is refused, saying
+	// why, and the approval still waits for another answer.
+	if err := os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte("command_allowlist: {echo: yes}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.Push(6, "Di", 6, "private", "use tool echo: kept waiting")
+	sent(13, "the fifth approval request")
+	f.Push(6, "Di", 6, "private", "/approve always")
+	if got := sent(14, "why always was refused"); !strings.HasPrefix(got, "Always cannot be kept now (") || !strings.Contains(got, "must be a list of strings") {
+		t.Fatalf("always with a broken list: %q", got)
+	}
+	f.Push(6, "Di", 6, "private", "/approve")
+	if got := sent(15, "the call approved once"); !strings.Contains(got, "The tool echo returned: kept waiting") {
+		t.Fatalf("after /approve: %q", got)
 	}
 
 	// No answer in time.

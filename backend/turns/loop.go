@@ -176,6 +176,10 @@ type Approval struct {
 	// can be kept (else it lasts the conversation).
 	PatternKey string
 	CanAlways  bool
+	// KeepAlways (set with CanAlways) says why "always" cannot be kept
+	// right now (the standing list cannot be read), nil when it can: a
+	// surface asks it before it takes "always", and asks again.
+	KeepAlways func() error
 }
 
 // Standing is a profile's standing approvals: the rules (pattern keys) a

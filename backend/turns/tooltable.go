@@ -355,9 +355,16 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	// committed before the next step: a plugin that notifies the person
 	// hears of the question while it waits.
 	l.observe(ctx, hooks.PreApprovalRequest, p)
-	canAlways := l.opts.Standing != nil && l.opts.Standing.Check(key) == nil
-	answer, err := l.opts.Approve(ctx, Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin,
-		Message: d.Message, PatternKey: key, CanAlways: canAlways})
+	ask := Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message, PatternKey: key}
+	if l.opts.Standing != nil && l.opts.Standing.Check(key) == nil {
+		ask.CanAlways = true
+		ask.KeepAlways = func() error {
+			_, err := l.opts.Standing.Allows(key)
+			return err
+		}
+	}
+	canAlways := ask.CanAlways
+	answer, err := l.opts.Approve(ctx, ask)
 	if answer == AnswerAlways && !canAlways {
 		answer = AnswerSession // it cannot be kept: it lasts the conversation
 	}
