@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -95,11 +96,23 @@ func (r *runner) chatCmd() *cobra.Command {
 				// blocked (fail closed).
 				var ask func(context.Context, turns.Approval) (turns.Answer, error)
 				if onTerminal(cmd.InOrStdin()) {
+					limit := st.Config.ApprovalTimeout()
 					f.Approve = func(ctx context.Context, a turns.Approval) (turns.Answer, error) {
 						if ask == nil {
 							return turns.AnswerDeny, nil
 						}
-						return ask(ctx, a)
+						if limit <= 0 {
+							return ask(ctx, a)
+						}
+						// approvals.timeout: silence is a no.
+						actx, cancel := context.WithTimeoutCause(ctx, limit, turns.ErrNoAnswer)
+						defer cancel()
+						answer, err := ask(actx, a)
+						if ctx.Err() == nil && errors.Is(context.Cause(actx), turns.ErrNoAnswer) {
+							fmt.Fprintf(r.env.Stdout, "no answer within %s: %s was not run\n", limit, a.ToolName)
+							return turns.AnswerDeny, turns.ErrNoAnswer
+						}
+						return answer, err
 					}
 				}
 				loop, err := st.Loop(f)

@@ -383,6 +383,15 @@ def register(ctx):
 	}
 }
 
+// echoNeedsAYes is a plugin that wants every call of echo approved.
+const echoNeedsAYes = `
+def register(ctx):
+    def guard(tool_name, args, **kwargs):
+        if tool_name == "echo":
+            return {"action": "approve", "message": "echo needs a yes"}
+    ctx.register_hook("pre_tool_call", guard)
+`
+
 // On a terminal, a chat asks the person before a call a plugin wants
 // approved: "y" runs it; Ctrl+C at the question stops the turn at once
 // (it no longer waits for Enter), the call is answered as stopped, and the
@@ -391,13 +400,7 @@ def register(ctx):
 func TestCtrlCAtAnApprovalQuestionStopsTheTurn(t *testing.T) {
 	needPython(t)
 	t.Parallel()
-	home := withPlugin(t, "pyasks", "[pre_tool_call]", `
-def register(ctx):
-    def guard(tool_name, args, **kwargs):
-        if tool_name == "echo":
-            return {"action": "approve", "message": "echo needs a yes"}
-    ctx.register_hook("pre_tool_call", guard)
-`)
+	home := withPlugin(t, "pyasks", "[pre_tool_call]", echoNeedsAYes)
 	stopHostAtCleanup(t, home)
 	id := create(t, home, "--title", "asks")
 	cmd, in, out := chatOnATerminal(t, id, home)
@@ -529,6 +532,45 @@ def register(ctx):
 	_, _ = io.WriteString(in, "/exit\n")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("chat: %v\n%s", err, out.String())
+	}
+}
+
+// The familiar agent's approvals block works as it says, without a
+// warning: approvals.timeout bounds a terminal's question (silence is a
+// no), and approvals.mode: off runs a scheduled run's ask unasked.
+func TestTheFamiliarApprovalsBlock(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home := withPlugin(t, "pyask", "[pre_tool_call]", echoNeedsAYes)
+	stopHostAtCleanup(t, home)
+	path := filepath.Join(home, "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, "approvals:\n  mode: manual\n  timeout: 1\n  cron_mode: deny\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := atriumExec(t, home, "", nil, "sessions", "list"); r.code != 0 || strings.Contains(r.stderr, "warning") {
+		t.Fatalf("sessions list: %+v", r)
+	}
+	cmd, in, out := chatOnATerminal(t, create(t, home, "--title", "silent"), home)
+	_, _ = io.WriteString(in, "use tool echo: unanswered\n")
+	waitFor(t, "the timeout", 60*time.Second, func() bool { return strings.Contains(out.String(), "no answer within 1s: echo was not run") })
+	waitFor(t, "the reply", 30*time.Second, func() bool { return strings.Contains(out.String(), "(no answer in time)") })
+	_, _ = io.WriteString(in, "/exit\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, out.String())
+	}
+	if reply := cronOnce(t, home, "manual", "use tool echo: scheduled"); !strings.Contains(reply, "BLOCKED: plugin approval required for echo") {
+		t.Fatalf("a scheduled run, manual: %q", reply)
+	}
+	b, _ = os.ReadFile(path)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), "mode: manual", "mode: off", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if reply := cronOnce(t, home, "off", "use tool echo: scheduled"); !strings.HasPrefix(reply, "The tool echo returned: scheduled") {
+		t.Fatalf("a scheduled run, off: %q", reply)
 	}
 }
 

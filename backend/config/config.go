@@ -4,6 +4,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,22 +190,42 @@ type Context struct {
 }
 
 // Approvals settings: what becomes of a tool call a plugin wants approved
-// ({"action": "approve"}) where nobody can be asked.
+// ({"action": "approve"}), in the familiar agent's keys.
 type Approvals struct {
+	// Mode: "manual" (default: a person is asked), "off" (every such call
+	// runs without asking, on every surface, each one logged) or "smart"
+	// (the familiar agent's guardian model, which Atrium has not: a person
+	// is asked, as in manual).
+	Mode string `yaml:"mode"`
+	// Timeout is how many seconds a person has to answer at the window,
+	// the dashboard or a terminal chat (0: 5 minutes there, no limit at
+	// a terminal); a chat platform has gateway.approval_timeout_minutes.
+	Timeout float64 `yaml:"timeout"`
 	// CronMode is for scheduled runs: "deny" (default: the call is
 	// blocked) or "approve" (it runs), as the familiar agent's
 	// approvals.cron_mode.
 	CronMode string `yaml:"cron_mode"`
 }
 
-// Approval modes of approvals.cron_mode.
+// Approval modes of approvals.cron_mode and approvals.mode.
 const (
-	CronDeny    = "deny"
-	CronApprove = "approve"
+	CronDeny      = "deny"
+	CronApprove   = "approve"
+	ApproveManual = "manual"
+	ApproveOff    = "off"
+	ApproveSmart  = "smart"
 )
 
 // CronApproves reports whether scheduled runs approve what plugins ask.
 func (c Config) CronApproves() bool { return strings.EqualFold(c.Approvals.CronMode, CronApprove) }
+
+// ApprovalsOff reports whether approvals.mode is off.
+func (c Config) ApprovalsOff() bool { return strings.EqualFold(c.Approvals.Mode, ApproveOff) }
+
+// ApprovalTimeout is approvals.timeout (0 when unset).
+func (c Config) ApprovalTimeout() time.Duration {
+	return time.Duration(c.Approvals.Timeout * float64(time.Second))
+}
 
 // Memory settings: the one external memory provider a plugin registered
 // (register_memory_provider) that the turn loop and compaction drive.
@@ -399,6 +420,14 @@ func (c Config) Validate() error {
 	case "", CronDeny, CronApprove:
 	default:
 		return fmt.Errorf("approvals.cron_mode must be deny or approve, not %q", c.Approvals.CronMode)
+	}
+	switch strings.ToLower(c.Approvals.Mode) {
+	case "", ApproveManual, ApproveOff, ApproveSmart:
+	default:
+		return fmt.Errorf("approvals.mode must be manual, off or smart, not %q", c.Approvals.Mode)
+	}
+	if t := c.Approvals.Timeout; t < 0 || t > 3600 || math.IsNaN(t) {
+		return fmt.Errorf("approvals.timeout must be 0 (the default) to 3600 seconds, not %v", t)
 	}
 	switch strings.ToLower(c.Plugins.Host) {
 	case "", PluginHostAuto, PluginHostInline:

@@ -56,6 +56,14 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 	if c, _, err := Load(write("approvals:\n  cron_mode: approve\n")); err != nil || !c.CronApproves() {
 		t.Fatalf("approvals.cron_mode: %+v %v", c.Approvals, err)
 	}
+	// The familiar agent's approvals block loads as it is, without a warning.
+	if c, w, err := Load(write("approvals:\n  mode: manual\n  timeout: 60\n  cron_mode: deny\ncommand_allowlist: []\n")); err != nil || len(w) != 0 ||
+		c.ApprovalsOff() || c.ApprovalTimeout() != time.Minute || c.CronApproves() {
+		t.Fatalf("the familiar approvals block: %+v %v %v", c.Approvals, w, err)
+	}
+	if c, _, err := Load(write("approvals:\n  mode: OFF\n")); err != nil || !c.ApprovalsOff() || c.ApprovalTimeout() != 0 {
+		t.Fatalf("approvals.mode: off: %+v %v", c.Approvals, err)
+	}
 	c, _, _ = Load(write("plugins:\n  hook_callback_timeout: 5000\n"))
 	if c.HookTimeout() != 600*time.Second {
 		t.Fatalf("cap: %v", c.HookTimeout())
@@ -65,6 +73,9 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 		"storage:\n  synchronous: sometimes\n": "synchronous",
 		"sessions:\n  retention_days: -1\n":    "retention_days",
 		"approvals:\n  cron_mode: ask\n":       "approvals.cron_mode must be deny or approve",
+		"approvals:\n  mode: yolo\n":           "approvals.mode must be manual, off or smart",
+		"approvals:\n  timeout: -1\n":          "approvals.timeout must be 0 (the default) to 3600 seconds",
+		"approvals:\n  timeout: 7200\n":        "approvals.timeout must be 0 (the default) to 3600 seconds",
 		"\tbad":                                ":1:",
 	} {
 		p := write(body)

@@ -47,6 +47,9 @@ type Options struct {
 	// in the same conversation run without asking, while this Loop lives;
 	// AnswerAlways also keeps the rule in Standing.
 	Approve func(ctx context.Context, a Approval) (Answer, error)
+	// ApproveAll (approvals.mode: off) runs every call a plugin asks
+	// about without asking anyone, on every surface, each one logged.
+	ApproveAll bool
 	// Standing is the profile's standing approvals (config.yaml's
 	// command_allowlist): a rule it allows runs without asking, on every
 	// surface, scheduled runs included. nil: none, and "always" lasts the

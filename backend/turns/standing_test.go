@@ -216,3 +216,43 @@ func TestAnAlwaysThatCannotBeKeptLastsTheConversation(t *testing.T) {
 		t.Fatalf("the hand-written list was changed:\n%s", data)
 	}
 }
+
+// approvals.mode: off runs every call a plugin asks about without asking
+// anyone, on a surface that could ask and in a scheduled run, and no
+// approval hook fires; a plugin's block still blocks.
+func TestApprovalsOffRunsEveryAskUnasked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, nil, func(bus *hooks.Bus) {
+		if _, err := bus.RegisterSync("guard", hooks.PreToolCall, func(_ context.Context, raw json.RawMessage) (any, error) {
+			if strings.Contains(string(raw), `"text":"never`) {
+				return map[string]any{"action": "block", "message": "never, whatever the mode"}, nil
+			}
+			return map[string]any{"action": "approve", "message": "echo needs a yes"}, nil
+		}); err != nil {
+			panic(err)
+		}
+	})
+	for _, platform := range []string{"desktop", turns.PlatformCron} {
+		o := turns.Options{Provider: llm.OfflineProvider{Window: 100000}, ApproveAll: true}
+		if platform != turns.PlatformCron {
+			o.Approve = func(context.Context, turns.Approval) (turns.Answer, error) {
+				t.Errorf("%s: a person was asked", platform)
+				return turns.AnswerDeny, nil
+			}
+		}
+		loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := e.MustCreate(t, sessions.CreateParams{Title: platform})
+		e.Rec.Reset()
+		for text, want := range map[string]string{"runs": "returned: runs", "never": "never, whatever the mode"} {
+			turn, err := loop.Send(ctx, s.ID, `use tool echo: {"text": "`+text+`"}`, hooks.LocalContext(platform, s.ID))
+			if err != nil || !strings.Contains(turn.Reply, want) {
+				t.Fatalf("%s %s: %q %v", platform, text, turn.Reply, err)
+			}
+		}
+		e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: 0, hooks.PostApprovalResp: 0, hooks.PostToolCall: 2,
+			hooks.PostLLMCall: 2, hooks.OnSessionEnd: 2, hooks.OnSessionStart: 1})
+	}
+}

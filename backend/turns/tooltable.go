@@ -323,6 +323,11 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	if l.grants.has(tc.sessionKey, key) || l.standingAllows(key) {
 		return hooks.ToolDecision{Args: d.Args}
 	}
+	if l.opts.ApproveAll {
+		slog.Info("a tool call a plugin asked about ran without asking (approvals.mode: off)", "plugin", d.Plugin,
+			"tool", tool, "rule", key, "session_id", sessionID)
+		return hooks.ToolDecision{Args: d.Args}
+	}
 	if l.opts.Approve == nil {
 		if tc.platform == PlatformCron {
 			blocked.Message += " (a scheduled run has nobody to ask; approvals.cron_mode: approve in config.yaml lets such calls run there, or answer \"always\" where a person is asked)"
