@@ -98,7 +98,7 @@ func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (turns.Answer, e
 	args, _ := json.Marshal(ap.Args)
 	w := &approvalWait{answer: make(chan turns.Answer, 1), dto: ApprovalDTO{ID: uuid.Must(uuid.NewV7()).String(), SessionID: ap.SessionID,
 		Plugin: ap.Plugin, Tool: ap.ToolName, Args: string(args), Message: ap.Message, ExpiresAt: time.Now().Add(a.timeout).UTC(),
-		PatternKey: ap.PatternKey, CanAlways: ap.CanAlways}, keep: ap.KeepAlways}
+		PatternKey: ap.PatternKey, CanAlways: ap.KeepAlways != nil}, keep: ap.KeepAlways}
 	a.mu.Lock()
 	a.pending[w.dto.ID] = w
 	emit := a.emit
@@ -146,7 +146,7 @@ func (a *Approvals) answer(id string, answer turns.Answer) error {
 		return apperr.New(apperr.NotFound, "no approval %s is waiting (answered already, or it ran out of time)", id)
 	}
 	if answer == turns.AnswerAlways {
-		if !w.dto.CanAlways || w.keep == nil {
+		if w.keep == nil {
 			return apperr.New(apperr.Invalid, "this approval cannot be kept for always; it still waits: allow it once or for the session")
 		}
 		if err := w.keep(); err != nil {

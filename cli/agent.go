@@ -162,7 +162,7 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 				fmt.Fprintf(r.env.Stdout, " (%s)", a.Message)
 			}
 			always := ""
-			if a.CanAlways {
+			if a.KeepAlways != nil {
 				always = ", a: and from now on (" + a.PatternKey + ")"
 			}
 			fmt.Fprintf(r.env.Stdout, ". Run it? [y/N, s: and do not ask again in this session%s] ", always)

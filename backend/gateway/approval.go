@@ -107,7 +107,7 @@ func approvalText(a turns.Approval, timeout time.Duration) string {
 		fmt.Fprintf(&b, " It says: %s", clipRunes(m, 300))
 	}
 	always := ""
-	if a.CanAlways {
+	if a.KeepAlways != nil {
 		always = ", /approve always to allow it from now on everywhere (" + a.PatternKey + ")"
 	}
 	fmt.Fprintf(&b, "\nReply /approve to run it, /approve session to allow %s from %s for the rest of this conversation%s, or /deny to refuse (or yes / no), within %s.",

@@ -175,13 +175,12 @@ type Approval struct {
 	Plugin    string
 	Message   string
 	// PatternKey is the rule a "session" or "always" answer covers
-	// (plugin_rule:<rule_key or tool>); CanAlways says whether "always"
-	// can be kept (else it lasts the conversation).
+	// (plugin_rule:<rule_key or tool>).
 	PatternKey string
-	CanAlways  bool
-	// KeepAlways (set with CanAlways) says why "always" cannot be kept
-	// right now (the standing list cannot be read), nil when it can: a
-	// surface asks it before it takes "always", and asks again.
+	// KeepAlways is nil when "always" cannot be kept (it then lasts the
+	// conversation, and is not offered); else it says why "always" cannot
+	// be kept right now (the standing list cannot be read), nil when it
+	// can: a surface asks it before it takes "always", and asks again.
 	KeepAlways func() error
 }
 

@@ -60,7 +60,7 @@ func TestAnAlwaysAnswerStandsUntilRevoked(t *testing.T) {
 			o.Approve = func(_ context.Context, a turns.Approval) (turns.Answer, error) {
 				mu.Lock()
 				defer mu.Unlock()
-				if !a.CanAlways {
+				if a.KeepAlways == nil {
 					t.Errorf("the person is not offered always: %+v", a)
 				}
 				asked = append(asked, a.PatternKey)
@@ -184,8 +184,8 @@ func TestAnAlwaysThatCannotBeKeptLastsTheConversation(t *testing.T) {
 		loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 100000}, Standing: c.standing,
 			Approve: func(_ context.Context, a turns.Approval) (turns.Answer, error) {
 				asks++
-				if a.CanAlways != c.canAlways {
-					t.Errorf("%s: CanAlways %v", c.name, a.CanAlways)
+				if (a.KeepAlways != nil) != c.canAlways {
+					t.Errorf("%s: always offered %v", c.name, a.KeepAlways != nil)
 				}
 				return turns.AnswerAlways, nil
 			}})

@@ -362,13 +362,12 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	l.observe(ctx, hooks.PreApprovalRequest, p)
 	ask := Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message, PatternKey: key}
 	if l.opts.Standing != nil && l.opts.Standing.Check(key) == nil {
-		ask.CanAlways = true
 		ask.KeepAlways = func() error {
 			_, err := l.opts.Standing.Allows(key)
 			return err
 		}
 	}
-	canAlways := ask.CanAlways
+	canAlways := ask.KeepAlways != nil
 	answer, err := l.opts.Approve(ctx, ask)
 	if answer == AnswerAlways && !canAlways {
 		answer = AnswerSession // it cannot be kept: it lasts the conversation
