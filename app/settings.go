@@ -100,9 +100,6 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 func (s *Settings) StandingApprovals() StandingApprovalsDTO {
 	rules, err := s.standing.List()
 	out := StandingApprovalsDTO{Rules: rules, Path: s.standing.Path()}
-	if out.Rules == nil {
-		out.Rules = []string{}
-	}
 	if err != nil {
 		out.Error = err.Error()
 	}

@@ -28,9 +28,6 @@ func (r *runner) approvalsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if rules == nil {
-				rules = []string{}
-			}
 			return r.print(map[string]any{"rules": rules, "path": s.Path()}, func(w io.Writer) {
 				if len(rules) == 0 {
 					fmt.Fprintf(w, "no standing approvals in %s\n", s.Path())

@@ -8,7 +8,6 @@ package approvals
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/limits"
 	"atrium/backend/plugins"
 )
 
@@ -49,9 +49,9 @@ func New(home config.Home) *Standing { return &Standing{path: home.ConfigPath()}
 // Path is the file they are kept in.
 func (s *Standing) Path() string { return s.path }
 
-// List is the rules allowed now, in the file's order. A config that does
-// not load, or a command_allowlist that is not a list of strings, is an
-// error (and allows nothing).
+// List is the rules allowed now, in the file's order (never nil). A config
+// that does not load, or a command_allowlist that is not a list of strings,
+// is an error (and allows nothing).
 func (s *Standing) List() ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,7 +60,7 @@ func (s *Standing) List() ([]string, error) {
 	// again until a second has passed since the change was seen.
 	if st.ok == s.stamp.ok && st.ino == s.stamp.ino && st.size == s.stamp.size && st.mtime.Equal(s.stamp.mtime) &&
 		s.stamp.read.Sub(st.mtime) > time.Second && !s.stamp.read.IsZero() {
-		return slices.Clone(s.keys), s.err
+		return append([]string{}, s.keys...), s.err
 	}
 	st.read = time.Now()
 	cfg, _, err := config.Load(s.path)
@@ -73,7 +73,7 @@ func (s *Standing) List() ([]string, error) {
 	default:
 		s.keys = cfg.CommandAllowlist.Keys
 	}
-	return slices.Clone(s.keys), s.err
+	return append([]string{}, s.keys...), s.err
 }
 
 func statOf(path string) stamp {
@@ -164,14 +164,7 @@ func CheckKey(key string) error {
 	case len(key) > MaxKeyBytes:
 		return apperr.New(apperr.Invalid, "an approval rule is at most %d bytes, not %d", MaxKeyBytes, len(key))
 	case strings.IndexFunc(key, unicode.IsControl) >= 0:
-		return apperr.New(apperr.Invalid, "an approval rule cannot hold control characters: %q", clip(key))
+		return apperr.New(apperr.Invalid, "an approval rule cannot hold control characters: %s", limits.Echo(key))
 	}
 	return nil
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return fmt.Sprintf("%s…", s[:80])
-	}
-	return s
 }

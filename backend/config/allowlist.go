@@ -31,11 +31,8 @@ func (l *Allowlist) UnmarshalYAML(unmarshal func(any) error) error {
 func ReadAllowlist(raw any) Allowlist {
 	if s, ok := raw.(string); ok {
 		var inner any
-		if err := yaml.Unmarshal([]byte(s), &inner); err != nil || inner == nil {
-			if err != nil {
-				return Allowlist{Err: fmt.Errorf("command_allowlist is a string that is not a YAML list (%s): make it a list of strings", describe(err))}
-			}
-			return Allowlist{}
+		if err := yaml.Unmarshal([]byte(s), &inner); err != nil {
+			return Allowlist{Err: fmt.Errorf("command_allowlist is a string that is not a YAML list (%s): make it a list of strings", describe(err))}
 		}
 		if _, ok := inner.(string); ok {
 			return Allowlist{Keys: []string{s}}

@@ -25,20 +25,36 @@ type ConfigEdit struct {
 // result must load (config.Load) before it atomically replaces the file, so
 // an invalid value changes nothing.
 func EditConfig(path string, edits ...ConfigEdit) error {
-	unlock, err := lockConfig(path)
+	return rewriteConfig(path, func(doc yaml.MapSlice) (yaml.MapSlice, error) {
+		for _, e := range edits {
+			var err error
+			if doc, err = editSection(path, doc, e.Section, e.Key, e.Value); err != nil {
+				return nil, err
+			}
+		}
+		return doc, nil
+	})
+}
+
+// rewriteConfig reads the config file as a document under the file's lock
+// (processes rewriting it go one at a time, so each one's change counts),
+// lets change edit it, and writes the result (writeConfig). An error from
+// change writes nothing.
+func rewriteConfig(path string, change func(yaml.MapSlice) (yaml.MapSlice, error)) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return apperr.Wrap(apperr.Internal, err, "lock config %s", path)
+	}
+	unlock, err := atomicfile.Lock(path)
 	if err != nil {
-		return err
+		return apperr.Wrap(apperr.Internal, err, "lock config %s", path)
 	}
 	defer unlock()
 	doc, comments, err := readConfigDoc(path)
 	if err != nil {
 		return err
 	}
-	for _, e := range edits {
-		var err error
-		if doc, err = editSection(path, doc, e.Section, e.Key, e.Value); err != nil {
-			return err
-		}
+	if doc, err = change(doc); err != nil {
+		return err
 	}
 	return writeConfig(path, doc, comments)
 }
@@ -118,36 +134,13 @@ func UpdateConfigPath(path string, keys []string, change func(current any) (any,
 	if len(keys) == 0 {
 		return apperr.New(apperr.Invalid, "edit config %s: empty key path", path)
 	}
-	unlock, err := lockConfig(path)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	doc, comments, err := readConfigDoc(path)
-	if err != nil {
-		return err
-	}
-	value, err := change(getPath(doc, keys))
-	if err != nil {
-		return err
-	}
-	doc, err = setPath(path, doc, keys, value)
-	if err != nil {
-		return err
-	}
-	return writeConfig(path, doc, comments)
-}
-
-// lockConfig serialises the processes that rewrite the config file.
-func lockConfig(path string) (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, apperr.Wrap(apperr.Internal, err, "lock config %s", path)
-	}
-	unlock, err := atomicfile.Lock(path)
-	if err != nil {
-		return nil, apperr.Wrap(apperr.Internal, err, "lock config %s", path)
-	}
-	return unlock, nil
+	return rewriteConfig(path, func(doc yaml.MapSlice) (yaml.MapSlice, error) {
+		value, err := change(getPath(doc, keys))
+		if err != nil {
+			return nil, err
+		}
+		return setPath(path, doc, keys, value)
+	})
 }
 
 // getPath is the value at keys in m, nil when any is missing.

@@ -226,7 +226,7 @@ func (in *instance) call(ctx context.Context, method string, params any) (json.R
 	case <-in.dead:
 		return nil, errDied
 	case <-ctx.Done():
-		if in.cancels && in.cancel(id, ch, context.Cause(ctx)) {
+		if in.cancels && askCancel(in, CancelParams{ID: id, Reason: cancelReason(context.Cause(ctx))}, ch) {
 			return nil, fmt.Errorf("%w: %w", errCancelled, ctx.Err())
 		}
 		return nil, ctx.Err()
@@ -253,10 +253,11 @@ func cancelReason(cause error) string {
 	return "cancelled"
 }
 
-// cancel tells the plugin the host stopped waiting for request id, and
-// reports whether it answered within CancelGrace.
-func (in *instance) cancel(id int64, ch chan message, cause error) bool {
-	if err := in.notify("cancel", CancelParams{ID: id, Reason: cancelReason(cause)}); err != nil {
+// askCancel sends the cancel notification p (the host stopped waiting for
+// a request, or for an event's event_done) and reports whether the plugin
+// answered on ch within CancelGrace.
+func askCancel[T any](in *instance, p CancelParams, ch <-chan T) bool {
+	if err := in.notify("cancel", p); err != nil {
 		return false
 	}
 	t := time.NewTimer(CancelGrace)
@@ -290,28 +291,11 @@ func (in *instance) sendEvent(ctx context.Context, params EventParams) (EventDon
 	case <-in.dead:
 		return EventDoneParams{}, errDied
 	case <-ctx.Done():
-		if in.cancels && in.cancelEvent(params.EventID, ch, context.Cause(ctx)) {
+		if in.cancels && askCancel(in, CancelParams{EventID: params.EventID, Reason: cancelReason(context.Cause(ctx))}, ch) {
 			return EventDoneParams{}, fmt.Errorf("%w: %w", errCancelled, ctx.Err())
 		}
 		return EventDoneParams{}, ctx.Err()
 	}
-}
-
-// cancelEvent tells the plugin the host stopped waiting for event id's
-// event_done, and reports whether it answered within CancelGrace.
-func (in *instance) cancelEvent(id string, ch chan EventDoneParams, cause error) bool {
-	if err := in.notify("cancel", CancelParams{EventID: id, Reason: cancelReason(cause)}); err != nil {
-		return false
-	}
-	t := time.NewTimer(CancelGrace)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-in.dead:
-	case <-t.C:
-	}
-	return false
 }
 
 // readStdout parses one JSON-RPC message per line. A line that is not JSON,

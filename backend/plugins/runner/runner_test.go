@@ -188,6 +188,22 @@ func (e *pyEnv) emit(t *testing.T, hook string, payload any) hooks.Event {
 	return ev
 }
 
+// tool calls plugin's tool name (params: args, session_key, platform, ...)
+// and returns the result text it answered.
+func (e *pyEnv) tool(t *testing.T, ctx context.Context, plugin, name string, params map[string]any) (string, error) {
+	raw, err := e.Bus.CallCapability(ctx, plugin, hooks.CapTool, name, "call", params)
+	if err != nil {
+		return "", err
+	}
+	var out struct {
+		Result string `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Result, nil
+}
+
 func (e *pyEnv) flush(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -663,17 +679,7 @@ func TestPythonToolCallsRunSideBySideAndACancelEndsOne(t *testing.T) {
 			params["args"] = a
 			delete(params, "a")
 		}
-		raw, err := e.Bus.CallCapability(ctx, "side", hooks.CapTool, name, "call", params)
-		if err != nil {
-			return "", err
-		}
-		var out struct {
-			Result string `json:"result"`
-		}
-		if err := json.Unmarshal(raw, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out.Result, nil
+		return e.tool(t, ctx, "side", name, params)
 	}
 	bg := context.Background()
 	info := func() proc.Info { in, _ := e.host.Info("side"); return in }
@@ -914,17 +920,11 @@ def register(ctx):
 	spec.Env = append(spec.Env, "HERMES_SESSION_KEY=outer", "HERMES_SESSION_PLATFORM=outer-platform")
 	e := start(t, spec)
 	call := func(name string, params map[string]any) string {
-		raw, err := e.Bus.CallCapability(context.Background(), "kids", hooks.CapTool, name, "call", params)
+		out, err := e.tool(t, context.Background(), "kids", name, params)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out struct {
-			Result string `json:"result"`
-		}
-		if err := json.Unmarshal(raw, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out.Result
+		return out
 	}
 	if got := call("at_load", map[string]any{"args": map[string]any{}}); got != "outer" {
 		t.Fatalf("a child started while the plugin loads: %q", got)
