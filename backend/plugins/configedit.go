@@ -49,14 +49,58 @@ func rewriteConfig(path string, change func(yaml.MapSlice) (yaml.MapSlice, error
 		return apperr.Wrap(apperr.Internal, err, "lock config %s", path)
 	}
 	defer unlock()
-	doc, comments, err := readConfigDoc(path)
+	doc, comments, head, err := readConfigDoc(path)
 	if err != nil {
 		return err
+	}
+	first := ""
+	if len(doc) > 0 {
+		first, _ = doc[0].Key.(string)
 	}
 	if doc, err = change(doc); err != nil {
 		return err
 	}
-	return writeConfig(path, doc, comments)
+	if first != "" && getPath(doc, []string{first}) == nil {
+		head = keepFileHead(doc, comments, first, head)
+	}
+	return writeConfig(path, doc, comments, head)
+}
+
+// keepFileHead keeps the comments above the file's first key, removed:
+// they head the file (a title, a note) more than they describe the key, so
+// they go to the key first now, or stay as the file's text when no key is
+// left.
+func keepFileHead(doc yaml.MapSlice, comments yaml.CommentMap, removed string, head []byte) []byte {
+	var texts []string
+	for _, c := range comments[keyPath(removed)] {
+		if c.Position == yaml.CommentHeadPosition {
+			texts = append(texts, c.Texts...)
+		}
+	}
+	if len(texts) == 0 {
+		return head
+	}
+	if len(doc) == 0 {
+		for _, t := range texts {
+			head = append(head, "#"+t+"\n"...)
+		}
+		return head
+	}
+	k, _ := doc[0].Key.(string)
+	p := keyPath(k)
+	for _, c := range comments[p] {
+		if c.Position == yaml.CommentHeadPosition {
+			c.Texts = append(texts, c.Texts...)
+			return head
+		}
+	}
+	comments[p] = append(comments[p], yaml.HeadComment(texts...))
+	return head
+}
+
+// keyPath is the comment map's path of a top-level key.
+func keyPath(key string) string {
+	return (&yaml.PathBuilder{}).Root().Child(key).Build().String()
 }
 
 func editSection(path string, doc yaml.MapSlice, section, key string, value any) (yaml.MapSlice, error) {
@@ -99,10 +143,16 @@ func setValue(s yaml.MapSlice, key string, value any) yaml.MapSlice {
 }
 
 // writeConfig encodes doc, checks that it loads, and renames it over path.
-func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap) error {
+func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap, head []byte) error {
 	out, err := yaml.MarshalWithOptions(doc, yaml.WithComment(comments), yaml.IndentSequence(true))
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, err, "encode config %s", path)
+	}
+	if len(head) > 0 {
+		if len(doc) == 0 {
+			out = nil
+		}
+		out = append(head, out...)
 	}
 	invalid := false
 	err = writeAtomic(path, out, func(tmp string) error {
@@ -198,20 +248,43 @@ func SetPluginSetting(home config.Home, id, key string, value any) error {
 }
 
 // readConfigDoc reads the config file as an ordered document with its
-// comments; it must load first (a missing file is an empty document).
-func readConfigDoc(path string) (yaml.MapSlice, yaml.CommentMap, error) {
+// comments; it must load first (a missing file is an empty document). A
+// file of comments alone (a template with every key commented out) has no
+// key to carry them: head is its text then, written back above the keys.
+func readConfigDoc(path string) (doc yaml.MapSlice, comments yaml.CommentMap, head []byte, err error) {
 	// Load first: it bounds the file's size and nesting before any parse.
 	if _, _, err := config.Load(path); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
-		return nil, nil, apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
+		return nil, nil, nil, apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
 	}
-	var doc yaml.MapSlice
-	comments := yaml.CommentMap{}
+	comments = yaml.CommentMap{}
 	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap(), yaml.CommentToMap(comments)); err != nil {
-		return nil, nil, apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
+		return nil, nil, nil, apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
 	}
-	return doc, comments, nil
+	if len(doc) == 0 && commentsOnly(data) {
+		head = data
+		if !strings.HasSuffix(string(head), "\n") {
+			head = append(head, '\n')
+		}
+	}
+	return doc, comments, head, nil
+}
+
+// commentsOnly reports whether text has a comment and nothing but
+// comments and blank lines.
+func commentsOnly(text []byte) bool {
+	seen := false
+	for line := range strings.Lines(string(text)) {
+		switch t := strings.TrimSpace(line); {
+		case t == "":
+		case strings.HasPrefix(t, "#"):
+			seen = true
+		default:
+			return false
+		}
+	}
+	return seen
 }
