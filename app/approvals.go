@@ -113,14 +113,27 @@ func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (turns.Answer, e
 	emit.Emit(EventApprovalPending, w.dto)
 	timer := time.NewTimer(a.timeout)
 	defer timer.Stop()
-	select {
-	case answer := <-w.answer:
+	took := func(answer turns.Answer) (turns.Answer, error) {
 		outcome = "denied"
 		if answer.Allows() {
 			outcome = "approved"
 		}
 		return answer, nil
+	}
+	select {
+	case answer := <-w.answer:
+		return took(answer)
 	case <-timer.C:
+		// An answer taken as time ran out counts: an "always" it carried
+		// is kept already.
+		a.mu.Lock()
+		delete(a.pending, w.dto.ID)
+		a.mu.Unlock()
+		select {
+		case answer := <-w.answer:
+			return took(answer)
+		default:
+		}
 		outcome = "timeout"
 		return turns.AnswerDeny, turns.ErrNoAnswer
 	case <-ctx.Done():

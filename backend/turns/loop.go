@@ -178,9 +178,10 @@ type Approval struct {
 	// (plugin_rule:<rule_key or tool>).
 	PatternKey string
 	// KeepAlways is nil when "always" cannot be kept (it then lasts the
-	// conversation, and is not offered); else it says why "always" cannot
-	// be kept right now (the standing list cannot be read), nil when it
-	// can: a surface asks it before it takes "always", and asks again.
+	// conversation, and is not offered); else it keeps the rule in the
+	// standing list, and says why when it cannot (the list unreadable, the
+	// file not writable): a surface calls it before it takes "always" and,
+	// on an error, tells the person why and asks again.
 	KeepAlways func() error
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -254,5 +255,95 @@ func TestApprovalsOffRunsEveryAskUnasked(t *testing.T) {
 		}
 		e.Rec.Expect(t, e.Bus, map[string]int{hooks.PreApprovalRequest: 0, hooks.PostApprovalResp: 0, hooks.PostToolCall: 2,
 			hooks.PostLLMCall: 2, hooks.OnSessionEnd: 2, hooks.OnSessionStart: 1})
+	}
+}
+
+// An "always" is written before a surface takes it: a list that cannot be
+// written (here its lock is a folder, as a read-only or full disk would
+// refuse it) makes KeepAlways say why while the person is still asked, and
+// nothing is granted; once it can be written, the rule is in config.yaml
+// before the call runs, and post_approval_response reports no error.
+func TestAnAlwaysIsWrittenBeforeItIsTaken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, nil, func(bus *hooks.Bus) {
+		if _, err := bus.RegisterSync("guard", hooks.PreToolCall, func(context.Context, json.RawMessage) (any, error) {
+			return map[string]any{"action": "approve"}, nil
+		}); err != nil {
+			panic(err)
+		}
+	})
+	dir := t.TempDir()
+	home := config.Home{Root: dir, Dir: dir, Profile: "default"}
+	if err := os.WriteFile(home.ConfigPath(), []byte("# mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lock := home.ConfigPath() + ".lock"
+	if err := os.Mkdir(lock, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	standing := approvals.New(home)
+	var keepErrs []string
+	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 100000}, Standing: standing,
+		Approve: func(_ context.Context, a turns.Approval) (turns.Answer, error) {
+			if err := a.KeepAlways(); err != nil {
+				keepErrs = append(keepErrs, err.Error())
+				return turns.AnswerOnce, nil // the surface asked again; once, this time
+			}
+			if keys, err := standing.List(); err != nil || !slices.Contains(keys, a.PatternKey) {
+				t.Errorf("always taken before it was kept: %v %v", keys, err)
+			}
+			return turns.AnswerAlways, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(text string) {
+		t.Helper()
+		s := e.MustCreate(t, sessions.CreateParams{Title: text})
+		turn, err := loop.Send(ctx, s.ID, `use tool echo: {"text": "`+text+`"}`, hooks.LocalContext("desktop", s.ID))
+		if err != nil || !strings.Contains(turn.Reply, "returned: "+text) {
+			t.Fatalf("%q %v", turn.Reply, err)
+		}
+	}
+	choices := func() []string {
+		t.Helper()
+		if err := e.Bus.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ev := range e.Rec.Events(hooks.PostApprovalResp) {
+			var p hooks.ApprovalPayload
+			if err := ev.Decode(&p); err != nil || p.Error != "" {
+				t.Fatalf("post_approval_response %+v %v", p, err)
+			}
+			out = append(out, p.Choice)
+		}
+		e.Rec.Reset()
+		return out
+	}
+	e.Rec.Reset()
+	send("unwritable")
+	if len(keepErrs) != 1 || !strings.Contains(keepErrs[0], "config") {
+		t.Fatalf("KeepAlways on an unwritable list: %q", keepErrs)
+	}
+	if got := choices(); !slices.Equal(got, []string{hooks.ChoiceOnce}) {
+		t.Fatalf("choices %v", got)
+	}
+	if keys, _ := standing.List(); len(keys) != 0 {
+		t.Fatalf("kept while unwritable: %v", keys)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	send("writable")
+	send("not asked")
+	if len(keepErrs) != 1 {
+		t.Fatalf("KeepAlways errors %q", keepErrs)
+	}
+	if got := choices(); !slices.Equal(got, []string{hooks.ChoiceAlways}) {
+		t.Fatalf("choices %v (the third call runs unasked)", got)
+	}
+	if data, _ := os.ReadFile(home.ConfigPath()); !strings.HasPrefix(string(data), "# mine\n") || !strings.Contains(string(data), "plugin_rule:echo") {
+		t.Fatalf("config.yaml:\n%s", data)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -361,9 +362,15 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	// hears of the question while it waits.
 	l.observe(ctx, hooks.PreApprovalRequest, p)
 	ask := Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message, PatternKey: key}
+	// An "always" is written to the standing list before the surface takes
+	// it: one that cannot be written (the list unreadable, a read-only or
+	// full disk) is refused there with the reason, and the person answers
+	// again, rather than learning later that it was not kept.
+	var kept atomic.Bool
 	if l.opts.Standing != nil && l.opts.Standing.Check(key) == nil {
 		ask.KeepAlways = func() error {
-			_, err := l.opts.Standing.Allows(key)
+			err := l.opts.Standing.Allow(key)
+			kept.Store(err == nil)
 			return err
 		}
 	}
@@ -384,6 +391,10 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		// Kept in the standing list only, so that a person who revokes
 		// it is asked again in this conversation too.
 		p.Choice = hooks.ChoiceAlways
+		if kept.Load() {
+			break
+		}
+		// A surface that took "always" without keeping it first.
 		if serr := l.opts.Standing.Allow(key); serr != nil {
 			// The call runs (the person said yes) and the grant holds for
 			// the conversation; only "from now on" could not be kept.
