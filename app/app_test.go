@@ -256,9 +256,9 @@ func TestSettingsRoundTripAndRefuseInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work"})
-	thirty, yes, no := 30, true, false
+	thirty, yes, no, manual, zero := 30, true, false, "manual", 0.0
 	want := app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work", Profiles: []string{"default"},
-		TrashDays: &thirty, TrashAutomatic: &yes, AutoPrune: &no}
+		TrashDays: &thirty, TrashAutomatic: &yes, AutoPrune: &no, ApprovalsMode: &manual, ApprovalTimeoutSeconds: &zero}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("set = %+v, %v", got, err)
 	}

@@ -75,7 +75,8 @@ type approvalWait struct {
 	keep   func() error // turns.Approval.KeepAlways
 }
 
-// NewApprovals builds the approvals of one process; timeout <= 0 is
+// NewApprovals builds the approvals of one process; timeout, used when an
+// approval names none (turns.Approval.Timeout), <= 0 is
 // turns.DefaultApprovalTimeout.
 func NewApprovals(timeout time.Duration) *Approvals {
 	if timeout <= 0 {
@@ -84,7 +85,8 @@ func NewApprovals(timeout time.Duration) *Approvals {
 	return &Approvals{timeout: timeout, emit: nopEmitter{}, pending: map[string]*approvalWait{}}
 }
 
-// Timeout is how long a person has to answer.
+// Timeout is how long a person has to answer an approval that names no
+// timeout.
 func (a *Approvals) Timeout() time.Duration { return a.timeout }
 
 func (a *Approvals) setEmitter(e Emitter) {
@@ -96,8 +98,12 @@ func (a *Approvals) setEmitter(e Emitter) {
 // Ask implements turns.Options.Approve.
 func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (turns.Answer, error) {
 	args, _ := json.Marshal(ap.Args)
+	timeout := a.timeout
+	if ap.Timeout > 0 {
+		timeout = ap.Timeout // approvals.timeout as config.yaml has it now
+	}
 	w := &approvalWait{answer: make(chan turns.Answer, 1), dto: ApprovalDTO{ID: uuid.Must(uuid.NewV7()).String(), SessionID: ap.SessionID,
-		Plugin: ap.Plugin, Tool: ap.ToolName, Args: string(args), Message: ap.Message, ExpiresAt: time.Now().Add(a.timeout).UTC(),
+		Plugin: ap.Plugin, Tool: ap.ToolName, Args: string(args), Message: ap.Message, ExpiresAt: time.Now().Add(timeout).UTC(),
 		PatternKey: ap.PatternKey, CanAlways: ap.KeepAlways != nil}, keep: ap.KeepAlways}
 	a.mu.Lock()
 	a.pending[w.dto.ID] = w
@@ -111,7 +117,7 @@ func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (turns.Answer, e
 		emit.Emit(EventApprovalDone, ApprovalDoneDTO{ID: w.dto.ID, Outcome: outcome})
 	}()
 	emit.Emit(EventApprovalPending, w.dto)
-	timer := time.NewTimer(a.timeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	took := func(answer turns.Answer) (turns.Answer, error) {
 		outcome = "denied"

@@ -2,7 +2,9 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -350,4 +352,71 @@ func TestStopTurnStopsAScheduledRunToo(t *testing.T) {
 		t.Fatalf("after the run: %+v %v", got, err)
 	}
 	runsEvent("[]")
+}
+
+// Settings' approvals block applies at the next ask, without reopening the
+// profile: mode off runs a call the plugin asks about without a dialog;
+// back to manual, the dialog waits approval_timeout_seconds (0: the
+// default 5 minutes); an unknown mode or a timeout out of range changes
+// nothing.
+func TestSettingsApprovalsApplyAtTheNextAsk(t *testing.T) {
+	t.Parallel()
+	e, rec, c := approvalEnv(t, 0)
+	s := e.mustCreate(t, sessions.CreateParams{Title: "settings"})
+	put := func(body map[string]any) (int, app.SettingsDTO) {
+		t.Helper()
+		var got app.SettingsDTO
+		code := c.do("GET", "/api/settings", token, nil, &got)
+		if code != 200 || got.ApprovalsMode == nil || got.ApprovalTimeoutSeconds == nil {
+			t.Fatalf("GET /api/settings: %d %+v", code, got)
+		}
+		raw, _ := json.Marshal(got)
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		maps.Copy(m, body)
+		return c.do("PUT", "/api/settings", token, m, &got), got
+	}
+	if code, got := put(nil); code != 200 || *got.ApprovalsMode != "manual" || *got.ApprovalTimeoutSeconds != 0 {
+		t.Fatalf("defaults: %d %+v", code, got)
+	}
+	if code, got := put(map[string]any{"approvals_mode": "off"}); code != 200 || *got.ApprovalsMode != "off" {
+		t.Fatalf("off: %d %+v", code, got)
+	}
+	if r, err := e.app.Sessions.Send(s.ID, "use tool echo: unasked"); err != nil || !strings.Contains(r.Reply, "returned: unasked") {
+		t.Fatalf("with approvals off: %+v %v", r, err)
+	}
+	if n := len(rec.named(app.EventApprovalPending)); n != 0 {
+		t.Fatalf("asked %d times with approvals off", n)
+	}
+	for i, c := range []struct {
+		timeout float64
+		want    time.Duration
+	}{{45, 45 * time.Second}, {0, turns.DefaultApprovalTimeout}} {
+		if code, got := put(map[string]any{"approvals_mode": "manual", "approval_timeout_seconds": c.timeout}); code != 200 || *got.ApprovalTimeoutSeconds != c.timeout {
+			t.Fatalf("manual, %vs: %d %+v", c.timeout, code, got)
+		}
+		ch := sendAsync(e, s.ID, "use tool echo: asked")
+		a := waitPending(t, rec, i+1)
+		if left := time.Until(a.ExpiresAt); left > c.want || left < c.want-10*time.Second {
+			t.Fatalf("timeout %v: the dialog expires in %v", c.timeout, left)
+		}
+		if _, err := e.app.Sessions.AnswerApproval(a.ID, true, ""); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-ch; r.err != nil || !strings.Contains(r.turn.Reply, "returned: asked") {
+			t.Fatalf("approved: %+v %v", r.turn, r.err)
+		}
+	}
+	before, _ := os.ReadFile(e.st.Home.ConfigPath())
+	for _, bad := range []map[string]any{{"approvals_mode": "sometimes"}, {"approval_timeout_seconds": 3601}, {"approval_timeout_seconds": -1}} {
+		if code, _ := put(bad); code != 400 {
+			t.Fatalf("%v: %d", bad, code)
+		}
+	}
+	if after, _ := os.ReadFile(e.st.Home.ConfigPath()); string(after) != string(before) {
+		t.Fatalf("a refused setting changed config.yaml:\n%s\n->\n%s", before, after)
+	}
+	if !strings.Contains(string(before), "approvals:\n  mode: manual\n") || strings.Contains(string(before), "\n  timeout:") {
+		t.Fatalf("a 0 timeout is written rather than left out:\n%s", before)
+	}
 }

@@ -296,17 +296,24 @@ type EventDTO struct {
 }
 
 // SettingsDTO is the editable part of config.yaml. They take effect when the
-// profile is next opened.
+// profile is next opened, but for the approvals block (at the next ask).
 type SettingsDTO struct {
 	HookTimeoutSeconds float64 `json:"hook_timeout_seconds"` // 0 = unbounded
 	RetentionDays      int     `json:"retention_days"`
 	ArchiveIdleDays    int     `json:"archive_idle_days"` // 0 = off
 	// The next three are left as they are by a Set that omits them (null).
-	TrashDays      *int     `json:"trash_days"`         // 0 = delete at once
-	TrashAutomatic *bool    `json:"trash_automatic"`    // automatic deletes go to the trash too
-	AutoPrune      *bool    `json:"auto_prune"`         // retention runs daily
-	Profile        string   `json:"profile"`            // opened next time no --profile is given
-	Profiles       []string `json:"profiles,omitempty"` // read-only: the profiles of this home
+	TrashDays      *int  `json:"trash_days"`      // 0 = delete at once
+	TrashAutomatic *bool `json:"trash_automatic"` // automatic deletes go to the trash too
+	AutoPrune      *bool `json:"auto_prune"`      // retention runs daily
+	// The approvals block, read at every ask by every process of the
+	// profile (no reopening): manual (a person is asked), off (every call
+	// a plugin asks about runs unasked) or smart (asks, as manual);
+	// seconds a person has to answer (0: 5 minutes in the window and the
+	// dashboard, no limit at a terminal). Null leaves them as they are.
+	ApprovalsMode          *string  `json:"approvals_mode"`
+	ApprovalTimeoutSeconds *float64 `json:"approval_timeout_seconds"`
+	Profile                string   `json:"profile"`            // opened next time no --profile is given
+	Profiles               []string `json:"profiles,omitempty"` // read-only: the profiles of this home
 }
 
 // StandingApprovalsDTO is the profile's standing approvals: the rules a

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/samber/lo"
@@ -52,7 +53,12 @@ func (s *Settings) Get() (SettingsDTO, error) {
 	if err != nil {
 		return SettingsDTO{}, err
 	}
+	mode := strings.ToLower(cfg.Approvals.Mode)
+	if mode == "" {
+		mode = config.ApproveManual
+	}
 	return SettingsDTO{HookTimeoutSeconds: cfg.HookTimeout().Seconds(), RetentionDays: cfg.RetentionDays(),
+		ApprovalsMode: &mode, ApprovalTimeoutSeconds: lo.ToPtr(cfg.Approvals.Timeout),
 		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, TrashDays: lo.ToPtr(cfg.TrashDays()), TrashAutomatic: lo.ToPtr(cfg.TrashAutomatic()),
 		AutoPrune: lo.ToPtr(cfg.Sessions.AutoPrune), Profile: config.StartupProfile(s.home.Root),
 		Profiles: config.Profiles(s.home.Root)}, nil
@@ -83,6 +89,17 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 	}
 	if in.AutoPrune != nil {
 		edits = append(edits, plugins.ConfigEdit{Section: "sessions", Key: "auto_prune", Value: *in.AutoPrune})
+	}
+	if in.ApprovalsMode != nil {
+		edits = append(edits, plugins.ConfigEdit{Section: "approvals", Key: "mode", Value: strings.ToLower(*in.ApprovalsMode)})
+	}
+	if in.ApprovalTimeoutSeconds != nil {
+		// 0 is the surfaces' default: the key goes rather than say 0.
+		var v any = *in.ApprovalTimeoutSeconds
+		if *in.ApprovalTimeoutSeconds == 0 {
+			v = nil
+		}
+		edits = append(edits, plugins.ConfigEdit{Section: "approvals", Key: "timeout", Value: v})
 	}
 	err := plugins.EditConfig(s.home.ConfigPath(), edits...)
 	if err != nil {

@@ -96,11 +96,11 @@ func (r *runner) chatCmd() *cobra.Command {
 				// blocked (fail closed).
 				var ask func(context.Context, turns.Approval) (turns.Answer, error)
 				if onTerminal(cmd.InOrStdin()) {
-					limit := st.Config.ApprovalTimeout()
 					f.Approve = func(ctx context.Context, a turns.Approval) (turns.Answer, error) {
 						if ask == nil {
 							return turns.AnswerDeny, nil
 						}
+						limit := a.Timeout // approvals.timeout now; none: no limit here
 						if limit <= 0 {
 							return ask(ctx, a)
 						}

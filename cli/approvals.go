@@ -3,18 +3,24 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"atrium/backend/apperr"
 	"atrium/backend/approvals"
 	"atrium/backend/config"
+	"atrium/backend/limits"
+	"atrium/backend/plugins"
 )
 
 // approvalsCmd manages the standing approvals: the rules of plugin asks a
 // person answered "always" (config.yaml's command_allowlist).
 func (r *runner) approvalsCmd() *cobra.Command {
-	c := &cobra.Command{Use: "approvals", Short: `The plugin approvals answered "always" (config.yaml's command_allowlist): list, allow, revoke`}
+	c := &cobra.Command{Use: "approvals", Short: `Plugin approvals: the rules answered "always" (config.yaml's command_allowlist), whether a person is asked, and for how long`}
 	c.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the rules that run without asking, in every conversation and scheduled run of the profile",
@@ -73,8 +79,85 @@ func (r *runner) approvalsCmd() *cobra.Command {
 				fmt.Fprintf(w, "revoked %s; it is asked again from its next call\n", args[0])
 			})
 		},
+	}, &cobra.Command{
+		Use:   "mode [manual|off|smart]",
+		Short: "Show, or set, whether a person is asked (manual) or every call a plugin asks about runs unasked (off); applies at the next ask everywhere",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				mode := strings.ToLower(args[0])
+				if !slices.Contains([]string{config.ApproveManual, config.ApproveOff, config.ApproveSmart}, mode) {
+					return apperr.New(apperr.Invalid, "the mode is manual, off or smart, not %s", limits.Echo(args[0]))
+				}
+				if err := r.editApprovals("mode", mode); err != nil {
+					return err
+				}
+			}
+			return r.printPolicy()
+		},
+	}, &cobra.Command{
+		Use:   "timeout [SECONDS]",
+		Short: "Show, or set, how long a person has to answer (0: 5 minutes in the window and the dashboard, no limit at a terminal; at most 3600)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				secs, err := strconv.ParseFloat(args[0], 64)
+				if err != nil || secs < 0 || secs > 3600 || math.IsNaN(secs) {
+					return apperr.New(apperr.Invalid, "the timeout is 0 to 3600 seconds, not %s", limits.Echo(args[0]))
+				}
+				var v any = secs
+				if secs == 0 {
+					v = nil // the default: the key goes
+				}
+				if err := r.editApprovals("timeout", v); err != nil {
+					return err
+				}
+			}
+			return r.printPolicy()
+		},
 	})
 	return c
+}
+
+// editApprovals sets approvals.key in the profile's config.yaml (nil
+// removes it); every process of the profile follows at its next ask.
+func (r *runner) editApprovals(key string, value any) error {
+	s, err := r.standing()
+	if err != nil {
+		return err
+	}
+	return plugins.EditConfig(s.Path(), plugins.ConfigEdit{Section: "approvals", Key: key, Value: value})
+}
+
+// printPolicy prints the approvals block as config.yaml has it now.
+func (r *runner) printPolicy() error {
+	s, err := r.standing()
+	if err != nil {
+		return err
+	}
+	cfg, _, err := config.Load(s.Path())
+	if err != nil {
+		return err
+	}
+	mode := strings.ToLower(cfg.Approvals.Mode)
+	if mode == "" {
+		mode = config.ApproveManual
+	}
+	return r.print(map[string]any{"mode": mode, "timeout_seconds": cfg.Approvals.Timeout, "path": s.Path()}, func(w io.Writer) {
+		switch mode {
+		case config.ApproveOff:
+			fmt.Fprintln(w, "mode: off (every call a plugin asks about runs without asking; a block still blocks)")
+		case config.ApproveSmart:
+			fmt.Fprintln(w, "mode: smart (Atrium has no guardian model: a person is asked, as in manual)")
+		default:
+			fmt.Fprintln(w, "mode: manual (a person is asked)")
+		}
+		if cfg.Approvals.Timeout > 0 {
+			fmt.Fprintf(w, "timeout: %gs\n", cfg.Approvals.Timeout)
+		} else {
+			fmt.Fprintln(w, "timeout: default (5 minutes in the window and the dashboard, no limit at a terminal)")
+		}
+	})
 }
 
 func (r *runner) standing() (*approvals.Standing, error) {

@@ -537,7 +537,9 @@ def register(ctx):
 
 // The familiar agent's approvals block works as it says, without a
 // warning: approvals.timeout bounds a terminal's question (silence is a
-// no), and approvals.mode: off runs a scheduled run's ask unasked.
+// no), and approvals.mode: off, set by `atrium approvals mode off` from
+// another process, runs the open chat's next ask and a scheduled run's
+// unasked; bad values are refused.
 func TestTheFamiliarApprovalsBlock(t *testing.T) {
 	needPython(t)
 	t.Parallel()
@@ -558,19 +560,44 @@ func TestTheFamiliarApprovalsBlock(t *testing.T) {
 	_, _ = io.WriteString(in, "use tool echo: unanswered\n")
 	waitFor(t, "the timeout", 60*time.Second, func() bool { return strings.Contains(out.String(), "no answer within 1s: echo was not run") })
 	waitFor(t, "the reply", 30*time.Second, func() bool { return strings.Contains(out.String(), "(no answer in time)") })
+	if reply := cronOnce(t, home, "manual", "use tool echo: scheduled"); !strings.Contains(reply, "BLOCKED: plugin approval required for echo") {
+		t.Fatalf("a scheduled run, manual: %q", reply)
+	}
+	// Set from another process, the mode reaches the open chat at its
+	// next ask, and the next scheduled run.
+	if r := atriumExec(t, home, "", nil, "approvals", "mode", "off"); r.code != 0 || !strings.Contains(r.stdout, "mode: off") || !strings.Contains(r.stdout, "timeout: 1s") {
+		t.Fatalf("approvals mode off: %+v", r)
+	}
+	_, _ = io.WriteString(in, "use tool echo: live\n")
+	waitFor(t, "the unasked call", 30*time.Second, func() bool { return strings.Contains(out.String(), "The tool echo returned: live") })
+	if n := strings.Count(out.String(), "Run it?"); n != 1 {
+		t.Fatalf("asked %d times:\n%s", n, out.String())
+	}
 	_, _ = io.WriteString(in, "/exit\n")
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("chat: %v\n%s", err, out.String())
 	}
-	if reply := cronOnce(t, home, "manual", "use tool echo: scheduled"); !strings.Contains(reply, "BLOCKED: plugin approval required for echo") {
-		t.Fatalf("a scheduled run, manual: %q", reply)
-	}
-	b, _ = os.ReadFile(path)
-	if err := os.WriteFile(path, []byte(strings.Replace(string(b), "mode: manual", "mode: off", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	if reply := cronOnce(t, home, "off", "use tool echo: scheduled"); !strings.HasPrefix(reply, "The tool echo returned: scheduled") {
 		t.Fatalf("a scheduled run, off: %q", reply)
+	}
+	for _, bad := range [][]string{{"mode", "sometimes"}, {"timeout", "3601"}, {"timeout", "NaN"}} {
+		if r := atriumExec(t, home, "", nil, append([]string{"approvals"}, bad...)...); r.code == 0 || !strings.Contains(r.stderr, "not") {
+			t.Fatalf("approvals %v: %+v", bad, r)
+		}
+	}
+	var policy struct {
+		Mode    string  `json:"mode"`
+		Timeout float64 `json:"timeout_seconds"`
+	}
+	if r := atriumExec(t, home, "", nil, "approvals", "timeout", "0"); r.code != 0 || !strings.Contains(r.stdout, "timeout: default") {
+		t.Fatalf("approvals timeout 0: %+v", r)
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "approvals", "mode", "--json"), &policy)
+	if policy.Mode != "off" || policy.Timeout != 0 {
+		t.Fatalf("approvals mode --json: %+v", policy)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "approvals:\n  mode: \"off\"\n  cron_mode: deny\n") && !strings.Contains(string(b), "approvals:\n  mode: off\n  cron_mode: deny\n") {
+		t.Fatalf("config.yaml:\n%s", b)
 	}
 }
 

@@ -58,7 +58,7 @@ func (r *runner) serveCmd() *cobra.Command {
 // Approvals (the scheduler's loop and the gateway's have their own: nobody,
 // and the sender).
 func askingLoop(st *stack.Stack, f stack.ModelFlags) (*turns.Loop, *app.Approvals, error) {
-	approvals := app.NewApprovals(st.Config.ApprovalTimeout())
+	approvals := app.NewApprovals(0) // each ask names approvals.timeout as config.yaml has it then
 	f.Approve = approvals.Ask
 	loop, err := st.Loop(f)
 	return loop, approvals, err

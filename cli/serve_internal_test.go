@@ -5,43 +5,12 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"atrium/backend/apperr"
-	"atrium/backend/config"
-	"atrium/backend/stack"
-	"atrium/backend/turns"
 )
-
-// The window's and the dashboard's approvals wait approvals.timeout when
-// config.yaml sets it, 5 minutes when not.
-func TestAskingLoopWaitsApprovalsTimeout(t *testing.T) {
-	t.Parallel()
-	for body, want := range map[string]time.Duration{"": turns.DefaultApprovalTimeout, "approvals:\n  timeout: 45\n": 45 * time.Second} {
-		home, err := config.ResolveHome(t.TempDir(), "default")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := home.Ensure(); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(home.ConfigPath(), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		st, err := stack.Open(context.Background(), home, stack.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, approvals, err := askingLoop(st, stack.ModelFlags{})
-		_ = st.Close(context.Background())
-		if err != nil || approvals.Timeout() != want {
-			t.Fatalf("%q: %v %v, want %v", body, approvals.Timeout(), err, want)
-		}
-	}
-}
 
 func TestCheckServeAddr(t *testing.T) {
 	t.Parallel()

@@ -735,6 +735,33 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
+  await check('Settings, Approvals: "Do not ask" runs the next asked call without a dialog, here and in another process; "Ask me" asks again', async () => {
+    const setMode = async (mode) => {
+      await page.click('[data-testid=nav-settings]');
+      const select = page.locator('[data-testid=set-approvals-mode]');
+      await select.waitFor({ timeout: 10_000 });
+      await select.selectOption(mode);
+      await page.click('[data-testid=settings-save]');
+      await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
+      eq((await atrium('approvals', 'mode')).mode, mode, 'approvals mode after Save');
+    };
+    await setMode('off');
+    await page.locator('[data-testid=settings-approvals]').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'dashboard-settings-approvals.png') });
+    await page.click('[data-testid=nav-sessions]');
+    // The reply box is replaced at the send: the text is this turn's.
+    await sendIn('Cache warmup', 'use tool read_notes: {"ask": true, "mode": "off"}');
+    await page.locator('[data-testid=reply]').filter({ hasText: 'checked by hermes-notes' }).waitFor({ timeout: 30_000 });
+    eq(await page.locator('[data-testid=approval]').count(), 0, 'dialogs with approvals off');
+    const sent = await atrium('send', ids['Payments refactor'], 'use tool read_notes: {"ask": true}');
+    assert(!/BLOCKED/.test(sent.reply), `a terminal send with approvals off: ${sent.reply}`);
+    await backToList();
+    await setMode('manual');
+    const blocked = await atrium('send', ids['Payments refactor'], 'use tool read_notes: {"ask": true}');
+    assert(/BLOCKED/.test(blocked.reply), `a terminal send with approvals manual: ${blocked.reply}`);
+    await page.click('[data-testid=nav-sessions]');
+  });
+
   await check('Stop stops a turn under way (a tool that takes its time): the message and the call stay, agent_loop_stopped fires', async () => {
     const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
     await sendIn('Cache warmup', 'use tool wait_a_while: {"seconds": 30}');

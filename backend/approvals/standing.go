@@ -30,10 +30,22 @@ const MaxKeyBytes = 512
 type Standing struct {
 	path string
 
-	mu    sync.Mutex
-	stamp stamp
-	keys  []string
-	err   error
+	mu     sync.Mutex
+	stamp  stamp
+	keys   []string
+	err    error
+	policy Policy
+}
+
+// Policy is config.yaml's approvals block as it is now: a person sets it
+// in Settings, and every process of the profile follows at its next ask.
+type Policy struct {
+	// ApproveAll is approvals.mode: off (every call a plugin asks about
+	// runs without asking).
+	ApproveAll bool
+	// Timeout is approvals.timeout: how long a person has to answer (0:
+	// the surface's default).
+	Timeout time.Duration
 }
 
 // stamp tells whether the file changed since it was read.
@@ -55,25 +67,48 @@ func (s *Standing) Path() string { return s.path }
 func (s *Standing) List() ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.refresh()
+	return append([]string{}, s.keys...), s.err
+}
+
+// Policy is the approvals block now. A config that does not load asks, as
+// approvals.mode: manual, with the surfaces' default timeout.
+func (s *Standing) Policy() Policy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refresh()
+	return s.policy
+}
+
+// ApprovalPolicy is Policy (turns.Standing).
+func (s *Standing) ApprovalPolicy() (approveAll bool, timeout time.Duration) {
+	p := s.Policy()
+	return p.ApproveAll, p.Timeout
+}
+
+// refresh reads the file again when it changed since it was read; s.mu is
+// held.
+func (s *Standing) refresh() {
 	st := statOf(s.path)
 	// A file rewritten within the same clock tick keeps its mtime: read
 	// again until a second has passed since the change was seen.
 	if st.ok == s.stamp.ok && st.ino == s.stamp.ino && st.size == s.stamp.size && st.mtime.Equal(s.stamp.mtime) &&
 		s.stamp.read.Sub(st.mtime) > time.Second && !s.stamp.read.IsZero() {
-		return append([]string{}, s.keys...), s.err
+		return
 	}
 	st.read = time.Now()
 	cfg, _, err := config.Load(s.path)
-	s.stamp, s.keys, s.err = st, nil, nil
+	s.stamp, s.keys, s.err, s.policy = st, nil, nil, Policy{}
 	switch {
 	case err != nil:
 		s.err = err
+		return
 	case cfg.CommandAllowlist.Err != nil:
 		s.err = apperr.Wrap(apperr.Invalid, cfg.CommandAllowlist.Err, "config %s", s.path)
 	default:
 		s.keys = cfg.CommandAllowlist.Keys
 	}
-	return append([]string{}, s.keys...), s.err
+	s.policy = Policy{ApproveAll: cfg.ApprovalsOff(), Timeout: cfg.ApprovalTimeout()}
 }
 
 func statOf(path string) stamp {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"atrium/backend/apperr"
 	"atrium/backend/approvals"
@@ -138,5 +139,34 @@ func TestStandingRefusesRulesItCannotKeep(t *testing.T) {
 	}
 	if keys, err := s.List(); len(keys) != 0 || err != nil {
 		t.Fatalf("%q %v", keys, err)
+	}
+}
+
+// The approvals block is read with the list, as the file is at each ask: a
+// change by hand or from another process counts at once (the same second
+// too); a config that does not load asks, with the default timeout.
+func TestPolicyFollowsTheFile(t *testing.T) {
+	t.Parallel()
+	h := homeWith(t, "")
+	s := approvals.New(h)
+	for _, c := range []struct {
+		text string
+		want approvals.Policy
+	}{
+		{"", approvals.Policy{}},
+		{"approvals:\n  mode: off\n", approvals.Policy{ApproveAll: true}},
+		{"approvals:\n  mode: OFF\n  timeout: 45\n", approvals.Policy{ApproveAll: true, Timeout: 45 * time.Second}},
+		{"approvals:\n  mode: manual\n  timeout: 2.5\n", approvals.Policy{Timeout: 2500 * time.Millisecond}},
+		{"approvals:\n  mode: off\n  timeout: -3\n", approvals.Policy{}}, // does not load
+		{"approvals: [off]\n", approvals.Policy{}},
+		{"approvals:\n  mode: smart\n", approvals.Policy{}},
+		{"command_allowlist: {a: b}\napprovals:\n  mode: off\n", approvals.Policy{ApproveAll: true}}, // the list alone is broken
+	} {
+		if err := os.WriteFile(h.ConfigPath(), []byte(c.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Policy(); got != c.want {
+			t.Fatalf("%q: %+v, want %+v", c.text, got, c.want)
+		}
 	}
 }

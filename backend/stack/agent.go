@@ -89,8 +89,7 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 		model = s.Config.Model.Name
 	}
 	o := turns.Options{Provider: p, Model: model, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve,
-		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing,
-		ApproveAll: s.Config.ApprovalsOff()}
+		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing}
 	if strings.EqualFold(s.Config.Approvals.Mode, config.ApproveSmart) {
 		s.log.Warn("approvals.mode: smart needs the familiar agent's guardian model, which Atrium has not: a person is asked, as in manual")
 	}

@@ -47,13 +47,14 @@ type Options struct {
 	// in the same conversation run without asking, while this Loop lives;
 	// AnswerAlways also keeps the rule in Standing.
 	Approve func(ctx context.Context, a Approval) (Answer, error)
-	// ApproveAll (approvals.mode: off) runs every call a plugin asks
-	// about without asking anyone, on every surface, each one logged.
+	// ApproveAll runs every call a plugin asks about without asking
+	// anyone, each one logged (a profile's approvals.mode: off comes
+	// through Standing, read at every ask).
 	ApproveAll bool
 	// Standing is the profile's standing approvals (config.yaml's
 	// command_allowlist): a rule it allows runs without asking, on every
-	// surface, scheduled runs included. nil: none, and "always" lasts the
-	// conversation.
+	// surface, scheduled runs included; and its approvals block, read at
+	// every ask. nil: none, and "always" lasts the conversation.
 	Standing Standing
 	// NoBetweenTurns leaves the soft-threshold compaction after a turn to
 	// the caller: the gateway compacts between messages instead, with
@@ -183,6 +184,9 @@ type Approval struct {
 	// file not writable): a surface calls it before it takes "always" and,
 	// on an error, tells the person why and asks again.
 	KeepAlways func() error
+	// Timeout is how long the person has to answer (approvals.timeout as
+	// config.yaml has it at the ask); 0 is the surface's own default.
+	Timeout time.Duration
 }
 
 // Standing is a profile's standing approvals: the rules (pattern keys) a
@@ -192,6 +196,9 @@ type Standing interface {
 	Allow(key string) error
 	// Check says why a key cannot be kept (nil when it can).
 	Check(key string) error
+	// ApprovalPolicy is the profile's approvals block as it is now
+	// (approvals.mode: off, approvals.timeout; 0: the surface's default).
+	ApprovalPolicy() (approveAll bool, timeout time.Duration)
 }
 
 // grants are the approvals a person gave for the rest of a conversation

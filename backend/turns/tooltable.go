@@ -324,7 +324,12 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	if l.grants.has(tc.sessionKey, key) || l.standingAllows(key) {
 		return hooks.ToolDecision{Args: d.Args}
 	}
-	if l.opts.ApproveAll {
+	var approveAll bool
+	var limit time.Duration
+	if l.opts.Standing != nil {
+		approveAll, limit = l.opts.Standing.ApprovalPolicy()
+	}
+	if l.opts.ApproveAll || approveAll {
 		slog.Info("a tool call a plugin asked about ran without asking (approvals.mode: off)", "plugin", d.Plugin,
 			"tool", tool, "rule", key, "session_id", sessionID)
 		return hooks.ToolDecision{Args: d.Args}
@@ -361,7 +366,7 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	// committed before the next step: a plugin that notifies the person
 	// hears of the question while it waits.
 	l.observe(ctx, hooks.PreApprovalRequest, p)
-	ask := Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message, PatternKey: key}
+	ask := Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message, PatternKey: key, Timeout: limit}
 	// An "always" is written to the standing list before the surface takes
 	// it: one that cannot be written (the list unreadable, a read-only or
 	// full disk) is refused there with the reason, and the person answers

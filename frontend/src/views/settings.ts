@@ -8,7 +8,7 @@ import type { SettingsDTO } from '../types';
 import type { StandingApprovalsDTO } from '../api/gen/dto';
 
 interface Field {
-  key: 'hook_timeout_seconds' | 'retention_days' | 'archive_idle_days' | 'trash_days';
+  key: 'hook_timeout_seconds' | 'retention_days' | 'archive_idle_days' | 'trash_days' | 'approval_timeout_seconds';
   label: string;
   help: string;
   min: number;
@@ -17,6 +17,8 @@ interface Field {
   integer: boolean;
   /** words of a server message that point at this field */
   words: RegExp;
+  /** shown under "Approvals", which applies at the next ask */
+  approvals?: boolean;
 }
 
 const fields: Field[] = [
@@ -28,7 +30,7 @@ const fields: Field[] = [
     max: 600,
     step: 'any',
     integer: false,
-    words: /hook|timeout|callback/i,
+    words: /hook|callback/i,
   },
   { key: 'retention_days', label: 'Retention (days)', help: 'Ended, inactive sessions older than this are pruned.', min: 1, step: '1', integer: true, words: /retention/i },
   {
@@ -49,6 +51,22 @@ const fields: Field[] = [
     integer: true,
     words: /idle|archive/i,
   },
+  {
+    key: 'approval_timeout_seconds',
+    label: 'Time to answer (seconds)',
+    help: '0 = 5 minutes here, no limit in a terminal chat; at most 3600. No answer in time is a no.',
+    min: 0,
+    max: 3600,
+    step: 'any',
+    integer: false,
+    words: /approvals\.timeout|timeout is/i,
+    approvals: true,
+  },
+];
+
+const modes: Array<[string, string]> = [
+  ['manual', 'Ask me'],
+  ['off', 'Do not ask: run every call a plugin asks about'],
 ];
 
 export class SettingsView implements View {
@@ -62,16 +80,34 @@ export class SettingsView implements View {
   private readonly info: HTMLElement;
   private current: SettingsDTO | null = null;
   private readonly standing: HTMLElement;
+  private readonly mode: HTMLSelectElement;
 
   constructor() {
     const form = h('form', { class: 'settings', novalidate: true, 'aria-label': 'Settings' });
+    this.mode = h('select', { id: 'set-approvals-mode', 'aria-describedby': 'set-approvals-mode-help set-approvals-mode-err', 'data-testid': 'set-approvals-mode' });
+    const merr = h('div', { class: 'field-error', id: 'set-approvals-mode-err', role: 'alert' });
+    this.errors.set('approvals_mode', merr);
+    const approvals = h(
+      'fieldset',
+      { class: 'field-group', 'data-testid': 'settings-approvals' },
+      h('legend', {}, 'Approvals'),
+      h('p', { class: 'help muted small' }, 'When a plugin asks before a tool call runs. Applies at the next ask, in every window, terminal chat, chat platform and scheduled run of this profile.'),
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'set-approvals-mode' }, 'Asking'),
+        this.mode,
+        h('div', { class: 'help muted small', id: 'set-approvals-mode-help' }, 'Off runs those calls without asking anyone (each one is logged); a plugin that blocks still blocks.'),
+        merr,
+      ),
+    );
     for (const f of fields) {
       const id = `set-${f.key}`;
       const input = h('input', { id, type: 'number', min: f.min, max: f.max, step: f.step, inputmode: f.integer ? 'numeric' : 'decimal', 'aria-describedby': `${id}-help ${id}-err`, 'data-testid': id });
       const err = h('div', { class: 'field-error', id: `${id}-err`, role: 'alert' });
       this.inputs.set(f.key, input);
       this.errors.set(f.key, err);
-      form.append(h('div', { class: 'field' }, h('label', { for: id }, f.label), input, h('div', { class: 'help muted small', id: `${id}-help` }, f.help), err));
+      (f.approvals ? approvals : form).append(h('div', { class: 'field' }, h('label', { for: id }, f.label), input, h('div', { class: 'help muted small', id: `${id}-help` }, f.help), err));
     }
     this.profile = h('select', { id: 'set-profile', 'aria-describedby': 'set-profile-help set-profile-err', 'data-testid': 'set-profile' });
     const perr = h('div', { class: 'field-error', id: 'set-profile-err', role: 'alert' });
@@ -85,6 +121,7 @@ export class SettingsView implements View {
         h('div', { class: 'help muted small', id: 'set-profile-help' }, 'Applies at next launch.'),
         perr,
       ),
+      approvals,
     );
     this.formError = h('div', { class: 'form-error', role: 'alert' });
     this.saved = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite' });
@@ -101,7 +138,7 @@ export class SettingsView implements View {
       'section',
       { class: 'view settings-view', 'aria-label': 'Settings' },
       h('div', { class: 'page-head' }, h('h1', {}, 'Settings')),
-      h('p', { class: 'muted' }, 'These keys of config.yaml take effect when the profile is next opened.'),
+      h('p', { class: 'muted' }, 'These keys of config.yaml take effect when the profile is next opened; approvals at the next ask.'),
       form,
       h(
         'section',
@@ -185,6 +222,13 @@ export class SettingsView implements View {
     for (const p of profiles) this.profile.append(h('option', { value: p }, p === app.info.profile ? `${p} (open now)` : p));
     this.profile.value = s.profile;
     this.profile.disabled = profiles.length <= 1 && !s.profile;
+    clear(this.mode);
+    const mode = s.approvals_mode ?? 'manual';
+    const known = [...modes];
+    // smart (the familiar agent's guardian model) is kept when config.yaml has it
+    if (mode === 'smart') known.push(['smart', 'Smart: asks, as Ask me (Atrium has no guardian model)']);
+    for (const [v, label] of known) this.mode.append(h('option', { value: v }, label));
+    this.mode.value = mode;
     this.clearErrors();
   }
 
@@ -192,12 +236,13 @@ export class SettingsView implements View {
     for (const e of this.errors.values()) e.textContent = '';
     for (const i of this.inputs.values()) i.removeAttribute('aria-invalid');
     this.profile.removeAttribute('aria-invalid');
+    this.mode.removeAttribute('aria-invalid');
     this.formError.textContent = '';
   }
 
   private fieldError(key: string, msg: string): void {
     this.errors.get(key)!.textContent = msg;
-    const input = key === 'profile' ? this.profile : this.inputs.get(key as Field['key']);
+    const input = key === 'profile' ? this.profile : key === 'approvals_mode' ? this.mode : this.inputs.get(key as Field['key']);
     input?.setAttribute('aria-invalid', 'true');
   }
 
@@ -205,7 +250,17 @@ export class SettingsView implements View {
     this.clearErrors();
     this.saved.textContent = '';
     // the keys this form does not show are sent as null: left as they are
-    const out: SettingsDTO = { hook_timeout_seconds: 0, retention_days: 0, archive_idle_days: 0, trash_days: null, trash_automatic: null, auto_prune: null, profile: this.profile.value };
+    const out: SettingsDTO = {
+      hook_timeout_seconds: 0,
+      retention_days: 0,
+      archive_idle_days: 0,
+      trash_days: null,
+      trash_automatic: null,
+      auto_prune: null,
+      approvals_mode: this.mode.value || null,
+      approval_timeout_seconds: null,
+      profile: this.profile.value,
+    };
     let bad: HTMLElement | null = null;
     for (const f of fields) {
       const input = this.inputs.get(f.key)!;
@@ -234,8 +289,9 @@ export class SettingsView implements View {
     } catch (raw) {
       const e = toApiError(raw);
       // Put the server's message under the field it names, if it names one.
-      const f = fields.find((x) => x.words.test(e.message)) ?? (/profile/i.test(e.message) ? ('profile' as const) : undefined);
-      if (f === 'profile') this.fieldError('profile', e.message);
+      const f =
+        fields.find((x) => x.words.test(e.message)) ?? (/approvals\.mode|the mode/i.test(e.message) ? ('approvals_mode' as const) : /profile/i.test(e.message) ? ('profile' as const) : undefined);
+      if (f === 'profile' || f === 'approvals_mode') this.fieldError(f, e.message);
       else if (f) this.fieldError(f.key, e.message);
       else replace(this.formError, e.message);
     } finally {

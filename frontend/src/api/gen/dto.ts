@@ -744,7 +744,7 @@ export interface SessionDTO {
 
 /**
  * SettingsDTO is the editable part of config.yaml. They take effect when the
- * profile is next opened.
+ * profile is next opened, but for the approvals block (at the next ask).
  */
 export interface SettingsDTO {
   /** 0 = unbounded */
@@ -758,6 +758,15 @@ export interface SettingsDTO {
   trash_automatic: boolean | null;
   /** retention runs daily */
   auto_prune: boolean | null;
+  /**
+   * The approvals block, read at every ask by every process of the
+   * profile (no reopening): manual (a person is asked), off (every call
+   * a plugin asks about runs unasked) or smart (asks, as manual);
+   * seconds a person has to answer (0: 5 minutes in the window and the
+   * dashboard, no limit at a terminal). Null leaves them as they are.
+   */
+  approvals_mode: string | null;
+  approval_timeout_seconds: number | null;
   /** opened next time no --profile is given */
   profile: string;
   /** read-only: the profiles of this home */
