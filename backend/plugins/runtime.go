@@ -116,8 +116,9 @@ type goLoaded struct {
 }
 
 type hosted struct {
-	sig string // the spec and folder fingerprint it was started with
-	p   Plugin
+	sig  string // the spec and folder fingerprint it was started with
+	base string // sig without the callback timeout (timeless)
+	p    Plugin
 }
 
 // NewRuntime makes a runtime; call Sync to load plugins.
@@ -342,10 +343,10 @@ func settingsSig(p Plugin, cfg config.Config) (string, error) {
 
 func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.Config, force, wait bool, problems *[]error) {
 	type start struct {
-		p    Plugin
-		spec proc.Spec
-		sig  string
-		reg  *Registration // its last good handshake from this folder, if known
+		p         Plugin
+		spec      proc.Spec
+		sig, base string
+		reg       *Registration // its last good handshake from this folder, if known
 	}
 	var starts []start
 	desired := map[string]bool{}
@@ -382,14 +383,23 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 			continue
 		}
 		b, _ := json.Marshal(spec)
-		sig := fp + string(b)
+		sig, base := fp+string(b), fp+timeless(spec)
 		r.mu.Lock()
 		cur, ok := r.hosted[p.Name()]
 		r.mu.Unlock()
 		if ok && cur.sig == sig && !force {
 			continue
 		}
-		starts = append(starts, start{p, spec, sig, reg})
+		// Only plugins.hook_callback_timeout changed: a process that takes
+		// it live keeps running, and what it holds (a memory provider's
+		// state, calls under way) with it.
+		if ok && cur.base == base && !force && r.host.Configure(p.Name(), spec.Timeout, spec.Env) {
+			r.mu.Lock()
+			r.hosted[p.Name()] = hosted{sig: sig, base: base, p: p}
+			r.mu.Unlock()
+			continue
+		}
+		starts = append(starts, start{p, spec, sig, base, reg})
 	}
 	// Stop what is no longer wanted, and what restarts with a new spec.
 	r.mu.Lock()
@@ -416,7 +426,7 @@ func (r *Runtime) syncProcesses(ctx context.Context, list []Plugin, cfg config.C
 	var mu sync.Mutex
 	for _, s := range starts {
 		r.mu.Lock()
-		r.hosted[s.p.Name()] = hosted{sig: s.sig, p: s.p}
+		r.hosted[s.p.Name()] = hosted{sig: s.sig, base: s.base, p: s.p}
 		r.mu.Unlock()
 		if s.reg != nil {
 			if _, err := r.host.Launch(s.spec, s.reg.Handshake()); err == nil {
@@ -712,4 +722,26 @@ func TouchReload(home config.Home) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
+}
+
+// timeless is spec encoded without its callback timeout (Spec.Timeout and
+// the hook_timeout of ATRIUM_PLUGIN_CONTEXT): two specs that differ only
+// there can be brought together by proc.Host.Configure.
+func timeless(spec proc.Spec) string {
+	spec.Timeout = 0
+	spec.Env = slices.Clone(spec.Env)
+	for i, kv := range spec.Env {
+		v, ok := strings.CutPrefix(kv, contextEnv+"=")
+		if !ok {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(v), &m) == nil {
+			delete(m, "hook_timeout")
+			b, _ := json.Marshal(m)
+			spec.Env[i] = contextEnv + "=" + string(b)
+		}
+	}
+	b, _ := json.Marshal(spec)
+	return string(b)
 }

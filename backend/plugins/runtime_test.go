@@ -511,3 +511,102 @@ func TestSyncAppliesTheTimeoutAndRetiresDisabledPlugins(t *testing.T) {
 		t.Fatalf("enabled again: timeout %s", st.Bus.Timeout())
 	}
 }
+
+// A change of plugins.hook_callback_timeout alone reaches a running Python
+// plugin without a restart (same process, what it holds kept): the runner's
+// own bounds follow it (the configure notification). A process plugin that
+// does not take configure is started again, as before, and so is any
+// plugin when anything else in its spec changed.
+func TestATimeoutChangeReachesARunningPluginWithoutARestart(t *testing.T) {
+	t.Parallel()
+	needPython(t)
+	e := newEnv(t)
+	MustWrite(t, e.home.PluginsDir(), "live", py("live", "config_schema:\n  note: {type: string, default: a}"), "__init__.py", `
+import __main__
+HELD = []
+
+def register(ctx):
+    def pre_llm_call(**kw):
+        HELD.append(1)
+        return {"context": "bound=%s held=%d" % (__main__._callback_timeout(), len(HELD))}
+    ctx.register_hook("pre_llm_call", pre_llm_call)
+`)
+	// A process plugin that does not take configure is started again.
+	MustWrite(t, e.home.PluginsDir(), "plain", "name: plain\nruntime: command\ncommand: [python3, plain.py]\n", "plain.py", `
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocol_version": 1, "hooks": [], "commands": []}}), flush=True)
+`)
+	write := func(cfg string) {
+		t.Helper()
+		if err := os.WriteFile(e.home.ConfigPath(), []byte("plugins:\n  enabled: [live, plain]\n"+cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("  hook_callback_timeout: 7\n")
+	rt, st, _ := e.runtime(plugins.Want{Processes: true}, "atrium serve")
+	ask := func() string {
+		t.Helper()
+		res, err := st.Bus.CallSync(context.Background(), hooks.PreLLMCall, map[string]any{"session_id": "s"})
+		if err != nil || len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("pre_llm_call: %+v %v", res, err)
+		}
+		m, _ := res[0].Value.(map[string]any)
+		s, _ := m["context"].(string)
+		return s
+	}
+	var plainPID int
+	sync := func() int {
+		t.Helper()
+		if err := rt.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		pids := map[string]int{}
+		// One launched from its last handshake starts in the background.
+		waitUntil(t, "both running", func() bool {
+			clear(pids)
+			for _, in := range rt.Host().List() {
+				if in.State == plugins.StateRunning {
+					pids[in.Name] = in.PID
+				}
+			}
+			return len(pids) == 2
+		})
+		if pids["plain"] == plainPID {
+			t.Fatalf("hosted %v; plain's process was %d", pids, plainPID)
+		}
+		plainPID = pids["plain"]
+		return pids["live"]
+	}
+	pid := sync()
+	if got := ask(); got != "bound=7.0 held=1" {
+		t.Fatalf("at the start: %q", got)
+	}
+	write("  hook_callback_timeout: 2.5\n")
+	if again := sync(); again != pid {
+		t.Fatalf("restarted for a timeout: pid %d, then %d", pid, again)
+	}
+	if got := st.Bus.Timeout(); got != 2500*time.Millisecond {
+		t.Fatalf("the bus's bound: %v", got)
+	}
+	if got := ask(); got != "bound=2.5 held=2" {
+		t.Fatalf("after the change: %q", got)
+	}
+	write("  hook_callback_timeout: 0\n") // unbounded
+	if again := sync(); again != pid {
+		t.Fatalf("restarted for an unbounded timeout: pid %d, then %d", pid, again)
+	}
+	if got := ask(); got != "bound=0.0 held=3" {
+		t.Fatalf("unbounded: %q", got)
+	}
+	// Its settings changed: a new process, which starts with the timeout now.
+	write("  hook_callback_timeout: 4\n  entries:\n    live:\n      settings:\n        note: b\n")
+	if again := sync(); again == pid {
+		t.Fatal("not restarted when its settings changed")
+	}
+	if got := ask(); got != "bound=4.0 held=1" {
+		t.Fatalf("the new process: %q", got)
+	}
+}

@@ -134,7 +134,7 @@ func (p Plugin) SpecWith(home config.Home, cfg config.Config, python string, run
 		return proc.Spec{}, apperr.Wrap(apperr.Internal, err, "plugin %s: encode its context", name)
 	}
 	env = append(env, "ATRIUM_PLUGIN_NAME="+name, "ATRIUM_PLUGIN_DIR="+p.Dir, "ATRIUM_HOME="+home.Dir,
-		"HERMES_HOME="+home.Dir, "ATRIUM_PROFILE="+home.Profile, "ATRIUM_PLUGIN_CONTEXT="+string(ctxJSON))
+		"HERMES_HOME="+home.Dir, "ATRIUM_PROFILE="+home.Profile, contextEnv+"="+string(ctxJSON))
 	return proc.Spec{
 		Name:     name,
 		Dir:      p.Dir,
@@ -147,6 +147,9 @@ func (p Plugin) SpecWith(home config.Home, cfg config.Config, python string, run
 		Timeout:  cfg.HookTimeout(),
 	}, nil
 }
+
+// contextEnv is the variable that tells a plugin process its world (JSON).
+const contextEnv = "ATRIUM_PLUGIN_CONTEXT"
 
 func syncHooks() []string {
 	var out []string

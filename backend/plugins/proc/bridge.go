@@ -134,7 +134,9 @@ func (p *plugin) unregister() {
 // the bus's deadline so this handler's own error (not the bus's generic
 // timeout) is what gets recorded.
 func (p *plugin) bound(ctx context.Context) (context.Context, context.CancelFunc, time.Duration) {
+	p.mu.Lock()
 	d := p.spec.Timeout
+	p.mu.Unlock()
 	if dl, ok := ctx.Deadline(); ok {
 		rem := time.Until(dl)
 		margin := min(max(rem/5, 10*time.Millisecond), 250*time.Millisecond)

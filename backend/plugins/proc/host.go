@@ -324,6 +324,34 @@ func (h *Host) Stop(ctx context.Context) error {
 	return nil
 }
 
+// Configure gives a running plugin a new callback timeout without a
+// restart, when its process takes the configure notification (its
+// handshake said "configure": true): the bound of its next callbacks, the
+// environment of any process it starts later (env), and the notification,
+// so the process's own bounds follow. false: the plugin is not hosted, not
+// running now, or its process cannot take it: restart it instead.
+func (h *Host) Configure(name string, timeout time.Duration, env []string) bool {
+	h.mu.Lock()
+	p := h.plugins[name]
+	h.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	inst := p.inst
+	if inst == nil || !inst.configures {
+		p.mu.Unlock()
+		return false
+	}
+	p.spec.Timeout, p.spec.Env = timeout, slices.Clone(env)
+	p.mu.Unlock()
+	// A process that dies meanwhile starts again from the new spec.
+	if err := inst.notify("configure", ConfigureParams{HookTimeout: timeout.Seconds()}); err != nil {
+		h.log.Debug("plugin configure not delivered; its next process starts with it", "plugin", name, "error", err)
+	}
+	return true
+}
+
 // Remove stops one plugin (shutdown, Grace, then kill; always reaped),
 // withdraws its hooks and commands from the bus and forgets it, so a plugin
 // of that name can be started again. Its events are not lost: they wait in

@@ -52,7 +52,8 @@ type instance struct {
 	dead    chan struct{} // closed once Wait returned
 	exitErr error
 
-	cancels bool // its handshake said it answers cancel (set before the instance is shared)
+	cancels    bool // its handshake said it answers cancel (set before the instance is shared)
+	configures bool // its handshake said it takes configure (set before the instance is shared)
 }
 
 // CancelGrace is how long a plugin has to answer a request the host
@@ -64,8 +65,7 @@ var CancelGrace = 2 * time.Second
 var errCancelled = errors.New("cancelled")
 
 // spawn starts the child with exactly spec.Env as its environment.
-func (p *plugin) spawn() (*instance, error) {
-	spec := p.spec
+func (p *plugin) spawn(spec Spec) (*instance, error) {
 	if spec.WorkDir != "" {
 		if err := os.MkdirAll(spec.WorkDir, 0o700); err != nil {
 			return nil, fmt.Errorf("plugin %s: work folder: %w", spec.Name, err)

@@ -114,6 +114,10 @@ type InitializeResult struct {
 	Commands        []CommandInfo `json:"commands"`
 	// Cancel: the plugin answers the cancel notification (CancelParams).
 	Cancel bool `json:"cancel,omitempty"`
+	// Configure: the plugin takes the configure notification
+	// (ConfigureParams): a new callback timeout reaches it without a
+	// restart.
+	Configure bool `json:"configure,omitempty"`
 	Extras
 }
 
@@ -226,4 +230,10 @@ type CommandParams struct {
 type LogParams struct {
 	Level   string `json:"level"`
 	Message string `json:"message"`
+}
+
+// ConfigureParams is the configure notification (host → plugin): what the
+// plugin's ATRIUM_PLUGIN_CONTEXT says that changed while it runs.
+type ConfigureParams struct {
+	HookTimeout float64 `json:"hook_timeout"` // seconds; 0: unbounded
 }

@@ -103,14 +103,15 @@ func (h *Host) handshakeTimeout(spec Spec) time.Duration {
 // startOnce spawns a child and performs the handshake.
 func (p *plugin) startOnce(ctx context.Context) (*instance, InitializeResult, error) {
 	var res InitializeResult
-	inst, err := p.spawn()
+	spec := p.specNow()
+	inst, err := p.spawn(spec)
 	if err != nil {
 		return nil, res, err
 	}
 	p.mu.Lock()
 	p.lastPID = inst.pid
 	p.mu.Unlock()
-	hctx, cancel := context.WithTimeout(ctx, p.h.handshakeTimeout(p.spec))
+	hctx, cancel := context.WithTimeout(ctx, p.h.handshakeTimeout(spec))
 	defer cancel()
 	settings := p.spec.Settings
 	if settings == nil {
@@ -130,7 +131,7 @@ func (p *plugin) startOnce(ctx context.Context) (*instance, InitializeResult, er
 	} else if cut := inst.cutOffErr(); cut != nil {
 		err = terminalError{msg: fmt.Sprintf("plugin %s cut off before its handshake: %v", p.spec.Name, cut)}
 	} else if hctx.Err() != nil {
-		err = fmt.Errorf("plugin %s: no handshake within %s", p.spec.Name, p.h.handshakeTimeout(p.spec))
+		err = fmt.Errorf("plugin %s: no handshake within %s", p.spec.Name, p.h.handshakeTimeout(spec))
 	} else {
 		err = fmt.Errorf("plugin %s: handshake: %w", p.spec.Name, err)
 	}
@@ -139,8 +140,16 @@ func (p *plugin) startOnce(ctx context.Context) (*instance, InitializeResult, er
 		<-inst.dead
 		return nil, res, err
 	}
-	inst.cancels = res.Cancel
+	inst.cancels, inst.configures = res.Cancel, res.Configure
 	return inst, res, nil
+}
+
+// specNow is the plugin's spec as it is now: Configure changes its timeout
+// and environment (p.mu guards those two).
+func (p *plugin) specNow() Spec {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spec
 }
 
 func validate(res InitializeResult) error {

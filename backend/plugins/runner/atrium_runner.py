@@ -284,6 +284,9 @@ def _reader():
         if msg.get("method") == "cancel":
             _cancel(msg.get("params") or {})  # here, not in the inbox: the main thread may be busy
             continue
+        if msg.get("method") == "configure":
+            _configure(msg.get("params") or {})  # here too: the call under way sees it
+            continue
         if "method" not in msg and isinstance(msg.get("id"), str):
             with _pending_lock:
                 fut = _pending.pop(msg["id"], None)
@@ -294,6 +297,15 @@ def _reader():
             continue
         _inbox.put(msg)
     _inbox.put(_EOF)
+
+
+def _configure(params):
+    """The host's plugins.hook_callback_timeout changed while this process
+    runs: the bounds derived from it (a host request's budget, the grace
+    of a cancelled call) follow from now on."""
+    t = params.get("hook_timeout") if isinstance(params, dict) else None
+    if isinstance(t, (int, float)) and not isinstance(t, bool) and t == t:
+        _CONTEXT["hook_timeout"] = float(t)
 
 
 def _on_main_thread():
@@ -1292,6 +1304,7 @@ def _initialize(params):
     return {
         "protocol_version": PROTOCOL_VERSION,
         "cancel": True,
+        "configure": True,
         "hooks": list(c.hooks),
         "commands": [{"name": n, "description": d, "args_hint": h} for n, (_, d, h) in c.commands.items()],
         "tools": [{"name": n, "toolset": t["toolset"], "schema": t["schema"], "description": t["description"],
