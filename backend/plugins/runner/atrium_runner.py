@@ -86,8 +86,18 @@ class _HostPackages:
 
 sys.meta_path.insert(0, _HostPackages())
 
-_out = sys.stdout
-sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
+# The protocol keeps descriptors of its own. Descriptors 0 and 1, which the
+# plugin's children and C code use, become /dev/null and stderr: a child
+# that writes to its standard output (git, os.system) is logged as a print()
+# is, one that reads its standard input reads nothing, and neither ever
+# touches a host message. A stray print() goes to stderr too.
+_in = os.fdopen(os.dup(0), "r", encoding="utf-8", errors="replace")
+_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+os.dup2(2, 1)
+_null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_null, 0)
+os.close(_null)
+sys.stdout = sys.stderr
 
 
 def _log_to_stderr():
@@ -170,14 +180,33 @@ def _call_popen_init(self, *args, **kwargs):
     a child started during a call (subprocess.run, os.popen, asyncio's
     subprocesses) inherits that call's HERMES_SESSION_* names, as it does in
     the familiar agent, not the process's (which has none of them)."""
-    if len(args) <= 10 and kwargs.get("env") is None and _session_ctx.session_context_engaged() and \
-            any(_session_ctx.bound_value(k) is not None for k in _session_ctx.NAMES):
+    if len(args) <= 10 and kwargs.get("env") is None and _call_binds():
         kwargs["env"] = dict(os.environ)
     _popen_init(self, *args, **kwargs)
 
 
+def _call_binds():
+    """Whether the current call binds a conversation's HERMES_SESSION_* names."""
+    return _session_ctx.session_context_engaged() and \
+        any(_session_ctx.bound_value(k) is not None for k in _session_ctx.NAMES)
+
+
 _popen_init = subprocess.Popen.__init__
 subprocess.Popen.__init__ = _call_popen_init
+
+
+def _call_system(command):
+    """os.system, with the environment the call sees (as subprocess has it)
+    during a call that binds a conversation; its wait status as os.system
+    returns it."""
+    if not _call_binds():
+        return _system(command)
+    rc = subprocess.call(command, shell=True)
+    return (rc & 0xFF) << 8 if rc >= 0 else (-rc & 0x7F)
+
+
+_system = os.system
+os.system = _call_system
 _send_lock = threading.Lock()
 
 # What the host tells the runner about its world (set by the host in the
@@ -270,7 +299,7 @@ class _Future:
 
 
 def _reader():
-    for line in sys.stdin:
+    for line in _in:
         line = line.strip()
         if not line:
             continue

@@ -1055,3 +1055,47 @@ def register(ctx):
 		t.Fatalf("ok: %q %v", out, err)
 	}
 }
+
+// What a plugin's children, or C code, write to the process's standard
+// output (a tool that runs git, os.system, a library that writes to fd 1)
+// goes to the plugin's log, as a print() does, and never into the
+// protocol; a child that reads its standard input reads nothing, never a
+// host message. The plugin lives on (same process), and os.system runs its
+// command with the call's conversation and returns its wait status. On the
+// old runner the first os.system put the plugin in error.
+func TestAChildsOutputDoesNotBreakTheProtocol(t *testing.T) {
+	t.Parallel()
+	spec := pySpec(t, "loud", writePlugin(t, `
+import os, subprocess, sys
+
+def loud(args, **kw):
+    subprocess.run([sys.executable, "-c", "print('from a child')"], check=True)
+    os.write(1, b"straight to fd 1\n")
+    status = os.system("echo from os.system $HERMES_SESSION_KEY; exit 3")
+    killed = os.system("kill -TERM $$")
+    read = subprocess.run(["cat"], capture_output=True, timeout=10).stdout + sys.stdin.read().encode()
+    return "status=%d exit=%d killed=%d read=%r" % (status, os.waitstatus_to_exitcode(status), killed, read)
+
+def register(ctx):
+    ctx.register_tool(name="loud", toolset="t", schema={"name": "loud", "parameters": {"type": "object"}}, handler=loud)
+    print("printed at load")
+    os.system("echo os.system at load")
+`))
+	e := start(t, spec)
+	pid := e.host.List()[0].PID
+	for i := range 2 {
+		out, err := e.tool(t, context.Background(), "loud", "loud", map[string]any{"args": map[string]any{}, "session_key": "desktop:s1"})
+		if err != nil || out != "status=768 exit=3 killed=15 read=b''" {
+			t.Fatalf("call %d: %q %v\n%s", i, out, err, e.logsFn())
+		}
+	}
+	if list := e.host.List(); len(list) != 1 || list[0].PID != pid || list[0].State != proc.StateRunning {
+		t.Fatalf("after the calls: %+v (pid was %d)\n%s", list, pid, e.logsFn())
+	}
+	logs := e.logsFn()
+	for _, want := range []string{"from a child", "straight to fd 1", "from os.system desktop:s1", "printed at load", "os.system at load"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the plugin's log lacks %q:\n%s", want, logs)
+		}
+	}
+}
