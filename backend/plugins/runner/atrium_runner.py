@@ -2000,7 +2000,7 @@ def _respond(mid, method, params):
         return _error_msg(mid, exc.code, str(exc), exc.tb)
     except HostError as exc:
         return _error_msg(mid, -32000, "HostError: %s" % exc, traceback.format_exc())
-    except Exception as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() in a tool fails the call, not the plugin
         tb = traceback.format_exc()
         print(tb, file=sys.stderr)
         return _error_msg(mid, -32000, "%s: %s" % (type(exc).__name__, exc), tb)

@@ -1061,8 +1061,9 @@ def register(ctx):
 // goes to the plugin's log, as a print() does, and never into the
 // protocol; a child that reads its standard input reads nothing, never a
 // host message. The plugin lives on (same process), and os.system runs its
-// command with the call's conversation and returns its wait status. On the
-// old runner the first os.system put the plugin in error.
+// command with the call's conversation and returns its wait status; a tool
+// that calls sys.exit() fails that call. On the old runner the first
+// os.system put the plugin in error.
 func TestAChildsOutputDoesNotBreakTheProtocol(t *testing.T) {
 	t.Parallel()
 	spec := pySpec(t, "loud", writePlugin(t, `
@@ -1072,6 +1073,8 @@ def loud(args, **kw):
     subprocess.run([sys.executable, "-c", "print('from a child')"], check=True)
     os.write(1, b"straight to fd 1\n")
     status = os.system("echo from os.system $HERMES_SESSION_KEY; exit 3")
+    if args.get("exit"):
+        sys.exit(args["exit"])
     killed = os.system("kill -TERM $$")
     read = subprocess.run(["cat"], capture_output=True, timeout=10).stdout + sys.stdin.read().encode()
     return "status=%d exit=%d killed=%d read=%r" % (status, os.waitstatus_to_exitcode(status), killed, read)
@@ -1088,6 +1091,12 @@ def register(ctx):
 		if err != nil || out != "status=768 exit=3 killed=15 read=b''" {
 			t.Fatalf("call %d: %q %v\n%s", i, out, err, e.logsFn())
 		}
+	}
+	// sys.exit() in a tool fails that call at once, not the plugin.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if out, err := e.tool(t, ctx, "loud", "loud", map[string]any{"args": map[string]any{"exit": 4}}); err == nil || !strings.Contains(err.Error(), "SystemExit: 4") {
+		t.Fatalf("a tool that calls sys.exit: %q %v", out, err)
 	}
 	if list := e.host.List(); len(list) != 1 || list[0].PID != pid || list[0].State != proc.StateRunning {
 		t.Fatalf("after the calls: %+v (pid was %d)\n%s", list, pid, e.logsFn())
