@@ -301,7 +301,7 @@ func TestListShowsFailuresAfterTheProcessIsGone(t *testing.T) {
 	needPython(t)
 	e := newEnv(t)
 	MustWrite(t, e.home.PluginsDir(), "noisy", py("noisy"), "__init__.py",
-		"def register(ctx):\n    print('not json', flush=True)\n    import sys; sys.__stdout__.write('garbage on stdout\\n'); sys.__stdout__.flush()\n")
+		"def register(ctx):\n    print('not json', flush=True)\n    raise RuntimeError('no way')\n")
 	MustWrite(t, e.bundled, "gone-wrong", "name: gone-wrong\nruntime: go\n")
 	MustWrite(t, e.bundled, "no-impl", "name: no-impl\nruntime: go\n")
 	e.enable("noisy")
