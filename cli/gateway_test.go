@@ -226,3 +226,138 @@ func TestGatewayRunAsksTheSenderToApprove(t *testing.T) {
 	_ = gw.Process.Signal(syscall.SIGTERM)
 	_ = gw.Wait()
 }
+
+// The familiar agent's gateway event hooks run unchanged: a folder of
+// <home>/hooks/ with HOOK.yaml and handler.py (here the documented
+// activity-log example, async, writing under Path.home()) hears
+// gateway:startup, session:start, agent:start, agent:step, agent:end,
+// command:* (with session:end and session:reset after /new), with the
+// documented context keys and the gateway's environment. A folder without
+// handler.py is left out silently; one whose handler fails at import, or
+// whose HOOK.yaml names no events, is left out with a log line; the
+// gateway answers all the same.
+func TestGatewayEventHooksOfTheFamiliarAgent(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	tg := gatewaytest.NewTelegram(t, cliTGToken)
+	home, person := t.TempDir(), t.TempDir()
+	cfg := fmt.Sprintf("gateway:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", tg.URL)
+	write := func(rel, text string) {
+		t.Helper()
+		path := filepath.Join(home, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("config.yaml", cfg)
+	write("hooks/my-hook/HOOK.yaml", "name: my-hook\ndescription: Log all agent activity to a file\nevents:\n  - gateway:startup\n  - session:start\n  - agent:start\n  - agent:step\n  - agent:end\n  - command:*\n  - session:end\n  - session:reset\n")
+	write("hooks/my-hook/handler.py", `import json
+import os
+from datetime import datetime
+from pathlib import Path
+
+LOG_FILE = Path.home() / ".hermes" / "hooks" / "my-hook" / "activity.log"
+
+async def handle(event_type: str, context: dict):
+    """Called for each subscribed event. Must be named 'handle'."""
+    entry = {
+        "timestamp": datetime.now().isoformat(),
+        "event": event_type,
+        "seen_env": os.environ.get("HOOK_TEST_MARK", ""),
+        **context,
+    }
+    with open(LOG_FILE, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+`)
+	write("hooks/broken/HOOK.yaml", "name: broken\nevents: [agent:start]\n")
+	write("hooks/broken/handler.py", "raise RuntimeError('not today')\n")
+	write("hooks/no-handler/HOOK.yaml", "name: no-handler\nevents: [agent:start]\n")
+	write("hooks/no-events/HOOK.yaml", "name: no-events\nevents: []\n")
+	write("hooks/no-events/handler.py", "def handle(event_type, context):\n    pass\n")
+	logFile := filepath.Join(person, ".hermes", "hooks", "my-hook", "activity.log")
+	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "gateway", "run", "--json", "--home", home)
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0", "TG_TEST_TOKEN="+cliTGToken,
+		"HOME="+person, "HOOK_TEST_MARK=from-the-gateway")
+	logs := &lockedBuf{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
+	type entry map[string]any
+	read := func() []entry {
+		data, _ := os.ReadFile(logFile)
+		var out []entry
+		for line := range strings.Lines(string(data)) {
+			var e entry
+			if json.Unmarshal([]byte(line), &e) == nil {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	events := func() []string {
+		var out []string
+		for _, e := range read() {
+			out = append(out, e["event"].(string))
+		}
+		return out
+	}
+	tg.Push(42, "Ada", 42, "private", "/whoami")
+	waitFor(t, "the whoami reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 1 })
+	tg.Push(42, "Ada", 42, "private", `use tool echo: {"text": "hi"}`)
+	waitFor(t, "the tool reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 2 })
+	tg.Push(42, "Ada", 42, "private", "/new")
+	waitFor(t, "the /new reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 3 })
+	want := "gateway:startup session:start command:whoami agent:start agent:step agent:end command:new session:end session:reset"
+	waitFor(t, "the hook's log", 30*time.Second, func() bool { return strings.Join(events(), " ") == want })
+	got := read()
+	if p, _ := got[0]["platforms"].([]any); len(p) != 1 || p[0] != "telegram" {
+		t.Fatalf("gateway:startup: %v", got[0])
+	}
+	if got[1]["platform"] != "telegram" || got[1]["user_id"] != "42" || got[1]["session_id"] == "" || got[1]["session_key"] == "" {
+		t.Fatalf("session:start: %v", got[1])
+	}
+	if got[2]["command"] != "whoami" || got[2]["args"] != "" || got[2]["user_id"] != "42" {
+		t.Fatalf("command:whoami: %v", got[2])
+	}
+	start, step, end := got[3], got[4], got[5]
+	if start["message"] != `use tool echo: {"text": "hi"}` || start["chat_id"] != "42" || start["chat_type"] == nil ||
+		start["session_id"] != got[1]["session_id"] || start["seen_env"] != "from-the-gateway" {
+		t.Fatalf("agent:start: %v", start)
+	}
+	if step["iteration"] != 1.0 || fmt.Sprint(step["tool_names"]) != "[echo]" {
+		t.Fatalf("agent:step: %v", step)
+	}
+	if r, _ := end["response"].(string); !strings.Contains(r, "hi") || end["message"] != start["message"] {
+		t.Fatalf("agent:end: %v", end)
+	}
+	if got[7]["session_key"] != got[1]["session_key"] || got[8]["session_key"] != got[1]["session_key"] {
+		t.Fatalf("session:end / session:reset: %v %v", got[7], got[8])
+	}
+	out := logs.String()
+	for _, w := range []string{"gateway hook not loaded", "broken", "not today", "no-events", "names no events"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the log lacks %q", w)
+		}
+	}
+	if strings.Contains(out, "no-handler") {
+		t.Errorf("a folder without handler.py is not left out silently:\n%s", out)
+	}
+	if t.Failed() {
+		t.Log(out)
+		data, _ := os.ReadFile(logFile)
+		t.Log(string(data))
+	}
+}

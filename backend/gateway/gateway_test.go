@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,47 @@ type env struct {
 	// home holds the config.yaml of the loop's standing approvals.
 	home     string
 	parallel int
+	// events records what the gateway tells its event hooks.
+	events *eventRecorder
+}
+
+// eventRecorder is gateway.EventHooks that keeps what it is told.
+type eventRecorder struct {
+	mu      sync.Mutex
+	started int
+	got     []recordedEvent
+}
+
+type recordedEvent struct {
+	name string
+	ctx  map[string]any
+}
+
+func (r *eventRecorder) Start(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started++
+	return nil
+}
+
+func (r *eventRecorder) Emit(name string, ctx map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, recordedEvent{name, ctx})
+}
+
+func (r *eventRecorder) Stop(context.Context) error { return nil }
+
+func (r *eventRecorder) named(name string) []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]any
+	for _, e := range r.got {
+		if e.name == name {
+			out = append(out, e.ctx)
+		}
+	}
+	return out
 }
 
 // newEnv is a real store on a temp file (real clock: delivery backoff is
@@ -114,7 +156,7 @@ func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)
 	if err := eng.RegisterCommands(bus.Commands()); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: d, bus: bus, sess: sess, rec: rec, logs: logs, log: lg, mem: mem, home: t.TempDir()}
+	e := &env{db: d, bus: bus, sess: sess, rec: rec, logs: logs, log: lg, mem: mem, home: t.TempDir(), events: &eventRecorder{}}
 	approve := func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return e.gw.Approve(ctx, a) }
 	if e.loop, err = turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true,
 		MemoryProvider: "recall", Approve: approve, Standing: approvals.New(config.Home{Dir: e.home})}); err != nil {
@@ -127,7 +169,7 @@ func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Servi
 	t.Helper()
 	g := gateway.New(gateway.Options{DB: e.db, Sessions: e.sess, Bus: e.bus, Loop: e.loop, Adapters: adapters,
 		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
-		ApprovalTimeout: e.approvalTimeout, Parallel: e.parallel})
+		ApprovalTimeout: e.approvalTimeout, Parallel: e.parallel, Hooks: e.events})
 	e.gw = g
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -207,6 +249,9 @@ func (e *env) conversation(t *testing.T, c chatter) {
 		c.send(text)
 		waitFor(t, "a reply to "+text[:min(len(text), 20)], func() bool { return c.replies() == n+1 })
 	}
+	if up := e.events.named("gateway:startup"); len(up) != 1 || !slices.Contains(up[0]["platforms"].([]string), c.platform) || e.events.started != 1 {
+		t.Fatalf("gateway:startup: %+v (hooks started %d times)", up, e.events.started)
+	}
 	before := len(e.posts(t))
 	long := strings.Repeat("the shipment for order 77 leaves from the north dock on monday morning ", 6)
 	for i := 0; i < 14 && len(e.posts(t)) == before; i++ {
@@ -222,6 +267,17 @@ func (e *env) conversation(t *testing.T, c chatter) {
 	if tip == c.sid || posts[0].SessionID != tip || posts[0].OldSessionID != c.sid {
 		t.Fatalf("route %s after hygiene %+v (was %s)", tip, posts[0], c.sid)
 	}
+	// The event hooks heard of it (session:compress), as they heard every
+	// message the agent answered (agent:start, agent:end).
+	if cs := e.events.named("session:compress"); len(cs) != 1 || cs[0]["session_id"] != tip || cs[0]["old_session_id"] != c.sid ||
+		cs[0]["in_place"] != false || cs[0]["compression_count"] != 1 || cs[0]["platform"] != c.platform {
+		t.Fatalf("session:compress on %s: %+v", c.platform, cs)
+	}
+	starts, ends := e.events.named("agent:start"), e.events.named("agent:end")
+	if len(starts) == 0 || len(starts) != len(ends) || starts[len(starts)-1]["message"] != "and the invoice?" ||
+		ends[len(ends)-1]["session_id"] != tip || ends[len(ends)-1]["user_id"] != c.user || ends[len(ends)-1]["response"] == "" {
+		t.Fatalf("agent:start / agent:end on %s: %v / %v", c.platform, starts, ends)
+	}
 	if s, _ := e.sess.Get(context.Background(), tip); s.Platform != c.platform || s.SenderID != c.user {
 		t.Fatalf("the continuation lost its sender: %+v", s)
 	}
@@ -234,6 +290,10 @@ func (e *env) conversation(t *testing.T, c chatter) {
 	posts = e.posts(t)[before:]
 	if len(posts) != 2 || posts[1].Reason != compaction.ReasonManual || posts[1].Platform == nil || *posts[1].Platform != c.platform {
 		t.Fatalf("/compress on %s: %+v", c.platform, posts)
+	}
+	if cs := e.events.named("session:compress"); len(cs) != 2 || cs[1]["old_session_id"] != tip || cs[1]["session_id"] != e.route(t, c.key) ||
+		cs[1]["compression_count"] != 2 {
+		t.Fatalf("session:compress after /compress on %s: %+v", c.platform, cs)
 	}
 	tip = e.route(t, c.key)
 
@@ -255,6 +315,14 @@ func (e *env) conversation(t *testing.T, c chatter) {
 	say("hello again")
 	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'assistant'`, fresh); n != 1 {
 		t.Fatalf("replies in the new session: %d", n)
+	}
+	for _, name := range []string{"command:compress", "command:new", "session:end", "session:reset"} {
+		if got := e.events.named(name); len(got) != 1 || got[0]["platform"] != c.platform || got[0]["user_id"] != c.user {
+			t.Fatalf("%s on %s: %+v", name, c.platform, got)
+		}
+	}
+	if r := e.events.named("session:reset")[0]; r["session_key"] != c.key {
+		t.Fatalf("session:reset on %s: %+v", c.platform, r)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"atrium/backend/apperr"
+	"atrium/backend/compaction"
 	"atrium/backend/db"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
@@ -52,6 +54,27 @@ type Options struct {
 	// waits for the sender's /approve or /deny (default
 	// turns.DefaultApprovalTimeout); see Approve.
 	ApprovalTimeout time.Duration
+	// Hooks are the familiar agent's gateway event hooks
+	// (gatewayhooks.Hooks): started and stopped with the gateway, told of
+	// its lifecycle points off the conversation's path. nil: none.
+	Hooks EventHooks
+}
+
+// EventHooks hear of the gateway's lifecycle points, in the familiar
+// agent's names and context keys: gateway:startup, session:start,
+// session:end, session:reset, session:compress, agent:start, agent:step,
+// agent:end, command:<name>. Emit must not block.
+type EventHooks interface {
+	Start(ctx context.Context) error
+	Emit(event string, context map[string]any)
+	Stop(ctx context.Context) error
+}
+
+// emit tells the event hooks of event (nothing without them).
+func (s *Service) emit(event string, kv map[string]any) {
+	if s.o.Hooks != nil {
+		s.o.Hooks.Emit(event, kv)
+	}
 }
 
 // Service is a running gateway: start it in the process that hosts the
@@ -148,6 +171,12 @@ func (s *Service) Start(ctx context.Context) error {
 	s.stop = cancel
 	s.turnCtx, s.turnCancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.mu.Unlock()
+	if s.o.Hooks != nil {
+		if err := s.o.Hooks.Start(ctx); err != nil {
+			s.log.Warn("gateway: event hooks not started", "error", err)
+		}
+		s.emit("gateway:startup", map[string]any{"platforms": s.Platforms()})
+	}
 	for _, c := range s.o.Adapters {
 		c := c
 		p := c.Adapter.Platform()
@@ -198,6 +227,9 @@ func (s *Service) Stop(ctx context.Context) error {
 	s.stop()
 	s.turnCancel()
 	s.wg.Wait()
+	if s.o.Hooks != nil {
+		return s.o.Hooks.Stop(ctx) // what they were told reaches them first, bounded by ctx
+	}
 	return nil
 }
 
@@ -364,24 +396,39 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		if err := s.store.SetRoute(ctx, key, platform, sid); err != nil {
 			return err
 		}
+		s.emit("session:start", map[string]any{"platform": platform, "user_id": m.UserID, "session_id": sid, "session_key": key})
 	} else if _, isCmd := commandName(text); !isCmd {
 		// Between messages: a conversation above the soft threshold is
 		// compacted before the next turn (gateway_hygiene).
 		h, err := s.o.Loop.HygieneFor(ctx, sid, hooks.GatewayContext(platform, sid, src))
 		if err != nil {
 			s.log.Warn("gateway: hygiene failed; the turn goes on", "session", sid, "error", err)
-		} else if h.SessionID != sid {
-			sid = h.SessionID
-			if err := s.store.SetRoute(ctx, key, platform, sid); err != nil {
-				return err
+		} else {
+			s.compressed(platform, h.Compactions)
+			if h.SessionID != sid {
+				sid = h.SessionID
+				if err := s.store.SetRoute(ctx, key, platform, sid); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	w := &turnInfo{c: c, m: m, key: key}
 	ctx = context.WithValue(ctx, turnKey{}, w)
+	cmd, isCmd := commandName(text)
+	agent := map[string]any{"platform": platform, "user_id": m.UserID, "chat_id": m.ChatID, "thread_id": m.ThreadID,
+		"chat_type": m.ChatType, "session_id": sid, "message": clipRunes(text, 500)}
+	if !isCmd {
+		s.emit("agent:start", agent)
+		ctx = turns.WithSteps(ctx, func(iteration int, tools []string) {
+			s.emit("agent:step", map[string]any{"platform": platform, "user_id": m.UserID, "session_id": sid,
+				"iteration": iteration, "tool_names": tools})
+		})
+	}
 	stopTyping := s.typing(ctx, w)
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
 	stopTyping()
+	s.compressed(platform, t.Compactions)
 	// The answer is written though the turn's context ended (/stop, the
 	// turn's time ran out): the sender is told either way.
 	var stopped *turns.Stop
@@ -405,6 +452,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	default:
 		out.Text = Answer(t)
 	}
+	s.told(platform, key, sid, text, cmd, isCmd, agent, t, out.Text, err)
 	if out.Text == "" {
 		return err
 	}
@@ -412,6 +460,58 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		return eerr
 	}
 	return nil
+}
+
+// told tells the event hooks how a message ended: command:<name> for a
+// slash command (with session:compress after a /compress that compacted,
+// session:end and session:reset after a /new that started a new session),
+// agent:end for a message the agent answered.
+func (s *Service) told(platform, key, sid, text, cmd string, isCmd bool, agent map[string]any, t turns.Turn, reply string, err error) {
+	if s.o.Hooks == nil {
+		return
+	}
+	if !isCmd {
+		end := maps.Clone(agent)
+		end["response"] = clipRunes(reply, 500)
+		s.emit("agent:end", end)
+		return
+	}
+	_, args, _ := hooks.ParseCommand(text)
+	s.emit("command:"+cmd, map[string]any{"platform": platform, "user_id": agent["user_id"], "command": cmd, "args": args})
+	if cmd == "compress" && err == nil && t.SessionID != "" && t.SessionID != sid {
+		s.compressed(platform, []compaction.Result{{Changed: true, SessionID: t.SessionID, OldSessionID: sid}})
+	}
+	if cmd == "new" && err == nil && t.SessionID != "" && t.SessionID != sid {
+		who := map[string]any{"platform": platform, "user_id": agent["user_id"], "session_key": key}
+		s.emit("session:end", who)
+		s.emit("session:reset", maps.Clone(who))
+	}
+}
+
+// compressed tells the event hooks of each compaction that changed a
+// conversation (session:compress). compression_count is how many times the
+// conversation was compressed into a new part up to this one (its parts
+// before it).
+func (s *Service) compressed(platform string, rs []compaction.Result) {
+	if s.o.Hooks == nil {
+		return
+	}
+	for _, r := range rs {
+		if !r.Changed {
+			continue
+		}
+		old := r.OldSessionID
+		inPlace := old == "" || old == r.SessionID
+		if inPlace {
+			old = ""
+		}
+		count := 0
+		if parts, err := s.o.Sessions.Lineage(context.Background(), r.SessionID); err == nil {
+			count = slices.IndexFunc(parts, func(p sessions.Session) bool { return p.ID == r.SessionID })
+		}
+		s.emit("session:compress", map[string]any{"platform": platform, "session_id": r.SessionID, "old_session_id": old,
+			"in_place": inPlace, "compression_count": max(count, 0)})
+	}
 }
 
 // current is the live session of a conversation: its route, followed along

@@ -11,6 +11,7 @@ import (
 	"atrium/backend/config"
 	"atrium/backend/cron"
 	"atrium/backend/gateway"
+	"atrium/backend/gatewayhooks"
 	"atrium/backend/hostlock"
 	"atrium/backend/turns"
 )
@@ -104,8 +105,11 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	if d := s.Config.Gateway.ApprovalTimeoutMinutes; d != nil {
 		approval = time.Duration(*d * float64(time.Minute))
 	}
+	// The familiar agent's gateway event hooks (<home>/hooks/*/HOOK.yaml +
+	// handler.py) run while this process runs the gateway.
+	eh := gatewayhooks.New(gatewayhooks.Options{Home: s.Home, Bus: s.Bus, Logger: lg, Timeout: s.Config.HookTimeout()})
 	gw = gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
-		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval})
+		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval, Hooks: eh})
 	return gw, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/gatewayhooks"
 	"atrium/backend/hooks"
 	"atrium/backend/llm"
 	"atrium/backend/plugins"
@@ -242,7 +243,8 @@ func (s *PluginServices) emit(plugin string, params json.RawMessage) (any, error
 	}
 	var subs []hooks.Capability
 	for _, c := range s.st.Bus.Capabilities(hooks.CapSubscription) {
-		if c.Name == p.Event {
+		// A gateway event hook hears the gateway, not plugins' events.
+		if c.Name == p.Event && !strings.HasPrefix(c.Plugin, gatewayhooks.PluginPrefix) {
 			subs = append(subs, c)
 		}
 	}

@@ -568,6 +568,18 @@ func (l *Loop) sessionEnd(tc *turnCtx, sessionID string, completed bool, reason 
 		Model: hooks.Str(l.opts.Model), Platform: tc.platform, SessionKey: tc.sessionKey}
 }
 
+// StepFunc is told of each round of a turn's tool-calling loop: its number
+// (from 1) and the tools the model asked for in it. It must not block.
+type StepFunc func(iteration int, toolNames []string)
+
+type stepKey struct{}
+
+// WithSteps is ctx for a Send whose tool-calling rounds step is told of
+// (the gateway's agent:step).
+func WithSteps(ctx context.Context, step StepFunc) context.Context {
+	return context.WithValue(ctx, stepKey{}, step)
+}
+
 // modelRounds calls the model, running requested tools, until it answers
 // with text. A context-length error compacts (overflow) and retries once.
 // It returns the reply and why the turn ended.
@@ -598,6 +610,13 @@ func (l *Loop) modelRounds(ctx context.Context, t *Turn, tc *turnCtx) (string, s
 		}
 		if len(resp.ToolCalls) == 0 {
 			return resp.Content, "text_response", nil
+		}
+		if step, ok := ctx.Value(stepKey{}).(StepFunc); ok {
+			names := make([]string, len(resp.ToolCalls))
+			for i, c := range resp.ToolCalls {
+				names[i] = c.Name
+			}
+			step(round+1, names)
 		}
 		for _, call := range resp.ToolCalls {
 			if err := l.runTool(ctx, t, tc, call); err != nil {

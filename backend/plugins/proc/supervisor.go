@@ -322,7 +322,9 @@ func (p *plugin) waitRunning(ctx context.Context) (*instance, error) {
 		stopping := p.stopping
 		p.mu.Unlock()
 		switch {
-		case inst != nil && !inst.isDead():
+		// One the host is killing (a timeout, a stop) takes nothing more:
+		// what comes next waits for the process that replaces it.
+		case inst != nil && !inst.isDead() && inst.killCause() == "":
 			return inst, nil
 		case stopping || state == StateStopped:
 			return nil, terminalError{msg: fmt.Sprintf("plugin %s is stopped", p.spec.Name), stopped: true}

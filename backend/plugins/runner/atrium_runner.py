@@ -1268,6 +1268,30 @@ def _load(plugin_dir):
     return module
 
 
+def _load_gateway_hook(hook_dir, info):
+    """A gateway event hook of the familiar agent (HOOK.yaml + handler.py):
+    handler.py is imported, and its handle(event_type, context), plain or
+    async, is called for each event the host delivers under the names
+    HOOK.yaml lists (a wildcard such as command:* is matched by the host)."""
+    path = os.path.join(hook_dir, "handler.py")
+    base = "".join(c if c.isalnum() else "_" for c in os.path.basename(os.path.abspath(hook_dir)))
+    spec = importlib.util.spec_from_file_location("hermes_hook_" + base, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    handle = getattr(module, "handle", None)
+    if not callable(handle):
+        raise TypeError("%s has no handle(event_type, context) function" % path)
+
+    def deliver(event_type=None, context=None):
+        return _call(handle, {}, positional=(event_type, dict(context or {})))
+
+    deliver.__qualname__ = getattr(handle, "__qualname__", "handle")
+    for event in info.get("events") or []:
+        if isinstance(event, str) and event:
+            _ctx.subscribe(event, deliver)
+
+
 def _host_class(cls):
     """Whether cls is one of the hostlib's own classes (a base class, the
     built-in compressor), which a plugin never is."""
@@ -1320,12 +1344,16 @@ def _initialize(params):
         atrium_host.plugin = _ctx  # plugins.plugin_storage and tools.registry find the plugin
     except ImportError:  # pragma: no cover - hostlib ships it
         pass
-    module = _load(_plugin_dir)
-    reg = getattr(module, "register", None)
-    if reg is None:
-        _register_by_class(module)
+    gateway_hook = _CONTEXT.get("gateway_hook")
+    if isinstance(gateway_hook, dict):
+        _load_gateway_hook(_plugin_dir, gateway_hook)
     else:
-        reg(_ctx)
+        module = _load(_plugin_dir)
+        reg = getattr(module, "register", None)
+        if reg is None:
+            _register_by_class(module)
+        else:
+            reg(_ctx)
     _ctx.loaded = True
     for w in _ctx.warnings:
         print("atrium runner: warning: " + w, file=sys.stderr)
