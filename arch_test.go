@@ -36,8 +36,11 @@ var allowed = map[string][]string{
 	"backend/cron":    {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
 	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "backend/webhooks", "plugins"},
 	// Shell hooks reach Atrium only through the hook bus.
-	"backend/shellhooks":     {"backend/hooks", "backend/atomicfile", "backend/limits"},
-	"backend/webhooks":       {"backend/hooks", "backend/shellhooks"},
+	"backend/shellhooks": {"backend/hooks", "backend/atomicfile", "backend/limits"},
+	"backend/webhooks":   {"backend/hooks", "backend/shellhooks"},
+	// The familiar agent's gateway event hooks: processes under the
+	// plugin process host, told of the gateway through the hook bus.
+	"backend/gatewayhooks":   {"backend/config", "backend/hooks", "backend/limits", "backend/plugins/proc", "backend/plugins/runner"},
 	"backend/plugins/runner": {"backend/atomicfile"},
 	"backend/plugins/proc":   {"backend/hooks", "backend/apperr"},
 	"backend/pluginhost":     {"backend/hooks", "backend/apperr", "backend/hostlock"},

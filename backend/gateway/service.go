@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"atrium/backend/apperr"
-	"atrium/backend/compaction"
 	"atrium/backend/db"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
@@ -404,7 +403,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		if err != nil {
 			s.log.Warn("gateway: hygiene failed; the turn goes on", "session", sid, "error", err)
 		} else {
-			s.compressed(platform, h.Compactions)
+			s.compactedIn(platform, h)
 			if h.SessionID != sid {
 				sid = h.SessionID
 				if err := s.store.SetRoute(ctx, key, platform, sid); err != nil {
@@ -428,7 +427,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	stopTyping := s.typing(ctx, w)
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
 	stopTyping()
-	s.compressed(platform, t.Compactions)
+	s.compactedIn(platform, t)
 	// The answer is written though the turn's context ended (/stop, the
 	// turn's time ran out): the sender is told either way.
 	var stopped *turns.Stop
@@ -479,7 +478,7 @@ func (s *Service) told(platform, key, sid, text, cmd string, isCmd bool, agent m
 	_, args, _ := hooks.ParseCommand(text)
 	s.emit("command:"+cmd, map[string]any{"platform": platform, "user_id": agent["user_id"], "command": cmd, "args": args})
 	if cmd == "compress" && err == nil && t.SessionID != "" && t.SessionID != sid {
-		s.compressed(platform, []compaction.Result{{Changed: true, SessionID: t.SessionID, OldSessionID: sid}})
+		s.compressed(platform, t.SessionID, sid)
 	}
 	if cmd == "new" && err == nil && t.SessionID != "" && t.SessionID != sid {
 		who := map[string]any{"platform": platform, "user_id": agent["user_id"], "session_key": key}
@@ -488,29 +487,33 @@ func (s *Service) told(platform, key, sid, text, cmd string, isCmd bool, agent m
 	}
 }
 
-// compressed tells the event hooks of each compaction that changed a
-// conversation (session:compress). compression_count is how many times the
+// compressed tells the event hooks that a compaction changed a
+// conversation (session:compress): rotated from oldID to sessionID, or in
+// place (oldID "" or sessionID). compression_count is how many times the
 // conversation was compressed into a new part up to this one (its parts
 // before it).
-func (s *Service) compressed(platform string, rs []compaction.Result) {
+func (s *Service) compressed(platform, sessionID, oldID string) {
 	if s.o.Hooks == nil {
 		return
 	}
-	for _, r := range rs {
-		if !r.Changed {
-			continue
+	inPlace := oldID == "" || oldID == sessionID
+	if inPlace {
+		oldID = ""
+	}
+	count := 0
+	if parts, err := s.o.Sessions.Lineage(context.Background(), sessionID); err == nil {
+		count = max(slices.IndexFunc(parts, func(p sessions.Session) bool { return p.ID == sessionID }), 0)
+	}
+	s.emit("session:compress", map[string]any{"platform": platform, "session_id": sessionID, "old_session_id": oldID,
+		"in_place": inPlace, "compression_count": count})
+}
+
+// compactedIn tells the event hooks of each compaction of t.
+func (s *Service) compactedIn(platform string, t turns.Turn) {
+	for _, r := range t.Compactions {
+		if r.Changed {
+			s.compressed(platform, r.SessionID, r.OldSessionID)
 		}
-		old := r.OldSessionID
-		inPlace := old == "" || old == r.SessionID
-		if inPlace {
-			old = ""
-		}
-		count := 0
-		if parts, err := s.o.Sessions.Lineage(context.Background(), r.SessionID); err == nil {
-			count = slices.IndexFunc(parts, func(p sessions.Session) bool { return p.ID == r.SessionID })
-		}
-		s.emit("session:compress", map[string]any{"platform": platform, "session_id": r.SessionID, "old_session_id": old,
-			"in_place": inPlace, "compression_count": max(count, 0)})
 	}
 }
 
