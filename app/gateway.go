@@ -66,6 +66,19 @@ type GatewayDTO struct {
 	Host      *HostDTO     `json:"host"`
 	Adapters  []AdapterDTO `json:"adapters"`
 	Refusals  []RefusalDTO `json:"refusals"`
+	// Hooks are the gateway event hooks (<home>/hooks/*/HOOK.yaml and
+	// handler.py) it loads when it starts; HookProblems why others are left
+	// out.
+	Hooks        []GatewayHookDTO `json:"hooks"`
+	HookProblems []string         `json:"hook_problems"`
+}
+
+// GatewayHookDTO is one gateway event hook.
+type GatewayHookDTO struct {
+	Folder      string   `json:"folder"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Events      []string `json:"events"`
 }
 
 // RetryRequest names the platform whose failed replies go out again ("" all).
@@ -100,6 +113,10 @@ func (g *Gateway) Status() (GatewayDTO, error) {
 	}
 	for i, x := range r.Refusals {
 		out.Refusals[i] = RefusalDTO(x)
+	}
+	out.Hooks, out.HookProblems = make([]GatewayHookDTO, len(r.Hooks)), r.HookProblems
+	for i, h := range r.Hooks {
+		out.Hooks[i] = GatewayHookDTO(h)
 	}
 	return out, nil
 }

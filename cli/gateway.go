@@ -128,6 +128,15 @@ func printGateway(w io.Writer, rep stack.GatewayReport) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", a.Platform, a.State, dash(detail), a.Received, a.Sent, a.Pending, a.Failed,
 			allowed, dash(clipText(a.LastError, 80)))
 	}
+	if len(rep.Hooks)+len(rep.HookProblems) > 0 {
+		fmt.Fprintln(w, "\nEVENT HOOK\tEVENTS")
+		for _, h := range rep.Hooks {
+			fmt.Fprintf(w, "%s\t%s\n", h.Folder, strings.Join(h.Events, ", "))
+		}
+		for _, p := range rep.HookProblems {
+			fmt.Fprintf(w, "left out: %s\n", p)
+		}
+	}
 	if len(rep.Refusals) > 0 {
 		fmt.Fprintln(w, "\nREFUSED\tUSER\tNAME\tCHAT\tTIMES\tLAST")
 		for _, x := range rep.Refusals {

@@ -234,8 +234,9 @@ func TestGatewayRunAsksTheSenderToApprove(t *testing.T) {
 // command:* (with session:end and session:reset after /new), with the
 // documented context keys and the gateway's environment. A folder without
 // handler.py is left out silently; one whose handler fails at import, or
-// whose HOOK.yaml names no events, is left out with a log line; the
-// gateway answers all the same.
+// whose HOOK.yaml names no events, is left out with a log line (`gateway
+// status` lists the hooks and the latter); the gateway answers all the
+// same.
 func TestGatewayEventHooksOfTheFamiliarAgent(t *testing.T) {
 	needPython(t)
 	t.Parallel()
@@ -346,6 +347,24 @@ async def handle(event_type: str, context: dict):
 	if got[7]["session_key"] != got[1]["session_key"] || got[8]["session_key"] != got[1]["session_key"] {
 		t.Fatalf("session:end / session:reset: %v %v", got[7], got[8])
 	}
+	// gateway status lists what the gateway loads, and what it leaves out.
+	var rep struct {
+		Hooks []struct {
+			Folder string   `json:"folder"`
+			Events []string `json:"events"`
+		} `json:"hooks"`
+		Problems []string `json:"hook_problems"`
+	}
+	st := atrium(t, home, "gateway", "status", "--json")
+	if err := json.Unmarshal([]byte(st.stdout), &rep); err != nil || len(rep.Hooks) != 2 || rep.Hooks[0].Folder != "broken" ||
+		rep.Hooks[1].Folder != "my-hook" || len(rep.Hooks[1].Events) != 8 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "no-events") {
+		t.Fatalf("gateway status: %v %+v", err, rep)
+	}
+	if st := atrium(t, home, "gateway", "status"); !strings.Contains(st.stdout, "my-hook") || !strings.Contains(st.stdout, "left out: gateway hook no-events") {
+		t.Fatalf("gateway status: %s", st.stdout)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM) // it hosts the profile's plugins until it ends
+	_ = cmd.Wait()
 	out := logs.String()
 	for _, w := range []string{"gateway hook not loaded", "broken", "not today", "no-events", "names no events"} {
 		if !strings.Contains(out, w) {

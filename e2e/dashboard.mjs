@@ -9,7 +9,7 @@
 
 import { execFile, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -270,6 +270,20 @@ async function main() {
       // a shell hook nobody approved: listed, never run, not approvable from a browser
       `hooks:\n  on_session_delete:\n    - command: ./never-approved.sh\n`,
   );
+
+  // a gateway event hook of the familiar agent (HOOK.yaml + handler.py),
+  // and one left out (it names no events)
+  mkdirSync(join(home, 'hooks', 'activity'), { recursive: true });
+  writeFileSync(join(home, 'hooks', 'activity', 'HOOK.yaml'), 'name: activity\ndescription: Log the agent\'s activity\nevents: [agent:start, agent:end]\n');
+  writeFileSync(
+    join(home, 'hooks', 'activity', 'handler.py'),
+    'import json, os\n\nasync def handle(event_type, context):\n' +
+      '    with open(os.path.join(os.environ["HERMES_HOME"], "activity.jsonl"), "a") as f:\n' +
+      '        f.write(json.dumps({"event": event_type, **context}) + "\\n")\n',
+  );
+  mkdirSync(join(home, 'hooks', 'idle'), { recursive: true });
+  writeFileSync(join(home, 'hooks', 'idle', 'HOOK.yaml'), 'name: idle\nevents: []\n');
+  writeFileSync(join(home, 'hooks', 'idle', 'handler.py'), 'def handle(event_type, context):\n    pass\n');
 
   // a guard plugin for the agent-plugin API, unchanged, that wants a
   // person to approve read_notes (the tool of hermes-notes) with {"ask": true}
@@ -1019,7 +1033,17 @@ async function main() {
     await refusals.filter({ hasText: 'u-mallory' }).waitFor({ timeout: 10_000 });
     const rowText = (await page.locator('[data-testid=adapter-bridge]').innerText()).replace(/\s+/g, ' ');
     assert(/u-alice/.test(rowText) && /3 in/.test(rowText), `adapter row: ${rowText}`);
-    await page.screenshot({ path: join(artifacts, 'dashboard-gateway.png') });
+    // The event hooks: the one loaded heard Alice's message; the other is left out, saying why.
+    const hookRow = await page.locator('[data-testid=event-hooks] tr[data-hook=activity]').innerText();
+    assert(/agent:start/.test(hookRow) && /agent:end/.test(hookRow), `event hook row: ${hookRow}`);
+    const problem = await page.locator('[data-testid=event-hook-problem]').innerText();
+    assert(/idle/.test(problem) && /names no events/.test(problem), `event hook problem: ${problem}`);
+    const heard = readFileSync(join(home, 'activity.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const alice = heard.filter((e) => e.user_id === 'u-alice' && e.platform === 'bridge');
+    eq(alice.map((e) => e.event).join(' '), 'agent:start agent:end', "the hook heard Alice's message");
+    assert(alice[0].message === 'Hello from the bridge' && /Hello from the bridge/.test(alice[1].response), `agent:end: ${JSON.stringify(alice[1])}`);
+    await page.locator('[data-testid=event-hooks]').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'dashboard-gateway.png'), fullPage: true });
     eq(replies.filter((r) => r.chat_id === 'chat-u-mallory').length, 1, 'refusals sent');
     return rowText;
   });

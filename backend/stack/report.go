@@ -2,13 +2,13 @@ package stack
 
 import (
 	"context"
-
 	"slices"
 	"time"
 
 	"atrium/backend/config"
 	"atrium/backend/cron"
 	"atrium/backend/gateway"
+	"atrium/backend/gatewayhooks"
 	"atrium/backend/hostlock"
 )
 
@@ -38,6 +38,20 @@ type GatewayReport struct {
 	Host      *hostlock.Holder  `json:"host"` // the process running it, nil when none
 	Adapters  []AdapterReport   `json:"adapters"`
 	Refusals  []gateway.Refusal `json:"refusals"`
+	// Hooks are the gateway event hooks of <home>/hooks/ the gateway loads
+	// when it starts; HookProblems why others are left out (read from the
+	// folder now; a handler that fails at import shows in the gateway's
+	// log).
+	Hooks        []EventHookReport `json:"hooks"`
+	HookProblems []string          `json:"hook_problems"`
+}
+
+// EventHookReport is one gateway event hook.
+type EventHookReport struct {
+	Folder      string   `json:"folder"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Events      []string `json:"events"`
 }
 
 // NotRunning is an adapter's state when no process runs the gateway.
@@ -107,6 +121,14 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 		}
 		c := counts[a.Platform]
 		a.Pending, a.Failed = c.Pending, c.Failed
+	}
+	found, skipped := gatewayhooks.Discover(gatewayhooks.Dir(s.Home))
+	rep.Hooks, rep.HookProblems = []EventHookReport{}, []string{}
+	for _, h := range found {
+		rep.Hooks = append(rep.Hooks, EventHookReport{Folder: h.Folder, Name: h.Name, Description: h.Description, Events: h.Events})
+	}
+	for _, err := range skipped {
+		rep.HookProblems = append(rep.HookProblems, err.Error())
 	}
 	rep.Refusals, err = store.Refusals(ctx, 20)
 	if rep.Refusals == nil {

@@ -104,8 +104,39 @@ export class GatewayView implements View {
           ),
       h('p', { class: 'muted small' }, 'Each was told once that the assistant is private. To let one in, add their id to gateway.<platform>.allowed_users.'),
     );
-    this.body.replaceChildren(card('Adapters', running, h('div', { class: 'table-wrap' }, table)), refused);
+    this.body.replaceChildren(card('Adapters', running, h('div', { class: 'table-wrap' }, table)), refused, eventHooks(g));
   }
+}
+
+/** The gateway event hooks of <home>/hooks/ (the familiar agent's HOOK.yaml + handler.py). */
+function eventHooks(g: GatewayDTO): HTMLElement {
+  const hooks = g.hooks ?? [];
+  const problems = g.hook_problems ?? [];
+  return card(
+    'Event hooks',
+    hooks.length === 0
+      ? h('p', { class: 'muted' }, 'None. A folder in hooks/ beside config.yaml with a HOOK.yaml and a handler.py runs while the gateway runs.')
+      : h(
+          'table',
+          { class: 'plugins', 'data-testid': 'event-hooks' },
+          h('thead', {}, h('tr', {}, ...['Hook', 'Listens to', 'Folder'].map((x) => h('th', {}, x)))),
+          h(
+            'tbody',
+            {},
+            ...hooks.map((x) =>
+              h(
+                'tr',
+                { 'data-hook': x.folder },
+                h('td', {}, h('strong', {}, x.name), x.description ? h('div', { class: 'muted small' }, x.description) : ''),
+                h('td', {}, ...(x.events ?? []).map((e) => h('code', { class: 'chip' }, e))),
+                h('td', {}, h('code', { class: 'selectable' }, `hooks/${x.folder}`)),
+              ),
+            ),
+          ),
+        ),
+    ...problems.map((p) => h('p', { class: 'small danger-text selectable', 'data-testid': 'event-hook-problem' }, p)),
+    h('p', { class: 'muted small' }, 'Loaded when the gateway starts; a handler that fails at import is in its log.'),
+  );
 }
 
 function adapterRow(a: AdapterDTO): HTMLElement {

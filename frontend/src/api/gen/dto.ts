@@ -328,6 +328,21 @@ export interface GatewayDTO {
   host: HostDTO | null;
   adapters: AdapterDTO[] | null;
   refusals: RefusalDTO[] | null;
+  /**
+   * Hooks are the gateway event hooks (<home>/hooks/* /HOOK.yaml and
+   * handler.py) it loads when it starts; HookProblems why others are left
+   * out.
+   */
+  hooks: GatewayHookDTO[] | null;
+  hook_problems: string[] | null;
+}
+
+/** GatewayHookDTO is one gateway event hook. */
+export interface GatewayHookDTO {
+  folder: string;
+  name: string;
+  description: string;
+  events: string[] | null;
 }
 
 /**
