@@ -226,19 +226,31 @@ func (h *Hooks) Start(ctx context.Context) error {
 		}
 		runner = path
 	}
+	// Started side by side: an interpreter takes a moment to start, and
+	// the gateway's adapters wait for them.
+	loaded := make([]bool, len(found))
+	var wg sync.WaitGroup
+	for i, hk := range found {
+		wg.Go(func() {
+			spec, err := h.spec(hk, runner)
+			if err == nil {
+				_, err = h.host.Start(ctx, spec)
+			}
+			if err != nil {
+				h.log.Warn("[hooks] gateway hook not loaded", "hook", hk.Folder, "error", err)
+				_ = h.host.Remove(context.Background(), spec.Name)
+				return
+			}
+			h.log.Info("[hooks] gateway hook loaded", "hook", hk.Folder, "events", strings.Join(hk.Events, ","))
+			loaded[i] = true
+		})
+	}
+	wg.Wait()
 	h.hooks = nil
-	for _, hk := range found {
-		spec, err := h.spec(hk, runner)
-		if err == nil {
-			_, err = h.host.Start(ctx, spec)
+	for i, hk := range found {
+		if loaded[i] {
+			h.hooks = append(h.hooks, hk)
 		}
-		if err != nil {
-			h.log.Warn("[hooks] gateway hook not loaded", "hook", hk.Folder, "error", err)
-			_ = h.host.Remove(context.Background(), spec.Name)
-			continue
-		}
-		h.log.Info("[hooks] gateway hook loaded", "hook", hk.Folder, "events", strings.Join(hk.Events, ","))
-		h.hooks = append(h.hooks, hk)
 	}
 	h.queue, h.done, h.running = make(chan event, QueueSize), make(chan struct{}), true
 	go h.deliver(h.queue, h.done, slices.Clone(h.hooks))
