@@ -11,6 +11,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,6 +30,22 @@ type Inbound struct {
 	ThreadID  string // "" when the platform or the chat has no threads
 	ReplyTo   string // where a threaded reply goes (Slack: the thread's ts)
 	At        time.Time
+	// Reaction is set when this is an emoji reaction, not a message: it
+	// starts no turn, and only the event hooks hear of it.
+	Reaction *Reaction
+}
+
+// Reaction is an emoji reaction a person added to, or removed from, a
+// message the bot can see (Slack's reaction_added and reaction_removed).
+type Reaction struct {
+	Added     bool
+	Name      string // the emoji's name, without colons
+	ItemUser  string // who wrote the message reacted to
+	ItemType  string // message, file, ...
+	MessageTS string // the message's ts
+	TeamID    string
+	EventTS   string
+	Raw       json.RawMessage // the platform's event as it came
 }
 
 // Message is what Send delivers.

@@ -1066,3 +1066,44 @@ func TestAPluginToolLearnsTheSenderAndTheChat(t *testing.T) {
 		t.Fatalf("the tool was called with %v", p)
 	}
 }
+
+// An emoji reaction on Slack starts no turn: the event hooks hear
+// reaction:added and reaction:removed with the familiar agent's keys, once
+// however often Slack delivers it, and nothing of a sender who may not talk
+// to the agent.
+func TestSlackReactionsReachTheEventHooksOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	url := e.startSlack(t, api)
+	added := gatewaytest.SlackReaction("U1", "thumbsup", "C1", "1700000100.000001", "UBOT", true)
+	for range 2 { // Slack retries an event it thinks was not taken
+		if code := gatewaytest.SlackEvent(t, url, slackSecret, added, false); code != 200 {
+			t.Fatalf("reaction_added: %d", code)
+		}
+	}
+	for _, ev := range []map[string]any{gatewaytest.SlackReaction("U9", "eyes", "C1", "1700000100.000001", "UBOT", true),
+		gatewaytest.SlackReaction("U1", "thumbsup", "C1", "1700000100.000001", "UBOT", false)} {
+		if code := gatewaytest.SlackEvent(t, url, slackSecret, ev, false); code != 200 {
+			t.Fatalf("reaction event: %d", code)
+		}
+	}
+	waitFor(t, "reaction:removed", func() bool { return len(e.events.named("reaction:removed")) == 1 })
+	got := e.events.named("reaction:added")
+	if len(got) != 1 {
+		t.Fatalf("reaction:added %d times: %+v", len(got), got)
+	}
+	a := got[0]
+	raw, _ := a["raw_event"].(map[string]any)
+	if a["platform"] != "slack" || a["reaction"] != "thumbsup" || a["user_id"] != "U1" || a["item_user_id"] != "UBOT" || a["item_type"] != "message" ||
+		a["channel_id"] != "C1" || a["message_ts"] != "1700000100.000001" || a["team_id"] != "T1" || a["event_ts"] == "" || raw["type"] != "reaction_added" {
+		t.Fatalf("reaction:added: %+v", a)
+	}
+	if r := e.events.named("reaction:removed")[0]; r["reaction"] != "thumbsup" || r["user_id"] != "U1" {
+		t.Fatalf("reaction:removed: %+v", r)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM sessions`); n != 0 || len(api.Texts()) != 0 {
+		t.Fatalf("a reaction started a conversation: %d sessions, sent %v", n, api.Texts())
+	}
+	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
+}

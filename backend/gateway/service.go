@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -271,6 +272,10 @@ func SessionKey(platform string, src hooks.Source) string {
 
 // accept queues a message behind the earlier ones of its conversation.
 func (s *Service) accept(c Configured, m Inbound) {
+	if m.Reaction != nil {
+		s.reacted(c, m)
+		return
+	}
 	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
 	key := SessionKey(c.Adapter.Platform(), src)
 	if s.answerApproval(c, key, m) || s.stopTurn(c, key, m) {
@@ -485,6 +490,31 @@ func (s *Service) told(platform, key, sid, text, cmd string, isCmd bool, agent m
 		s.emit("session:end", who)
 		s.emit("session:reset", maps.Clone(who))
 	}
+}
+
+// reacted tells the event hooks of an emoji reaction (reaction:added,
+// reaction:removed), once however often the platform delivers it; from a
+// sender who may not talk to the agent, nothing (deny by default).
+func (s *Service) reacted(c Configured, m Inbound) {
+	if s.o.Hooks == nil || !c.Access.Allows(m.UserID, m.ChatID) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	platform := c.Adapter.Platform()
+	if taken, err := s.store.Take(ctx, platform, m.EventID); err != nil || !taken {
+		return
+	}
+	r := m.Reaction
+	name := "reaction:removed"
+	if r.Added {
+		name = "reaction:added"
+	}
+	var raw any
+	_ = json.Unmarshal(r.Raw, &raw)
+	s.emit(name, map[string]any{"platform": platform, "reaction": r.Name, "user_id": m.UserID, "item_user_id": r.ItemUser,
+		"item_type": r.ItemType, "channel_id": m.ChatID, "message_ts": r.MessageTS, "team_id": r.TeamID, "event_ts": r.EventTS,
+		"raw_event": raw})
 }
 
 // compressed tells the event hooks that a compaction changed a

@@ -233,7 +233,11 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(slackevents.ChallengeResponse{Challenge: v.Challenge})
 		return
 	case slackevents.CallbackEvent:
-		if m, ok := s.inbound(ev); ok {
+		m, ok := s.inbound(ev)
+		if !ok {
+			m, ok = s.reaction(ev, body)
+		}
+		if ok {
 			select {
 			case s.events <- m:
 			default:
@@ -287,6 +291,39 @@ func (s *Slack) inbound(ev slackevents.EventsAPIEvent) (Inbound, bool) {
 		m.At = time.Unix(sec, 0).UTC()
 	}
 	return m, m.Text != ""
+}
+
+// reaction turns a reaction_added or reaction_removed callback into an
+// Inbound that carries it (for the event hooks), or false.
+func (s *Slack) reaction(ev slackevents.EventsAPIEvent, body []byte) (Inbound, bool) {
+	var r Reaction
+	var e slackevents.ReactionAddedEvent
+	switch x := ev.InnerEvent.Data.(type) {
+	case *slackevents.ReactionAddedEvent:
+		e, r.Added = *x, true
+	case *slackevents.ReactionRemovedEvent:
+		e = slackevents.ReactionAddedEvent(*x)
+	default:
+		return Inbound{}, false
+	}
+	s.mu.Lock()
+	bot := s.botID
+	s.mu.Unlock()
+	if e.User == "" || e.User == bot {
+		return Inbound{}, false
+	}
+	var outer struct {
+		EventID string          `json:"event_id"`
+		Event   json.RawMessage `json:"event"`
+	}
+	_ = json.Unmarshal(body, &outer)
+	r.Name, r.ItemUser, r.ItemType, r.MessageTS, r.TeamID, r.EventTS, r.Raw = e.Reaction, e.ItemUser, e.Item.Type, e.Item.Timestamp,
+		ev.TeamID, e.EventTimestamp, outer.Event
+	id := outer.EventID
+	if id == "" {
+		id = fmt.Sprintf("reaction:%s:%s:%s:%s:%t:%s", e.Item.Channel, e.Item.Timestamp, e.User, e.Reaction, r.Added, e.EventTimestamp)
+	}
+	return Inbound{EventID: id, UserID: e.User, ChatID: e.Item.Channel, MessageID: e.Item.Timestamp, Reaction: &r, At: time.Now().UTC()}, true
 }
 
 func slackChatType(t string) string {

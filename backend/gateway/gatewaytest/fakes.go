@@ -367,3 +367,19 @@ func SlackMessage(user, channel, channelType, text string) map[string]any {
 		"event_id": fmt.Sprintf("Ev%06d", n), "event_time": time.Now().Unix(),
 		"event": map[string]any{"type": "message", "user": user, "text": text, "ts": ts, "channel": channel, "channel_type": channelType, "event_ts": ts}}
 }
+
+// SlackReaction is a reaction_added (or, added false, reaction_removed)
+// event callback: user reacted with name to the message at ts in channel,
+// which itemUser wrote.
+func SlackReaction(user, name, channel, ts, itemUser string, added bool) map[string]any {
+	n := slackSeq.Add(1)
+	kind := "reaction_removed"
+	if added {
+		kind = "reaction_added"
+	}
+	ets := fmt.Sprintf("1700000200.%06d", n)
+	return map[string]any{"token": "verification-token-unused", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+		"event_id": fmt.Sprintf("Ev%06d", n), "event_time": time.Now().Unix(),
+		"event": map[string]any{"type": kind, "user": user, "reaction": name, "item_user": itemUser,
+			"item": map[string]any{"type": "message", "channel": channel, "ts": ts}, "event_ts": ets}}
+}
