@@ -108,7 +108,9 @@ func (r *runner) chatCmd() *cobra.Command {
 						actx, cancel := context.WithTimeoutCause(ctx, limit, turns.ErrNoAnswer)
 						defer cancel()
 						answer, err := ask(actx, a)
-						if ctx.Err() == nil && errors.Is(context.Cause(actx), turns.ErrNoAnswer) {
+						// An answer given as time ran out counts (an "always"
+						// it carried is kept already).
+						if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), turns.ErrNoAnswer) {
 							fmt.Fprintf(r.env.Stdout, "no answer within %s: %s was not run\n", limit, a.ToolName)
 							return turns.AnswerDeny, turns.ErrNoAnswer
 						}
