@@ -235,8 +235,9 @@ func TestGatewayRunAsksTheSenderToApprove(t *testing.T) {
 // documented context keys and the gateway's environment. A folder without
 // handler.py is left out silently; one whose handler fails at import, or
 // whose HOOK.yaml names no events, is left out with a log line (`gateway
-// status` lists the hooks and the latter); the gateway answers all the
-// same.
+// status` lists the hooks and the latter; `hooks doctor` also finds a
+// handler with a syntax error or no handle, without running it); the
+// gateway answers all the same.
 func TestGatewayEventHooksOfTheFamiliarAgent(t *testing.T) {
 	needPython(t)
 	t.Parallel()
@@ -278,6 +279,10 @@ async def handle(event_type: str, context: dict):
 	write("hooks/no-handler/HOOK.yaml", "name: no-handler\nevents: [agent:start]\n")
 	write("hooks/no-events/HOOK.yaml", "name: no-events\nevents: []\n")
 	write("hooks/no-events/handler.py", "def handle(event_type, context):\n    pass\n")
+	write("hooks/syntax/HOOK.yaml", "events: [agent:end]\n")
+	write("hooks/syntax/handler.py", "def handle(event_type, context:\n    pass\n")
+	write("hooks/no-handle/HOOK.yaml", "events: [agent:end]\n")
+	write("hooks/no-handle/handler.py", "def on_event(event_type, context):\n    pass\n")
 	logFile := filepath.Join(person, ".hermes", "hooks", "my-hook", "activity.log")
 	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
 		t.Fatal(err)
@@ -356,9 +361,17 @@ async def handle(event_type: str, context: dict):
 		Problems []string `json:"hook_problems"`
 	}
 	st := atrium(t, home, "gateway", "status", "--json")
-	if err := json.Unmarshal([]byte(st.stdout), &rep); err != nil || len(rep.Hooks) != 2 || rep.Hooks[0].Folder != "broken" ||
+	if err := json.Unmarshal([]byte(st.stdout), &rep); err != nil || len(rep.Hooks) != 4 || rep.Hooks[0].Folder != "broken" ||
 		rep.Hooks[1].Folder != "my-hook" || len(rep.Hooks[1].Events) != 8 || len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "no-events") {
 		t.Fatalf("gateway status: %v %+v", err, rep)
+	}
+	// hooks doctor reads the handlers without running them.
+	doc := atriumExec(t, home, "", nil, "hooks", "doctor")
+	if doc.code != 5 || !strings.Contains(doc.stdout, "4 gateway event hook(s)") || !strings.Contains(doc.stdout, "syntax/handler.py syntax error at line 1") ||
+		!strings.Contains(doc.stdout, "no-handle/handler.py has no handle(event_type, context) function") ||
+		!strings.Contains(doc.stdout, "no-events/HOOK.yaml names no events") || !strings.Contains(doc.stdout, "broken/handler.py has no handle") ||
+		strings.Contains(doc.stdout, "my-hook/") {
+		t.Fatalf("hooks doctor: %+v", doc)
 	}
 	if st := atrium(t, home, "gateway", "status"); !strings.Contains(st.stdout, "my-hook") || !strings.Contains(st.stdout, "left out: gateway hook no-events") {
 		t.Fatalf("gateway status: %s", st.stdout)

@@ -16,6 +16,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/gatewayhooks"
 	"atrium/backend/hooks"
 	"atrium/backend/plugins"
 	"atrium/backend/shellhooks"
@@ -437,7 +438,7 @@ type doctorFinding struct {
 func (r *runner) hooksDoctorCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the shell hooks: config, approvals, scripts, and what the running plugin host really registered",
+		Short: "Check the shell hooks (config, approvals, scripts, what the running plugin host really registered) and the gateway event hooks",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			e, err := r.hookEnv()
@@ -491,9 +492,23 @@ func (r *runner) hooksDoctorCmd() *cobra.Command {
 						Problem: fmt.Sprintf("registered in %s (pid %d) but no longer configured: it runs until that process looks again", l.Process, l.PID)})
 				}
 			}
-			out := map[string]any{"hooks": len(rows), "hosts": hosts, "problems": findings}
+			// The gateway event hooks of <home>/hooks/: what the gateway
+			// leaves out, and handlers that could not load (read, not run).
+			found, skipped := gatewayhooks.Discover(gatewayhooks.Dir(e.home))
+			for _, err := range skipped {
+				findings = append(findings, doctorFinding{Event: "gateway hook", Problem: err.Error()})
+			}
+			for _, h := range found {
+				if err := gatewayhooks.Check(cmd.Context(), "", h); err != nil {
+					findings = append(findings, doctorFinding{Event: "gateway hook", Command: "hooks/" + h.Folder, Problem: err.Error()})
+				}
+			}
+			out := map[string]any{"hooks": len(rows), "gateway_hooks": len(found), "hosts": hosts, "problems": findings}
 			err = r.print(out, func(w io.Writer) {
 				fmt.Fprintf(w, "%d shell hook(s) configured in %s\n", len(rows), e.home.ConfigPath())
+				if len(found)+len(skipped) > 0 {
+					fmt.Fprintf(w, "%d gateway event hook(s) in %s\n", len(found), gatewayhooks.Dir(e.home))
+				}
 				if len(hosts) == 0 {
 					fmt.Fprintln(w, "no plugin host runs now: approved hooks are registered when a command that fires them starts one")
 				} else {
@@ -511,7 +526,7 @@ func (r *runner) hooksDoctorCmd() *cobra.Command {
 				}
 			})
 			if err == nil && len(findings) > 0 {
-				return apperr.New(apperr.Rejected, "%d problem(s) with shell hooks", len(findings))
+				return apperr.New(apperr.Rejected, "%d problem(s) with the hooks", len(findings))
 			}
 			return err
 		},

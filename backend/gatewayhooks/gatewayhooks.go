@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -153,6 +154,60 @@ func read(dir string) (h Hook, err error) {
 	}
 	h.Description, _ = raw["description"].(string)
 	return h, nil
+}
+
+// checkScript reads a handler.py without running it: a syntax error, or no
+// top-level handle (a function, an assignment or an import of that name),
+// is printed and the exit code is 3.
+const checkScript = `import ast, sys
+path = sys.argv[1]
+try:
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+except SyntaxError as e:
+    print("syntax error at line %s: %s" % (e.lineno, e.msg)); sys.exit(3)
+except (OSError, UnicodeDecodeError, ValueError) as e:
+    print("cannot be read: %s" % e); sys.exit(3)
+names = set()
+for n in tree.body:
+    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        names.add(n.name)
+    elif isinstance(n, ast.Assign):
+        names.update(t.id for t in n.targets if isinstance(t, ast.Name))
+    elif isinstance(n, ast.ImportFrom):
+        names.update(a.asname or a.name for a in n.names)
+if "handle" not in names:
+    print("has no handle(event_type, context) function"); sys.exit(3)
+`
+
+// Check reads a hook's handler.py with python without running it, and
+// says what would keep it from loading that can be seen so: a syntax
+// error, no handle. What its import does when it runs is seen only by the
+// gateway (its log).
+func Check(ctx context.Context, python string, h Hook) error {
+	if python == "" {
+		python = "python3"
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, python, "-I", "-c", checkScript, filepath.Join(h.Dir, HandlerFile)).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 3 {
+		return fmt.Errorf("%s/%s %s", h.Folder, HandlerFile, clip(out))
+	}
+	return fmt.Errorf("%s/%s could not be checked with %s: %v %s", h.Folder, HandlerFile, python, err, clip(out))
+}
+
+// clip is a program's output for one line of a report.
+func clip(out []byte) string {
+	s := strings.Join(strings.Fields(string(out)), " ")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
 }
 
 // Options configure Hooks.

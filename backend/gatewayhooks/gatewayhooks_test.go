@@ -143,8 +143,6 @@ func TestHooksAreBoundedAndKeepTheirOrder(t *testing.T) {
 	root := t.TempDir()
 	home := config.Home{Root: root, Dir: root, Profile: "default"}
 	out := filepath.Join(root, "seen.jsonl")
-	q, _ := json.Marshal(out)
-	quoted := string(q) // a Python string literal too
 	write(t, filepath.Join(gatewayhooks.Dir(home), "slow", gatewayhooks.ManifestFile), "events: [agent:*]\n")
 	write(t, filepath.Join(gatewayhooks.Dir(home), "slow", gatewayhooks.HandlerFile), `import json, os, time
 
@@ -153,7 +151,7 @@ def handle(event_type, context):
         time.sleep(30)
     if context.get("raise"):
         raise ValueError("no such thing")
-    with open(`+quoted+`, "a") as f:
+    with open(`+pyString(out)+`, "a") as f:
         f.write(json.dumps({"event": event_type, "n": context.get("n")}) + "\n")
 `)
 	logs := &logBuf{}
@@ -209,4 +207,41 @@ def handle(event_type, context):
 			t.Errorf("the log lacks %q:\n%s", want, text)
 		}
 	}
+}
+
+// Check reads a handler without running it: a handle defined, async,
+// assigned or imported is fine; a syntax error or no handle is said, with
+// the line; a handler that would raise at import is not run.
+func TestCheckReadsAHandlerWithoutRunningIt(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	for name, c := range map[string]struct{ src, want string }{
+		"plain":    {"def handle(event_type, context):\n    pass\n", ""},
+		"async":    {"async def handle(event_type, context):\n    pass\n", ""},
+		"assigned": {"def _h(e, c):\n    pass\nhandle = _h\n", ""},
+		"imported": {"from somewhere import handle\n", ""},
+		"side":     {"open(" + pyString(ran) + ", 'w').write('x')\ndef handle(e, c):\n    pass\n", ""},
+		"syntax":   {"def handle(e, c:\n    pass\n", "syntax/handler.py syntax error at line 1"},
+		"nested":   {"class X:\n    def handle(self, e, c):\n        pass\n", "nested/handler.py has no handle(event_type, context) function"},
+		"latin1":   {"\xff\xfe\x00", "latin1/handler.py cannot be read"},
+	} {
+		write(t, filepath.Join(dir, name, gatewayhooks.HandlerFile), c.src)
+		err := gatewayhooks.Check(context.Background(), "", gatewayhooks.Hook{Folder: name, Dir: filepath.Join(dir, name)})
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("Check ran a handler's code")
+	}
+}
+
+// pyString is s as a Python string literal (a JSON string is one).
+func pyString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
