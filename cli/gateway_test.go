@@ -244,16 +244,7 @@ func TestGatewayEventHooksOfTheFamiliarAgent(t *testing.T) {
 	tg := gatewaytest.NewTelegram(t, cliTGToken)
 	home, person := t.TempDir(), t.TempDir()
 	cfg := fmt.Sprintf("gateway:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", tg.URL)
-	write := func(rel, text string) {
-		t.Helper()
-		path := filepath.Join(home, rel)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(rel, text string) { writeUnder(t, home, rel, text) }
 	write("config.yaml", cfg)
 	write("hooks/my-hook/HOOK.yaml", "name: my-hook\ndescription: Log all agent activity to a file\nevents:\n  - gateway:startup\n  - session:start\n  - agent:start\n  - agent:step\n  - agent:end\n  - command:*\n  - session:end\n  - session:reset\n")
 	write("hooks/my-hook/handler.py", `import json
@@ -391,5 +382,67 @@ async def handle(event_type: str, context: dict):
 		t.Log(out)
 		data, _ := os.ReadFile(logFile)
 		t.Log(string(data))
+	}
+}
+
+// `hooks test EVENT` hands a gateway event's sample context (with
+// --payload's fields) to the gateway event hooks that listen to it, each
+// in its own process as the gateway runs them, and says how each took it:
+// a handler that raises fails the command with its error; a hook that
+// listens to other events is not started; an event nobody listens to is
+// not found.
+func TestHooksTestHandsAGatewayEventToItsHooks(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	home := t.TempDir()
+	write := func(rel, text string) { writeUnder(t, home, rel, text) }
+	seen := filepath.Join(home, "seen.jsonl")
+	write("hooks/logger/HOOK.yaml", "events: [agent:start, command:*]\n")
+	write("hooks/logger/handler.py", `import json, os
+
+async def handle(event_type, context):
+    with open(os.path.join(os.environ["HERMES_HOME"], "seen.jsonl"), "a") as f:
+        f.write(json.dumps({"event": event_type, **context}) + "\n")
+`)
+	write("hooks/raising/HOOK.yaml", "events: [agent:start]\n")
+	write("hooks/raising/handler.py", "def handle(event_type, context):\n    raise ValueError('nope')\n")
+	write("hooks/other/HOOK.yaml", "events: [session:start]\n")
+	write("hooks/other/handler.py", "import os\nopen(os.path.join(os.environ['HERMES_HOME'], 'other-started'), 'w').close()\ndef handle(e, c):\n    pass\n")
+	r := atriumExec(t, home, "", nil, "hooks", "test", "agent:start", "--payload", `{"message": "hi there"}`)
+	if r.code != 5 || !strings.Contains(r.stdout, "agent:start → gateway hook logger (agent:start)\n  handled in") ||
+		!strings.Contains(r.stdout, "agent:start → gateway hook raising (agent:start)\n  failed after") || !strings.Contains(r.stdout, "ValueError: nope") ||
+		!strings.Contains(r.stderr, "1 of 2 gateway hook(s) failed") {
+		t.Fatalf("hooks test agent:start: %+v", r)
+	}
+	data, _ := os.ReadFile(seen)
+	var got map[string]any
+	if err := json.Unmarshal(data, &got); err != nil || got["event"] != "agent:start" || got["message"] != "hi there" || got["platform"] != "test" ||
+		got["session_id"] != "test-session" || got["chat_type"] != "dm" {
+		t.Fatalf("the hook got %s (%v)", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "other-started")); err == nil {
+		t.Fatal("a hook that listens to other events was started")
+	}
+	var results []struct {
+		Hook, Pattern, Error string
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "hooks", "test", "command:new", "--json"), &results)
+	if len(results) != 1 || results[0].Hook != "logger" || results[0].Pattern != "command:*" || results[0].Error != "" {
+		t.Fatalf("hooks test command:new: %+v", results)
+	}
+	if r := atriumExec(t, home, "", nil, "hooks", "test", "session:compress"); r.code != 3 || !strings.Contains(r.stderr, "no gateway event hook") {
+		t.Fatalf("an event nobody listens to: %+v", r)
+	}
+}
+
+// writeUnder writes text to rel under root, making its folders.
+func writeUnder(t *testing.T, root, rel, text string) {
+	t.Helper()
+	path := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

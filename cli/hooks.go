@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/plugins"
 	"atrium/backend/shellhooks"
+	"atrium/backend/stack"
 	"atrium/backend/webhooks"
 )
 
@@ -308,9 +310,13 @@ func (r *runner) hooksTestCmd() *cobra.Command {
 		Short: "Run the shell hooks of one event now with a sample payload, and show what each answered",
 		Long: "Run the shell hooks configured for EVENT (Atrium's hook name or Claude Code's event name) once, as they run\n" +
 			"in earnest: the same stdin, timeout and reading of the answer. Approval is not needed to test. --payload\n" +
-			"adds or replaces payload fields (a JSON object).",
+			"adds or replaces payload fields (a JSON object). For a gateway event (agent:start, command:new, ...), the\n" +
+			"gateway event hooks that listen to it get a sample context, as the running gateway would hand it.",
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if gatewayhooks.IsEvent(args[0]) {
+				return r.testGatewayHooks(cmd, args[0], payload)
+			}
 			e, err := r.hookEnv()
 			if err != nil {
 				return err
@@ -426,6 +432,53 @@ func (r *runner) hooksTestCmd() *cobra.Command {
 	c.Flags().StringVar(&tool, "tool", "echo", "tool name of a tool hook's sample payload")
 	c.Flags().StringVar(&payload, "payload", "", "JSON object of payload fields to add or replace")
 	return c
+}
+
+// testGatewayHooks hands a sample context of a gateway event to the
+// gateway event hooks that listen to it, each in a process of its own as
+// the gateway runs them, and shows how each took it.
+func (r *runner) testGatewayHooks(cmd *cobra.Command, event, payload string) error {
+	kv, _ := gatewayhooks.Sample(event)
+	if payload != "" {
+		var extra map[string]any
+		if err := json.Unmarshal([]byte(payload), &extra); err != nil {
+			return apperr.New(apperr.Invalid, "--payload must be a JSON object: %v", err)
+		}
+		maps.Copy(kv, extra)
+	}
+	return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+		h := gatewayhooks.New(gatewayhooks.Options{Home: st.Home, Bus: st.Bus, Logger: st.Logger(), Timeout: st.Config.HookTimeout(),
+			Only: func(hk gatewayhooks.Hook) bool { _, ok := hk.Takes(event); return ok }})
+		if err := h.Start(ctx); err != nil {
+			return err
+		}
+		defer func() { _ = h.Stop(context.WithoutCancel(ctx)) }()
+		results := h.Deliver(ctx, event, kv)
+		if len(results) == 0 {
+			return apperr.New(apperr.NotFound, "no gateway event hook in %s listens to %s, or none could load (see the warnings above, and `atrium hooks doctor`)",
+				gatewayhooks.Dir(st.Home), event)
+		}
+		failed := 0
+		for _, x := range results {
+			if x.Error != "" {
+				failed++
+			}
+		}
+		err := r.print(results, func(w io.Writer) {
+			for _, x := range results {
+				fmt.Fprintf(w, "%s → gateway hook %s (%s)\n", event, x.Hook, x.Pattern)
+				if x.Error != "" {
+					fmt.Fprintf(w, "  failed after %s: %s\n", x.Elapsed.Round(time.Millisecond), x.Error)
+				} else {
+					fmt.Fprintf(w, "  handled in %s\n", x.Elapsed.Round(time.Millisecond))
+				}
+			}
+		})
+		if err == nil && failed > 0 {
+			return apperr.New(apperr.Rejected, "%d of %d gateway hook(s) failed", failed, len(results))
+		}
+		return err
+	})
 }
 
 // doctorFinding is one problem `hooks doctor` found.

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,6 +222,9 @@ type Options struct {
 	Timeout time.Duration
 	// Tune adjusts the process host (tests).
 	Tune func(*proc.Host)
+	// Only, when set, picks the hooks to start (`hooks test` starts those
+	// of one event).
+	Only func(Hook) bool
 }
 
 // Hooks are the gateway hooks one gateway runs.
@@ -260,6 +264,9 @@ func New(o Options) *Hooks {
 // fails: a broken hook must not keep the gateway from starting.
 func (h *Hooks) Start(ctx context.Context) error {
 	found, skipped := Discover(Dir(h.o.Home))
+	if h.o.Only != nil {
+		found = slices.DeleteFunc(found, func(hk Hook) bool { return !h.o.Only(hk) })
+	}
 	for _, err := range skipped {
 		h.log.Warn("[hooks] " + err.Error())
 	}
@@ -364,22 +371,108 @@ func (h *Hooks) deliver(queue <-chan event, done chan<- struct{}, list []Hook) {
 	defer close(done)
 	for ev := range queue {
 		for _, hk := range list {
-			pattern, ok := hk.Takes(ev.name)
-			if !ok {
-				continue
-			}
-			// The host bounds the call by Timeout and ends a process that
-			// overran it (CancelGrace, then a kill): waiting that long here
-			// keeps the next event from reaching a process on its way out.
-			ctx, cancel := context.WithTimeout(context.Background(), h.o.Timeout+proc.CancelGrace+5*time.Second)
-			_, err := h.o.Bus.CallCapability(ctx, hk.Plugin(), hooks.CapSubscription, pattern, "deliver",
-				map[string]any{"payload": map[string]any{"event_type": ev.name, "context": ev.ctx}})
-			cancel()
-			if err != nil {
-				h.log.Warn("[hooks] gateway hook failed", "hook", hk.Folder, "event", ev.name, "error", err)
+			if pattern, ok := hk.Takes(ev.name); ok {
+				if err := h.call(context.Background(), hk, pattern, ev); err != nil {
+					h.log.Warn("[hooks] gateway hook failed", "hook", hk.Folder, "event", ev.name, "error", err)
+				}
 			}
 		}
 	}
+}
+
+// call hands ev to one hook and waits for its handler.
+func (h *Hooks) call(ctx context.Context, hk Hook, pattern string, ev event) error {
+	// The host bounds the call by Timeout and ends a process that overran
+	// it (CancelGrace, then a kill): waiting that long here keeps the next
+	// event from reaching a process on its way out.
+	ctx, cancel := context.WithTimeout(ctx, h.o.Timeout+proc.CancelGrace+5*time.Second)
+	defer cancel()
+	raw, err := h.o.Bus.CallCapability(ctx, hk.Plugin(), hooks.CapSubscription, pattern, "deliver",
+		map[string]any{"payload": map[string]any{"event_type": ev.name, "context": ev.ctx}})
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Errors []string `json:"errors"`
+	}
+	if json.Unmarshal(raw, &res) == nil && len(res.Errors) > 0 {
+		return fmt.Errorf("handle raised %s", strings.Join(res.Errors, "; "))
+	}
+	return nil
+}
+
+// Result is how one hook took an event Deliver handed it.
+type Result struct {
+	Hook    string        `json:"hook"`    // its folder
+	Pattern string        `json:"pattern"` // the event name it listens to that matched
+	Error   string        `json:"error,omitempty"`
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// Deliver hands event to each running hook that listens to it and waits
+// for their handlers, in order (`hooks test`).
+func (h *Hooks) Deliver(ctx context.Context, name string, kv map[string]any) []Result {
+	var out []Result
+	for _, hk := range h.Running() {
+		pattern, ok := hk.Takes(name)
+		if !ok {
+			continue
+		}
+		start := time.Now()
+		r := Result{Hook: hk.Folder, Pattern: pattern}
+		if err := h.call(ctx, hk, pattern, event{name: name, ctx: kv}); err != nil {
+			r.Error = err.Error()
+		}
+		r.Elapsed = time.Since(start)
+		out = append(out, r)
+	}
+	return out
+}
+
+// IsEvent says whether name is one of the gateway's events (command:<name>
+// for any command).
+func IsEvent(name string) bool {
+	_, ok := Sample(name)
+	return ok
+}
+
+// Sample is a context for event with every key the familiar agent documents
+// for it, filled with test values.
+func Sample(name string) (map[string]any, bool) {
+	who := map[string]any{"platform": "test", "user_id": "test-user"}
+	with := func(kv map[string]any) map[string]any {
+		out := maps.Clone(who)
+		maps.Copy(out, kv)
+		return out
+	}
+	agent := with(map[string]any{"chat_id": "test-chat", "thread_id": "", "chat_type": "dm", "session_id": "test-session",
+		"message": "a test message"})
+	reaction := with(map[string]any{"reaction": "thumbsup", "item_user_id": "test-bot", "item_type": "message",
+		"channel_id": "test-chat", "message_ts": "1700000000.000100", "team_id": "T0", "event_ts": "1700000000.000200", "raw_event": map[string]any{}})
+	switch {
+	case name == "gateway:startup":
+		return map[string]any{"platforms": []string{"test"}}, true
+	case name == "session:start":
+		return with(map[string]any{"session_id": "test-session", "session_key": "test:dm:test-chat"}), true
+	case name == "session:end", name == "session:reset":
+		return with(map[string]any{"session_key": "test:dm:test-chat"}), true
+	case name == "session:compress":
+		return map[string]any{"platform": "test", "session_id": "test-session-2", "old_session_id": "test-session", "in_place": false,
+			"compression_count": 1}, true
+	case name == "agent:start":
+		return agent, true
+	case name == "agent:step":
+		return with(map[string]any{"session_id": "test-session", "iteration": 1, "tool_names": []string{"echo"}}), true
+	case name == "agent:end":
+		end := maps.Clone(agent)
+		end["response"] = "a test response"
+		return end, true
+	case name == "reaction:added", name == "reaction:removed":
+		return reaction, true
+	case strings.HasPrefix(name, "command:") && len(name) > len("command:") && !strings.Contains(name, "*"):
+		return with(map[string]any{"command": strings.TrimPrefix(name, "command:"), "args": ""}), true
+	}
+	return nil, false
 }
 
 // Stop delivers what is queued (bounded by ctx), then stops the processes.

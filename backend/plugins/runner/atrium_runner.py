@@ -1887,14 +1887,15 @@ def _section(section_id, params):
 
 def _deliver(event, params):
     payload = params.get("payload") or {}
-    delivered = 0
+    delivered, errors = 0, []
     for fn in _ctx.subscriptions.get(event, []):
         try:
             _call(fn, copy.deepcopy(payload))
             delivered += 1
         except Exception as exc:  # noqa: BLE001
             _report(event, fn, exc, payload, traceback.format_exc(), surface="event")
-    return {"delivered": delivered}
+            errors.append("%s: %s" % (type(exc).__name__, exc))
+    return {"delivered": delivered, "errors": errors}
 
 
 def _capability(params):
