@@ -1017,6 +1017,13 @@ func TestGatewayNewStopsTheRunningTurn(t *testing.T) {
 	if got := f.SentTexts()[1]; !strings.HasPrefix(got, "Started a new session") {
 		t.Fatalf("/new's answer: %q", got)
 	}
+	// The event hooks hear the stopped turn end (no response), then /new.
+	waitFor(t, "session:reset", func() bool { return len(e.events.named("session:reset")) == 1 })
+	starts, ends := e.events.named("agent:start"), e.events.named("agent:end")
+	if len(starts) != 1 || len(ends) != 1 || ends[0]["response"] != "" || ends[0]["message"] != "use tool echo: hello" ||
+		len(e.events.named("command:new")) != 1 || len(e.events.named("session:end")) != 1 {
+		t.Fatalf("event hooks: %v / %v / %v", starts, ends, e.events.got)
+	}
 }
 
 // guardedChat is a gateway with a Telegram conversation (sender 5) and a

@@ -448,7 +448,10 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	out.SessionID, out.Origin = t.SessionID, "reply"
 	switch {
 	case stopped == turns.StopByReset:
-		return nil // the /new that stopped it answers next
+		// The /new that stopped it answers next; the hooks hear this one
+		// ended (agent:end without a response).
+		s.told(platform, key, sid, text, cmd, isCmd, agent, t, "", nil)
+		return nil
 	case stopped != nil:
 		out.Text, err = StoppedText, nil
 	case err != nil:
