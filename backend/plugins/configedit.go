@@ -28,7 +28,7 @@ func EditConfig(path string, edits ...ConfigEdit) error {
 	return rewriteConfig(path, func(doc yaml.MapSlice) (yaml.MapSlice, error) {
 		for _, e := range edits {
 			var err error
-			if doc, err = editSection(path, doc, e.Section, e.Key, e.Value); err != nil {
+			if doc, err = setPath(path, doc, []string{e.Section, e.Key}, e.Value); err != nil {
 				return nil, err
 			}
 		}
@@ -101,29 +101,6 @@ func keepFileHead(doc yaml.MapSlice, comments yaml.CommentMap, removed string, h
 // keyPath is the comment map's path of a top-level key.
 func keyPath(key string) string {
 	return (&yaml.PathBuilder{}).Root().Child(key).Build().String()
-}
-
-func editSection(path string, doc yaml.MapSlice, section, key string, value any) (yaml.MapSlice, error) {
-	idx := -1
-	for i, it := range doc {
-		if k, _ := it.Key.(string); k == section {
-			idx = i
-		}
-	}
-	var sec yaml.MapSlice
-	if idx >= 0 && doc[idx].Value != nil {
-		var ok bool
-		if sec, ok = doc[idx].Value.(yaml.MapSlice); !ok {
-			return nil, apperr.New(apperr.Invalid, "config %s: %s must be a mapping", path, section)
-		}
-	}
-	sec = setValue(sec, key, value)
-	if idx >= 0 {
-		doc[idx].Value = sec
-	} else {
-		doc = append(doc, yaml.MapItem{Key: section, Value: sec})
-	}
-	return doc, nil
 }
 
 func setValue(s yaml.MapSlice, key string, value any) yaml.MapSlice {

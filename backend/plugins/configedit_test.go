@@ -80,3 +80,19 @@ func TestAnEditKeepsAFileOfCommentsOnly(t *testing.T) {
 		t.Fatalf("the first key removed: %q", data)
 	}
 }
+
+// Removing a key of a section the file does not have changes nothing: no
+// empty section is left behind (`approvals timeout 0` on a fresh file).
+func TestRemovingAKeyOfAMissingSectionWritesNoSection(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte("sessions:\n  trash_days: 7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugins.EditConfig(path, plugins.ConfigEdit{Section: "approvals", Key: "timeout", Value: nil}); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "sessions:\n  trash_days: 7\n" {
+		t.Fatalf("config.yaml: %q", data)
+	}
+}
