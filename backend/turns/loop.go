@@ -47,14 +47,12 @@ type Options struct {
 	// in the same conversation run without asking, while this Loop lives;
 	// AnswerAlways also keeps the rule in Standing.
 	Approve func(ctx context.Context, a Approval) (Answer, error)
-	// ApproveAll runs every call a plugin asks about without asking
-	// anyone, each one logged (a profile's approvals.mode: off comes
-	// through Standing, read at every ask).
-	ApproveAll bool
 	// Standing is the profile's standing approvals (config.yaml's
 	// command_allowlist): a rule it allows runs without asking, on every
 	// surface, scheduled runs included; and its approvals block, read at
-	// every ask. nil: none, and "always" lasts the conversation.
+	// every ask (approvals.mode: off runs every call a plugin asks about
+	// without asking anyone, each one logged). nil: none, and "always"
+	// lasts the conversation.
 	Standing Standing
 	// NoBetweenTurns leaves the soft-threshold compaction after a turn to
 	// the caller: the gateway compacts between messages instead, with

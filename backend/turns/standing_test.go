@@ -233,8 +233,13 @@ func TestApprovalsOffRunsEveryAskUnasked(t *testing.T) {
 			panic(err)
 		}
 	})
+	dir := t.TempDir()
+	home := config.Home{Root: dir, Dir: dir, Profile: "default"}
+	if err := os.WriteFile(home.ConfigPath(), []byte("approvals:\n  mode: off\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, platform := range []string{"desktop", turns.PlatformCron} {
-		o := turns.Options{Provider: llm.OfflineProvider{Window: 100000}, ApproveAll: true}
+		o := turns.Options{Provider: llm.OfflineProvider{Window: 100000}, Standing: approvals.New(home)}
 		if platform != turns.PlatformCron {
 			o.Approve = func(context.Context, turns.Approval) (turns.Answer, error) {
 				t.Errorf("%s: a person was asked", platform)

@@ -329,7 +329,7 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	if l.opts.Standing != nil {
 		approveAll, limit = l.opts.Standing.ApprovalPolicy()
 	}
-	if l.opts.ApproveAll || approveAll {
+	if approveAll {
 		slog.Info("a tool call a plugin asked about ran without asking (approvals.mode: off)", "plugin", d.Plugin,
 			"tool", tool, "rule", key, "session_id", sessionID)
 		return hooks.ToolDecision{Args: d.Args}
