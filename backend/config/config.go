@@ -481,6 +481,17 @@ func Load(path string) (Config, []string, error) {
 	if err != nil {
 		return c, nil, apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
 	}
+	return Parse(data, path)
+}
+
+// Parse is Load of data, the text of the config file at path (named in
+// errors): a text about to be written is held to the same bounds and checks
+// as the file read.
+func Parse(data []byte, path string) (Config, []string, error) {
+	var c Config
+	if len(data) > limits.ConfigBytes {
+		return c, nil, limits.TooLarge(path, int64(len(data)), limits.ConfigBytes, "a config file")
+	}
 	if err := limits.CheckYAMLDepth(data, limits.YAMLDepth, "config "+path); err != nil {
 		return c, nil, err
 	}

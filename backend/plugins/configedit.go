@@ -119,7 +119,8 @@ func setValue(s yaml.MapSlice, key string, value any) yaml.MapSlice {
 	return append(s, yaml.MapItem{Key: key, Value: value})
 }
 
-// writeConfig encodes doc, checks that it loads, and renames it over path.
+// writeConfig encodes doc, checks that it loads as config.yaml, and renames
+// it over path.
 func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap, head []byte) error {
 	out, err := yaml.MarshalWithOptions(doc, yaml.WithComment(comments), yaml.IndentSequence(true))
 	if err != nil {
@@ -131,18 +132,13 @@ func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap, head 
 		}
 		out = append(head, out...)
 	}
-	invalid := false
-	err = writeAtomic(path, out, func(tmp string) error {
-		if _, _, err := config.Load(tmp); err != nil {
-			invalid = true
-			return apperr.Wrap(apperr.Invalid, err, "rewritten config does not load")
-		}
-		return nil
-	})
-	if err != nil && !invalid {
+	if _, _, err := config.Parse(out, path); err != nil {
+		return apperr.Wrap(apperr.Invalid, err, "rewritten config does not load")
+	}
+	if err := writeAtomic(path, out, nil); err != nil {
 		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
 	}
-	return err
+	return nil
 }
 
 // EditConfigPath sets the value at a nested key path (plugins, entries, ID,
