@@ -53,12 +53,8 @@ func (s *Settings) Get() (SettingsDTO, error) {
 	if err != nil {
 		return SettingsDTO{}, err
 	}
-	mode := strings.ToLower(cfg.Approvals.Mode)
-	if mode == "" {
-		mode = config.ApproveManual
-	}
 	return SettingsDTO{HookTimeoutSeconds: cfg.HookTimeout().Seconds(), RetentionDays: cfg.RetentionDays(),
-		ApprovalsMode: &mode, ApprovalTimeoutSeconds: lo.ToPtr(cfg.Approvals.Timeout),
+		ApprovalsMode: lo.ToPtr(cfg.ApprovalsMode()), ApprovalTimeoutSeconds: lo.ToPtr(cfg.Approvals.Timeout),
 		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, TrashDays: lo.ToPtr(cfg.TrashDays()), TrashAutomatic: lo.ToPtr(cfg.TrashAutomatic()),
 		AutoPrune: lo.ToPtr(cfg.Sessions.AutoPrune), Profile: config.StartupProfile(s.home.Root),
 		Profiles: config.Profiles(s.home.Root)}, nil

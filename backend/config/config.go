@@ -219,8 +219,16 @@ const (
 // CronApproves reports whether scheduled runs approve what plugins ask.
 func (c Config) CronApproves() bool { return strings.EqualFold(c.Approvals.CronMode, CronApprove) }
 
+// ApprovalsMode is approvals.mode in lower case, manual when unset.
+func (c Config) ApprovalsMode() string {
+	if c.Approvals.Mode == "" {
+		return ApproveManual
+	}
+	return strings.ToLower(c.Approvals.Mode)
+}
+
 // ApprovalsOff reports whether approvals.mode is off.
-func (c Config) ApprovalsOff() bool { return strings.EqualFold(c.Approvals.Mode, ApproveOff) }
+func (c Config) ApprovalsOff() bool { return c.ApprovalsMode() == ApproveOff }
 
 // ApprovalTimeout is approvals.timeout (0 when unset).
 func (c Config) ApprovalTimeout() time.Duration {
@@ -421,8 +429,8 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("approvals.cron_mode must be deny or approve, not %q", c.Approvals.CronMode)
 	}
-	switch strings.ToLower(c.Approvals.Mode) {
-	case "", ApproveManual, ApproveOff, ApproveSmart:
+	switch c.ApprovalsMode() {
+	case ApproveManual, ApproveOff, ApproveSmart:
 	default:
 		return fmt.Errorf("approvals.mode must be manual, off or smart, not %q", c.Approvals.Mode)
 	}

@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"atrium/backend/compaction"
@@ -90,7 +89,7 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 	}
 	o := turns.Options{Provider: p, Model: model, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve,
 		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing}
-	if strings.EqualFold(s.Config.Approvals.Mode, config.ApproveSmart) {
+	if s.Config.ApprovalsMode() == config.ApproveSmart {
 		s.log.Warn("approvals.mode: smart needs the familiar agent's guardian model, which Atrium has not: a person is asked, as in manual")
 	}
 	if t := s.Config.Model.NativeThreshold; t != nil {
