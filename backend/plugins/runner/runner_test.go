@@ -700,23 +700,13 @@ func TestPythonToolCallsRunSideBySideAndACancelEndsOne(t *testing.T) {
 	}
 
 	// Each call its own conversation.
-	var wg sync.WaitGroup
-	got := map[string]string{}
-	var mu sync.Mutex
-	for _, k := range []string{"telegram:dm:1", "desktop:s2"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := call(bg, "whose", map[string]any{"session_key": k, "platform": strings.Split(k, ":")[0]})
-			if err != nil {
-				t.Error(err)
-			}
-			mu.Lock()
-			got[k] = out
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	got := byConversation(func(k string) string {
+		out, err := call(bg, "whose", map[string]any{"session_key": k, "platform": strings.Split(k, ":")[0]})
+		if err != nil {
+			t.Error(err)
+		}
+		return out
+	})
 	for k, out := range got {
 		if p := strings.Split(k, ":")[0]; out != k+"|"+k+"|"+k+"|"+p {
 			t.Fatalf("%s saw %q", k, out)
@@ -929,24 +919,13 @@ def register(ctx):
 	if got := call("at_load", map[string]any{"args": map[string]any{}}); got != "outer" {
 		t.Fatalf("a child started while the plugin loads: %q", got)
 	}
-	var wg sync.WaitGroup
-	got := map[string]string{}
-	var mu sync.Mutex
-	for _, k := range []string{"telegram:dm:1", "desktop:s2"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			params := map[string]any{"session_key": k, "args": map[string]any{"wait": 0.2}}
-			if strings.HasPrefix(k, "telegram") {
-				params["platform"] = "telegram"
-			}
-			out := call("child", params)
-			mu.Lock()
-			got[k] = out
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	got := byConversation(func(k string) string {
+		params := map[string]any{"session_key": k, "args": map[string]any{"wait": 0.2}}
+		if strings.HasPrefix(k, "telegram") {
+			params["platform"] = "telegram"
+		}
+		return call("child", params)
+	})
 	// The desktop call binds no platform: it reads empty, not the process's.
 	if got["telegram:dm:1"] != "telegram:dm:1|telegram;telegram:dm:1;telegram" || got["desktop:s2"] != "desktop:s2|-;desktop:s2;-" {
 		t.Fatalf("children saw %q", got)
@@ -1107,4 +1086,21 @@ def register(ctx):
 			t.Errorf("the plugin's log lacks %q:\n%s", want, logs)
 		}
 	}
+}
+
+// byConversation runs call for two conversations at once (a chat
+// platform's and the desktop's session keys) and returns what each got.
+func byConversation(call func(sessionKey string) string) map[string]string {
+	keys := []string{"telegram:dm:1", "desktop:s2"}
+	outs := make([]string, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Go(func() { outs[i] = call(k) })
+	}
+	wg.Wait()
+	got := map[string]string{}
+	for i, k := range keys {
+		got[k] = outs[i]
+	}
+	return got
 }
