@@ -14,6 +14,7 @@ import (
 
 	"atrium/backend/db"
 	"atrium/backend/hooks"
+	"atrium/backend/hooks/hookstest"
 	"atrium/backend/sessions/sessionstest"
 )
 
@@ -121,12 +122,8 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 
 func (e *env) delivery(t *testing.T, seq int64) (status, errText string) {
 	t.Helper()
-	var row struct {
-		Status string
-		Error  string
-	}
-	e.DB.Read.Raw(`SELECT status, error FROM hook_deliveries WHERE seq = ? AND subscriber = ?`, seq, "tp").Scan(&row)
-	return row.Status, row.Error
+	d := hookstest.Delivery(t, e.DB, seq, "tp")
+	return d.Status, d.Error
 }
 
 func pidGone(pid int) bool {

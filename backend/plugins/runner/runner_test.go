@@ -18,6 +18,7 @@ import (
 
 	"atrium/backend/db"
 	"atrium/backend/hooks"
+	"atrium/backend/hooks/hookstest"
 	"atrium/backend/plugins/proc"
 	"atrium/backend/plugins/runner"
 	"atrium/backend/sessions"
@@ -277,11 +278,7 @@ func TestPythonRaisingAndAsyncObservers(t *testing.T) {
 	bad := e.emit(t, hooks.OnSessionDelete, hooks.SessionDelete{SessionID: "s1", Reason: "delete", Profile: "default", DeletedIDs: []string{"s1"}})
 	e.emit(t, hooks.OnSessionReset, hooks.SessionReset{OldSessionID: "s0", SessionID: "s9", Platform: "cli"})
 	e.flush(t)
-	var row struct {
-		Status string
-		Error  string
-	}
-	e.DB.Read.Raw(`SELECT status, error FROM hook_deliveries WHERE seq = ? AND subscriber = 'memory'`, bad.Seq).Scan(&row)
+	row := hookstest.Delivery(t, e.DB, bad.Seq, "memory")
 	if row.Status != "failed" || !strings.Contains(row.Error, "ValueError: kaboom") || !strings.Contains(row.Error, "Traceback") {
 		t.Fatalf("raising observer: %+v", row)
 	}
@@ -816,9 +813,8 @@ def register(ctx):
 	next := e.emit(t, hooks.OnSessionEnd, map[string]any{"session_id": "next"})
 	e.flush(t)
 	status := func(ev hooks.Event) (st, msg string) {
-		var row struct{ Status, Error string }
-		e.DB.Read.Raw(`SELECT status, error FROM hook_deliveries WHERE seq = ? AND subscriber = ?`, ev.Seq, "slowobs").Scan(&row)
-		return row.Status, row.Error
+		d := hookstest.Delivery(t, e.DB, ev.Seq, "slowobs")
+		return d.Status, d.Error
 	}
 	if st, msg := status(slow); st != "timeout" || !strings.Contains(msg, "did not return within") ||
 		!strings.HasSuffix(msg, "; cancelled (plugin slowobs goes on)") {
@@ -860,11 +856,7 @@ def register(ctx):
 	deaf := e.emit(t, hooks.OnSessionEnd, map[string]any{"session_id": "deaf"})
 	behind := e.emit(t, hooks.OnSessionEnd, map[string]any{"session_id": "behind"})
 	last := e.emit(t, hooks.OnSessionEnd, map[string]any{"session_id": "after"})
-	status := func(ev hooks.Event) string {
-		var st string
-		e.DB.Read.Raw(`SELECT status FROM hook_deliveries WHERE seq = ? AND subscriber = ?`, ev.Seq, "deaf").Scan(&st)
-		return st
-	}
+	status := func(ev hooks.Event) string { return hookstest.Delivery(t, e.DB, ev.Seq, "deaf").Status }
 	sessionstest.WaitFor(t, "the events after the restart", 30*time.Second, func() bool { return status(last) == "ok" })
 	if a, b := status(deaf), status(behind); a != "timeout" || b != "ok" {
 		t.Fatalf("the deaf event %s, the one behind it %s", a, b)
