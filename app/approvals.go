@@ -85,10 +85,6 @@ func NewApprovals(timeout time.Duration) *Approvals {
 	return &Approvals{timeout: timeout, emit: nopEmitter{}, pending: map[string]*approvalWait{}}
 }
 
-// Timeout is how long a person has to answer an approval that names no
-// timeout.
-func (a *Approvals) Timeout() time.Duration { return a.timeout }
-
 func (a *Approvals) setEmitter(e Emitter) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
