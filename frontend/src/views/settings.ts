@@ -69,6 +69,11 @@ const modes: Array<[string, string]> = [
   ['off', 'Do not ask: run every call a plugin asks about'],
 ];
 
+/** The attributes that tie a control to its help and error lines. */
+function described(id: string): Record<string, string> {
+  return { id, 'aria-describedby': `${id}-help ${id}-err`, 'data-testid': id };
+}
+
 export class SettingsView implements View {
   readonly el: HTMLElement;
   private readonly inputs = new Map<Field['key'], HTMLInputElement>();
@@ -84,45 +89,22 @@ export class SettingsView implements View {
 
   constructor() {
     const form = h('form', { class: 'settings', novalidate: true, 'aria-label': 'Settings' });
-    this.mode = h('select', { id: 'set-approvals-mode', 'aria-describedby': 'set-approvals-mode-help set-approvals-mode-err', 'data-testid': 'set-approvals-mode' });
-    const merr = h('div', { class: 'field-error', id: 'set-approvals-mode-err', role: 'alert' });
-    this.errors.set('approvals_mode', merr);
+    this.mode = h('select', described('set-approvals-mode'));
     const approvals = h(
       'fieldset',
       { class: 'field-group', 'data-testid': 'settings-approvals' },
       h('legend', {}, 'Approvals'),
       h('p', { class: 'help muted small' }, 'When a plugin asks before a tool call runs. Applies at the next ask, in every window, terminal chat, chat platform and scheduled run of this profile.'),
-      h(
-        'div',
-        { class: 'field' },
-        h('label', { for: 'set-approvals-mode' }, 'Asking'),
-        this.mode,
-        h('div', { class: 'help muted small', id: 'set-approvals-mode-help' }, 'Off runs those calls without asking anyone (each one is logged); a plugin that blocks still blocks.'),
-        merr,
-      ),
+      this.field('set-approvals-mode', 'Asking', this.mode, 'Off runs those calls without asking anyone (each one is logged); a plugin that blocks still blocks.', 'approvals_mode'),
     );
     for (const f of fields) {
       const id = `set-${f.key}`;
-      const input = h('input', { id, type: 'number', min: f.min, max: f.max, step: f.step, inputmode: f.integer ? 'numeric' : 'decimal', 'aria-describedby': `${id}-help ${id}-err`, 'data-testid': id });
-      const err = h('div', { class: 'field-error', id: `${id}-err`, role: 'alert' });
+      const input = h('input', { ...described(id), type: 'number', min: f.min, max: f.max, step: f.step, inputmode: f.integer ? 'numeric' : 'decimal' });
       this.inputs.set(f.key, input);
-      this.errors.set(f.key, err);
-      (f.approvals ? approvals : form).append(h('div', { class: 'field' }, h('label', { for: id }, f.label), input, h('div', { class: 'help muted small', id: `${id}-help` }, f.help), err));
+      (f.approvals ? approvals : form).append(this.field(id, f.label, input, f.help, f.key));
     }
-    this.profile = h('select', { id: 'set-profile', 'aria-describedby': 'set-profile-help set-profile-err', 'data-testid': 'set-profile' });
-    const perr = h('div', { class: 'field-error', id: 'set-profile-err', role: 'alert' });
-    this.errors.set('profile', perr);
-    form.append(
-      h(
-        'div',
-        { class: 'field' },
-        h('label', { for: 'set-profile' }, 'Profile at startup'),
-        this.profile,
-        h('div', { class: 'help muted small', id: 'set-profile-help' }, 'Applies at next launch.'),
-        perr,
-      ),
-      approvals,
-    );
+    this.profile = h('select', described('set-profile'));
+    form.append(this.field('set-profile', 'Profile at startup', this.profile, 'Applies at next launch.', 'profile'), approvals);
     this.formError = h('div', { class: 'form-error', role: 'alert' });
     this.saved = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite' });
     this.saveBtn = h('button', { type: 'submit', class: 'btn primary', 'data-testid': 'settings-save' }, 'Save');
@@ -153,6 +135,13 @@ export class SettingsView implements View {
       ),
       this.info,
     );
+  }
+
+  /** field is a labelled control with its help and its error line (kept under errKey). */
+  private field(id: string, label: string, control: HTMLElement, help: string, errKey: string): HTMLElement {
+    const err = h('div', { class: 'field-error', id: `${id}-err`, role: 'alert' });
+    this.errors.set(errKey, err);
+    return h('div', { class: 'field' }, h('label', { for: id }, label), control, h('div', { class: 'help muted small', id: `${id}-help` }, help), err);
   }
 
   show(): void {
