@@ -34,7 +34,9 @@ var allowed = map[string][]string{
 	// through the hook bus.
 	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
 	"backend/cron":    {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
-	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "backend/webhooks", "plugins"},
+	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "backend/webhooks", "backend/yamledit", "plugins"},
+	// Edits a YAML text in place; knows nothing of Atrium.
+	"backend/yamledit": {},
 	// Shell hooks reach Atrium only through the hook bus.
 	"backend/shellhooks": {"backend/hooks", "backend/atomicfile", "backend/limits"},
 	"backend/webhooks":   {"backend/hooks", "backend/shellhooks"},

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"atrium/backend/apperr"
 	"atrium/backend/atomicfile"
 	"atrium/backend/config"
+	"atrium/backend/yamledit"
 )
 
 // ConfigEdit sets Section.Key to Value; a nil Value removes the key.
@@ -19,28 +21,37 @@ type ConfigEdit struct {
 	Value   any
 }
 
-// EditConfig applies edits to the config file at path in one rewrite,
-// keeping every other key, its order and the comments (those of a removed
-// key go with it), the way Enable/Disable rewrite the plugin lists. The
-// result must load (config.Load) before it atomically replaces the file, so
-// an invalid value changes nothing.
+// EditConfig applies edits to the config file at path in one rewrite that
+// changes only the lines of the keys it sets (writeConfig), the way
+// Enable/Disable rewrite the plugin lists. The result must load
+// (config.Parse) before it atomically replaces the file, so an invalid
+// value changes nothing.
 func EditConfig(path string, edits ...ConfigEdit) error {
-	return rewriteConfig(path, func(doc yaml.MapSlice) (yaml.MapSlice, error) {
-		for _, e := range edits {
-			var err error
-			if doc, err = setPath(path, doc, []string{e.Section, e.Key}, e.Value); err != nil {
-				return nil, err
-			}
+	return rewriteConfig(path, func(yaml.MapSlice) ([]pathEdit, error) {
+		out := make([]pathEdit, len(edits))
+		for i, e := range edits {
+			out[i] = pathEdit{keys: []string{e.Section, e.Key}, value: e.Value}
 		}
-		return doc, nil
+		return out, nil
 	})
 }
 
-// rewriteConfig reads the config file as a document under the file's lock
-// (processes rewriting it go one at a time, so each one's change counts),
-// lets change edit it, and writes the result (writeConfig). An error from
+// pathEdit sets the value at a key path; nil removes the key.
+type pathEdit struct {
+	keys  []string
+	value any
+}
+
+// rewriteConfig reads the config file under the file's lock (processes
+// rewriting it go one at a time, so each one's change counts), asks change
+// for the edits to make (it may read the document, not change it), and
+// writes the result. The file's text is edited in place where it can be
+// (yamledit): a person's blank lines, quotes, flow lists and comments stay
+// as they wrote them. A text beyond that, or one whose edit would not read
+// back as the edited document, is written whole from the document instead
+// (writeConfig), keeping the keys' order and their comments. An error from
 // change writes nothing.
-func rewriteConfig(path string, change func(yaml.MapSlice) (yaml.MapSlice, error)) error {
+func rewriteConfig(path string, change func(yaml.MapSlice) ([]pathEdit, error)) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return apperr.Wrap(apperr.Internal, err, "lock config %s", path)
 	}
@@ -49,7 +60,7 @@ func rewriteConfig(path string, change func(yaml.MapSlice) (yaml.MapSlice, error
 		return apperr.Wrap(apperr.Internal, err, "lock config %s", path)
 	}
 	defer unlock()
-	doc, comments, head, err := readConfigDoc(path)
+	data, doc, comments, head, err := readConfigDoc(path)
 	if err != nil {
 		return err
 	}
@@ -57,13 +68,42 @@ func rewriteConfig(path string, change func(yaml.MapSlice) (yaml.MapSlice, error
 	if len(doc) > 0 {
 		first, _ = doc[0].Key.(string)
 	}
-	if doc, err = change(doc); err != nil {
+	edits, err := change(doc)
+	if err != nil {
 		return err
+	}
+	text, inPlace := yamledit.Parse(data)
+	for _, e := range edits {
+		if inPlace {
+			inPlace = text.Set(e.keys, getPath(doc, e.keys), e.value)
+		}
+		if doc, err = setPath(path, doc, e.keys, e.value); err != nil {
+			return err
+		}
+	}
+	if inPlace {
+		if out := text.Bytes(); readsAs(out, doc) {
+			return checkAndWrite(path, out)
+		}
 	}
 	if first != "" && getPath(doc, []string{first}) == nil {
 		head = keepFileHead(doc, comments, first, head)
 	}
 	return writeConfig(path, doc, comments, head)
+}
+
+// readsAs reports whether text reads as doc.
+func readsAs(text []byte, doc yaml.MapSlice) bool {
+	var got yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions(text, &got, yaml.UseOrderedMap()); err != nil {
+		return false
+	}
+	if len(got) == 0 && len(doc) == 0 {
+		return true
+	}
+	a, errA := yaml.Marshal(got)
+	b, errB := yaml.Marshal(doc)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
 // keepFileHead keeps the comments above the file's first key, removed:
@@ -119,8 +159,7 @@ func setValue(s yaml.MapSlice, key string, value any) yaml.MapSlice {
 	return append(s, yaml.MapItem{Key: key, Value: value})
 }
 
-// writeConfig encodes doc, checks that it loads as config.yaml, and renames
-// it over path.
+// writeConfig encodes doc whole and writes it (checkAndWrite).
 func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap, head []byte) error {
 	out, err := yaml.MarshalWithOptions(doc, yaml.WithComment(comments), yaml.IndentSequence(true))
 	if err != nil {
@@ -132,6 +171,12 @@ func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap, head 
 		}
 		out = append(head, out...)
 	}
+	return checkAndWrite(path, out)
+}
+
+// checkAndWrite checks that out loads as config.yaml and renames it over
+// path.
+func checkAndWrite(path string, out []byte) error {
 	if _, _, err := config.Parse(out, path); err != nil {
 		return apperr.Wrap(apperr.Invalid, err, "rewritten config does not load")
 	}
@@ -157,12 +202,12 @@ func UpdateConfigPath(path string, keys []string, change func(current any) (any,
 	if len(keys) == 0 {
 		return apperr.New(apperr.Invalid, "edit config %s: empty key path", path)
 	}
-	return rewriteConfig(path, func(doc yaml.MapSlice) (yaml.MapSlice, error) {
+	return rewriteConfig(path, func(doc yaml.MapSlice) ([]pathEdit, error) {
 		value, err := change(getPath(doc, keys))
 		if err != nil {
 			return nil, err
 		}
-		return setPath(path, doc, keys, value)
+		return []pathEdit{{keys: keys, value: value}}, nil
 	})
 }
 
@@ -224,18 +269,18 @@ func SetPluginSetting(home config.Home, id, key string, value any) error {
 // comments; it must load first (a missing file is an empty document). A
 // file of comments alone (a template with every key commented out) has no
 // key to carry them: head is its text then, written back above the keys.
-func readConfigDoc(path string) (doc yaml.MapSlice, comments yaml.CommentMap, head []byte, err error) {
+func readConfigDoc(path string) (data []byte, doc yaml.MapSlice, comments yaml.CommentMap, head []byte, err error) {
 	// Load first: it bounds the file's size and nesting before any parse.
 	if _, _, err := config.Load(path); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err = os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
-		return nil, nil, nil, apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
+		return nil, nil, nil, nil, apperr.Wrap(apperr.Invalid, err, "cannot read config %s", path)
 	}
 	comments = yaml.CommentMap{}
 	if err := yaml.UnmarshalWithOptions(data, &doc, yaml.UseOrderedMap(), yaml.CommentToMap(comments)); err != nil {
-		return nil, nil, nil, apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
+		return nil, nil, nil, nil, apperr.New(apperr.Invalid, "config %s:%s", path, describe(err))
 	}
 	if len(doc) == 0 && commentsOnly(data) {
 		head = data
@@ -243,7 +288,7 @@ func readConfigDoc(path string) (doc yaml.MapSlice, comments yaml.CommentMap, he
 			head = append(head, '\n')
 		}
 	}
-	return doc, comments, head, nil
+	return data, doc, comments, head, nil
 }
 
 // commentsOnly reports whether text has a comment and nothing but

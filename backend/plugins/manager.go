@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+
+	"github.com/goccy/go-yaml"
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
@@ -220,18 +223,33 @@ func without(list []string, s string) []string {
 }
 
 // editPluginLists rewrites plugins.enabled and plugins.disabled in the
-// config file, keeping every other key and the order of keys. Comments are
-// not kept (the file is round-tripped through an ordered map). The result is
-// re-validated before it replaces the file, atomically.
+// config file under its lock (two processes toggling plugins both count),
+// touching only the lines of the entries that change; a list that does not
+// change is left as written.
 func editPluginLists(path string, edit func(enabled, disabled []string) ([]string, []string)) error {
-	cfg, _, err := config.Load(path)
-	if err != nil {
-		return err
+	enabledKeys, disabledKeys := []string{"plugins", "enabled"}, []string{"plugins", "disabled"}
+	return rewriteConfig(path, func(doc yaml.MapSlice) ([]pathEdit, error) {
+		wasOn, wasOff := stringsOf(getPath(doc, enabledKeys)), stringsOf(getPath(doc, disabledKeys))
+		enabled, disabled := edit(slices.Clone(wasOn), slices.Clone(wasOff))
+		var edits []pathEdit
+		if !slices.Equal(enabled, wasOn) {
+			edits = append(edits, pathEdit{keys: enabledKeys, value: listOrNil(enabled)})
+		}
+		if !slices.Equal(disabled, wasOff) {
+			edits = append(edits, pathEdit{keys: disabledKeys, value: listOrNil(disabled)})
+		}
+		return edits, nil
+	})
+}
+
+// stringsOf is a list of the config file as the strings config.Load reads.
+func stringsOf(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		out = append(out, fmt.Sprint(x))
 	}
-	enabled, disabled := edit(cfg.Plugins.Enabled, cfg.Plugins.Disabled)
-	return EditConfig(path,
-		ConfigEdit{Section: "plugins", Key: "enabled", Value: listOrNil(enabled)},
-		ConfigEdit{Section: "plugins", Key: "disabled", Value: listOrNil(disabled)})
+	return out
 }
 
 // listOrNil makes an empty list remove its key.
