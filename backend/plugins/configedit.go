@@ -175,12 +175,20 @@ func writeConfig(path string, doc yaml.MapSlice, comments yaml.CommentMap, head 
 }
 
 // checkAndWrite checks that out loads as config.yaml and renames it over
-// path.
+// path. A config.yaml that is a link (into a dotfiles repository) stays
+// one: the file it names is replaced, with its permissions.
 func checkAndWrite(path string, out []byte) error {
 	if _, _, err := config.Parse(out, path); err != nil {
 		return apperr.Wrap(apperr.Invalid, err, "rewritten config does not load")
 	}
-	if err := writeAtomic(path, out, nil); err != nil {
+	target, perm := path, os.FileMode(0o600)
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	}
+	if fi, err := os.Stat(target); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	if err := atomicfile.Write(target, out, perm, nil); err != nil {
 		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
 	}
 	return nil

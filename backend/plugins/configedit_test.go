@@ -226,3 +226,40 @@ func TestPluginTogglesAtOnceAllCount(t *testing.T) {
 		t.Fatalf("enabled %q, want %q", got, names)
 	}
 }
+
+// A config.yaml linked from a dotfiles repository stays a link: the file
+// it names takes the edit, and keeps its permissions.
+func TestALinkedConfigStaysALink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dotfiles := filepath.Join(dir, "dotfiles", "atrium.yaml")
+	if err := os.MkdirAll(filepath.Dir(dotfiles), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dotfiles, []byte("sessions:\n  trash_days: 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "home", "config.yaml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dotfiles, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := plugins.EditConfig(path, plugins.ConfigEdit{Section: "sessions", Key: "trash_days", Value: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("config.yaml is no longer a link: %v %v", fi.Mode(), err)
+	}
+	data, err := os.ReadFile(dotfiles)
+	if err != nil || string(data) != "sessions:\n  trash_days: 30\n" {
+		t.Fatalf("the linked file: %q %v", data, err)
+	}
+	if fi, _ := os.Stat(dotfiles); fi.Mode().Perm() != 0o644 {
+		t.Fatalf("permissions %v", fi.Mode().Perm())
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(dotfiles)); len(entries) != 1 {
+		t.Fatalf("left in the dotfiles folder: %v", entries)
+	}
+}
