@@ -52,12 +52,9 @@ type pathEdit struct {
 // (writeConfig), keeping the keys' order and their comments. An error from
 // change writes nothing.
 func rewriteConfig(path string, change func(yaml.MapSlice) ([]pathEdit, error)) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return apperr.Wrap(apperr.Internal, err, "lock config %s", path)
-	}
-	unlock, err := atomicfile.Lock(path)
+	unlock, err := lockConfig(path)
 	if err != nil {
-		return apperr.Wrap(apperr.Internal, err, "lock config %s", path)
+		return err
 	}
 	defer unlock()
 	data, doc, comments, head, err := readConfigDoc(path)
@@ -90,6 +87,19 @@ func rewriteConfig(path string, change func(yaml.MapSlice) ([]pathEdit, error)) 
 		head = keepFileHead(doc, comments, first, head)
 	}
 	return writeConfig(path, doc, comments, head)
+}
+
+// lockConfig takes the config file's lock: processes writing it go one at
+// a time.
+func lockConfig(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, apperr.Wrap(apperr.Internal, err, "lock config %s", path)
+	}
+	unlock, err = atomicfile.Lock(path)
+	if err != nil {
+		return nil, apperr.Wrap(apperr.Internal, err, "lock config %s", path)
+	}
+	return unlock, nil
 }
 
 // readsAs reports whether text reads as doc.
@@ -249,9 +259,13 @@ func setPath(file string, m yaml.MapSlice, keys []string, value any) (yaml.MapSl
 				return nil, apperr.New(apperr.Invalid, "config %s: %s is not a mapping", file, keys[0])
 			}
 		}
+		n := len(sub)
 		sub, err := setPath(file, sub, keys[1:], value)
 		if err != nil {
 			return nil, err
+		}
+		if value == nil && n > 0 && len(sub) == 0 {
+			return append(m[:i], m[i+1:]...), nil // its last key removed: the section goes too
 		}
 		m[i].Value = sub
 		return m, nil
@@ -313,4 +327,52 @@ func commentsOnly(text []byte) bool {
 		}
 	}
 	return seen
+}
+
+// ConfigValue is the value at keys in the config file; found is false when
+// a key on the way is missing.
+func ConfigValue(path string, keys []string) (value any, found bool, err error) {
+	_, doc, _, _, err := readConfigDoc(path)
+	if err != nil {
+		return nil, false, err
+	}
+	for i, k := range keys {
+		var next any
+		ok := false
+		for _, it := range doc {
+			if key, _ := it.Key.(string); key == k {
+				next, ok = it.Value, true
+				break
+			}
+		}
+		if !ok {
+			return nil, false, nil
+		}
+		if i == len(keys)-1 {
+			return next, true, nil
+		}
+		if doc, ok = next.(yaml.MapSlice); !ok {
+			return nil, false, nil
+		}
+	}
+	return nil, false, nil
+}
+
+// ReplaceConfig writes text as the config file, under its lock, when it
+// loads and the file still holds was (the text an editor started from): a
+// file changed meanwhile by another process is not overwritten.
+func ReplaceConfig(path string, was, text []byte) error {
+	unlock, err := lockConfig(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	now, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return apperr.Wrap(apperr.Internal, err, "read config %s", path)
+	}
+	if !bytes.Equal(now, was) {
+		return apperr.New(apperr.Conflict, "config %s changed while it was being edited", path)
+	}
+	return checkAndWrite(path, text)
 }

@@ -122,8 +122,9 @@ func (d *Doc) Bytes() []byte {
 	return []byte(strings.Join(d.lines, "\n") + "\n")
 }
 
-// Set sets the value at keys (a nil value removes the key; the mappings on
-// the way are created), touching only that key's lines. old is the value
+// Set sets the value at keys (a nil value removes the key, and a section it
+// leaves without keys; the mappings on the way are created), touching only
+// that key's lines. old is the value
 // the document holds there now (nil when none): a list edited by adding
 // items at its end or by removing some keeps the lines of the others. ok is
 // false when the text is beyond an in-place edit; d may be changed then
@@ -137,7 +138,8 @@ func (d *Doc) Set(keys []string, old, value any) (ok bool) {
 			return false // not a key the library reads back as written
 		}
 	}
-	return d.setIn(0, len(d.lines), -1, keys, old, value)
+	ok, _ = d.setIn(0, len(d.lines), -1, keys, old, value)
+	return ok
 }
 
 func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
@@ -337,11 +339,13 @@ func (d *Doc) valueEnd(i, hi, k int) int {
 }
 
 // setIn sets keys in the mapping made of lines [lo, hi), the value of the
-// key at line parent (-1: the document's top level).
-func (d *Doc) setIn(lo, hi, parent int, keys []string, old, value any) bool {
+// key at line parent (-1: the document's top level). emptied reports that
+// a removal left the mapping without keys: its key goes too, as the
+// caller's document has it.
+func (d *Doc) setIn(lo, hi, parent int, keys []string, old, value any) (ok, emptied bool) {
 	idx, c, ok := d.entries(lo, hi)
 	if !ok {
-		return false
+		return false, false
 	}
 	if c < 0 {
 		c = 0
@@ -358,25 +362,29 @@ func (d *Doc) setIn(lo, hi, parent int, keys []string, old, value any) bool {
 		if len(keys) == 1 {
 			if value == nil {
 				d.remove(i, end, c)
-				if len(idx) == 1 && parent >= 0 {
-					// The mapping is empty now, as the document the
-					// caller edits has it, not null.
-					d.setInline(parent, "{}")
-				}
-				return true
+				return true, len(idx) == 1
 			}
-			return d.replace(i, after, end, c, old, value)
+			return d.replace(i, after, end, c, old, value), false
 		}
 		if v, _ := splitComment(d.lines[i][after:]); v != "" {
 			if v != "{}" && v != "~" && v != "null" {
-				return false // a flow mapping or a scalar: not this package's
+				return false, false // a flow mapping or a scalar: not this package's
+			}
+			if value == nil {
+				return true, false // nothing there to remove
 			}
 			d.setInline(i, "")
 		}
-		return d.setIn(i+1, end, i, keys[1:], old, value)
+		n := len(d.lines)
+		ok, gone := d.setIn(i+1, end, i, keys[1:], old, value)
+		if !ok || !gone {
+			return ok, false
+		}
+		d.remove(i, d.valueEnd(i, hi+len(d.lines)-n, c), c)
+		return true, len(idx) == 1
 	}
 	if value == nil {
-		return true
+		return true, false
 	}
 	var nested any = value
 	for j := len(keys) - 1; j > 0; j-- {
@@ -384,7 +392,7 @@ func (d *Doc) setIn(lo, hi, parent int, keys []string, old, value any) bool {
 	}
 	block, ok := d.render(keys[0], nested, c)
 	if !ok {
-		return false
+		return false, false
 	}
 	at, sep := hi, false
 	if parent < 0 {
@@ -405,10 +413,10 @@ func (d *Doc) setIn(lo, hi, parent int, keys []string, old, value any) bool {
 		block = append([]string{""}, block...)
 	}
 	if !d.fits(at, block) {
-		return false
+		return false, false
 	}
 	d.insert(at, block...)
-	return true
+	return true, false
 }
 
 // fits reports whether lines can go before line at: a block scalar among

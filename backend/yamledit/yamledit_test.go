@@ -64,8 +64,8 @@ func TestSetTouchesOnlyItsKey(t *testing.T) {
 			strings.Replace(written, "system_prompt: |\n  Be brief.\n  Say when you are unsure.\n", "system_prompt: One line.\n", 1)},
 		{"a top-level key removed", []string{"system_prompt"}, "x", nil,
 			strings.TrimSuffix(strings.Replace(written, "system_prompt: |\n  Be brief.\n  Say when you are unsure.\n", "", 1), "\n")},
-		{"the last key of a section leaves it empty, not null", []string{"storage", "synchronous"}, "NORMAL", nil,
-			strings.Replace(written, "storage:\n  synchronous: NORMAL   # durability\n", "storage: {}\n", 1)},
+		{"the last key of a section takes the section with it", []string{"storage", "synchronous"}, "NORMAL", nil,
+			strings.Replace(written, "storage:\n  synchronous: NORMAL   # durability\n\n", "", 1)},
 		{"a key of a missing section removed: nothing", []string{"approvals", "timeout"}, nil, nil, written},
 	}
 	for _, c := range cases {
@@ -123,6 +123,17 @@ func TestSetInFilesOfOtherShapes(t *testing.T) {
 	}
 	if got, _ := set("a:\n  # b: 0\nc: 1\n", []string{"a", "b"}, nil, 1); got != "a:\n  # b: 0\n  b: 1\nc: 1\n" {
 		t.Errorf("a section of comments: %q", got)
+	}
+	// A removal that empties sections takes them too; an empty section
+	// stays as it is when nothing is removed from it.
+	if got, _ := set("# about a\na:\n  b:\n    c: 1\nd: 2\n", []string{"a", "b", "c"}, 1, nil); got != "# about a\nd: 2\n" {
+		t.Errorf("emptied sections: %q", got)
+	}
+	if got, _ := set("x: 1\n\n# about a\na:\n  b:\n    c: 1\n  e: 2\n", []string{"a", "b", "c"}, 1, nil); got != "x: 1\n\n# about a\na:\n  e: 2\n" {
+		t.Errorf("a section with a key left: %q", got)
+	}
+	if got, _ := set("a: {}  # later\n", []string{"a", "b"}, nil, nil); got != "a: {}  # later\n" {
+		t.Errorf("nothing removed from an empty section: %q", got)
 	}
 	// A sequence at its key's indentation is the key's value.
 	if got, _ := set("a:\n- x\n- y\nb: 1\n", []string{"a"}, []any{"x", "y"}, []string{"x", "y", "z"}); got != "a:\n- x\n- y\n- z\nb: 1\n" {

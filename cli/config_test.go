@@ -1,0 +1,205 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"atrium/cli"
+)
+
+// The familiar agent's `hermes config` (show, path, set with its value
+// reading) and get/unset: each change touches only its key's lines, a
+// value config.yaml refuses changes nothing, and a secret is never written.
+func TestTheFamiliarConfigCommand(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path := filepath.Join(home, "config.yaml")
+	const written = "# my atrium\n\nsessions:\n  trash_days: 30   # a month\n\nplugins:\n  enabled: [memory]\ncolour: blue\n"
+	if err := os.WriteFile(path, []byte(written), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	ok := func(args ...string) string {
+		t.Helper()
+		r := atriumExec(t, home, "", nil, append([]string{"config"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("config %v: %+v", args, r)
+		}
+		return r.stdout
+	}
+	if out := ok("path"); out != path+"\n" {
+		t.Fatalf("path: %q", out)
+	}
+	if out := ok(); !strings.HasPrefix(out, "# "+path+"\n"+written) || !strings.Contains(out, "# warning: ") || !strings.Contains(out, "colour") {
+		t.Fatalf("show: %q", out)
+	}
+	want := written
+	set := func(key, value, from, to string) {
+		t.Helper()
+		if out := ok("set", key, value); !strings.HasPrefix(out, "set "+key+" = ") {
+			t.Fatalf("set %s: %q", key, out)
+		}
+		want = strings.Replace(want, from, to, 1)
+		if got := read(); got != want {
+			t.Fatalf("set %s %s:\n%s\nwant\n%s", key, value, got, want)
+		}
+	}
+	set("sessions.trash_days", "7", "trash_days: 30   #", "trash_days: 7   #")
+	set("plugins.enabled", "[memory, notes]", "[memory]", "[memory, notes]")
+	set("maintenance.disabled", "yes", "colour: blue\n", "colour: blue\nmaintenance:\n  disabled: true\n")
+	set("plugins.hook_callback_timeout", "2.5", "  enabled: [memory, notes]\n", "  enabled: [memory, notes]\n  hook_callback_timeout: 2.5\n")
+	set("storage.synchronous", "FULL", "  disabled: true\n", "  disabled: true\nstorage:\n  synchronous: FULL\n")
+	if out := ok("get", "sessions.trash_days"); out != "7\n" {
+		t.Fatalf("get: %q", out)
+	}
+	if out := ok("get", "plugins"); out != "enabled:\n  - memory\n  - notes\nhook_callback_timeout: 2.5\n" {
+		t.Fatalf("get a section: %q", out)
+	}
+	var got struct {
+		Value map[string]any `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(ok("get", "plugins", "--json")), &got); err != nil || got.Value["hook_callback_timeout"] != 2.5 {
+		t.Fatalf("get --json: %+v %v", got, err)
+	}
+	// Refused: a value config.yaml does not take, a secret, a key that is
+	// not one, a key that is not set.
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"set", "sessions.trash_days", "soon"}, cli.ExitInvalid, "trash_days"},
+		{[]string{"set", "storage.synchronous", "SOMETIMES"}, cli.ExitInvalid, "synchronous"},
+		{[]string{"set", "TELEGRAM_BOT_TOKEN", "123:secret"}, cli.ExitInvalid, "environment"},
+		{[]string{"set", "sessions..trash_days", "1"}, cli.ExitInvalid, "not a key"},
+		{[]string{"set", "plugins.enabled", "[unclosed"}, cli.ExitInvalid, "not a YAML list"},
+		{[]string{"get", "sessions.retention_days"}, cli.ExitNotFound, "its default applies"},
+	} {
+		r := atriumExec(t, home, "", nil, append([]string{"config"}, c.args...)...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.says) || strings.Contains(r.stderr+r.stdout, "secret") {
+			t.Errorf("config %v: %+v", c.args, r)
+		}
+		if got := read(); got != want {
+			t.Fatalf("config %v changed the file:\n%s", c.args, got)
+		}
+	}
+	// Unset: the key and the comments right above it; a section left
+	// empty goes with its last key; twice is not an error.
+	if out := ok("unset", "sessions.trash_days"); out != "unset sessions.trash_days in "+path+"\n" {
+		t.Fatalf("unset: %q", out)
+	}
+	want = strings.Replace(want, "sessions:\n  trash_days: 7   # a month\n\n", "", 1)
+	if got := read(); got != want {
+		t.Fatalf("unset:\n%s\nwant\n%s", got, want)
+	}
+	if out := ok("unset", "sessions.trash_days"); !strings.Contains(out, "was not set") {
+		t.Fatalf("unset again: %q", out)
+	}
+	// A profile with no config.yaml yet.
+	fresh := t.TempDir()
+	r := atriumExec(t, fresh, "", nil, "config")
+	if r.code != 0 || !strings.Contains(r.stdout, "no file: every setting has its default") {
+		t.Fatalf("show, no file: %+v", r)
+	}
+	if r := atriumExec(t, fresh, "", nil, "config", "set", "sessions.trash_days", "3"); r.code != 0 {
+		t.Fatalf("set, no file: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(fresh, "config.yaml")); string(b) != "sessions:\n  trash_days: 3\n" {
+		t.Fatalf("a new file: %q", b)
+	}
+}
+
+// `config edit` edits a copy in $VISUAL or $EDITOR and writes it back only
+// when it loads and nobody changed the file meanwhile; otherwise the file
+// is as it was and the edit is kept where it says.
+func TestConfigEditWritesBackOnlyWhatLoads(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path := filepath.Join(home, "config.yaml")
+	const written = "# mine\nsessions:\n  trash_days: 30\n"
+	if err := os.WriteFile(path, []byte(written), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	script := func(name, body string) string {
+		t.Helper()
+		p := filepath.Join(bin, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	edit := func(env ...string) run {
+		t.Helper()
+		// VISUAL is cleared unless a case sets it: the test's own
+		// environment must not choose the editor.
+		return atriumExec(t, home, "", append([]string{"VISUAL=", "EDITOR="}, env...), "config", "edit")
+	}
+	read := func() string {
+		t.Helper()
+		b, _ := os.ReadFile(path)
+		return string(b)
+	}
+	// An editor with arguments, as EDITOR often is.
+	appendMode := script("append", `[ "$1" = "--wait" ] || exit 9; printf 'approvals:\n  mode: "off"\n' >> "$2"`+"\n")
+	if r := edit("EDITOR=" + appendMode + " --wait"); r.code != 0 || !strings.Contains(r.stdout, "saved "+path) {
+		t.Fatalf("edit: %+v", r)
+	}
+	want := written + "approvals:\n  mode: \"off\"\n"
+	if got := read(); got != want {
+		t.Fatalf("after the edit: %q", got)
+	}
+	// VISUAL comes first; a copy left as it was writes nothing.
+	if r := edit("VISUAL="+script("same", "exit 0\n"), "EDITOR="+appendMode); r.code != 0 || !strings.Contains(r.stdout, "no change") {
+		t.Fatalf("no change: %+v", r)
+	}
+	// A copy that does not load: refused, kept, the file as it was.
+	r := edit("EDITOR=" + script("break", `printf 'sessions:\n  trash_days: soon\n' > "$1"`+"\n"))
+	if r.code != cli.ExitInvalid || !strings.Contains(r.stderr, "does not load") || !strings.Contains(r.stderr, "your edit is at ") {
+		t.Fatalf("a broken edit: %+v", r)
+	}
+	kept := keptAt(t, r.stderr)
+	if b, err := os.ReadFile(kept); err != nil || !strings.Contains(string(b), "soon") {
+		t.Fatalf("the kept edit %s: %q %v", kept, b, err)
+	}
+	if got := read(); got != want {
+		t.Fatalf("a broken edit changed the file: %q", got)
+	}
+	// Another process writes the file while the editor is open.
+	r = edit("EDITOR=" + script("race", `printf 'sessions:\n  trash_days: 1\n' > '`+path+`'; printf 'sessions:\n  trash_days: 2\n' > "$1"`+"\n"))
+	if r.code != cli.ExitConflict || !strings.Contains(r.stderr, "changed while you edited it") {
+		t.Fatalf("a race: %+v", r)
+	}
+	if got := read(); got != "sessions:\n  trash_days: 1\n" {
+		t.Fatalf("the other process's write was lost: %q", got)
+	}
+	// An editor that fails changes nothing.
+	if r := edit("EDITOR=" + script("fail", "exit 3\n")); r.code != cli.ExitInvalid || !strings.Contains(r.stderr, "unchanged") {
+		t.Fatalf("a failing editor: %+v", r)
+	}
+	if got := read(); got != "sessions:\n  trash_days: 1\n" {
+		t.Fatalf("a failing editor changed the file: %q", got)
+	}
+}
+
+// keptAt is the path an error names after "your edit is at ".
+func keptAt(t *testing.T, stderr string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(stderr, "your edit is at ")
+	if !ok {
+		t.Fatalf("no kept path in %q", stderr)
+	}
+	p := strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0])
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(p)) })
+	return p
+}
