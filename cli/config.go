@@ -342,7 +342,8 @@ func (r *runner) editConfig(path string) error {
 		fmt.Fprint(r.env.Stderr, "Edit again? [Y/n] ")
 		answer, _ := in.ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a == "n" || a == "no" {
-			return apperr.New(apperr.Invalid, "config.yaml is unchanged")
+			keep = true
+			return apperr.New(apperr.Invalid, "config.yaml is unchanged; your edit is at %s", tmp)
 		}
 	}
 }

@@ -2,10 +2,14 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"atrium/cli"
 )
@@ -202,4 +206,66 @@ func keptAt(t *testing.T, stderr string) string {
 	p := strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0])
 	t.Cleanup(func() { os.RemoveAll(filepath.Dir(p)) })
 	return p
+}
+
+// At a terminal, an edit that does not load is offered again: yes opens the
+// editor on the edit, no leaves the file as it was.
+func TestConfigEditAtATerminalOffersTheEditAgain(t *testing.T) {
+	t.Parallel()
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Fatalf("this test needs script(1) from util-linux: %v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	path := filepath.Join(home, "config.yaml")
+	if err := os.WriteFile(path, []byte("sessions:\n  trash_days: 30\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The editor breaks the copy the first time and mends it the second.
+	editor := filepath.Join(t.TempDir(), "editor")
+	body := `#!/bin/sh
+if grep -q soon "$1"; then sed -i 's/soon/9/' "$1"; else sed -i 's/30/soon/' "$1"; fi
+`
+	if err := os.WriteFile(editor, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	session := func(answer string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(scriptBin, "-qec", fmt.Sprintf("exec '%s' config edit --home '%s'", exe, home), "/dev/null")
+		cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0", "VISUAL=", "EDITOR="+editor)
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &lockedBuf{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the offer", 30*time.Second, func() bool { return strings.Contains(out.String(), "Edit again? [Y/n]") })
+		_, _ = io.WriteString(in, answer+"\n")
+		err = cmd.Wait()
+		return out.String(), err
+	}
+	out, err := session("n")
+	if err == nil || !strings.Contains(out, "does not load") || !strings.Contains(out, "config.yaml is unchanged") {
+		t.Fatalf("no: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(keptAt(t, out)); err != nil || !strings.Contains(string(b), "soon") {
+		t.Fatalf("the edit declined is not kept: %q %v", b, err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "sessions:\n  trash_days: 30\n" {
+		t.Fatalf("no changed the file: %q", b)
+	}
+	out, err = session("")
+	if err != nil || !strings.Contains(out, "saved "+path) {
+		t.Fatalf("yes: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "sessions:\n  trash_days: 9\n" {
+		t.Fatalf("the second edit: %q", b)
+	}
 }
