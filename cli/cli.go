@@ -116,7 +116,9 @@ func NewRoot(env Env) *cobra.Command {
 		Long:          "Atrium keeps your AI-agent sessions in a local SQLite store and fires lifecycle hooks to plugins.\nData lives in $ATRIUM_HOME (default ~/.local/share/atrium).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       env.Version, // --version, as every tool has it
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

@@ -78,6 +78,9 @@ func events(t *testing.T, home string) []event {
 func TestVersionHelpAndBadInput(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
+	if r := atrium(t, home, "--version"); r.code != 0 || r.stdout != "v9.9.9-test\n" {
+		t.Fatalf("--version: %+v", r)
+	}
 	if r := atrium(t, home, "version"); r.code != 0 || strings.TrimSpace(r.stdout) != "v9.9.9-test" {
 		t.Fatalf("version: %+v", r)
 	}
