@@ -22,7 +22,7 @@ import (
 )
 
 func modelFlags(c *cobra.Command, f *stack.ModelFlags) {
-	c.Flags().StringVar(&f.Provider, "provider", "", "model provider: offline (default) or openai")
+	c.Flags().StringVar(&f.Provider, "provider", "", "model provider: offline (default), openai (any OpenAI-compatible API at --base-url), or the familiar agent's openrouter, custom, lmstudio, auto")
 	c.Flags().BoolP("offline", "", false, "use the offline provider (the default)")
 	c.Flags().StringVar(&f.BaseURL, "base-url", "", "OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1")
 	c.Flags().StringVar(&f.Model, "model", "", "model name")

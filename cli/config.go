@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -77,6 +78,9 @@ func (r *runner) configCmd() *cobra.Command {
 			v, err := configValue(args[1])
 			if err != nil {
 				return err
+			}
+			if _, isText := v.(string); !isText && config.KindOf(keys) == reflect.String {
+				v = args[1] // a word where text is wanted: approvals.mode off
 			}
 			if err := plugins.EditConfigPath(path, keys, v); err != nil {
 				return fmt.Errorf("%s = %s: config.yaml is unchanged: %w", args[0], limits.Echo(args[1]), err)
@@ -164,7 +168,8 @@ var (
 
 // configValue reads VALUE as the familiar agent's `config set` does (true,
 // yes, on; false, no, off; whole and decimal numbers; the rest text), and
-// a flow list or mapping ([a, b], {k: v}) as YAML.
+// a flow list or mapping ([a, b], {k: v}) as YAML. A key Atrium keeps as
+// text takes the word as written (the caller's config.KindOf).
 func configValue(s string) (any, error) {
 	switch strings.ToLower(s) {
 	case "true", "yes", "on":

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +65,9 @@ func TestTheFamiliarConfigCommand(t *testing.T) {
 	set("maintenance.disabled", "yes", "colour: blue\n", "colour: blue\nmaintenance:\n  disabled: true\n")
 	set("plugins.hook_callback_timeout", "2.5", "  enabled: [memory, notes]\n", "  enabled: [memory, notes]\n  hook_callback_timeout: 2.5\n")
 	set("storage.synchronous", "FULL", "  disabled: true\n", "  disabled: true\nstorage:\n  synchronous: FULL\n")
+	// A word where config.yaml keeps text stays text (hermes would write
+	// false for off).
+	set("approvals.mode", "off", "  synchronous: FULL\n", "  synchronous: FULL\napprovals:\n  mode: \"off\"\n")
 	if out := ok("get", "sessions.trash_days"); out != "7\n" {
 		t.Fatalf("get: %q", out)
 	}
@@ -267,5 +272,64 @@ if grep -q soon "$1"; then sed -i 's/soon/9/' "$1"; else sed -i 's/30/soon/' "$1
 	}
 	if b, _ := os.ReadFile(path); string(b) != "sessions:\n  trash_days: 9\n" {
 		t.Fatalf("the second edit: %q", b)
+	}
+}
+
+// A config.yaml brought from the familiar agent answers through its model
+// block: provider auto at a base_url is that OpenAI-compatible server, the
+// model is model.default, the key $OPENAI_API_KEY; a provider Atrium does
+// not speak, or none at all, is a clear error, not a silent offline reply.
+func TestAFamiliarModelBlockAnswers(t *testing.T) {
+	t.Parallel()
+	type asked struct{ model, auth string }
+	got := make(chan asked, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string `json:"model"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		got <- asked{req.Model, r.Header.Get("Authorization")}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": "answer from " + req.Model}}},
+			"usage": map[string]any{"prompt_tokens": 7, "completion_tokens": 3}})
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	familiar := "model:\n  # Both \"default\" and \"model\" work as the key name here.\n  default: \"local/qwen\"\n  provider: \"auto\"\n  base_url: \"" + srv.URL + "/v1\"\n  context_length: 32768\n"
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(familiar), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := create(t, home, "--title", "brought along")
+	r := atriumExec(t, home, "", []string{"OPENAI_API_KEY=sk-test-key"}, "send", id, "hello")
+	if r.code != 0 || !strings.Contains(r.stdout, "answer from local/qwen") {
+		t.Fatalf("send: %+v", r)
+	}
+	if a := <-got; a.model != "local/qwen" || a.auth != "Bearer sk-test-key" {
+		t.Fatalf("the model was asked %+v", a)
+	}
+	for _, c := range []struct {
+		flags []string
+		says  string
+	}{
+		{[]string{"--provider", "anthropic"}, "set model.provider custom"},
+		{[]string{"--provider", "bogus"}, "must be offline or openai"},
+	} {
+		r := atriumExec(t, home, "", nil, append([]string{"send", id, "hello"}, c.flags...)...)
+		if r.code != cli.ExitInvalid || !strings.Contains(r.stderr, c.says) {
+			t.Errorf("send %v: %+v", c.flags, r)
+		}
+	}
+	// auto with neither a base_url nor OpenRouter's key.
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model:\n  provider: auto\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := atriumExec(t, home, "", []string{"OPENROUTER_API_KEY="}, "send", id, "hello"); r.code != cli.ExitInvalid || !strings.Contains(r.stderr, "found no model") {
+		t.Fatalf("auto with nothing: %+v", r)
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("a refused send reached the model: %+v", a)
+	default:
 	}
 }

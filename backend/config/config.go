@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -251,14 +252,20 @@ type Compaction struct {
 	Summarizer      string   `yaml:"summarizer"`       // offline (default) or model
 }
 
-// Model settings: the provider turns and model summaries use.
+// Model settings: the provider turns and model summaries use (Endpoint
+// resolves them, the familiar agent's names included).
 type Model struct {
-	Provider      string  `yaml:"provider"`    // offline (default) or openai
+	Provider      string  `yaml:"provider"`    // offline (default), openai (any OpenAI-compatible API), or one of the familiar agent's (Endpoint)
 	BaseURL       string  `yaml:"base_url"`    // e.g. http://127.0.0.1:8080/v1
 	Name          string  `yaml:"name"`        // the model name sent to the API
 	APIKeyEnv     string  `yaml:"api_key_env"` // environment variable holding the key
 	ContextWindow int     `yaml:"context_window"`
 	TimeoutSecs   float64 `yaml:"timeout_seconds"`
+	// The familiar agent's names: the model as model.default (or
+	// model.model), the window as model.context_length.
+	Default       string `yaml:"default"`
+	AltName       string `yaml:"model"`
+	ContextLength int    `yaml:"context_length"`
 	// NativeCompaction lets a provider that compacts natively (the offline
 	// one plays it) do the automatic compactions: kind provider_native,
 	// reason provider. NativeThreshold is the fraction of the window at
@@ -460,10 +467,8 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("compaction.summarizer must be offline or model, not %q", c.Compaction.Summarizer)
 	}
-	switch c.Model.Provider {
-	case "", "offline", "openai":
-	default:
-		return fmt.Errorf("model.provider must be offline or openai, not %q", c.Model.Provider)
+	if err := CheckProvider(c.Model.Provider); err != nil {
+		return err
 	}
 	if c.Receipts.TTLHours != nil && *c.Receipts.TTLHours <= 0 {
 		return fmt.Errorf("receipts.ttl_hours must be positive")
@@ -513,6 +518,9 @@ func Parse(data []byte, path string) (Config, []string, error) {
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, nil, apperr.Wrap(apperr.Invalid, err, "config %s", path)
+	}
+	if p := strings.ToLower(c.Model.Provider); slices.Contains(familiarOther, p) {
+		warnings = append(warnings, fmt.Sprintf("config %s: model.provider %s is the familiar agent's and not an API Atrium speaks: turns will fail until it is custom (with model.base_url) or openrouter", path, p))
 	}
 	return c, warnings, nil
 }

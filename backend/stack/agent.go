@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"atrium/backend/compaction"
@@ -12,7 +13,7 @@ import (
 
 // ModelFlags override the configured model on one command.
 type ModelFlags struct {
-	Provider string // offline or openai
+	Provider string // offline, openai, or one of the familiar agent's (config.Model.Endpoint)
 	BaseURL  string
 	Model    string
 	APIKey   string // environment variable name
@@ -45,7 +46,8 @@ func compactionConfig(c config.Compaction) compaction.Config {
 	return out
 }
 
-func (s *Stack) provider(f ModelFlags) (llm.Provider, error) {
+// endpoint is config.yaml's model: with f's overrides, resolved.
+func (s *Stack) endpoint(f ModelFlags) (config.Endpoint, error) {
 	m := s.Config.Model
 	if f.Provider != "" {
 		m.Provider = f.Provider
@@ -59,33 +61,49 @@ func (s *Stack) provider(f ModelFlags) (llm.Provider, error) {
 	if f.APIKey != "" {
 		m.APIKeyEnv = f.APIKey
 	}
-	if m.Provider == "openai" {
-		return llm.NewOpenAIProvider(llm.OpenAIConfig{BaseURL: m.BaseURL, Model: m.Name, APIKeyEnv: m.APIKeyEnv,
-			ContextWindow: m.ContextWindow, Timeout: time.Duration(m.TimeoutSecs * float64(time.Second))})
-	}
-	return llm.OfflineProvider{Window: m.ContextWindow, Model: m.Name}, nil
+	return m.Endpoint(os.Getenv)
 }
 
+func (s *Stack) provider(ep config.Endpoint) (llm.Provider, error) {
+	if ep.Provider == config.ProviderOpenAI {
+		return llm.NewOpenAIProvider(llm.OpenAIConfig{BaseURL: ep.BaseURL, Model: ep.Name, APIKeyEnv: ep.APIKeyEnv,
+			ContextWindow: ep.ContextWindow, Timeout: s.modelTimeout()})
+	}
+	return llm.OfflineProvider{Window: ep.ContextWindow, Model: ep.Name}, nil
+}
+
+func (s *Stack) modelTimeout() time.Duration {
+	return time.Duration(s.Config.Model.TimeoutSecs * float64(time.Second))
+}
+
+// summarizer is the model's when compaction.summarizer is model and the
+// model is an API; else the offline one.
 func (s *Stack) summarizer() (llm.Summarizer, error) {
-	if s.Config.Compaction.Summarizer == "model" && s.Config.Model.Provider == "openai" {
-		m := s.Config.Model
-		return llm.NewOpenAISummarizer(llm.OpenAIConfig{BaseURL: m.BaseURL, Model: m.Name, APIKeyEnv: m.APIKeyEnv,
-			Timeout: time.Duration(m.TimeoutSecs * float64(time.Second))})
+	if s.Config.Compaction.Summarizer == "model" {
+		ep, err := s.Config.Model.Endpoint(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		if ep.Provider == config.ProviderOpenAI {
+			return llm.NewOpenAISummarizer(llm.OpenAIConfig{BaseURL: ep.BaseURL, Model: ep.Name, APIKeyEnv: ep.APIKeyEnv, Timeout: s.modelTimeout()})
+		}
 	}
 	return llm.OfflineSummarizer{}, nil
 }
 
 // Loop builds the turn loop with the configured (or overridden) provider.
 func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
-	p, err := s.provider(f)
+	ep, err := s.endpoint(f)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.provider(ep)
 	if err != nil {
 		return nil, err
 	}
 	model := p.Name()
-	if f.Model != "" {
-		model = f.Model
-	} else if s.Config.Model.Name != "" {
-		model = s.Config.Model.Name
+	if ep.Name != "" {
+		model = ep.Name
 	}
 	o := turns.Options{Provider: p, Model: model, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve,
 		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing}

@@ -1,0 +1,107 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"atrium/backend/config"
+)
+
+// The familiar agent's model block resolves to the API Atrium speaks, or
+// to an error that says what to set.
+func TestTheFamiliarAgentsModelBlock(t *testing.T) {
+	t.Parallel()
+	env := func(vars ...string) func(string) string {
+		m := map[string]string{}
+		for _, v := range vars {
+			m[v] = "set"
+		}
+		return func(k string) string { return m[k] }
+	}
+	cases := []struct {
+		name  string
+		m     config.Model
+		env   func(string) string
+		want  config.Endpoint
+		error string
+	}{
+		{"unset is offline", config.Model{}, env(), config.Endpoint{Provider: config.ProviderOffline}, ""},
+		{"Atrium's openai as written", config.Model{Provider: "openai", BaseURL: "http://x/v1", Name: "m", APIKeyEnv: "K"}, env(),
+			config.Endpoint{Provider: config.ProviderOpenAI, BaseURL: "http://x/v1", Name: "m", APIKeyEnv: "K"}, ""},
+		{"auto finds OpenRouter's key", config.Model{Provider: "auto", Default: "anthropic/claude-opus-4.6"}, env("OPENROUTER_API_KEY"),
+			config.Endpoint{Provider: config.ProviderOpenAI, BaseURL: config.OpenRouterURL, Name: "anthropic/claude-opus-4.6", APIKeyEnv: "OPENROUTER_API_KEY"}, ""},
+		{"auto at OpenRouter's URL takes OPENAI_API_KEY too", config.Model{Provider: "auto", BaseURL: "https://openrouter.ai/api/v1", AltName: "x/y"}, env("OPENAI_API_KEY"),
+			config.Endpoint{Provider: config.ProviderOpenAI, BaseURL: "https://openrouter.ai/api/v1", Name: "x/y", APIKeyEnv: "OPENAI_API_KEY"}, ""},
+		{"auto at a local server", config.Model{Provider: "auto", BaseURL: "http://127.0.0.1:11434/v1", Default: "qwen", ContextLength: 32768}, env(),
+			config.Endpoint{Provider: config.ProviderOpenAI, BaseURL: "http://127.0.0.1:11434/v1", Name: "qwen", ContextWindow: 32768}, ""},
+		{"auto with nothing", config.Model{Provider: "auto"}, env(), config.Endpoint{}, "found no model"},
+		{"openrouter, its key unset: named, so the provider says so", config.Model{Provider: "OpenRouter"}, env(),
+			config.Endpoint{Provider: config.ProviderOpenAI, BaseURL: config.OpenRouterURL, APIKeyEnv: "OPENROUTER_API_KEY"}, ""},
+		{"custom needs its URL", config.Model{Provider: "custom"}, env(), config.Endpoint{}, "needs model.base_url"},
+		{"ollama is custom", config.Model{Provider: "ollama", BaseURL: "http://h/v1"}, env("OPENAI_API_KEY"),
+			config.Endpoint{Provider: config.ProviderOpenAI, BaseURL: "http://h/v1", APIKeyEnv: "OPENAI_API_KEY"}, ""},
+		{"lmstudio's own server", config.Model{Provider: "lmstudio"}, env(),
+			config.Endpoint{Provider: config.ProviderOpenAI, BaseURL: config.LMStudioURL}, ""},
+		{"api_key_env comes first", config.Model{Provider: "openrouter", APIKeyEnv: "MINE"}, env("OPENROUTER_API_KEY"),
+			config.Endpoint{Provider: config.ProviderOpenAI, BaseURL: config.OpenRouterURL, APIKeyEnv: "MINE"}, ""},
+		{"name comes before default", config.Model{Provider: "offline", Name: "a", Default: "b"}, env(),
+			config.Endpoint{Provider: config.ProviderOffline, Name: "a"}, ""},
+		{"a provider Atrium does not speak", config.Model{Provider: "anthropic"}, env("ANTHROPIC_API_KEY"), config.Endpoint{}, "set model.provider custom"},
+		{"a typo", config.Model{Provider: "openrouterr"}, env(), config.Endpoint{}, "must be offline or openai"},
+	}
+	for _, c := range cases {
+		got, err := c.m.Endpoint(c.env)
+		switch {
+		case c.error != "" && (err == nil || !strings.Contains(err.Error(), c.error)):
+			t.Errorf("%s: %+v %v, want an error saying %q", c.name, got, err, c.error)
+		case c.error == "" && (err != nil || got != c.want):
+			t.Errorf("%s: %+v %v, want %+v", c.name, got, err, c.want)
+		}
+	}
+}
+
+// A config.yaml of the familiar agent's loads: its provider names are
+// known (one Atrium does not speak is a warning, not a refusal); a name
+// neither has is refused.
+func TestAFamiliarConfigLoads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	load := func(text string) ([]string, error) {
+		path := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, warnings, err := config.Load(path)
+		return warnings, err
+	}
+	if w, err := load("model:\n  default: \"anthropic/claude-opus-4.6\"\n  provider: \"auto\"\n  base_url: \"https://openrouter.ai/api/v1\"\n"); err != nil || len(w) != 0 {
+		t.Fatalf("auto: %q %v", w, err)
+	}
+	if w, err := load("model:\n  provider: anthropic\n"); err != nil || len(w) != 1 || !strings.Contains(w[0], "not an API Atrium speaks") {
+		t.Fatalf("anthropic: %q %v", w, err)
+	}
+	if _, err := load("model:\n  provider: bogus\n"); err == nil || !strings.Contains(err.Error(), "one of the familiar agent's") {
+		t.Fatalf("bogus: %v", err)
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]reflect.Kind{
+		"approvals.mode":                reflect.String,
+		"sessions.trash_days":           reflect.Int,
+		"plugins.enabled":               reflect.Slice,
+		"compaction.rotate":             reflect.Bool,
+		"plugins.hook_callback_timeout": reflect.Float64,
+		"model.default":                 reflect.String,
+		"no.such.key":                   reflect.Invalid,
+		"approvals.mode.deeper":         reflect.Invalid,
+	} {
+		if got := config.KindOf(strings.Split(key, ".")); got != want {
+			t.Errorf("%s: %v, want %v", key, got, want)
+		}
+	}
+}
