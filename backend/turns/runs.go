@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -133,6 +134,21 @@ func (r *Runs) watch(base string, ru *run) {
 	}
 }
 
+// writeStop writes a .stop file whole: beside it first, then renamed, so
+// a watcher never reads it empty (which would name no Stop, and the turn
+// would end as a person's stop whatever asked it).
+func writeStop(path string, s *Stop) error {
+	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, []byte(s.Invalidation+"\n"), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
 func stopNamed(invalidation string) *Stop {
 	for _, s := range stops {
 		if s.Invalidation == invalidation {
@@ -169,7 +185,7 @@ func (r *Runs) Stop(sessionID string, s *Stop) (int, error) {
 		if local[o.base] != nil {
 			continue // asked above
 		}
-		if err := os.WriteFile(filepath.Join(r.dir, o.base+".stop"), []byte(s.Invalidation+"\n"), 0o600); err != nil {
+		if err := writeStop(filepath.Join(r.dir, o.base+".stop"), s); err != nil {
 			return n, fmt.Errorf("ask the turn in process %d to stop: %w", o.info.PID, err)
 		}
 		n++
