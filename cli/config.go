@@ -345,8 +345,8 @@ func (r *runner) editConfig(path string) error {
 			return apperr.New(apperr.Invalid, "config.yaml is unchanged; your edit is at %s", tmp)
 		}
 		fmt.Fprint(r.env.Stderr, "Edit again? [Y/n] ")
-		answer, _ := in.ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a == "n" || a == "no" {
+		answer, rerr := in.ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a == "n" || a == "no" || rerr != nil {
 			keep = true
 			return apperr.New(apperr.Invalid, "config.yaml is unchanged; your edit is at %s", tmp)
 		}

@@ -22,7 +22,7 @@ type ConfigEdit struct {
 }
 
 // EditConfig applies edits to the config file at path in one rewrite that
-// changes only the lines of the keys it sets (writeConfig), the way
+// changes only the lines of the keys it sets (rewriteConfig), as
 // Enable/Disable rewrite the plugin lists. The result must load
 // (config.Parse) before it atomically replaces the file, so an invalid
 // value changes nothing.

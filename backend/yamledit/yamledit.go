@@ -215,12 +215,14 @@ func keyOf(l string) (key string, after int, ok bool) {
 		key, rest = strings.TrimRight(t[:p], " "), p
 		// A key that reads as a number, a bool or null is not the
 		// string a caller names.
-		var v any
-		if err := yaml.Unmarshal([]byte(key), &v); err != nil {
-			return "", 0, false
-		}
-		if _, ok := v.(string); !ok || strings.Contains(key, "<<") {
-			return "", 0, false
+		if !plainWord(key) {
+			var v any
+			if err := yaml.Unmarshal([]byte(key), &v); err != nil {
+				return "", 0, false
+			}
+			if _, ok := v.(string); !ok || strings.Contains(key, "<<") {
+				return "", 0, false
+			}
 		}
 	}
 	for rest < len(t) && t[rest] == ' ' {
@@ -235,6 +237,26 @@ func keyOf(l string) (key string, after int, ok bool) {
 		return "", 0, false
 	}
 	return key, in + rest + 1, true
+}
+
+// plainWord reports whether key is a word of letters, digits, _ and -
+// that starts with a letter and is no YAML bool or null: a string, as the
+// keys of config files nearly all are, known without asking the library.
+func plainWord(key string) bool {
+	if key == "" || !(key[0] >= 'a' && key[0] <= 'z' || key[0] >= 'A' && key[0] <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(key); i++ {
+		c := key[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	switch strings.ToLower(key) {
+	case "true", "false", "yes", "no", "on", "off", "y", "n", "null":
+		return false
+	}
+	return true
 }
 
 // splitComment splits the inline part of a line after a key's colon into
