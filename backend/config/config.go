@@ -514,7 +514,12 @@ func Parse(data []byte, path string) (Config, []string, error) {
 	var warnings []string
 	var strict Config
 	if err := unmarshal(data, &strict, yaml.Strict()); err != nil {
-		warnings = append(warnings, fmt.Sprintf("config %s:%s (ignored)", path, describe(err)))
+		if unknown := unknownKeys(data); len(unknown) > 0 {
+			warnings = append(warnings, fmt.Sprintf("config %s: %s not Atrium's, ignored: %s", path,
+				plural(len(unknown), "setting is", "settings are"), listSome(unknown, 12)))
+		} else {
+			warnings = append(warnings, fmt.Sprintf("config %s:%s (ignored)", path, describe(err)))
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, nil, apperr.Wrap(apperr.Invalid, err, "config %s", path)

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -85,6 +86,20 @@ func TestAFamiliarConfigLoads(t *testing.T) {
 	}
 	if _, err := load("model:\n  provider: bogus\n"); err == nil || !strings.Contains(err.Error(), "one of the familiar agent's") {
 		t.Fatalf("bogus: %v", err)
+	}
+	// Every setting that is not Atrium's is named, not only the first the
+	// strict decoder meets; free-form sections (hooks:) are not judged.
+	w, err := load("_config_version: 12\nterminal:\n  backend: local\nsessions:\n  trash_days: 3\n  colour: red\nhooks:\n  pre_tool_call: []\n" +
+		"model:\n  default: m\n  streaming: true\n")
+	if err != nil || len(w) != 1 || !strings.HasSuffix(w[0], ": 4 settings are not Atrium's, ignored: _config_version, terminal, sessions.colour, model.streaming") {
+		t.Fatalf("unknown settings: %q %v", w, err)
+	}
+	many := ""
+	for i := range 14 {
+		many += fmt.Sprintf("k%d: 1\n", i)
+	}
+	if w, _ := load(many); len(w) != 1 || !strings.HasSuffix(w[0], "k10, k11 and 2 more") {
+		t.Fatalf("many: %q", w)
 	}
 }
 
