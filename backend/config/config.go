@@ -517,6 +517,12 @@ func Parse(data []byte, path string) (Config, []string, error) {
 		if unknown := unknownKeys(data); len(unknown) > 0 {
 			warnings = append(warnings, fmt.Sprintf("config %s: %s not Atrium's, ignored: %s", path,
 				plural(len(unknown), "setting is", "settings are"), listSome(unknown, 12)))
+			for _, k := range unknown {
+				if k == "api_key" || strings.HasSuffix(k, ".api_key") {
+					// The familiar agent takes a key written in the file.
+					warnings = append(warnings, fmt.Sprintf("config %s: %s is not read: Atrium takes keys from the environment only; export the key and name its variable in model.api_key_env (then remove it from the file)", path, k))
+				}
+			}
 		} else {
 			warnings = append(warnings, fmt.Sprintf("config %s:%s (ignored)", path, describe(err)))
 		}

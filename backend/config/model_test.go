@@ -94,6 +94,12 @@ func TestAFamiliarConfigLoads(t *testing.T) {
 	if err != nil || len(w) != 1 || !strings.HasSuffix(w[0], ": 4 settings are not Atrium's, ignored: _config_version, terminal, sessions.colour, model.streaming") {
 		t.Fatalf("unknown settings: %q %v", w, err)
 	}
+	// A key written in the file, as the familiar agent allows: said to be
+	// unread, and where it belongs.
+	w, _ = load("model:\n  provider: openrouter\n  api_key: sk-or-secret\n")
+	if len(w) != 2 || !strings.Contains(w[1], "model.api_key is not read") || !strings.Contains(w[1], "model.api_key_env") || strings.Contains(strings.Join(w, " "), "sk-or-secret") {
+		t.Fatalf("api_key: %q", w)
+	}
 	many := ""
 	for i := range 14 {
 		many += fmt.Sprintf("k%d: 1\n", i)
