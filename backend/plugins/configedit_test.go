@@ -156,20 +156,20 @@ command_allowlist: ['git status']
 	}
 	m, _ := e.manager()
 	_, err := m.Enable(context.Background(), "mine")
-	step("enable", err, "the one I rely on\n", "the one I rely on\n        - mine\n")
+	step("enable", err, "the one I rely on\n", "the one I rely on\n        - \"mine\"\n") // in the quotes the list has
 	_, err = m.Disable(context.Background(), "other")
-	step("disable", err, "        - \"other\"    # the one I rely on\n        - mine\n    disabled: []", "        - mine\n    disabled: [other]")
+	step("disable", err, "        - \"other\"    # the one I rely on\n        - \"mine\"\n    disabled: []", "        - \"mine\"\n    disabled: [other]")
 	step("Settings", plugins.EditConfig(path, plugins.ConfigEdit{Section: "storage", Key: "synchronous", Value: "FULL"},
 		plugins.ConfigEdit{Section: "sessions", Key: "retention_days", Value: nil}),
 		"NORMAL    # I can lose a second\n\n# Sessions\nsessions:\n    trash_days: 30\n\n    # at least this long\n    retention_days: 90\n",
 		"FULL    # I can lose a second\n\n# Sessions\nsessions:\n    trash_days: 30\n")
 	step("an always", plugins.UpdateConfigPath(path, []string{"command_allowlist"}, func(cur any) (any, error) {
 		return append(cur.([]any), "plugin_rule:echo"), nil
-	}), "['git status']", "['git status', \"plugin_rule:echo\"]")
+	}), "['git status']", "['git status', 'plugin_rule:echo']")
 	step("set_config", plugins.SetPluginSetting(e.home, "mine", "voice.speed", 1.5),
 		"    disabled: [other]\n", "    disabled: [other]\n    entries:\n        mine:\n            settings:\n                voice:\n                    speed: 1.5\n")
 	step("a new section", plugins.EditConfig(path, plugins.ConfigEdit{Section: "approvals", Key: "mode", Value: "off"}),
-		"\"plugin_rule:echo\"]\n", "\"plugin_rule:echo\"]\n\napprovals:\n    mode: \"off\"\n")
+		"'plugin_rule:echo']\n", "'plugin_rule:echo']\n\napprovals:\n    mode: \"off\"\n")
 }
 
 // A file beyond an in-place edit (an anchor and its alias here) is still

@@ -600,9 +600,10 @@ func scalar(v any) bool {
 // add (their texts) were added at the end, or of which those keep marks
 // stay.
 type listChange struct {
-	n    int
-	add  []string
-	keep []bool
+	n     int
+	add   []string
+	added []any // the values of add
+	keep  []bool
 }
 
 func changeOf(old, value any) (listChange, bool) {
@@ -621,6 +622,7 @@ func changeOf(old, value any) (listChange, bool) {
 				return listChange{}, false
 			}
 			ch.add = append(ch.add, text)
+			ch.added = append(ch.added, rv.Index(j).Interface())
 		}
 		return ch, true
 	case len(now) < len(was):
@@ -662,9 +664,14 @@ func (d *Doc) editItems(i, end int, old, value any) bool {
 		return false
 	}
 	if ch.keep == nil {
+		var texts []string
+		for _, j := range items {
+			v, _ := splitComment(strings.TrimPrefix(strings.TrimLeft(d.lines[j], " "), "-"))
+			texts = append(texts, v)
+		}
 		add := make([]string, len(ch.add))
 		for j, text := range ch.add {
-			add[j] = strings.Repeat(" ", s) + "- " + text
+			add[j] = strings.Repeat(" ", s) + "- " + quotedAs(texts, text, ch.added[j])
 		}
 		d.insert(items[len(items)-1]+1, add...)
 		return true
@@ -689,10 +696,14 @@ func editFlow(v string, old, value any) (string, bool) {
 		return "", false
 	}
 	if ch.keep == nil {
-		if len(items) == 0 {
-			return "[" + strings.Join(ch.add, ", ") + "]", true
+		add := make([]string, len(ch.add))
+		for j, text := range ch.add {
+			add[j] = quotedAs(items, text, ch.added[j])
 		}
-		return strings.TrimRight(v[:len(v)-1], " ") + ", " + strings.Join(ch.add, ", ") + "]", true
+		if len(items) == 0 {
+			return "[" + strings.Join(add, ", ") + "]", true
+		}
+		return strings.TrimRight(v[:len(v)-1], " ") + ", " + strings.Join(add, ", ") + "]", true
 	}
 	var kept []string
 	for j, it := range items {
@@ -733,6 +744,33 @@ func flowItems(v string) ([]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// quotedAs is text, a new entry of a list whose entries are written as
+// others, in their quotes when every one of them is quoted alike ('a',
+// 'b' gain 'c'): the library's own choice otherwise, or for a value that
+// is not a string of one line.
+func quotedAs(others []string, text string, value any) string {
+	str, ok := value.(string)
+	if !ok || len(others) == 0 || strings.ContainsFunc(str, unicode.IsControl) {
+		return text
+	}
+	q := others[0][0]
+	if q != '\'' && q != '"' {
+		return text
+	}
+	for _, o := range others {
+		if o == "" || o[0] != q {
+			return text
+		}
+	}
+	if q == '\'' {
+		return "'" + strings.ReplaceAll(str, "'", "''") + "'"
+	}
+	if strings.HasPrefix(text, `"`) {
+		return text
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(str) + `"`
 }
 
 // canonList is a list of scalars as their canonical YAML texts.

@@ -139,6 +139,13 @@ func TestSetInFilesOfOtherShapes(t *testing.T) {
 	if got, _ := set("a:\n- x\n- y\nb: 1\n", []string{"a"}, []any{"x", "y"}, []string{"x", "y", "z"}); got != "a:\n- x\n- y\n- z\nb: 1\n" {
 		t.Errorf("unindented list: %q", got)
 	}
+	// New entries take the quotes every entry has.
+	if got, _ := set("a:\n  - 'x'\nb: ['y']\nc: [\"z\"]\n", []string{"a"}, []any{"x"}, []any{"x", "it's", 3}); got != "a:\n  - 'x'\n  - 'it''s'\n  - 3\nb: ['y']\nc: [\"z\"]\n" {
+		t.Errorf("single quotes: %q", got)
+	}
+	if got, _ := set("b: ['y']\nc: [\"z\"]\n", []string{"c"}, []any{"z"}, []string{"z", `say "hi"`}); got != "b: ['y']\nc: [\"z\", \"say \\\"hi\\\"\"]\n" {
+		t.Errorf("double quotes: %q", got)
+	}
 	// Quoted keys are found by their value.
 	if got, _ := set("\"a b\": 1\n'c''d': 2\n", []string{"c'd"}, 2, 3); got != "\"a b\": 1\n'c''d': 3\n" {
 		t.Errorf("quoted keys: %q", got)
