@@ -189,6 +189,9 @@ func TestConfigEditWritesBackOnlyWhatLoads(t *testing.T) {
 	if r.code != cli.ExitConflict || !strings.Contains(r.stderr, "changed while you edited it") {
 		t.Fatalf("a race: %+v", r)
 	}
+	if b, err := os.ReadFile(keptAt(t, r.stderr)); err != nil || string(b) != "sessions:\n  trash_days: 2\n" {
+		t.Fatalf("the edit that lost the race is not kept: %q %v", b, err)
+	}
 	if got := read(); got != "sessions:\n  trash_days: 1\n" {
 		t.Fatalf("the other process's write was lost: %q", got)
 	}
