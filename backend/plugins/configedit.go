@@ -231,17 +231,24 @@ func UpdateConfigPath(path string, keys []string, change func(current any) (any,
 
 // getPath is the value at keys in m, nil when any is missing.
 func getPath(m yaml.MapSlice, keys []string) any {
+	v, _ := lookupPath(m, keys)
+	return v
+}
+
+// lookupPath is the value at keys in m; found is false when a key on the
+// way is missing (or is not a mapping).
+func lookupPath(m yaml.MapSlice, keys []string) (value any, found bool) {
 	for _, it := range m {
 		if k, _ := it.Key.(string); k != keys[0] {
 			continue
 		}
 		if len(keys) == 1 {
-			return it.Value
+			return it.Value, true
 		}
 		sub, _ := it.Value.(yaml.MapSlice)
-		return getPath(sub, keys[1:])
+		return lookupPath(sub, keys[1:])
 	}
-	return nil
+	return nil, false
 }
 
 func setPath(file string, m yaml.MapSlice, keys []string, value any) (yaml.MapSlice, error) {
@@ -336,26 +343,8 @@ func ConfigValue(path string, keys []string) (value any, found bool, err error) 
 	if err != nil {
 		return nil, false, err
 	}
-	for i, k := range keys {
-		var next any
-		ok := false
-		for _, it := range doc {
-			if key, _ := it.Key.(string); key == k {
-				next, ok = it.Value, true
-				break
-			}
-		}
-		if !ok {
-			return nil, false, nil
-		}
-		if i == len(keys)-1 {
-			return next, true, nil
-		}
-		if doc, ok = next.(yaml.MapSlice); !ok {
-			return nil, false, nil
-		}
-	}
-	return nil, false, nil
+	value, found = lookupPath(doc, keys)
+	return value, found, nil
 }
 
 // ReplaceConfig writes text as the config file, under its lock, when it

@@ -80,7 +80,7 @@ func (s *Stack) modelTimeout() time.Duration {
 // model is an API; else the offline one.
 func (s *Stack) summarizer() (llm.Summarizer, error) {
 	if s.Config.Compaction.Summarizer == "model" {
-		ep, err := s.Config.Model.Endpoint(os.Getenv)
+		ep, err := s.endpoint(ModelFlags{})
 		if err != nil {
 			return nil, err
 		}
