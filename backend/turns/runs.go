@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"atrium/backend/atomicfile"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
 )
@@ -134,19 +134,11 @@ func (r *Runs) watch(base string, ru *run) {
 	}
 }
 
-// writeStop writes a .stop file whole: beside it first, then renamed, so
-// a watcher never reads it empty (which would name no Stop, and the turn
-// would end as a person's stop whatever asked it).
+// writeStop writes a .stop file whole (atomicfile: beside it, then
+// renamed), so a watcher never reads it empty, which would name no Stop:
+// the turn would end as a person's stop whatever asked it.
 func writeStop(path string, s *Stop) error {
-	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, []byte(s.Invalidation+"\n"), 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
+	return atomicfile.Write(path, []byte(s.Invalidation+"\n"), 0o600, nil)
 }
 
 func stopNamed(invalidation string) *Stop {
