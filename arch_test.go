@@ -37,6 +37,9 @@ var allowed = map[string][]string{
 	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "backend/webhooks", "backend/yamledit", "plugins"},
 	// Edits a YAML text in place; knows nothing of Atrium.
 	"backend/yamledit": {},
+	// Reads and edits a .env as python-dotenv reads it; knows nothing of
+	// Atrium.
+	"backend/dotenv": {"backend/atomicfile"},
 	// Shell hooks reach Atrium only through the hook bus.
 	"backend/shellhooks": {"backend/hooks", "backend/atomicfile", "backend/limits"},
 	"backend/webhooks":   {"backend/hooks", "backend/shellhooks"},

@@ -3,11 +3,12 @@
 # a C compiler for cgo (mattn/go-sqlite3, the race detector, the window),
 # GTK and WebKitGTK 4.1 headers for the Wails window, Node for the web UI,
 # Xvfb, xdotool, ImageMagick and D-Bus for the window's end-to-end test,
-# Chromium for the dashboard's, Python 3 for Python plugins; then the Go
+# Chromium for the dashboard's, Python 3 for Python plugins (and python-dotenv,
+# which the .env reader is checked against); then the Go
 # modules. Runs apt-get as root, or through sudo, and only when something is
 # missing.
 set -euo pipefail
-pkgs=(gcc libc6-dev make git pkg-config python3 libgtk-3-dev libwebkit2gtk-4.1-dev
+pkgs=(gcc libc6-dev make git pkg-config python3 python3-dotenv libgtk-3-dev libwebkit2gtk-4.1-dev
   nodejs npm xvfb xauth xdotool imagemagick dbus chromium fonts-liberation)
 need=()
 for p in "${pkgs[@]}"; do

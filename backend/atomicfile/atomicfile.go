@@ -46,6 +46,20 @@ func Write(path string, data []byte, perm os.FileMode, check func(tmp string) er
 	return os.Rename(tmp, path)
 }
 
+// Replace is Write for a file a person keeps: a path that is a link stays
+// one (the file it names is replaced), and the file keeps its mode; a new
+// file gets perm.
+func Replace(path string, data []byte, perm os.FileMode) error {
+	target := path
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	}
+	if fi, err := os.Stat(target); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	return Write(target, data, perm, nil)
+}
+
 // Lock takes an exclusive lock on path+".lock" (created if missing), so
 // that processes changing path (read, change, Write) do so one at a time;
 // unlock releases it. It waits for the lock.

@@ -36,3 +36,40 @@ func TestWriteReplacesWholeAndCleansUp(t *testing.T) {
 		t.Fatal("wrote into a missing folder")
 	}
 }
+
+func TestReplaceKeepsALinkAndItsMode(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "kept", "f")
+	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, []byte("old"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(target, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Replace(link, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link is no longer a link: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "new" {
+		t.Fatalf("target: %q", b)
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v", fi.Mode().Perm())
+	}
+	fresh := filepath.Join(dir, "fresh")
+	if err := Replace(fresh, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(fresh); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("a new file is %v", fi.Mode().Perm())
+	}
+}

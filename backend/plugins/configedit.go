@@ -191,14 +191,7 @@ func checkAndWrite(path string, out []byte) error {
 	if _, _, err := config.Parse(out, path); err != nil {
 		return apperr.Wrap(apperr.Invalid, err, "rewritten config does not load")
 	}
-	target, perm := path, os.FileMode(0o600)
-	if t, err := filepath.EvalSymlinks(path); err == nil {
-		target = t
-	}
-	if fi, err := os.Stat(target); err == nil {
-		perm = fi.Mode().Perm()
-	}
-	if err := atomicfile.Write(target, out, perm, nil); err != nil {
+	if err := atomicfile.Replace(path, out, 0o600); err != nil {
 		return apperr.Wrap(apperr.Internal, err, "write config %s", path)
 	}
 	return nil
