@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"atrium/backend/apperr"
+	"atrium/backend/dotenv"
 	"atrium/backend/plugins/proc"
 	"atrium/cli"
 	"atrium/desktop"
@@ -65,8 +66,9 @@ func sibling(exe, name string) string {
 }
 
 // runWindow runs the window binary in this process's place (same pid, same
-// arguments, same environment); it returns only if that failed.
+// arguments, same environment but what the profile's .env gave this one:
+// the window reads it itself); it returns only if that failed.
 func runWindow(path string) error {
-	err := syscall.Exec(path, append([]string{path}, os.Args[1:]...), os.Environ())
+	err := syscall.Exec(path, append([]string{path}, os.Args[1:]...), dotenv.Environ())
 	return apperr.Wrap(apperr.Internal, err, "start the window (%s)", path)
 }

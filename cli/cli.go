@@ -128,6 +128,7 @@ func NewRoot(env Env) *cobra.Command {
 	pf.BoolVar(&g.json, "json", false, "print one JSON document for scripts")
 
 	r := &runner{env: env, g: g}
+	root.PersistentPreRun = func(*cobra.Command, []string) { r.loadDotenv() }
 	pf.BoolVar(&r.noWait, "no-wait", false, "return once the change is committed, without waiting for the plugin host to deliver its hook events")
 	pf.BoolVar(&r.acceptHooks, "accept-hooks", false, "approve every shell hook of config.yaml's hooks: without asking (also ATRIUM_ACCEPT_HOOKS=1)")
 	r.window(root)

@@ -29,105 +29,116 @@ import (
 // change touches only its key's lines and must load before it is written.
 func (r *runner) configCmd() *cobra.Command {
 	show := func(cmd *cobra.Command, _ []string) error { return r.showConfig() }
-	c := &cobra.Command{Use: "config", Short: "The profile's config.yaml: show it, get, set or unset a key (dotted: storage.synchronous), edit it", Args: noArgs, RunE: show}
+	c := &cobra.Command{Use: "config", Short: "The profile's config.yaml and .env: show them, get, set or unset a key (dotted: storage.synchronous; a key's variable, as OPENAI_API_KEY, goes to .env), edit config.yaml", Args: noArgs, RunE: show}
 	c.AddCommand(&cobra.Command{
 		Use:   "show",
 		Short: "Show where config.yaml is, what it says, and what in it Atrium does not know",
 		Args:  noArgs,
 		RunE:  show,
-	}, &cobra.Command{
-		Use:   "path",
-		Short: "Print the path of config.yaml",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := r.configPath()
-			if err != nil {
-				return err
-			}
-			return r.print(map[string]any{"path": path}, func(w io.Writer) { fmt.Fprintln(w, path) })
-		},
-	}, &cobra.Command{
-		Use:   "get KEY",
-		Short: "Print the value config.yaml gives KEY (dotted: sessions.trash_days)",
-		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, keys, err := r.configKey(args[0])
-			if err != nil {
-				return err
-			}
-			v, found, err := plugins.ConfigValue(path, keys)
-			if err != nil {
-				return err
-			}
-			if !found {
-				return apperr.New(apperr.NotFound, "%s is not set in %s (its default applies)", args[0], path)
-			}
-			return r.print(map[string]any{"key": args[0], "value": jsonable(v)}, func(w io.Writer) {
-				fmt.Fprintln(w, yamlText(v))
-			})
-		},
-	}, &cobra.Command{
-		Use:   "set KEY VALUE",
-		Short: "Set KEY (dotted) in config.yaml: true/yes/on and false/no/off are booleans, numbers are numbers, [a, b] a list, anything else text",
-		Args:  exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, keys, err := r.configKey(args[0])
-			if err != nil {
-				return err
-			}
-			v, err := configValue(args[1])
-			if err != nil {
-				return err
-			}
-			if _, isText := v.(string); !isText && config.KindOf(keys) == reflect.String {
-				v = args[1] // a word where text is wanted: approvals.mode off
-			}
-			if err := plugins.EditConfigPath(path, keys, v); err != nil {
-				return fmt.Errorf("%s = %s: config.yaml is unchanged: %w", args[0], limits.Echo(args[1]), err)
-			}
-			return r.print(map[string]any{"key": args[0], "value": jsonable(v), "path": path}, func(w io.Writer) {
-				fmt.Fprintf(w, "set %s = %s in %s\n", args[0], yamlInline(v), path)
-			})
-		},
-	}, &cobra.Command{
-		Use:   "unset KEY",
-		Short: "Remove KEY (dotted) from config.yaml, with the comments right above it: its default applies again",
-		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path, keys, err := r.configKey(args[0])
-			if err != nil {
-				return err
-			}
-			_, found, err := plugins.ConfigValue(path, keys)
-			if err != nil {
-				return err
-			}
-			if found {
-				if err := plugins.EditConfigPath(path, keys, nil); err != nil {
+	}, r.printPath("path", "Print the path of config.yaml", r.configPath),
+		r.printPath("env-path", "Print the path of the profile's .env (keys and tokens, read when an Atrium process starts)", r.envPath),
+		&cobra.Command{
+			Use:   "get KEY",
+			Short: "Print the value config.yaml gives KEY (dotted: sessions.trash_days); for a variable of .env (OPENAI_API_KEY), where it is set, never its value",
+			Args:  exactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if name, ok := envKey(args[0]); ok {
+					return r.getEnv(name)
+				}
+				path, keys, err := r.configKey(args[0])
+				if err != nil {
 					return err
 				}
-			}
-			return r.print(map[string]any{"key": args[0], "removed": found, "path": path}, func(w io.Writer) {
-				if found {
-					fmt.Fprintf(w, "unset %s in %s\n", args[0], path)
-				} else {
-					fmt.Fprintf(w, "%s was not set in %s\n", args[0], path)
+				v, found, err := plugins.ConfigValue(path, keys)
+				if err != nil {
+					return err
 				}
-			})
-		},
-	}, &cobra.Command{
-		Use:   "edit",
-		Short: "Edit config.yaml in $VISUAL or $EDITOR: a copy, written back only when it loads (and nobody changed the file meanwhile)",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := r.configPath()
-			if err != nil {
-				return err
-			}
-			return r.editConfig(path)
-		},
-	})
+				if !found {
+					return apperr.New(apperr.NotFound, "%s is not set in %s (its default applies)", args[0], path)
+				}
+				return r.print(map[string]any{"key": args[0], "value": jsonable(v)}, func(w io.Writer) {
+					fmt.Fprintln(w, yamlText(v))
+				})
+			},
+		}, &cobra.Command{
+			Use:   "set KEY VALUE",
+			Short: "Set KEY (dotted) in config.yaml: true/yes/on and false/no/off are booleans, numbers are numbers, [a, b] a list, anything else text; a key's or token's variable (OPENAI_API_KEY, TELEGRAM_BOT_TOKEN, any *_API_KEY, *_TOKEN, *_SECRET) goes to the profile's .env, private to you",
+			Args:  exactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if name, ok := envKey(args[0]); ok {
+					return r.setEnv(name, args[1])
+				}
+				path, keys, err := r.configKey(args[0])
+				if err != nil {
+					return err
+				}
+				v, err := configValue(args[1])
+				if err != nil {
+					return err
+				}
+				if _, isText := v.(string); !isText && config.KindOf(keys) == reflect.String {
+					v = args[1] // a word where text is wanted: approvals.mode off
+				}
+				if err := plugins.EditConfigPath(path, keys, v); err != nil {
+					return fmt.Errorf("%s = %s: config.yaml is unchanged: %w", args[0], limits.Echo(args[1]), err)
+				}
+				return r.print(map[string]any{"key": args[0], "value": jsonable(v), "path": path}, func(w io.Writer) {
+					fmt.Fprintf(w, "set %s = %s in %s\n", args[0], yamlInline(v), path)
+				})
+			},
+		}, &cobra.Command{
+			Use:   "unset KEY",
+			Short: "Remove KEY (dotted) from config.yaml, with the comments right above it: its default applies again; a variable (OPENAI_API_KEY) from the profile's .env",
+			Args:  exactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if name, ok := envKey(args[0]); ok {
+					return r.unsetEnv(name)
+				}
+				path, keys, err := r.configKey(args[0])
+				if err != nil {
+					return err
+				}
+				_, found, err := plugins.ConfigValue(path, keys)
+				if err != nil {
+					return err
+				}
+				if found {
+					if err := plugins.EditConfigPath(path, keys, nil); err != nil {
+						return err
+					}
+				}
+				return r.print(map[string]any{"key": args[0], "removed": found, "path": path}, func(w io.Writer) {
+					if found {
+						fmt.Fprintf(w, "unset %s in %s\n", args[0], path)
+					} else {
+						fmt.Fprintf(w, "%s was not set in %s\n", args[0], path)
+					}
+				})
+			},
+		}, &cobra.Command{
+			Use:   "edit",
+			Short: "Edit config.yaml in $VISUAL or $EDITOR: a copy, written back only when it loads (and nobody changed the file meanwhile)",
+			Args:  noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				path, err := r.configPath()
+				if err != nil {
+					return err
+				}
+				return r.editConfig(path)
+			},
+		})
 	return c
+}
+
+// printPath is a command that prints the path path gives.
+func (r *runner) printPath(use, short string, path func() (string, error)) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: noArgs, RunE: func(*cobra.Command, []string) error {
+		p, err := path()
+		if err != nil {
+			return err
+		}
+		return r.print(map[string]any{"path": p}, func(w io.Writer) { fmt.Fprintln(w, p) })
+	}}
 }
 
 func (r *runner) configPath() (string, error) {
@@ -146,11 +157,6 @@ func (r *runner) configKey(key string) (string, []string, error) {
 	path, err := r.configPath()
 	if err != nil {
 		return "", nil, err
-	}
-	if envName.MatchString(key) {
-		// The familiar agent writes these to a .env file; Atrium keeps
-		// no secret in a file it writes.
-		return "", nil, apperr.New(apperr.Invalid, "%s looks like an environment variable: Atrium reads tokens and keys from the environment only, never from a file it writes; export %s where Atrium runs (config.yaml names the variable where a setting needs one, as gateway.telegram.token_env)", key, key)
 	}
 	keys := strings.Split(key, ".")
 	for _, k := range keys {
@@ -259,7 +265,8 @@ func (r *runner) showConfig() error {
 	if warnings == nil {
 		warnings = []string{}
 	}
-	return r.print(map[string]any{"path": path, "exists": exists, "settings": jsonable(settings), "warnings": warnings}, func(w io.Writer) {
+	envFile, showEnv := r.envFileSummary()
+	return r.print(map[string]any{"path": path, "exists": exists, "settings": jsonable(settings), "warnings": warnings, "env_file": envFile}, func(w io.Writer) {
 		fmt.Fprintf(w, "# %s\n", path)
 		switch {
 		case !exists:
@@ -275,6 +282,7 @@ func (r *runner) showConfig() error {
 		for _, m := range warnings {
 			fmt.Fprintf(w, "# warning: %s\n", m)
 		}
+		showEnv(w)
 	})
 }
 

@@ -80,8 +80,8 @@ func TestTheFamiliarConfigCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(ok("get", "plugins", "--json")), &got); err != nil || got.Value["hook_callback_timeout"] != 2.5 {
 		t.Fatalf("get --json: %+v %v", got, err)
 	}
-	// Refused: a value config.yaml does not take, a secret, a key that is
-	// not one, a key that is not set.
+	// Refused: a value config.yaml does not take, a token pasted with
+	// smart quotes, a key that is not one, a key that is not set.
 	for _, c := range []struct {
 		args []string
 		code int
@@ -89,7 +89,7 @@ func TestTheFamiliarConfigCommand(t *testing.T) {
 	}{
 		{[]string{"set", "sessions.trash_days", "soon"}, cli.ExitInvalid, "trash_days"},
 		{[]string{"set", "storage.synchronous", "SOMETIMES"}, cli.ExitInvalid, "synchronous"},
-		{[]string{"set", "TELEGRAM_BOT_TOKEN", "123:secret"}, cli.ExitInvalid, "environment"},
+		{[]string{"set", "TELEGRAM_BOT_TOKEN", "\u201c123:secret\u201d"}, cli.ExitInvalid, "not ASCII"}, // goes to .env, refused there
 		{[]string{"set", "sessions..trash_days", "1"}, cli.ExitInvalid, "not a key"},
 		{[]string{"set", "plugins.enabled", "[unclosed"}, cli.ExitInvalid, "not a YAML list"},
 		{[]string{"get", "sessions.retention_days"}, cli.ExitNotFound, "its default applies"},

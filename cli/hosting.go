@@ -16,6 +16,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
+	"atrium/backend/dotenv"
 	"atrium/backend/pluginhost"
 	"atrium/backend/plugins"
 	"atrium/backend/shellhooks"
@@ -171,7 +172,7 @@ func (r *runner) spawnHost(home config.Home) error {
 		}
 	}
 	if env == nil {
-		env = os.Environ()
+		env = dotenv.Environ() // the host reads the profile's .env itself
 	}
 	// Approving every hook was this command's choice, recorded in the
 	// allowlist already; the host it starts outlives it and must not go on

@@ -89,6 +89,7 @@ func runPluginCLI(env Env, g globals, name string, argv []string) (int, error) {
 	if err != nil {
 		return ExitInvalid, err
 	}
+	r.loadDotenv()
 	r.cmdPath = "atrium " + name
 	r.profile = home.Profile
 	r.processPlugins, r.pluginHooks, r.pluginCLI = true, []string{}, name

@@ -89,6 +89,10 @@ func (h Home) SessionsDir() string { return filepath.Join(h.Dir, "sessions") }
 // PluginsDir holds user plugins.
 func (h Home) PluginsDir() string { return filepath.Join(h.Dir, "plugins") }
 
+// EnvPath is the profile's .env: keys and tokens, read into the
+// environment of every Atrium process of the profile when it starts.
+func (h Home) EnvPath() string { return filepath.Join(h.Dir, ".env") }
+
 // Ensure creates the profile's folders if they are missing, private to
 // their owner (0700: transcripts and sidecar files are nobody else's). A
 // home that exists but cannot be written (a read-only file system) is left
@@ -520,7 +524,7 @@ func Parse(data []byte, path string) (Config, []string, error) {
 			for _, k := range unknown {
 				if k == "api_key" || strings.HasSuffix(k, ".api_key") {
 					// The familiar agent takes a key written in the file.
-					warnings = append(warnings, fmt.Sprintf("config %s: %s is not read: Atrium takes keys from the environment only; export the key and name its variable in model.api_key_env (then remove it from the file)", path, k))
+					warnings = append(warnings, fmt.Sprintf("config %s: %s is not read: Atrium takes keys from the environment or the profile's .env, never from config.yaml; `atrium config set OPENAI_API_KEY ...` (or the variable model.api_key_env names) keeps it there (then remove it from this file)", path, k))
 				}
 			}
 		} else {

@@ -94,7 +94,7 @@ func (m Model) Endpoint(getenv func(string) string) (Endpoint, error) {
 		case getenv("OPENROUTER_API_KEY") != "":
 			p = "openrouter"
 		default:
-			return Endpoint{}, apperr.New(apperr.Invalid, "model.provider auto found no model: export OPENROUTER_API_KEY, or set model.base_url to an OpenAI-compatible server (model.provider offline answers without one)")
+			return Endpoint{}, apperr.New(apperr.Invalid, "model.provider auto found no model: set OPENROUTER_API_KEY (exported, or `atrium config set OPENROUTER_API_KEY ...` for the profile's .env), or set model.base_url to an OpenAI-compatible server (model.provider offline answers without one)")
 		}
 	}
 	switch p {

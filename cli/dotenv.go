@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"atrium/backend/apperr"
+	"atrium/backend/config"
+	"atrium/backend/dotenv"
+	"atrium/backend/limits"
+)
+
+// loadDotenv gives this process the variables of the profile's .env that
+// its environment does not have (the environment goes first), before the
+// command runs: the model's key, a bot's token, a plugin's requires_env.
+// Plugin processes and hooks get them as they get the environment. What
+// the file says wrong is a warning; the command goes on.
+func (r *runner) loadDotenv() {
+	home, err := config.ResolveHome(r.g.home, r.g.profile)
+	if err != nil {
+		return // the command says so
+	}
+	rep, err := dotenv.Load(home.EnvPath(), nil, nil)
+	if err != nil {
+		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s is not read: %s\n", home.EnvPath(), oneLine(err))
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(r.env.Stderr, "atrium: warning: %s\n", w)
+	}
+}
+
+// familiarEnvKeys are the names the familiar agent's `config set` writes to
+// its .env rather than to config.yaml, whatever their case.
+var familiarEnvKeys = []string{
+	"OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VOICE_TOOLS_OPENAI_KEY", "EXA_API_KEY",
+	"PARALLEL_API_KEY", "FIRECRAWL_API_KEY", "FIRECRAWL_API_URL", "FIRECRAWL_GATEWAY_URL", "TOOL_GATEWAY_DOMAIN",
+	"TOOL_GATEWAY_SCHEME", "TOOL_GATEWAY_USER_TOKEN", "TAVILY_API_KEY", "BROWSERBASE_API_KEY", "BROWSERBASE_PROJECT_ID",
+	"BROWSER_USE_API_KEY", "FAL_KEY", "TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "TERMINAL_SSH_HOST", "TERMINAL_SSH_USER",
+	"TERMINAL_SSH_KEY", "SUDO_PASSWORD", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "GITHUB_TOKEN", "HONCHO_API_KEY",
+	"WANDB_API_KEY", "TINKER_API_KEY",
+}
+
+// envKey is the variable KEY names when `config set KEY` goes to .env, as
+// the familiar agent decides it: a name without dots that it lists, or
+// that ends in _API_KEY, _TOKEN or _SECRET, or starts with TERMINAL_SSH
+// (any case: it is written upper-case); and, since no setting of Atrium's
+// is written so, any upper-case variable name.
+func envKey(key string) (string, bool) {
+	if strings.Contains(key, ".") || !dotenv.ValidName(key) {
+		return "", false
+	}
+	up := strings.ToUpper(key)
+	switch {
+	case slices.Contains(familiarEnvKeys, up), strings.HasSuffix(up, "_API_KEY"), strings.HasSuffix(up, "_TOKEN"),
+		strings.HasSuffix(up, "_SECRET"), strings.HasPrefix(up, "TERMINAL_SSH"), envName.MatchString(key):
+		return up, true
+	}
+	return "", false
+}
+
+func (r *runner) envPath() (string, error) {
+	home, err := config.ResolveHome(r.g.home, r.g.profile)
+	if err != nil {
+		return "", err
+	}
+	return home.EnvPath(), nil
+}
+
+// fromEnvironment reports whether this process had name before the .env
+// was read (so the environment's value goes first).
+func (r *runner) fromEnvironment(name string) bool {
+	_, ok := os.LookupEnv(name)
+	return ok && !dotenv.Loaded(name)
+}
+
+// setEnv writes NAME=value to the profile's .env. The value is a secret:
+// it is never printed.
+func (r *runner) setEnv(name, value string) error {
+	path, err := r.envPath()
+	if err != nil {
+		return err
+	}
+	if err := dotenv.CheckValue(value); err != nil {
+		return apperr.New(apperr.Invalid, "%s: %v; %s is unchanged", name, err, path)
+	}
+	if err := dotenv.Update(path, func(text string) (string, error) { return dotenv.Set(text, name, value) }); err != nil {
+		return apperr.Wrap(apperr.Invalid, err, "%s: %s is unchanged", name, path)
+	}
+	shadowed := false
+	if r.fromEnvironment(name) {
+		v, _ := os.LookupEnv(name)
+		shadowed = v != value
+	}
+	return r.print(map[string]any{"key": name, "path": path, "environment_goes_first": shadowed}, func(w io.Writer) {
+		fmt.Fprintf(w, "set %s in %s\n", name, path)
+		if shadowed {
+			fmt.Fprintf(w, "note: %s is also set, to another value, in the environment Atrium runs in, which goes first: unset it there for this one to be used\n", name)
+		}
+		fmt.Fprintln(w, "a window, `atrium serve` or `atrium gateway run` already running reads it when it starts again")
+	})
+}
+
+// unsetEnv removes NAME from the profile's .env.
+func (r *runner) unsetEnv(name string) error {
+	path, err := r.envPath()
+	if err != nil {
+		return err
+	}
+	removed := false
+	err = dotenv.Update(path, func(text string) (string, error) {
+		out, ok, err := dotenv.Unset(text, name)
+		removed = ok
+		return out, err
+	})
+	if err != nil {
+		return apperr.Wrap(apperr.Invalid, err, "%s: %s is unchanged", name, path)
+	}
+	inEnv := r.fromEnvironment(name)
+	return r.print(map[string]any{"key": name, "removed": removed, "path": path, "in_environment": inEnv}, func(w io.Writer) {
+		if removed {
+			fmt.Fprintf(w, "unset %s in %s\n", name, path)
+		} else {
+			fmt.Fprintf(w, "%s was not set in %s\n", name, path)
+		}
+		if inEnv {
+			fmt.Fprintf(w, "note: %s is still set in the environment Atrium runs in\n", name)
+		}
+	})
+}
+
+// getEnv says where NAME is set, never its value.
+func (r *runner) getEnv(name string) error {
+	path, err := r.envPath()
+	if err != nil {
+		return err
+	}
+	text, _, _, err := dotenv.Read(path)
+	if err != nil {
+		return apperr.Wrap(apperr.Invalid, err, "read %s", path)
+	}
+	inFile := slices.Contains(dotenv.Names(text), name)
+	inEnv := r.fromEnvironment(name)
+	if !inFile && !inEnv {
+		return apperr.New(apperr.NotFound, "%s is set neither in %s nor in the environment", limits.Echo(name), path)
+	}
+	source := "env_file"
+	if inEnv {
+		source = "environment"
+	}
+	return r.print(map[string]any{"key": name, "set": true, "source": source, "in_env_file": inFile, "path": path}, func(w io.Writer) {
+		switch {
+		case inEnv && inFile:
+			fmt.Fprintf(w, "%s is set in the environment, which goes first, and in %s (the value is not shown)\n", name, path)
+		case inEnv:
+			fmt.Fprintf(w, "%s is set in the environment (the value is not shown)\n", name)
+		default:
+			fmt.Fprintf(w, "%s is set in %s (the value is not shown)\n", name, path)
+		}
+	})
+}
+
+// envFileSummary is what `config show` says of the .env: its names (never
+// values), which of them the environment overrides, and its problems.
+func (r *runner) envFileSummary() (map[string]any, func(w io.Writer)) {
+	path, err := r.envPath()
+	if err != nil {
+		return nil, func(io.Writer) {}
+	}
+	text, exists, warnings, rerr := dotenv.Read(path)
+	if rerr != nil {
+		warnings = append(warnings, fmt.Sprintf("%s is not read: %s", path, oneLine(rerr)))
+	}
+	warnings = append(warnings, dotenv.Problems(path, dotenv.Parse(text))...)
+	names := dotenv.Names(text)
+	var shadowed []string
+	for _, n := range names {
+		if r.fromEnvironment(n) {
+			shadowed = append(shadowed, n)
+		}
+	}
+	out := map[string]any{"path": path, "exists": exists, "names": nonNil(names), "environment_goes_first": nonNil(shadowed), "warnings": nonNil(warnings)}
+	return out, func(w io.Writer) {
+		switch {
+		case !exists:
+			fmt.Fprintf(w, "# %s: none (`atrium config set OPENAI_API_KEY ...` writes one)\n", path)
+		case len(names) == 0:
+			fmt.Fprintf(w, "# %s: sets nothing\n", path)
+		default:
+			fmt.Fprintf(w, "# %s sets (values not shown): %s\n", path, strings.Join(names, ", "))
+		}
+		if len(shadowed) > 0 {
+			fmt.Fprintf(w, "# the environment goes first for: %s\n", strings.Join(shadowed, ", "))
+		}
+		for _, m := range warnings {
+			fmt.Fprintf(w, "# warning: %s\n", m)
+		}
+	}
+}
