@@ -258,7 +258,8 @@ func TestSettingsRoundTripAndRefuseInvalid(t *testing.T) {
 	got, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work"})
 	thirty, yes, no, manual, zero := 30, true, false, "manual", 0.0
 	want := app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work", Profiles: []string{"default"},
-		TrashDays: &thirty, TrashAutomatic: &yes, AutoPrune: &no, ApprovalsMode: &manual, ApprovalTimeoutSeconds: &zero}
+		TrashDays: &thirty, TrashAutomatic: &yes, AutoPrune: &no, ApprovalsMode: &manual, ApprovalTimeoutSeconds: &zero,
+		Model: &app.ModelSettingsDTO{Provider: "offline", Key: app.KeyStatusDTO{EnvPath: e.st.Home.EnvPath()}}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("set = %+v, %v", got, err)
 	}

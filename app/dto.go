@@ -314,6 +314,39 @@ type SettingsDTO struct {
 	ApprovalTimeoutSeconds *float64 `json:"approval_timeout_seconds"`
 	Profile                string   `json:"profile"`            // opened next time no --profile is given
 	Profiles               []string `json:"profiles,omitempty"` // read-only: the profiles of this home
+	// Model is config.yaml's model block; null in a Set leaves it as it is.
+	Model *ModelSettingsDTO `json:"model"`
+}
+
+// ModelSettingsDTO is the model the profile's turns ask: config.yaml's
+// model block as the Settings page edits it (a Set changes only the fields
+// that differ from the file), and where its key is read from.
+type ModelSettingsDTO struct {
+	Provider      string `json:"provider"` // offline, openai, or one of the familiar agent's names (openrouter, custom, ...)
+	BaseURL       string `json:"base_url"`
+	Name          string `json:"name"`           // the model name sent (model.name, or the familiar model.default)
+	APIKeyEnv     string `json:"api_key_env"`    // the variable holding the key; "" = the provider's usual one, or none
+	ContextWindow int    `json:"context_window"` // tokens; 0 = the default
+	// Read-only.
+	Key     KeyStatusDTO `json:"key"`
+	Problem string       `json:"problem,omitempty"` // why this block asks no model (a provider Atrium does not speak, ...)
+}
+
+// KeyStatusDTO says where the model's key is read from, never the key.
+type KeyStatusDTO struct {
+	Name string `json:"name"` // the variable; "" when the model needs no key
+	// Source is "environment" (exported where Atrium started: it goes
+	// first), "env_file" (the profile's .env) or "" (not set).
+	Source    string `json:"source"`
+	InEnvFile bool   `json:"in_env_file"`
+	EnvPath   string `json:"env_path"` // the profile's .env
+}
+
+// KeyRequest is the body of POST /api/settings/key: a key's variable and
+// its value, written to the profile's .env (an empty value removes it).
+type KeyRequest struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // StandingApprovalsDTO is the profile's standing approvals: the rules a

@@ -57,11 +57,11 @@ func (s *Settings) Get() (SettingsDTO, error) {
 		ApprovalsMode: lo.ToPtr(cfg.ApprovalsMode()), ApprovalTimeoutSeconds: lo.ToPtr(cfg.Approvals.Timeout),
 		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, TrashDays: lo.ToPtr(cfg.TrashDays()), TrashAutomatic: lo.ToPtr(cfg.TrashAutomatic()),
 		AutoPrune: lo.ToPtr(cfg.Sessions.AutoPrune), Profile: config.StartupProfile(s.home.Root),
-		Profiles: config.Profiles(s.home.Root)}, nil
+		Profiles: config.Profiles(s.home.Root), Model: lo.ToPtr(s.modelSettings(cfg))}, nil
 }
 
 // Set writes the settings; an invalid value changes nothing. The config
-// keys apply when the profile is next opened, the profile at next launch. An
+// keys (the model block among them) apply when the profile is next opened, the profile at next launch. An
 // empty Profile leaves the startup profile as it is.
 func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 	if in.Profile != "" {
@@ -96,6 +96,17 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 			v = nil
 		}
 		edits = append(edits, plugins.ConfigEdit{Section: "approvals", Key: "timeout", Value: v})
+	}
+	if in.Model != nil {
+		cfg, _, err := config.Load(s.home.ConfigPath())
+		if err != nil {
+			return SettingsDTO{}, err
+		}
+		more, err := modelEdits(cfg, *in.Model)
+		if err != nil {
+			return SettingsDTO{}, err
+		}
+		edits = append(edits, more...)
 	}
 	err := plugins.EditConfig(s.home.ConfigPath(), edits...)
 	if err != nil {

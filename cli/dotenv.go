@@ -32,31 +32,16 @@ func (r *runner) loadDotenv() {
 	}
 }
 
-// familiarEnvKeys are the names the familiar agent's `config set` writes to
-// its .env rather than to config.yaml, whatever their case.
-var familiarEnvKeys = []string{
-	"OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VOICE_TOOLS_OPENAI_KEY", "EXA_API_KEY",
-	"PARALLEL_API_KEY", "FIRECRAWL_API_KEY", "FIRECRAWL_API_URL", "FIRECRAWL_GATEWAY_URL", "TOOL_GATEWAY_DOMAIN",
-	"TOOL_GATEWAY_SCHEME", "TOOL_GATEWAY_USER_TOKEN", "TAVILY_API_KEY", "BROWSERBASE_API_KEY", "BROWSERBASE_PROJECT_ID",
-	"BROWSER_USE_API_KEY", "FAL_KEY", "TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "TERMINAL_SSH_HOST", "TERMINAL_SSH_USER",
-	"TERMINAL_SSH_KEY", "SUDO_PASSWORD", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "GITHUB_TOKEN", "HONCHO_API_KEY",
-	"WANDB_API_KEY", "TINKER_API_KEY",
-}
-
 // envKey is the variable KEY names when `config set KEY` goes to .env, as
-// the familiar agent decides it: a name without dots that it lists, or
-// that ends in _API_KEY, _TOKEN or _SECRET, or starts with TERMINAL_SSH
-// (any case: it is written upper-case); and, since no setting of Atrium's
-// is written so, any upper-case variable name.
+// the familiar agent decides it (config.SecretVariable; written
+// upper-case), and, since no setting of Atrium's is written so, any
+// upper-case variable name.
 func envKey(key string) (string, bool) {
 	if strings.Contains(key, ".") || !dotenv.ValidName(key) {
 		return "", false
 	}
-	up := strings.ToUpper(key)
-	switch {
-	case slices.Contains(familiarEnvKeys, up), strings.HasSuffix(up, "_API_KEY"), strings.HasSuffix(up, "_TOKEN"),
-		strings.HasSuffix(up, "_SECRET"), strings.HasPrefix(up, "TERMINAL_SSH"), envName.MatchString(key):
-		return up, true
+	if config.SecretVariable(key) || envName.MatchString(key) {
+		return strings.ToUpper(key), true
 	}
 	return "", false
 }

@@ -9,7 +9,7 @@
 
 import { execFile, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -773,6 +773,44 @@ async function main() {
     await setMode('manual');
     const blocked = await atrium('send', ids['Payments refactor'], 'use tool read_notes: {"ask": true}');
     assert(/BLOCKED/.test(blocked.reply), `a terminal send with approvals manual: ${blocked.reply}`);
+    await page.click('[data-testid=nav-sessions]');
+  });
+
+  await check('Settings, Model: the model block saved with the form; its key saved on its own to .env (private), never shown back', async () => {
+    const key = 'sk-e2e-not-shown-0123456789';
+    await page.click('[data-testid=nav-settings]');
+    const model = page.locator('[data-testid=settings-model]');
+    await model.waitFor({ timeout: 10_000 });
+    await page.locator('[data-testid=set-model-provider]').selectOption('openai');
+    await page.fill('[data-testid=set-model-base_url]', 'http://127.0.0.1:9/v1');
+    await page.fill('[data-testid=set-model-name]', 'e2e-model');
+    await page.fill('[data-testid=set-model-api_key_env]', 'ATRIUM_E2E_API_KEY');
+    await page.click('[data-testid=settings-save]');
+    await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
+    eq((await atrium('config', 'get', 'model.provider')).value, 'openai', 'model.provider after Save');
+    const status = page.locator('[data-testid=model-key-status]');
+    await status.filter({ hasText: 'ATRIUM_E2E_API_KEY is not set' }).waitFor({ timeout: 10_000 });
+    await page.fill('[data-testid=set-model-key]', key);
+    await page.click('[data-testid=model-key-save]');
+    await status.filter({ hasText: 'is kept in' }).waitFor({ timeout: 10_000 });
+    eq(await page.inputValue('[data-testid=set-model-key]'), '', 'the key field after Save key');
+    const shown = await atrium('config', 'show');
+    assert(shown.env_file.names.includes('ATRIUM_E2E_API_KEY'), `config show's .env names: ${JSON.stringify(shown.env_file)}`);
+    assert(!JSON.stringify(shown).includes(key), 'config show printed the key');
+    const envFile = readFileSync(shown.env_file.path, 'utf8');
+    eq(envFile, `ATRIUM_E2E_API_KEY=${key}\n`, '.env after Save key');
+    eq(statSync(shown.env_file.path).mode & 0o777, 0o600, '.env mode');
+    await model.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'dashboard-settings-model.png') });
+    await page.reload();
+    await page.click('[data-testid=nav-settings]');
+    await status.filter({ hasText: 'is kept in' }).waitFor({ timeout: 10_000 });
+    assert(!(await page.content()).includes(key), 'the page shows the key after a reload');
+    // Back to the offline model the rest of this run answers with.
+    await page.locator('[data-testid=set-model-provider]').selectOption('offline');
+    await page.click('[data-testid=settings-save]');
+    await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
+    eq((await atrium('config', 'get', 'model.provider')).value, 'offline', 'model.provider after going back');
     await page.click('[data-testid=nav-sessions]');
   });
 

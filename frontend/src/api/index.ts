@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
+import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -184,6 +184,8 @@ export const api = {
     get: () => call('Settings', 'Get', [], { route: 'GET /api/settings' }),
     set: (s: SettingsDTO) => call('Settings', 'Set', [s], { route: 'PUT /api/settings', body: s }),
     info: () => call('Settings', 'Info', [], { route: 'GET /api/info' }),
+    /** setKey keeps a key's variable in the profile's .env ('' removes it); the key never comes back */
+    setKey: (req: KeyRequest) => call('Settings', 'SetKey', [req], { route: 'POST /api/settings/key', body: req }),
     /** standingApprovals: the rules answered "always" (config.yaml's command_allowlist) */
     standingApprovals: () => call('Settings', 'StandingApprovals', [], { route: 'GET /api/approvals/standing' }),
     /** revokeStandingApproval: the rule is asked again from its next call, in every process of the profile */

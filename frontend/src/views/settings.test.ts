@@ -1,6 +1,18 @@
 // @vitest-environment jsdom
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { SettingsDTO } from '../types';
+import type { KeyRequest, KeyStatusDTO, ModelSettingsDTO } from '../api/gen/dto';
+
+const envPath = '/home/p/.env';
+const model = (over: Partial<ModelSettingsDTO> = {}): ModelSettingsDTO => ({
+  provider: 'openai',
+  base_url: 'http://127.0.0.1:8080/v1',
+  name: 'qwen',
+  api_key_env: 'OPENAI_API_KEY',
+  context_window: 32768,
+  key: { name: 'OPENAI_API_KEY', source: '', in_env_file: false, env_path: envPath },
+  ...over,
+});
 
 const current = (over: Partial<SettingsDTO> = {}): SettingsDTO => ({
   hook_timeout_seconds: 30,
@@ -13,18 +25,22 @@ const current = (over: Partial<SettingsDTO> = {}): SettingsDTO => ({
   approval_timeout_seconds: 0,
   profile: 'default',
   profiles: ['default'],
+  model: model(),
   ...over,
 });
 
 const get = vi.fn(async () => current());
 const set = vi.fn(async (s: SettingsDTO) => current(s));
 const standingApprovals = vi.fn(async () => ({ rules: [], path: '/home/config.yaml' }));
+const setKey = vi.fn(async (r: KeyRequest): Promise<KeyStatusDTO> => ({ name: r.name ?? '', source: r.value ? 'env_file' : '', in_env_file: !!r.value, env_path: envPath }));
+const confirmModal = vi.fn(async () => true);
 
 vi.mock('../api', () => ({
-  api: { settings: { get, set, standingApprovals, revokeStandingApproval: vi.fn() } },
+  api: { settings: { get, set, setKey, standingApprovals, revokeStandingApproval: vi.fn() } },
   toApiError: (e: unknown) => ({ code: 'invalid', message: e instanceof Error ? e.message : String(e) }),
 }));
 vi.mock('../ops', () => ({ showMessage: vi.fn() }));
+vi.mock('../modal', () => ({ confirmModal }));
 
 const { SettingsView } = await import('./settings');
 
@@ -93,5 +109,97 @@ describe('settings: approvals', () => {
     await flush();
     expect(v.el.querySelector('#set-approval_timeout_seconds-err')!.textContent).toContain('approvals.timeout');
     expect(v.el.querySelector('#set-hook_timeout_seconds-err')!.textContent).toBe('');
+  });
+});
+
+describe('settings: the model and its key', () => {
+  beforeEach(() => {
+    document.body.innerHTML = '';
+    get.mockClear();
+    set.mockClear();
+    setKey.mockClear();
+    confirmModal.mockClear();
+  });
+
+  it('shows the model block and saves what was changed with the form', async () => {
+    const v = await shown();
+    expect(q<HTMLSelectElement>(v, 'set-model-provider').value).toBe('openai');
+    expect(q<HTMLInputElement>(v, 'set-model-name').value).toBe('qwen');
+    expect(q(v, 'model-key-status').textContent).toBe(`OPENAI_API_KEY is not set: the model cannot be asked. Paste the key here to keep it in ${envPath} (only you can read it).`);
+    const help = v.el.querySelector('#set-model-provider-help')!;
+    expect(help.textContent).toContain('chat completions API');
+    const provider = q<HTMLSelectElement>(v, 'set-model-provider');
+    provider.value = 'openrouter';
+    provider.dispatchEvent(new Event('change'));
+    expect(help.textContent).toContain('OPENROUTER_API_KEY');
+    provider.value = 'openai';
+    provider.dispatchEvent(new Event('change'));
+    q<HTMLInputElement>(v, 'set-model-name').value = ' llama ';
+    q<HTMLInputElement>(v, 'set-model-context_window').value = '8192';
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(set.mock.lastCall?.[0].model).toMatchObject({ provider: 'openai', name: 'llama', context_window: 8192, base_url: 'http://127.0.0.1:8080/v1' });
+  });
+
+  it('refuses a base URL that is not one before asking, and puts the server’s word under its field', async () => {
+    const v = await shown();
+    q<HTMLInputElement>(v, 'set-model-base_url').value = 'localhost:8080';
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(set).not.toHaveBeenCalled();
+    expect(q(v, 'set-model-base_url').getAttribute('aria-invalid')).toBe('true');
+    q<HTMLInputElement>(v, 'set-model-base_url').value = 'http://x/v1';
+    set.mockRejectedValueOnce(new Error('model.api_key_env must name a variable (letters, digits and _), as OPENAI_API_KEY, not the key itself'));
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(v.el.querySelector('#set-model-api_key_env-err')!.textContent).toContain('must name a variable');
+    expect(v.el.querySelector('#set-hook_timeout_seconds-err')!.textContent).toBe('');
+  });
+
+  it('saves a key on its own, never shows it back, and asks before removing it', async () => {
+    const v = await shown();
+    const input = q<HTMLInputElement>(v, 'set-model-key');
+    expect(input.type).toBe('password');
+    input.value = 'sk-secret-123';
+    q<HTMLButtonElement>(v, 'model-key-save').click();
+    await flush();
+    expect(setKey).toHaveBeenCalledWith({ name: 'OPENAI_API_KEY', value: 'sk-secret-123' });
+    expect(set).not.toHaveBeenCalled();
+    expect(input.value).toBe('');
+    expect(q(v, 'model-key-status').textContent).toBe(`OPENAI_API_KEY is kept in ${envPath}.`);
+    expect(q(v, 'model-key-done').textContent).toContain('Applies when the profile is next opened');
+    expect(document.body.innerHTML).not.toContain('sk-secret-123');
+    const remove = q<HTMLButtonElement>(v, 'model-key-remove');
+    expect(remove.hidden).toBe(false);
+    remove.click();
+    await flush();
+    expect(confirmModal).toHaveBeenCalledTimes(1);
+    expect(setKey).toHaveBeenLastCalledWith({ name: 'OPENAI_API_KEY', value: '' });
+    expect(q(v, 'model-key-status').textContent).toContain('is not set');
+    expect(remove.hidden).toBe(true);
+  });
+
+  it('says when the environment goes first, and an empty key is not sent', async () => {
+    get.mockResolvedValueOnce(current({ model: model({ key: { name: 'OPENAI_API_KEY', source: 'environment', in_env_file: true, env_path: envPath } }) }));
+    const v = await shown();
+    expect(q(v, 'model-key-status').textContent).toBe(`OPENAI_API_KEY is set in the environment Atrium started in, which goes first (${envPath} has one too).`);
+    q<HTMLButtonElement>(v, 'model-key-save').click();
+    await flush();
+    expect(setKey).not.toHaveBeenCalled();
+    expect(v.el.querySelector('#set-model-key-err')!.textContent).toBe('Paste the key first.');
+  });
+
+  it('needs no key offline, and keeps a provider Atrium does not speak, with its problem', async () => {
+    get.mockResolvedValueOnce(current({ model: model({ provider: 'offline', key: { name: '', source: '', in_env_file: false, env_path: envPath } }) }));
+    let v = await shown();
+    expect(q<HTMLInputElement>(v, 'set-model-key').disabled).toBe(true);
+    expect(q(v, 'model-key-status').textContent).toContain('No key');
+    document.body.innerHTML = '';
+    get.mockResolvedValueOnce(current({ model: model({ provider: 'anthropic', problem: 'model: provider anthropic is not an API Atrium speaks' }) }));
+    v = await shown();
+    const p = q<HTMLSelectElement>(v, 'set-model-provider');
+    expect(p.value).toBe('anthropic');
+    expect(p.selectedOptions[0]?.textContent).toContain('not an API Atrium speaks');
+    expect(q(v, 'model-problem').hidden).toBe(false);
   });
 });

@@ -6,6 +6,7 @@ import { showMessage } from '../ops';
 import { app, type View } from '../state';
 import type { SettingsDTO } from '../types';
 import type { StandingApprovalsDTO } from '../api/gen/dto';
+import { ModelSection } from './model-settings';
 
 interface Field {
   key: 'hook_timeout_seconds' | 'retention_days' | 'archive_idle_days' | 'trash_days' | 'approval_timeout_seconds';
@@ -86,6 +87,7 @@ export class SettingsView implements View {
   private current: SettingsDTO | null = null;
   private readonly standing: HTMLElement;
   private readonly mode: HTMLSelectElement;
+  private readonly model: ModelSection;
 
   constructor() {
     const form = h('form', { class: 'settings', novalidate: true, 'aria-label': 'Settings' });
@@ -104,7 +106,10 @@ export class SettingsView implements View {
       (f.approvals ? approvals : form).append(this.field(id, f.label, input, f.help, f.key));
     }
     this.profile = h('select', described('set-profile'));
-    form.append(this.field('set-profile', 'Profile at startup', this.profile, 'Applies at next launch.', 'profile'), approvals);
+    this.model = new ModelSection((id, label, control, help, err) =>
+      h('div', { class: 'field' }, h('label', { for: id }, label), control, h('div', { class: 'help muted small', id: `${id}-help` }, help), err),
+    );
+    form.append(this.field('set-profile', 'Profile at startup', this.profile, 'Applies at next launch.', 'profile'), approvals, this.model.el);
     this.formError = h('div', { class: 'form-error', role: 'alert' });
     this.saved = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite' });
     this.saveBtn = h('button', { type: 'submit', class: 'btn primary', 'data-testid': 'settings-save' }, 'Save');
@@ -120,7 +125,7 @@ export class SettingsView implements View {
       'section',
       { class: 'view settings-view', 'aria-label': 'Settings' },
       h('div', { class: 'page-head' }, h('h1', {}, 'Settings')),
-      h('p', { class: 'muted' }, 'These keys of config.yaml take effect when the profile is next opened; approvals at the next ask.'),
+      h('p', { class: 'muted' }, 'These keys of config.yaml take effect when the profile is next opened (the model too); approvals at the next ask.'),
       form,
       h(
         'section',
@@ -218,6 +223,7 @@ export class SettingsView implements View {
     if (mode === 'smart') known.push(['smart', 'Smart: asks, as Ask me (Atrium has no guardian model)']);
     for (const [v, label] of known) this.mode.append(h('option', { value: v }, label));
     this.mode.value = mode;
+    this.model.fill(s.model);
     this.clearErrors();
   }
 
@@ -226,6 +232,7 @@ export class SettingsView implements View {
     for (const i of this.inputs.values()) i.removeAttribute('aria-invalid');
     this.profile.removeAttribute('aria-invalid');
     this.mode.removeAttribute('aria-invalid');
+    this.model.clearErrors();
     this.formError.textContent = '';
   }
 
@@ -249,6 +256,7 @@ export class SettingsView implements View {
       approvals_mode: this.mode.value || null,
       approval_timeout_seconds: null,
       profile: this.profile.value,
+      model: null,
     };
     let bad: HTMLElement | null = null;
     for (const f of fields) {
@@ -270,6 +278,9 @@ export class SettingsView implements View {
       bad.focus();
       return;
     }
+    const model = this.model.value();
+    if (!model) return;
+    out.model = model;
     this.saveBtn.disabled = true;
     try {
       this.current = await api.settings.set(out);
@@ -277,6 +288,7 @@ export class SettingsView implements View {
       this.saved.textContent = 'Saved.';
     } catch (raw) {
       const e = toApiError(raw);
+      if (this.model.claim(e.message)) return;
       // Put the server's message under the field it names, if it names one.
       const f =
         fields.find((x) => x.words.test(e.message)) ?? (/approvals\.mode|the mode/i.test(e.message) ? ('approvals_mode' as const) : /profile/i.test(e.message) ? ('profile' as const) : undefined);

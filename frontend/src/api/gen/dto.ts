@@ -445,6 +445,31 @@ export interface ItemDTO {
 }
 
 /**
+ * KeyRequest is the body of POST /api/settings/key: a key's variable and
+ * its value, written to the profile's .env (an empty value removes it).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface KeyRequest {
+  name?: string;
+  value?: string;
+}
+
+/** KeyStatusDTO says where the model's key is read from, never the key. */
+export interface KeyStatusDTO {
+  /** the variable; "" when the model needs no key */
+  name: string;
+  /**
+   * Source is "environment" (exported where Atrium started: it goes
+   * first), "env_file" (the profile's .env) or "" (not set).
+   */
+  source: string;
+  in_env_file: boolean;
+  /** the profile's .env */
+  env_path: string;
+}
+
+/**
  * ListFilter narrows Sessions.List, Count and IDs: the FilterDTO fields, a
  * page, and the legacy Archived flag (scope archived).
  *
@@ -481,6 +506,27 @@ export interface MessageDTO {
   compaction: boolean;
   /** summary, stub or hook_feedback */
   marker?: string;
+}
+
+/**
+ * ModelSettingsDTO is the model the profile's turns ask: config.yaml's
+ * model block as the Settings page edits it (a Set changes only the fields
+ * that differ from the file), and where its key is read from.
+ */
+export interface ModelSettingsDTO {
+  /** offline, openai, or one of the familiar agent's names (openrouter, custom, ...) */
+  provider: string;
+  base_url: string;
+  /** the model name sent (model.name, or the familiar model.default) */
+  name: string;
+  /** the variable holding the key; "" = the provider's usual one, or none */
+  api_key_env: string;
+  /** tokens; 0 = the default */
+  context_window: number;
+  /** Read-only. */
+  key: KeyStatusDTO;
+  /** why this block asks no model (a provider Atrium does not speak, ...) */
+  problem?: string;
 }
 
 /** OpenSessionDTO asks the UI to show a session. */
@@ -786,6 +832,8 @@ export interface SettingsDTO {
   profile: string;
   /** read-only: the profiles of this home */
   profiles?: string[];
+  /** Model is config.yaml's model block; null in a Set leaves it as it is. */
+  model: ModelSettingsDTO | null;
 }
 
 /**

@@ -1,0 +1,158 @@
+package app
+
+import (
+	"cmp"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"atrium/backend/apperr"
+	"atrium/backend/config"
+	"atrium/backend/dotenv"
+	"atrium/backend/plugins"
+)
+
+// modelSettings is cfg's model block for the Settings page.
+func (s *Settings) modelSettings(cfg config.Config) ModelSettingsDTO {
+	m := cfg.Model
+	out := ModelSettingsDTO{Provider: m.Provider, BaseURL: m.BaseURL, Name: m.Name, APIKeyEnv: m.APIKeyEnv, ContextWindow: m.ContextWindow}
+	if out.Provider == "" {
+		out.Provider = config.ProviderOffline
+	}
+	if out.Name == "" {
+		out.Name = cmp.Or(m.Default, m.AltName)
+	}
+	if out.ContextWindow == 0 {
+		out.ContextWindow = m.ContextLength
+	}
+	if _, err := m.Endpoint(os.Getenv); err != nil {
+		out.Problem = err.Error()
+	}
+	out.Key = s.keyStatus(keyVariable(m))
+	return out
+}
+
+// keyVariable is the variable m's key is read from once it is set: the
+// endpoint m resolves to were every variable set ("" for a model that
+// needs none).
+func keyVariable(m config.Model) string {
+	ep, err := m.Endpoint(func(string) string { return "set" })
+	if err != nil || ep.Provider == config.ProviderOffline {
+		return ""
+	}
+	return ep.APIKeyEnv
+}
+
+// keyStatus says where name is set: exported where this process started
+// (which goes first), or in the profile's .env.
+func (s *Settings) keyStatus(name string) KeyStatusDTO {
+	out := KeyStatusDTO{Name: name, EnvPath: s.home.EnvPath()}
+	if name == "" {
+		return out
+	}
+	if text, _, _, err := dotenv.Read(out.EnvPath); err == nil {
+		out.InEnvFile = slices.Contains(dotenv.Names(text), name)
+	}
+	if _, ok := os.LookupEnv(name); ok && !dotenv.Loaded(name) {
+		out.Source = "environment"
+	} else if out.InEnvFile {
+		out.Source = "env_file"
+	}
+	return out
+}
+
+// modelEdits are the config edits that make the file's model block say
+// in, field by field where it differs from what the file says now (a
+// field the file gives by the familiar agent's name keeps that name).
+func modelEdits(cfg config.Config, in ModelSettingsDTO) ([]plugins.ConfigEdit, error) {
+	in.Provider = cmp.Or(strings.ToLower(strings.TrimSpace(in.Provider)), config.ProviderOffline)
+	in.BaseURL, in.Name, in.APIKeyEnv = strings.TrimSpace(in.BaseURL), strings.TrimSpace(in.Name), strings.TrimSpace(in.APIKeyEnv)
+	if err := config.CheckProvider(in.Provider); err != nil {
+		return nil, apperr.Wrap(apperr.Invalid, err, "the model")
+	}
+	if in.BaseURL != "" {
+		u, err := url.Parse(in.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, apperr.New(apperr.Invalid, "model.base_url must be an http:// or https:// address, as http://127.0.0.1:8080/v1")
+		}
+		if u.User != nil {
+			return nil, apperr.New(apperr.Invalid, "model.base_url must not carry a user or password: keep the key in a variable (the key below)")
+		}
+	}
+	if in.APIKeyEnv != "" && !dotenv.ValidName(in.APIKeyEnv) {
+		return nil, apperr.New(apperr.Invalid, "model.api_key_env must name a variable (letters, digits and _), as OPENAI_API_KEY, not the key itself")
+	}
+	if strings.ContainsAny(in.Name, "\r\n") || len(in.Name) > 200 {
+		return nil, apperr.New(apperr.Invalid, "model.name must be one line of at most 200 characters")
+	}
+	if in.ContextWindow < 0 || in.ContextWindow > 100_000_000 {
+		return nil, apperr.New(apperr.Invalid, "model.context_window must be 0 (the default) to 100000000 tokens, not %d", in.ContextWindow)
+	}
+	m := cfg.Model
+	var edits []plugins.ConfigEdit
+	set := func(key string, now, want any, empty bool) {
+		if now == want {
+			return
+		}
+		var v any = want
+		if empty {
+			v = nil // the key goes rather than say nothing
+		}
+		edits = append(edits, plugins.ConfigEdit{Section: "model", Key: key, Value: v})
+	}
+	provider := m.Provider
+	if provider == "" {
+		provider = config.ProviderOffline
+	}
+	set("provider", provider, in.Provider, false)
+	set("base_url", m.BaseURL, in.BaseURL, in.BaseURL == "")
+	set("api_key_env", m.APIKeyEnv, in.APIKeyEnv, in.APIKeyEnv == "")
+	nameKey, name := "name", m.Name
+	switch {
+	case m.Name == "" && m.Default != "":
+		nameKey, name = "default", m.Default
+	case m.Name == "" && m.AltName != "":
+		nameKey, name = "model", m.AltName
+	}
+	set(nameKey, name, in.Name, in.Name == "")
+	ctxKey, window := "context_window", m.ContextWindow
+	if m.ContextWindow == 0 && m.ContextLength != 0 {
+		ctxKey, window = "context_length", m.ContextLength
+	}
+	set(ctxKey, window, in.ContextWindow, in.ContextWindow == 0)
+	return edits, nil
+}
+
+// SetKey writes a key's variable to the profile's .env (an empty value
+// removes it), private to the person; the key is never returned or
+// logged. Only a key's or token's variable may be written (the model's,
+// or one named as keys are: *_API_KEY, *_TOKEN, *_SECRET): not PATH, not
+// a library path. It applies when the profile is next opened.
+func (s *Settings) SetKey(in KeyRequest) (KeyStatusDTO, error) {
+	name := strings.TrimSpace(in.Name)
+	cfg, _, err := config.Load(s.home.ConfigPath())
+	if err != nil {
+		return KeyStatusDTO{}, err
+	}
+	if !dotenv.ValidName(name) || !(config.SecretVariable(name) || name == keyVariable(cfg.Model) && name != "") {
+		return KeyStatusDTO{}, apperr.New(apperr.Invalid, "only a key's variable is written here: the model's (%s), or one named as keys are (…_API_KEY, …_TOKEN, …_SECRET)", cmp.Or(keyVariable(cfg.Model), "none"))
+	}
+	path := s.home.EnvPath()
+	if in.Value != "" {
+		if err := dotenv.CheckValue(in.Value); err != nil {
+			return KeyStatusDTO{}, apperr.New(apperr.Invalid, "the key was not saved: %v", err)
+		}
+	}
+	err = dotenv.Update(path, func(text string) (string, error) {
+		if in.Value == "" {
+			out, _, err := dotenv.Unset(text, name)
+			return out, err
+		}
+		return dotenv.Set(text, name, in.Value)
+	})
+	if err != nil {
+		return KeyStatusDTO{}, apperr.Wrap(apperr.Invalid, err, "%s is unchanged", path)
+	}
+	return s.keyStatus(name), nil
+}

@@ -1,0 +1,109 @@
+package app_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"atrium/app"
+	"atrium/backend/apperr"
+)
+
+// The Settings page's model block: read as config.yaml says it (the
+// familiar agent's names too), written field by field where it changed
+// (keeping those names), refused whole when a field is wrong; its key kept
+// in the profile's .env, private, never returned, and only a key's
+// variable written there.
+func TestSettingsModelAndItsKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	path, envPath := e.st.Home.ConfigPath(), e.st.Home.EnvPath()
+	const familiar = "# brought along\nmodel:\n  default: qwen   # the model\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n  api_key_env: ATRIUM_T_APP_KEY\n  context_length: 4096\n"
+	if err := os.WriteFile(path, []byte(familiar), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.app.Settings.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := app.ModelSettingsDTO{Provider: "custom", BaseURL: "http://127.0.0.1:9/v1", Name: "qwen", APIKeyEnv: "ATRIUM_T_APP_KEY", ContextWindow: 4096,
+		Key: app.KeyStatusDTO{Name: "ATRIUM_T_APP_KEY", EnvPath: envPath}}
+	if *got.Model != want {
+		t.Fatalf("model = %+v\nwant %+v", *got.Model, want)
+	}
+	// Changed fields only, under the names the file uses.
+	in := *got.Model
+	in.Name, in.ContextWindow = "llama", 8192
+	if _, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 30, RetentionDays: 90, Model: &in}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	for _, line := range []string{"# brought along\n", "  default: llama   # the model\n", "  context_length: 8192\n", "  provider: custom\n"} {
+		if !strings.Contains(string(b), line) {
+			t.Fatalf("after Set, %q is missing:\n%s", line, b)
+		}
+	}
+	if strings.Contains(string(b), "name:") || strings.Contains(string(b), "context_window") {
+		t.Fatalf("the familiar names were doubled:\n%s", b)
+	}
+	// A wrong field refuses the whole Set.
+	for _, bad := range []func(m *app.ModelSettingsDTO){
+		func(m *app.ModelSettingsDTO) { m.BaseURL = "localhost:8080" },
+		func(m *app.ModelSettingsDTO) { m.BaseURL = "https://user:pw@example.invalid/v1" },
+		func(m *app.ModelSettingsDTO) { m.APIKeyEnv = "sk-or-v1-abc" },
+		func(m *app.ModelSettingsDTO) { m.Provider = "antropic" },
+		func(m *app.ModelSettingsDTO) { m.ContextWindow = -1 },
+	} {
+		m := in
+		bad(&m)
+		before, _ := os.ReadFile(path)
+		if _, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 1, RetentionDays: 5, Model: &m}); apperr.CodeOf(err) != apperr.Invalid {
+			t.Fatalf("%+v: %v", m, err)
+		} else if strings.Contains(err.Error(), "pw@") || strings.Contains(err.Error(), "sk-or") {
+			t.Fatalf("the refusal echoes a secret: %v", err)
+		}
+		if after, _ := os.ReadFile(path); string(after) != string(before) {
+			t.Fatalf("a refused Set changed the file:\n%s", after)
+		}
+	}
+	// The key: written private, said where, never returned.
+	st, err := e.app.Settings.SetKey(app.KeyRequest{Name: "ATRIUM_T_APP_KEY", Value: "sk secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != (app.KeyStatusDTO{Name: "ATRIUM_T_APP_KEY", Source: "env_file", InEnvFile: true, EnvPath: envPath}) {
+		t.Fatalf("status %+v", st)
+	}
+	if b, _ := os.ReadFile(envPath); string(b) != "ATRIUM_T_APP_KEY='sk secret'\n" {
+		t.Fatalf(".env = %q", b)
+	}
+	if fi, _ := os.Stat(envPath); fi.Mode().Perm() != 0o600 {
+		t.Fatalf(".env mode %v", fi.Mode().Perm())
+	}
+	if now, _ := e.app.Settings.Get(); now.Model.Key != st {
+		t.Fatalf("Get's key status %+v", now.Model.Key)
+	}
+	// Not any variable: a key's only; not a broken value.
+	for _, r := range []app.KeyRequest{{Name: "PATH", Value: "/tmp/evil"}, {Name: "LD_PRELOAD", Value: "/tmp/x.so"}, {Name: "PYTHONPATH", Value: "/tmp"},
+		{Name: "a.b", Value: "x"}, {Name: "ATRIUM_T_APP_KEY", Value: "two\nlines"}, {Name: "ATRIUM_T_APP_KEY", Value: "\u201csk\u201d"}} {
+		if _, err := e.app.Settings.SetKey(r); apperr.CodeOf(err) != apperr.Invalid {
+			t.Fatalf("SetKey %s: %v", r.Name, err)
+		} else if strings.Contains(err.Error(), r.Value) {
+			t.Fatalf("the refusal echoes the value: %v", err)
+		}
+	}
+	if b, _ := os.ReadFile(envPath); string(b) != "ATRIUM_T_APP_KEY='sk secret'\n" {
+		t.Fatalf("a refused SetKey changed .env: %q", b)
+	}
+	// Another key's variable may go there (a plugin's token), and an empty
+	// value removes one.
+	if _, err := e.app.Settings.SetKey(app.KeyRequest{Name: "GITHUB_TOKEN", Value: "ghp_x"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.app.Settings.SetKey(app.KeyRequest{Name: "ATRIUM_T_APP_KEY"}); err != nil || st.InEnvFile || st.Source != "" {
+		t.Fatalf("remove: %+v %v", st, err)
+	}
+	if b, _ := os.ReadFile(envPath); string(b) != "GITHUB_TOKEN=ghp_x\n" {
+		t.Fatalf(".env after remove = %q", b)
+	}
+}
