@@ -152,7 +152,11 @@ func (s *Settings) SetKey(in KeyRequest) (KeyStatusDTO, error) {
 		return dotenv.Set(text, name, in.Value)
 	})
 	if err != nil {
-		return KeyStatusDTO{}, apperr.Wrap(apperr.Invalid, err, "%s is unchanged", path)
+		code := apperr.Invalid // the edit refused
+		if config.Unwritable(err) {
+			code = apperr.Rejected // a read-only or full disk: said as it is
+		}
+		return KeyStatusDTO{}, apperr.Wrap(code, err, "%s is unchanged", path)
 	}
 	return s.keyStatus(name), nil
 }

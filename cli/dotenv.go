@@ -72,7 +72,7 @@ func (r *runner) setEnv(name, value string) error {
 		return apperr.New(apperr.Invalid, "%s: %v; %s is unchanged", name, err, path)
 	}
 	if err := dotenv.Update(path, func(text string) (string, error) { return dotenv.Set(text, name, value) }); err != nil {
-		return apperr.Wrap(apperr.Invalid, err, "%s: %s is unchanged", name, path)
+		return envUnchanged(err, name, path)
 	}
 	shadowed := false
 	if r.fromEnvironment(name) {
@@ -88,6 +88,17 @@ func (r *runner) setEnv(name, value string) error {
 	})
 }
 
+// envUnchanged is the error of an edit of .env that wrote nothing: a
+// refusal of the edit, or a file that cannot be written (a read-only or
+// full disk: exit 5, as every write that fails there).
+func envUnchanged(err error, name, path string) error {
+	code := apperr.Invalid
+	if config.Unwritable(err) {
+		code = apperr.Rejected
+	}
+	return apperr.Wrap(code, err, "%s: %s is unchanged", name, path)
+}
+
 // unsetEnv removes NAME from the profile's .env.
 func (r *runner) unsetEnv(name string) error {
 	path, err := r.envPath()
@@ -101,7 +112,7 @@ func (r *runner) unsetEnv(name string) error {
 		return out, err
 	})
 	if err != nil {
-		return apperr.Wrap(apperr.Invalid, err, "%s: %s is unchanged", name, path)
+		return envUnchanged(err, name, path)
 	}
 	inEnv := r.fromEnvironment(name)
 	return r.print(map[string]any{"key": name, "removed": removed, "path": path, "in_environment": inEnv}, func(w io.Writer) {

@@ -99,6 +99,12 @@ func TestReadOnlyHomeServesReadsAndRefusesWritesInOneLine(t *testing.T) {
 		"cannot write the store", "read-only file system")
 	wantOneLine(t, "delete", atriumExec(t, home, "", nil, "sessions", "delete", id), 5,
 		"cannot write the store", "read-only file system")
+	// A key for .env is refused the same way, without its value.
+	r = atriumExec(t, home, "", nil, "config", "set", "ATRIUM_T_TOKEN", "tok-not-echoed")
+	wantOneLine(t, "config set of a key", r, 5, "ATRIUM_T_TOKEN", "is unchanged", "read-only file system")
+	if strings.Contains(r.stderr, "tok-not-echoed") {
+		t.Fatalf("the refusal echoes the value: %q", r.stderr)
+	}
 }
 
 func TestFullDiskServesReadsAndRefusesWritesInOneLine(t *testing.T) {

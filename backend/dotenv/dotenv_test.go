@@ -406,3 +406,25 @@ func TestLoadedAndEnviron(t *testing.T) {
 		t.Fatal("a variable set since is not the file's")
 	}
 }
+
+// What every Atrium process pays at start for its .env: a file of 40
+// keys, read, parsed and applied (into a map, not the environment).
+func BenchmarkLoad40Keys(b *testing.B) {
+	var text strings.Builder
+	text.WriteString("# keys\n")
+	for i := range 40 {
+		text.WriteString("export SERVICE_" + string(rune('A'+i%26)) + string(rune('A'+i/26)) + "_API_KEY='sk-" + strings.Repeat("x", 48) + "' # issued in March\n")
+	}
+	path := filepath.Join(b.TempDir(), ".env")
+	if err := os.WriteFile(path, []byte(text.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		env := map[string]string{}
+		rep, err := Load(path, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, func(k, v string) error { env[k] = v; return nil })
+		if err != nil || len(rep.Set) != 40 {
+			b.Fatalf("%+v %v", rep, err)
+		}
+	}
+}
