@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/goccy/go-yaml"
+
 	"atrium/backend/apperr"
 	"atrium/backend/config"
 	"atrium/backend/dotenv"
@@ -90,6 +92,20 @@ func modelEdits(cfg config.Config, in ModelSettingsDTO) ([]plugins.ConfigEdit, e
 		return nil, apperr.New(apperr.Invalid, "model.context_window must be 0 (the default) to 100000000 tokens, not %d", in.ContextWindow)
 	}
 	m := cfg.Model
+	if m.Scalar() {
+		// The model by its name alone (the familiar agent's short form):
+		// a block now, in that agent's words, if anything changes.
+		if in.Provider == config.ProviderOffline && in.Name == m.Default && in.BaseURL == "" && in.APIKeyEnv == "" && in.ContextWindow == 0 {
+			return nil, nil
+		}
+		block := yaml.MapSlice{{Key: "default", Value: in.Name}, {Key: "provider", Value: in.Provider}}
+		for _, kv := range []yaml.MapItem{{Key: "base_url", Value: in.BaseURL}, {Key: "api_key_env", Value: in.APIKeyEnv}, {Key: "context_length", Value: in.ContextWindow}} {
+			if kv.Value != "" && kv.Value != 0 {
+				block = append(block, kv)
+			}
+		}
+		return []plugins.ConfigEdit{{Section: "model", Value: block}}, nil
+	}
 	var edits []plugins.ConfigEdit
 	set := func(key string, now, want any, empty bool) {
 		if now == want {

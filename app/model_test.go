@@ -107,3 +107,35 @@ func TestSettingsModelAndItsKey(t *testing.T) {
 		t.Fatalf(".env after remove = %q", b)
 	}
 }
+
+// A model given by its name alone (the familiar agent's short form) shows
+// as its name, and becomes a block in that agent's words once the page
+// changes it.
+func TestSettingsTurnAModelByNameIntoABlock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	path := e.st.Home.ConfigPath()
+	if err := os.WriteFile(path, []byte("# mine\nmodel: qwen/qwen3-coder\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.app.Settings.Get()
+	if err != nil || got.Model.Name != "qwen/qwen3-coder" || got.Model.Provider != "offline" {
+		t.Fatalf("get: %+v %v", got.Model, err)
+	}
+	// Saved unchanged: the file stays as it is.
+	if _, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 30, RetentionDays: 90, Model: got.Model}); err != nil {
+		t.Fatal(err)
+	}
+	m := *got.Model
+	m.Provider, m.BaseURL, m.ContextWindow = "openrouter", "", 65536
+	if _, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 30, RetentionDays: 90, Model: &m}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), "# mine\n") || !strings.Contains(string(b), "model:\n  default: qwen/qwen3-coder\n  provider: openrouter\n  context_length: 65536\n") {
+		t.Fatalf("the block:\n%s", b)
+	}
+	if now, _ := e.app.Settings.Get(); now.Model.Provider != "openrouter" || now.Model.Name != "qwen/qwen3-coder" || now.Model.Key.Name != "OPENROUTER_API_KEY" {
+		t.Fatalf("after: %+v", now.Model)
+	}
+}

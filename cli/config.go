@@ -79,6 +79,12 @@ func (r *runner) configCmd() *cobra.Command {
 				if _, isText := v.(string); !isText && config.KindOf(keys) == reflect.String {
 					v = args[1] // a word where text is wanted: approvals.mode off
 				}
+				if name, isText := v.(string); isText && len(keys) == 1 && keys[0] == "model" {
+					// `config set model NAME`, as the familiar agent's
+					// users type it: the model's name, in a block kept as
+					// it is (else the short form, model: NAME).
+					keys, v = modelNameKey(path), name
+				}
 				if err := plugins.EditConfigPath(path, keys, v); err != nil {
 					return fmt.Errorf("%s = %s: config.yaml is unchanged: %w", args[0], limits.Echo(args[1]), err)
 				}
@@ -128,6 +134,25 @@ func (r *runner) configCmd() *cobra.Command {
 			},
 		})
 	return c
+}
+
+// modelNameKey is where config.yaml names the model: the key its model
+// block uses for it (name, or the familiar default or model), or the
+// short form when the file has no block.
+func modelNameKey(path string) []string {
+	block, found, err := plugins.ConfigValue(path, []string{"model"})
+	m, isBlock := block.(yaml.MapSlice)
+	if err != nil || !found || !isBlock {
+		return []string{"model"}
+	}
+	for _, k := range []string{"name", "default", "model"} {
+		for _, it := range m {
+			if it.Key == k {
+				return []string{"model", k}
+			}
+		}
+	}
+	return []string{"model", "name"}
 }
 
 // printPath is a command that prints the path path gives.

@@ -336,3 +336,32 @@ func TestAFamiliarModelBlockAnswers(t *testing.T) {
 	default:
 	}
 }
+
+// `config set model NAME`, as the familiar agent's users type it: the
+// name in the model block, which keeps the rest; without a block, its
+// short form, which loads.
+func TestConfigSetModelKeepsTheBlock(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path := filepath.Join(home, "config.yaml")
+	const block = "model:\n  default: \"qwen\"   # the model\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n"
+	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := atriumExec(t, home, "", nil, "config", "set", "model", "anthropic/claude-opus-4"); r.code != 0 {
+		t.Fatalf("set model: %+v", r)
+	}
+	if b, _ := os.ReadFile(path); string(b) != strings.Replace(block, `"qwen"`, `anthropic/claude-opus-4`, 1) {
+		t.Fatalf("the block after set model:\n%s", b)
+	}
+	fresh := t.TempDir()
+	if r := atriumExec(t, fresh, "", nil, "config", "set", "model", "qwen/qwen3-coder"); r.code != 0 {
+		t.Fatalf("set model without a block: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(fresh, "config.yaml")); string(b) != "model: qwen/qwen3-coder\n" {
+		t.Fatalf("the short form: %q", b)
+	}
+	if r := atriumExec(t, fresh, "", nil, "config", "get", "model"); r.code != 0 || r.stdout != "qwen/qwen3-coder\n" || r.stderr != "" {
+		t.Fatalf("get model: %+v", r)
+	}
+}

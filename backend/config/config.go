@@ -276,7 +276,29 @@ type Model struct {
 	// which it compacts before a call (default compaction.threshold).
 	NativeCompaction bool     `yaml:"native_compaction"`
 	NativeThreshold  *float64 `yaml:"native_compaction_threshold"`
+	// scalar is set when the file gives the model as a name alone.
+	scalar bool
 }
+
+// UnmarshalYAML reads the model block, or the familiar agent's shorter
+// form, the model's name alone (model: anthropic/claude-opus-4), which it
+// reads as model.default.
+func (m *Model) UnmarshalYAML(unmarshal func(any) error) error {
+	var name string
+	if err := unmarshal(&name); err == nil {
+		*m = Model{Default: name, scalar: name != ""}
+		return nil
+	}
+	type plain Model // the block: its keys, without this method
+	return unmarshal((*plain)(m))
+}
+
+// Scalar reports whether the file gives the model as a name alone.
+func (m Model) Scalar() bool { return m.scalar }
+
+// yamlFields marks Model as a mapping of known keys for unknownKeys, its
+// own UnmarshalYAML notwithstanding.
+func (Model) yamlFields() {}
 
 // Storage settings.
 type Storage struct {

@@ -63,6 +63,10 @@ type yamlUnmarshaler interface{ UnmarshalYAML(func(any) error) error }
 
 var unmarshalerType = reflect.TypeOf((*yamlUnmarshaler)(nil)).Elem()
 
+// fieldsType is a type that reads its YAML itself but whose mapping has
+// only its fields' keys (Model): the walk goes on into it.
+var fieldsType = reflect.TypeOf((*interface{ yamlFields() })(nil)).Elem()
+
 // unknownKeys lists every key of the config text Atrium's settings do not
 // have, as dotted paths (a list's entries by index), not descending into
 // them: what a config.yaml brought from elsewhere sets that does nothing
@@ -81,7 +85,7 @@ func walkKeys(t reflect.Type, v any, path string, out *[]string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+	if (t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType)) && !t.Implements(fieldsType) {
 		return
 	}
 	join := func(k string) string {

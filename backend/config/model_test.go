@@ -126,3 +126,44 @@ func TestKindOf(t *testing.T) {
 		}
 	}
 }
+
+// The familiar agent's shorter form, the model's name alone, is its
+// model.default; the block form still names every key it does not know.
+func TestAModelGivenByNameAlone(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		text     string
+		name     string
+		scalar   bool
+		warnsFor string
+		fails    bool
+	}{
+		{text: "model: anthropic/claude-opus-4\n", name: "anthropic/claude-opus-4", scalar: true},
+		{text: "model: \"qwen/qwen3-coder\"  # the model\n", name: "qwen/qwen3-coder", scalar: true},
+		{text: "model:\n", name: ""},
+		{text: "model:\n  default: qwen\n  provider: custom\n  base_url: http://x/v1\n  flavour: spicy\n", name: "qwen", warnsFor: "model.flavour"},
+		{text: "model: [a, b]\n", fails: true},
+	} {
+		cfg, warnings, err := config.Parse([]byte(c.text), "config.yaml")
+		if c.fails {
+			if err == nil {
+				t.Errorf("%q loads", c.text)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", c.text, err)
+			continue
+		}
+		ep, err := cfg.Model.Endpoint(func(string) string { return "" })
+		if c.name != "" && (err != nil || ep.Name != c.name) && cfg.Model.Default != c.name {
+			t.Errorf("%q: the model is %+v (%v)", c.text, ep, err)
+		}
+		if cfg.Model.Scalar() != c.scalar {
+			t.Errorf("%q: scalar %v", c.text, cfg.Model.Scalar())
+		}
+		if got := strings.Join(warnings, "\n"); (c.warnsFor == "") != (got == "") || !strings.Contains(got, c.warnsFor) {
+			t.Errorf("%q: warnings %q, want one naming %q", c.text, got, c.warnsFor)
+		}
+	}
+}

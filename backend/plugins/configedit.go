@@ -17,7 +17,7 @@ import (
 // ConfigEdit sets Section.Key to Value; a nil Value removes the key.
 type ConfigEdit struct {
 	Section string
-	Key     string
+	Key     string // "": the section itself is set to Value
 	Value   any
 }
 
@@ -31,6 +31,9 @@ func EditConfig(path string, edits ...ConfigEdit) error {
 		out := make([]pathEdit, len(edits))
 		for i, e := range edits {
 			out[i] = pathEdit{keys: []string{e.Section, e.Key}, value: e.Value}
+			if e.Key == "" {
+				out[i].keys = []string{e.Section} // the section whole
+			}
 		}
 		return out, nil
 	})
