@@ -84,7 +84,7 @@ func (r *runner) setEnv(name, value string) error {
 		if shadowed {
 			fmt.Fprintf(w, "note: %s is also set, to another value, in the environment Atrium runs in, which goes first: unset it there for this one to be used\n", name)
 		}
-		fmt.Fprintln(w, "a window, `atrium serve` or `atrium gateway run` already running reads it when it starts again")
+		fmt.Fprintln(w, "processes already running (a window, `atrium serve`, `atrium gateway run`, the plugin host: `atrium plugins host stop`) read it when they start again")
 	})
 }
 
