@@ -702,8 +702,11 @@ async function main() {
     await page.locator('[data-testid=send]').waitFor({ state: 'visible', timeout: 30_000 });
     await page.locator('[data-testid=reply]').filter({ hasText: 'The tool read_notes returned' }).waitFor({ timeout: 30_000 });
     eq(await dlg.count(), 0, 'dialogs the second call opened');
-    const posts = (await atrium('events', 'list', '--hook', 'post_approval_response')).filter((e) => e.payload.session_id === ids['Search tuning']);
-    eq(posts.map((e) => e.payload.choice).join(','), 'session', 'post_approval_response choices in that conversation');
+    const all = await atrium('events', 'list', '--hook', 'post_approval_response');
+    const posts = all.filter((e) => e.payload.session_id === ids['Search tuning']);
+    // Every answer of the run, should this ever differ: whose, and which.
+    const seen = JSON.stringify(all.map((e) => [e.payload.session_id, e.payload.choice]));
+    eq(posts.map((e) => e.payload.choice).join(','), 'session', `post_approval_response choices in that conversation (${ids['Search tuning']}; all: ${seen})`);
     await backToList();
   });
 
