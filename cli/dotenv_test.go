@@ -2,12 +2,14 @@ package cli_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"atrium/cli"
 )
@@ -177,5 +179,63 @@ def register(ctx):
 	}
 	if r := atriumExec(t, home, "", nil, "send", id, "/envkey"); r.code != 0 || !strings.Contains(r.stdout, "token of 10 characters") {
 		t.Fatalf("/envkey: %+v", r)
+	}
+}
+
+// A plugin's requires_env, as the familiar agent's `plugins install` asks
+// for it: at a terminal each missing variable is asked for (a secret typed
+// unseen) and kept in .env, Enter skips; elsewhere a line says how to set
+// what is missing, and `plugins list --json` names it.
+func TestPluginInstallAsksForWhatItRequires(t *testing.T) {
+	needPython(t)
+	t.Parallel()
+	const manifest = "[]\nrequires_env:\n  - ATRIUM_T_NEED_A\n  - name: ATRIUM_T_NEED_B\n    description: the B service's key\n    url: https://example.invalid/keys\n    secret: true\n  - ATRIUM_T_NEED_C"
+	src := t.TempDir()
+	writePlugin(t, src, "pyneeds", manifest, "def register(ctx):\n    pass\n")
+	// Not at a terminal: said, not asked.
+	home := t.TempDir()
+	r := atriumExec(t, home, "", nil, "plugins", "install", filepath.Join(src, "pyneeds"))
+	if r.code != 0 {
+		t.Fatalf("install: %+v", r)
+	}
+	for _, n := range []string{"ATRIUM_T_NEED_A", "ATRIUM_T_NEED_B", "ATRIUM_T_NEED_C"} {
+		if !strings.Contains(r.stderr, "requires "+n+", which is not set: `atrium config set "+n+" VALUE`") {
+			t.Fatalf("install does not say %s is missing: %q", n, r.stderr)
+		}
+	}
+	if r := atriumExec(t, home, "", nil, "config", "set", "ATRIUM_T_NEED_A", "a1"); r.code != 0 {
+		t.Fatalf("config set: %+v", r)
+	}
+	var rows []struct {
+		Name       string   `json:"name"`
+		MissingEnv []string `json:"missing_env"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "plugins", "list", "--json"), &rows)
+	for _, p := range rows {
+		if p.Name == "pyneeds" && strings.Join(p.MissingEnv, ",") != "ATRIUM_T_NEED_B,ATRIUM_T_NEED_C" {
+			t.Fatalf("missing_env after setting A: %v", p.MissingEnv)
+		}
+	}
+	// At a terminal: asked, B unseen, C skipped.
+	home = t.TempDir()
+	cmd, in, out := onATerminal(t, home, "plugins", "install", filepath.Join(src, "pyneeds"))
+	for _, step := range []struct{ prompt, answer string }{
+		{"ATRIUM_T_NEED_A (Enter skips): ", "alpha"},
+		{"pyneeds needs ATRIUM_T_NEED_B: the B service's key (https://example.invalid/keys)\r\nATRIUM_T_NEED_B (Enter skips): ", "beta-unseen"},
+		{"ATRIUM_T_NEED_C (Enter skips): ", ""},
+	} {
+		waitFor(t, step.prompt, 30*time.Second, func() bool { return strings.Contains(out.String(), step.prompt) })
+		_, _ = io.WriteString(in, step.answer+"\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("install at a terminal: %v\n%s", err, out)
+	}
+	text := out.String()
+	if strings.Contains(text, "beta-unseen") || !strings.Contains(text, "saved ATRIUM_T_NEED_B in ") ||
+		!strings.Contains(text, "requires ATRIUM_T_NEED_C, which is not set") || strings.Contains(text, "requires ATRIUM_T_NEED_A") {
+		t.Fatalf("the session:\n%s", text)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".env")); string(b) != "ATRIUM_T_NEED_A=alpha\nATRIUM_T_NEED_B=beta-unseen\n" {
+		t.Fatalf(".env: %q", b)
 	}
 }

@@ -34,6 +34,9 @@ type pluginRow struct {
 	// What the plugin registered beyond hooks and commands at its last
 	// start, and what Atrium accepted but never calls (inert), with why.
 	Extras proc.Extras `json:"extras"`
+	// MissingEnv: what its manifest requires (requires_env) that is set
+	// neither in the environment nor in the profile's .env.
+	MissingEnv []string `json:"missing_env,omitempty"`
 }
 
 // toRow is one plugin as the Manager lists it (its status applied: hooks
@@ -44,6 +47,7 @@ func toRow(p plugins.Plugin) pluginRow {
 		Enabled: p.Enabled, State: p.State, Reason: p.Err,
 		Hooks: nonNil(p.Hooks), Commands: nonNil(p.Commands), Registered: p.Registered,
 		PID: p.PID, Process: p.Process, Restarts: p.Restarts, Dir: p.Dir, Warnings: p.Warnings, Extras: p.Extras,
+		MissingEnv: names(missingEnv(p)),
 	}
 }
 
@@ -141,6 +145,9 @@ func (r *runner) pluginsListCmd() *cobra.Command {
 					for _, l := range extrasLines(p.Extras) {
 						fmt.Fprintf(w, "%s: %s\n", p.Name, l)
 					}
+					if len(p.MissingEnv) > 0 {
+						fmt.Fprintf(w, "%s: requires %s, not set (atrium config set NAME VALUE keeps one in .env)\n", p.Name, strings.Join(p.MissingEnv, ", "))
+					}
 				}
 			})
 		},
@@ -171,6 +178,9 @@ func (r *runner) pluginsToggleCmd(on bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if on {
+				r.askForEnv(p)
+			}
 			row := toRow(p)
 			return r.print(row, func(w io.Writer) {
 				verb := "disabled"
@@ -198,6 +208,7 @@ func (r *runner) pluginsInstallCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			r.askForEnv(p)
 			row := toRow(p)
 			return r.print(row, func(w io.Writer) {
 				fmt.Fprintf(w, "installed %s %s in %s (state: %s)\n", row.Name, dash(row.Version), row.Dir, withReason(row))

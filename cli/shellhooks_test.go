@@ -762,6 +762,13 @@ func TestCtrlCStopsTheTurnInATerminalChat(t *testing.T) {
 // terminal (script(1) from util-linux), its keys written to in.
 func chatOnATerminal(t *testing.T, id, home string, args ...string) (*exec.Cmd, io.WriteCloser, *lockedBuf) {
 	t.Helper()
+	return onATerminal(t, home, append([]string{"chat", id}, args...)...)
+}
+
+// onATerminal starts `atrium ARGS... --home HOME` on a terminal (script(1)
+// from util-linux), its keys written to in.
+func onATerminal(t *testing.T, home string, args ...string) (*exec.Cmd, io.WriteCloser, *lockedBuf) {
+	t.Helper()
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		t.Fatalf("this test needs script(1) from util-linux: %v", err)
@@ -772,10 +779,11 @@ func chatOnATerminal(t *testing.T, id, home string, args ...string) (*exec.Cmd, 
 	}
 	// exec: atrium, not script's $SHELL, is what the terminal runs, as
 	// when a person types it (dash left in between dies of the Ctrl+C).
-	line := fmt.Sprintf("exec '%s' chat %s --home '%s'", exe, id, home)
+	line := fmt.Sprintf("exec '%s'", exe)
 	for _, a := range args {
 		line += " '" + a + "'"
 	}
+	line += fmt.Sprintf(" --home '%s'", home)
 	cmd := exec.Command(scriptBin, "-qec", line, "/dev/null")
 	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
 	in, err := cmd.StdinPipe()
