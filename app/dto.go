@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"encoding/json"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -266,6 +267,27 @@ type PluginDTO struct {
 	Process    string `json:"process,omitempty"` // the Atrium process running it
 	Restarts   int    `json:"restarts,omitempty"`
 	Dir        string `json:"dir,omitempty"`
+	// MissingEnv: the variables its manifest requires (requires_env) that
+	// this process has neither from its environment nor from the
+	// profile's .env: the plugin goes without them until they are set.
+	MissingEnv []EnvNeedDTO `json:"missing_env"`
+}
+
+// EnvNeedDTO is a variable a plugin's manifest declares, as it describes
+// it.
+type EnvNeedDTO struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	URL         string `json:"url,omitempty"`
+	Secret      bool   `json:"secret"`
+}
+
+// PluginEnvRequest is the body of POST /api/plugins/{name}/env: a value
+// for a variable the plugin declares, kept in the profile's .env ("":
+// removed).
+type PluginEnvRequest struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // InstallRequest installs a plugin from a folder or archive.
@@ -472,7 +494,18 @@ func toPlugin(p plugins.Plugin, _ int) PluginDTO {
 	m := p.Manifest
 	return PluginDTO{Name: m.Name, Version: m.Version, Description: m.Description, Runtime: m.Runtime, Source: p.Source,
 		Enabled: p.Enabled, State: p.State, Error: p.Err, Warnings: nonNil(p.Warnings), Hooks: nonNil(p.Hooks), Commands: nonNil(p.Commands),
-		Registered: p.Registered, PID: p.PID, Process: p.Process, Restarts: p.Restarts, Dir: p.Dir}
+		Registered: p.Registered, PID: p.PID, Process: p.Process, Restarts: p.Restarts, Dir: p.Dir, MissingEnv: missingEnv(m)}
+}
+
+// missingEnv is what m requires that this process does not have.
+func missingEnv(m plugins.Manifest) []EnvNeedDTO {
+	out := []EnvNeedDTO{}
+	for _, e := range m.RequiresEnv {
+		if v, ok := os.LookupEnv(e.Name); !ok || strings.TrimSpace(v) == "" {
+			out = append(out, EnvNeedDTO(e))
+		}
+	}
+	return out
 }
 
 func toEvent(e hooks.LoggedEvent, _ int) EventDTO {

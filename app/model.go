@@ -151,28 +151,11 @@ func (s *Settings) SetKey(in KeyRequest) (KeyStatusDTO, error) {
 	if err != nil {
 		return KeyStatusDTO{}, err
 	}
-	if !dotenv.ValidName(name) || !(config.SecretVariable(name) || name == keyVariable(cfg.Model) && name != "") {
+	if !dotenv.ValidName(name) || processVariable(name) || !(config.SecretVariable(name) || name == keyVariable(cfg.Model) && name != "") {
 		return KeyStatusDTO{}, apperr.New(apperr.Invalid, "only a key's variable is written here: the model's (%s), or one named as keys are (…_API_KEY, …_TOKEN, …_SECRET)", cmp.Or(keyVariable(cfg.Model), "none"))
 	}
-	path := s.home.EnvPath()
-	if in.Value != "" {
-		if err := dotenv.CheckValue(in.Value); err != nil {
-			return KeyStatusDTO{}, apperr.New(apperr.Invalid, "the key was not saved: %v", err)
-		}
-	}
-	err = dotenv.Update(path, func(text string) (string, error) {
-		if in.Value == "" {
-			out, _, err := dotenv.Unset(text, name)
-			return out, err
-		}
-		return dotenv.Set(text, name, in.Value)
-	})
-	if err != nil {
-		code := apperr.Invalid // the edit refused
-		if config.Unwritable(err) {
-			code = apperr.Rejected // a read-only or full disk: said as it is
-		}
-		return KeyStatusDTO{}, apperr.Wrap(code, err, "%s is unchanged", path)
+	if err := keepKey(s.home, name, in.Value); err != nil {
+		return KeyStatusDTO{}, err
 	}
 	return s.keyStatus(name), nil
 }

@@ -97,13 +97,13 @@ func TestSettingsModelAndItsKey(t *testing.T) {
 	}
 	// Another key's variable may go there (a plugin's token), and an empty
 	// value removes one.
-	if _, err := e.app.Settings.SetKey(app.KeyRequest{Name: "GITHUB_TOKEN", Value: "ghp_x"}); err != nil {
+	if _, err := e.app.Settings.SetKey(app.KeyRequest{Name: "ATRIUM_T_GH_TOKEN", Value: "ghp_x"}); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := e.app.Settings.SetKey(app.KeyRequest{Name: "ATRIUM_T_APP_KEY"}); err != nil || st.InEnvFile || st.Source != "" {
 		t.Fatalf("remove: %+v %v", st, err)
 	}
-	if b, _ := os.ReadFile(envPath); string(b) != "GITHUB_TOKEN=ghp_x\n" {
+	if b, _ := os.ReadFile(envPath); string(b) != "ATRIUM_T_GH_TOKEN=ghp_x\n" {
 		t.Fatalf(".env after remove = %q", b)
 	}
 }

@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"slices"
 
 	"github.com/samber/lo"
 
 	"atrium/backend/apperr"
+	"atrium/backend/dotenv"
+	"atrium/backend/limits"
 	"atrium/backend/plugins"
 )
 
@@ -140,6 +143,33 @@ func (p *Plugins) Disable(name string) (PluginDTO, error) {
 	defer cancel()
 	got, err := p.m.Disable(ctx, name)
 	if err != nil {
+		return PluginDTO{}, err
+	}
+	return toPlugin(got, 0), nil
+}
+
+// SetEnv keeps a value for a variable the plugin's manifest declares
+// (requires_env, optional_env) in the profile's .env, as its installer
+// asks for it in the familiar agent ("" removes it). The plugin gets it
+// when it starts again (Reload); the value is never returned. A variable
+// that changes how programs start (PATH, LD_PRELOAD, PYTHONPATH, ...) is
+// refused whatever the manifest declares.
+func (p *Plugins) SetEnv(plugin string, in PluginEnvRequest) (PluginDTO, error) {
+	got, err := p.m.Find(plugin)
+	if err != nil {
+		return PluginDTO{}, err
+	}
+	declared := false
+	for _, e := range append(slices.Clone(got.Manifest.RequiresEnv), got.Manifest.OptionalEnv...) {
+		declared = declared || e.Name == in.Name
+	}
+	if !declared || processVariable(in.Name) || !dotenv.ValidName(in.Name) {
+		return PluginDTO{}, apperr.New(apperr.Invalid, "%s does not declare %s among its variables (requires_env, optional_env), or it is one that is never written here", plugin, limits.Echo(in.Name))
+	}
+	if err := keepKey(p.m.Home(), in.Name, in.Value); err != nil {
+		return PluginDTO{}, err
+	}
+	if got, err = p.m.Find(plugin); err != nil {
 		return PluginDTO{}, err
 	}
 	return toPlugin(got, 0), nil

@@ -115,6 +115,7 @@ func (h *handler) routes() {
 	h.route("POST /api/plugins/{name}/disable", func(r *http.Request) (any, error) { return p.Disable(r.PathValue("name")) })
 	withBody(h, "POST /api/plugins/install", func(_ *http.Request, in InstallRequest) (any, error) { return p.Install(in) })
 	h.route("POST /api/plugins/{name}/open", func(r *http.Request) (any, error) { return p.Open(r.PathValue("name")) })
+	withBody(h, "POST /api/plugins/{name}/env", func(r *http.Request, in PluginEnvRequest) (any, error) { return p.SetEnv(r.PathValue("name"), in) })
 	h.route("GET /api/hooks/shell", func(r *http.Request) (any, error) { return p.ShellHooks() })
 	withBody(h, "POST /api/hooks/shell/approve", func(_ *http.Request, in ShellHookRequest) (any, error) { return p.ApproveShellHook(in) })
 	withBody(h, "POST /api/hooks/shell/revoke", func(_ *http.Request, in ShellHookRequest) (any, error) { return p.RevokeShellHook(in) })

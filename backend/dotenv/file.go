@@ -92,6 +92,22 @@ func Loaded(name string) bool {
 	return ok && set && cur == v
 }
 
+// Setenv gives this process name=value as its .env's (a value just
+// written there): Loaded reports it so.
+func Setenv(name, value string) error {
+	if err := os.Setenv(name, value); err != nil {
+		return err
+	}
+	loaded.Store(name, value)
+	return nil
+}
+
+// Unsetenv takes name from this process, as from its .env.
+func Unsetenv(name string) error {
+	loaded.Delete(name)
+	return os.Unsetenv(name)
+}
+
 // Environ is os.Environ without what a .env gave this process: for an
 // Atrium process started from this one, which reads the .env itself (and
 // then knows which of its variables came from there).
@@ -112,13 +128,7 @@ func Load(path string, lookup func(string) (string, bool), set func(k, v string)
 		lookup = os.LookupEnv
 	}
 	if set == nil {
-		set = func(k, v string) error {
-			if err := os.Setenv(k, v); err != nil {
-				return err
-			}
-			loaded.Store(k, v)
-			return nil
-		}
+		set = Setenv
 	}
 	rep := Report{Path: path}
 	text, exists, warnings, err := Read(path)

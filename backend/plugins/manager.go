@@ -55,6 +55,9 @@ func (m *Manager) apply(ctx context.Context) {
 	}
 }
 
+// Home is the profile whose plugins m manages.
+func (m *Manager) Home() config.Home { return m.opts.Home }
+
 // OnChange adds an observer called when a plugin changes state: after it was
 // enabled, disabled, installed or removed ("removed"), and, with a runtime
 // attached, when it starts, stops, crashes or is cut off. The desktop

@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
+import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, PluginEnvRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -149,6 +149,9 @@ export const api = {
     approveShellHook: (req: ShellHookRequest) => call('Plugins', 'ApproveShellHook', [req], { route: 'POST /api/hooks/shell/approve', body: req }),
     revokeShellHook: (req: ShellHookRequest) => call('Plugins', 'RevokeShellHook', [req], { route: 'POST /api/hooks/shell/revoke', body: req }),
     open: (name: string) => call('Plugins', 'Open', [name], { route: 'POST /api/plugins/{name}/open', params: { name } }),
+    /** setEnv keeps a value for a variable the plugin declares in the profile's .env ('' removes it); it never comes back */
+    setEnv: (name: string, req: PluginEnvRequest) =>
+      call('Plugins', 'SetEnv', [name, req], { route: 'POST /api/plugins/{name}/env', params: { name }, body: req }),
     /** browse exists only in the window (a native dialog); "" if cancelled. */
     browse: (zip: boolean) => desktopOnly('Plugins', 'Browse', [zip], 30 * 60_000),
   },

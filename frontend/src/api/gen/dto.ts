@@ -247,6 +247,17 @@ export interface EmptyTrashRequest {
   older_than?: string;
 }
 
+/**
+ * EnvNeedDTO is a variable a plugin's manifest declares, as it describes
+ * it.
+ */
+export interface EnvNeedDTO {
+  name: string;
+  description?: string;
+  url?: string;
+  secret: boolean;
+}
+
 /** ErrorDTO is what a caller sees of an error. */
 export interface ErrorDTO {
   code: string;
@@ -588,6 +599,24 @@ export interface PluginDTO {
   process?: string;
   restarts?: number;
   dir?: string;
+  /**
+   * MissingEnv: the variables its manifest requires (requires_env) that
+   * this process has neither from its environment nor from the
+   * profile's .env: the plugin goes without them until they are set.
+   */
+  missing_env: EnvNeedDTO[] | null;
+}
+
+/**
+ * PluginEnvRequest is the body of POST /api/plugins/{name}/env: a value
+ * for a variable the plugin declares, kept in the profile's .env ("":
+ * removed).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface PluginEnvRequest {
+  name?: string;
+  value?: string;
 }
 
 /** PluginStateDTO says a plugin changed state. */
