@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"atrium/backend/apperr"
+	"atrium/backend/config"
 	"atrium/backend/imports"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
@@ -64,13 +66,46 @@ copied twice. An import fires no hook: it is history, not activity.`,
 				if err != nil {
 					return err
 				}
-				return r.reportImport(rep, all)
+				err = r.reportImport(rep, all)
+				if kind == sessions.ImportHermes && !r.g.json {
+					r.familiarFiles(rep.Path, st.Home)
+				}
+				return err
 			})
 		},
 	}
 	c.Flags().BoolVar(&dry, "dry-run", false, "say what would be imported; write nothing")
 	c.Flags().BoolVar(&all, "all", false, "list every session, not only those with something to say")
 	return c
+}
+
+// familiarFiles says, after an import from the familiar agent, which of
+// its files beside its store Atrium reads as they are (its .env, its
+// config.yaml), where the profile has none yet: copying them brings the
+// keys and the settings along. Nothing is copied: they are the person's.
+func (r *runner) familiarFiles(store string, home config.Home) {
+	dir := store
+	if fi, err := os.Stat(store); err == nil && !fi.IsDir() {
+		dir = filepath.Dir(store)
+	}
+	for _, f := range []struct{ name, what string }{{".env", "keys"}, {"config.yaml", "settings"}} {
+		src, dst := filepath.Join(dir, f.name), filepath.Join(home.Dir, f.name)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		if _, err := os.Stat(dst); err == nil {
+			continue
+		}
+		fmt.Fprintf(r.env.Stdout, "note: %s holds that agent's %s, which Atrium reads as they are: cp -p %s %s\n", src, f.what, shellQuote(src), shellQuote(dst))
+	}
+}
+
+// shellQuote is s as one word for a POSIX shell.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-+:@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // counter prints a running count on a terminal's stderr, when the total is

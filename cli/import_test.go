@@ -49,10 +49,29 @@ func TestImportFromTheFamiliarAgentThroughTheCommandLine(t *testing.T) {
 	hh := familiarAgentHome(t)
 	env := []string{"HERMES_HOME=" + hh}
 
+	// Its keys and settings beside its store: named, with how to bring
+	// them, never copied.
+	for _, f := range []string{".env", "config.yaml"} {
+		if err := os.WriteFile(filepath.Join(hh, f), []byte("# theirs\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("# mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	// Dry run first: said, nothing written.
 	r := atriumExec(t, home, "", env, "sessions", "import", "hermes", "--dry-run")
 	if r.code != 0 || !strings.Contains(r.stdout, "would import from hermes "+filepath.Join(hh, "state.db")+": 3 imported; 5 message(s) to add") {
 		t.Fatalf("dry run: %+v", r)
+	}
+	// The profile has a config.yaml of its own: only the keys are named.
+	if !strings.Contains(r.stdout, "note: "+filepath.Join(hh, ".env")+" holds that agent's keys, which Atrium reads as they are: cp -p "+filepath.Join(hh, ".env")+" "+filepath.Join(home, ".env")+"\n") ||
+		strings.Contains(r.stdout, "config.yaml holds") {
+		t.Fatalf("the notes: %q", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".env")); err == nil {
+		t.Fatal("an import copied the keys")
 	}
 	if r := atrium(t, home, "sessions", "list", "--json"); strings.Contains(r.stdout, "20260301") {
 		t.Fatalf("a dry run wrote: %s", r.stdout)
