@@ -354,6 +354,17 @@ type ModelSettingsDTO struct {
 	Problem string       `json:"problem,omitempty"` // why this block asks no model (a provider Atrium does not speak, ...)
 }
 
+// ModelCheckDTO is what the model said when asked a word as config.yaml
+// and the keys have it now: OK, or why it did not answer.
+type ModelCheckDTO struct {
+	OK        bool   `json:"ok"`
+	Provider  string `json:"provider"`
+	Model     string `json:"model"`
+	Reply     string `json:"reply,omitempty"` // its answer, cut short
+	LatencyMS int64  `json:"latency_ms"`
+	Error     string `json:"error,omitempty"` // why it did not answer (never the key)
+}
+
 // KeyStatusDTO says where the model's key is read from, never the key.
 type KeyStatusDTO struct {
 	Name string `json:"name"` // the variable; "" when the model needs no key

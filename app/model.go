@@ -2,16 +2,20 @@ package app
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
 	"atrium/backend/dotenv"
+	"atrium/backend/llm"
 	"atrium/backend/plugins"
 )
 
@@ -158,4 +162,70 @@ func (s *Settings) SetKey(in KeyRequest) (KeyStatusDTO, error) {
 		return KeyStatusDTO{}, err
 	}
 	return s.keyStatus(name), nil
+}
+
+// checkTimeout bounds CheckModel: long enough for a cold local model's first
+// word, short enough that a person waits for it.
+const checkTimeout = 30 * time.Second
+
+// CheckModel asks the model, as config.yaml (saved) and the keys this
+// process has say it, for one word, and says whether it answered, in how
+// long, or why not: a refused key, nothing listening, a model the server
+// does not have. It costs one short request; offline answers at once.
+func (s *Settings) CheckModel() (ModelCheckDTO, error) {
+	cfg, _, err := config.Load(s.home.ConfigPath())
+	if err != nil {
+		return ModelCheckDTO{}, err
+	}
+	ep, err := cfg.Model.Endpoint(os.Getenv)
+	if err != nil {
+		return ModelCheckDTO{Provider: cfg.Model.Provider, Error: err.Error()}, nil
+	}
+	out := ModelCheckDTO{Provider: cmp.Or(cfg.Model.Provider, config.ProviderOffline), Model: ep.Name}
+	if ep.Provider == config.ProviderOffline {
+		out.OK, out.Reply = true, "offline: canned replies, no network"
+		return out, nil
+	}
+	p, err := llm.NewOpenAIProvider(llm.OpenAIConfig{BaseURL: ep.BaseURL, Model: ep.Name, APIKeyEnv: ep.APIKeyEnv,
+		ContextWindow: ep.ContextWindow, Timeout: checkTimeout})
+	if err != nil {
+		out.Error = err.Error()
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	t0 := time.Now()
+	res, err := p.Complete(ctx, llm.Request{Messages: []llm.Message{{Role: "user", Content: "Reply with the single word OK."}}})
+	out.LatencyMS = time.Since(t0).Milliseconds()
+	if err != nil {
+		out.Error = checkError(err, ep.BaseURL)
+		return out, nil
+	}
+	reply := []rune(strings.TrimSpace(res.Content))
+	if len(reply) > 200 {
+		reply = append(reply[:200], '…')
+	}
+	out.OK, out.Reply = true, string(reply)
+	return out, nil
+}
+
+// checkError is why the model did not answer, said first in a person's
+// words where the cause is a common one, the error itself after. (The
+// model's transport errors carry their text only, the key redacted.)
+func checkError(err error, baseURL string) string {
+	host := baseURL
+	if u, perr := url.Parse(baseURL); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	msg := err.Error()
+	var te *llm.TransportError
+	switch {
+	case errors.As(err, &te) && strings.Contains(msg, "connection refused"):
+		return "nothing answers at " + host + ": is the server running? (" + msg + ")"
+	case errors.As(err, &te) && strings.Contains(msg, "no such host"):
+		return "the name " + host + " is not found: check the base URL (" + msg + ")"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer within " + checkTimeout.String() + " from " + host + " (" + msg + ")"
+	}
+	return msg
 }

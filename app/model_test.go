@@ -1,8 +1,11 @@
 package app_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"atrium/app"
@@ -137,5 +140,75 @@ func TestSettingsTurnAModelByNameIntoABlock(t *testing.T) {
 	}
 	if now, _ := e.app.Settings.Get(); now.Model.Provider != "openrouter" || now.Model.Name != "qwen/qwen3-coder" || now.Model.Key.Name != "OPENROUTER_API_KEY" {
 		t.Fatalf("after: %+v", now.Model)
+	}
+}
+
+// "Check the saved model" asks the model for a word, as config.yaml and
+// the keys say it now, and says how it went: an answer and its time, a
+// refused key, nothing listening; never the key.
+func TestSettingsCheckTheModel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	path := e.st.Home.ConfigPath()
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer sk-check-right" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":{"message":"invalid api key sk-check-wrong","type":"auth"}}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"OK"}}]}`))
+	}))
+	defer srv.Close()
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func() app.ModelCheckDTO {
+		t.Helper()
+		r, err := e.app.Settings.CheckModel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(r.Error, "sk-check-") {
+			t.Fatalf("the check shows a key: %+v", r)
+		}
+		return r
+	}
+	if r := check(); !r.OK || r.Provider != "offline" {
+		t.Fatalf("offline: %+v", r)
+	}
+	write("model:\n  provider: openai\n  base_url: " + srv.URL + "/v1\n  name: m1\n  api_key_env: ATRIUM_T_CHECK_KEY\n")
+	if r := check(); r.OK || !strings.Contains(r.Error, "ATRIUM_T_CHECK_KEY is not set") {
+		t.Fatalf("no key: %+v", r)
+	}
+	if _, err := e.app.Settings.SetKey(app.KeyRequest{Name: "ATRIUM_T_CHECK_KEY", Value: "sk-check-wrong"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := check(); r.OK || !strings.Contains(r.Error, "check the API key in $ATRIUM_T_CHECK_KEY") {
+		t.Fatalf("a wrong key: %+v", r)
+	}
+	// The key saved from the page is the one asked with, at once.
+	if _, err := e.app.Settings.SetKey(app.KeyRequest{Name: "ATRIUM_T_CHECK_KEY", Value: "sk-check-right"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := check(); !r.OK || r.Reply != "OK" || r.Model != "m1" || auth.Load() != "Bearer sk-check-right" {
+		t.Fatalf("the right key: %+v", r)
+	}
+	// Nothing listening.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	write("model:\n  provider: openai\n  base_url: " + dead.URL + "/v1\n  name: m1\n")
+	if r := check(); r.OK || !strings.HasPrefix(r.Error, "nothing answers at "+strings.TrimPrefix(dead.URL, "http://")+": is the server running?") {
+		t.Fatalf("nothing listening: %+v", r)
+	}
+	// A provider Atrium does not speak says what to set.
+	write("model:\n  provider: anthropic\n  default: claude\n")
+	if r := check(); r.OK || !strings.Contains(r.Error, "custom") {
+		t.Fatalf("anthropic: %+v", r)
 	}
 }

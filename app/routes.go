@@ -151,6 +151,7 @@ func (h *handler) routes() {
 	h.route("POST /api/ready", func(r *http.Request) (any, error) { h.a.Settings.Ready(); return map[string]bool{"ok": true}, nil })
 	withBody(h, "PUT /api/settings", func(_ *http.Request, in SettingsDTO) (any, error) { return h.a.Settings.Set(in) })
 	withBody(h, "POST /api/settings/key", func(_ *http.Request, in KeyRequest) (any, error) { return h.a.Settings.SetKey(in) })
+	h.route("POST /api/settings/model/check", func(r *http.Request) (any, error) { return h.a.Settings.CheckModel() })
 	h.route("GET /api/approvals/standing", func(r *http.Request) (any, error) { return h.a.Settings.StandingApprovals(), nil })
 	withBody(h, "POST /api/approvals/standing/revoke", func(_ *http.Request, in RevokeApprovalRequest) (any, error) {
 		return h.a.Settings.RevokeStandingApproval(in.Rule)

@@ -803,6 +803,9 @@ async function main() {
     const envFile = readFileSync(shown.env_file.path, 'utf8');
     eq(envFile, `ATRIUM_E2E_API_KEY=${key}\n`, '.env after Save key');
     eq(statSync(shown.env_file.path).mode & 0o777, 0o600, '.env mode');
+    // Checking it: nothing listens on that port, and the page says so.
+    await page.click('[data-testid=model-check]');
+    await page.locator('[data-testid=model-check-out]').filter({ hasText: 'No answer:' }).waitFor({ timeout: 45_000 });
     await model.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'dashboard-settings-model.png') });
     await page.reload();

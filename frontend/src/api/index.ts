@@ -187,6 +187,8 @@ export const api = {
     get: () => call('Settings', 'Get', [], { route: 'GET /api/settings' }),
     set: (s: SettingsDTO) => call('Settings', 'Set', [s], { route: 'PUT /api/settings', body: s }),
     info: () => call('Settings', 'Info', [], { route: 'GET /api/info' }),
+    /** checkModel asks the saved model for a word (a real request, up to 30 s) */
+    checkModel: () => call('Settings', 'CheckModel', [], { route: 'POST /api/settings/model/check' }, { timeoutMs: 45_000 }),
     /** setKey keeps a key's variable in the profile's .env ('' removes it); the key never comes back */
     setKey: (req: KeyRequest) => call('Settings', 'SetKey', [req], { route: 'POST /api/settings/key', body: req }),
     /** standingApprovals: the rules answered "always" (config.yaml's command_allowlist) */

@@ -55,6 +55,8 @@ export class ModelSection {
   private readonly keySave: HTMLButtonElement;
   private readonly keyRemove: HTMLButtonElement;
   private readonly keyDone: HTMLElement;
+  private readonly checkBtn: HTMLButtonElement;
+  private readonly checkOut: HTMLElement;
   private key: KeyStatusDTO | null = null;
 
   constructor(field: (id: string, label: string, control: HTMLElement, help: string, err: HTMLElement) => HTMLElement) {
@@ -93,6 +95,8 @@ export class ModelSection {
     this.keyRemove = button('Remove from .env', { class: 'btn plain', 'data-testid': 'model-key-remove', type: 'button' }, () => void this.removeKey());
     this.keyDone = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite', 'data-testid': 'model-key-done' });
     const keyErr = err('key', 'set-model-key');
+    this.checkBtn = button('Check the saved model', { class: 'btn', 'data-testid': 'model-check', type: 'button' }, () => void this.check());
+    this.checkOut = h('span', { class: 'model-check-out', role: 'status', 'aria-live': 'polite', 'data-testid': 'model-check-out' });
     this.el = h(
       'fieldset',
       { class: 'field-group', 'data-testid': 'settings-model' },
@@ -113,7 +117,35 @@ export class ModelSection {
         this.keyDone,
         keyErr,
       ),
+      h(
+        'div',
+        { class: 'field' },
+        h('div', { class: 'key-row' }, this.checkBtn, this.checkOut),
+        h('div', { class: 'help muted small' }, 'Asks the model, as saved and with the key this process has, for one word.'),
+      ),
     );
+  }
+
+  /** check asks the saved model for a word, and says how it went. */
+  private async check(): Promise<void> {
+    this.checkBtn.disabled = true;
+    this.checkOut.className = 'model-check-out muted';
+    this.checkOut.textContent = 'Asking…';
+    try {
+      const r = await api.settings.checkModel();
+      if (r.ok) {
+        this.checkOut.className = 'model-check-out ok-text';
+        this.checkOut.textContent = r.provider === 'offline' ? `Offline: canned replies, no network.` : `${r.model || 'The model'} answered in ${r.latency_ms} ms: “${r.reply}”`;
+      } else {
+        this.checkOut.className = 'model-check-out error-text';
+        this.checkOut.textContent = `No answer: ${r.error}`;
+      }
+    } catch (e) {
+      this.checkOut.className = 'model-check-out error-text';
+      this.checkOut.textContent = `Could not check: ${toApiError(e).message}`;
+    } finally {
+      this.checkBtn.disabled = false;
+    }
   }
 
   fill(m: ModelSettingsDTO | null | undefined): void {

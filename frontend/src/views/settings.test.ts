@@ -34,9 +34,10 @@ const set = vi.fn(async (s: SettingsDTO) => current(s));
 const standingApprovals = vi.fn(async () => ({ rules: [], path: '/home/config.yaml' }));
 const setKey = vi.fn(async (r: KeyRequest): Promise<KeyStatusDTO> => ({ name: r.name ?? '', source: r.value ? 'env_file' : '', in_env_file: !!r.value, env_path: envPath }));
 const confirmModal = vi.fn(async () => true);
+const checkModel = vi.fn(async () => ({ ok: true, provider: 'openai', model: 'qwen', reply: 'OK', latency_ms: 420 }));
 
 vi.mock('../api', () => ({
-  api: { settings: { get, set, setKey, standingApprovals, revokeStandingApproval: vi.fn() } },
+  api: { settings: { get, set, setKey, checkModel, standingApprovals, revokeStandingApproval: vi.fn() } },
   toApiError: (e: unknown) => ({ code: 'invalid', message: e instanceof Error ? e.message : String(e) }),
 }));
 vi.mock('../ops', () => ({ showMessage: vi.fn() }));
@@ -201,5 +202,27 @@ describe('settings: the model and its key', () => {
     expect(p.value).toBe('anthropic');
     expect(p.selectedOptions[0]?.textContent).toContain('not an API Atrium speaks');
     expect(q(v, 'model-problem').hidden).toBe(false);
+  });
+});
+
+describe('settings: checking the saved model', () => {
+  beforeEach(() => {
+    document.body.innerHTML = '';
+    checkModel.mockClear();
+  });
+
+  it('says what the model answered and in how long, or why it did not', async () => {
+    const v = await shown();
+    const out = q(v, 'model-check-out');
+    q<HTMLButtonElement>(v, 'model-check').click();
+    await flush();
+    expect(checkModel).toHaveBeenCalledTimes(1);
+    expect(out.textContent).toBe('qwen answered in 420 ms: “OK”');
+    expect(out.className).toContain('ok-text');
+    checkModel.mockResolvedValueOnce({ ok: false, provider: 'openai', model: 'qwen', error: 'openai: the API key was refused (check the API key in $OPENAI_API_KEY)', latency_ms: 80 } as never);
+    q<HTMLButtonElement>(v, 'model-check').click();
+    await flush();
+    expect(out.textContent).toBe('No answer: openai: the API key was refused (check the API key in $OPENAI_API_KEY)');
+    expect(out.className).toContain('error-text');
   });
 });

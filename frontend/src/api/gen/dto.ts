@@ -520,6 +520,21 @@ export interface MessageDTO {
 }
 
 /**
+ * ModelCheckDTO is what the model said when asked a word as config.yaml
+ * and the keys have it now: OK, or why it did not answer.
+ */
+export interface ModelCheckDTO {
+  ok: boolean;
+  provider: string;
+  model: string;
+  /** its answer, cut short */
+  reply?: string;
+  latency_ms: number;
+  /** why it did not answer (never the key) */
+  error?: string;
+}
+
+/**
  * ModelSettingsDTO is the model the profile's turns ask: config.yaml's
  * model block as the Settings page edits it (a Set changes only the fields
  * that differ from the file), and where its key is read from.

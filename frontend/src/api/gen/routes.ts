@@ -63,6 +63,7 @@ export const routes = [
   "GET /api/settings",
   "PUT /api/settings",
   "POST /api/settings/key",
+  "POST /api/settings/model/check",
   "GET /api/storage",
   "GET /api/storage/import",
   "POST /api/storage/import",
@@ -135,6 +136,7 @@ export interface RouteBody {
   "GET /api/settings": never;
   "PUT /api/settings": SettingsDTO;
   "POST /api/settings/key": KeyRequest;
+  "POST /api/settings/model/check": never;
   "GET /api/storage": never;
   "GET /api/storage/import": never;
   "POST /api/storage/import": ImportRequest;
@@ -205,6 +207,7 @@ export interface RouteQuery {
   "GET /api/settings": Record<string, never>;
   "PUT /api/settings": Record<string, never>;
   "POST /api/settings/key": Record<string, never>;
+  "POST /api/settings/model/check": Record<string, never>;
   "GET /api/storage": Record<string, never>;
   "GET /api/storage/import": Record<string, never>;
   "POST /api/storage/import": Record<string, never>;
