@@ -634,9 +634,19 @@ async function main() {
   });
 
   // The transcript of the session titled title, its composer ready.
+  // The list re-sorts as turns end (newest activity first): a double
+  // click can land on the row that moved under it. The transcript says
+  // which session it shows; another one is left and the click made again.
   const openSession = async (title) => {
-    await page.dblclick(`${rowSel}[data-id="${ids[title]}"]`);
-    await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+    for (let attempt = 1; ; attempt++) {
+      await page.dblclick(`${rowSel}[data-id="${ids[title]}"]`);
+      await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+      const shown = await page.locator('section.transcript-view').getAttribute('data-session');
+      if (shown === ids[title]) return;
+      if (attempt === 3) throw new Error(`opening ${title} (${ids[title]}) showed ${shown}, three times`);
+      console.log(`note  opening ${title} showed ${shown}: the list moved under the click; again`);
+      await backToList();
+    }
   };
   // Sends text in the session titled title.
   const sendIn = async (title, text) => {

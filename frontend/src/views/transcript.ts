@@ -170,6 +170,7 @@ export class TranscriptView implements View {
   show(id?: string): void {
     this.commands = null; // plugins may have changed: ask again
     if (id && id !== this.store.id) this.store.open(id);
+    this.el.dataset.session = this.store.id ?? ''; // which session shows (tests and tools read it)
     if (this.store.id !== this.shownID) {
       this.shownID = this.store.id;
       clear(this.reply);
