@@ -20,7 +20,7 @@ var allowed = map[string][]string{
 	"backend/db":          {"backend/apperr"},
 	"backend/llm":         {"backend/apperr"},
 	"backend/hooks":       {"backend/db", "backend/apperr"},
-	"backend/config":      {"backend/apperr", "backend/hooks", "backend/limits"},
+	"backend/config":      {"backend/apperr", "backend/hooks", "backend/limits", "backend/dotenv"},
 	"backend/sessions":    {"backend/hooks", "backend/db", "backend/apperr", "backend/llm", "backend/limits"},
 	"backend/receipts":    {"backend/sessions", "backend/db", "backend/apperr", "backend/limits"},
 	"backend/compaction":  {"backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm"},

@@ -3,7 +3,6 @@ package app
 import (
 	"cmp"
 	"encoding/json"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -511,10 +510,8 @@ func toPlugin(p plugins.Plugin, _ int) PluginDTO {
 // missingEnv is what m requires that this process does not have.
 func missingEnv(m plugins.Manifest) []EnvNeedDTO {
 	out := []EnvNeedDTO{}
-	for _, e := range m.RequiresEnv {
-		if v, ok := os.LookupEnv(e.Name); !ok || strings.TrimSpace(v) == "" {
-			out = append(out, EnvNeedDTO(e))
-		}
+	for _, e := range m.MissingEnv() {
+		out = append(out, EnvNeedDTO(e))
 	}
 	return out
 }

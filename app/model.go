@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -57,12 +56,12 @@ func (s *Settings) keyStatus(name string) KeyStatusDTO {
 	if name == "" {
 		return out
 	}
-	if text, _, _, err := dotenv.Read(out.EnvPath); err == nil {
-		out.InEnvFile = slices.Contains(dotenv.Names(text), name)
-	}
-	if _, ok := os.LookupEnv(name); ok && !dotenv.Loaded(name) {
+	inFile, exported, _ := s.home.SecretIn(name) // a .env that cannot be read sets nothing
+	out.InEnvFile = inFile
+	switch {
+	case exported:
 		out.Source = "environment"
-	} else if out.InEnvFile {
+	case inFile:
 		out.Source = "env_file"
 	}
 	return out
@@ -155,8 +154,9 @@ func (s *Settings) SetKey(in KeyRequest) (KeyStatusDTO, error) {
 	if err != nil {
 		return KeyStatusDTO{}, err
 	}
-	if !dotenv.ValidName(name) || processVariable(name) || !(config.SecretVariable(name) || name == keyVariable(cfg.Model) && name != "") {
-		return KeyStatusDTO{}, apperr.New(apperr.Invalid, "only a key's variable is written here: the model's (%s), or one named as keys are (…_API_KEY, …_TOKEN, …_SECRET)", cmp.Or(keyVariable(cfg.Model), "none"))
+	model := keyVariable(cfg.Model)
+	if !dotenv.ValidName(name) || processVariable(name) || !(config.SecretVariable(name) || name == model && name != "") {
+		return KeyStatusDTO{}, apperr.New(apperr.Invalid, "only a key's variable is written here: the model's (%s), or one named as keys are (…_API_KEY, …_TOKEN, …_SECRET)", cmp.Or(model, "none"))
 	}
 	if err := keepKey(s.home, name, in.Value); err != nil {
 		return KeyStatusDTO{}, err

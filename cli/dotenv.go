@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"atrium/backend/apperr"
@@ -54,31 +53,22 @@ func (r *runner) envPath() (string, error) {
 	return home.EnvPath(), nil
 }
 
-// fromEnvironment reports whether this process had name before the .env
-// was read (so the environment's value goes first).
-func (r *runner) fromEnvironment(name string) bool {
-	_, ok := os.LookupEnv(name)
-	return ok && !dotenv.Loaded(name)
-}
-
 // setEnv writes NAME=value to the profile's .env. The value is a secret:
 // it is never printed.
 func (r *runner) setEnv(name, value string) error {
-	path, err := r.envPath()
+	home, err := config.ResolveHome(r.g.home, r.g.profile)
 	if err != nil {
 		return err
 	}
-	if err := dotenv.CheckValue(value); err != nil {
-		return apperr.New(apperr.Invalid, "%s: %v; %s is unchanged", name, err, path)
-	}
-	if err := dotenv.Update(path, func(text string) (string, error) { return dotenv.Set(text, name, value) }); err != nil {
-		return envUnchanged(err, name, path)
+	if err := home.SetSecret(name, value); err != nil {
+		return err
 	}
 	shadowed := false
-	if r.fromEnvironment(name) {
+	if dotenv.Exported(name) {
 		v, _ := os.LookupEnv(name)
 		shadowed = v != value
 	}
+	path := home.EnvPath()
 	return r.print(map[string]any{"key": name, "path": path, "environment_goes_first": shadowed}, func(w io.Writer) {
 		fmt.Fprintf(w, "set %s in %s\n", name, path)
 		if shadowed {
@@ -88,33 +78,17 @@ func (r *runner) setEnv(name, value string) error {
 	})
 }
 
-// envUnchanged is the error of an edit of .env that wrote nothing: a
-// refusal of the edit, or a file that cannot be written (a read-only or
-// full disk: exit 5, as every write that fails there).
-func envUnchanged(err error, name, path string) error {
-	code := apperr.Invalid
-	if config.Unwritable(err) {
-		code = apperr.Rejected
-	}
-	return apperr.Wrap(code, err, "%s: %s is unchanged", name, path)
-}
-
 // unsetEnv removes NAME from the profile's .env.
 func (r *runner) unsetEnv(name string) error {
-	path, err := r.envPath()
+	home, err := config.ResolveHome(r.g.home, r.g.profile)
 	if err != nil {
 		return err
 	}
-	removed := false
-	err = dotenv.Update(path, func(text string) (string, error) {
-		out, ok, err := dotenv.Unset(text, name)
-		removed = ok
-		return out, err
-	})
+	removed, err := home.UnsetSecret(name)
 	if err != nil {
-		return envUnchanged(err, name, path)
+		return err
 	}
-	inEnv := r.fromEnvironment(name)
+	inEnv, path := dotenv.Exported(name), home.EnvPath()
 	return r.print(map[string]any{"key": name, "removed": removed, "path": path, "in_environment": inEnv}, func(w io.Writer) {
 		if removed {
 			fmt.Fprintf(w, "unset %s in %s\n", name, path)
@@ -129,16 +103,15 @@ func (r *runner) unsetEnv(name string) error {
 
 // getEnv says where NAME is set, never its value.
 func (r *runner) getEnv(name string) error {
-	path, err := r.envPath()
+	home, err := config.ResolveHome(r.g.home, r.g.profile)
 	if err != nil {
 		return err
 	}
-	text, _, _, err := dotenv.Read(path)
+	path := home.EnvPath()
+	inFile, inEnv, err := home.SecretIn(name)
 	if err != nil {
 		return apperr.Wrap(apperr.Invalid, err, "read %s", path)
 	}
-	inFile := slices.Contains(dotenv.Names(text), name)
-	inEnv := r.fromEnvironment(name)
 	if !inFile && !inEnv {
 		return apperr.New(apperr.NotFound, "%s is set neither in %s nor in the environment", limits.Echo(name), path)
 	}
@@ -173,7 +146,7 @@ func (r *runner) envFileSummary() (map[string]any, func(w io.Writer)) {
 	names := dotenv.Names(text)
 	var shadowed []string
 	for _, n := range names {
-		if r.fromEnvironment(n) {
+		if dotenv.Exported(n) {
 			shadowed = append(shadowed, n)
 		}
 	}

@@ -9,21 +9,8 @@ import (
 	"golang.org/x/term"
 
 	"atrium/backend/config"
-	"atrium/backend/dotenv"
 	"atrium/backend/plugins"
 )
-
-// missingEnv is what p's manifest requires (requires_env) that this
-// process's environment, the profile's .env included, does not have.
-func missingEnv(p plugins.Plugin) []plugins.EnvVar {
-	var out []plugins.EnvVar
-	for _, e := range p.Manifest.RequiresEnv {
-		if v, ok := os.LookupEnv(e.Name); !ok || strings.TrimSpace(v) == "" {
-			out = append(out, e)
-		}
-	}
-	return out
-}
 
 // askForEnv is the familiar agent's prompt after `plugins install`: at a
 // terminal, each variable p requires and nobody set is asked for (what it
@@ -32,14 +19,15 @@ func missingEnv(p plugins.Plugin) []plugins.EnvVar {
 // or for what was skipped, one line says how to set it. It returns what is
 // still missing.
 func (r *runner) askForEnv(p plugins.Plugin) []string {
-	missing := missingEnv(p)
+	missing := p.Manifest.MissingEnv()
 	if len(missing) == 0 {
 		return nil
 	}
-	path, err := r.envPath()
+	home, err := config.ResolveHome(r.g.home, r.g.profile)
 	if err != nil {
 		return names(missing)
 	}
+	path := home.EnvPath()
 	var left []string
 	interactive := !r.g.json && term.IsTerminal(int(os.Stdin.Fd()))
 	in := bufio.NewReader(os.Stdin)
@@ -79,13 +67,11 @@ func (r *runner) askForEnv(p plugins.Plugin) []string {
 			left = append(left, e.Name)
 			continue
 		}
-		err := dotenv.Update(path, func(text string) (string, error) { return dotenv.Set(text, e.Name, value) })
-		if err != nil {
+		if err := home.SetSecret(e.Name, value); err != nil {
 			fmt.Fprintf(r.env.Stderr, "%s was not saved: %s\n", e.Name, oneLine(err))
 			left = append(left, e.Name)
 			continue
 		}
-		_ = os.Setenv(e.Name, value) // this process has it too, as .env's
 		fmt.Fprintf(r.env.Stderr, "saved %s in %s\n", e.Name, path)
 	}
 	for _, n := range left {

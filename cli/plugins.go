@@ -47,7 +47,7 @@ func toRow(p plugins.Plugin) pluginRow {
 		Enabled: p.Enabled, State: p.State, Reason: p.Err,
 		Hooks: nonNil(p.Hooks), Commands: nonNil(p.Commands), Registered: p.Registered,
 		PID: p.PID, Process: p.Process, Restarts: p.Restarts, Dir: p.Dir, Warnings: p.Warnings, Extras: p.Extras,
-		MissingEnv: names(missingEnv(p)),
+		MissingEnv: names(p.Manifest.MissingEnv()),
 	}
 }
 

@@ -3,6 +3,9 @@ package config
 import (
 	"slices"
 	"strings"
+
+	"atrium/backend/apperr"
+	"atrium/backend/dotenv"
 )
 
 // familiarSecrets are the names the familiar agent's `config set` writes to
@@ -27,4 +30,60 @@ func SecretVariable(name string) bool {
 	up := strings.ToUpper(name)
 	return slices.Contains(familiarSecrets, up) || strings.HasSuffix(up, "_API_KEY") || strings.HasSuffix(up, "_TOKEN") ||
 		strings.HasSuffix(up, "_SECRET") || strings.HasPrefix(up, "TERMINAL_SSH")
+}
+
+// SetSecret keeps name=value in the profile's .env (only that key's line
+// changes; a new file is private), and gives this process the value unless
+// its environment had name already (which goes first). A value the file
+// cannot hold is refused (Invalid), saying why but never the value; a file
+// that cannot be written is Rejected, as every write on a read-only or
+// full disk is.
+func (h Home) SetSecret(name, value string) error {
+	path := h.EnvPath()
+	if err := dotenv.CheckValue(value); err != nil {
+		return apperr.New(apperr.Invalid, "%s: %v; %s is unchanged", name, err, path)
+	}
+	if err := dotenv.Update(path, func(text string) (string, error) { return dotenv.Set(text, name, value) }); err != nil {
+		return secretUnchanged(err, name, path)
+	}
+	if dotenv.Exported(name) {
+		return nil
+	}
+	return dotenv.Setenv(name, value)
+}
+
+// UnsetSecret removes name from the profile's .env (removed: it was
+// there), and from this process unless its environment had it.
+func (h Home) UnsetSecret(name string) (removed bool, err error) {
+	path := h.EnvPath()
+	err = dotenv.Update(path, func(text string) (string, error) {
+		out, ok, err := dotenv.Unset(text, name)
+		removed = ok
+		return out, err
+	})
+	if err != nil {
+		return false, secretUnchanged(err, name, path)
+	}
+	if !dotenv.Exported(name) {
+		err = dotenv.Unsetenv(name)
+	}
+	return removed, err
+}
+
+// SecretIn says where name is set: in the profile's .env, and exported
+// where this process started (which goes first). err is the .env's, when it
+// cannot be read.
+func (h Home) SecretIn(name string) (inFile, exported bool, err error) {
+	text, _, _, err := dotenv.Read(h.EnvPath())
+	return err == nil && slices.Contains(dotenv.Names(text), name), dotenv.Exported(name), err
+}
+
+// secretUnchanged is the error of an edit of .env that wrote nothing: the
+// edit refused, or a file that cannot be written.
+func secretUnchanged(err error, name, path string) error {
+	code := apperr.Invalid
+	if Unwritable(err) {
+		code = apperr.Rejected
+	}
+	return apperr.Wrap(code, err, "%s: %s is unchanged", name, path)
 }

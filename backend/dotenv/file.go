@@ -92,6 +92,13 @@ func Loaded(name string) bool {
 	return ok && set && cur == v
 }
 
+// Exported reports whether this process has name from where it was
+// started (or set since), not from a .env: that value goes first.
+func Exported(name string) bool {
+	_, ok := os.LookupEnv(name)
+	return ok && !Loaded(name)
+}
+
 // Setenv gives this process name=value as its .env's (a value just
 // written there): Loaded reports it so.
 func Setenv(name, value string) error {
@@ -180,5 +187,5 @@ func Update(path string, change func(text string) (string, error)) error {
 // Names are the variables text sets, in order.
 func Names(text string) []string {
 	order, _ := Values(Parse(text), nil)
-	return slices.Clone(order)
+	return order
 }

@@ -7,6 +7,7 @@ package plugins
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -127,6 +128,19 @@ type EnvVar struct {
 	Description string `json:"description,omitempty"`
 	URL         string `json:"url,omitempty"`
 	Secret      bool   `json:"secret,omitempty"`
+}
+
+// MissingEnv is what m requires (requires_env) that this process's
+// environment, the profile's .env included once read, does not have or has
+// blank: the plugin goes without it until it is set.
+func (m Manifest) MissingEnv() []EnvVar {
+	var out []EnvVar
+	for _, e := range m.RequiresEnv {
+		if v, ok := os.LookupEnv(e.Name); !ok || strings.TrimSpace(v) == "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Dependency is one entry of requires_plugins: a plugin id, or a mapping
