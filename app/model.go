@@ -16,6 +16,7 @@ import (
 	"atrium/backend/dotenv"
 	"atrium/backend/llm"
 	"atrium/backend/plugins"
+	"atrium/backend/stack"
 )
 
 // modelSettings is cfg's model block for the Settings page.
@@ -186,8 +187,7 @@ func (s *Settings) CheckModel() (ModelCheckDTO, error) {
 		out.OK, out.Reply = true, "offline: canned replies, no network"
 		return out, nil
 	}
-	p, err := llm.NewOpenAIProvider(llm.OpenAIConfig{BaseURL: ep.BaseURL, Model: ep.Name, APIKeyEnv: ep.APIKeyEnv,
-		ContextWindow: ep.ContextWindow, Timeout: checkTimeout})
+	p, err := stack.NewProvider(ep, checkTimeout)
 	if err != nil {
 		out.Error = err.Error()
 		return out, nil

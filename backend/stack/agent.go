@@ -65,9 +65,15 @@ func (s *Stack) endpoint(f ModelFlags) (config.Endpoint, error) {
 }
 
 func (s *Stack) provider(ep config.Endpoint) (llm.Provider, error) {
+	return NewProvider(ep, s.modelTimeout())
+}
+
+// NewProvider is the model ep names, each request bounded by timeout (<= 0:
+// the provider's default).
+func NewProvider(ep config.Endpoint, timeout time.Duration) (llm.Provider, error) {
 	if ep.Provider == config.ProviderOpenAI {
 		return llm.NewOpenAIProvider(llm.OpenAIConfig{BaseURL: ep.BaseURL, Model: ep.Name, APIKeyEnv: ep.APIKeyEnv,
-			ContextWindow: ep.ContextWindow, Timeout: s.modelTimeout()})
+			ContextWindow: ep.ContextWindow, Timeout: timeout})
 	}
 	return llm.OfflineProvider{Window: ep.ContextWindow, Model: ep.Name}, nil
 }
