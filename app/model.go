@@ -22,16 +22,9 @@ import (
 // modelSettings is cfg's model block for the Settings page.
 func (s *Settings) modelSettings(cfg config.Config) ModelSettingsDTO {
 	m := cfg.Model
-	out := ModelSettingsDTO{Provider: m.Provider, BaseURL: m.BaseURL, Name: m.Name, APIKeyEnv: m.APIKeyEnv, ContextWindow: m.ContextWindow}
-	if out.Provider == "" {
-		out.Provider = config.ProviderOffline
-	}
-	if out.Name == "" {
-		out.Name = cmp.Or(m.Default, m.AltName)
-	}
-	if out.ContextWindow == 0 {
-		out.ContextWindow = m.ContextLength
-	}
+	_, name := m.NameKey()
+	_, window := m.WindowKey()
+	out := ModelSettingsDTO{Provider: cmp.Or(m.Provider, config.ProviderOffline), BaseURL: m.BaseURL, Name: name, APIKeyEnv: m.APIKeyEnv, ContextWindow: window}
 	if _, err := m.Endpoint(os.Getenv); err != nil {
 		out.Problem = err.Error()
 	}
@@ -121,26 +114,13 @@ func modelEdits(cfg config.Config, in ModelSettingsDTO) ([]plugins.ConfigEdit, e
 		}
 		edits = append(edits, plugins.ConfigEdit{Section: "model", Key: key, Value: v})
 	}
-	provider := m.Provider
-	if provider == "" {
-		provider = config.ProviderOffline
-	}
-	set("provider", provider, in.Provider, false)
+	set("provider", cmp.Or(m.Provider, config.ProviderOffline), in.Provider, false)
 	set("base_url", m.BaseURL, in.BaseURL, in.BaseURL == "")
 	set("api_key_env", m.APIKeyEnv, in.APIKeyEnv, in.APIKeyEnv == "")
-	nameKey, name := "name", m.Name
-	switch {
-	case m.Name == "" && m.Default != "":
-		nameKey, name = "default", m.Default
-	case m.Name == "" && m.AltName != "":
-		nameKey, name = "model", m.AltName
-	}
+	nameKey, name := m.NameKey()
 	set(nameKey, name, in.Name, in.Name == "")
-	ctxKey, window := "context_window", m.ContextWindow
-	if m.ContextWindow == 0 && m.ContextLength != 0 {
-		ctxKey, window = "context_length", m.ContextLength
-	}
-	set(ctxKey, window, in.ContextWindow, in.ContextWindow == 0)
+	windowKey, window := m.WindowKey()
+	set(windowKey, window, in.ContextWindow, in.ContextWindow == 0)
 	return edits, nil
 }
 

@@ -137,22 +137,19 @@ func (r *runner) configCmd() *cobra.Command {
 }
 
 // modelNameKey is where config.yaml names the model: the key its model
-// block uses for it (name, or the familiar default or model), or the
-// short form when the file has no block.
+// block uses for it (config.Model.NameKey), or the short form when the file
+// has no block.
 func modelNameKey(path string) []string {
 	block, found, err := plugins.ConfigValue(path, []string{"model"})
-	m, isBlock := block.(yaml.MapSlice)
-	if err != nil || !found || !isBlock {
+	if _, isBlock := block.(yaml.MapSlice); err != nil || !found || !isBlock {
 		return []string{"model"}
 	}
-	for _, k := range []string{"name", "default", "model"} {
-		for _, it := range m {
-			if it.Key == k {
-				return []string{"model", k}
-			}
-		}
+	cfg, _, err := config.Load(path)
+	if err != nil {
+		return []string{"model", "name"} // the set is checked against the file when it is written
 	}
-	return []string{"model", "name"}
+	key, _ := cfg.Model.NameKey()
+	return []string{"model", key}
 }
 
 // printPath is a command that prints the path path gives.

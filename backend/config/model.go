@@ -45,6 +45,29 @@ func CheckProvider(p string) error {
 		strings.Join(familiarOpenAI, ", "), p)
 }
 
+// NameKey is the key the model block names the model by, and the name: name
+// (Atrium's), else the familiar agent's default, else its model; name when
+// none is set.
+func (m Model) NameKey() (key, name string) {
+	switch {
+	case m.Name == "" && m.Default != "":
+		return "default", m.Default
+	case m.Name == "" && m.AltName != "":
+		return "model", m.AltName
+	}
+	return "name", m.Name
+}
+
+// WindowKey is the key the model block gives the context window by, and
+// the window: context_window (Atrium's), else the familiar agent's
+// context_length.
+func (m Model) WindowKey() (key string, window int) {
+	if m.ContextWindow == 0 && m.ContextLength != 0 {
+		return "context_length", m.ContextLength
+	}
+	return "context_window", m.ContextWindow
+}
+
 // Endpoint is where turns and model summaries go.
 type Endpoint struct {
 	Provider      string // ProviderOffline or ProviderOpenAI
@@ -65,16 +88,9 @@ func (m Model) Endpoint(getenv func(string) string) (Endpoint, error) {
 	if err := CheckProvider(m.Provider); err != nil {
 		return Endpoint{}, apperr.Wrap(apperr.Invalid, err, "model")
 	}
-	ep := Endpoint{Provider: ProviderOpenAI, BaseURL: m.BaseURL, Name: m.Name, APIKeyEnv: m.APIKeyEnv, ContextWindow: m.ContextWindow}
-	if ep.Name == "" {
-		ep.Name = m.Default
-	}
-	if ep.Name == "" {
-		ep.Name = m.AltName
-	}
-	if ep.ContextWindow == 0 {
-		ep.ContextWindow = m.ContextLength
-	}
+	_, name := m.NameKey()
+	_, window := m.WindowKey()
+	ep := Endpoint{Provider: ProviderOpenAI, BaseURL: m.BaseURL, Name: name, APIKeyEnv: m.APIKeyEnv, ContextWindow: window}
 	// keyFrom names the first of vars that is set, unless api_key_env
 	// names one.
 	keyFrom := func(vars ...string) {
