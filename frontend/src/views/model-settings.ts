@@ -5,6 +5,7 @@
 import { api, toApiError } from '../api';
 import { button, h, replace } from '../dom';
 import { confirmModal } from '../modal';
+import { described, errorLine, fieldRow } from './fields';
 import type { KeyStatusDTO, ModelSettingsDTO } from '../api/gen/dto';
 
 const providers: Array<[string, string]> = [
@@ -59,19 +60,18 @@ export class ModelSection {
   private readonly checkOut: HTMLElement;
   private key: KeyStatusDTO | null = null;
 
-  constructor(field: (id: string, label: string, control: HTMLElement, help: string, err: HTMLElement) => HTMLElement) {
+  constructor() {
     const err = (k: Key | 'key', id: string) => {
-      const e = h('div', { class: 'field-error', id: `${id}-err`, role: 'alert' });
+      const e = errorLine(id);
       this.errors.set(k, e);
       return e;
     };
-    const attrs = (id: string) => ({ id, 'aria-describedby': `${id}-help ${id}-err`, 'data-testid': id });
-    this.provider = h('select', attrs('set-model-provider'));
+    this.provider = h('select', described('set-model-provider'));
     this.inputs = {
-      base_url: h('input', { ...attrs('set-model-base_url'), type: 'url', placeholder: 'http://127.0.0.1:8080/v1', spellcheck: 'false', autocomplete: 'off' }),
-      name: h('input', { ...attrs('set-model-name'), type: 'text', placeholder: 'the model the API names', spellcheck: 'false', autocomplete: 'off' }),
-      api_key_env: h('input', { ...attrs('set-model-api_key_env'), type: 'text', placeholder: 'the provider’s usual one', spellcheck: 'false', autocomplete: 'off' }),
-      context_window: h('input', { ...attrs('set-model-context_window'), type: 'number', min: 0, step: '1', inputmode: 'numeric' }),
+      base_url: h('input', { ...described('set-model-base_url'), type: 'url', placeholder: 'http://127.0.0.1:8080/v1', spellcheck: 'false', autocomplete: 'off' }),
+      name: h('input', { ...described('set-model-name'), type: 'text', placeholder: 'the model the API names', spellcheck: 'false', autocomplete: 'off' }),
+      api_key_env: h('input', { ...described('set-model-api_key_env'), type: 'text', placeholder: 'the provider’s usual one', spellcheck: 'false', autocomplete: 'off' }),
+      context_window: h('input', { ...described('set-model-context_window'), type: 'number', min: 0, step: '1', inputmode: 'numeric' }),
     };
     this.problem = h('p', { class: 'form-error', role: 'alert', 'data-testid': 'model-problem' });
     this.provider.addEventListener('change', () => this.sayProvider());
@@ -103,11 +103,11 @@ export class ModelSection {
       h('legend', {}, 'Model'),
       h('p', { class: 'help muted small' }, 'The model the turns of this profile ask, as config.yaml’s model block says it. Applies when the profile is next opened.'),
       this.problem,
-      field('set-model-provider', 'Provider', this.provider, '', err('provider', 'set-model-provider')),
-      field('set-model-base_url', 'Base URL', this.inputs.base_url, 'Where the API answers; empty for OpenRouter and LM Studio’s own.', err('base_url', 'set-model-base_url')),
-      field('set-model-name', 'Model name', this.inputs.name, 'Sent with every request, as the API names it.', err('name', 'set-model-name')),
-      field('set-model-api_key_env', 'Key variable', this.inputs.api_key_env, 'The variable holding the key (OPENAI_API_KEY…); empty: the provider’s usual one.', err('api_key_env', 'set-model-api_key_env')),
-      field('set-model-context_window', 'Context window (tokens)', this.inputs.context_window, '0 = the default.', err('context_window', 'set-model-context_window')),
+      fieldRow('set-model-provider', 'Provider', this.provider, '', err('provider', 'set-model-provider')),
+      fieldRow('set-model-base_url', 'Base URL', this.inputs.base_url, 'Where the API answers; empty for OpenRouter and LM Studio’s own.', err('base_url', 'set-model-base_url')),
+      fieldRow('set-model-name', 'Model name', this.inputs.name, 'Sent with every request, as the API names it.', err('name', 'set-model-name')),
+      fieldRow('set-model-api_key_env', 'Key variable', this.inputs.api_key_env, 'The variable holding the key (OPENAI_API_KEY…); empty: the provider’s usual one.', err('api_key_env', 'set-model-api_key_env')),
+      fieldRow('set-model-context_window', 'Context window (tokens)', this.inputs.context_window, '0 = the default.', err('context_window', 'set-model-context_window')),
       h(
         'div',
         { class: 'field key-field', 'data-testid': 'model-key' },

@@ -6,6 +6,7 @@ import { showMessage } from '../ops';
 import { app, type View } from '../state';
 import type { SettingsDTO } from '../types';
 import type { StandingApprovalsDTO } from '../api/gen/dto';
+import { described, errorLine, fieldRow } from './fields';
 import { ModelSection } from './model-settings';
 
 interface Field {
@@ -70,11 +71,6 @@ const modes: Array<[string, string]> = [
   ['off', 'Do not ask: run every call a plugin asks about'],
 ];
 
-/** The attributes that tie a control to its help and error lines. */
-function described(id: string): Record<string, string> {
-  return { id, 'aria-describedby': `${id}-help ${id}-err`, 'data-testid': id };
-}
-
 export class SettingsView implements View {
   readonly el: HTMLElement;
   private readonly inputs = new Map<Field['key'], HTMLInputElement>();
@@ -106,9 +102,7 @@ export class SettingsView implements View {
       (f.approvals ? approvals : form).append(this.field(id, f.label, input, f.help, f.key));
     }
     this.profile = h('select', described('set-profile'));
-    this.model = new ModelSection((id, label, control, help, err) =>
-      h('div', { class: 'field' }, h('label', { for: id }, label), control, h('div', { class: 'help muted small', id: `${id}-help` }, help), err),
-    );
+    this.model = new ModelSection();
     form.append(this.field('set-profile', 'Profile at startup', this.profile, 'Applies at next launch.', 'profile'), approvals, this.model.el);
     this.formError = h('div', { class: 'form-error', role: 'alert' });
     this.saved = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite' });
@@ -144,9 +138,9 @@ export class SettingsView implements View {
 
   /** field is a labelled control with its help and its error line (kept under errKey). */
   private field(id: string, label: string, control: HTMLElement, help: string, errKey: string): HTMLElement {
-    const err = h('div', { class: 'field-error', id: `${id}-err`, role: 'alert' });
+    const err = errorLine(id);
     this.errors.set(errKey, err);
-    return h('div', { class: 'field' }, h('label', { for: id }, label), control, h('div', { class: 'help muted small', id: `${id}-help` }, help), err);
+    return fieldRow(id, label, control, help, err);
   }
 
   show(): void {
