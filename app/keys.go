@@ -1,8 +1,6 @@
 package app
 
 import (
-	"strings"
-
 	"atrium/backend/config"
 )
 
@@ -16,27 +14,4 @@ func keepKey(home config.Home, name, value string) error {
 		return err
 	}
 	return home.SetSecret(name, value)
-}
-
-// processVariables are names that change how programs start or where they
-// look for code: never written to .env from a page, whatever a plugin's
-// manifest declares.
-var processVariables = []string{"PATH", "HOME", "SHELL", "USER", "IFS", "ENV", "BASH_ENV", "NODE_OPTIONS", "PERL5OPT",
-	"RUBYOPT", "GCONV_PATH", "TMPDIR", "ATRIUM_HOME", "HERMES_HOME"}
-
-// processVariable reports whether name is one of those, or a loader's or a
-// language runtime's (LD_*, DYLD_*, PYTHON*, GIT_*).
-func processVariable(name string) bool {
-	up := strings.ToUpper(name)
-	for _, p := range []string{"LD_", "DYLD_", "PYTHON", "GIT_", "XDG_"} {
-		if strings.HasPrefix(up, p) {
-			return true
-		}
-	}
-	for _, v := range processVariables {
-		if up == v {
-			return true
-		}
-	}
-	return false
 }

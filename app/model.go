@@ -136,7 +136,7 @@ func (s *Settings) SetKey(in KeyRequest) (KeyStatusDTO, error) {
 		return KeyStatusDTO{}, err
 	}
 	model := keyVariable(cfg.Model)
-	if !dotenv.ValidName(name) || processVariable(name) || !(config.SecretVariable(name) || name == model && name != "") {
+	if !dotenv.ValidName(name) || config.ProgramVariable(name) || !(config.SecretVariable(name) || name == model && name != "") {
 		return KeyStatusDTO{}, apperr.New(apperr.Invalid, "only a key's variable is written here: the model's (%s), or one named as keys are (…_API_KEY, …_TOKEN, …_SECRET)", cmp.Or(model, "none"))
 	}
 	if err := keepKey(s.home, name, in.Value); err != nil {

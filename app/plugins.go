@@ -7,6 +7,7 @@ import (
 	"github.com/samber/lo"
 
 	"atrium/backend/apperr"
+	"atrium/backend/config"
 	"atrium/backend/dotenv"
 	"atrium/backend/limits"
 	"atrium/backend/plugins"
@@ -163,7 +164,7 @@ func (p *Plugins) SetEnv(plugin string, in PluginEnvRequest) (PluginDTO, error) 
 	for _, e := range append(slices.Clone(got.Manifest.RequiresEnv), got.Manifest.OptionalEnv...) {
 		declared = declared || e.Name == in.Name
 	}
-	if !declared || processVariable(in.Name) || !dotenv.ValidName(in.Name) {
+	if !declared || config.ProgramVariable(in.Name) || !dotenv.ValidName(in.Name) {
 		return PluginDTO{}, apperr.New(apperr.Invalid, "%s does not declare %s among its variables (requires_env, optional_env), or it is one that is never written here", plugin, limits.Echo(in.Name))
 	}
 	if err := keepKey(p.m.Home(), in.Name, in.Value); err != nil {

@@ -189,7 +189,9 @@ def register(ctx):
 func TestPluginInstallAsksForWhatItRequires(t *testing.T) {
 	needPython(t)
 	t.Parallel()
-	const manifest = "[]\nrequires_env:\n  - ATRIUM_T_NEED_A\n  - name: ATRIUM_T_NEED_B\n    description: the B service's key\n    url: https://example.invalid/keys\n    secret: true\n  - ATRIUM_T_NEED_C"
+	// LD_PRELOAD: a manifest naming a variable that runs code in every
+	// program gets no prompt for it, at a terminal or not.
+	const manifest = "[]\nrequires_env:\n  - ATRIUM_T_NEED_A\n  - LD_PRELOAD\n  - name: ATRIUM_T_NEED_B\n    description: the B service's key\n    url: https://example.invalid/keys\n    secret: true\n  - ATRIUM_T_NEED_C"
 	src := t.TempDir()
 	writePlugin(t, src, "pyneeds", manifest, "def register(ctx):\n    pass\n")
 	// Not at a terminal: said, not asked.
@@ -203,6 +205,10 @@ func TestPluginInstallAsksForWhatItRequires(t *testing.T) {
 			t.Fatalf("install does not say %s is missing: %q", n, r.stderr)
 		}
 	}
+	const refused = "requires LD_PRELOAD, which changes how every program starts: Atrium does not ask for it"
+	if !strings.Contains(r.stderr, refused) || strings.Contains(r.stderr, "config set LD_PRELOAD") {
+		t.Fatalf("install and LD_PRELOAD: %q", r.stderr)
+	}
 	if r := atriumExec(t, home, "", nil, "config", "set", "ATRIUM_T_NEED_A", "a1"); r.code != 0 {
 		t.Fatalf("config set: %+v", r)
 	}
@@ -212,7 +218,7 @@ func TestPluginInstallAsksForWhatItRequires(t *testing.T) {
 	}
 	mustJSON(t, atriumExec(t, home, "", nil, "plugins", "list", "--json"), &rows)
 	for _, p := range rows {
-		if p.Name == "pyneeds" && strings.Join(p.MissingEnv, ",") != "ATRIUM_T_NEED_B,ATRIUM_T_NEED_C" {
+		if p.Name == "pyneeds" && strings.Join(p.MissingEnv, ",") != "LD_PRELOAD,ATRIUM_T_NEED_B,ATRIUM_T_NEED_C" {
 			t.Fatalf("missing_env after setting A: %v", p.MissingEnv)
 		}
 	}
@@ -232,7 +238,8 @@ func TestPluginInstallAsksForWhatItRequires(t *testing.T) {
 	}
 	text := out.String()
 	if strings.Contains(text, "beta-unseen") || !strings.Contains(text, "saved ATRIUM_T_NEED_B in ") ||
-		!strings.Contains(text, "requires ATRIUM_T_NEED_C, which is not set") || strings.Contains(text, "requires ATRIUM_T_NEED_A") {
+		!strings.Contains(text, "requires ATRIUM_T_NEED_C, which is not set") || strings.Contains(text, "requires ATRIUM_T_NEED_A") ||
+		!strings.Contains(text, refused) || strings.Contains(text, "LD_PRELOAD (Enter skips)") {
 		t.Fatalf("the session:\n%s", text)
 	}
 	if b, _ := os.ReadFile(filepath.Join(home, ".env")); string(b) != "ATRIUM_T_NEED_A=alpha\nATRIUM_T_NEED_B=beta-unseen\n" {

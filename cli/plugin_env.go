@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/term"
@@ -16,8 +17,9 @@ import (
 // terminal, each variable p requires and nobody set is asked for (what it
 // is and where to get it, if the manifest says), the answer saved to the
 // profile's .env, typed unseen for a secret; Enter skips one. Elsewhere,
-// or for what was skipped, one line says how to set it. It returns what is
-// still missing.
+// or for what was skipped, one line says how to set it. A variable that
+// changes how programs start (config.ProgramVariable) is never asked for,
+// whatever the manifest says. It returns what is still missing.
 func (r *runner) askForEnv(p plugins.Plugin) []string {
 	missing := p.Manifest.MissingEnv()
 	if len(missing) == 0 {
@@ -31,6 +33,19 @@ func (r *runner) askForEnv(p plugins.Plugin) []string {
 	var left []string
 	interactive := !r.g.json && term.IsTerminal(int(os.Stdin.Fd()))
 	in := bufio.NewReader(os.Stdin)
+	// A manifest cannot have a person type code every program would run
+	// (LD_PRELOAD, PATH, PYTHONPATH, ...).
+	var refused []string
+	missing = slices.DeleteFunc(missing, func(e plugins.EnvVar) bool {
+		if config.ProgramVariable(e.Name) {
+			refused = append(refused, e.Name)
+			return true
+		}
+		return false
+	})
+	for _, n := range refused {
+		fmt.Fprintf(r.env.Stderr, "atrium: note: plugin %s requires %s, which changes how every program starts: Atrium does not ask for it; set it yourself only if you mean it\n", p.Manifest.Name, n)
+	}
 	for i, e := range missing {
 		if !interactive {
 			left = append(left, e.Name)
@@ -77,7 +92,7 @@ func (r *runner) askForEnv(p plugins.Plugin) []string {
 	for _, n := range left {
 		fmt.Fprintf(r.env.Stderr, "atrium: note: plugin %s requires %s, which is not set: `atrium config set %s VALUE` keeps it in %s\n", p.Manifest.Name, n, n, path)
 	}
-	return left
+	return append(refused, left...)
 }
 
 func names(vs []plugins.EnvVar) []string {

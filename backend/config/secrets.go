@@ -32,6 +32,26 @@ func SecretVariable(name string) bool {
 		strings.HasSuffix(up, "_SECRET") || strings.HasPrefix(up, "TERMINAL_SSH")
 }
 
+// programVariables are names that change how programs start or where they
+// look for code: never written to .env on a plugin's or a page's say.
+var programVariables = []string{"PATH", "HOME", "SHELL", "USER", "IFS", "ENV", "BASH_ENV", "NODE_OPTIONS", "PERL5OPT",
+	"RUBYOPT", "GCONV_PATH", "TMPDIR", "ATRIUM_HOME", "HERMES_HOME"}
+
+// ProgramVariable reports whether name (any case) is one of those, or a
+// loader's or a language runtime's (LD_*, DYLD_*, PYTHON*, GIT_*, XDG_*):
+// a variable a plugin's manifest may name but Atrium never asks for, nor
+// saves from a page, since its value would run code in every program the
+// profile starts.
+func ProgramVariable(name string) bool {
+	up := strings.ToUpper(name)
+	for _, p := range []string{"LD_", "DYLD_", "PYTHON", "GIT_", "XDG_"} {
+		if strings.HasPrefix(up, p) {
+			return true
+		}
+	}
+	return slices.Contains(programVariables, up)
+}
+
 // SetSecret keeps name=value in the profile's .env (only that key's line
 // changes; a new file is private), and gives this process the value unless
 // its environment had name already (which goes first). A value the file
