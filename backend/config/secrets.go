@@ -69,7 +69,16 @@ func (h Home) SetSecret(name, value string) error {
 	if dotenv.Exported(name) {
 		return nil
 	}
-	return dotenv.Setenv(name, value)
+	return dotenv.Setenv(path, name, value)
+}
+
+// RefreshEnv gives this process the profile's .env as the file is now
+// (another process may have written it since it was read at start); what
+// the process was started with still goes first. A .env that cannot be
+// read changes nothing and is the error.
+func (h Home) RefreshEnv() error {
+	_, err := dotenv.Refresh(h.EnvPath())
+	return err
 }
 
 // UnsetSecret removes name from the profile's .env (removed: it was

@@ -407,6 +407,78 @@ func TestLoadedAndEnviron(t *testing.T) {
 	}
 }
 
+// Refresh brings a file written since the Load into the process: changed
+// and new values set, values the file gave and no longer gives taken away,
+// ${...} from the file as it is now; what the process had from its start,
+// or was set to since, goes first; an unreadable file changes nothing.
+func TestRefreshTakesTheFileAsItIsNow(t *testing.T) {
+	const a, b, c, exp = "ATRIUM_T_R_A", "ATRIUM_T_R_B", "ATRIUM_T_R_C", "ATRIUM_T_R_EXP"
+	t.Setenv(exp, "mine")
+	for _, k := range []string{a, b, c} {
+		t.Setenv(k, "") // restored at the end
+		os.Unsetenv(k)
+	}
+	path := filepath.Join(t.TempDir(), ".env")
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := func() string {
+		var out []string
+		for _, k := range []string{a, b, c, exp} {
+			v, ok := os.LookupEnv(k)
+			if !ok {
+				v = "-"
+			}
+			out = append(out, v)
+		}
+		return strings.Join(out, " ")
+	}
+	write(a + "=1\n" + exp + "=file\n" + b + "=${" + a + "}-b\n")
+	if _, err := Load(path, nil, nil); err != nil || env() != "1 1-b - mine" {
+		t.Fatalf("after Load: %q %v", env(), err)
+	}
+	write(a + "=2\n" + exp + "=file2\n" + c + "=${" + a + "}-c\n")
+	changed, err := Refresh(path)
+	if err != nil || strings.Join(changed, ",") != a+","+c+","+b || env() != "2 - 2-c mine" {
+		t.Fatalf("after a rewrite: %q changed %v (%v)", env(), changed, err)
+	}
+	if changed, err := Refresh(path); err != nil || len(changed) != 0 {
+		t.Fatalf("again: changed %v (%v)", changed, err)
+	}
+	// A value set since goes first, in ${...} too, as python-dotenv has it.
+	os.Setenv(a, "by hand")
+	if changed, err := Refresh(path); err != nil || strings.Join(changed, ",") != c || env() != "by hand - by hand-c mine" {
+		t.Fatalf("a value set since: %q changed %v (%v)", env(), changed, err)
+	}
+	// What another file gave is left to it.
+	t.Setenv("ATRIUM_T_R_OTHER", "")
+	if err := Setenv(path+".other", "ATRIUM_T_R_OTHER", "o"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := Refresh(path); err != nil || strings.Join(changed, ",") != c || env() != "by hand - - mine" || os.Getenv("ATRIUM_T_R_OTHER") != "o" {
+		t.Fatalf("the file removed: %q changed %v (%v)", env(), changed, err)
+	}
+	write(c + "=back\n")
+	if _, err := Refresh(path); err != nil || env() != "by hand - back mine" {
+		t.Fatalf("written again: %q (%v)", env(), err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := Refresh(path); err == nil || len(changed) != 0 || env() != "by hand - back mine" {
+		t.Fatalf("an unreadable file: %q changed %v (%v)", env(), changed, err)
+	}
+}
+
 // What every Atrium process pays at start for its .env: a file of 40
 // keys, read, parsed and applied (into a map, not the environment).
 func BenchmarkLoad40Keys(b *testing.B) {

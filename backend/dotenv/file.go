@@ -80,8 +80,11 @@ func Problems(path string, bs []Binding) []string {
 }
 
 // loaded records what Load gave this process's environment (one per
-// process, as the environment is): name → value.
+// process, as the environment is): name → fromFile.
 var loaded sync.Map
+
+// fromFile is a value a .env gave, and which file.
+type fromFile struct{ value, path string }
 
 // Loaded reports whether this process's variable name holds what a .env
 // gave it, rather than what the process was started with (or was set to
@@ -89,7 +92,7 @@ var loaded sync.Map
 func Loaded(name string) bool {
 	v, ok := loaded.Load(name)
 	cur, set := os.LookupEnv(name)
-	return ok && set && cur == v
+	return ok && set && cur == v.(fromFile).value
 }
 
 // Exported reports whether this process has name from where it was
@@ -99,13 +102,13 @@ func Exported(name string) bool {
 	return ok && !Loaded(name)
 }
 
-// Setenv gives this process name=value as its .env's (a value just
-// written there): Loaded reports it so.
-func Setenv(name, value string) error {
+// Setenv gives this process name=value as the .env at path has it (a value
+// just written there): Loaded reports it so.
+func Setenv(path, name, value string) error {
 	if err := os.Setenv(name, value); err != nil {
 		return err
 	}
-	loaded.Store(name, value)
+	loaded.Store(name, fromFile{value: value, path: path})
 	return nil
 }
 
@@ -135,7 +138,7 @@ func Load(path string, lookup func(string) (string, bool), set func(k, v string)
 		lookup = os.LookupEnv
 	}
 	if set == nil {
-		set = Setenv
+		set = func(k, v string) error { return Setenv(path, k, v) }
 	}
 	rep := Report{Path: path}
 	text, exists, warnings, err := Read(path)
@@ -158,6 +161,59 @@ func Load(path string, lookup func(string) (string, bool), set func(k, v string)
 		rep.Set = append(rep.Set, k)
 	}
 	return rep, nil
+}
+
+// Refresh gives this process the .env at path as the file is now, after a
+// Load of it (another process may have written it since): what the file
+// gives is set or changed, what it gave before and gives no longer is taken
+// away (what another file gave is not this one's to take), and what the
+// process had from where it was started still goes first. A file that cannot be read changes nothing. changed names what
+// changed, never a value.
+func Refresh(path string) (changed []string, err error) {
+	text, exists, _, err := Read(path)
+	if err != nil {
+		return nil, err
+	}
+	// The environment the process was started with (or set since), as
+	// Load saw it: without what a .env gave it.
+	started := func(k string) (string, bool) {
+		if Loaded(k) {
+			return "", false
+		}
+		return os.LookupEnv(k)
+	}
+	var order []string
+	var vals map[string]string
+	if exists {
+		order, vals = Values(Parse(text), started)
+	}
+	for _, k := range order {
+		if _, ok := started(k); ok {
+			continue
+		}
+		if cur, ok := os.LookupEnv(k); ok && cur == vals[k] {
+			continue
+		}
+		if err := Setenv(path, k, vals[k]); err != nil {
+			return changed, err
+		}
+		changed = append(changed, k)
+	}
+	var gone []string
+	loaded.Range(func(key, v any) bool {
+		if k := key.(string); v.(fromFile).path == path && Loaded(k) && !slices.Contains(order, k) {
+			gone = append(gone, k)
+		}
+		return true
+	})
+	slices.Sort(gone)
+	for _, k := range gone {
+		if err := Unsetenv(k); err != nil {
+			return changed, err
+		}
+		changed = append(changed, k)
+	}
+	return changed, nil
 }
 
 // Update changes the file at path under its lock: change gets the text
