@@ -121,6 +121,11 @@ func (r *runner) chatCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// A chat is for talking to the model: one that cannot be
+				// asked (no key yet) is said now, not after the first line.
+				if _, err := loop.Resolve(); err != nil {
+					return err
+				}
 				id := ""
 				if len(args) == 1 {
 					if id, err = loop.Continuation(ctx, args[0]); err != nil {
@@ -318,7 +323,11 @@ func (r *runner) compactCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					req.Native = loop.Native()
+					m, err := loop.Resolve()
+					if err != nil {
+						return err
+					}
+					req.Native = m.Native()
 					if req.Native == nil {
 						return fmt.Errorf("the provider cannot compact natively")
 					}

@@ -31,7 +31,7 @@ func TestTheProfilesDotEnv(t *testing.T) {
 	home := t.TempDir()
 	envPath := filepath.Join(home, ".env")
 	const secret = "sk test#1" // a space and a '#': written in quotes
-	cfg := "model:\n  provider: openai\n  base_url: " + srv.URL + "/v1\n  name: m\n  api_key_env: ATRIUM_T_API_KEY\n"
+	cfg := "model:\n  provider: openai\n  base_url: " + srv.URL + "/v1\n  name: m\n  api_key_env: ATRIUM_T_API_KEY\ncompaction:\n  summarizer: model\n"
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +61,29 @@ func TestTheProfilesDotEnv(t *testing.T) {
 	id := create(t, home)
 	if r := atriumExec(t, home, "", nil, "send", id, "hello"); r.code != cli.ExitInvalid || !strings.Contains(r.stderr, "atrium config set ATRIUM_T_API_KEY") {
 		t.Fatalf("send without a key: %+v", r)
+	}
+	var ms []json.RawMessage
+	if mustJSON(t, ok(nil, "messages", "list", id, "--json"), &ms); len(ms) != 0 {
+		t.Fatalf("a send without a key stored %d messages", len(ms))
+	}
+	// What needs no model works without its key: listing (the summarizer
+	// is the model's, and only a summary asks it), the scheduler's jobs,
+	// a slash command.
+	ok(nil, "sessions", "list")
+	ok(nil, "cron", "list")
+	if r := ok(nil, "send", id, "/help"); !strings.Contains(r.stdout, "/new") {
+		t.Fatalf("/help without a key: %q", r.stdout)
+	}
+	// A chat says so before it starts a session.
+	if r := atriumExec(t, home, "hello\n", nil, "chat"); r.code != cli.ExitInvalid || !strings.Contains(r.stderr, "$ATRIUM_T_API_KEY is not set") ||
+		strings.Contains(r.stdout, "new session") {
+		t.Fatalf("chat without a key: %+v", r)
+	}
+	var listed struct {
+		Sessions []json.RawMessage `json:"sessions"`
+	}
+	if mustJSON(t, ok(nil, "sessions", "list", "--json"), &listed); len(listed.Sessions) != 1 {
+		t.Fatalf("%d sessions after the chat that could not start", len(listed.Sessions))
 	}
 	// Set, as hermes config set: any case, written upper-case.
 	if r := ok(nil, "config", "set", "atrium_t_api_key", secret); !strings.HasPrefix(r.stdout, "set ATRIUM_T_API_KEY in "+envPath+"\n") {

@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"os"
+	"sync"
 	"time"
 
 	"atrium/backend/compaction"
@@ -46,9 +47,31 @@ func compactionConfig(c config.Compaction) compaction.Config {
 	return out
 }
 
-// endpoint is config.yaml's model: with f's overrides, resolved.
-func (s *Stack) endpoint(f ModelFlags) (config.Endpoint, error) {
-	m := s.Config.Model
+// liveModel is the model as config.yaml says it at each call, with a
+// process's overrides (ModelFlags) over it, and the key as the profile's
+// .env has it then unless the process was started with it (a key saved
+// from the window, or by `atrium config set` in another process, counts at
+// the next turn). A provider is built again only when what it is built
+// from changed.
+type liveModel struct {
+	home config.Home
+	f    ModelFlags
+
+	mu      sync.Mutex
+	file    os.FileInfo  // config.yaml when it was read last
+	model   config.Model // its model block then
+	ep      config.Endpoint
+	key     string
+	timeout time.Duration
+	cur     turns.Model
+}
+
+func (s *Stack) liveModel(f ModelFlags) *liveModel {
+	return &liveModel{home: s.Home, f: f, file: s.file, model: s.Config.Model}
+}
+
+// endpoint is model with f's overrides, resolved.
+func (f ModelFlags) endpoint(m config.Model) (config.Endpoint, error) {
 	if f.Provider != "" {
 		m.Provider = f.Provider
 	}
@@ -64,8 +87,56 @@ func (s *Stack) endpoint(f ModelFlags) (config.Endpoint, error) {
 	return m.Endpoint(os.Getenv)
 }
 
-func (s *Stack) provider(ep config.Endpoint) (llm.Provider, error) {
-	return NewProvider(ep, s.modelTimeout())
+// resolve is the model to ask now.
+func (m *liveModel) resolve() (turns.Model, error) {
+	// A .env that cannot be read now leaves the keys as they were read
+	// (the start warned of it).
+	_ = m.home.RefreshEnv()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	model, err := m.config()
+	if err != nil {
+		return turns.Model{}, err
+	}
+	ep, err := m.f.endpoint(model)
+	if err != nil {
+		return turns.Model{}, err
+	}
+	var key string
+	if ep.APIKeyEnv != "" {
+		key = os.Getenv(ep.APIKeyEnv)
+	}
+	timeout := time.Duration(model.TimeoutSecs * float64(time.Second))
+	if m.cur.Provider != nil && ep == m.ep && key == m.key && timeout == m.timeout {
+		return m.cur, nil
+	}
+	p, err := NewProvider(ep, timeout)
+	if err != nil {
+		return turns.Model{}, err
+	}
+	name := p.Name()
+	if ep.Name != "" {
+		name = ep.Name
+	}
+	m.ep, m.key, m.timeout, m.cur = ep, key, timeout, turns.Model{Provider: p, Name: name}
+	return m.cur, nil
+}
+
+// config is config.yaml's model block as the file is now: read again when
+// the file changed since (another inode, size or time: every Atrium write
+// replaces the file), else as it was read. m.mu is held.
+func (m *liveModel) config() (config.Model, error) {
+	path := m.home.ConfigPath()
+	fi, err := os.Stat(path)
+	if err == nil && m.file != nil && os.SameFile(fi, m.file) && fi.Size() == m.file.Size() && fi.ModTime().Equal(m.file.ModTime()) {
+		return m.model, nil
+	}
+	cfg, _, err := config.Load(path)
+	if err != nil {
+		return config.Model{}, err
+	}
+	m.file, m.model = fi, cfg.Model // fi nil: no file, read again next time
+	return cfg.Model, nil
 }
 
 // NewProvider is the model ep names, each request bounded by timeout (<= 0:
@@ -78,40 +149,39 @@ func NewProvider(ep config.Endpoint, timeout time.Duration) (llm.Provider, error
 	return llm.OfflineProvider{Window: ep.ContextWindow, Model: ep.Name}, nil
 }
 
-func (s *Stack) modelTimeout() time.Duration {
-	return time.Duration(s.Config.Model.TimeoutSecs * float64(time.Second))
+// liveSummarizer is compaction's summarizer: with compaction.summarizer:
+// model, the model config.yaml names at each summary (an API's; else the
+// offline summary), so a key that is not set yet fails a summary, not
+// the start of every command.
+type liveSummarizer struct {
+	model  *liveModel
+	byName bool // compaction.summarizer: model
 }
 
-// summarizer is the model's when compaction.summarizer is model and the
-// model is an API; else the offline one.
-func (s *Stack) summarizer() (llm.Summarizer, error) {
-	if s.Config.Compaction.Summarizer == "model" {
-		ep, err := s.endpoint(ModelFlags{})
+func (s liveSummarizer) Summarize(ctx context.Context, msgs []llm.Message, focus string) (string, error) {
+	if s.byName {
+		m, err := s.model.resolve()
 		if err != nil {
-			return nil, err
+			return "", err
 		}
-		if ep.Provider == config.ProviderOpenAI {
-			return llm.NewOpenAISummarizer(llm.OpenAIConfig{BaseURL: ep.BaseURL, Model: ep.Name, APIKeyEnv: ep.APIKeyEnv, Timeout: s.modelTimeout()})
+		if _, offline := m.Provider.(llm.OfflineProvider); !offline {
+			return (&llm.ModelSummarizer{Provider: m.Provider, Model: m.Name}).Summarize(ctx, msgs, focus)
 		}
 	}
-	return llm.OfflineSummarizer{}, nil
+	return llm.OfflineSummarizer{}.Summarize(ctx, msgs, focus)
 }
 
-// Loop builds the turn loop with the configured (or overridden) provider.
+func (s *Stack) summarizer() llm.Summarizer {
+	return liveSummarizer{model: s.liveModel(ModelFlags{}), byName: s.Config.Compaction.Summarizer == "model"}
+}
+
+// Loop builds the turn loop. Each turn asks the model config.yaml names as
+// the turn starts (f's overrides over it): a model or key changed while
+// the process runs is the next turn's, and one that cannot be asked yet
+// (no key) fails the turns, not the window, the dashboard, the gateway or
+// the scheduler that run them.
 func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
-	ep, err := s.endpoint(f)
-	if err != nil {
-		return nil, err
-	}
-	p, err := s.provider(ep)
-	if err != nil {
-		return nil, err
-	}
-	model := p.Name()
-	if ep.Name != "" {
-		model = ep.Name
-	}
-	o := turns.Options{Provider: p, Model: model, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve,
+	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve,
 		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing}
 	if s.Config.ApprovalsMode() == config.ApproveSmart {
 		s.log.Warn("approvals.mode: smart needs the familiar agent's guardian model, which Atrium has not: a person is asked, as in manual")

@@ -129,10 +129,7 @@ func (s *PluginServices) summarize(ctx context.Context, params json.RawMessage) 
 	if err := json.Unmarshal(params, &p); err != nil || len(p.Messages) == 0 {
 		return nil, apperr.New(apperr.Invalid, "summarize needs a non-empty list of messages")
 	}
-	sum, err := s.st.summarizer()
-	if err != nil {
-		return nil, err
-	}
+	sum := s.st.summarizer()
 	msgs := make([]llm.Message, 0, len(p.Messages))
 	for _, m := range p.Messages {
 		msgs = append(msgs, llm.Message{Role: m.Role, Content: textOf(m.Content)})
@@ -159,7 +156,11 @@ func (s *PluginServices) complete(ctx context.Context, params json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	model := l.Model()
+	m, err := l.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	model := m.Name
 	if p.Model != "" {
 		model = p.Model
 	}
@@ -172,11 +173,11 @@ func (s *PluginServices) complete(ctx context.Context, params json.RawMessage) (
 		}
 		msgs = append(msgs, llm.Message{Role: m.Role, Content: textOf(m.Content)})
 	}
-	resp, err := l.Provider().Complete(ctx, llm.Request{Model: model, Messages: msgs})
+	resp, err := m.Provider.Complete(ctx, llm.Request{Model: model, Messages: msgs})
 	if err != nil {
 		return nil, fmt.Errorf("the model failed: %w", err)
 	}
-	return map[string]any{"text": resp.Content, "provider": l.Provider().Name(), "model": model, "agent_id": "",
+	return map[string]any{"text": resp.Content, "provider": m.Provider.Name(), "model": model, "agent_id": "",
 		"usage": map[string]any{"input_tokens": resp.PromptTokens, "output_tokens": resp.CompletionTokens,
 			"total_tokens": resp.PromptTokens + resp.CompletionTokens}}, nil
 }

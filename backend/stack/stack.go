@@ -52,6 +52,7 @@ type Stack struct {
 	// command_allowlist), read by every loop of the process.
 	Standing *approvals.Standing
 	log      *slog.Logger
+	file     os.FileInfo // config.yaml when Config was read (nil: none)
 	closers  []func(ctx context.Context) error
 	opts     Options
 }
@@ -65,6 +66,9 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	if err := home.Ensure(); err != nil {
 		return nil, err
 	}
+	// The file as it was before it was read: the turns' model reads it
+	// again only once it changed (a stat taken first errs towards reading).
+	file, _ := os.Stat(home.ConfigPath())
 	cfg, warnings, err := config.Load(home.ConfigPath())
 	if err != nil {
 		return nil, err
@@ -85,15 +89,12 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	}, lg)
 	st := &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
 		Maintenance: maint, Runs: turns.NewRuns(filepath.Join(home.Dir, "run", "turns")),
-		Standing: approvals.New(home), log: lg, opts: opts}
+		Standing: approvals.New(home), log: lg, file: file, opts: opts}
 	fail := func(err error) (*Stack, error) {
 		_ = d.Close()
 		return nil, err
 	}
-	sum, err := st.summarizer()
-	if err != nil {
-		return fail(err)
-	}
+	sum := st.summarizer()
 	ccfg := compactionConfig(cfg.Compaction)
 	ccfg.MemoryProvider = cfg.Memory.Provider
 	st.Compaction = compaction.NewEngine(d, sess, bus, sum, ccfg)

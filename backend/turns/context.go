@@ -71,12 +71,8 @@ func (l *Loop) callMemory(ctx context.Context, tc *turnCtx, method string, args 
 // the plugin's runner starts its copy for the session (update_model,
 // on_session_start) before the first.
 func (l *Loop) engineCall(tc *turnCtx, sessionID string, args []any, kwargs map[string]any) hooks.EngineCall {
-	call := hooks.EngineCall{Args: args, Kwargs: kwargs, SessionID: sessionID, Model: l.opts.Model, Provider: l.opts.Provider.Name(),
-		ContextLength: l.opts.Provider.ContextWindow()}
-	if tc != nil {
-		call.Platform, call.SessionKey = tc.platform, tc.sessionKey
-	}
-	return call
+	return hooks.EngineCall{Args: args, Kwargs: kwargs, SessionID: sessionID, Model: tc.model.Name, Provider: tc.model.Provider.Name(),
+		ContextLength: tc.model.Provider.ContextWindow(), Platform: tc.platform, SessionKey: tc.sessionKey}
 }
 
 // engineWantsCompaction asks the context engine's should_compress; an
@@ -114,7 +110,7 @@ func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Sess
 	}
 	caps := l.bus.Capabilities(hooks.CapSystemPromptSection)
 	sort.SliceStable(caps, func(i, j int) bool { return caps[i].Name < caps[j].Name })
-	info := map[string]any{"session_id": sess.ID, "platform": tc.platform, "model": l.opts.Model, "title": sess.Title,
+	info := map[string]any{"session_id": sess.ID, "platform": tc.platform, "model": tc.model.Name, "title": sess.Title,
 		"source": sess.Source, "profile": sess.Profile, "session_key": tc.sessionKey}
 	var blocks []string
 	total := len(sectionsStartMarker) + len(sectionsEndMarker) + 2
@@ -187,7 +183,7 @@ func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Sessi
 	if l.bus.HasSync(hooks.PreLLMCall) {
 		results, err := l.bus.CallSync(ctx, hooks.PreLLMCall, hooks.LLMCall{SessionID: tc.sessionID, TaskID: tc.taskID,
 			TurnID: tc.turnID, UserMessage: text, ConversationHistory: historyPayload(history), IsFirstTurn: first,
-			Model: l.opts.Model, Platform: tc.platform, ParentSessionID: sess.ParentSessionID, SenderID: hooks.StrOrNil(tc.userID),
+			Model: tc.model.Name, Platform: tc.platform, ParentSessionID: sess.ParentSessionID, SenderID: hooks.StrOrNil(tc.userID),
 			SessionKey: tc.sessionKey, SessionStart: start})
 		if err != nil {
 			return nil, err
@@ -205,7 +201,7 @@ func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Sessi
 				turns++
 			}
 		}
-		l.callMemory(ctx, tc, "on_turn_start", []any{turns, text}, map[string]any{"model": l.opts.Model,
+		l.callMemory(ctx, tc, "on_turn_start", []any{turns, text}, map[string]any{"model": tc.model.Name,
 			"platform": tc.platform, "remaining_tokens": nil, "tool_count": nil})
 		if recall := strings.TrimSpace(l.callMemory(ctx, tc, "prefetch", []any{text}, map[string]any{"session_id": tc.sessionID}).Text()); recall != "" {
 			extra = append(extra, recall)
@@ -236,7 +232,7 @@ func (l *Loop) transformReply(ctx context.Context, tc *turnCtx, sessionID, reply
 		return "", false
 	}
 	results, err := l.bus.CallSync(ctx, hooks.TransformLLMOutput, hooks.TransformLLMOutputPayload{ResponseText: reply,
-		SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, Model: l.opts.Model, Platform: tc.platform, SessionKey: tc.sessionKey})
+		SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, Model: tc.model.Name, Platform: tc.platform, SessionKey: tc.sessionKey})
 	if err != nil {
 		return "", false
 	}

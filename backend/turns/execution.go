@@ -174,7 +174,7 @@ func (l *Loop) runToolCall(ctx context.Context, tc *turnCtx, sessionID string, c
 func (l *Loop) provide(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) (llm.Response, error) {
 	caps := middlewareOf(tc, mwLLMExecution)
 	if len(caps) == 0 {
-		return l.opts.Provider.Complete(ctx, req)
+		return tc.model.Provider.Complete(ctx, req)
 	}
 	original := requestMap(req)
 	fields := map[string]any{"original_request": original, "session_id": sessionID, "task_id": tc.taskID, "turn_id": tc.turnID,
@@ -186,7 +186,7 @@ func (l *Loop) provide(ctx context.Context, tc *turnCtx, sessionID string, req l
 		if m, ok := in.(map[string]any); ok {
 			r = requestFromMap(m, req)
 		}
-		resp, err := l.opts.Provider.Complete(ctx, r)
+		resp, err := tc.model.Provider.Complete(ctx, r)
 		if err != nil {
 			return nil, err
 		}

@@ -27,10 +27,25 @@ import (
 	"atrium/backend/sessions"
 )
 
+// Model is what a turn asks: the provider and the model name it sends.
+type Model struct {
+	Provider llm.Provider
+	Name     string
+}
+
 // Options configure a Loop.
 type Options struct {
-	Provider      llm.Provider
-	Model         string
+	// Provider and Model are the model every turn asks, unless Resolve is
+	// set.
+	Provider llm.Provider
+	Model    string
+	// Resolve, when set, says which model to ask now (config.yaml as it is
+	// at that moment): it is called at the start of every turn and of every
+	// compaction outside one, so a model or key changed while the process
+	// runs is the next turn's. A model it cannot resolve (no key yet) fails
+	// that turn before anything of it is stored, and nothing else: slash
+	// commands, listing and reading go on.
+	Resolve       func() (Model, error)
 	Tools         map[string]Tool // default BuiltinTools()
 	MaxToolRounds int             // default 4
 	// MaxContinues bounds how many times in a row pre_turn_end hooks may
@@ -233,7 +248,7 @@ type Loop struct {
 
 // New builds a loop and registers the lifecycle commands it owns.
 func New(d *db.DB, s *sessions.Service, eng *compaction.Engine, bus *hooks.Bus, opts Options) (*Loop, error) {
-	if opts.Provider == nil {
+	if opts.Provider == nil && opts.Resolve == nil {
 		return nil, apperr.New(apperr.Invalid, "the turn loop needs a provider")
 	}
 	if opts.Tools == nil {
@@ -245,7 +260,7 @@ func New(d *db.DB, s *sessions.Service, eng *compaction.Engine, bus *hooks.Bus, 
 	if opts.MaxContinues <= 0 {
 		opts.MaxContinues = DefaultMaxContinues
 	}
-	if opts.Model == "" {
+	if opts.Model == "" && opts.Provider != nil {
 		opts.Model = opts.Provider.Name()
 	}
 	l := &Loop{db: d, sessions: s, engine: eng, bus: bus, opts: opts}
@@ -298,6 +313,7 @@ type turnCtx struct {
 	tools      *toolTable
 	middleware []hooks.Capability // the plugins' middleware, listed once per round of model calls
 	interrupt  string             // why a hook stopped the turn (a deny with interrupt), "" while it goes on
+	model      Model              // the model the turn asks, resolved at its start
 }
 
 // Send runs one user turn, or a slash command when text starts with "/".
@@ -338,6 +354,12 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	if sess.Ended() {
 		return Turn{}, apperr.New(apperr.Rejected, "session %s has ended (%s)", sess.ID, sess.EndReason)
 	}
+	// The model as it is now; one that cannot be asked fails the turn
+	// here, before its message is stored or any hook hears of it.
+	model, err := l.Resolve()
+	if err != nil {
+		return Turn{}, err
+	}
 	history, err := l.sessions.Messages(ctx, sessionID, false)
 	if err != nil {
 		return Turn{}, err
@@ -351,7 +373,7 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		start = sessions.StartStartup
 	}
 	tc := &turnCtx{sessionID: sessionID, taskID: sessionID, turnID: uuid.Must(uuid.NewV7()).String(),
-		platform: cc.Platform, sessionKey: cc.SessionKey, agentCtx: AgentContextOf(cc)}
+		platform: cc.Platform, sessionKey: cc.SessionKey, agentCtx: AgentContextOf(cc), model: model}
 	if cc.Source != nil {
 		tc.userID, tc.userName = cc.Source.UserID, cc.Source.UserName
 		src := *cc.Source
@@ -404,7 +426,7 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		}
 		if first {
 			_, err := l.bus.EnqueueTx(ctx, tx, hooks.OnSessionStart, hooks.SessionStart{SessionID: sessionID,
-				Model: hooks.Str(l.opts.Model), Platform: cc.Platform, SessionKey: cc.SessionKey})
+				Model: hooks.Str(tc.model.Name), Platform: cc.Platform, SessionKey: cc.SessionKey})
 			return err
 		}
 		return nil
@@ -478,7 +500,7 @@ func (l *Loop) storeReply(ctx context.Context, t *Turn, tc *turnCtx, cc hooks.Co
 		}
 		if _, err := l.bus.EnqueueTx(ctx, tx, hooks.PostLLMCall, hooks.PostLLMCallPayload{SessionID: t.SessionID, TaskID: tc.taskID,
 			TurnID: tc.turnID, UserMessage: asked, AssistantResponse: reply, AssistantMessage: reply,
-			ConversationHistory: historyPayload(hist), IsFirstTurn: first, Model: l.opts.Model, Platform: cc.Platform,
+			ConversationHistory: historyPayload(hist), IsFirstTurn: first, Model: tc.model.Name, Platform: cc.Platform,
 			SessionKey: cc.SessionKey}); err != nil {
 			return err
 		}
@@ -495,7 +517,7 @@ func (l *Loop) storeReply(ctx context.Context, t *Turn, tc *turnCtx, cc hooks.Co
 // hook that failed and the cap (MaxContinues in a row) end it.
 func (l *Loop) turnEndFeedback(ctx context.Context, t *Turn, tc *turnCtx, asked, reply string) string {
 	results, err := l.bus.CallSync(ctx, hooks.PreTurnEnd, hooks.TurnEndPayload{SessionID: t.SessionID, TaskID: tc.taskID,
-		TurnID: tc.turnID, UserMessage: asked, AssistantResponse: reply, Continues: len(t.Continued), Model: l.opts.Model,
+		TurnID: tc.turnID, UserMessage: asked, AssistantResponse: reply, Continues: len(t.Continued), Model: tc.model.Name,
 		Platform: tc.platform, SessionKey: tc.sessionKey, AgentContext: tc.agentCtx,
 		Attempt: len(t.Continued), FinalResponse: reply, ChangedPaths: []string{}})
 	if err != nil {
@@ -519,7 +541,7 @@ func (l *Loop) respond(ctx context.Context, t *Turn, tc *turnCtx) (string, strin
 	// pre_api: compact before the call when the prompt is over the threshold
 	// (the provider's own threshold when it compacts natively).
 	threshold := l.engine.Config().Threshold
-	if l.nativeOn() && l.opts.NativeThreshold > 0 {
+	if l.nativeOn(tc) && l.opts.NativeThreshold > 0 {
 		threshold = l.opts.NativeThreshold
 	}
 	if err := l.maybeCompact(ctx, t, tc, compaction.KindSummarize, compaction.ReasonPreAPI, threshold); err != nil {
@@ -563,7 +585,7 @@ func (l *Loop) sessionEnd(tc *turnCtx, sessionID string, completed bool, reason 
 	interrupted := strings.Contains(reason, context.Canceled.Error()) || strings.Contains(reason, context.DeadlineExceeded.Error())
 	return hooks.SessionEnd{SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, Completed: completed,
 		Failed: !completed && !interrupted, Interrupted: interrupted, TurnExitReason: reason,
-		Model: hooks.Str(l.opts.Model), Platform: tc.platform, SessionKey: tc.sessionKey}
+		Model: hooks.Str(tc.model.Name), Platform: tc.platform, SessionKey: tc.sessionKey}
 }
 
 // StepFunc is told of each round of a turn's tool-calling loop: its number
@@ -590,7 +612,7 @@ func (l *Loop) modelRounds(ctx context.Context, t *Turn, tc *turnCtx) (string, s
 		if err != nil {
 			return "", "", err
 		}
-		resp, err := l.complete(ctx, tc, t.SessionID, llm.Request{Model: l.opts.Model, Messages: compaction.ToLLM(msgs), Tools: tc.tools.specs()})
+		resp, err := l.complete(ctx, tc, t.SessionID, llm.Request{Model: tc.model.Name, Messages: compaction.ToLLM(msgs), Tools: tc.tools.specs()})
 		if errors.Is(err, llm.ErrContextLength) && !retried {
 			retried = true
 			res, cerr := l.compact(ctx, t, tc, compaction.KindSummarize, compaction.ReasonOverflow)
@@ -643,11 +665,11 @@ func (l *Loop) maybeCompact(ctx context.Context, t *Turn, tc *turnCtx, kind, rea
 	if err != nil {
 		return err
 	}
-	if eng, ok := l.bus.ContextEngine(); ok && kind == compaction.KindSummarize && !l.nativeOn() {
+	if eng, ok := l.bus.ContextEngine(); ok && kind == compaction.KindSummarize && !l.nativeOn(tc) {
 		if !l.engineWantsCompaction(ctx, tc, eng, t.SessionID, s.TokenCount) {
 			return nil
 		}
-	} else if float64(s.TokenCount) <= fraction*float64(l.opts.Provider.ContextWindow()) {
+	} else if float64(s.TokenCount) <= fraction*float64(tc.model.Provider.ContextWindow()) {
 		return nil
 	}
 	_, err = l.compact(ctx, t, tc, kind, reason)
@@ -655,15 +677,15 @@ func (l *Loop) maybeCompact(ctx context.Context, t *Turn, tc *turnCtx, kind, rea
 }
 
 func (l *Loop) compact(ctx context.Context, t *Turn, tc *turnCtx, kind, reason string) (compaction.Result, error) {
-	req := compaction.Request{SessionID: t.SessionID, Kind: kind, Reason: reason, Model: l.opts.Model, Platform: platformOf(tc),
-		Provider: l.opts.Provider.Name(), ContextLength: l.opts.Provider.ContextWindow()}
+	req := compaction.Request{SessionID: t.SessionID, Kind: kind, Reason: reason, Model: tc.model.Name, Platform: platformOf(tc),
+		Provider: tc.model.Provider.Name(), ContextLength: tc.model.Provider.ContextWindow()}
 	if tc != nil {
 		req.SessionKey = tc.sessionKey
 	}
-	if kind == compaction.KindSummarize && l.nativeOn() {
+	if kind == compaction.KindSummarize && l.nativeOn(tc) {
 		// The provider compacts natively: it does what the local summary
 		// would have done, and says so.
-		req.Kind, req.Reason, req.Native = compaction.KindProviderNative, compaction.ReasonProvider, l.Native()
+		req.Kind, req.Reason, req.Native = compaction.KindProviderNative, compaction.ReasonProvider, tc.model.Native()
 	}
 	res, err := l.engine.Compact(ctx, req)
 	if apperr.CodeOf(err) == apperr.Conflict {
@@ -701,26 +723,35 @@ func (l *Loop) Hygiene(ctx context.Context, sessionID string) (Turn, error) {
 // tells plugins (post_compaction's platform) and the memory provider which.
 func (l *Loop) HygieneFor(ctx context.Context, sessionID string, cc hooks.CommandContext) (Turn, error) {
 	t := Turn{SessionID: sessionID}
-	var tc *turnCtx
-	if cc.Platform != "" {
-		tc = &turnCtx{sessionID: sessionID, platform: cc.Platform, sessionKey: cc.SessionKey, agentCtx: AgentContextOf(cc)}
+	model, err := l.Resolve()
+	if err != nil {
+		return t, err
 	}
-	err := l.maybeCompact(ctx, &t, tc, compaction.KindSummarize, compaction.ReasonGatewayHygiene, l.engine.Config().SoftThreshold)
+	tc := &turnCtx{sessionID: sessionID, model: model}
+	if cc.Platform != "" {
+		tc.platform, tc.sessionKey, tc.agentCtx = cc.Platform, cc.SessionKey, AgentContextOf(cc)
+	}
+	err = l.maybeCompact(ctx, &t, tc, compaction.KindSummarize, compaction.ReasonGatewayHygiene, l.engine.Config().SoftThreshold)
 	return t, err
 }
 
 // CompactNative asks the provider to compact the transcript itself.
 func (l *Loop) CompactNative(ctx context.Context, sessionID string) (compaction.Result, error) {
-	n, ok := l.opts.Provider.(llm.NativeCompactor)
-	if !ok {
-		return compaction.Result{}, apperr.New(apperr.Invalid, "provider %s cannot compact natively", l.opts.Provider.Name())
+	m, err := l.Resolve()
+	if err != nil {
+		return compaction.Result{}, err
+	}
+	n := m.Native()
+	if n == nil {
+		return compaction.Result{}, apperr.New(apperr.Invalid, "provider %s cannot compact natively", m.Provider.Name())
 	}
 	return l.engine.Compact(ctx, compaction.Request{SessionID: sessionID, Kind: compaction.KindProviderNative,
-		Reason: compaction.ReasonProvider, Native: n, Model: l.opts.Model})
+		Reason: compaction.ReasonProvider, Native: n, Model: m.Name})
 }
 
-// nativeOn reports whether automatic compactions are the provider's.
-func (l *Loop) nativeOn() bool { return l.opts.NativeCompaction && l.Native() != nil }
+// nativeOn reports whether the turn's automatic compactions are its
+// provider's.
+func (l *Loop) nativeOn(tc *turnCtx) bool { return l.opts.NativeCompaction && tc.model.Native() != nil }
 
 // AgentContextOf is the memory provider's agent_context for a call: "cron"
 // for a scheduled run, else "primary".
@@ -734,17 +765,30 @@ func AgentContextOf(cc hooks.CommandContext) string {
 // PlatformCron is the platform of scheduled runs.
 const PlatformCron = "cron"
 
-// Native returns the provider as a native compactor, if it is one.
-func (l *Loop) Native() llm.NativeCompactor {
-	n, _ := l.opts.Provider.(llm.NativeCompactor)
+// Native returns m's provider as a native compactor, if it is one.
+func (m Model) Native() llm.NativeCompactor {
+	n, _ := m.Provider.(llm.NativeCompactor)
 	return n
 }
 
-// Provider is the model the loop talks to (ctx.llm uses it too).
-func (l *Loop) Provider() llm.Provider { return l.opts.Provider }
-
-// Model is the model name the loop sends.
-func (l *Loop) Model() string { return l.opts.Model }
+// Resolve is the model the loop asks now (ctx.llm uses it too): the fixed
+// one, or what Options.Resolve says at this moment.
+func (l *Loop) Resolve() (Model, error) {
+	if l.opts.Resolve == nil {
+		return Model{Provider: l.opts.Provider, Name: l.opts.Model}, nil
+	}
+	m, err := l.opts.Resolve()
+	if err != nil {
+		return Model{}, err
+	}
+	if m.Provider == nil {
+		return Model{}, apperr.New(apperr.Invalid, "the turn loop needs a provider")
+	}
+	if m.Name == "" {
+		m.Name = m.Provider.Name()
+	}
+	return m, nil
+}
 
 // historyPayload is the conversation as the model sees it, for the hooks'
 // conversation_history ([] for an empty one, never null).

@@ -1123,3 +1123,103 @@ func TestAStoppedTurnSaysSo(t *testing.T) {
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionEnd: 1})
 }
+
+// seenModels is the offline provider, noting the model each request names.
+type seenModels struct {
+	llm.OfflineProvider
+	mu   *sync.Mutex
+	seen *[]string
+}
+
+func (p seenModels) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	p.mu.Lock()
+	*p.seen = append(*p.seen, req.Model)
+	p.mu.Unlock()
+	return p.OfflineProvider.Complete(ctx, req)
+}
+
+// With Options.Resolve the model is the one it gives as each turn starts: a
+// model changed while the loop lives is the next turn's, in the request
+// and in every hook's payload; one that cannot be resolved fails that turn
+// before anything is stored or any hook fires, and slash commands go on.
+func TestTheModelIsResolvedAsEachTurnStarts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, nil)
+	var (
+		mu, mu2 sync.Mutex
+		seen    []string
+		now     turns.Model
+		nowEr   error = apperr.New(apperr.Invalid, "the API key variable $ATRIUM_T_KEY is not set")
+		calls   int
+	)
+	set := func(name string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		now, nowEr = turns.Model{Provider: seenModels{OfflineProvider: llm.OfflineProvider{Window: 100000}, mu: &mu2, seen: &seen}, Name: name}, err
+	}
+	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Resolve: func() (turns.Model, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return now, nowEr
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.MustCreate(t, sessions.CreateParams{Title: "switching"})
+	cc := hooks.LocalContext("cli", s.ID)
+	if _, err := loop.Send(ctx, s.ID, "hello", cc); apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), "$ATRIUM_T_KEY is not set") {
+		t.Fatalf("a turn without a model: %v", err)
+	}
+	if ms, _ := e.Sessions.Messages(ctx, s.ID, true); len(ms) != 0 {
+		t.Fatalf("a turn without a model stored %d messages", len(ms))
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{})
+	if turn, err := loop.Send(ctx, s.ID, "/help", cc); err != nil || turn.Output == "" {
+		t.Fatalf("/help without a model: %+v %v", turn, err)
+	}
+	if _, err := loop.HygieneFor(ctx, s.ID, cc); apperr.CodeOf(err) != apperr.Invalid {
+		t.Fatalf("hygiene without a model: %v", err)
+	}
+	set("model-a", nil)
+	if turn, err := loop.Send(ctx, s.ID, "one", cc); err != nil || turn.Reply == "" {
+		t.Fatalf("the turn with model-a: %+v %v", turn, err)
+	}
+	set("model-b", nil)
+	if turn, err := loop.Send(ctx, s.ID, "two", cc); err != nil || turn.Reply == "" {
+		t.Fatalf("the turn with model-b: %+v %v", turn, err)
+	}
+	mu2.Lock()
+	if strings.Join(seen, ",") != "model-a,model-b" {
+		t.Fatalf("the requests named %v", seen)
+	}
+	mu2.Unlock()
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.OnSessionStart: 1, hooks.PostLLMCall: 2, hooks.OnSessionEnd: 2})
+	models := func(hook string) []string {
+		var out []string
+		for _, ev := range e.Rec.Events(hook) {
+			var p struct {
+				Model string `json:"model"`
+			}
+			if err := ev.Decode(&p); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p.Model)
+		}
+		return out
+	}
+	if got := models(hooks.OnSessionStart); strings.Join(got, ",") != "model-a" {
+		t.Fatalf("on_session_start's model: %v", got)
+	}
+	if got := models(hooks.PostLLMCall); strings.Join(got, ",") != "model-a,model-b" {
+		t.Fatalf("post_llm_call's models: %v", got)
+	}
+	if got := models(hooks.OnSessionEnd); strings.Join(got, ",") != "model-a,model-b" {
+		t.Fatalf("on_session_end's models: %v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls < 4 {
+		t.Fatalf("Resolve was called %d times for 3 turns and a hygiene", calls)
+	}
+}

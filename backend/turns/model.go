@@ -42,11 +42,11 @@ func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req
 	}
 	start := time.Now()
 	p := hooks.APIRequest{SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, APIRequestID: uuid.Must(uuid.NewV7()).String(),
-		APICallCount: tc.apiCalls, Model: req.Model, Provider: l.opts.Provider.Name(), Platform: tc.platform,
+		APICallCount: tc.apiCalls, Model: req.Model, Provider: tc.model.Provider.Name(), Platform: tc.platform,
 		APIMode: "chat_completions", StartedAt: unixSeconds(start), MessageCount: len(req.Messages), ToolCount: len(req.Tools),
 		ApproxInputTokens: llm.EstimateMessages(req.Messages), Request: requestMap(req),
-		ContextLength: l.opts.Provider.ContextWindow(), SessionKey: tc.sessionKey}
-	if b, ok := l.opts.Provider.(interface{ BaseURL() string }); ok {
+		ContextLength: tc.model.Provider.ContextWindow(), SessionKey: tc.sessionKey}
+	if b, ok := tc.model.Provider.(interface{ BaseURL() string }); ok {
 		p.BaseURL = b.BaseURL()
 	}
 	l.inline(ctx, hooks.PreAPIRequest, p)
