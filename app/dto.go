@@ -317,7 +317,8 @@ type EventDTO struct {
 }
 
 // SettingsDTO is the editable part of config.yaml. They take effect when the
-// profile is next opened, but for the approvals block (at the next ask).
+// profile is next opened, but for the approvals block (at the next ask) and the
+// model block (at the next turn).
 type SettingsDTO struct {
 	HookTimeoutSeconds float64 `json:"hook_timeout_seconds"` // 0 = unbounded
 	RetentionDays      int     `json:"retention_days"`

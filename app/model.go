@@ -128,7 +128,8 @@ func modelEdits(cfg config.Config, in ModelSettingsDTO) ([]plugins.ConfigEdit, e
 // removes it), private to the person; the key is never returned or
 // logged. Only a key's or token's variable may be written (the model's,
 // or one named as keys are: *_API_KEY, *_TOKEN, *_SECRET): not PATH, not
-// a library path. It applies when the profile is next opened.
+// a library path. The next turn uses it, in this process and in every
+// other of the profile.
 func (s *Settings) SetKey(in KeyRequest) (KeyStatusDTO, error) {
 	name := strings.TrimSpace(in.Name)
 	cfg, _, err := config.Load(s.home.ConfigPath())
@@ -149,11 +150,12 @@ func (s *Settings) SetKey(in KeyRequest) (KeyStatusDTO, error) {
 // word, short enough that a person waits for it.
 const checkTimeout = 30 * time.Second
 
-// CheckModel asks the model, as config.yaml (saved) and the keys this
-// process has say it, for one word, and says whether it answered, in how
+// CheckModel asks the model, as config.yaml (saved) and the keys (the
+// profile's .env as it is now) say it, for one word, and says whether it answered, in how
 // long, or why not: a refused key, nothing listening, a model the server
 // does not have. It costs one short request; offline answers at once.
 func (s *Settings) CheckModel() (ModelCheckDTO, error) {
+	_ = s.home.RefreshEnv() // a key set by another process since counts
 	cfg, _, err := config.Load(s.home.ConfigPath())
 	if err != nil {
 		return ModelCheckDTO{}, err

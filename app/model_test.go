@@ -1,15 +1,19 @@
 package app_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"atrium/app"
 	"atrium/backend/apperr"
+	"atrium/backend/sessions"
 )
 
 // The Settings page's model block: read as config.yaml says it (the
@@ -210,5 +214,76 @@ func TestSettingsCheckTheModel(t *testing.T) {
 	write("model:\n  provider: anthropic\n  default: claude\n")
 	if r := check(); r.OK || !strings.Contains(r.Error, "custom") {
 		t.Fatalf("anthropic: %+v", r)
+	}
+}
+
+// What Settings save is what the next turn asks, in the process that runs
+// the window or the dashboard: a model whose key is not set yet fails the
+// turn (nothing stored) but not the start; the key saved from the page,
+// then a model name changed there, reach the next request.
+func TestSettingsApplyToTheNextTurn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var mu sync.Mutex
+	var got []string // "Authorization model" of each request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Model string `json:"model"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		got = append(got, r.Header.Get("Authorization")+" "+body.Model)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi from ` + body.Model + `"}}]}`))
+	}))
+	defer srv.Close()
+	const cfg = "model:\n  provider: custom\n  base_url: %s/v1\n  default: m1\n  api_key_env: ATRIUM_T_LIVE_KEY\n"
+	if err := os.WriteFile(e.st.Home.ConfigPath(), []byte(fmt.Sprintf(cfg, srv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.mustCreate(t, sessions.CreateParams{ID: "live"})
+	if _, err := e.app.Sessions.Send("live", "hello"); apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), "$ATRIUM_T_LIVE_KEY is not set") ||
+		!strings.Contains(err.Error(), "Settings") {
+		t.Fatalf("a turn without the key: %v", err)
+	}
+	if ms, err := e.st.Sessions.Messages(ctx, "live", true); err != nil || len(ms) != 0 {
+		t.Fatalf("a turn without the key stored %d messages (%v)", len(ms), err)
+	}
+	if _, err := e.app.Settings.SetKey(app.KeyRequest{Name: "ATRIUM_T_LIVE_KEY", Value: "sk-live-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if turn, err := e.app.Sessions.Send("live", "hello"); err != nil || turn.Reply != "hi from m1" {
+		t.Fatalf("the turn after the key was saved: %+v %v", turn, err)
+	}
+	s, err := e.app.Settings.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Model.Name = "m2"
+	if _, err := e.app.Settings.Set(s); err != nil {
+		t.Fatal(err)
+	}
+	if turn, err := e.app.Sessions.Send("live", "again"); err != nil || turn.Reply != "hi from m2" {
+		t.Fatalf("the turn after the model changed: %+v %v", turn, err)
+	}
+	// Another process (`atrium config set` at a terminal) writes the .env:
+	// the next turn has its key; removed there, the key is gone here too.
+	if err := os.WriteFile(e.st.Home.EnvPath(), []byte("ATRIUM_T_LIVE_KEY=sk-live-2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if turn, err := e.app.Sessions.Send("live", "and again"); err != nil || turn.Reply != "hi from m2" {
+		t.Fatalf("the turn after another process wrote the key: %+v %v", turn, err)
+	}
+	if err := os.Remove(e.st.Home.EnvPath()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.Sessions.Send("live", "once more"); !strings.Contains(fmt.Sprint(err), "$ATRIUM_T_LIVE_KEY is not set") {
+		t.Fatalf("the turn after the key was removed elsewhere: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(got, "|") != "Bearer sk-live-1 m1|Bearer sk-live-1 m2|Bearer sk-live-2 m2" {
+		t.Fatalf("the requests: %q", got)
 	}
 }

@@ -120,6 +120,9 @@ func (p *Plugins) RevokeShellHook(req ShellHookRequest) (ShellHooksDTO, error) {
 
 // List returns every discovered plugin, by name.
 func (p *Plugins) List() ([]PluginDTO, error) {
+	// What each plugin misses is told from the .env as it is now (set by
+	// another process perhaps); unreadable, the start warned of it.
+	_ = p.m.Home().RefreshEnv()
 	all, err := p.m.List()
 	if err != nil {
 		return nil, err
@@ -199,6 +202,7 @@ func (p *Plugins) Remove(name string) error {
 func (p *Plugins) Reload() ([]PluginDTO, error) {
 	ctx, cancel := p.with(writeTimeout)
 	defer cancel()
+	_ = p.m.Home().RefreshEnv()
 	all, err := p.m.Reload(ctx)
 	if err != nil {
 		return nil, err

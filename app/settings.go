@@ -61,7 +61,8 @@ func (s *Settings) Get() (SettingsDTO, error) {
 }
 
 // Set writes the settings; an invalid value changes nothing. The config
-// keys (the model block among them) apply when the profile is next opened, the profile at next launch. An
+// keys apply when the profile is next opened (the model block at the next turn, approvals at the next
+// ask), the profile at next launch. An
 // empty Profile leaves the startup profile as it is.
 func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 	if in.Profile != "" {

@@ -101,7 +101,7 @@ export class ModelSection {
       'fieldset',
       { class: 'field-group', 'data-testid': 'settings-model' },
       h('legend', {}, 'Model'),
-      h('p', { class: 'help muted small' }, 'The model the turns of this profile ask, as config.yaml’s model block says it. Applies when the profile is next opened.'),
+      h('p', { class: 'help muted small' }, 'The model the turns of this profile ask, as config.yaml’s model block says it. The next turn asks what is saved here.'),
       this.problem,
       fieldRow('set-model-provider', 'Provider', this.provider, '', err('provider', 'set-model-provider')),
       fieldRow('set-model-base_url', 'Base URL', this.inputs.base_url, 'Where the API answers; empty for OpenRouter and LM Studio’s own.', err('base_url', 'set-model-base_url')),
@@ -251,7 +251,7 @@ export class ModelSection {
       this.keyInput.focus();
       return;
     }
-    await this.writeKey(value, 'Saved in .env. Applies when the profile is next opened.');
+    await this.writeKey(value, 'Saved in .env. The next turn uses it.');
   }
 
   private async removeKey(): Promise<void> {
@@ -263,7 +263,7 @@ export class ModelSection {
       confirmTestid: 'model-key-remove-confirm',
       danger: true,
     });
-    if (ok) await this.writeKey('', 'Removed from .env. Applies when the profile is next opened.');
+    if (ok) await this.writeKey('', 'Removed from .env. Turns go without it from the next one.');
   }
 
   private async writeKey(value: string, done: string): Promise<void> {

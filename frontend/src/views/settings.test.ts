@@ -168,7 +168,7 @@ describe('settings: the model and its key', () => {
     expect(set).not.toHaveBeenCalled();
     expect(input.value).toBe('');
     expect(q(v, 'model-key-status').textContent).toBe(`OPENAI_API_KEY is kept in ${envPath}.`);
-    expect(q(v, 'model-key-done').textContent).toContain('Applies when the profile is next opened');
+    expect(q(v, 'model-key-done').textContent).toContain('The next turn uses it');
     expect(document.body.innerHTML).not.toContain('sk-secret-123');
     const remove = q<HTMLButtonElement>(v, 'model-key-remove');
     expect(remove.hidden).toBe(false);

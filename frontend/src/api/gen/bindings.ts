@@ -218,8 +218,8 @@ export interface ActivityBinding {
  */
 export interface SettingsBinding {
   /**
-   * CheckModel asks the model, as config.yaml (saved) and the keys this
-   * process has say it, for one word, and says whether it answered, in how
+   * CheckModel asks the model, as config.yaml (saved) and the keys (the
+   * profile's .env as it is now) say it, for one word, and says whether it answered, in how
    * long, or why not: a refused key, nothing listening, a model the server
    * does not have. It costs one short request; offline answers at once.
    */
@@ -242,7 +242,8 @@ export interface SettingsBinding {
   RevokeStandingApproval(rule: string): Promise<StandingApprovalsDTO>;
   /**
    * Set writes the settings; an invalid value changes nothing. The config
-   * keys (the model block among them) apply when the profile is next opened, the profile at next launch. An
+   * keys apply when the profile is next opened (the model block at the next turn, approvals at the next
+   * ask), the profile at next launch. An
    * empty Profile leaves the startup profile as it is.
    */
   Set(in_: SettingsDTO): Promise<SettingsDTO>;
@@ -251,7 +252,8 @@ export interface SettingsBinding {
    * removes it), private to the person; the key is never returned or
    * logged. Only a key's or token's variable may be written (the model's,
    * or one named as keys are: *_API_KEY, *_TOKEN, *_SECRET): not PATH, not
-   * a library path. It applies when the profile is next opened.
+   * a library path. The next turn uses it, in this process and in every
+   * other of the profile.
    */
   SetKey(in_: KeyRequest): Promise<KeyStatusDTO>;
   /** StandingApprovals lists the rules a person allowed "always". */

@@ -849,7 +849,8 @@ export interface SessionDTO {
 
 /**
  * SettingsDTO is the editable part of config.yaml. They take effect when the
- * profile is next opened, but for the approvals block (at the next ask).
+ * profile is next opened, but for the approvals block (at the next ask) and the
+ * model block (at the next turn).
  */
 export interface SettingsDTO {
   /** 0 = unbounded */
