@@ -666,6 +666,43 @@ async function main() {
     await page.locator('[data-testid=search]').waitFor({ state: 'visible', timeout: 5000 });
   };
 
+  await check('a double click opens the row its first click landed on, though the list moved under the pointer between the clicks', async () => {
+    await waitRows(page, total - 4, 'list');
+    const before = await rowIDs(page);
+    // The pointer on the top row; a turn in a lower row (one whose turns
+    // nothing later counts) makes that row the newest.
+    const target = before[0];
+    const mover = [ids['Cache warmup'], ids['Payments refactor']].find((id) => id !== target);
+    const box = await page.locator(`${rowSel}[data-id="${target}"]`).boundingBox();
+    const x = box.x + box.width / 3;
+    const y = box.y + box.height / 2;
+    const under = () => page.evaluate(([x, y]) => document.elementFromPoint(x, y)?.closest('[data-id]')?.getAttribute('data-id'), [x, y]);
+    eq(await under(), target, 'the row under the pointer');
+    await page.mouse.move(x, y);
+    await page.mouse.down({ clickCount: 1 });
+    await page.mouse.up({ clickCount: 1 });
+    // A turn elsewhere makes the lower row the newest: every row above it
+    // moves down one, and another session is under the pointer.
+    await atrium('send', mover, 'a turn that moves the list');
+    await page.waitForFunction(
+      ([x, y, id]) => {
+        const got = document.elementFromPoint(x, y)?.closest('[data-id]')?.getAttribute('data-id');
+        return got && got !== id;
+      },
+      [x, y, target],
+      { timeout: 10_000 },
+    );
+    const moved = await under();
+    await page.mouse.down({ clickCount: 2 });
+    await page.mouse.up({ clickCount: 2 });
+    try {
+      await page.locator('[data-testid=composer]').waitFor({ timeout: 10_000 });
+      eq(await page.locator('section.transcript-view').getAttribute('data-session'), target, `the session opened (${moved} was under the second click)`);
+    } finally {
+      await backToList().catch(() => undefined); // the checks after start from the list
+    }
+  });
+
   await check('transcript composer runs a slash command and shows its output', async () => {
     await openSession('Cache warmup');
     // Typing "/" lists the matching commands with what they do.

@@ -184,13 +184,24 @@ export class SessionsView implements View {
       vp.focus({ preventScroll: true });
       this.rowMenu(i, { x: ev.clientX, y: ev.clientY });
     });
+    // A double click opens the session its first click landed on: the list
+    // may have moved under the pointer between the two (a turn ended
+    // elsewhere and its row rose to the top).
+    let pressed: { id: string; messageID?: number } | null = null;
     vp.addEventListener('dblclick', (ev) => {
       const i = rowIndexOf(ev.target);
-      if (i !== null) this.open(i);
+      if (i === null) return;
+      const p = pressed;
+      const first = p === null ? -1 : s.rows.findIndex((r) => r.session.id === p.id && r.messageID === p.messageID);
+      this.open(first >= 0 ? first : i);
     });
     vp.addEventListener('keydown', (ev) => this.onListKey(ev));
     vp.addEventListener('mousedown', (ev) => {
       if (ev.shiftKey) ev.preventDefault(); // no text selection on shift-click
+      if (ev.detail <= 1) {
+        const r = s.rows[rowIndexOf(ev.target) ?? -1];
+        pressed = r ? { id: r.session.id, messageID: r.messageID } : null;
+      }
     });
     this.status = h('div', { class: 'list-status', role: 'status' });
 
