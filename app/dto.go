@@ -316,9 +316,10 @@ type EventDTO struct {
 	Pending    []string        `json:"pending"` // plugins that take it and have not had it yet
 }
 
-// SettingsDTO is the editable part of config.yaml. They take effect when the
-// profile is next opened, but for the approvals block (at the next ask) and the
-// model block (at the next turn).
+// SettingsDTO is the editable part of config.yaml. Saved, they apply in every
+// running process of the profile: the model at its next turn, approvals at
+// the next ask, the rest at the next operation that reads them; the startup
+// profile at the next launch.
 type SettingsDTO struct {
 	HookTimeoutSeconds float64 `json:"hook_timeout_seconds"` // 0 = unbounded
 	RetentionDays      int     `json:"retention_days"`

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/samber/lo"
+
 	"atrium/app"
 	"atrium/backend/apperr"
 	"atrium/backend/sessions"
@@ -220,7 +222,8 @@ func TestSettingsCheckTheModel(t *testing.T) {
 // What Settings save is what the next turn asks, in the process that runs
 // the window or the dashboard: a model whose key is not set yet fails the
 // turn (nothing stored) but not the start; the key saved from the page,
-// then a model name changed there, reach the next request.
+// then a model name changed there, reach the next request; and the trash
+// setting saved there is the next delete's.
 func TestSettingsApplyToTheNextTurn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -280,6 +283,17 @@ func TestSettingsApplyToTheNextTurn(t *testing.T) {
 	}
 	if _, err := e.app.Sessions.Send("live", "once more"); !strings.Contains(fmt.Sprint(err), "$ATRIUM_T_LIVE_KEY is not set") {
 		t.Fatalf("the turn after the key was removed elsewhere: %v", err)
+	}
+	// The trash setting saved here applies to the next delete.
+	s.TrashDays = lo.ToPtr(0)
+	if _, err := e.app.Settings.Set(s); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.app.Sessions.Delete("req-live", []string{"live"}); err != nil || r.Trashed {
+		t.Fatalf("a delete after trash_days 0 was saved: %+v %v", r, err)
+	}
+	if _, err := e.app.Sessions.Get("live"); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("the session deleted at once is still there: %v", err)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -28,6 +28,10 @@ type Config struct {
 	// confirm the first automatic prune (OnRetentionPending). Otherwise the
 	// first prune is logged with its preview and deferred a day.
 	Interactive bool
+	// Current, when set, gives these settings as they are at each use
+	// (config.yaml changed while the process runs applies at the next run,
+	// and to what Retention shows); Interactive stays this Config's.
+	Current func() Config
 }
 
 // Service runs maintenance on one store.
@@ -50,6 +54,16 @@ func NewService(d *db.DB, s *sessions.Service, r *receipts.Service, cfg Config, 
 		log = slog.Default()
 	}
 	return &Service{db: d, sessions: s, receipts: r, cfg: cfg, log: log}
+}
+
+// config is the settings now (read once by each operation).
+func (m *Service) config() Config {
+	if m.cfg.Current == nil {
+		return m.cfg
+	}
+	c := m.cfg.Current()
+	c.Interactive, c.Current = m.cfg.Interactive, nil
+	return c
 }
 
 // Report says what one run did.
@@ -104,6 +118,7 @@ func (m *Service) Run(ctx context.Context, force bool) (Report, error) {
 		return rep, err
 	}
 	rep.Ran = true
+	cfg := m.config()
 	steps := []struct {
 		name string
 		on   bool
@@ -111,24 +126,24 @@ func (m *Service) Run(ctx context.Context, force bool) (Report, error) {
 	}{
 		{"empty sweep", true, func() error { r, err := m.sessions.SweepEmpty(ctx, nil); rep.EmptySweep = &r; return err }},
 		{"ghost prune", true, func() error { r, err := m.sessions.PruneGhosts(ctx, nil); rep.GhostPrune = &r; return err }},
-		{"retention prune", m.cfg.AutoPrune, func() error {
-			held, err := m.holdRetention(ctx)
+		{"retention prune", cfg.AutoPrune, func() error {
+			held, err := m.holdRetention(ctx, cfg)
 			if err != nil || held != "" {
 				rep.RetentionHeld = held
 				return err
 			}
-			r, err := m.sessions.Prune(ctx, m.cfg.RetentionDays, nil)
+			r, err := m.sessions.Prune(ctx, cfg.RetentionDays, nil)
 			rep.Prune = &r
 			return err
 		}},
-		{"idle archive", m.cfg.ArchiveIdleDays > 0, func() error {
-			r, err := m.sessions.ArchiveIdle(ctx, m.cfg.ArchiveIdleDays)
+		{"idle archive", cfg.ArchiveIdleDays > 0, func() error {
+			r, err := m.sessions.ArchiveIdle(ctx, cfg.ArchiveIdleDays)
 			rep.ArchiveIdle = &r
 			return err
 		}},
 		{"trash purge", true, func() error { r, err := m.sessions.PurgeExpired(ctx, nil); rep.TrashPurge = &r; return err }},
 		{"event expiry", true, func() error {
-			keep := m.cfg.EventRetention
+			keep := cfg.EventRetention
 			if keep <= 0 {
 				keep = hooks.DefaultEventRetention
 			}
@@ -176,17 +191,17 @@ const (
 // a window the first prune asks (OnRetentionPending) and waits for
 // ConfirmRetention; on a headless host the preview is logged and the prune
 // deferred a day. A prune with nothing to remove needs no confirmation.
-func (m *Service) holdRetention(ctx context.Context) (string, error) {
+func (m *Service) holdRetention(ctx context.Context, cfg Config) (string, error) {
 	st, err := m.retentionState(ctx)
 	if err != nil || st.Confirmed != nil {
 		return "", err
 	}
-	pre, err := m.sessions.PreviewPrune(ctx, m.cfg.RetentionDays)
+	pre, err := m.sessions.PreviewPrune(ctx, cfg.RetentionDays)
 	if err != nil || pre.Sessions == 0 {
 		return "", err
 	}
 	now := m.db.Now()
-	if m.cfg.Interactive {
+	if cfg.Interactive {
 		if err := m.mark(ctx, taskPending, now); err != nil {
 			return "", err
 		}
@@ -255,10 +270,11 @@ func (m *Service) ConfirmRetention(ctx context.Context) (*sessions.Result, error
 	if err := m.mark(ctx, taskConfirmed, m.db.Now()); err != nil {
 		return nil, err
 	}
-	if !m.cfg.AutoPrune || m.cfg.RetentionDays <= 0 {
+	cfg := m.config()
+	if !cfg.AutoPrune || cfg.RetentionDays <= 0 {
 		return nil, nil
 	}
-	r, err := m.sessions.Prune(ctx, m.cfg.RetentionDays, nil)
+	r, err := m.sessions.Prune(ctx, cfg.RetentionDays, nil)
 	if err != nil {
 		return nil, err
 	}

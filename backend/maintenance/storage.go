@@ -57,11 +57,12 @@ func (m *Service) Storage(ctx context.Context) (Storage, error) {
 
 // Retention is the retention preview alone.
 func (m *Service) Retention(ctx context.Context) (Retention, error) {
-	days := m.cfg.RetentionDays
+	cfg := m.config()
+	days := cfg.RetentionDays
 	if days <= 0 {
 		days = 90
 	}
-	out := Retention{AutoPrune: m.cfg.AutoPrune, Days: days}
+	out := Retention{AutoPrune: cfg.AutoPrune, Days: days}
 	var err error
 	if out.Preview, err = m.sessions.PreviewPrune(ctx, days); err != nil {
 		return Retention{}, err

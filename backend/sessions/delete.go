@@ -111,8 +111,8 @@ func (s *Service) DeleteTx(ctx context.Context, tx *db.Tx, ids []string, o Delet
 	}
 	found, closure, outcomes, op := p.found, p.closure, p.res.Outcomes, p.res.Op
 	var res Result
-	if !o.Now && s.trashDays > 0 {
-		res, err = s.trashTx(ctx, tx, hooks.ReasonDelete, found, closure, o.Batch, o.Progress)
+	if days, _ := s.trash(); !o.Now && days > 0 {
+		res, err = s.trashTx(ctx, tx, hooks.ReasonDelete, days, found, closure, o.Batch, o.Progress)
 	} else {
 		res, err = s.purgeTx(ctx, tx, hooks.ReasonDelete, found, closure, p.detach, o.Progress)
 	}
@@ -205,13 +205,13 @@ func (s *Service) PreviewDelete(ctx context.Context, ids []string, now bool) (Re
 	}
 	res := p.res
 	affected := p.closure
-	if !now && s.trashDays > 0 {
+	if days, _ := s.trash(); !now && days > 0 {
 		affected = []string{}
 		if err := s.db.Read.WithContext(ctx).Raw(`SELECT id FROM sessions WHERE trashed_at IS NULL AND id IN (SELECT value FROM json_each(?))`,
 			jsonArray(p.closure)).Scan(&affected).Error; err != nil {
 			return Result{}, fmt.Errorf("preview delete: %w", err)
 		}
-		purge := s.db.Now().Add(time.Duration(s.trashDays) * 24 * time.Hour).UTC()
+		purge := s.db.Now().Add(time.Duration(days) * 24 * time.Hour).UTC()
 		res.Trashed, res.PurgeAfter = true, &purge
 	}
 	res.AffectedIDs = orderAffected(lo.Intersect(p.found, affected), affected)
@@ -280,7 +280,7 @@ func lookupWith(ctx context.Context, read queryFunc, ids []string, chained, alon
 // trashTx moves the rows of closure that are not in the trash yet into it,
 // as one batch, and fires on_session_delete for them (restorable). first
 // lists the requested rows, which lead the payload.
-func (s *Service) trashTx(ctx context.Context, tx *db.Tx, reason string, first, closure []string, batch string, progress Progress) (Result, error) {
+func (s *Service) trashTx(ctx context.Context, tx *db.Tx, reason string, days int, first, closure []string, batch string, progress Progress) (Result, error) {
 	if batch == "" {
 		batch = uuid.Must(uuid.NewV7()).String()
 	}
@@ -293,7 +293,7 @@ func (s *Service) trashTx(ctx context.Context, tx *db.Tx, reason string, first, 
 	if progress != nil {
 		progress(len(moved), len(moved))
 	}
-	purge := tx.Now.Add(time.Duration(s.trashDays) * 24 * time.Hour).UTC()
+	purge := tx.Now.Add(time.Duration(days) * 24 * time.Hour).UTC()
 	res := Result{Reason: reason, AffectedIDs: orderAffected(lo.Intersect(first, moved), moved), Trashed: true, PurgeAfter: &purge, Batch: batch}
 	if len(moved) == 0 {
 		res.AffectedIDs = []string{}

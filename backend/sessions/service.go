@@ -30,6 +30,11 @@ type Options struct {
 	// retention prune) to the trash too (sessions.trash_automatic); nil
 	// means true.
 	TrashAutomatic *bool
+	// Trash, when set, gives sessions.trash_days and trash_automatic as
+	// they are at each operation that needs them (config.yaml changed while
+	// the process runs applies to the next delete), instead of TrashDays and
+	// TrashAutomatic. A negative days is DefaultTrashDays.
+	Trash func() (days int, automatic bool)
 	// SearchTimeout bounds one Search (default sessions.SearchTimeout).
 	SearchTimeout time.Duration
 	// ManualIndex leaves the search-index queue to IndexPending calls (tests
@@ -50,8 +55,9 @@ type Service struct {
 	log         *slog.Logger
 	trashDays   int
 	trashAuto   bool
-	background  bool          // background tasks run IndexPending's work
-	sidecars    *sidecarState // shared by the store's services with this sessions folder; nil without one
+	trashNow    func() (int, bool) // Options.Trash
+	background  bool               // background tasks run IndexPending's work
+	sidecars    *sidecarState      // shared by the store's services with this sessions folder; nil without one
 
 	searchTimeout time.Duration
 }
@@ -75,7 +81,7 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 		auto = *opts.TrashAutomatic
 	}
 	s := &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg, trashDays: days, trashAuto: auto,
-		searchTimeout: opts.SearchTimeout}
+		trashNow: opts.Trash, searchTimeout: opts.SearchTimeout}
 	if !opts.ManualIndex {
 		s.background = true
 		s.db.AddTask("fts-index", indexDelay, s.indexNew)
@@ -92,7 +98,22 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 }
 
 // TrashDays is how long deleted sessions stay restorable (0: deleted at once).
-func (s *Service) TrashDays() int { return s.trashDays }
+func (s *Service) TrashDays() int {
+	days, _ := s.trash()
+	return days
+}
+
+// trash is trash_days and trash_automatic now: an operation reads them once.
+func (s *Service) trash() (days int, automatic bool) {
+	if s.trashNow == nil {
+		return s.trashDays, s.trashAuto
+	}
+	days, automatic = s.trashNow()
+	if days < 0 {
+		days = DefaultTrashDays
+	}
+	return days, automatic
+}
 
 // Profile is the profile that owns this store.
 func (s *Service) Profile() string { return s.profile }

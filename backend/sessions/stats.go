@@ -83,7 +83,8 @@ func (s *Service) PreviewPrune(ctx context.Context, days int) (PrunePreview, err
 	if err != nil {
 		return PrunePreview{}, err
 	}
-	out := PrunePreview{Days: days, Titles: []string{}, ToTrash: s.trashAuto && s.trashDays > 0}
+	trashDays, auto := s.trash()
+	out := PrunePreview{Days: days, Titles: []string{}, ToTrash: auto && trashDays > 0}
 	if len(ids) > 0 {
 		var agg struct{ N, M int64 }
 		if err := g.Raw(`SELECT count(*) AS n, COALESCE(sum(message_count), 0) AS m FROM sessions

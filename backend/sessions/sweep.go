@@ -62,8 +62,8 @@ func (s *Service) sweep(ctx context.Context, reason string, progress Progress, q
 func (s *Service) discardTx(ctx context.Context, tx *db.Tx, reason string, automatic, detach bool, ids []string, progress Progress) (Result, error) {
 	var res Result
 	var err error
-	if automatic && s.trashAuto && s.trashDays > 0 {
-		res, err = s.trashTx(ctx, tx, reason, ids, ids, "", progress)
+	if days, auto := s.trash(); automatic && auto && days > 0 {
+		res, err = s.trashTx(ctx, tx, reason, days, ids, ids, "", progress)
 	} else {
 		res, err = s.purgeTx(ctx, tx, reason, ids, ids, detach, progress)
 	}

@@ -194,7 +194,8 @@ func (s *Service) EmptyTrashTx(ctx context.Context, tx *db.Tx, olderThan time.Du
 // maintenance task). With trash_days 0 nothing waits in the trash, and rows
 // left there from before are purged.
 func (s *Service) PurgeExpired(ctx context.Context, progress Progress) (Result, error) {
-	return s.EmptyTrash(ctx, time.Duration(s.trashDays)*24*time.Hour, progress)
+	days, _ := s.trash()
+	return s.EmptyTrash(ctx, time.Duration(days)*24*time.Hour, progress)
 }
 
 // TrashSummary describes what the trash holds.
@@ -218,7 +219,8 @@ func (s *Service) Trash(ctx context.Context) (TrashSummary, error) {
 	if err := g.Raw(`SELECT count(*) AS n, min(trashed_at) AS oldest FROM sessions WHERE trashed_at IS NOT NULL`).Scan(&row).Error; err != nil {
 		return TrashSummary{}, fmt.Errorf("trash: %w", err)
 	}
-	out := TrashSummary{Sessions: row.N, TrashDays: s.trashDays}
+	days, _ := s.trash()
+	out := TrashSummary{Sessions: row.N, TrashDays: days}
 	if row.N > 0 {
 		var m struct{ N, Bytes int64 }
 		if err := g.Raw(`SELECT count(*) AS n, COALESCE(sum(length(CAST(m.content AS BLOB))), 0) AS bytes FROM messages m
@@ -229,7 +231,7 @@ func (s *Service) Trash(ctx context.Context) (TrashSummary, error) {
 	}
 	if row.Oldest != nil {
 		o := time.UnixMilli(*row.Oldest).UTC()
-		next := o.Add(time.Duration(s.trashDays) * 24 * time.Hour)
+		next := o.Add(time.Duration(days) * 24 * time.Hour)
 		out.Oldest, out.NextPurge = &o, &next
 	}
 	return out, nil

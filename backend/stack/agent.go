@@ -54,12 +54,11 @@ func compactionConfig(c config.Compaction) compaction.Config {
 // the next turn). A provider is built again only when what it is built
 // from changed.
 type liveModel struct {
-	home config.Home
-	f    ModelFlags
+	home  config.Home
+	watch *configWatch
+	f     ModelFlags
 
 	mu      sync.Mutex
-	file    os.FileInfo  // config.yaml when it was read last
-	model   config.Model // its model block then
 	ep      config.Endpoint
 	key     string
 	timeout time.Duration
@@ -67,7 +66,7 @@ type liveModel struct {
 }
 
 func (s *Stack) liveModel(f ModelFlags) *liveModel {
-	return &liveModel{home: s.Home, f: f, file: s.file, model: s.Config.Model}
+	return &liveModel{home: s.Home, watch: s.watch, f: f}
 }
 
 // endpoint is model with f's overrides, resolved.
@@ -92,12 +91,13 @@ func (m *liveModel) resolve() (turns.Model, error) {
 	// A .env that cannot be read now leaves the keys as they were read
 	// (the start warned of it).
 	_ = m.home.RefreshEnv()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	model, err := m.config()
+	cfg, err := m.watch.current()
 	if err != nil {
 		return turns.Model{}, err
 	}
+	model := cfg.Model
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	ep, err := m.f.endpoint(model)
 	if err != nil {
 		return turns.Model{}, err
@@ -120,23 +120,6 @@ func (m *liveModel) resolve() (turns.Model, error) {
 	}
 	m.ep, m.key, m.timeout, m.cur = ep, key, timeout, turns.Model{Provider: p, Name: name}
 	return m.cur, nil
-}
-
-// config is config.yaml's model block as the file is now: read again when
-// the file changed since (another inode, size or time: every Atrium write
-// replaces the file), else as it was read. m.mu is held.
-func (m *liveModel) config() (config.Model, error) {
-	path := m.home.ConfigPath()
-	fi, err := os.Stat(path)
-	if err == nil && m.file != nil && os.SameFile(fi, m.file) && fi.Size() == m.file.Size() && fi.ModTime().Equal(m.file.ModTime()) {
-		return m.model, nil
-	}
-	cfg, _, err := config.Load(path)
-	if err != nil {
-		return config.Model{}, err
-	}
-	m.file, m.model = fi, cfg.Model // fi nil: no file, read again next time
-	return cfg.Model, nil
 }
 
 // NewProvider is the model ep names, each request bounded by timeout (<= 0:

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -48,11 +49,11 @@ func BenchmarkResolveTheModel(b *testing.B) {
 			name = "read-again"
 		}
 		b.Run(name, func(b *testing.B) {
-			m := &liveModel{home: home}
+			m := &liveModel{home: home, watch: &configWatch{path: home.ConfigPath(), log: slog.New(slog.DiscardHandler)}}
 			b.ReportAllocs()
 			for b.Loop() {
 				if again {
-					m.file = nil
+					m.watch.file = nil
 				}
 				got, err := m.resolve()
 				if err != nil || got.Name != "some/model" {

@@ -52,7 +52,7 @@ type Stack struct {
 	// command_allowlist), read by every loop of the process.
 	Standing *approvals.Standing
 	log      *slog.Logger
-	file     os.FileInfo // config.yaml when Config was read (nil: none)
+	watch    *configWatch // config.yaml as it is now
 	closers  []func(ctx context.Context) error
 	opts     Options
 }
@@ -66,8 +66,9 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	if err := home.Ensure(); err != nil {
 		return nil, err
 	}
-	// The file as it was before it was read: the turns' model reads it
-	// again only once it changed (a stat taken first errs towards reading).
+	// The file as it was before it was read: the settings a running process
+	// follows read it again only once it changed (a stat taken first errs
+	// towards reading).
 	file, _ := os.Stat(home.ConfigPath())
 	cfg, warnings, err := config.Load(home.ConfigPath())
 	if err != nil {
@@ -79,17 +80,17 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	}
 	bus := hooks.NewBus(d, hooks.Options{Timeout: cfg.HookTimeout(), Logger: lg})
 	bus.SelectContextEngine(cfg.Context.Engine)
-	trashDays, trashAuto := cfg.TrashDays(), cfg.TrashAutomatic()
+	watch := &configWatch{path: home.ConfigPath(), log: lg, bus: bus, file: file, cfg: cfg}
 	sess := sessions.NewService(d, bus, sessions.Options{Profile: home.Profile, SessionsDir: home.SessionsDir(), Logger: lg,
-		TrashDays: &trashDays, TrashAutomatic: &trashAuto})
+		Trash: watch.trash})
 	rec := receipts.NewService(d, sess, cfg.ReceiptTTL())
-	maint := maintenance.NewService(d, sess, rec, maintenance.Config{
-		AutoPrune: cfg.Sessions.AutoPrune, RetentionDays: cfg.RetentionDays(),
-		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, EventRetention: cfg.EventRetention(), Interactive: opts.Interactive,
-	}, lg)
+	mcfg := maintenanceConfig(cfg)
+	mcfg.Interactive = opts.Interactive
+	mcfg.Current = func() maintenance.Config { return maintenanceConfig(watch.settled()) }
+	maint := maintenance.NewService(d, sess, rec, mcfg, lg)
 	st := &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
 		Maintenance: maint, Runs: turns.NewRuns(filepath.Join(home.Dir, "run", "turns")),
-		Standing: approvals.New(home), log: lg, file: file, opts: opts}
+		Standing: approvals.New(home), log: lg, watch: watch, opts: opts}
 	fail := func(err error) (*Stack, error) {
 		_ = d.Close()
 		return nil, err

@@ -119,7 +119,7 @@ export class SettingsView implements View {
       'section',
       { class: 'view settings-view', 'aria-label': 'Settings' },
       h('div', { class: 'page-head' }, h('h1', {}, 'Settings')),
-      h('p', { class: 'muted' }, 'These keys of config.yaml take effect when the profile is next opened; the model at the next turn, approvals at the next ask.'),
+      h('p', { class: 'muted' }, 'These keys of config.yaml apply once saved, in every open window, dashboard and gateway of this profile: the model at its next turn, approvals at the next ask. The startup profile applies at the next launch.'),
       form,
       h(
         'section',

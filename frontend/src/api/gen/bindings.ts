@@ -242,9 +242,9 @@ export interface SettingsBinding {
   RevokeStandingApproval(rule: string): Promise<StandingApprovalsDTO>;
   /**
    * Set writes the settings; an invalid value changes nothing. The config
-   * keys apply when the profile is next opened (the model block at the next turn, approvals at the next
-   * ask), the profile at next launch. An
-   * empty Profile leaves the startup profile as it is.
+   * keys apply at once in every running process of the profile (the model at
+   * the next turn, approvals at the next ask), the startup profile at the next
+   * launch. An empty Profile leaves the startup profile as it is.
    */
   Set(in_: SettingsDTO): Promise<SettingsDTO>;
   /**

@@ -848,9 +848,10 @@ export interface SessionDTO {
 }
 
 /**
- * SettingsDTO is the editable part of config.yaml. They take effect when the
- * profile is next opened, but for the approvals block (at the next ask) and the
- * model block (at the next turn).
+ * SettingsDTO is the editable part of config.yaml. Saved, they apply in every
+ * running process of the profile: the model at its next turn, approvals at
+ * the next ask, the rest at the next operation that reads them; the startup
+ * profile at the next launch.
  */
 export interface SettingsDTO {
   /** 0 = unbounded */

@@ -1,0 +1,73 @@
+package stack
+
+import (
+	"log/slog"
+	"os"
+	"sync"
+
+	"atrium/backend/config"
+	"atrium/backend/hooks"
+	"atrium/backend/maintenance"
+)
+
+// configWatch is config.yaml as the file is now, for what a running process
+// takes without the profile being opened again: the model (at each turn),
+// the trash, retention and idle-archive settings (at each operation that
+// reads them) and the hook timeout (with any of those). The file is read
+// again only when it changed: another inode, size or modification time
+// (every Atrium write replaces it). A file that does not load leaves those
+// settings as they were last read, said once in the log; a turn is told
+// why (current's error).
+type configWatch struct {
+	path string
+	log  *slog.Logger
+	bus  *hooks.Bus // its timeout follows plugins.hook_callback_timeout
+
+	mu   sync.Mutex
+	file os.FileInfo   // the file when it was read last (nil: read it again)
+	cfg  config.Config // the last that loaded
+	err  error         // why the file as it is now does not load
+}
+
+// current is the config as the file has it now, or the last that loaded
+// with the error of the file as it is.
+func (w *configWatch) current() (config.Config, error) {
+	fi, statErr := os.Stat(w.path)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if statErr == nil && w.file != nil && os.SameFile(fi, w.file) && fi.Size() == w.file.Size() && fi.ModTime().Equal(w.file.ModTime()) {
+		return w.cfg, w.err
+	}
+	cfg, _, err := config.Load(w.path)
+	w.file = fi
+	if err != nil {
+		if w.err == nil || w.err.Error() != err.Error() {
+			w.log.Warn("config.yaml does not load: the settings read before stay until it does", "error", err)
+		}
+		w.err = err
+		return w.cfg, err
+	}
+	w.cfg, w.err = cfg, nil
+	if w.bus != nil {
+		w.bus.SetTimeout(cfg.HookTimeout())
+	}
+	return cfg, nil
+}
+
+// settled is current without its error: the last config that loaded.
+func (w *configWatch) settled() config.Config {
+	cfg, _ := w.current()
+	return cfg
+}
+
+// trash is sessions.trash_days and trash_automatic now.
+func (w *configWatch) trash() (int, bool) {
+	cfg := w.settled()
+	return cfg.TrashDays(), cfg.TrashAutomatic()
+}
+
+// maintenanceConfig is what maintenance reads of cfg.
+func maintenanceConfig(cfg config.Config) maintenance.Config {
+	return maintenance.Config{AutoPrune: cfg.Sessions.AutoPrune, RetentionDays: cfg.RetentionDays(),
+		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, EventRetention: cfg.EventRetention()}
+}
