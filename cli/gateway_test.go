@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -444,5 +446,57 @@ func writeUnder(t *testing.T, root, rel, text string) {
 	}
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A gateway whose model's key is not set yet starts all the same: a
+// message is answered with why the model was not asked (nothing stored),
+// and the key kept with `atrium config set` from another process is the
+// next message's, without a restart.
+func TestAGatewayTakesTheModelsKeyWhenItIsSet(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var auth []string
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hello from the model"}}]}`))
+	}))
+	defer model.Close()
+	tg := gatewaytest.NewTelegram(t, cliTGToken)
+	home := t.TempDir()
+	cfg := fmt.Sprintf("model:\n  provider: custom\n  base_url: %s/v1\n  default: m\n  api_key_env: ATRIUM_T_GW_MODEL_KEY\n"+
+		"gateway:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", model.URL, tg.URL)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw, logs := gatewayRun(t, home)
+	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
+	tg.Push(42, "Ada", 42, "private", "hello")
+	waitFor(t, "the first reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 1 })
+	if got := tg.SentTexts()[0]; !strings.HasPrefix(got, "Sorry, that did not work:") || !strings.Contains(got, "$ATRIUM_T_GW_MODEL_KEY is not set") {
+		t.Fatalf("the reply without a key: %q", got)
+	}
+	if r := atrium(t, home, "config", "set", "ATRIUM_T_GW_MODEL_KEY", "sk-gw-later"); r.code != 0 {
+		t.Fatalf("config set: %+v", r)
+	}
+	tg.Push(42, "Ada", 42, "private", "hello again")
+	waitFor(t, "the second reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 2 })
+	if got := tg.SentTexts()[1]; got != "hello from the model" {
+		t.Fatalf("the reply once the key was set: %q", got)
+	}
+	mu.Lock()
+	if strings.Join(auth, ",") != "Bearer sk-gw-later" {
+		t.Fatalf("the model was asked with %q", auth)
+	}
+	mu.Unlock()
+	_ = gw.Process.Signal(syscall.SIGTERM)
+	if err := gw.Wait(); err != nil {
+		t.Fatalf("the gateway after SIGTERM: %v\n%s", err, logs.String())
+	}
+	if strings.Contains(logs.String(), "sk-gw-later") {
+		t.Fatal("the key reached the log")
 	}
 }
