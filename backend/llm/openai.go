@@ -118,7 +118,7 @@ func NewOpenAIProvider(cfg OpenAIConfig) (*OpenAIProvider, error) {
 		key, ok := os.LookupEnv(cfg.APIKeyEnv)
 		key = strings.TrimSpace(key)
 		if !ok || key == "" {
-			return nil, apperr.New(apperr.Invalid, "openai provider: the API key variable $%s is not set (or empty); export it or keep it in the profile's .env (the window's Settings, Model; or `atrium config set %s ...`), or leave APIKeyEnv empty for a server without keys", cfg.APIKeyEnv, cfg.APIKeyEnv)
+			return nil, apperr.New(apperr.Invalid, "the model's API key $%s is not set (or empty); export it or keep it in the profile's .env (the window's Settings, Model; or `atrium config set %s ...`)", cfg.APIKeyEnv, cfg.APIKeyEnv)
 		}
 		p.apiKey = key
 	}
