@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"atrium/backend/apperr"
@@ -82,7 +83,7 @@ type Engine struct {
 	sessions *sessions.Service
 	bus      *hooks.Bus
 	sum      llm.Summarizer
-	cfg      Config
+	cfg      atomic.Pointer[Config]
 
 	mu   sync.Mutex
 	busy map[string]bool
@@ -92,11 +93,17 @@ type Engine struct {
 // NewEngine builds the engine. sum is the summarizer for summarize and
 // micro_summarize.
 func NewEngine(d *db.DB, s *sessions.Service, bus *hooks.Bus, sum llm.Summarizer, cfg Config) *Engine {
-	return &Engine{db: d, sessions: s, bus: bus, sum: sum, cfg: cfg, busy: map[string]bool{}, cool: map[string]time.Time{}}
+	e := &Engine{db: d, sessions: s, bus: bus, sum: sum, busy: map[string]bool{}, cool: map[string]time.Time{}}
+	e.cfg.Store(&cfg)
+	return e
 }
 
 // Config is the configuration in force.
-func (e *Engine) Config() Config { return e.cfg }
+func (e *Engine) Config() Config { return *e.cfg.Load() }
+
+// SetConfig puts cfg in force from the next compaction (config.yaml
+// changed while the process runs).
+func (e *Engine) SetConfig(cfg Config) { e.cfg.Store(&cfg) }
 
 // Request asks for one compaction.
 type Request struct {
@@ -179,8 +186,8 @@ func (e *Engine) coolingUntil(id string) time.Time {
 func (e *Engine) setCooldown(id string, on bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if on && e.cfg.Cooldown > 0 {
-		e.cool[id] = e.db.Now().Add(e.cfg.Cooldown)
+	if on && e.Config().Cooldown > 0 {
+		e.cool[id] = e.db.Now().Add(e.Config().Cooldown)
 	} else {
 		delete(e.cool, id)
 	}

@@ -86,22 +86,23 @@ func turnsWord(n int) string {
 }
 
 func (e *Engine) plan(ctx context.Context, req Request, ms []sessions.Message) (plan, string, string, error) {
+	cfg := e.Config()
 	switch req.Kind {
 	case KindSummarize:
-		start, end := leadingSystem(ms), tailStart(ms, e.cfg.ProtectTurns)
+		start, end := leadingSystem(ms), tailStart(ms, cfg.ProtectTurns)
 		if eng, ok := e.contextEngine(); ok {
-			return e.enginePlan(ctx, req, eng, ms, start, e.cfg.Rotate)
+			return e.enginePlan(ctx, req, eng, ms, start, cfg.Rotate)
 		}
 		if end-start < 2 {
-			return plan{}, SkipNothing, fmt.Sprintf("fewer than two messages before the last %s", turnsWord(e.cfg.ProtectTurns)), nil
+			return plan{}, SkipNothing, fmt.Sprintf("fewer than two messages before the last %s", turnsWord(cfg.ProtectTurns)), nil
 		}
 		head := ms[start:end]
-		return e.summaryPlan(ctx, req, head, e.cfg.Rotate)
+		return e.summaryPlan(ctx, req, head, cfg.Rotate)
 	case KindMicroSummarize:
-		start, end := leadingSystem(ms)+2, tailStart(ms, e.cfg.ProtectTurns)
-		size := e.cfg.MicroSlice
+		start, end := leadingSystem(ms)+2, tailStart(ms, cfg.ProtectTurns)
+		size := cfg.MicroSlice
 		if end-start < 3 {
-			return plan{}, SkipNothing, "fewer than three messages between the start and the last " + turnsWord(e.cfg.ProtectTurns), nil
+			return plan{}, SkipNothing, "fewer than three messages between the start and the last " + turnsWord(cfg.ProtectTurns), nil
 		}
 		if size > end-start {
 			size = end - start
@@ -120,10 +121,10 @@ func (e *Engine) plan(ctx context.Context, req Request, ms []sessions.Message) (
 		if eng, ok := e.contextEngine(); ok {
 			return e.enginePrune(ctx, req, eng, ms)
 		}
-		end := tailStart(ms, e.cfg.PruneKeepTurns)
+		end := tailStart(ms, cfg.PruneKeepTurns)
 		var p plan
 		for _, m := range ms[:end] {
-			if m.Role != "tool" || len(m.Content) < e.cfg.StubMinChars || strings.HasPrefix(m.Content, StubPrefix) {
+			if m.Role != "tool" || len(m.Content) < cfg.StubMinChars || strings.HasPrefix(m.Content, StubPrefix) {
 				continue
 			}
 			p.replaced = append(p.replaced, m)
@@ -133,7 +134,7 @@ func (e *Engine) plan(ctx context.Context, req Request, ms []sessions.Message) (
 			p.pos = append(p.pos, posOf(m))
 		}
 		if len(p.replaced) == 0 {
-			return plan{}, SkipNothing, "no large tool output older than the last " + turnsWord(e.cfg.PruneKeepTurns), nil
+			return plan{}, SkipNothing, "no large tool output older than the last " + turnsWord(cfg.PruneKeepTurns), nil
 		}
 		p.removed, p.replacedN = intp(0), intp(len(p.replaced))
 		return p, "", "", nil

@@ -25,7 +25,7 @@ func (e *Engine) tellMemory(ctx context.Context, req Request, sessionID, method 
 	if e.bus == nil {
 		return hooks.MemoryAnswer{}
 	}
-	c, ok := e.bus.MemoryProvider(e.cfg.MemoryProvider)
+	c, ok := e.bus.MemoryProvider(e.Config().MemoryProvider)
 	if !ok {
 		return hooks.MemoryAnswer{}
 	}

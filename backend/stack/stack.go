@@ -99,6 +99,11 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	ccfg := compactionConfig(cfg.Compaction)
 	ccfg.MemoryProvider = cfg.Memory.Provider
 	st.Compaction = compaction.NewEngine(d, sess, bus, sum, ccfg)
+	watch.onChange(func(cfg config.Config) {
+		c := compactionConfig(cfg.Compaction)
+		c.MemoryProvider = ccfg.MemoryProvider // memory.provider: at the next open
+		st.Compaction.SetConfig(c)
+	})
 	// Built-in commands first, so no plugin can take their names.
 	if err := st.Compaction.RegisterCommands(bus.Commands()); err != nil {
 		return fail(err)

@@ -13,7 +13,8 @@ import (
 // configWatch is config.yaml as the file is now, for what a running process
 // takes without the profile being opened again: the model (at each turn),
 // the trash, retention and idle-archive settings (at each operation that
-// reads them) and the hook timeout (with any of those). The file is read
+// reads them), and the hook timeout and the compaction block (with any of
+// those). The file is read
 // again only when it changed: another inode, size or modification time
 // (every Atrium write replaces it). A file that does not load leaves those
 // settings as they were last read, said once in the log; a turn is told
@@ -22,6 +23,9 @@ type configWatch struct {
 	path string
 	log  *slog.Logger
 	bus  *hooks.Bus // its timeout follows plugins.hook_callback_timeout
+	// changed are told each config that loaded after the first (under
+	// the watch's lock: they only store what they take).
+	changed []func(config.Config)
 
 	mu   sync.Mutex
 	file os.FileInfo   // the file when it was read last (nil: read it again)
@@ -51,7 +55,17 @@ func (w *configWatch) current() (config.Config, error) {
 	if w.bus != nil {
 		w.bus.SetTimeout(cfg.HookTimeout())
 	}
+	for _, fn := range w.changed {
+		fn(cfg)
+	}
 	return cfg, nil
+}
+
+// onChange has fn told each config that loads from now on.
+func (w *configWatch) onChange(fn func(config.Config)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.changed = append(w.changed, fn)
 }
 
 // settled is current without its error: the last config that loaded.

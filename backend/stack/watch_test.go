@@ -30,9 +30,9 @@ func (h *notLoading) Handle(_ context.Context, r slog.Record) error {
 }
 
 // A running process follows config.yaml as it is now: the trash (the next
-// delete), the hook timeout, idle archiving and retention (the next
-// maintenance run, and what the Storage page shows) without the profile
-// being opened again. A file that does not load keeps the settings read
+// delete), the hook timeout, the compaction thresholds, idle archiving and
+// retention (the next maintenance run, and what the Storage page shows)
+// without the profile being opened again. A file that does not load keeps the settings read
 // before, said once in the log.
 func TestARunningStackFollowsConfigYaml(t *testing.T) {
 	t.Parallel()
@@ -90,6 +90,12 @@ func TestARunningStackFollowsConfigYaml(t *testing.T) {
 	write("sessions:\n  trash_days: 0\nplugins:\n  hook_callback_timeout: 7\n")
 	if r := del(create("b")); r.Trashed || st.Bus.Timeout() != 7*time.Second || st.Sessions.TrashDays() != 0 {
 		t.Fatalf("trash_days 0: %+v, hook timeout %v", r, st.Bus.Timeout())
+	}
+	// The compaction block too: the next compaction's thresholds.
+	write("sessions:\n  trash_days: 0\ncompaction:\n  threshold: 0.5\n  soft_threshold: 0.3\n  rotate: false\n")
+	del(create("b2"))
+	if c := st.Compaction.Config(); c.Threshold != 0.5 || c.SoftThreshold != 0.3 || c.Rotate {
+		t.Fatalf("the compaction block after a change: %+v", c)
 	}
 	write("sessions: [trash_days\n")
 	for _, title := range []string{"c", "d"} {
