@@ -121,7 +121,7 @@ export class ModelSection {
         'div',
         { class: 'field' },
         h('div', { class: 'key-row' }, this.checkBtn, this.checkOut),
-        h('div', { class: 'help muted small' }, 'Asks the model, as saved and with the key this process has, for one word.'),
+        h('div', { class: 'help muted small' }, 'Asks the model, as saved and with its key as it is now, for one word.'),
       ),
     );
   }
