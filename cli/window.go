@@ -3,10 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"atrium/backend/config"
+	"atrium/backend/dotenv"
 	"atrium/backend/pluginhost"
 	"atrium/backend/stack"
 	"atrium/desktop"
@@ -33,7 +37,9 @@ func (r *runner) window(root *cobra.Command) {
 			return cmd.Help()
 		}
 		r.host.kind = pluginhost.KindWindow
-		return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+		opened := false
+		err := r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+			opened = true
 			loop, approvals, err := askingLoop(st, f)
 			if err != nil {
 				return err
@@ -53,5 +59,26 @@ func (r *runner) window(root *cobra.Command) {
 			return desktop.Run(ctx, st, desktop.Options{Version: r.env.Version, Open: open, Loop: loop,
 				Plugins: r.pluginManager(wctx, st), Ready: r.releasePlugins, Cron: host.CronService(), Approvals: approvals})
 		})
+		if err == nil || opened {
+			return err
+		}
+		// The profile could not be opened (a config.yaml that does not load,
+		// a store that cannot be read). Started from the desktop's menu,
+		// nobody sees stderr: the window says it, and offers to try again.
+		home, herr := config.ResolveHome(r.g.home, r.g.profile)
+		if herr != nil || !desktop.ShowStartError(home, err) {
+			return err
+		}
+		return again()
 	}
+}
+
+// again runs this process anew, with its arguments and the environment it
+// was started with (what the profile's .env gave it is read again).
+func again() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(exe, os.Args, dotenv.Environ())
 }

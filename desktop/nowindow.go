@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"atrium/backend/apperr"
+	"atrium/backend/config"
 	"atrium/backend/stack"
 )
 
@@ -16,3 +17,6 @@ const Available = false
 func Run(context.Context, *stack.Stack, Options) error {
 	return apperr.New(apperr.Rejected, "this atrium was built without the desktop window: build it with `make build`, or use a subcommand (atrium --help)")
 }
+
+// ShowStartError has no window to show the error in: it says no.
+func ShowStartError(config.Home, error) bool { return false }
