@@ -133,16 +133,15 @@ func NewProvider(ep config.Endpoint, timeout time.Duration) (llm.Provider, error
 }
 
 // liveSummarizer is compaction's summarizer: with compaction.summarizer:
-// model, the model config.yaml names at each summary (an API's; else the
-// offline summary), so a key that is not set yet fails a summary, not
-// the start of every command.
+// model (as config.yaml says it at each summary), the model it names then
+// (an API's; else the offline summary), so a key that is not set yet fails
+// a summary, not the start of every command.
 type liveSummarizer struct {
-	model  *liveModel
-	byName bool // compaction.summarizer: model
+	model *liveModel
 }
 
 func (s liveSummarizer) Summarize(ctx context.Context, msgs []llm.Message, focus string) (string, error) {
-	if s.byName {
+	if s.model.watch.settled().Compaction.Summarizer == "model" {
 		m, err := s.model.resolve()
 		if err != nil {
 			return "", err
@@ -155,7 +154,7 @@ func (s liveSummarizer) Summarize(ctx context.Context, msgs []llm.Message, focus
 }
 
 func (s *Stack) summarizer() llm.Summarizer {
-	return liveSummarizer{model: s.liveModel(ModelFlags{}), byName: s.Config.Compaction.Summarizer == "model"}
+	return liveSummarizer{model: s.liveModel(ModelFlags{})}
 }
 
 // Loop builds the turn loop. Each turn asks the model config.yaml names as

@@ -3,12 +3,15 @@ package stack_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"atrium/backend/compaction"
 	"atrium/backend/config"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
@@ -119,5 +122,74 @@ func TestARunningStackFollowsConfigYaml(t *testing.T) {
 	}
 	if r, err := st.Maintenance.Retention(ctx); err != nil || r.Days != 45 {
 		t.Fatalf("retention shown: %+v %v", r, err)
+	}
+}
+
+// compaction.summarizer is read at each summary too: model asks the model
+// config.yaml names then (its key from the .env as it is), offline asks
+// nobody.
+func TestTheSummarizerFollowsConfigYaml(t *testing.T) {
+	ctx := context.Background()
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"A summary from the model."}}]}`))
+	}))
+	defer srv.Close()
+	home, err := config.ResolveHome(t.TempDir(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := home.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	model := "model:\n  provider: custom\n  base_url: " + srv.URL + "/v1\n  default: m\n  api_key_env: ATRIUM_T_SUM_KEY\n"
+	write := func(text string) {
+		t.Helper()
+		tmp := home.ConfigPath() + ".new"
+		if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, home.ConfigPath()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(model + "compaction:\n  summarizer: offline\n  rotate: false\n")
+	st, err := stack.Open(ctx, home, stack.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	summarize := func() compaction.Result {
+		t.Helper()
+		s, err := st.Sessions.Create(ctx, sessions.CreateParams{Title: "long"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 {
+			role := []string{"user", "assistant"}[i%2]
+			if _, err := st.Sessions.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: role, Content: strings.Repeat("words ", 40)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := st.Compaction.Compact(ctx, compaction.Request{SessionID: s.ID, Kind: compaction.KindSummarize, Reason: compaction.ReasonManual})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if r := summarize(); !r.Changed || asked.Load() != 0 {
+		t.Fatalf("offline: %+v, the model asked %d times", r, asked.Load())
+	}
+	write(model + "compaction:\n  summarizer: model\n  rotate: false\n")
+	if r := summarize(); r.Changed || !strings.Contains(r.Detail, "$ATRIUM_T_SUM_KEY is not set") || asked.Load() != 0 {
+		t.Fatalf("model without its key: %+v, asked %d times", r, asked.Load())
+	}
+	if err := os.WriteFile(home.EnvPath(), []byte("ATRIUM_T_SUM_KEY=sk-sum\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := summarize(); !r.Changed || asked.Load() != 1 {
+		t.Fatalf("model with its key: %+v, asked %d times", r, asked.Load())
 	}
 }
