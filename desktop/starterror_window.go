@@ -66,6 +66,21 @@ func ShowStartError(home config.Home, cause error) (retry bool) {
 			wctx = ctx
 			mu.Unlock()
 		},
+		// Launched again from the menu while it is up (nothing seemed to
+		// happen the first time), the window comes to the front instead
+		// of a second one.
+		SingleInstanceLock: &options.SingleInstanceLock{
+			UniqueId: UniqueID(home.Dir) + "_start",
+			OnSecondInstanceLaunch: func(options.SecondInstanceData) {
+				mu.Lock()
+				ctx := wctx
+				mu.Unlock()
+				if ctx != nil {
+					runtime.WindowUnminimise(ctx)
+					runtime.WindowShow(ctx)
+				}
+			},
+		},
 		Linux: &linux.Options{WebviewGpuPolicy: linux.WebviewGpuPolicyNever, ProgramName: "atrium", Icon: build.Icon},
 	})
 	return again.Load()

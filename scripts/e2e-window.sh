@@ -445,6 +445,11 @@ if w=$(wait_title 'could not be opened' 300); then
   sleep 1.5
   import -window root "$ART/window-start-error.png" 2>/dev/null || true
   ok "a config.yaml that does not load opens a window that says so (see window-start-error.png)"
+  # Launched again meanwhile (from the menu, nothing seemed to happen):
+  # the window comes to the front, no second one.
+  timeout 30 "$BIN" --home "$HB" >"$WORK/again.log" 2>&1 || true
+  n=$(xdotool search --name 'could not be opened' 2>/dev/null | wc -l)
+  [ "$n" = 1 ] && ok "a second launch shows no second error window" || bad "$n error windows after a second launch"
   printf 'sessions:\n  trash_days: 7\n' >"$HB/config.yaml"
   xdotool windowactivate --sync "$w" 2>/dev/null || true
   xdotool mousemove --sync 300 300
