@@ -11,7 +11,6 @@ import (
 	"github.com/wailsapp/wails/v2/pkg/options"
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
 	"github.com/wailsapp/wails/v2/pkg/options/linux"
-	"github.com/wailsapp/wails/v2/pkg/runtime"
 
 	"atrium/backend/config"
 	"atrium/build"
@@ -28,28 +27,20 @@ func ShowStartError(home config.Home, cause error) (retry bool) {
 	var release sync.Once
 	letGo := func() { release.Do(func() { hold.Close() }) }
 	defer letGo()
-	var (
-		mu    sync.Mutex
-		wctx  context.Context
-		again atomic.Bool
-	)
+	wr := &wailsRuntime{}
+	var again atomic.Bool
+	// The page's buttons come once the window has started (wr is set).
 	act := func(name string) {
-		mu.Lock()
-		ctx := wctx
-		mu.Unlock()
-		if ctx == nil {
-			return
-		}
 		switch name {
 		case "retry":
 			again.Store(true)
-			runtime.Quit(ctx)
+			wr.quit()
 		case "quit":
-			runtime.Quit(ctx)
+			wr.quit()
 		case "config":
-			runtime.BrowserOpenURL(ctx, "file://"+home.ConfigPath())
+			_ = wr.OpenFolder(home.ConfigPath()) // a file:// URL: the file opens in its application
 		case "folder":
-			runtime.BrowserOpenURL(ctx, "file://"+home.Dir)
+			_ = wr.OpenFolder(home.Dir)
 		}
 	}
 	_ = runWails(&options.App{
@@ -62,24 +53,14 @@ func ShowStartError(home config.Home, cause error) (retry bool) {
 		AssetServer:      &assetserver.Options{Handler: startPage{home: home, err: cause, act: act}},
 		OnStartup: func(ctx context.Context) {
 			letGo()
-			mu.Lock()
-			wctx = ctx
-			mu.Unlock()
+			wr.set(ctx)
 		},
 		// Launched again from the menu while it is up (nothing seemed to
 		// happen the first time), the window comes to the front instead
 		// of a second one.
 		SingleInstanceLock: &options.SingleInstanceLock{
-			UniqueId: UniqueID(home.Dir) + "_start",
-			OnSecondInstanceLaunch: func(options.SecondInstanceData) {
-				mu.Lock()
-				ctx := wctx
-				mu.Unlock()
-				if ctx != nil {
-					runtime.WindowUnminimise(ctx)
-					runtime.WindowShow(ctx)
-				}
-			},
+			UniqueId:               UniqueID(home.Dir) + "_start",
+			OnSecondInstanceLaunch: func(options.SecondInstanceData) { wr.show() },
 		},
 		Linux: &linux.Options{WebviewGpuPolicy: linux.WebviewGpuPolicyNever, ProgramName: "atrium", Icon: build.Icon},
 	})
