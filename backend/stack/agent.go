@@ -114,11 +114,7 @@ func (m *liveModel) resolve() (turns.Model, error) {
 	if err != nil {
 		return turns.Model{}, err
 	}
-	name := p.Name()
-	if ep.Name != "" {
-		name = ep.Name
-	}
-	m.ep, m.key, m.timeout, m.cur = ep, key, timeout, turns.Model{Provider: p, Name: name}
+	m.ep, m.key, m.timeout, m.cur = ep, key, timeout, turns.Model{Provider: p, Name: ep.Name} // no name: the loop takes the provider's
 	return m.cur, nil
 }
 

@@ -260,8 +260,9 @@ func New(d *db.DB, s *sessions.Service, eng *compaction.Engine, bus *hooks.Bus, 
 	if opts.MaxContinues <= 0 {
 		opts.MaxContinues = DefaultMaxContinues
 	}
-	if opts.Model == "" && opts.Provider != nil {
-		opts.Model = opts.Provider.Name()
+	if opts.Resolve == nil {
+		fixed := Model{Provider: opts.Provider, Name: opts.Model}
+		opts.Resolve = func() (Model, error) { return fixed, nil }
 	}
 	l := &Loop{db: d, sessions: s, engine: eng, bus: bus, opts: opts}
 	if err := RegisterCommands(bus, s, CommandOptions{MemoryProvider: opts.MemoryProvider}); err != nil {
@@ -772,11 +773,9 @@ func (m Model) Native() llm.NativeCompactor {
 }
 
 // Resolve is the model the loop asks now (ctx.llm uses it too): the fixed
-// one, or what Options.Resolve says at this moment.
+// one, or what Options.Resolve says at this moment; without a name, the
+// provider's.
 func (l *Loop) Resolve() (Model, error) {
-	if l.opts.Resolve == nil {
-		return Model{Provider: l.opts.Provider, Name: l.opts.Model}, nil
-	}
 	m, err := l.opts.Resolve()
 	if err != nil {
 		return Model{}, err
