@@ -53,9 +53,7 @@ type Service struct {
 	profile     string
 	sessionsDir string
 	log         *slog.Logger
-	trashDays   int
-	trashAuto   bool
-	trashNow    func() (int, bool) // Options.Trash
+	trashNow    func() (int, bool) // Options.Trash, or TrashDays and TrashAutomatic
 	background  bool               // background tasks run IndexPending's work
 	sidecars    *sidecarState      // shared by the store's services with this sessions folder; nil without one
 
@@ -73,15 +71,18 @@ func NewService(d *db.DB, bus *hooks.Bus, opts Options) *Service {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	days, auto := DefaultTrashDays, true
-	if opts.TrashDays != nil && *opts.TrashDays >= 0 {
-		days = *opts.TrashDays
+	trash := opts.Trash
+	if trash == nil {
+		days, auto := -1, true // -1: DefaultTrashDays
+		if opts.TrashDays != nil {
+			days = *opts.TrashDays
+		}
+		if opts.TrashAutomatic != nil {
+			auto = *opts.TrashAutomatic
+		}
+		trash = func() (int, bool) { return days, auto }
 	}
-	if opts.TrashAutomatic != nil {
-		auto = *opts.TrashAutomatic
-	}
-	s := &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg, trashDays: days, trashAuto: auto,
-		trashNow: opts.Trash, searchTimeout: opts.SearchTimeout}
+	s := &Service{db: d, bus: bus, profile: p, sessionsDir: opts.SessionsDir, log: lg, trashNow: trash, searchTimeout: opts.SearchTimeout}
 	if !opts.ManualIndex {
 		s.background = true
 		s.db.AddTask("fts-index", indexDelay, s.indexNew)
@@ -105,9 +106,6 @@ func (s *Service) TrashDays() int {
 
 // trash is trash_days and trash_automatic now: an operation reads them once.
 func (s *Service) trash() (days int, automatic bool) {
-	if s.trashNow == nil {
-		return s.trashDays, s.trashAuto
-	}
 	days, automatic = s.trashNow()
 	if days < 0 {
 		days = DefaultTrashDays
