@@ -186,8 +186,8 @@ func (e *Engine) coolingUntil(id string) time.Time {
 func (e *Engine) setCooldown(id string, on bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if on && e.Config().Cooldown > 0 {
-		e.cool[id] = e.db.Now().Add(e.Config().Cooldown)
+	if cooldown := e.Config().Cooldown; on && cooldown > 0 {
+		e.cool[id] = e.db.Now().Add(cooldown)
 	} else {
 		delete(e.cool, id)
 	}

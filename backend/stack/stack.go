@@ -80,7 +80,8 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	}
 	bus := hooks.NewBus(d, hooks.Options{Timeout: cfg.HookTimeout(), Logger: lg})
 	bus.SelectContextEngine(cfg.Context.Engine)
-	watch := &configWatch{path: home.ConfigPath(), log: lg, bus: bus, file: file, cfg: cfg}
+	watch := &configWatch{path: home.ConfigPath(), log: lg, file: file, cfg: cfg}
+	watch.onChange(func(cfg config.Config) { bus.SetTimeout(cfg.HookTimeout()) })
 	sess := sessions.NewService(d, bus, sessions.Options{Profile: home.Profile, SessionsDir: home.SessionsDir(), Logger: lg,
 		Trash: watch.trash})
 	rec := receipts.NewService(d, sess, cfg.ReceiptTTL())

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"atrium/backend/config"
-	"atrium/backend/hooks"
 	"atrium/backend/maintenance"
 )
 
@@ -22,7 +21,6 @@ import (
 type configWatch struct {
 	path string
 	log  *slog.Logger
-	bus  *hooks.Bus // its timeout follows plugins.hook_callback_timeout
 	// changed are told each config that loaded after the first (under
 	// the watch's lock: they only store what they take).
 	changed []func(config.Config)
@@ -52,9 +50,6 @@ func (w *configWatch) current() (config.Config, error) {
 		return w.cfg, err
 	}
 	w.cfg, w.err = cfg, nil
-	if w.bus != nil {
-		w.bus.SetTimeout(cfg.HookTimeout())
-	}
 	for _, fn := range w.changed {
 		fn(cfg)
 	}
