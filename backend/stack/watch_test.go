@@ -32,14 +32,10 @@ func (h *notLoading) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// A running process follows config.yaml as it is now: the trash (the next
-// delete), the hook timeout, the compaction thresholds, idle archiving and
-// retention (the next maintenance run, and what the Storage page shows)
-// without the profile being opened again. A file that does not load keeps the settings read
-// before, said once in the log.
-func TestARunningStackFollowsConfigYaml(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// newHome is a profile home, and how the test writes its config.yaml: as
+// every Atrium write does, a new file renamed over the old.
+func newHome(t *testing.T) (config.Home, func(text string)) {
+	t.Helper()
 	home, err := config.ResolveHome(t.TempDir(), "default")
 	if err != nil {
 		t.Fatal(err)
@@ -47,9 +43,8 @@ func TestARunningStackFollowsConfigYaml(t *testing.T) {
 	if err := home.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	write := func(text string) {
+	return home, func(text string) {
 		t.Helper()
-		// As every Atrium write does: a new file renamed over the old.
 		tmp := home.ConfigPath() + ".new"
 		if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -58,6 +53,17 @@ func TestARunningStackFollowsConfigYaml(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A running process follows config.yaml as it is now: the trash (the next
+// delete), the hook timeout, the compaction thresholds, idle archiving and
+// retention (the next maintenance run, and what the Storage page shows)
+// without the profile being opened again. A file that does not load keeps the settings read
+// before, said once in the log.
+func TestARunningStackFollowsConfigYaml(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	home, write := newHome(t)
 	write("sessions:\n  trash_days: 30\nplugins:\n  hook_callback_timeout: 5\n")
 	var now atomic.Int64
 	now.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixMilli())
@@ -137,24 +143,8 @@ func TestTheSummarizerFollowsConfigYaml(t *testing.T) {
 		_, _ = w.Write([]byte(`{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"A summary from the model."}}]}`))
 	}))
 	defer srv.Close()
-	home, err := config.ResolveHome(t.TempDir(), "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := home.Ensure(); err != nil {
-		t.Fatal(err)
-	}
+	home, write := newHome(t)
 	model := "model:\n  provider: custom\n  base_url: " + srv.URL + "/v1\n  default: m\n  api_key_env: ATRIUM_T_SUM_KEY\n"
-	write := func(text string) {
-		t.Helper()
-		tmp := home.ConfigPath() + ".new"
-		if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, home.ConfigPath()); err != nil {
-			t.Fatal(err)
-		}
-	}
 	write(model + "compaction:\n  summarizer: offline\n  rotate: false\n")
 	st, err := stack.Open(ctx, home, stack.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
