@@ -114,11 +114,7 @@ func (r *runner) configCmd() *cobra.Command {
 					}
 				}
 				return r.print(map[string]any{"key": args[0], "removed": found, "path": path}, func(w io.Writer) {
-					if found {
-						fmt.Fprintf(w, "unset %s in %s\n", args[0], path)
-					} else {
-						fmt.Fprintf(w, "%s was not set in %s\n", args[0], path)
-					}
+					sayUnset(w, args[0], path, found)
 				})
 			},
 		}, &cobra.Command{

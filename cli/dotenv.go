@@ -74,7 +74,7 @@ func (r *runner) setEnv(name, value string) error {
 		if shadowed {
 			fmt.Fprintf(w, "note: %s is also set, to another value, in the environment Atrium runs in, which goes first: unset it there for this one to be used\n", name)
 		}
-		fmt.Fprintln(w, "processes already running (a window, `atrium serve`, `atrium gateway run`, the plugin host: `atrium plugins host stop`) read it when they start again")
+		fmt.Fprintln(w, "a running window, `atrium serve` or `atrium gateway run` uses it from its next turn; plugins get it when they start again (Reload, or `atrium plugins host stop`)")
 	})
 }
 
@@ -90,15 +90,20 @@ func (r *runner) unsetEnv(name string) error {
 	}
 	inEnv, path := dotenv.Exported(name), home.EnvPath()
 	return r.print(map[string]any{"key": name, "removed": removed, "path": path, "in_environment": inEnv}, func(w io.Writer) {
-		if removed {
-			fmt.Fprintf(w, "unset %s in %s\n", name, path)
-		} else {
-			fmt.Fprintf(w, "%s was not set in %s\n", name, path)
-		}
+		sayUnset(w, name, path, removed)
 		if inEnv {
 			fmt.Fprintf(w, "note: %s is still set in the environment Atrium runs in\n", name)
 		}
 	})
+}
+
+// sayUnset says what `config unset KEY` did to the file at path.
+func sayUnset(w io.Writer, key, path string, removed bool) {
+	if removed {
+		fmt.Fprintf(w, "unset %s in %s\n", key, path)
+	} else {
+		fmt.Fprintf(w, "%s was not set in %s\n", key, path)
+	}
 }
 
 // getEnv says where NAME is set, never its value.
