@@ -277,12 +277,16 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 	payload.Result, payload.ResultSize = clip(result, 2000), len(result)
 	// Stored even when the turn was stopped meanwhile: every tool call in
 	// the transcript keeps its result, so the next turn's request is whole.
-	return l.db.InTx(context.WithoutCancel(ctx), func(tx *db.Tx) error {
-		if _, err := l.sessions.AppendMessageTx(ctx, tx, t.SessionID, sessions.NewMessage{Role: "tool", Content: stored,
+	// Its statements too: the driver may interrupt a running statement
+	// whose context is done, and then the result (and its post_tool_call)
+	// rolled back with the transaction.
+	rec := context.WithoutCancel(ctx)
+	return l.db.InTx(rec, func(tx *db.Tx) error {
+		if _, err := l.sessions.AppendMessageTx(rec, tx, t.SessionID, sessions.NewMessage{Role: "tool", Content: stored,
 			ToolName: call.Name, ToolCallID: call.ID}); err != nil {
 			return err
 		}
-		_, err := l.bus.EnqueueTx(ctx, tx, hooks.PostToolCall, payload)
+		_, err := l.bus.EnqueueTx(rec, tx, hooks.PostToolCall, payload)
 		return err
 	})
 }
