@@ -11,10 +11,22 @@ import (
 
 func TestImportOverHTTPReadsOnlyTheDefaultPlaces(t *testing.T) {
 	// Not parallel: the agents' places come from the environment.
-	cc, hh, cx := t.TempDir(), t.TempDir(), t.TempDir()
+	cc, hh, cx, gh := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	t.Setenv("CLAUDE_CONFIG_DIR", cc)
 	t.Setenv("HERMES_HOME", hh)
 	t.Setenv("CODEX_HOME", cx)
+	t.Setenv("GEMINI_CLI_HOME", gh)
+	chats := filepath.Join(gh, ".gemini", "tmp", "9b2e6d1f", "chats")
+	if err := os.MkdirAll(chats, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conv := `{"sessionId":"4b0c5d6e-7f80-4912-a3b4-c5d6e7f80912","projectHash":"9b2e6d1f","startTime":"2026-03-02T09:00:00.000Z","lastUpdated":"2026-03-02T09:00:00.000Z"}
+{"id":"u1","timestamp":"2026-03-02T09:00:01.000Z","type":"user","content":"why is the build red?"}
+{"id":"g1","timestamp":"2026-03-02T09:00:02.000Z","type":"gemini","content":"A missing import."}
+`
+	if err := os.WriteFile(filepath.Join(chats, "session-2026-03-02T09-00-4b0c5d6e.jsonl"), []byte(conv), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	proj := filepath.Join(cc, "projects", "-home-u-app")
 	if err := os.MkdirAll(proj, 0o700); err != nil {
 		t.Fatal(err)
@@ -26,7 +38,7 @@ func TestImportOverHTTPReadsOnlyTheDefaultPlaces(t *testing.T) {
 	_, c := newServer(t)
 
 	var sources []app.ImportSourceDTO
-	if code := c.do("GET", "/api/storage/import", token, nil, &sources); code != 200 || len(sources) != 3 {
+	if code := c.do("GET", "/api/storage/import", token, nil, &sources); code != 200 || len(sources) != 4 {
 		t.Fatalf("sources = %d %+v", code, sources)
 	}
 	found := map[string]bool{}
@@ -36,7 +48,7 @@ func TestImportOverHTTPReadsOnlyTheDefaultPlaces(t *testing.T) {
 			t.Errorf("source %+v", s)
 		}
 	}
-	if !found["claude-code"] || found["hermes"] || found["codex"] {
+	if !found["claude-code"] || found["hermes"] || found["codex"] || !found["gemini-cli"] {
 		t.Fatalf("found %v", found)
 	}
 
@@ -57,6 +69,14 @@ func TestImportOverHTTPReadsOnlyTheDefaultPlaces(t *testing.T) {
 	}
 	if code := c.do("POST", "/api/storage/import", token, map[string]any{"kind": "claude-code"}, &rep); code != 200 || rep.Counts["unchanged"] != 1 || rep.Messages != 0 {
 		t.Fatalf("again = %d %+v", code, rep)
+	}
+
+	if code := c.do("POST", "/api/storage/import", token, map[string]any{"kind": "gemini-cli"}, &rep); code != 200 || rep.Counts["imported"] != 1 ||
+		rep.Messages != 2 || !strings.HasSuffix(rep.Path, filepath.Join(".gemini", "tmp")) {
+		t.Fatalf("gemini-cli = %d %+v", code, rep)
+	}
+	if c.do("GET", "/api/sessions?platform=gemini-cli", token, nil, &page); len(page.Sessions) != 1 || page.Sessions[0].ID != "4b0c5d6e-7f80-4912-a3b4-c5d6e7f80912" {
+		t.Fatalf("the gemini-cli session %+v", page)
 	}
 
 	// A browser names no file: a path is refused, as an unknown kind and a

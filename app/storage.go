@@ -169,6 +169,7 @@ var importLabels = map[string]string{
 	sessions.ImportHermes: "Hermes agent (state.db)",
 	sessions.ImportClaude: "Claude Code",
 	sessions.ImportCodex:  "Codex",
+	sessions.ImportGemini: "Gemini CLI",
 }
 
 // ImportSources lists the agents Atrium imports from, with where each keeps

@@ -211,6 +211,29 @@ func TestImportTranscriptsWithABrokenLine(t *testing.T) {
 	if !strings.Contains(r.stdout, `"title": "count the lines of main.go"`) {
 		t.Fatalf("codex session: %s", r.stdout)
 	}
+	// Gemini CLI: $GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-*.jsonl
+	// ("gemini" for short), one of its records broken.
+	gh := t.TempDir()
+	chats := filepath.Join(gh, ".gemini", "tmp", "3f9a0c1d", "chats")
+	os.MkdirAll(chats, 0o700)
+	conv := filepath.Join(chats, "session-2026-03-03T08-00-2c4e6a8b.jsonl")
+	os.WriteFile(conv, []byte(strings.Join([]string{
+		`{"sessionId":"2c4e6a8b-0d1f-4a3c-8e5b-7d9f1a3c5e7b","projectHash":"3f9a0c1d","startTime":"2026-03-03T08:00:00.000Z","lastUpdated":"2026-03-03T08:00:00.000Z"}`,
+		`{"id":"u1","timestamp":"2026-03-03T08:00:01.000Z","type":"user","content":[{"text":"which Go version?"}]}`,
+		`{"id":"g1","timestamp":"2026-03-03T08:00:02.000Z","type":"gemini","content":"","toolCalls":[{"id":"run_shell_command-1","name":"run_shell_command","args":{"command":"go version"},"result":[{"functionResponse":{"id":"run_shell_command-1","name":"run_shell_command","response":{"output":"go1.26.8"}}}],"status":"success","timestamp":"2026-03-03T08:00:03.000Z"}]}`,
+		`{"id":"g2","timestamp":"2026-03-03T08:00:04.000Z","type":"gemini","con`,
+		`{"id":"g3","timestamp":"2026-03-03T08:00:05.000Z","type":"gemini","content":"Go 1.26.8."}`,
+	}, "\n")+"\n"), 0o600)
+	r = atriumExec(t, home, "", []string{"GEMINI_CLI_HOME=" + gh}, "sessions", "import", "gemini")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 imported; 4 message(s) added") ||
+		!strings.Contains(r.stderr, "atrium: warning: skipped "+conv+":4:") {
+		t.Fatalf("gemini cli: %+v", r)
+	}
+	r = atrium(t, home, "messages", "list", "2c4e6a8b-0d1f-4a3c-8e5b-7d9f1a3c5e7b", "--json")
+	if !strings.Contains(r.stdout, `"tool_call_id": "run_shell_command-1"`) || !strings.Contains(r.stdout, "go1.26.8") || !strings.Contains(r.stdout, "Go 1.26.8.") {
+		t.Fatalf("gemini messages: %s", r.stdout)
+	}
+
 	// What an import brought is picked out by its platform: to list, or to
 	// delete by rule.
 	r = atrium(t, home, "sessions", "list", "--platform", "claude-code", "--json")

@@ -71,7 +71,7 @@ async function deleteEvents() {
 function startServer() {
   return new Promise((resolvePromise, reject) => {
     // The other agents' places are the run's own, never this machine's.
-    const agents = { HERMES_HOME: join(home, 'agents', 'hermes'), CLAUDE_CONFIG_DIR: join(home, 'agents', 'claude'), CODEX_HOME: join(home, 'agents', 'codex') };
+    const agents = { HERMES_HOME: join(home, 'agents', 'hermes'), CLAUDE_CONFIG_DIR: join(home, 'agents', 'claude'), CODEX_HOME: join(home, 'agents', 'codex'), GEMINI_CLI_HOME: join(home, 'agents', 'gemini') };
     server = spawn(bin, ['--home', home, 'serve', '--addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ATRIUM_HOME: home, ...agents } });
     const timer = setTimeout(() => reject(new Error(`no link printed in 20 s; output:\n${serverLog}`)), 20_000);
     const onData = (chunk) => {
@@ -1188,6 +1188,42 @@ async function main() {
     await page.locator(rowSel, { hasText: 'Port the importer to the dashboard' }).first().waitFor({ timeout: 15_000 });
     const s = await atrium('sessions', 'show', sid);
     eq([s.title, s.message_count, s.source], ['Port the importer to the dashboard', 2, 'cli'], 'the imported session');
+    return line.split('\n')[0];
+  });
+
+  await check('storage page: import from Gemini CLI; the conversation opens with its tool call', async () => {
+    const chats = join(home, 'agents', 'gemini', '.gemini', 'tmp', '3f9a0c1d', 'chats');
+    mkdirSync(chats, { recursive: true });
+    const sid = '2c4e6a8b-0d1f-4a3c-8e5b-7d9f1a3c5e7b';
+    const call = { id: 'run_shell_command-1', name: 'run_shell_command', args: { command: 'go version' }, status: 'success', timestamp: '2026-03-03T08:00:03.000Z',
+      result: [{ functionResponse: { id: 'run_shell_command-1', name: 'run_shell_command', response: { output: 'go version go1.26.8 linux/amd64' } } }] };
+    writeFileSync(
+      join(chats, 'session-2026-03-03T08-00-2c4e6a8b.jsonl'),
+      [
+        { sessionId: sid, projectHash: '3f9a0c1d', startTime: '2026-03-03T08:00:00.000Z', lastUpdated: '2026-03-03T08:00:00.000Z' },
+        { id: 'u1', timestamp: '2026-03-03T08:00:01.000Z', type: 'user', content: [{ text: 'Which Go does this machine run?' }] },
+        { id: 'g1', timestamp: '2026-03-03T08:00:02.000Z', type: 'gemini', content: 'Let me check.', toolCalls: [call] },
+        { id: 'i1', timestamp: '2026-03-03T08:00:03.500Z', type: 'info', content: 'Request cancelled.' },
+        { id: 'g2', timestamp: '2026-03-03T08:00:04.000Z', type: 'gemini', content: 'Go **1.26.8**, for linux/amd64.' },
+        { $set: { summary: 'Which Go version runs here', lastUpdated: '2026-03-03T08:00:04.000Z' } },
+      ].map((r) => JSON.stringify(r)).join('\n') + '\n',
+    );
+    await page.click('[data-testid=nav-storage]');
+    await page.locator('[data-testid=import-source-gemini-cli]').waitFor({ timeout: 10_000 });
+    await page.click('[data-testid=import-run-gemini-cli]');
+    await page.locator('[data-testid=import-line]', { hasText: 'Gemini CLI:' }).waitFor({ timeout: 15_000 });
+    const line = await page.locator('[data-testid=import-result]').innerText();
+    assert(/1 new; 5 messages added/.test(line), `import: ${line}`);
+    await page.click('[data-testid=nav-sessions]');
+    const row = page.locator(`${rowSel}[data-id="${sid}"]`);
+    await row.waitFor({ timeout: 15_000 });
+    await row.dblclick();
+    await page.locator('.messages [data-testid=message]').filter({ hasText: 'for linux/amd64' }).waitFor({ timeout: 10_000 });
+    eq(await page.locator('section.transcript-view').getAttribute('data-session'), sid, 'the conversation shown');
+    await page.screenshot({ path: join(artifacts, 'dashboard-import-gemini.png') });
+    const s = await atrium('sessions', 'show', sid);
+    eq([s.title, s.message_count, s.platform], ['Which Go version runs here', 5, 'gemini-cli'], 'the imported session');
+    await page.keyboard.press('Escape');
     return line.split('\n')[0];
   });
 

@@ -563,19 +563,40 @@ var maxLineBytes = 64 << 20
 // a file (reported when it is not a .jsonl one), else every .jsonl file
 // under it, sorted. What cannot be listed is reported and passed over.
 func jsonlPaths(root string, warn func(Problem)) []string {
-	fi, err := os.Stat(root)
-	if err != nil {
-		warn(ioProblem(root, err))
-		return nil
-	}
-	if !fi.IsDir() {
-		if !isJSONL(root) {
-			warn(Problem{Path: root, Message: "not a .jsonl file"})
-			return nil
-		}
-		return []string{root}
+	if single, dir := rootFile(root, warn, isJSONL, "a .jsonl"); !dir {
+		return single
 	}
 	var out []string
+	walkFiles(root, warn, func(p string) {
+		if isJSONL(p) {
+			out = append(out, p)
+		}
+	})
+	sort.Strings(out)
+	return out
+}
+
+// rootFile says what root is: a folder (dir), or a file to read on its own
+// (single: root, when accept takes it; else nothing, and root is reported
+// as not what). What cannot be looked at is reported.
+func rootFile(root string, warn func(Problem), accept func(string) bool, what string) (single []string, dir bool) {
+	fi, err := os.Stat(root)
+	switch {
+	case err != nil:
+		warn(ioProblem(root, err))
+		return nil, false
+	case fi.IsDir():
+		return nil, true
+	case !accept(root):
+		warn(Problem{Path: root, Message: "not " + what + " file"})
+		return nil, false
+	}
+	return []string{root}, false
+}
+
+// walkFiles calls visit with every file under the folder root; a folder
+// that cannot be listed is reported and passed over.
+func walkFiles(root string, warn func(Problem), visit func(path string)) {
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			warn(ioProblem(p, err))
@@ -584,13 +605,11 @@ func jsonlPaths(root string, warn func(Problem)) []string {
 			}
 			return nil
 		}
-		if !d.IsDir() && isJSONL(p) {
-			out = append(out, p)
+		if !d.IsDir() {
+			visit(p)
 		}
 		return nil
 	})
-	sort.Strings(out)
-	return out
 }
 
 func isJSONL(p string) bool { return strings.EqualFold(filepath.Ext(p), ".jsonl") }

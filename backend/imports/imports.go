@@ -1,5 +1,6 @@
 // Package imports reads the session history of other agents (the familiar
-// Python agent's state.db, Claude Code's and Codex's JSONL transcripts) into
+// Python agent's state.db, Claude Code's and Codex's JSONL transcripts,
+// Gemini CLI's conversation files) into
 // sessions.Imported values for sessions.Service.Import. Readers only read:
 // a foreign store or file is opened read-only and never changed. What cannot
 // be read (a broken line, a row of an unknown shape) is reported as a
@@ -25,6 +26,7 @@ const (
 	PlatformHermes = "hermes"
 	PlatformClaude = "claude-code"
 	PlatformCodex  = "codex"
+	PlatformGemini = "gemini-cli"
 )
 
 // Problem is one thing a reader skipped.
@@ -63,7 +65,7 @@ func Open(kind, path string, env func(string) string, home string, warn func(Pro
 		path = DefaultPath(kind, env, home)
 	}
 	if path == "" {
-		return Reader{}, apperr.New(apperr.Invalid, "unknown import kind %q (one of hermes, claude-code, codex)", kind)
+		return Reader{}, apperr.New(apperr.Invalid, "unknown import kind %q (one of hermes, claude-code, codex, gemini-cli)", kind)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -83,14 +85,17 @@ func Open(kind, path string, env func(string) string, home string, warn func(Pro
 		r.Each = func(ctx context.Context, yield Yield) error { return readClaude(ctx, abs, yield, warn) }
 	case sessions.ImportCodex:
 		r.Each = func(ctx context.Context, yield Yield) error { return readCodex(ctx, abs, yield, warn) }
+	case sessions.ImportGemini:
+		r.Each = func(ctx context.Context, yield Yield) error { return readGemini(ctx, abs, yield, warn) }
 	}
 	return r, nil
 }
 
 // DefaultPath is where kind keeps its history: $HERMES_HOME/state.db (else
 // ~/.hermes/state.db), $CLAUDE_CONFIG_DIR/projects (else
-// ~/.claude/projects), $CODEX_HOME/sessions (else ~/.codex/sessions). ""
-// for an unknown kind.
+// ~/.claude/projects), $CODEX_HOME/sessions (else ~/.codex/sessions),
+// $GEMINI_CLI_HOME/.gemini/tmp (else ~/.gemini/tmp: GEMINI_CLI_HOME stands
+// for the home folder). "" for an unknown kind.
 func DefaultPath(kind string, env func(string) string, home string) string {
 	pick := func(envName, dot, leaf string) string {
 		if v := env(envName); v != "" {
@@ -105,6 +110,11 @@ func DefaultPath(kind string, env func(string) string, home string) string {
 		return pick("CLAUDE_CONFIG_DIR", ".claude", "projects")
 	case sessions.ImportCodex:
 		return pick("CODEX_HOME", ".codex", "sessions")
+	case sessions.ImportGemini:
+		if v := env("GEMINI_CLI_HOME"); v != "" {
+			home = v
+		}
+		return filepath.Join(home, ".gemini", "tmp")
 	}
 	return ""
 }

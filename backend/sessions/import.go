@@ -21,10 +21,11 @@ const (
 	ImportHermes = "hermes"      // the familiar Python agent's state.db
 	ImportClaude = "claude-code" // Claude Code's projects/<dir>/<id>.jsonl
 	ImportCodex  = "codex"       // Codex's sessions/YYYY/MM/DD/rollout-*.jsonl
+	ImportGemini = "gemini-cli"  // Gemini CLI's tmp/<project>/chats/session-*.json(l)
 )
 
 // ImportKinds lists the kinds Import takes.
-var ImportKinds = []string{ImportHermes, ImportClaude, ImportCodex}
+var ImportKinds = []string{ImportHermes, ImportClaude, ImportCodex, ImportGemini}
 
 // Import statuses, one per session offered.
 const (
