@@ -379,3 +379,28 @@ func TestGeminiImportAddsOnlyNewMessages(t *testing.T) {
 		t.Errorf("third import: %+v", by[geminiID])
 	}
 }
+
+// A question imported, then taken back in the CLI (/rewind) and asked
+// again: the conversation there no longer begins with what was imported,
+// so it is left as it was imported, and said to be so.
+func TestGeminiRewindAfterAnImport(t *testing.T) {
+	env := sessionstest.New(t)
+	root := t.TempDir()
+	path := filepath.Join(geminiChats(root, "p"), "session-2026-03-02T09-00-6f1d2c3b.jsonl")
+	lines := geminiSession()
+	jlWrite(t, path, lines[:9]...) // up to "Which one?"
+	items, _ := jlRead(t, readGemini, root)
+	if _, by := jlImport(t, env, items); by[geminiID].Status != sessions.ImportStatusImported || by[geminiID].Messages != 9 {
+		t.Fatalf("first import: %+v", by[geminiID])
+	}
+	jlAppend(t, path, lines[9:]...) // the rewind, then a new question
+	items, _ = jlRead(t, readGemini, root)
+	_, by := jlImport(t, env, items)
+	if o := by[geminiID]; o.Status != sessions.ImportStatusConflict || o.Messages != 0 || !strings.Contains(o.Note, "rewound or edited there") {
+		t.Fatalf("after the rewind: %+v", o)
+	}
+	ms, err := env.Sessions.Messages(context.Background(), geminiID, true)
+	if err != nil || len(ms) != 9 || ms[8].Content != "Which one?" {
+		t.Fatalf("stored %d messages, %v", len(ms), err)
+	}
+}

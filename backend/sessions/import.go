@@ -238,10 +238,10 @@ func ImportTitle(text string) string {
 func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, planned map[Origin]bool) (ImportOutcome, error) {
 	id := ImportID(it.Origin.Kind, it.Origin.Key)
 	out := ImportOutcome{ID: id, Origin: it.Origin, Title: it.Title}
-	var recID string
+	var recID, digest string
 	var taken int
-	err := tx.QueryRow(ctx, `SELECT session_id, messages FROM session_imports WHERE kind = ? AND source_key = ?`,
-		it.Origin.Kind, it.Origin.Key).Scan(&recID, &taken)
+	err := tx.QueryRow(ctx, `SELECT session_id, messages, digest FROM session_imports WHERE kind = ? AND source_key = ?`,
+		it.Origin.Kind, it.Origin.Key).Scan(&recID, &taken, &digest)
 	if errors.Is(err, sql.ErrNoRows) {
 		recID, taken = "", 0
 	} else if err != nil {
@@ -256,7 +256,7 @@ func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, plan
 			return out, err
 		default:
 			out.ID = recID
-			return s.importMoreTx(ctx, tx, it, cur, taken, out)
+			return s.importMoreTx(ctx, tx, it, cur, taken, digest, out)
 		}
 	}
 	if len(it.Messages) == 0 {
@@ -308,8 +308,9 @@ func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, plan
 	if err := insertImportedTx(ctx, tx, id, it.Messages); err != nil {
 		return out, err
 	}
-	if _, err := tx.Exec(ctx, `INSERT OR REPLACE INTO session_imports (kind, source_key, session_id, path, messages, imported_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, it.Origin.Kind, it.Origin.Key, id, it.Origin.Path, len(it.Messages), db.Ms(tx.Now), db.Ms(tx.Now)); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT OR REPLACE INTO session_imports (kind, source_key, session_id, path, messages, digest, imported_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, it.Origin.Kind, it.Origin.Key, id, it.Origin.Path, len(it.Messages), ImportDigest(it.Messages),
+		db.Ms(tx.Now), db.Ms(tx.Now)); err != nil {
 		return out, err
 	}
 	if planned != nil {
@@ -320,8 +321,10 @@ func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, plan
 }
 
 // importMoreTx adds to a session imported before the messages its source
-// gained since, and its end if it has ended since.
-func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur Session, taken int, out ImportOutcome) (ImportOutcome, error) {
+// gained since, and its end if it has ended since; only while the messages
+// taken then are still the source's first ones (digest: theirs, "" when an
+// earlier version did not keep it).
+func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur Session, taken int, digest string, out ImportOutcome) (ImportOutcome, error) {
 	out.Title = cur.Title
 	if cur.Trashed() {
 		out.Status, out.Note = ImportStatusSkipped, "in the trash: restore it, or empty the trash to import it again"
@@ -332,10 +335,24 @@ func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur
 		out.Note = fmt.Sprintf("the source now has %d messages, fewer than the %d imported; left as imported", len(it.Messages), taken)
 		return out, nil
 	}
+	if digest != "" && ImportDigest(it.Messages[:taken]) != digest {
+		out.Status = ImportStatusConflict
+		out.Note = fmt.Sprintf("its first %d messages changed in %s since they were imported (rewound or edited there); left as imported: "+
+			"delete it here and empty it from the trash to import it as it is now", taken, it.Origin.Kind)
+		return out, nil
+	}
 	more := it.Messages[taken:]
 	endNow := it.EndedAt != nil && !cur.Ended()
 	if len(more) == 0 && !endNow {
 		out.Status = ImportStatusUnchanged
+		if digest == "" {
+			// Imported by a version that kept no digest: the messages
+			// taken are the source's first ones now, as far as anyone can
+			// tell; from here on a rewind is told apart.
+			_, err := tx.Exec(ctx, `UPDATE session_imports SET digest = ? WHERE kind = ? AND source_key = ?`,
+				ImportDigest(it.Messages), it.Origin.Kind, it.Origin.Key)
+			return out, err
+		}
 		return out, nil
 	}
 	if len(more) > 0 {
@@ -354,12 +371,24 @@ func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur
 			return out, err
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE session_imports SET messages = ?, path = ?, updated_at = ? WHERE kind = ? AND source_key = ?`,
-		len(it.Messages), it.Origin.Path, db.Ms(tx.Now), it.Origin.Kind, it.Origin.Key); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE session_imports SET messages = ?, digest = ?, path = ?, updated_at = ? WHERE kind = ? AND source_key = ?`,
+		len(it.Messages), ImportDigest(it.Messages), it.Origin.Path, db.Ms(tx.Now), it.Origin.Kind, it.Origin.Key); err != nil {
 		return out, err
 	}
 	out.Status, out.Messages = ImportStatusUpdated, len(more)
 	return out, nil
+}
+
+// ImportDigest identifies messages by what they say, in order: roles,
+// texts and tool calls, not their times.
+func ImportDigest(ms []ImportedMessage) string {
+	h := sha256.New()
+	for _, m := range ms {
+		for _, f := range []string{m.Role, m.Content, m.ToolName, m.ToolCallID} {
+			fmt.Fprintf(h, "%d:%s", len(f), f)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // importedParent is the Atrium id of it's parent when that parent is in the

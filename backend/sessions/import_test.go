@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"atrium/backend/apperr"
+	"atrium/backend/db"
 	"atrium/backend/sessions"
 	"atrium/backend/sessions/sessionstest"
 )
@@ -79,4 +80,92 @@ func TestImportChecksWhatItCannotMendAndMendsTheRest(t *testing.T) {
 		t.Fatalf("orphan kept a link: %+v", o)
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{})
+}
+
+// An import run again adds a source's new messages only while the ones it
+// took are still the source's first ones: a conversation rewound or edited
+// in the other agent is left as imported, said to be so, and nothing is
+// added or fired. A row of an earlier version, without its digest, gets one
+// at its next import.
+func TestImportLeavesARewrittenSourceAsImported(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	msg := func(role, text string) sessions.ImportedMessage {
+		return sessions.ImportedMessage{Role: role, Content: text, CreatedAt: at}
+	}
+	src := func(ms ...sessions.ImportedMessage) []sessions.Imported {
+		return []sessions.Imported{{Origin: sessions.Origin{Kind: sessions.ImportGemini, Key: "conv"}, StartedAt: at, Messages: ms}}
+	}
+	run := func(items []sessions.Imported, dry bool) sessions.ImportOutcome {
+		t.Helper()
+		res, err := e.Sessions.Import(ctx, items, sessions.ImportOptions{DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Outcomes[0]
+	}
+	stored := func() []string {
+		t.Helper()
+		ms, err := e.Sessions.Messages(ctx, "conv", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Role+":"+m.Content)
+		}
+		return out
+	}
+	if o := run(src(msg("user", "q1"), msg("assistant", "a1")), false); o.Status != sessions.ImportStatusImported {
+		t.Fatalf("first import %+v", o)
+	}
+	// The same messages with new times, and one more: the new one added.
+	later := src(msg("user", "q1"), msg("assistant", "a1"), msg("user", "q2"))
+	for i := range later[0].Messages {
+		later[0].Messages[i].CreatedAt = at.Add(time.Hour)
+	}
+	if o := run(later, false); o.Status != sessions.ImportStatusUpdated || o.Messages != 1 {
+		t.Fatalf("grown %+v", o)
+	}
+	// q2 taken back there and another question asked: as many messages,
+	// and more after, but not the same ones.
+	rewound := src(msg("user", "q1"), msg("assistant", "a1"), msg("user", "q2, asked better"), msg("assistant", "a2"))
+	for _, dry := range []bool{true, false} {
+		o := run(rewound, dry)
+		if o.Status != sessions.ImportStatusConflict || o.Messages != 0 || !strings.Contains(o.Note, "its first 3 messages changed in gemini-cli") {
+			t.Fatalf("rewound (dry run %v) %+v", dry, o)
+		}
+	}
+	if got := strings.Join(stored(), " | "); got != "user:q1 | assistant:a1 | user:q2" {
+		t.Fatalf("stored after the rewind: %s", got)
+	}
+	// A tool call's id is part of what a message is.
+	call := func(id string) []sessions.Imported {
+		it := src(msg("user", "q1"), msg("assistant", "a1"), msg("user", "q2"), msg("assistant", "{}"))
+		it[0].Messages[3].ToolName, it[0].Messages[3].ToolCallID = "ls", id
+		return it
+	}
+	if o := run(call("c1"), false); o.Status != sessions.ImportStatusUpdated {
+		t.Fatalf("a call %+v", o)
+	}
+	if o := run(call("c2"), false); o.Status != sessions.ImportStatusConflict {
+		t.Fatalf("the call's id changed %+v", o)
+	}
+
+	// An import of an earlier version kept no digest: the next one takes
+	// it, and tells a rewind from then on.
+	if err := e.DB.InTx(ctx, func(tx *db.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE session_imports SET digest = '' WHERE source_key = 'conv'`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if o := run(call("c1"), false); o.Status != sessions.ImportStatusUnchanged || o.Note != "" {
+		t.Fatalf("without a digest %+v", o)
+	}
+	if o := run(call("c2"), false); o.Status != sessions.ImportStatusConflict {
+		t.Fatalf("after the digest was taken again %+v", o)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
 }
