@@ -1,12 +1,14 @@
 package imports_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"atrium/backend/imports"
 	"atrium/backend/sessions/sessionstest"
@@ -92,4 +94,87 @@ func newHermesB(b *testing.B) string {
 		b.Fatal(err)
 	}
 	return path
+}
+
+// BenchmarkImportGemini imports 1,000 Gemini CLI conversations (.jsonl, 20
+// messages each: a tool call with its result in every fifth model turn, the
+// model's message written again once its call had its result, as the CLI
+// does) into a fresh store per iteration, and the same again.
+func BenchmarkImportGemini(b *testing.B) {
+	root := newGeminiB(b)
+	none := func(string) string { return "" }
+	b.Run("new", func(b *testing.B) {
+		msgs := 0
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			env := sessionstest.New(b)
+			b.StartTimer()
+			rep, err := imports.Run(context.Background(), env.Sessions, "gemini-cli", root, none, b.TempDir(), imports.RunOptions{})
+			if err != nil || rep.Counts["imported"] != 1000 || len(rep.Problems) != 0 {
+				b.Fatalf("%v %+v %v", err, rep.Counts, rep.Problems)
+			}
+			msgs += rep.Messages
+			if err := env.Sessions.FlushIndex(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			env.Close(b)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(msgs), "us/msg")
+	})
+	b.Run("again", func(b *testing.B) {
+		env := sessionstest.New(b)
+		if _, err := imports.Run(context.Background(), env.Sessions, "gemini-cli", root, none, b.TempDir(), imports.RunOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			rep, err := imports.Run(context.Background(), env.Sessions, "gemini-cli", root, none, b.TempDir(), imports.RunOptions{})
+			if err != nil || rep.Counts["unchanged"] != 1000 {
+				b.Fatalf("%v %+v", err, rep.Counts)
+			}
+		}
+	})
+}
+
+func newGeminiB(b *testing.B) string {
+	b.Helper()
+	root := b.TempDir()
+	text := "the quick brown fox jumps over the lazy dog session agent tool call result memory context window token model provider gateway"
+	at := func(i, j int) string {
+		return time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i*60+j) * time.Second).Format("2006-01-02T15:04:05.000Z")
+	}
+	for i := 0; i < 1000; i++ {
+		id := fmt.Sprintf("6f1d2c3b-4a59-4e8f-9a0b-%012d", i)
+		chats := filepath.Join(root, fmt.Sprintf("project%02d", i%10), "chats")
+		if err := os.MkdirAll(chats, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		var buf bytes.Buffer
+		fmt.Fprintf(&buf, `{"sessionId":%q,"projectHash":"p","startTime":%q,"lastUpdated":%q}`+"\n", id, at(i, 0), at(i, 0))
+		for j, n := 0, 0; n < 20; j++ {
+			if j%2 == 0 {
+				fmt.Fprintf(&buf, `{"id":"m%d","timestamp":%q,"type":"user","content":[{"text":%q}]}`+"\n", j, at(i, j), text)
+				n++
+				continue
+			}
+			if j%5 != 3 || n > 17 {
+				fmt.Fprintf(&buf, `{"id":"m%d","timestamp":%q,"type":"gemini","content":%q,"model":"gemini-2.5-pro"}`+"\n", j, at(i, j), text)
+				n++
+				continue
+			}
+			call := fmt.Sprintf(`{"id":"c%d","name":"run_shell_command","args":{"command":"ls"},"status":"executing","timestamp":%q}`, j, at(i, j))
+			done := fmt.Sprintf(`{"id":"c%d","name":"run_shell_command","args":{"command":"ls"},"result":[{"functionResponse":{"id":"c%d","name":"run_shell_command","response":{"output":%q}}}],"status":"success","timestamp":%q}`,
+				j, j, "total 0 quick brown fox jumps over the lazy dog", at(i, j))
+			for _, tc := range []string{call, done} {
+				fmt.Fprintf(&buf, `{"id":"m%d","timestamp":%q,"type":"gemini","content":"","toolCalls":[%s]}`+"\n", j, at(i, j), tc)
+			}
+			n += 2
+		}
+		if err := os.WriteFile(filepath.Join(chats, fmt.Sprintf("session-2026-03-01T00-00-%08d.jsonl", i)), buf.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return root
 }
