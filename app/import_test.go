@@ -16,6 +16,7 @@ func TestImportOverHTTPReadsOnlyTheDefaultPlaces(t *testing.T) {
 	t.Setenv("HERMES_HOME", hh)
 	t.Setenv("CODEX_HOME", cx)
 	t.Setenv("GEMINI_CLI_HOME", gh)
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // no opencode there
 	chats := filepath.Join(gh, ".gemini", "tmp", "9b2e6d1f", "chats")
 	if err := os.MkdirAll(chats, 0o700); err != nil {
 		t.Fatal(err)
@@ -38,7 +39,7 @@ func TestImportOverHTTPReadsOnlyTheDefaultPlaces(t *testing.T) {
 	_, c := newServer(t)
 
 	var sources []app.ImportSourceDTO
-	if code := c.do("GET", "/api/storage/import", token, nil, &sources); code != 200 || len(sources) != 4 {
+	if code := c.do("GET", "/api/storage/import", token, nil, &sources); code != 200 || len(sources) != 5 {
 		t.Fatalf("sources = %d %+v", code, sources)
 	}
 	found := map[string]bool{}
@@ -48,7 +49,7 @@ func TestImportOverHTTPReadsOnlyTheDefaultPlaces(t *testing.T) {
 			t.Errorf("source %+v", s)
 		}
 	}
-	if !found["claude-code"] || found["hermes"] || found["codex"] || !found["gemini-cli"] {
+	if !found["claude-code"] || found["hermes"] || found["codex"] || !found["gemini-cli"] || found["opencode"] {
 		t.Fatalf("found %v", found)
 	}
 

@@ -166,10 +166,11 @@ type ImportDTO struct {
 }
 
 var importLabels = map[string]string{
-	sessions.ImportHermes: "Hermes agent (state.db)",
-	sessions.ImportClaude: "Claude Code",
-	sessions.ImportCodex:  "Codex",
-	sessions.ImportGemini: "Gemini CLI",
+	sessions.ImportHermes:   "Hermes agent (state.db)",
+	sessions.ImportClaude:   "Claude Code",
+	sessions.ImportCodex:    "Codex",
+	sessions.ImportGemini:   "Gemini CLI",
+	sessions.ImportOpenCode: "OpenCode",
 }
 
 // ImportSources lists the agents Atrium imports from, with where each keeps

@@ -20,8 +20,8 @@ import (
 func (r *runner) importCmd() *cobra.Command {
 	var dry, all bool
 	c := &cobra.Command{
-		Use:   "import hermes|claude-code|codex|gemini-cli [PATH] [--dry-run]",
-		Short: "Import the sessions of another agent: the familiar Python agent's state.db, Claude Code's, Codex's or Gemini CLI's transcripts",
+		Use:   "import hermes|claude-code|codex|gemini-cli|opencode [PATH] [--dry-run]",
+		Short: "Import the sessions of another agent: the familiar Python agent's state.db, Claude Code's, Codex's, Gemini CLI's or OpenCode's history",
 		Long: `Import the sessions another agent kept, with their messages, times, titles and lineage.
 
   hermes       the familiar Python agent's store: PATH is its state.db or its home
@@ -34,13 +34,16 @@ func (r *runner) importCmd() *cobra.Command {
   gemini-cli   Gemini CLI's conversations: PATH is its tmp folder, one project's
                folder, its chats folder or one session file (default
                $GEMINI_CLI_HOME/.gemini/tmp, else ~/.gemini/tmp)
+  opencode     OpenCode's history: PATH is its data folder, its opencode.db or its
+               storage folder (default $XDG_DATA_HOME/opencode, else
+               ~/.local/share/opencode)
 
 The other agent's files are only read. Run it again at any time: a session
 imported before gets only the messages added to it since, and is never
 copied twice. An import fires no hook: it is history, not activity.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
-				return usageError{fmt.Errorf("%s takes a kind (hermes, claude-code, codex or gemini-cli) and at most one path (see --help)", cmd.CommandPath())}
+				return usageError{fmt.Errorf("%s takes a kind (hermes, claude-code, codex, gemini-cli or opencode) and at most one path (see --help)", cmd.CommandPath())}
 			}
 			return nil
 		},

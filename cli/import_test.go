@@ -234,6 +234,38 @@ func TestImportTranscriptsWithABrokenLine(t *testing.T) {
 		t.Fatalf("gemini messages: %s", r.stdout)
 	}
 
+	// OpenCode: $XDG_DATA_HOME/opencode/opencode.db.
+	xdg := t.TempDir()
+	os.MkdirAll(filepath.Join(xdg, "opencode"), 0o700)
+	oc, err := sql.Open("sqlite3", filepath.Join(xdg, "opencode", "opencode.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL, directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL)`,
+		`CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL)`,
+		`CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL)`,
+		`INSERT INTO session VALUES ('ses_4c1d2e3f0ffeOpenCodeSess01', 'p', NULL, 's', '/src', 'Rename the flag', '1.2.6', 1772445600000, 1772445600000)`,
+		`INSERT INTO message VALUES ('msg_a', 'ses_4c1d2e3f0ffeOpenCodeSess01', 1772445601000, 0, '{"role":"user","time":{"created":1772445601000}}')`,
+		`INSERT INTO part VALUES ('prt_a', 'msg_a', 'ses_4c1d2e3f0ffeOpenCodeSess01', 0, 0, '{"type":"text","text":"rename --fast to --quick"}')`,
+		`INSERT INTO message VALUES ('msg_b', 'ses_4c1d2e3f0ffeOpenCodeSess01', 1772445602000, 0, '{"role":"assistant","time":{"created":1772445602000}}')`,
+		`INSERT INTO part VALUES ('prt_b1', 'msg_b', 'ses_4c1d2e3f0ffeOpenCodeSess01', 0, 0, '{"type":"tool","callID":"call_1","tool":"grep","state":{"status":"completed","input":{"pattern":"--fast"},"output":"main.go:9","title":"","metadata":{},"time":{"start":1772445603000,"end":1772445604000}}}')`,
+		`INSERT INTO part VALUES ('prt_b2', 'msg_b', 'ses_4c1d2e3f0ffeOpenCodeSess01', 0, 0, '{"type":"text","text":"Renamed in main.go."}')`,
+	} {
+		if _, err := oc.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	oc.Close()
+	r = atriumExec(t, home, "", []string{"XDG_DATA_HOME=" + xdg}, "sessions", "import", "opencode")
+	if r.code != 0 || !strings.Contains(r.stdout, "1 imported; 4 message(s) added") {
+		t.Fatalf("opencode: %+v", r)
+	}
+	r = atrium(t, home, "messages", "list", "ses_4c1d2e3f0ffeOpenCodeSess01", "--json")
+	if !strings.Contains(r.stdout, `"tool_call_id": "call_1"`) || !strings.Contains(r.stdout, "main.go:9") || !strings.Contains(r.stdout, "Renamed in main.go.") {
+		t.Fatalf("opencode messages: %s", r.stdout)
+	}
+
 	// What an import brought is picked out by its platform: to list, or to
 	// delete by rule.
 	r = atrium(t, home, "sessions", "list", "--platform", "claude-code", "--json")

@@ -71,7 +71,7 @@ async function deleteEvents() {
 function startServer() {
   return new Promise((resolvePromise, reject) => {
     // The other agents' places are the run's own, never this machine's.
-    const agents = { HERMES_HOME: join(home, 'agents', 'hermes'), CLAUDE_CONFIG_DIR: join(home, 'agents', 'claude'), CODEX_HOME: join(home, 'agents', 'codex'), GEMINI_CLI_HOME: join(home, 'agents', 'gemini') };
+    const agents = { HERMES_HOME: join(home, 'agents', 'hermes'), CLAUDE_CONFIG_DIR: join(home, 'agents', 'claude'), CODEX_HOME: join(home, 'agents', 'codex'), GEMINI_CLI_HOME: join(home, 'agents', 'gemini'), XDG_DATA_HOME: join(home, 'agents', 'xdg') };
     server = spawn(bin, ['--home', home, 'serve', '--addr', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ATRIUM_HOME: home, ...agents } });
     const timer = setTimeout(() => reject(new Error(`no link printed in 20 s; output:\n${serverLog}`)), 20_000);
     const onData = (chunk) => {

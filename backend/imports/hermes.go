@@ -76,7 +76,9 @@ func readHermes(ctx context.Context, path string, yield Yield, warn func(Problem
 			return apperr.Wrap(apperr.Invalid, err, "read the messages of %s", path)
 		}
 	}
-	for _, r := range parentsFirst(rows, byID, path, warn) {
+	for _, i := range parentsFirst(len(rows), func(i int) string { return rows[i].id }, func(i int) string { return rows[i].parent },
+		func(i int) { rows[i].parent = "" }, path, warn) {
+		r := rows[i]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -182,26 +184,31 @@ func hermesSessions(ctx context.Context, conn *sql.DB, cols map[string]bool) ([]
 	return out, rows.Err()
 }
 
-// parentsFirst orders the sessions so that each comes after its parent,
-// keeping the store's order (oldest first) otherwise. A link that loops
-// back on itself is cut, with a problem said.
-func parentsFirst(rows []hermesSession, byID map[string]*hermesSession, path string, warn func(Problem)) []hermesSession {
+// parentsFirst orders n sessions (their indexes; id and parent say each
+// one's id and its parent's) so that each comes after its parent, keeping
+// the store's order (oldest first) otherwise. A link that loops back on
+// itself is cut (dropParent), with a problem said.
+func parentsFirst(n int, id, parent func(i int) string, dropParent func(i int), path string, warn func(Problem)) []int {
+	in := make(map[string]bool, n)
+	for i := 0; i < n; i++ {
+		in[id(i)] = true
+	}
 	children := map[string][]int{}
 	var roots []int
-	for i, r := range rows {
-		if p, ok := byID[r.parent]; ok && r.parent != r.id && p != nil {
-			children[r.parent] = append(children[r.parent], i)
+	for i := 0; i < n; i++ {
+		if p := parent(i); in[p] && p != id(i) {
+			children[p] = append(children[p], i)
 		} else {
 			roots = append(roots, i)
 		}
 	}
-	out := make([]hermesSession, 0, len(rows))
-	placed := make([]bool, len(rows))
+	out := make([]int, 0, n)
+	placed := make([]bool, n)
 	var walk func(i int)
 	walk = func(i int) {
 		placed[i] = true
-		out = append(out, rows[i])
-		for _, c := range children[rows[i].id] {
+		out = append(out, i)
+		for _, c := range children[id(i)] {
 			if !placed[c] {
 				walk(c)
 			}
@@ -211,10 +218,10 @@ func parentsFirst(rows []hermesSession, byID map[string]*hermesSession, path str
 		walk(i)
 	}
 	// What is left sits on a cycle of parent links.
-	for i := range rows {
+	for i := 0; i < n; i++ {
 		if !placed[i] {
-			warn(Problem{Path: path, Message: fmt.Sprintf("session %s: its parent links loop back to it; imported without its parent", rows[i].id)})
-			rows[i].parent = ""
+			warn(Problem{Path: path, Message: fmt.Sprintf("session %s: its parent links loop back to it; imported without its parent", id(i))})
+			dropParent(i)
 			walk(i)
 		}
 	}

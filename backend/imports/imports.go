@@ -1,6 +1,6 @@
 // Package imports reads the session history of other agents (the familiar
 // Python agent's state.db, Claude Code's and Codex's JSONL transcripts,
-// Gemini CLI's conversation files) into
+// Gemini CLI's conversation files, OpenCode's store) into
 // sessions.Imported values for sessions.Service.Import. Readers only read:
 // a foreign store or file is opened read-only and never changed. What cannot
 // be read (a broken line, a row of an unknown shape) is reported as a
@@ -23,10 +23,11 @@ import (
 // UI's, `--platform claude-code`) then shows, or deletes, what an import
 // brought.
 const (
-	PlatformHermes = "hermes"
-	PlatformClaude = "claude-code"
-	PlatformCodex  = "codex"
-	PlatformGemini = "gemini-cli"
+	PlatformHermes   = "hermes"
+	PlatformClaude   = "claude-code"
+	PlatformCodex    = "codex"
+	PlatformGemini   = "gemini-cli"
+	PlatformOpenCode = "opencode"
 )
 
 // Problem is one thing a reader skipped.
@@ -65,7 +66,7 @@ func Open(kind, path string, env func(string) string, home string, warn func(Pro
 		path = DefaultPath(kind, env, home)
 	}
 	if path == "" {
-		return Reader{}, apperr.New(apperr.Invalid, "unknown import kind %q (one of hermes, claude-code, codex, gemini-cli)", kind)
+		return Reader{}, apperr.New(apperr.Invalid, "unknown import kind %q (one of hermes, claude-code, codex, gemini-cli, opencode)", kind)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -87,6 +88,8 @@ func Open(kind, path string, env func(string) string, home string, warn func(Pro
 		r.Each = func(ctx context.Context, yield Yield) error { return readCodex(ctx, abs, yield, warn) }
 	case sessions.ImportGemini:
 		r.Each = func(ctx context.Context, yield Yield) error { return readGemini(ctx, abs, yield, warn) }
+	case sessions.ImportOpenCode:
+		r.Each = func(ctx context.Context, yield Yield) error { return readOpenCode(ctx, abs, yield, warn) }
 	}
 	return r, nil
 }
@@ -95,7 +98,8 @@ func Open(kind, path string, env func(string) string, home string, warn func(Pro
 // ~/.hermes/state.db), $CLAUDE_CONFIG_DIR/projects (else
 // ~/.claude/projects), $CODEX_HOME/sessions (else ~/.codex/sessions),
 // $GEMINI_CLI_HOME/.gemini/tmp (else ~/.gemini/tmp: GEMINI_CLI_HOME stands
-// for the home folder). "" for an unknown kind.
+// for the home folder), $XDG_DATA_HOME/opencode (else
+// ~/.local/share/opencode). "" for an unknown kind.
 func DefaultPath(kind string, env func(string) string, home string) string {
 	pick := func(envName, dot, leaf string) string {
 		if v := env(envName); v != "" {
@@ -115,6 +119,11 @@ func DefaultPath(kind string, env func(string) string, home string) string {
 			home = v
 		}
 		return filepath.Join(home, ".gemini", "tmp")
+	case sessions.ImportOpenCode:
+		if v := env("XDG_DATA_HOME"); filepath.IsAbs(v) {
+			return filepath.Join(v, "opencode")
+		}
+		return filepath.Join(home, ".local", "share", "opencode")
 	}
 	return ""
 }

@@ -18,14 +18,15 @@ import (
 
 // Kinds of agent a session can be imported from.
 const (
-	ImportHermes = "hermes"      // the familiar Python agent's state.db
-	ImportClaude = "claude-code" // Claude Code's projects/<dir>/<id>.jsonl
-	ImportCodex  = "codex"       // Codex's sessions/YYYY/MM/DD/rollout-*.jsonl
-	ImportGemini = "gemini-cli"  // Gemini CLI's tmp/<project>/chats/session-*.json(l)
+	ImportHermes   = "hermes"      // the familiar Python agent's state.db
+	ImportClaude   = "claude-code" // Claude Code's projects/<dir>/<id>.jsonl
+	ImportCodex    = "codex"       // Codex's sessions/YYYY/MM/DD/rollout-*.jsonl
+	ImportGemini   = "gemini-cli"  // Gemini CLI's tmp/<project>/chats/session-*.json(l)
+	ImportOpenCode = "opencode"    // OpenCode's opencode.db (or its earlier storage/ files)
 )
 
 // ImportKinds lists the kinds Import takes.
-var ImportKinds = []string{ImportHermes, ImportClaude, ImportCodex, ImportGemini}
+var ImportKinds = []string{ImportHermes, ImportClaude, ImportCodex, ImportGemini, ImportOpenCode}
 
 // Import statuses, one per session offered.
 const (
