@@ -1183,6 +1183,7 @@ async function main() {
     await page.locator('[data-testid=import-line]', { hasText: 'Claude Code:' }).waitFor({ timeout: 15_000 });
     line = await page.locator('[data-testid=import-result]').innerText();
     assert(/1 new; 2 messages added/.test(line), `import: ${line}`);
+    await page.locator('[data-testid=import-source-opencode]').scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'dashboard-import.png') });
     await page.click('[data-testid=nav-sessions]');
     await page.locator(rowSel, { hasText: 'Port the importer to the dashboard' }).first().waitFor({ timeout: 15_000 });
