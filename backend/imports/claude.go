@@ -681,6 +681,32 @@ func byteSize(n int) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// jsonFile reads a file holding one JSON object (at most maxLineBytes, as
+// a line); nil, reported, when it cannot be read or is not one.
+func jsonFile(path string, warn func(Problem)) map[string]json.RawMessage {
+	f, err := os.Open(path)
+	if err != nil {
+		warn(ioProblem(path, err))
+		return nil
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(maxLineBytes)+1))
+	if err != nil {
+		warn(ioProblem(path, err))
+		return nil
+	}
+	if len(b) > maxLineBytes {
+		warn(Problem{Path: path, Message: fmt.Sprintf("a file of more than %s: skipped", byteSize(maxLineBytes))})
+		return nil
+	}
+	obj, why := jsonlObject(b)
+	if why != "" {
+		warn(Problem{Path: path, Message: why})
+		return nil
+	}
+	return obj
+}
+
 // jsonlObject decodes a line holding one JSON object; else why not.
 func jsonlObject(line []byte) (map[string]json.RawMessage, string) {
 	var obj map[string]json.RawMessage

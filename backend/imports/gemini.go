@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -238,30 +237,10 @@ func (c *geminiConv) record(line []byte) string {
 	return ""
 }
 
-// maxDocumentBytes bounds a legacy conversation document; a larger one is
-// reported and skipped. A variable for tests.
-var maxDocumentBytes int64 = 256 << 20
-
 // readGeminiDocument reads a legacy conversation: one JSON document.
 func readGeminiDocument(path string, warn func(Problem)) (*geminiConv, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		warn(ioProblem(path, err))
-		return nil, false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxDocumentBytes+1))
-	if err != nil {
-		warn(ioProblem(path, err))
-		return nil, false
-	}
-	if int64(len(b)) > maxDocumentBytes {
-		warn(Problem{Path: path, Message: fmt.Sprintf("a document of more than %s: skipped", byteSize(int(maxDocumentBytes)))})
-		return nil, false
-	}
-	obj, why := jsonlObject(b)
-	if why != "" {
-		warn(Problem{Path: path, Message: why})
+	obj := jsonFile(path, warn)
+	if obj == nil {
 		return nil, false
 	}
 	if fieldText(obj, "sessionId") == "" {

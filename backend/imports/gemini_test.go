@@ -404,3 +404,31 @@ func TestGeminiRewindAfterAnImport(t *testing.T) {
 		t.Fatalf("stored %d messages, %v", len(ms), err)
 	}
 }
+
+// A conversation document, or one of OpenCode's files, larger than a line
+// may be is said and passed over, not read whole into memory.
+func TestOversizedDocumentsArePassedOver(t *testing.T) {
+	defer func(n int) { maxLineBytes = n }(maxLineBytes)
+	maxLineBytes = 256
+	root := t.TempDir()
+	big := filepath.Join(geminiChats(root, "p"), "session-2026-01-01T00-00-0e9d8c7b.json")
+	jlWrite(t, big, `{"sessionId":"`+geminiOldID+`","projectHash":"p","messages":[{"id":"a","type":"user","content":"`+strings.Repeat("x", 300)+`"}]}`)
+	small := filepath.Join(geminiChats(root, "p"), "session-2026-01-02T00-00-6f1d2c3b.json")
+	jlWrite(t, small, `{"sessionId":"`+geminiID+`","projectHash":"p","messages":[{"id":"a","type":"user","content":"hi"}]}`)
+	items, probs := jlRead(t, readGemini, root)
+	if got := jlKeys(items); !reflect.DeepEqual(got, []string{geminiID}) || len(probs) != 1 || probs[0].Path != big ||
+		!strings.Contains(probs[0].Message, "a file of more than 256 bytes: skipped") {
+		t.Errorf("sessions %v, problems %v", got, probs)
+	}
+
+	storage := t.TempDir()
+	jlWrite(t, filepath.Join(storage, "session", "p1", "ses_a.json"), `{"id":"ses_a","title":"t","time":{"created":1}}`)
+	jlWrite(t, filepath.Join(storage, "message", "ses_a", "msg_a.json"), `{"id":"msg_a","role":"user","time":{"created":2}}`)
+	jlWrite(t, filepath.Join(storage, "part", "msg_a", "prt_1.json"), `{"type":"text","text":"kept"}`)
+	huge := filepath.Join(storage, "part", "msg_a", "prt_2.json")
+	jlWrite(t, huge, `{"type":"text","text":"`+strings.Repeat("y", 300)+`"}`)
+	items, probs = jlRead(t, readOpenCode, storage)
+	if len(items) != 1 || len(items[0].Messages) != 1 || items[0].Messages[0].Content != "kept" || len(probs) != 1 || probs[0].Path != huge {
+		t.Errorf("opencode: %+v, problems %v", items, probs)
+	}
+}

@@ -142,17 +142,27 @@ func openOpenCodeStore(path string) (openCodeSource, error) {
 		return nil, apperr.Wrap(apperr.Invalid, err, "open %s", path)
 	}
 	conn.SetMaxOpenConns(1)
-	for table, cols := range map[string][]string{"session": {"id", "parent_id", "title", "time_created"},
-		"message": {"id", "session_id", "time_created", "data"}, "part": {"id", "message_id", "session_id", "data"}} {
-		have, err := hermesColumns(context.Background(), conn, table)
+	// A store that cannot be read at all is said so; one that lacks a
+	// table or a column the reader takes is not OpenCode's.
+	var n int
+	if err := conn.QueryRow(`SELECT COUNT(*) FROM sqlite_schema`).Scan(&n); err != nil {
+		conn.Close()
+		return nil, apperr.Wrap(apperr.Invalid, err, "%s is not a readable SQLite store", path)
+	}
+	for _, need := range []struct {
+		table string
+		cols  []string
+	}{{"session", []string{"id", "parent_id", "title", "time_created"}}, {"message", []string{"id", "session_id", "time_created", "data"}},
+		{"part", []string{"id", "message_id", "session_id", "data"}}} {
+		have, err := hermesColumns(context.Background(), conn, need.table)
 		if err != nil {
 			conn.Close()
-			return nil, apperr.Wrap(apperr.Invalid, err, "%s is not a readable SQLite store", path)
+			return nil, apperr.Wrap(apperr.Invalid, err, "%s is not OpenCode's store", path)
 		}
-		for _, c := range cols {
+		for _, c := range need.cols {
 			if !have[c] {
 				conn.Close()
-				return nil, apperr.New(apperr.Invalid, "%s is not OpenCode's store: table %s has no column %s", path, table, c)
+				return nil, apperr.New(apperr.Invalid, "%s is not OpenCode's store: table %s has no column %s", path, need.table, c)
 			}
 		}
 	}
@@ -239,21 +249,6 @@ type openCodeFiles struct {
 
 func (o *openCodeFiles) close() {}
 
-// readJSON reads one object file; nil (reported) when it is not one.
-func (o *openCodeFiles) readJSON(path string) map[string]json.RawMessage {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		o.warn(ioProblem(path, err))
-		return nil
-	}
-	obj, why := jsonlObject(b)
-	if why != "" {
-		o.warn(Problem{Path: path, Message: why})
-		return nil
-	}
-	return obj
-}
-
 // jsonFiles lists the .json files of dir, sorted (none when it does not
 // exist).
 func (o *openCodeFiles) jsonFiles(dir string) []string {
@@ -280,7 +275,7 @@ func (o *openCodeFiles) sessions(context.Context) ([]openCodeSession, error) {
 		if !strings.EqualFold(filepath.Ext(p), ".json") {
 			return
 		}
-		obj := o.readJSON(p)
+		obj := jsonFile(p, o.warn)
 		if obj == nil {
 			return
 		}
@@ -308,7 +303,7 @@ func (o *openCodeFiles) sessions(context.Context) ([]openCodeSession, error) {
 func (o *openCodeFiles) messages(_ context.Context, s openCodeSession) ([]openCodeMessage, error) {
 	var out []openCodeMessage
 	for _, p := range o.jsonFiles(filepath.Join(o.root, "message", s.id)) {
-		obj := o.readJSON(p)
+		obj := jsonFile(p, o.warn)
 		if obj == nil {
 			continue
 		}
@@ -326,7 +321,7 @@ func (o *openCodeFiles) messages(_ context.Context, s openCodeSession) ([]openCo
 		_ = json.Unmarshal(m.data, &t)
 		m.created = openCodeTime(t.Time.Created)
 		for _, pp := range o.jsonFiles(filepath.Join(o.root, "part", m.id)) {
-			if part := o.readJSON(pp); part != nil {
+			if part := jsonFile(pp, o.warn); part != nil {
 				raw, _ := json.Marshal(part)
 				m.parts = append(m.parts, raw)
 			}
