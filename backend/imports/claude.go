@@ -197,12 +197,16 @@ type claudeReader struct {
 
 // readClaudeFile reads path; false when it cannot be opened (reported).
 func readClaudeFile(path string, split bool, warn func(Problem)) (*claudeReader, bool) {
-	r := &claudeReader{path: path, warn: warn, split: split, main: newClaudeThread(""), mainUUIDs: map[string]bool{},
-		byUUID: map[string]*claudeThread{}, byAgent: map[string]*claudeThread{}, seen: map[string]bool{}}
+	r := newClaudeReader(path, split, warn)
 	if !jsonlLines(path, warn, r.line) {
 		return nil, false
 	}
 	return r, true
+}
+
+func newClaudeReader(path string, split bool, warn func(Problem)) *claudeReader {
+	return &claudeReader{path: path, warn: warn, split: split, main: newClaudeThread(""), mainUUIDs: map[string]bool{},
+		byUUID: map[string]*claudeThread{}, byAgent: map[string]*claudeThread{}, seen: map[string]bool{}}
 }
 
 func (r *claudeReader) bad(n int, msg string) {

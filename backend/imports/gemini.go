@@ -102,6 +102,7 @@ func exists(p string) bool {
 type geminiConv struct {
 	meta  geminiMeta
 	order []string
+	at    map[string]int // a message's place in order
 	byID  map[string]json.RawMessage
 }
 
@@ -112,6 +113,10 @@ type geminiMeta struct {
 	LastUpdated string `json:"lastUpdated"`
 	Summary     string `json:"summary"`
 	Kind        string `json:"kind"`
+}
+
+func newGeminiConv() *geminiConv {
+	return &geminiConv{at: map[string]int{}, byID: map[string]json.RawMessage{}}
 }
 
 // merge takes what a metadata record (or a $set) holds, field by field.
@@ -127,6 +132,7 @@ func (c *geminiConv) merge(obj map[string]json.RawMessage) {
 // set writes message raw under id: in place when the id is there already.
 func (c *geminiConv) set(id string, raw json.RawMessage) {
 	if _, ok := c.byID[id]; !ok {
+		c.at[id] = len(c.order)
 		c.order = append(c.order, id)
 	}
 	c.byID[id] = append(json.RawMessage(nil), raw...)
@@ -139,7 +145,7 @@ func (c *geminiConv) replace(msgs json.RawMessage) bool {
 	if json.Unmarshal(msgs, &list) != nil {
 		return false
 	}
-	c.order, c.byID = nil, map[string]json.RawMessage{}
+	c.order, c.at, c.byID = nil, map[string]int{}, map[string]json.RawMessage{}
 	for _, m := range list {
 		var head struct {
 			ID string `json:"id"`
@@ -154,22 +160,21 @@ func (c *geminiConv) replace(msgs json.RawMessage) bool {
 // rewind takes message id and every later one away; all of them when id is
 // not there (as the CLI does).
 func (c *geminiConv) rewind(id string) {
-	for i, have := range c.order {
-		if have == id {
-			for _, gone := range c.order[i:] {
-				delete(c.byID, gone)
-			}
-			c.order = c.order[:i]
-			return
-		}
+	i, ok := c.at[id]
+	if !ok {
+		i = 0
 	}
-	c.order, c.byID = nil, map[string]json.RawMessage{}
+	for _, gone := range c.order[i:] {
+		delete(c.byID, gone)
+		delete(c.at, gone)
+	}
+	c.order = c.order[:i]
 }
 
 // readGeminiFile reads one conversation file: its records, or (a legacy
 // file, or a .jsonl that holds no record) the whole document.
 func readGeminiFile(path string, warn func(Problem)) (*geminiConv, bool) {
-	c := &geminiConv{byID: map[string]json.RawMessage{}}
+	c := newGeminiConv()
 	if isJSONL(path) {
 		var probs []Problem
 		if !jsonlLines(path, func(p Problem) { probs = append(probs, p) }, func(n int, line []byte) {
@@ -243,16 +248,25 @@ func readGeminiDocument(path string, warn func(Problem)) (*geminiConv, bool) {
 	if obj == nil {
 		return nil, false
 	}
-	if fieldText(obj, "sessionId") == "" {
-		warn(Problem{Path: path, Message: "not a Gemini CLI conversation (no sessionId)"})
-		return nil, false
+	c, why := geminiDocument(obj)
+	if why != "" {
+		warn(Problem{Path: path, Message: why})
 	}
-	c := &geminiConv{byID: map[string]json.RawMessage{}}
+	return c, c != nil
+}
+
+// geminiDocument is the conversation a legacy document holds (nil when it
+// holds none), and what of it could not be read.
+func geminiDocument(obj map[string]json.RawMessage) (*geminiConv, string) {
+	if fieldText(obj, "sessionId") == "" {
+		return nil, "not a Gemini CLI conversation (no sessionId)"
+	}
+	c := newGeminiConv()
 	c.merge(obj)
 	if m, ok := obj["messages"]; ok && !c.replace(m) {
-		warn(Problem{Path: path, Message: `its "messages" are not a list`})
+		return c, `its "messages" are not a list`
 	}
-	return c, true
+	return c, ""
 }
 
 // imported is the conversation in Atrium's terms. false (reported) when it
@@ -265,6 +279,9 @@ func (c *geminiConv) imported(path string, warn func(Problem)) (sessions.Importe
 	conv := &geminiMessages{path: path, warn: warn, calls: map[string]string{}, results: map[string]bool{}}
 	for _, id := range c.order {
 		conv.message(c.byID[id])
+	}
+	if len(conv.msgs) > 0 {
+		conv.close(conv.msgs[len(conv.msgs)-1].CreatedAt)
 	}
 	it := sessions.Imported{
 		Origin:    sessions.Origin{Kind: sessions.ImportGemini, Key: c.meta.SessionID, Path: path},
@@ -293,11 +310,30 @@ type geminiMessages struct {
 	msgs    []sessions.ImportedMessage
 	calls   map[string]string // call id → tool name, of the calls taken
 	results map[string]bool   // call ids whose result was taken
+	open    []string          // calls taken since the conversation last went on, in order (some answered since)
 	title   string            // the first thing the person said
 }
 
 func (g *geminiMessages) add(m sessions.ImportedMessage) {
+	if m.Role != "tool" && m.ToolCallID == "" {
+		g.close(m.CreatedAt)
+	}
 	g.msgs = append(g.msgs, m)
+}
+
+// close answers the calls still waiting for their result, before the
+// conversation goes on without it (a call the CLI never answered, or whose
+// answer was taken back): a model refuses a call left without a result.
+func (g *geminiMessages) close(at time.Time) {
+	for _, id := range g.open {
+		if g.results[id] {
+			continue // answered since
+		}
+		g.results[id] = true
+		g.msgs = append(g.msgs, sessions.ImportedMessage{Role: "tool", Content: "(no result was recorded)", ToolName: g.calls[id],
+			ToolCallID: id, CreatedAt: at})
+	}
+	g.open = g.open[:0]
 }
 
 type geminiToolCall struct {
@@ -383,6 +419,7 @@ func (g *geminiMessages) call(id, name string, args json.RawMessage, at time.Tim
 		return
 	}
 	g.calls[id] = name
+	g.open = append(g.open, id)
 	text, ok := jsonCompact(args)
 	if !ok || !isJSONObject(json.RawMessage(text)) {
 		text = "{}"
@@ -440,8 +477,11 @@ type geminiPart struct {
 }
 
 // geminiParts reads a PartListUnion: a text, a part, or a list of texts and
-// parts; what is none of them is left out.
-func geminiParts(raw json.RawMessage) []geminiPart {
+// parts; what is none of them is left out, and so are lists nested deeper
+// than a PartListUnion's own (each level would be read again).
+func geminiParts(raw json.RawMessage) []geminiPart { return geminiPartsIn(raw, 2) }
+
+func geminiPartsIn(raw json.RawMessage, lists int) []geminiPart {
 	text := func(s string) geminiPart { return geminiPart{Text: &s} }
 	switch jsonKind(raw) {
 	case '"':
@@ -454,12 +494,12 @@ func geminiParts(raw json.RawMessage) []geminiPart {
 		}
 	case '[':
 		var list []json.RawMessage
-		if json.Unmarshal(raw, &list) != nil {
+		if lists == 0 || json.Unmarshal(raw, &list) != nil {
 			return nil
 		}
 		var out []geminiPart
 		for _, item := range list {
-			out = append(out, geminiParts(item)...)
+			out = append(out, geminiPartsIn(item, lists-1)...)
 		}
 		return out
 	}

@@ -432,3 +432,27 @@ func TestOversizedDocumentsArePassedOver(t *testing.T) {
 		t.Errorf("opencode: %+v, problems %v", items, probs)
 	}
 }
+
+// A call among the model's parts that no result answers (the CLI stopped,
+// or the answer was taken back) is answered as such before the
+// conversation goes on, and at its end: a model refuses a call left open.
+func TestGeminiCallWithoutItsResult(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(geminiChats(root, "p"), "session-2026-05-01T08-00-6f1d2c3b.jsonl")
+	jlWrite(t, path, geminiMetaLine(geminiID, "2026-05-01T08:00:00.000Z"),
+		`{"id":"g1","timestamp":"2026-05-01T08:00:01.000Z","type":"gemini","content":[{"functionCall":{"id":"a","name":"glob","args":{"pattern":"*.go"}}}]}`,
+		`{"id":"u1","timestamp":"2026-05-01T08:00:05.000Z","type":"user","content":"never mind"}`,
+		`{"id":"g2","timestamp":"2026-05-01T08:00:06.000Z","type":"gemini","content":[{"functionCall":{"id":"b","name":"ls","args":{}}}]}`,
+	)
+	items, probs := jlRead(t, readGemini, path)
+	if len(items) != 1 || len(probs) != 0 {
+		t.Fatalf("items %+v problems %v", items, probs)
+	}
+	jlCheckMessages(t, "open calls", items[0].Messages, []sessions.ImportedMessage{
+		jlMsg(t, "assistant", `{"pattern":"*.go"}`, "glob", "a", "2026-05-01T08:00:01.000Z"),
+		jlMsg(t, "tool", "(no result was recorded)", "glob", "a", "2026-05-01T08:00:05.000Z"),
+		jlMsg(t, "user", "never mind", "", "", "2026-05-01T08:00:05.000Z"),
+		jlMsg(t, "assistant", `{}`, "ls", "b", "2026-05-01T08:00:06.000Z"),
+		jlMsg(t, "tool", "(no result was recorded)", "ls", "b", "2026-05-01T08:00:06.000Z"),
+	})
+}
