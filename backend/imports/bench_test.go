@@ -178,3 +178,103 @@ func newGeminiB(b *testing.B) string {
 	}
 	return root
 }
+
+// BenchmarkImportOpenCode imports an OpenCode store of 1,000 sessions (20
+// messages each once converted: a tool call with its result in every fifth
+// assistant message, each assistant message with OpenCode's step parts)
+// into a fresh store per iteration, and the same again.
+func BenchmarkImportOpenCode(b *testing.B) {
+	dir := newOpenCodeB(b)
+	none := func(string) string { return "" }
+	b.Run("new", func(b *testing.B) {
+		msgs := 0
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			env := sessionstest.New(b)
+			b.StartTimer()
+			rep, err := imports.Run(context.Background(), env.Sessions, "opencode", dir, none, b.TempDir(), imports.RunOptions{})
+			if err != nil || rep.Counts["imported"] != 1000 || len(rep.Problems) != 0 {
+				b.Fatalf("%v %+v %v", err, rep.Counts, rep.Problems)
+			}
+			msgs += rep.Messages
+			if err := env.Sessions.FlushIndex(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			env.Close(b)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(msgs), "us/msg")
+	})
+	b.Run("again", func(b *testing.B) {
+		env := sessionstest.New(b)
+		if _, err := imports.Run(context.Background(), env.Sessions, "opencode", dir, none, b.TempDir(), imports.RunOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			rep, err := imports.Run(context.Background(), env.Sessions, "opencode", dir, none, b.TempDir(), imports.RunOptions{})
+			if err != nil || rep.Counts["unchanged"] != 1000 {
+				b.Fatalf("%v %+v", err, rep.Counts)
+			}
+		}
+	})
+}
+
+func newOpenCodeB(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	d, err := sql.Open("sqlite3", filepath.Join(dir, "opencode.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	for _, q := range []string{
+		`CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL, directory TEXT NOT NULL,
+			title TEXT NOT NULL, version TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL)`,
+		`CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL)`,
+		`CREATE INDEX message_session_time_created_id_idx ON message (session_id, time_created, id)`,
+		`CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL)`,
+		`CREATE INDEX part_message_id_id_idx ON part (message_id, id)`,
+		`CREATE INDEX part_session_idx ON part (session_id)`,
+	} {
+		if _, err := d.Exec(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	text := "the quick brown fox jumps over the lazy dog session agent tool call result memory context window token model provider gateway"
+	tx, _ := d.Begin()
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	part := func(sid, mid string, n int, data string) {
+		tx.Exec(`INSERT INTO part VALUES (?, ?, ?, 0, 0, ?)`, fmt.Sprintf("prt_%s_%02d", mid, n), mid, sid, data)
+	}
+	for i := 0; i < 1000; i++ {
+		sid := fmt.Sprintf("ses_%06dffeBenchSession", i)
+		at := t0 + int64(i)*60_000
+		tx.Exec(`INSERT INTO session VALUES (?, 'p', NULL, 's', '/src', ?, '1.2.6', ?, ?)`, sid, fmt.Sprintf("Session %d", i), at, at)
+		for j, n := 0, 0; n < 20; j++ {
+			mid := fmt.Sprintf("msg_%06d_%03d", i, j)
+			at := at + int64(j)*1000
+			if j%2 == 0 {
+				tx.Exec(`INSERT INTO message VALUES (?, ?, ?, 0, ?)`, mid, sid, at, fmt.Sprintf(`{"role":"user","time":{"created":%d},"agent":"build","model":{"providerID":"p","modelID":"m"}}`, at))
+				part(sid, mid, 0, fmt.Sprintf(`{"type":"text","text":%q}`, text))
+				n++
+				continue
+			}
+			tx.Exec(`INSERT INTO message VALUES (?, ?, ?, 0, ?)`, mid, sid, at, fmt.Sprintf(`{"role":"assistant","time":{"created":%d,"completed":%d},"modelID":"m","providerID":"p","mode":"build","cost":0,"tokens":{"input":1,"output":1,"reasoning":0,"cache":{"read":0,"write":0}}}`, at, at+500))
+			part(sid, mid, 0, `{"type":"step-start"}`)
+			if j%5 == 3 && n <= 17 {
+				part(sid, mid, 1, fmt.Sprintf(`{"type":"tool","callID":"call_%d","tool":"bash","state":{"status":"completed","input":{"command":"ls"},"output":"total 0 quick brown fox","title":"ls","metadata":{},"time":{"start":%d,"end":%d}}}`, j, at, at+100))
+				n += 2
+			} else {
+				part(sid, mid, 1, fmt.Sprintf(`{"type":"text","text":%q}`, text))
+				n++
+			}
+			part(sid, mid, 2, `{"type":"step-finish","reason":"stop","cost":0,"tokens":{"input":1,"output":1,"reasoning":0,"cache":{"read":0,"write":0}}}`)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
