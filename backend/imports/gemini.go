@@ -277,7 +277,14 @@ func (c *geminiConv) imported(path string, warn func(Problem)) (sessions.Importe
 		return sessions.Imported{}, false
 	}
 	conv := &geminiMessages{path: path, warn: warn, calls: map[string]string{}, results: map[string]bool{}}
-	for _, id := range c.order {
+	order := c.order
+	if n := len(order); n > 0 && geminiRunning(c.byID[order[n-1]]) {
+		// The turn is still running: its last message comes in at the
+		// next import, whole, rather than now with calls that have no
+		// result yet (the CLI writes it again, in place, once they have).
+		order = order[:n-1]
+	}
+	for _, id := range order {
 		conv.message(c.byID[id])
 	}
 	if len(conv.msgs) > 0 {
@@ -407,6 +414,28 @@ func (g *geminiMessages) message(raw json.RawMessage) {
 	default:
 		g.warn(Problem{Path: g.path, Message: fmt.Sprintf("message %s of type %q: skipped", clipID(m.ID), m.Type)})
 	}
+}
+
+// geminiRunning says whether a model message has a tool call the CLI has not
+// finished: no result yet, and a status that is not an outcome.
+func geminiRunning(raw json.RawMessage) bool {
+	var m struct {
+		Type      string           `json:"type"`
+		ToolCalls []geminiToolCall `json:"toolCalls"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.Type != "gemini" {
+		return false
+	}
+	for _, tc := range m.ToolCalls {
+		switch tc.Status {
+		case "success", "error", "cancelled":
+		default:
+			if len(geminiParts(tc.Result)) == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // call keeps a tool call once (a call both among a message's parts and in

@@ -456,3 +456,37 @@ func TestGeminiCallWithoutItsResult(t *testing.T) {
 		jlMsg(t, "tool", "(no result was recorded)", "ls", "b", "2026-05-01T08:00:06.000Z"),
 	})
 }
+
+// Imported while the CLI runs a tool call: the message that asked for it
+// waits for the next import, which takes it whole with its result (an
+// update, not a conversation changed at its source).
+func TestGeminiTurnStillRunning(t *testing.T) {
+	env := sessionstest.New(t)
+	root := t.TempDir()
+	path := filepath.Join(geminiChats(root, "p"), "session-2026-03-02T09-00-6f1d2c3b.jsonl")
+	lines := geminiSession()
+	jlWrite(t, path, lines[:4]...) // the model's message with its call still executing
+	items, _ := jlRead(t, readGemini, root)
+	jlCheckMessages(t, "while running", items[0].Messages, geminiSessionWant(t)[:1])
+	if _, by := jlImport(t, env, items); by[geminiID].Status != sessions.ImportStatusImported || by[geminiID].Messages != 1 {
+		t.Fatalf("first import: %+v", by[geminiID])
+	}
+	jlAppend(t, path, lines[4:]...)
+	items, _ = jlRead(t, readGemini, root)
+	_, by := jlImport(t, env, items)
+	if o := by[geminiID]; o.Status != sessions.ImportStatusUpdated || o.Messages != len(geminiSessionWant(t))-1 {
+		t.Fatalf("after the call finished: %+v", o)
+	}
+	jlCheckStored(t, env, geminiID, geminiSessionWant(t))
+
+	// A call whose message is not the last one was left behind (the CLI
+	// stopped): it is imported with what it has.
+	c := newGeminiConv()
+	for _, l := range []string{geminiMetaLine(geminiID, "2026-03-02T09:00:00.000Z"), lines[3], lines[1]} {
+		c.record([]byte(l))
+	}
+	it, _ := c.imported(path, func(Problem) {})
+	if len(it.Messages) != 4 || it.Messages[2].Content != "(executing)" {
+		t.Errorf("a call left executing: %+v", it.Messages)
+	}
+}
