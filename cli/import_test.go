@@ -248,7 +248,7 @@ func TestImportTranscriptsWithABrokenLine(t *testing.T) {
 		`INSERT INTO session VALUES ('ses_4c1d2e3f0ffeOpenCodeSess01', 'p', NULL, 's', '/src', 'Rename the flag', '1.2.6', 1772445600000, 1772445600000)`,
 		`INSERT INTO message VALUES ('msg_a', 'ses_4c1d2e3f0ffeOpenCodeSess01', 1772445601000, 0, '{"role":"user","time":{"created":1772445601000}}')`,
 		`INSERT INTO part VALUES ('prt_a', 'msg_a', 'ses_4c1d2e3f0ffeOpenCodeSess01', 0, 0, '{"type":"text","text":"rename --fast to --quick"}')`,
-		`INSERT INTO message VALUES ('msg_b', 'ses_4c1d2e3f0ffeOpenCodeSess01', 1772445602000, 0, '{"role":"assistant","time":{"created":1772445602000}}')`,
+		`INSERT INTO message VALUES ('msg_b', 'ses_4c1d2e3f0ffeOpenCodeSess01', 1772445602000, 0, '{"role":"assistant","time":{"created":1772445602000,"completed":1772445605000}}')`,
 		`INSERT INTO part VALUES ('prt_b1', 'msg_b', 'ses_4c1d2e3f0ffeOpenCodeSess01', 0, 0, '{"type":"tool","callID":"call_1","tool":"grep","state":{"status":"completed","input":{"pattern":"--fast"},"output":"main.go:9","title":"","metadata":{},"time":{"start":1772445603000,"end":1772445604000}}}')`,
 		`INSERT INTO part VALUES ('prt_b2', 'msg_b', 'ses_4c1d2e3f0ffeOpenCodeSess01', 0, 0, '{"type":"text","text":"Renamed in main.go."}')`,
 	} {

@@ -81,6 +81,13 @@ func readOpenCode(ctx context.Context, root string, yield Yield, warn func(Probl
 		if err != nil {
 			return apperr.Wrap(apperr.Invalid, err, "read the messages of session %s in %s", s.id, root)
 		}
+		if n := len(msgs); n > 0 && openCodeRunning(msgs[n-1]) {
+			// The model is still answering: its message comes in at the
+			// next import, whole, rather than now with part of its text
+			// or a call without its result (OpenCode writes them again in
+			// place as they grow).
+			msgs = msgs[:n-1]
+		}
 		conv := openCodeConversation(s, msgs, warn)
 		it := sessions.Imported{
 			Origin:    sessions.Origin{Kind: sessions.ImportOpenCode, Key: s.id, Path: s.path},
@@ -230,6 +237,36 @@ func (o *openCodeStore) messages(ctx context.Context, s openCodeSession) ([]open
 		}
 	}
 	return out, parts.Err()
+}
+
+// openCodeRunning says whether an assistant message is still being written:
+// not completed and not failed, or with a tool call pending or running.
+func openCodeRunning(m openCodeMessage) bool {
+	var info struct {
+		Role  string          `json:"role"`
+		Error json.RawMessage `json:"error"`
+		Time  struct {
+			Completed int64 `json:"completed"`
+		} `json:"time"`
+	}
+	if json.Unmarshal(m.data, &info) != nil || info.Role != "assistant" {
+		return false
+	}
+	if info.Time.Completed == 0 && (len(info.Error) == 0 || jsonKind(info.Error) == 'n') {
+		return true
+	}
+	for _, raw := range m.parts {
+		var p struct {
+			Type  string `json:"type"`
+			State struct {
+				Status string `json:"status"`
+			} `json:"state"`
+		}
+		if json.Unmarshal(raw, &p) == nil && p.Type == "tool" && (p.State.Status == "pending" || p.State.Status == "running") {
+			return true
+		}
+	}
+	return false
 }
 
 // openCodeTime reads OpenCode's times: milliseconds since the epoch.

@@ -64,8 +64,9 @@ type ocMsg struct {
 // ocHistory is a realistic history: a session with a prompt (OpenCode's
 // note of the file it read beside it, and the file), the model's reasoning,
 // text and two tool calls (one failed), a compaction the person asked for
-// and its summary, a call left unfinished; a subagent's session under it;
-// a session never named; an empty one.
+// and its summary, a call left unfinished (OpenCode stopped) and the
+// person's next words; a subagent's session under it; a session never
+// named; an empty one.
 func ocHistory() (sess [][5]string, msgs []ocMsg) {
 	sess = [][5]string{ // id, parent, title, created (seconds, as text)
 		{ocRoot, "", "Fix the flaky test", "0"},
@@ -98,6 +99,7 @@ func ocHistory() (sess [][5]string, msgs []ocMsg) {
 			`{"type":"text","text":"Editing."}`,
 			`{"type":"tool","callID":"toolu_03","tool":"edit","state":{"status":"running","input":{"filePath":"/src/cache.go"},"time":{"start":` + f("%d", ocMs(22)) + `}}}`,
 		}},
+		{"msg_06b", ocRoot, 25, f(user, ocMs(25)), []string{`{"type":"text","text":"never mind"}`}},
 		{"msg_07", ocChild, 31, f(user, ocMs(31)), []string{`{"type":"text","text":"Find every use of the cache map"}`}},
 		{"msg_08", ocChild, 32, f(asst, ocMs(32), ocMs(33), ""), []string{`{"type":"text","text":"Three uses, in cache.go."}`}},
 		{"msg_09", ocNew, 3601, f(user, ocMs(3601)), []string{`{"type":"text","text":"hello there"}`, `{"type":"file","mime":"image/png","url":"data:image/png;base64,iVBORw0KGgo="}`}},
@@ -120,6 +122,7 @@ func ocRootWant(t *testing.T) []sessions.ImportedMessage {
 		jlMsg(t, "assistant", "Editing.", "", "", ocAt(21)),
 		jlMsg(t, "assistant", `{"filePath":"/src/cache.go"}`, "edit", "toolu_03", ocAt(22)),
 		jlMsg(t, "tool", "(not finished: running)", "edit", "toolu_03", ocAt(22)),
+		jlMsg(t, "user", "never mind", "", "", ocAt(25)),
 	}
 }
 
@@ -334,4 +337,51 @@ func TestOpenCodeStorageFiles(t *testing.T) {
 	if got := DefaultPath(sessions.ImportOpenCode, func(string) string { return "relative" }, "/home/u"); got != "/home/u/.local/share/opencode" {
 		t.Errorf("without: %s", got)
 	}
+}
+
+// Imported while the model answers: its message (not completed, or a call
+// still running) waits for the next import, which takes it whole as an
+// update rather than finding the conversation changed at its source.
+func TestOpenCodeAnswerStillBeingWritten(t *testing.T) {
+	dir := t.TempDir()
+	db := ocStore(t, dir)
+	d, err := sql.Open("sqlite3", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	exec := func(q string) {
+		t.Helper()
+		if _, err := d.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	at := sprintf("%d", ocMs(3610))
+	exec(`INSERT INTO message VALUES ('msg_zz', '` + ocNew + `', ` + at + `, 0, '{"role":"assistant","time":{"created":` + at + `}}')`)
+	exec(`INSERT INTO part VALUES ('prt_zz_1', 'msg_zz', '` + ocNew + `', 0, 0, '{"type":"text","text":"Half an ans"}')`)
+	env := sessionstest.New(t)
+	items, _ := jlRead(t, readOpenCode, db)
+	if _, by := jlImport(t, env, items); by[ocNew].Messages != 2 {
+		t.Fatalf("while writing: %+v", by[ocNew])
+	}
+	exec(`UPDATE part SET data = '{"type":"text","text":"Half an answer, then a call."}' WHERE id = 'prt_zz_1'`)
+	exec(`INSERT INTO part VALUES ('prt_zz_2', 'msg_zz', '` + ocNew + `', 0, 0, '{"type":"tool","callID":"c9","tool":"ls","state":{"status":"running","input":{},"time":{"start":1}}}')`)
+	exec(`UPDATE message SET data = '{"role":"assistant","time":{"created":` + at + `,"completed":` + at + `}}' WHERE id = 'msg_zz'`)
+	items, _ = jlRead(t, readOpenCode, db)
+	if _, by := jlImport(t, env, items); by[ocNew].Status != sessions.ImportStatusUnchanged {
+		t.Fatalf("a call still running: %+v", by[ocNew])
+	}
+	exec(`UPDATE part SET data = '{"type":"tool","callID":"c9","tool":"ls","state":{"status":"completed","input":{},"output":"a b","title":"","metadata":{},"time":{"start":1,"end":2}}}' WHERE id = 'prt_zz_2'`)
+	items, _ = jlRead(t, readOpenCode, db)
+	_, by := jlImport(t, env, items)
+	if o := by[ocNew]; o.Status != sessions.ImportStatusUpdated || o.Messages != 3 {
+		t.Fatalf("once answered: %+v", o)
+	}
+	jlCheckStored(t, env, ocNew, []sessions.ImportedMessage{
+		jlMsg(t, "user", "hello there\n\n[file: image/png]", "", "", ""),
+		jlMsg(t, "assistant", "Hi!", "", "", ""),
+		jlMsg(t, "assistant", "Half an answer, then a call.", "", "", ""),
+		jlMsg(t, "assistant", "{}", "ls", "c9", ""),
+		jlMsg(t, "tool", "a b", "ls", "c9", ""),
+	})
 }
