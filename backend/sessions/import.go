@@ -239,12 +239,12 @@ func ImportTitle(text string) string {
 func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, planned map[Origin]bool) (ImportOutcome, error) {
 	id := ImportID(it.Origin.Kind, it.Origin.Key)
 	out := ImportOutcome{ID: id, Origin: it.Origin, Title: it.Title}
-	var recID, digest string
-	var taken int
-	err := tx.QueryRow(ctx, `SELECT session_id, messages, digest FROM session_imports WHERE kind = ? AND source_key = ?`,
-		it.Origin.Kind, it.Origin.Key).Scan(&recID, &taken, &digest)
+	var recID string
+	var prev importedBefore
+	err := tx.QueryRow(ctx, `SELECT session_id, messages, digest, last_message FROM session_imports WHERE kind = ? AND source_key = ?`,
+		it.Origin.Kind, it.Origin.Key).Scan(&recID, &prev.taken, &prev.digest, &prev.last)
 	if errors.Is(err, sql.ErrNoRows) {
-		recID, taken = "", 0
+		recID = ""
 	} else if err != nil {
 		return out, err
 	}
@@ -252,12 +252,12 @@ func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, plan
 		cur, err := getTx(ctx, tx, recID)
 		switch {
 		case apperr.CodeOf(err) == apperr.NotFound:
-			recID, taken = "", 0 // deleted for good since: import it anew
+			recID = "" // deleted for good since: import it anew
 		case err != nil:
 			return out, err
 		default:
 			out.ID = recID
-			return s.importMoreTx(ctx, tx, it, cur, taken, digest, out)
+			return s.importMoreTx(ctx, tx, it, cur, prev, out)
 		}
 	}
 	if len(it.Messages) == 0 {
@@ -306,11 +306,12 @@ func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, plan
 			return out, err
 		}
 	}
-	if err := insertImportedTx(ctx, tx, id, it.Messages); err != nil {
+	lastID, err := insertImportedTx(ctx, tx, id, it.Messages)
+	if err != nil {
 		return out, err
 	}
-	if _, err := tx.Exec(ctx, `INSERT OR REPLACE INTO session_imports (kind, source_key, session_id, path, messages, digest, imported_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, it.Origin.Kind, it.Origin.Key, id, it.Origin.Path, len(it.Messages), ImportDigest(it.Messages),
+	if _, err := tx.Exec(ctx, `INSERT OR REPLACE INTO session_imports (kind, source_key, session_id, path, messages, digest, last_message, imported_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, it.Origin.Kind, it.Origin.Key, id, it.Origin.Path, len(it.Messages), ImportDigest(it.Messages), lastID,
 		db.Ms(tx.Now), db.Ms(tx.Now)); err != nil {
 		return out, err
 	}
@@ -321,12 +322,22 @@ func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, plan
 	return out, nil
 }
 
+// importedBefore is what an earlier import took of a session: how many of
+// its source's messages, their digest ("" when the version that took them
+// kept none), and the last message it wrote (0: not kept).
+type importedBefore struct {
+	taken  int
+	digest string
+	last   int64
+}
+
 // importMoreTx adds to a session imported before the messages its source
 // gained since, and its end if it has ended since; only while the messages
-// taken then are still the source's first ones (digest: theirs, "" when an
-// earlier version did not keep it).
-func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur Session, taken int, digest string, out ImportOutcome) (ImportOutcome, error) {
+// taken then are still the source's first ones, and the session was not
+// continued here after them.
+func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur Session, prev importedBefore, out ImportOutcome) (ImportOutcome, error) {
 	out.Title = cur.Title
+	taken := prev.taken
 	if cur.Trashed() {
 		out.Status, out.Note = ImportStatusSkipped, "in the trash: restore it, or empty the trash to import it again"
 		return out, nil
@@ -336,7 +347,7 @@ func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur
 		out.Note = fmt.Sprintf("the source now has %d messages, fewer than the %d imported; left as imported", len(it.Messages), taken)
 		return out, nil
 	}
-	if digest != "" && ImportDigest(it.Messages[:taken]) != digest {
+	if prev.digest != "" && ImportDigest(it.Messages[:taken]) != prev.digest {
 		out.Status = ImportStatusConflict
 		out.Note = fmt.Sprintf("its first %d messages changed in %s since they were imported (rewound or edited there); left as imported: "+
 			"delete it here and empty it from the trash to import it as it is now", taken, it.Origin.Kind)
@@ -346,7 +357,7 @@ func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur
 	endNow := it.EndedAt != nil && !cur.Ended()
 	if len(more) == 0 && !endNow {
 		out.Status = ImportStatusUnchanged
-		if digest == "" {
+		if prev.digest == "" {
 			// Imported by a version that kept no digest: the messages
 			// taken are the source's first ones now, as far as anyone can
 			// tell; from here on a rewind is told apart.
@@ -356,13 +367,27 @@ func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur
 		}
 		return out, nil
 	}
+	if prev.last > 0 {
+		var own int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND id > ?`, cur.ID, prev.last).Scan(&own); err != nil {
+			return out, err
+		}
+		if own > 0 {
+			out.Status = ImportStatusConflict
+			out.Note = fmt.Sprintf("continued here since it was imported (%d message(s) of its own after the imported ones): "+
+				"the %d new in %s are not added after them; left as it is", own, len(more), it.Origin.Kind)
+			return out, nil
+		}
+	}
+	lastID := prev.last
 	if len(more) > 0 {
 		last, tokens := importTotals(more, cur.LastActivityAt.Time)
 		if _, err := tx.Exec(ctx, `UPDATE sessions SET message_count = message_count + ?, token_count = token_count + ?,
 			last_activity_at = MAX(last_activity_at, ?) WHERE id = ?`, len(more), tokens, db.Ms(last), cur.ID); err != nil {
 			return out, err
 		}
-		if err := insertImportedTx(ctx, tx, cur.ID, more); err != nil {
+		var err error
+		if lastID, err = insertImportedTx(ctx, tx, cur.ID, more); err != nil {
 			return out, err
 		}
 	}
@@ -372,8 +397,8 @@ func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur
 			return out, err
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE session_imports SET messages = ?, digest = ?, path = ?, updated_at = ? WHERE kind = ? AND source_key = ?`,
-		len(it.Messages), ImportDigest(it.Messages), it.Origin.Path, db.Ms(tx.Now), it.Origin.Kind, it.Origin.Key); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE session_imports SET messages = ?, digest = ?, last_message = ?, path = ?, updated_at = ? WHERE kind = ? AND source_key = ?`,
+		len(it.Messages), ImportDigest(it.Messages), lastID, it.Origin.Path, db.Ms(tx.Now), it.Origin.Kind, it.Origin.Key); err != nil {
 		return out, err
 	}
 	out.Status, out.Messages = ImportStatusUpdated, len(more)
@@ -417,13 +442,19 @@ func importTotals(ms []ImportedMessage, from time.Time) (time.Time, int64) {
 	return last, tokens
 }
 
-func insertImportedTx(ctx context.Context, tx *db.Tx, id string, ms []ImportedMessage) error {
+// insertImportedTx writes ms into session id and returns the last one's id.
+func insertImportedTx(ctx context.Context, tx *db.Tx, id string, ms []ImportedMessage) (int64, error) {
+	var last int64
 	for _, m := range ms {
-		if _, err := tx.Exec(ctx, `INSERT INTO messages (session_id, role, content, tool_name, tool_call_id, token_count, created_at, active)
+		res, err := tx.Exec(ctx, `INSERT INTO messages (session_id, role, content, tool_name, tool_call_id, token_count, created_at, active)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 1)`, id, m.Role, strings.ToValidUTF8(m.Content, "\uFFFD"), m.ToolName, m.ToolCallID,
-			EstimateTokens(m.Content), db.Ms(m.CreatedAt)); err != nil {
-			return err
+			EstimateTokens(m.Content), db.Ms(m.CreatedAt))
+		if err == nil {
+			last, err = res.LastInsertId()
+		}
+		if err != nil {
+			return 0, err
 		}
 	}
-	return nil
+	return last, nil
 }

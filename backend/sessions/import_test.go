@@ -82,6 +82,13 @@ func TestImportChecksWhatItCannotMendAndMendsTheRest(t *testing.T) {
 	e.Rec.Expect(t, e.Bus, map[string]int{})
 }
 
+// importAt is the time of the messages importMsg makes for these tests.
+var importAt = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+func importMsg(role, text string) sessions.ImportedMessage {
+	return sessions.ImportedMessage{Role: role, Content: text, CreatedAt: importAt}
+}
+
 // An import run again adds a source's new messages only while the ones it
 // took are still the source's first ones: a conversation rewound or edited
 // in the other agent is left as imported, said to be so, and nothing is
@@ -90,10 +97,7 @@ func TestImportChecksWhatItCannotMendAndMendsTheRest(t *testing.T) {
 func TestImportLeavesARewrittenSourceAsImported(t *testing.T) {
 	t.Parallel()
 	e := sessionstest.New(t)
-	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	msg := func(role, text string) sessions.ImportedMessage {
-		return sessions.ImportedMessage{Role: role, Content: text, CreatedAt: at}
-	}
+	at, msg := importAt, importMsg
 	src := func(ms ...sessions.ImportedMessage) []sessions.Imported {
 		return []sessions.Imported{{Origin: sessions.Origin{Kind: sessions.ImportGemini, Key: "conv"}, StartedAt: at, Messages: ms}}
 	}
@@ -168,4 +172,64 @@ func TestImportLeavesARewrittenSourceAsImported(t *testing.T) {
 		t.Fatalf("after the digest was taken again %+v", o)
 	}
 	e.Rec.Expect(t, e.Bus, map[string]int{"*": 0})
+}
+
+// A session continued here since it was imported (its own turns after the
+// imported messages) does not take its source's new messages after them:
+// that would splice two agents' continuations into one transcript. It is
+// left as it is, said to be so; one not continued here takes them.
+func TestImportLeavesASessionContinuedHereAsItIs(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	at, msg := importAt, importMsg
+	src := func(key string, ms ...sessions.ImportedMessage) sessions.Imported {
+		return sessions.Imported{Origin: sessions.Origin{Kind: sessions.ImportOpenCode, Key: key}, StartedAt: at, Messages: ms}
+	}
+	res, err := e.Sessions.Import(ctx, []sessions.Imported{src("here", msg("user", "q1"), msg("assistant", "a1")),
+		src("there", msg("user", "q1"), msg("assistant", "a1"))}, sessions.ImportOptions{})
+	if err != nil || res.Count(sessions.ImportStatusImported) != 2 {
+		t.Fatalf("first import %+v %v", res, err)
+	}
+	if _, err := e.Sessions.AppendMessage(ctx, "here", sessions.NewMessage{Role: "user", Content: "asked in Atrium"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.Sessions.Import(ctx, []sessions.Imported{src("here", msg("user", "q1"), msg("assistant", "a1"), msg("user", "asked there")),
+		src("there", msg("user", "q1"), msg("assistant", "a1"), msg("user", "asked there"))}, sessions.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	here, there := res.Outcomes[0], res.Outcomes[1]
+	if here.Status != sessions.ImportStatusConflict || here.Messages != 0 ||
+		!strings.Contains(here.Note, "continued here since it was imported (1 message(s) of its own after the imported ones): the 1 new in opencode are not added") {
+		t.Errorf("continued here: %+v", here)
+	}
+	if there.Status != sessions.ImportStatusUpdated || there.Messages != 1 {
+		t.Errorf("not continued here: %+v", there)
+	}
+	for id, want := range map[string]string{"here": "q1 a1 asked in Atrium", "there": "q1 a1 asked there"} {
+		ms, err := e.Sessions.Messages(ctx, id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range ms {
+			got = append(got, m.Content)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s holds %q, want %q", id, got, want)
+		}
+	}
+	// Nothing new at the source: unchanged, whatever happened here.
+	res, err = e.Sessions.Import(ctx, []sessions.Imported{src("there", msg("user", "q1"), msg("assistant", "a1"), msg("user", "asked there"))},
+		sessions.ImportOptions{})
+	if err != nil || res.Outcomes[0].Status != sessions.ImportStatusUnchanged {
+		t.Errorf("again %+v %v", res, err)
+	}
+	// Its last message is what it is compared with: what there takes next
+	// comes after the message it took last time.
+	res, err = e.Sessions.Import(ctx, []sessions.Imported{src("there", msg("user", "q1"), msg("assistant", "a1"), msg("user", "asked there"),
+		msg("assistant", "answered there"))}, sessions.ImportOptions{})
+	if err != nil || res.Outcomes[0].Status != sessions.ImportStatusUpdated {
+		t.Errorf("more %+v %v", res, err)
+	}
 }
