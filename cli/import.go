@@ -40,7 +40,9 @@ func (r *runner) importCmd() *cobra.Command {
 
 The other agent's files are only read. Run it again at any time: a session
 imported before gets only the messages added to it since, and is never
-copied twice. An import fires no hook: it is history, not activity.`,
+copied twice; one whose messages changed there since (a rewind), or that was
+continued here, is left as it is and said to be so (exit 4). An import fires
+no hook: it is history, not activity.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usageError{fmt.Errorf("%s takes a kind (hermes, claude-code, codex, gemini-cli or opencode) and at most one path (see --help)", cmd.CommandPath())}
