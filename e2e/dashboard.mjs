@@ -1183,7 +1183,9 @@ async function main() {
     await page.locator('[data-testid=import-line]', { hasText: 'Claude Code:' }).waitFor({ timeout: 15_000 });
     line = await page.locator('[data-testid=import-result]').innerText();
     assert(/1 new; 2 messages added/.test(line), `import: ${line}`);
-    await page.locator('[data-testid=import-source-opencode]').scrollIntoViewIfNeeded();
+    // The page draws itself again once the import's counts are in: scrolled
+    // by the document, not through an element the redraw may replace.
+    await page.evaluate(() => document.querySelector('[data-testid=import-source-opencode]')?.scrollIntoView({ block: 'center' }));
     await page.screenshot({ path: join(artifacts, 'dashboard-import.png') });
     await page.click('[data-testid=nav-sessions]');
     await page.locator(rowSel, { hasText: 'Port the importer to the dashboard' }).first().waitFor({ timeout: 15_000 });
