@@ -93,6 +93,14 @@ func isGeminiFile(p string) bool {
 	return isJSONL(p) || strings.EqualFold(filepath.Ext(p), ".json")
 }
 
+// modTime is when p was last written (zero when it cannot be told).
+func modTime(p string) time.Time {
+	if fi, err := os.Stat(p); err == nil {
+		return fi.ModTime()
+	}
+	return time.Time{}
+}
+
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -278,7 +286,7 @@ func (c *geminiConv) imported(path string, warn func(Problem)) (sessions.Importe
 	}
 	conv := &geminiMessages{path: path, warn: warn, calls: map[string]string{}, results: map[string]bool{}}
 	order := c.order
-	if n := len(order); n > 0 && geminiRunning(c.byID[order[n-1]]) {
+	if n := len(order); n > 0 && geminiRunning(c.byID[order[n-1]]) && writtenLately(modTime(path)) {
 		// The turn is still running: its last message comes in at the
 		// next import, whole, rather than now with calls that have no
 		// result yet (the CLI writes it again, in place, once they have).

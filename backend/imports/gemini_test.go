@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"atrium/backend/sessions"
 	"atrium/backend/sessions/sessionstest"
@@ -459,7 +460,8 @@ func TestGeminiCallWithoutItsResult(t *testing.T) {
 
 // Imported while the CLI runs a tool call: the message that asked for it
 // waits for the next import, which takes it whole with its result (an
-// update, not a conversation changed at its source).
+// update, not a conversation changed at its source); one the CLI left so a
+// day ago is imported as it was left.
 func TestGeminiTurnStillRunning(t *testing.T) {
 	env := sessionstest.New(t)
 	root := t.TempDir()
@@ -478,6 +480,19 @@ func TestGeminiTurnStillRunning(t *testing.T) {
 		t.Fatalf("after the call finished: %+v", o)
 	}
 	jlCheckStored(t, env, geminiID, geminiSessionWant(t))
+
+	// A conversation the CLI stopped writing a day ago, its last call
+	// never finished: imported as it was left.
+	stale := filepath.Join(geminiChats(root, "q"), "session-2026-03-02T09-00-0e9d8c7b.jsonl")
+	jlWrite(t, stale, append([]string{geminiMetaLine(geminiOldID, "2026-03-02T09:00:00.000Z")}, lines[1:4]...)...)
+	old := time.Now().Add(-stillWriting - time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	items, _ = jlRead(t, readGemini, stale)
+	if got := items[0].Messages; len(got) != 4 || got[3].Content != "(executing)" {
+		t.Errorf("left a day ago: %+v", got)
+	}
 
 	// A call whose message is not the last one was left behind (the CLI
 	// stopped): it is imported with what it has.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"atrium/backend/apperr"
 	"atrium/backend/sessions"
@@ -127,6 +128,16 @@ func DefaultPath(kind string, env func(string) string, home string) string {
 	}
 	return ""
 }
+
+// stillWriting is how long after its last write a source's unfinished
+// turn is taken to be running still, to be imported whole once it is done;
+// one left longer stopped there (its agent quit or crashed) and is imported
+// as it was left. A variable for tests.
+var stillWriting = 24 * time.Hour
+
+// writtenLately says whether a source last written at t may still be
+// writing (an unknown time may).
+func writtenLately(t time.Time) bool { return t.IsZero() || time.Since(t) < stillWriting }
 
 // promptTitleRunes bounds a title made of a session's first prompt: the
 // list shows about that much, and the familiar agent's preview is shorter.

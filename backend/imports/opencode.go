@@ -38,7 +38,7 @@ import (
 // openCodeSession is one session's row (or file).
 type openCodeSession struct {
 	id, parent, title, path string
-	created                 time.Time
+	created, updated        time.Time
 }
 
 // openCodeMessage is one message with its parts, in order.
@@ -81,7 +81,7 @@ func readOpenCode(ctx context.Context, root string, yield Yield, warn func(Probl
 		if err != nil {
 			return apperr.Wrap(apperr.Invalid, err, "read the messages of session %s in %s", s.id, root)
 		}
-		if n := len(msgs); n > 0 && openCodeRunning(msgs[n-1]) {
+		if n := len(msgs); n > 0 && openCodeRunning(msgs[n-1]) && writtenLately(s.updated) {
 			// The model is still answering: its message comes in at the
 			// next import, whole, rather than now with part of its text
 			// or a call without its result (OpenCode writes them again in
@@ -179,8 +179,8 @@ func openOpenCodeStore(path string) (openCodeSource, error) {
 func (o *openCodeStore) close() { o.conn.Close() }
 
 func (o *openCodeStore) sessions(ctx context.Context) ([]openCodeSession, error) {
-	rows, err := o.conn.QueryContext(ctx, `SELECT id, COALESCE(parent_id, ''), COALESCE(title, ''), COALESCE(time_created, 0)
-		FROM session ORDER BY time_created, id`)
+	rows, err := o.conn.QueryContext(ctx, `SELECT id, COALESCE(parent_id, ''), COALESCE(title, ''), COALESCE(time_created, 0),
+		COALESCE(time_updated, 0) FROM session ORDER BY time_created, id`)
 	if err != nil {
 		return nil, err
 	}
@@ -188,11 +188,11 @@ func (o *openCodeStore) sessions(ctx context.Context) ([]openCodeSession, error)
 	var out []openCodeSession
 	for rows.Next() {
 		var s openCodeSession
-		var created int64
-		if err := rows.Scan(&s.id, &s.parent, &s.title, &created); err != nil {
+		var created, updated int64
+		if err := rows.Scan(&s.id, &s.parent, &s.title, &created, &updated); err != nil {
 			return nil, err
 		}
-		s.created, s.path = openCodeTime(created), o.path
+		s.created, s.updated, s.path = openCodeTime(created), openCodeTime(updated), o.path
 		out = append(out, s)
 	}
 	return out, rows.Err()
@@ -323,9 +323,10 @@ func (o *openCodeFiles) sessions(context.Context) ([]openCodeSession, error) {
 		}
 		var t struct {
 			Created int64 `json:"created"`
+			Updated int64 `json:"updated"`
 		}
 		_ = json.Unmarshal(obj["time"], &t)
-		s.created = openCodeTime(t.Created)
+		s.created, s.updated = openCodeTime(t.Created), openCodeTime(t.Updated)
 		out = append(out, s)
 	})
 	sort.SliceStable(out, func(i, j int) bool {

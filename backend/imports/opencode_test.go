@@ -341,7 +341,8 @@ func TestOpenCodeStorageFiles(t *testing.T) {
 
 // Imported while the model answers: its message (not completed, or a call
 // still running) waits for the next import, which takes it whole as an
-// update rather than finding the conversation changed at its source.
+// update rather than finding the conversation changed at its source; one
+// left so for a day is imported as it was left.
 func TestOpenCodeAnswerStillBeingWritten(t *testing.T) {
 	dir := t.TempDir()
 	db := ocStore(t, dir)
@@ -357,6 +358,7 @@ func TestOpenCodeAnswerStillBeingWritten(t *testing.T) {
 		}
 	}
 	at := sprintf("%d", ocMs(3610))
+	exec(`UPDATE session SET time_updated = ` + sprintf("%d", time.Now().UnixMilli()) + ` WHERE id = '` + ocNew + `'`) // OpenCode is writing it
 	exec(`INSERT INTO message VALUES ('msg_zz', '` + ocNew + `', ` + at + `, 0, '{"role":"assistant","time":{"created":` + at + `}}')`)
 	exec(`INSERT INTO part VALUES ('prt_zz_1', 'msg_zz', '` + ocNew + `', 0, 0, '{"type":"text","text":"Half an ans"}')`)
 	env := sessionstest.New(t)
@@ -384,4 +386,14 @@ func TestOpenCodeAnswerStillBeingWritten(t *testing.T) {
 		jlMsg(t, "assistant", "{}", "ls", "c9", ""),
 		jlMsg(t, "tool", "a b", "ls", "c9", ""),
 	})
+
+	// OpenCode stopped a day ago in the middle of an answer: it will not
+	// be finished, and is imported as it was left.
+	exec(`INSERT INTO message VALUES ('msg_zzz', '` + ocNew + `', ` + sprintf("%d", ocMs(3620)) + `, 0, '{"role":"assistant","time":{"created":1}}')`)
+	exec(`INSERT INTO part VALUES ('prt_zzz', 'msg_zzz', '` + ocNew + `', 0, 0, '{"type":"text","text":"Cut o"}')`)
+	exec(`UPDATE session SET time_updated = ` + sprintf("%d", time.Now().Add(-stillWriting-time.Hour).UnixMilli()) + ` WHERE id = '` + ocNew + `'`)
+	items, _ = jlRead(t, readOpenCode, db)
+	if _, by := jlImport(t, env, items); by[ocNew].Status != sessions.ImportStatusUpdated || by[ocNew].Messages != 1 {
+		t.Fatalf("a day later: %+v", by[ocNew])
+	}
 }
