@@ -265,6 +265,7 @@ func (th *claudeThread) imported(r *claudeReader, key string, own bool) sessions
 	}
 	return sessions.Imported{
 		Origin:    sessions.Origin{Kind: sessions.ImportClaude, Key: key, Path: r.path},
+		Reading:   readingClaude,
 		Title:     title,
 		Source:    "cli",
 		Platform:  PlatformClaude,

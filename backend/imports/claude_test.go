@@ -240,6 +240,7 @@ func TestClaudeRealisticTranscript(t *testing.T) {
 	it := items[0]
 	want := sessions.Imported{
 		Origin:    sessions.Origin{Kind: sessions.ImportClaude, Key: claudeSID, Path: path},
+		Reading:   readingClaude,
 		Title:     "Fix the failing test in math_utils.py",
 		Source:    "cli",
 		Platform:  PlatformClaude,

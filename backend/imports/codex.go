@@ -52,6 +52,7 @@ func readCodex(ctx context.Context, root string, yield Yield, warn func(Problem)
 		}
 		it := sessions.Imported{
 			Origin:    sessions.Origin{Kind: sessions.ImportCodex, Key: key, Path: p},
+			Reading:   readingCodex,
 			Title:     promptTitle(r.title),
 			Source:    "cli",
 			Platform:  PlatformCodex,

@@ -95,6 +95,7 @@ func TestCodexRealisticRollout(t *testing.T) {
 	it.Messages = nil
 	want := sessions.Imported{
 		Origin:    sessions.Origin{Kind: sessions.ImportCodex, Key: codexID, Path: path},
+		Reading:   readingCodex,
 		Title:     "List the Go files and count them",
 		Source:    "cli",
 		Platform:  PlatformCodex,

@@ -300,6 +300,7 @@ func (c *geminiConv) imported(path string, warn func(Problem)) (sessions.Importe
 	}
 	it := sessions.Imported{
 		Origin:    sessions.Origin{Kind: sessions.ImportGemini, Key: c.meta.SessionID, Path: path},
+		Reading:   readingGemini,
 		Title:     promptTitle(c.meta.Summary),
 		Source:    "cli",
 		Platform:  PlatformGemini,

@@ -84,6 +84,7 @@ func readHermes(ctx context.Context, path string, yield Yield, warn func(Problem
 		}
 		it := sessions.Imported{
 			Origin:    sessions.Origin{Kind: sessions.ImportHermes, Key: r.id, Path: path},
+			Reading:   readingHermes,
 			Title:     r.title,
 			EndReason: r.endReason,
 			SenderID:  r.userID,

@@ -31,6 +31,17 @@ const (
 	PlatformOpenCode = "opencode"
 )
 
+// The readings of the readers (sessions.Imported.Reading): each changes
+// when its reader turns the same source into other messages, so that what
+// an earlier version took is not then mistaken for a source rewritten.
+const (
+	readingHermes   = "hermes/1"
+	readingClaude   = "claude-code/1"
+	readingCodex    = "codex/1"
+	readingGemini   = "gemini-cli/1"
+	readingOpenCode = "opencode/1"
+)
+
 // Problem is one thing a reader skipped.
 type Problem struct {
 	Path    string `json:"path"`

@@ -91,6 +91,7 @@ func readOpenCode(ctx context.Context, root string, yield Yield, warn func(Probl
 		conv := openCodeConversation(s, msgs, warn)
 		it := sessions.Imported{
 			Origin:    sessions.Origin{Kind: sessions.ImportOpenCode, Key: s.id, Path: s.path},
+			Reading:   readingOpenCode,
 			Title:     promptTitle(s.title),
 			Source:    "cli",
 			Platform:  PlatformOpenCode,

@@ -50,7 +50,12 @@ type Origin struct {
 // every run: an import run again takes the messages past those it took
 // before.
 type Imported struct {
-	Origin    Origin
+	Origin Origin
+	// Reading names how the reader turns its source into messages, and is
+	// changed with it: what was taken before is compared with the source
+	// only when it was read the same way (a better reading of an unchanged
+	// source is not a source rewritten).
+	Reading   string
 	Title     string
 	Source    string // one of Sources; "cli" when empty
 	Platform  string // a chat platform, when the session came from one
@@ -311,7 +316,7 @@ func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, plan
 		return out, err
 	}
 	if _, err := tx.Exec(ctx, `INSERT OR REPLACE INTO session_imports (kind, source_key, session_id, path, messages, digest, last_message, imported_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, it.Origin.Kind, it.Origin.Key, id, it.Origin.Path, len(it.Messages), ImportDigest(it.Messages), lastID,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, it.Origin.Kind, it.Origin.Key, id, it.Origin.Path, len(it.Messages), importDigestOf(it, it.Messages), lastID,
 		db.Ms(tx.Now), db.Ms(tx.Now)); err != nil {
 		return out, err
 	}
@@ -324,7 +329,8 @@ func (s *Service) importOneTx(ctx context.Context, tx *db.Tx, it *Imported, plan
 
 // importedBefore is what an earlier import took of a session: how many of
 // its source's messages, their digest ("" when the version that took them
-// kept none), and the last message it wrote (0: not kept).
+// kept none; else the reading's name, ":", ImportDigest), and the last
+// message it wrote (0: not kept).
 type importedBefore struct {
 	taken  int
 	digest string
@@ -347,7 +353,8 @@ func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur
 		out.Note = fmt.Sprintf("the source now has %d messages, fewer than the %d imported; left as imported", len(it.Messages), taken)
 		return out, nil
 	}
-	if prev.digest != "" && ImportDigest(it.Messages[:taken]) != prev.digest {
+	same := prev.digest != "" && strings.HasPrefix(prev.digest, it.Reading+":")
+	if same && importDigestOf(it, it.Messages[:taken]) != prev.digest {
 		out.Status = ImportStatusConflict
 		out.Note = fmt.Sprintf("its first %d messages changed in %s since they were imported (rewound or edited there); left as imported: "+
 			"delete it here and empty it from the trash to import it as it is now", taken, it.Origin.Kind)
@@ -357,12 +364,12 @@ func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur
 	endNow := it.EndedAt != nil && !cur.Ended()
 	if len(more) == 0 && !endNow {
 		out.Status = ImportStatusUnchanged
-		if prev.digest == "" {
-			// Imported by a version that kept no digest: the messages
-			// taken are the source's first ones now, as far as anyone can
-			// tell; from here on a rewind is told apart.
+		if !same {
+			// Taken by a version that kept no digest, or read another way:
+			// the messages taken are the source's first ones now, as far
+			// as anyone can tell; from here on a rewind is told apart.
 			_, err := tx.Exec(ctx, `UPDATE session_imports SET digest = ? WHERE kind = ? AND source_key = ?`,
-				ImportDigest(it.Messages), it.Origin.Kind, it.Origin.Key)
+				importDigestOf(it, it.Messages), it.Origin.Kind, it.Origin.Key)
 			return out, err
 		}
 		return out, nil
@@ -398,7 +405,7 @@ func (s *Service) importMoreTx(ctx context.Context, tx *db.Tx, it *Imported, cur
 		}
 	}
 	if _, err := tx.Exec(ctx, `UPDATE session_imports SET messages = ?, digest = ?, last_message = ?, path = ?, updated_at = ? WHERE kind = ? AND source_key = ?`,
-		len(it.Messages), ImportDigest(it.Messages), lastID, it.Origin.Path, db.Ms(tx.Now), it.Origin.Kind, it.Origin.Key); err != nil {
+		len(it.Messages), importDigestOf(it, it.Messages), lastID, it.Origin.Path, db.Ms(tx.Now), it.Origin.Kind, it.Origin.Key); err != nil {
 		return out, err
 	}
 	out.Status, out.Messages = ImportStatusUpdated, len(more)
@@ -415,6 +422,12 @@ func ImportDigest(ms []ImportedMessage) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// importDigestOf is the digest kept of ms, messages of it: its reading,
+// then ImportDigest.
+func importDigestOf(it *Imported, ms []ImportedMessage) string {
+	return it.Reading + ":" + ImportDigest(ms)
 }
 
 // importedParent is the Atrium id of it's parent when that parent is in the

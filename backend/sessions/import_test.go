@@ -233,3 +233,36 @@ func TestImportLeavesASessionContinuedHereAsItIs(t *testing.T) {
 		t.Errorf("more %+v %v", res, err)
 	}
 }
+
+// A reader that reads an unchanged source another way (a new version of
+// Atrium that converts it better) names another reading: what was taken
+// before is then not mistaken for a source rewritten, and the new reading
+// is the one compared from then on.
+func TestImportComparesOnlyWhatWasReadTheSameWay(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	msg := importMsg
+	src := func(reading string, ms ...sessions.ImportedMessage) []sessions.Imported {
+		return []sessions.Imported{{Origin: sessions.Origin{Kind: sessions.ImportGemini, Key: "conv"}, Reading: reading, StartedAt: importAt, Messages: ms}}
+	}
+	run := func(items []sessions.Imported) sessions.ImportOutcome {
+		t.Helper()
+		res, err := e.Sessions.Import(ctx, items, sessions.ImportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Outcomes[0]
+	}
+	if o := run(src("gemini-cli/1", msg("user", "q1"), msg("assistant", "a1 (as read then)"))); o.Status != sessions.ImportStatusImported {
+		t.Fatalf("first %+v", o)
+	}
+	if o := run(src("gemini-cli/2", msg("user", "q1"), msg("assistant", "a1 (read better)"))); o.Status != sessions.ImportStatusUnchanged || o.Note != "" {
+		t.Fatalf("read another way %+v", o)
+	}
+	if o := run(src("gemini-cli/2", msg("user", "q1"), msg("assistant", "a1 (read better)"), msg("user", "q2"))); o.Status != sessions.ImportStatusUpdated {
+		t.Fatalf("grown %+v", o)
+	}
+	if o := run(src("gemini-cli/2", msg("user", "q1"), msg("assistant", "rewritten"), msg("user", "q2"))); o.Status != sessions.ImportStatusConflict {
+		t.Fatalf("rewritten, read the same way %+v", o)
+	}
+}
