@@ -17,18 +17,28 @@ import (
 // BenchmarkImportHermes imports a familiar agent's store of 1,000 sessions
 // x 20 messages (a tool call and its result in every five) into a fresh
 // store per iteration, and the same store again (nothing new).
-func BenchmarkImportHermes(b *testing.B) {
-	h := newHermesB(b)
+func BenchmarkImportHermes(b *testing.B) { benchImport(b, "hermes", newHermesB(b)) }
+
+// benchImport imports the 1,000 sessions of kind at path into a fresh store
+// per iteration ("new", reporting the time a message took), and into one
+// that has them already ("again": nothing new).
+func benchImport(b *testing.B, kind, path string) {
 	none := func(string) string { return "" }
+	run := func(b *testing.B, env *sessionstest.Env, status string) imports.Report {
+		b.Helper()
+		rep, err := imports.Run(context.Background(), env.Sessions, kind, path, none, b.TempDir(), imports.RunOptions{})
+		if err != nil || rep.Counts[status] != 1000 || len(rep.Problems) != 0 {
+			b.Fatalf("%v %+v %v", err, rep.Counts, rep.Problems)
+		}
+		return rep
+	}
 	b.Run("new", func(b *testing.B) {
+		msgs := 0
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			env := sessionstest.New(b)
 			b.StartTimer()
-			rep, err := imports.Run(context.Background(), env.Sessions, "hermes", h, none, b.TempDir(), imports.RunOptions{})
-			if err != nil || rep.Counts["imported"] != 1000 {
-				b.Fatalf("%v %+v", err, rep.Counts)
-			}
+			msgs += run(b, env, "imported").Messages
 			if err := env.Sessions.FlushIndex(context.Background()); err != nil {
 				b.Fatal(err)
 			}
@@ -36,19 +46,14 @@ func BenchmarkImportHermes(b *testing.B) {
 			env.Close(b)
 			b.StartTimer()
 		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*20000), "us/msg")
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(msgs), "us/msg")
 	})
 	b.Run("again", func(b *testing.B) {
 		env := sessionstest.New(b)
-		if _, err := imports.Run(context.Background(), env.Sessions, "hermes", h, none, b.TempDir(), imports.RunOptions{}); err != nil {
-			b.Fatal(err)
-		}
+		run(b, env, "imported")
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			rep, err := imports.Run(context.Background(), env.Sessions, "hermes", h, none, b.TempDir(), imports.RunOptions{})
-			if err != nil || rep.Counts["unchanged"] != 1000 {
-				b.Fatalf("%v %+v", err, rep.Counts)
-			}
+			run(b, env, "unchanged")
 		}
 	})
 }
@@ -100,43 +105,7 @@ func newHermesB(b *testing.B) string {
 // messages each: a tool call with its result in every fifth model turn, the
 // model's message written again once its call had its result, as the CLI
 // does) into a fresh store per iteration, and the same again.
-func BenchmarkImportGemini(b *testing.B) {
-	root := newGeminiB(b)
-	none := func(string) string { return "" }
-	b.Run("new", func(b *testing.B) {
-		msgs := 0
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			env := sessionstest.New(b)
-			b.StartTimer()
-			rep, err := imports.Run(context.Background(), env.Sessions, "gemini-cli", root, none, b.TempDir(), imports.RunOptions{})
-			if err != nil || rep.Counts["imported"] != 1000 || len(rep.Problems) != 0 {
-				b.Fatalf("%v %+v %v", err, rep.Counts, rep.Problems)
-			}
-			msgs += rep.Messages
-			if err := env.Sessions.FlushIndex(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			env.Close(b)
-			b.StartTimer()
-		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(msgs), "us/msg")
-	})
-	b.Run("again", func(b *testing.B) {
-		env := sessionstest.New(b)
-		if _, err := imports.Run(context.Background(), env.Sessions, "gemini-cli", root, none, b.TempDir(), imports.RunOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			rep, err := imports.Run(context.Background(), env.Sessions, "gemini-cli", root, none, b.TempDir(), imports.RunOptions{})
-			if err != nil || rep.Counts["unchanged"] != 1000 {
-				b.Fatalf("%v %+v", err, rep.Counts)
-			}
-		}
-	})
-}
+func BenchmarkImportGemini(b *testing.B) { benchImport(b, "gemini-cli", newGeminiB(b)) }
 
 func newGeminiB(b *testing.B) string {
 	b.Helper()
@@ -183,43 +152,7 @@ func newGeminiB(b *testing.B) string {
 // messages each once converted: a tool call with its result in every fifth
 // assistant message, each assistant message with OpenCode's step parts)
 // into a fresh store per iteration, and the same again.
-func BenchmarkImportOpenCode(b *testing.B) {
-	dir := newOpenCodeB(b)
-	none := func(string) string { return "" }
-	b.Run("new", func(b *testing.B) {
-		msgs := 0
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			env := sessionstest.New(b)
-			b.StartTimer()
-			rep, err := imports.Run(context.Background(), env.Sessions, "opencode", dir, none, b.TempDir(), imports.RunOptions{})
-			if err != nil || rep.Counts["imported"] != 1000 || len(rep.Problems) != 0 {
-				b.Fatalf("%v %+v %v", err, rep.Counts, rep.Problems)
-			}
-			msgs += rep.Messages
-			if err := env.Sessions.FlushIndex(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			env.Close(b)
-			b.StartTimer()
-		}
-		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(msgs), "us/msg")
-	})
-	b.Run("again", func(b *testing.B) {
-		env := sessionstest.New(b)
-		if _, err := imports.Run(context.Background(), env.Sessions, "opencode", dir, none, b.TempDir(), imports.RunOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			rep, err := imports.Run(context.Background(), env.Sessions, "opencode", dir, none, b.TempDir(), imports.RunOptions{})
-			if err != nil || rep.Counts["unchanged"] != 1000 {
-				b.Fatalf("%v %+v", err, rep.Counts)
-			}
-		}
-	})
-}
+func BenchmarkImportOpenCode(b *testing.B) { benchImport(b, "opencode", newOpenCodeB(b)) }
 
 func newOpenCodeB(b *testing.B) string {
 	b.Helper()

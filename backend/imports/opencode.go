@@ -1,6 +1,7 @@
 package imports
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -330,12 +332,7 @@ func (o *openCodeFiles) sessions(context.Context) ([]openCodeSession, error) {
 		s.created, s.updated = openCodeTime(t.Created), openCodeTime(t.Updated)
 		out = append(out, s)
 	})
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].created.Equal(out[j].created) {
-			return out[i].created.Before(out[j].created)
-		}
-		return out[i].id < out[j].id
-	})
+	sortByCreated(out, func(s openCodeSession) (time.Time, string) { return s.created, s.id })
 	return out, nil
 }
 
@@ -367,13 +364,18 @@ func (o *openCodeFiles) messages(_ context.Context, s openCodeSession) ([]openCo
 		}
 		out = append(out, m)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].created.Equal(out[j].created) {
-			return out[i].created.Before(out[j].created)
-		}
-		return out[i].id < out[j].id
-	})
+	sortByCreated(out, func(m openCodeMessage) (time.Time, string) { return m.created, m.id })
 	return out, nil
+}
+
+// sortByCreated orders what the files gave as the store's queries order
+// it: by creation time, then id.
+func sortByCreated[T any](s []T, key func(T) (time.Time, string)) {
+	slices.SortStableFunc(s, func(a, b T) int {
+		ta, ia := key(a)
+		tb, ib := key(b)
+		return cmp.Or(ta.Compare(tb), strings.Compare(ia, ib))
+	})
 }
 
 // ---- messages ----

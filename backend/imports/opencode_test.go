@@ -126,24 +126,29 @@ func ocRootWant(t *testing.T) []sessions.ImportedMessage {
 	}
 }
 
-// ocStore writes the history into an opencode.db under dir.
-func ocStore(t *testing.T, dir string) string {
+// ocSQL opens the OpenCode store at path for a test to write in; the func
+// it returns runs one statement, failing the test on an error.
+func ocSQL(t *testing.T, path string) func(q string, args ...any) {
 	t.Helper()
-	path := filepath.Join(dir, "opencode.db")
 	d, err := sql.Open("sqlite3", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	if _, err := d.Exec(ocSchema); err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
+	t.Cleanup(func() { _ = d.Close() })
+	return func(q string, args ...any) {
 		t.Helper()
 		if _, err := d.Exec(q, args...); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// ocStore writes the history into an opencode.db under dir.
+func ocStore(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "opencode.db")
+	exec := ocSQL(t, path)
+	exec(ocSchema)
 	exec(`INSERT INTO project VALUES ('p1', '/src', 0, 0)`)
 	sess, msgs := ocHistory()
 	for _, s := range sess {
@@ -224,20 +229,14 @@ func TestOpenCodeStore(t *testing.T) {
 func TestOpenCodeProblems(t *testing.T) {
 	dir := t.TempDir()
 	db := ocStore(t, dir)
-	d, err := sql.Open("sqlite3", db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exec := ocSQL(t, db)
 	for _, q := range []string{
 		`UPDATE message SET data = '{"role":' WHERE id = 'msg_08'`,
 		`UPDATE part SET data = '[1]' WHERE id = 'prt_msg_10_00'`,
 		`INSERT INTO message VALUES ('msg_11', '` + ocNew + `', ` + sprintf("%d", ocMs(3700)) + `, 0, '{"role":"system","time":{"created":1}}')`,
 	} {
-		if _, err := d.Exec(q); err != nil {
-			t.Fatal(err)
-		}
+		exec(q)
 	}
-	d.Close()
 	items, probs := jlRead(t, readOpenCode, db)
 	if len(items) != 4 || len(items[1].Messages) != 1 || len(items[2].Messages) != 1 {
 		t.Fatalf("items %+v", items)
@@ -346,17 +345,7 @@ func TestOpenCodeStorageFiles(t *testing.T) {
 func TestOpenCodeAnswerStillBeingWritten(t *testing.T) {
 	dir := t.TempDir()
 	db := ocStore(t, dir)
-	d, err := sql.Open("sqlite3", db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	exec := func(q string) {
-		t.Helper()
-		if _, err := d.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec := ocSQL(t, db)
 	at := sprintf("%d", ocMs(3610))
 	exec(`UPDATE session SET time_updated = ` + sprintf("%d", time.Now().UnixMilli()) + ` WHERE id = '` + ocNew + `'`) // OpenCode is writing it
 	exec(`INSERT INTO message VALUES ('msg_zz', '` + ocNew + `', ` + at + `, 0, '{"role":"assistant","time":{"created":` + at + `}}')`)
