@@ -8,11 +8,9 @@ package approvals
 
 import (
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode"
 
@@ -31,7 +29,7 @@ type Standing struct {
 	path string
 
 	mu     sync.Mutex
-	stamp  stamp
+	stamp  config.Stamp
 	keys   []string
 	err    error
 	policy Policy
@@ -46,13 +44,6 @@ type Policy struct {
 	// Timeout is approvals.timeout: how long a person has to answer (0:
 	// the surface's default).
 	Timeout time.Duration
-}
-
-// stamp tells whether the file changed since it was read.
-type stamp struct {
-	ok          bool
-	ino, size   int64
-	mtime, read time.Time
 }
 
 // New is the standing approvals in the config.yaml of home.
@@ -89,14 +80,11 @@ func (s *Standing) ApprovalPolicy() (approveAll bool, timeout time.Duration) {
 // refresh reads the file again when it changed since it was read; s.mu is
 // held.
 func (s *Standing) refresh() {
-	st := statOf(s.path)
-	// A file rewritten within the same clock tick keeps its mtime: read
-	// again until a second has passed since the change was seen.
-	if st.ok == s.stamp.ok && st.ino == s.stamp.ino && st.size == s.stamp.size && st.mtime.Equal(s.stamp.mtime) &&
-		s.stamp.read.Sub(st.mtime) > time.Second && !s.stamp.read.IsZero() {
+	st := config.StatStamp(s.path)
+	if s.stamp.Vouches(st) {
 		return
 	}
-	st.read = time.Now()
+	st = st.ReadNow()
 	cfg, _, err := config.Load(s.path)
 	s.stamp, s.keys, s.err, s.policy = st, nil, nil, Policy{}
 	switch {
@@ -109,18 +97,6 @@ func (s *Standing) refresh() {
 		s.keys = cfg.CommandAllowlist.Keys
 	}
 	s.policy = Policy{ApproveAll: cfg.ApprovalsOff(), Timeout: cfg.ApprovalTimeout()}
-}
-
-func statOf(path string) stamp {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return stamp{}
-	}
-	st := stamp{ok: true, size: fi.Size(), mtime: fi.ModTime()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = int64(sys.Ino)
-	}
-	return st
 }
 
 // Allows reports whether key is allowed from now on.
@@ -179,7 +155,7 @@ func (s *Standing) update(change func([]string) ([]string, error)) error {
 		return next, nil
 	})
 	s.mu.Lock()
-	s.stamp = stamp{} // read again at the next ask
+	s.stamp = config.Stamp{} // read again at the next ask
 	s.mu.Unlock()
 	if errors.Is(err, errUnchanged) {
 		return nil

@@ -69,7 +69,7 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	// The file as it was before it was read: the settings a running process
 	// follows read it again only once it changed (a stat taken first errs
 	// towards reading).
-	file, _ := os.Stat(home.ConfigPath())
+	stamp := config.StatStamp(home.ConfigPath()).ReadNow()
 	cfg, warnings, err := config.Load(home.ConfigPath())
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	}
 	bus := hooks.NewBus(d, hooks.Options{Timeout: cfg.HookTimeout(), Logger: lg})
 	bus.SelectContextEngine(cfg.Context.Engine)
-	watch := &configWatch{path: home.ConfigPath(), log: lg, file: file, cfg: cfg}
+	watch := &configWatch{path: home.ConfigPath(), log: lg, stamp: stamp, cfg: cfg}
 	watch.onChange(func(cfg config.Config) { bus.SetTimeout(cfg.HookTimeout()) })
 	sess := sessions.NewService(d, bus, sessions.Options{Profile: home.Profile, SessionsDir: home.SessionsDir(), Logger: lg,
 		Trash: watch.trash})

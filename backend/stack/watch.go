@@ -2,7 +2,6 @@ package stack
 
 import (
 	"log/slog"
-	"os"
 	"sync"
 
 	"atrium/backend/config"
@@ -13,9 +12,8 @@ import (
 // takes without the profile being opened again: the model (at each turn),
 // the trash, retention and idle-archive settings (at each operation that
 // reads them), and the hook timeout and the compaction block (with any of
-// those). The file is read
-// again only when it changed: another inode, size or modification time
-// (every Atrium write replaces it). A file that does not load leaves those
+// those). The file is read again only when its config.Stamp no longer
+// vouches for it, as the standing approvals read it. A file that does not load leaves those
 // settings as they were last read, said once in the log; a turn is told
 // why (current's error).
 type configWatch struct {
@@ -25,23 +23,23 @@ type configWatch struct {
 	// the watch's lock: they only store what they take).
 	changed []func(config.Config)
 
-	mu   sync.Mutex
-	file os.FileInfo   // the file when it was read last (nil: read it again)
-	cfg  config.Config // the last that loaded
-	err  error         // why the file as it is now does not load
+	mu    sync.Mutex
+	stamp config.Stamp  // the file when it was read last (zero: read it again)
+	cfg   config.Config // the last that loaded
+	err   error         // why the file as it is now does not load
 }
 
 // current is the config as the file has it now, or the last that loaded
 // with the error of the file as it is.
 func (w *configWatch) current() (config.Config, error) {
-	fi, statErr := os.Stat(w.path)
+	st := config.StatStamp(w.path)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if statErr == nil && w.file != nil && os.SameFile(fi, w.file) && fi.Size() == w.file.Size() && fi.ModTime().Equal(w.file.ModTime()) {
+	if w.stamp.Vouches(st) {
 		return w.cfg, w.err
 	}
+	w.stamp = st.ReadNow()
 	cfg, _, err := config.Load(w.path)
-	w.file = fi
 	if err != nil {
 		if w.err == nil || w.err.Error() != err.Error() {
 			w.log.Warn("config.yaml does not load: the settings read before stay until it does", "error", err)
