@@ -87,11 +87,14 @@ func (f ModelFlags) endpoint(m config.Model) (config.Endpoint, error) {
 }
 
 // resolve is the model to ask now.
-func (m *liveModel) resolve() (turns.Model, error) {
+func (m *liveModel) resolve() (turns.Model, error) { return m.resolveIn(m.watch.current()) }
+
+// resolveIn is the model to ask now, cfg and err being config.yaml now
+// (the watch's current).
+func (m *liveModel) resolveIn(cfg config.Config, err error) (turns.Model, error) {
 	// A .env that cannot be read now leaves the keys as they were read
 	// (the start warned of it).
 	_ = m.home.RefreshEnv()
-	cfg, err := m.watch.current()
 	if err != nil {
 		return turns.Model{}, err
 	}
@@ -137,8 +140,10 @@ type liveSummarizer struct {
 }
 
 func (s liveSummarizer) Summarize(ctx context.Context, msgs []llm.Message, focus string) (string, error) {
-	if s.model.watch.settled().Compaction.Summarizer == "model" {
-		m, err := s.model.resolve()
+	// One look at config.yaml: which summarizer (as it last loaded), and
+	// the model it names.
+	if cfg, cfgErr := s.model.watch.current(); cfg.Compaction.Summarizer == "model" {
+		m, err := s.model.resolveIn(cfg, cfgErr)
 		if err != nil {
 			return "", err
 		}
