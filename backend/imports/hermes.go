@@ -43,11 +43,11 @@ func readHermes(ctx context.Context, path string, yield Yield, warn func(Problem
 	}
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
-	sessCols, err := hermesColumns(ctx, conn, "sessions")
+	sessCols, err := tableColumns(ctx, conn, "sessions")
 	if err != nil {
 		return apperr.Wrap(apperr.Invalid, err, "%s is not a readable SQLite store", path)
 	}
-	msgCols, err := hermesColumns(ctx, conn, "messages")
+	msgCols, err := tableColumns(ctx, conn, "messages")
 	if err != nil {
 		return apperr.Wrap(apperr.Invalid, err, "%s is not a readable SQLite store", path)
 	}
@@ -127,7 +127,9 @@ func readHermes(ctx context.Context, path string, yield Yield, warn func(Problem
 	return nil
 }
 
-func hermesColumns(ctx context.Context, conn *sql.DB, table string) (map[string]bool, error) {
+// tableColumns is the columns of table in a foreign store (an error when it
+// has no such table): what a reader can ask of it.
+func tableColumns(ctx context.Context, conn *sql.DB, table string) (map[string]bool, error) {
 	rows, err := conn.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
 	if err != nil {
 		return nil, err

@@ -164,7 +164,7 @@ func openOpenCodeStore(path string) (openCodeSource, error) {
 		cols  []string
 	}{{"session", []string{"id", "parent_id", "title", "time_created"}}, {"message", []string{"id", "session_id", "time_created", "data"}},
 		{"part", []string{"id", "message_id", "session_id", "data"}}} {
-		have, err := hermesColumns(context.Background(), conn, need.table)
+		have, err := tableColumns(context.Background(), conn, need.table)
 		if err != nil {
 			conn.Close()
 			return nil, apperr.Wrap(apperr.Invalid, err, "%s is not OpenCode's store", path)
