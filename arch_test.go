@@ -29,7 +29,8 @@ var allowed = map[string][]string{
 	// the store what they found; nothing else.
 	"backend/imports": {"backend/sessions", "backend/apperr"},
 	// The turn loop reaches plugins only through the hook bus: never proc.
-	"backend/turns": {"backend/compaction", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm", "backend/atomicfile"},
+	"backend/turns": {"backend/compaction", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm", "backend/atomicfile", "backend/tools"},
+	"backend/tools": {"backend/atomicfile"},
 	// The gateway and the scheduler run turns; they reach plugins only
 	// through the hook bus.
 	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},

@@ -164,7 +164,11 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		// The chat loop waits in Send meanwhile: the next line is the
 		// answer. Ctrl+C (the turn stopped) ends the question at once.
 		*ask = func(tctx context.Context, a turns.Approval) (turns.Answer, error) {
-			fmt.Fprintf(r.env.Stdout, "plugin %s asks before %s runs with %v", a.Plugin, a.ToolName, a.Args)
+			if a.Plugin == "" {
+				fmt.Fprintf(r.env.Stdout, "the %s asks before it runs: %v", a.ToolName, a.Args["command"])
+			} else {
+				fmt.Fprintf(r.env.Stdout, "plugin %s asks before %s runs with %v", a.Plugin, a.ToolName, a.Args)
+			}
 			if a.Message != "" {
 				fmt.Fprintf(r.env.Stdout, " (%s)", a.Message)
 			}

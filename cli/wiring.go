@@ -12,6 +12,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/plugins"
 	"atrium/backend/stack"
+	"atrium/backend/tools"
 	"atrium/backend/turns"
 	hookaudit "atrium/plugins/hook-audit"
 	memoryrules "atrium/plugins/memory-rules"
@@ -82,7 +83,7 @@ func (r *runner) loadPlugins(st *stack.Stack) error {
 		Want:         want,
 		Process:      r.processName(),
 		Logger:       st.Logger(),
-		BuiltinTools: slices.Sorted(maps.Keys(turns.BuiltinTools())),
+		BuiltinTools: slices.Sorted(slices.Values(append(slices.Collect(maps.Keys(turns.BuiltinTools())), tools.Names()...))),
 		Services:     services,
 		Transcripts:  st.HookTranscript,
 		AcceptHooks:  r.acceptHooks,

@@ -159,6 +159,16 @@ type Config struct {
 	// now on without asking.
 	CommandAllowlist Allowlist `yaml:"command_allowlist"`
 	Context          Context   `yaml:"context"`
+	// Toolsets and PlatformToolsets are the familiar agent's toolsets and
+	// platform_toolsets: which of the machine's tools (the terminal, the
+	// file tools) a turn offers, on every platform and on one (default:
+	// all of them everywhere).
+	Toolsets         []string            `yaml:"toolsets"`
+	PlatformToolsets map[string][]string `yaml:"platform_toolsets"`
+	Terminal         Terminal            `yaml:"terminal"`
+	// FileReadMaxChars is file_read_max_chars: the longest read_file
+	// answers (default 100,000 characters).
+	FileReadMaxChars int `yaml:"file_read_max_chars"`
 	// HooksAutoAccept approves every shell hook of hooks: without asking
 	// (true, or "true"/"yes"/"on"/"1"), as the familiar agent's
 	// hooks_auto_accept.
@@ -183,6 +193,23 @@ func Truthy(s string) bool {
 		return true
 	}
 	return false
+}
+
+// Terminal settings: how the terminal tool runs a command, in the familiar
+// agent's keys.
+type Terminal struct {
+	// Backend: local (the default, and the only one Atrium has; another
+	// leaves the terminal out rather than run unsandboxed here).
+	Backend string `yaml:"backend"`
+	// Cwd is where a conversation's commands start ("" or ".": the
+	// command line's folder in a terminal, the home folder elsewhere).
+	Cwd string `yaml:"cwd"`
+	// Timeout is a command's seconds when the model names none (default
+	// 180, at most 600).
+	Timeout int `yaml:"timeout"`
+	// EnvPassthrough names the keys' and tokens' variables commands get
+	// all the same (the others are left out of their environment).
+	EnvPassthrough []string `yaml:"env_passthrough"`
 }
 
 // Context settings: which context engine compacts.
@@ -469,6 +496,12 @@ func (c Config) Validate() error {
 	}
 	if t := c.Approvals.Timeout; t < 0 || t > 3600 || math.IsNaN(t) {
 		return fmt.Errorf("approvals.timeout must be 0 (the default) to 3600 seconds, not %v", t)
+	}
+	if t := c.Terminal.Timeout; t < 0 || t > 600 {
+		return fmt.Errorf("terminal.timeout must be 1 to 600 seconds (0: 180), not %d", t)
+	}
+	if c.FileReadMaxChars < 0 {
+		return fmt.Errorf("file_read_max_chars must be positive (0: 100000), not %d", c.FileReadMaxChars)
 	}
 	switch strings.ToLower(c.Plugins.Host) {
 	case "", PluginHostAuto, PluginHostInline:

@@ -89,9 +89,9 @@ func TestAFamiliarConfigLoads(t *testing.T) {
 	}
 	// Every setting that is not Atrium's is named, not only the first the
 	// strict decoder meets; free-form sections (hooks:) are not judged.
-	w, err := load("_config_version: 12\nterminal:\n  backend: local\nsessions:\n  trash_days: 3\n  colour: red\nhooks:\n  pre_tool_call: []\n" +
+	w, err := load("_config_version: 12\nterminal:\n  backend: local\n  docker_image: python:3.11\nsessions:\n  trash_days: 3\n  colour: red\nhooks:\n  pre_tool_call: []\n" +
 		"model:\n  default: m\n  streaming: true\n")
-	if err != nil || len(w) != 1 || !strings.HasSuffix(w[0], ": 4 settings are not Atrium's, ignored: _config_version, terminal, sessions.colour, model.streaming") {
+	if err != nil || len(w) != 1 || !strings.HasSuffix(w[0], ": 4 settings are not Atrium's, ignored: _config_version, terminal.docker_image, sessions.colour, model.streaming") {
 		t.Fatalf("unknown settings: %q %v", w, err)
 	}
 	// A key written in the file, as the familiar agent allows: said to be

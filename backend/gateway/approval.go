@@ -107,7 +107,12 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (turns.Answer, 
 func approvalText(a turns.Approval, timeout time.Duration) string {
 	args, _ := json.Marshal(a.Args)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Approval needed: the plugin %s wants a person to approve the tool %s with %s.", a.Plugin, a.ToolName, clipRunes(string(args), 300))
+	if a.Plugin == "" {
+		command, _ := a.Args["command"].(string)
+		fmt.Fprintf(&b, "Approval needed: the %s wants to run %s.", a.ToolName, clipRunes(command, 300))
+	} else {
+		fmt.Fprintf(&b, "Approval needed: the plugin %s wants a person to approve the tool %s with %s.", a.Plugin, a.ToolName, clipRunes(string(args), 300))
+	}
 	if m := strings.TrimSpace(a.Message); m != "" {
 		fmt.Fprintf(&b, " It says: %s", clipRunes(m, 300))
 	}
@@ -115,8 +120,12 @@ func approvalText(a turns.Approval, timeout time.Duration) string {
 	if a.KeepAlways != nil {
 		always = ", /approve always to allow it from now on everywhere (" + a.PatternKey + ")"
 	}
-	fmt.Fprintf(&b, "\nReply /approve to run it, /approve session to allow %s from %s for the rest of this conversation%s, or /deny to refuse (or yes / no), within %s.",
-		a.ToolName, a.Plugin, always, timeout)
+	what := a.ToolName + " from " + a.Plugin
+	if a.Plugin == "" {
+		what = "such commands (" + a.PatternKey + ")"
+	}
+	fmt.Fprintf(&b, "\nReply /approve to run it, /approve session to allow %s for the rest of this conversation%s, or /deny to refuse (or yes / no), within %s.",
+		what, always, timeout)
 	return b.String()
 }
 

@@ -3,12 +3,15 @@ package stack
 import (
 	"context"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"atrium/backend/compaction"
 	"atrium/backend/config"
 	"atrium/backend/llm"
+	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
 
@@ -164,7 +167,7 @@ func (s *Stack) summarizer() llm.Summarizer {
 // (no key) fails the turns, not the window, the dashboard, the gateway or
 // the scheduler that run them.
 func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
-	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve,
+	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve, Machine: s.machine,
 		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing}
 	if s.Config.ApprovalsMode() == config.ApproveSmart {
 		s.log.Warn("approvals.mode: smart needs the familiar agent's guardian model, which Atrium has not: a person is asked, as in manual")
@@ -173,4 +176,28 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 		o.NativeThreshold = *t
 	}
 	return turns.New(s.DB, s.Sessions, s.Compaction, s.Bus, o)
+}
+
+// machine is config.yaml's keys for the machine's tools as they are now
+// (the last config that loaded, when the file does not load now).
+func (s *Stack) machine() tools.Settings {
+	cfg, _ := s.watch.current()
+	return tools.Settings{Toolsets: cfg.Toolsets, PlatformToolsets: cfg.PlatformToolsets, Backend: cfg.Terminal.Backend,
+		Cwd: cfg.Terminal.Cwd, Timeout: time.Duration(cfg.Terminal.Timeout) * time.Second, MaxReadChars: cfg.FileReadMaxChars,
+		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{s.Home.ConfigPath(), s.Home.EnvPath(), s.Home.StatePath()}}
+}
+
+// commandEnv is the environment a terminal command runs with: this
+// process's, without the keys' and tokens' variables (the profile's .env
+// among them) unless terminal.env_passthrough names them.
+func commandEnv(env, passthrough []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if config.SecretVariable(name) && !slices.ContainsFunc(passthrough, func(p string) bool { return strings.EqualFold(p, name) }) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }

@@ -25,6 +25,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/llm"
 	"atrium/backend/sessions"
+	"atrium/backend/tools"
 )
 
 // Model is what a turn asks: the provider and the model name it sends.
@@ -45,9 +46,16 @@ type Options struct {
 	// runs is the next turn's. A model it cannot resolve (no key yet) fails
 	// that turn before anything of it is stored, and nothing else: slash
 	// commands, listing and reading go on.
-	Resolve       func() (Model, error)
-	Tools         map[string]Tool // default BuiltinTools()
-	MaxToolRounds int             // default 4
+	Resolve func() (Model, error)
+	Tools   map[string]Tool // default BuiltinTools()
+	// Machine, when set, offers the machine's own tools (the terminal and
+	// the file tools, backend/tools) as config.yaml has them at the start
+	// of each turn: toolsets, platform_toolsets, terminal.*. A terminal
+	// command that could destroy data asks a person as a plugin's
+	// {"action": "approve"} does, under its rule's key; one nobody can
+	// undo never runs.
+	Machine       func() tools.Settings
+	MaxToolRounds int // default 4
 	// MaxContinues bounds how many times in a row pre_turn_end hooks may
 	// keep one turn going (default 8, as Claude Code caps its Stop hooks).
 	MaxContinues int
@@ -181,15 +189,17 @@ const (
 // Allows says whether the answer lets the call run.
 func (a Answer) Allows() bool { return a == AnswerOnce || a == AnswerSession || a == AnswerAlways }
 
-// Approval is a tool call a plugin wants a person to approve.
+// Approval is a tool call a plugin, or a terminal command that could
+// destroy data, wants a person to approve.
 type Approval struct {
 	SessionID string
 	ToolName  string
 	Args      map[string]any
-	Plugin    string
+	Plugin    string // "" for a terminal command Atrium itself asks about
 	Message   string
 	// PatternKey is the rule a "session" or "always" answer covers
-	// (plugin_rule:<rule_key or tool>).
+	// (plugin_rule:<rule_key or tool>, or a terminal command's rule as
+	// the familiar agent names it: "recursive delete").
 	PatternKey string
 	// KeepAlways is nil when "always" cannot be kept (it then lasts the
 	// conversation, and is not offered); else it keeps the rule in the
@@ -200,6 +210,15 @@ type Approval struct {
 	// Timeout is how long the person has to answer (approvals.timeout as
 	// config.yaml has it at the ask); 0 is the surface's own default.
 	Timeout time.Duration
+}
+
+// Asker says who asks, as a surface words it: "the plugin NAME", or "the
+// terminal" for a command Atrium itself asks about.
+func (a Approval) Asker() string {
+	if a.Plugin == "" {
+		return "the " + a.ToolName
+	}
+	return "the plugin " + a.Plugin
 }
 
 // Standing is a profile's standing approvals: the rules (pattern keys) a
@@ -244,6 +263,7 @@ type Loop struct {
 	bus      *hooks.Bus
 	opts     Options
 	grants   grants
+	dirs     tools.Dirs // each conversation's working directory, for the machine's tools
 }
 
 // New builds a loop and registers the lifecycle commands it owns.

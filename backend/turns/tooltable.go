@@ -19,6 +19,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/llm"
 	"atrium/backend/sessions"
+	"atrium/backend/tools"
 )
 
 // toolSource says who runs a tool.
@@ -29,6 +30,7 @@ const (
 	srcPlugin             // a plugin's register_tool
 	srcMemory             // the memory provider's get_tool_schemas
 	srcEngine             // the context engine's get_tool_schemas
+	srcMachine            // the machine's own: the terminal, the file tools
 )
 
 type toolEntry struct {
@@ -37,14 +39,17 @@ type toolEntry struct {
 	run    func(ctx context.Context, args string) (string, error) // built-in
 	plugin string                                                 // plugin or memory provider capability
 	name   string                                                 // its name in the capability
+	tool   tools.Tool                                             // the machine's
 }
 
-// toolTable is the tools of one turn: the built-in ones, the plugins'
-// (override rules applied, check_fn and requires_env honoured), the
-// memory provider's and the context engine's.
+// toolTable is the tools of one turn: the built-in ones, the machine's
+// (as toolsets has them), the plugins' (override rules applied, check_fn
+// and requires_env honoured), the memory provider's and the context
+// engine's.
 type toolTable struct {
-	byName map[string]toolEntry
-	order  []string
+	byName  map[string]toolEntry
+	order   []string
+	machine tools.Settings // config.yaml's keys for the machine's tools, at the turn's start
 }
 
 func (tt *toolTable) specs() []llm.ToolSpec {
@@ -66,7 +71,7 @@ type toolInfo struct {
 	HasCheck        bool            `json:"has_check"`
 }
 
-var warnedShadow sync.Map // "plugin/tool" -> true: shadowing warned once per process
+var warnedShadow sync.Map // "plugin/tool" (or "toolsets/<warning>") -> true: warned once per process
 
 // toolTable builds the tools offered this turn.
 func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
@@ -79,6 +84,21 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 	for _, n := range names {
 		tool := l.opts.Tools[n]
 		tt.add(toolEntry{spec: tool.Spec, source: srcBuiltin, run: tool.Run, name: n})
+	}
+	if l.opts.Machine != nil {
+		tt.machine = l.opts.Machine()
+		on, warnings := tt.machine.Enabled(tc.platform)
+		for _, w := range warnings {
+			if _, done := warnedShadow.LoadOrStore("toolsets/"+w, true); !done {
+				slog.Warn("config.yaml: " + w)
+			}
+		}
+		for _, t := range tools.All() {
+			if on[t.Name] {
+				tt.add(toolEntry{spec: llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters},
+					source: srcMachine, name: t.Name, tool: t})
+			}
+		}
 	}
 	for _, c := range l.bus.Capabilities(hooks.CapTool) {
 		var ti toolInfo
@@ -238,10 +258,13 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 			args = decision.Args
 		}
 		if decision.Action == "approve" {
-			decision = l.approve(ctx, tc, t.SessionID, call, args, decision)
+			decision = l.approve(ctx, tc, t.SessionID, call, args, decision, PatternKey(call.Name, decision.RuleKey))
 			if decision.Args != nil {
 				args = decision.Args
 			}
+		}
+		if decision.Action != "block" {
+			decision = l.guardCommand(ctx, tc, t.SessionID, call, args, decision)
 		}
 	}
 	if decision.Action == "block" {
@@ -316,10 +339,15 @@ func (l *Loop) preToolCall(ctx context.Context, tc *turnCtx, sessionID string, c
 // surface, unless the rule is allowed already (for this conversation, or
 // standing in the profile's config.yaml) or a pre_approval_decision hook
 // answers first; with nobody to ask, or on a no, the call is blocked.
-func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision) hooks.ToolDecision {
+//
+// key is the rule a "session" or "always" answer covers. A terminal
+// command Atrium itself asks about has no d.Plugin.
+func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision, key string) hooks.ToolDecision {
 	tool := call.Name
-	key := PatternKey(tool, d.RuleKey)
 	blocked := hooks.ToolDecision{Action: "block", Message: "BLOCKED: plugin approval required for " + tool, Args: d.Args, Plugin: d.Plugin}
+	if d.Plugin == "" {
+		blocked.Message = "BLOCKED: a person's approval is required for this command (" + key + ")"
+	}
 	// The person let asks of this rule run for the rest of the
 	// conversation, or from now on in the profile (config.yaml's
 	// command_allowlist, honoured in scheduled runs too: it is the
@@ -346,7 +374,7 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		}
 		return blocked
 	}
-	p := approvalPayload(tc, sessionID, call, args, d)
+	p := approvalPayload(tc, sessionID, call, args, d, key)
 	// A pre_approval_decision hook (Claude Code's PermissionRequest) may
 	// answer in the person's place; then nobody is asked, and neither
 	// approval observer fires.
@@ -431,6 +459,28 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	return hooks.ToolDecision{Args: d.Args}
 }
 
+// guardCommand holds back a terminal command that could destroy data: one
+// nobody can undo never runs; another runs once a person approves it (or
+// its rule is allowed: for this conversation, in command_allowlist, or by
+// approvals.mode: off), as a plugin's {"action": "approve"} does.
+func (l *Loop) guardCommand(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision) hooks.ToolDecision {
+	e, ok := tc.tools.byName[call.Name]
+	if !ok || e.source != srcMachine || e.tool.Name != "terminal" {
+		return d
+	}
+	command, _ := args["command"].(string)
+	danger, found := tools.Check(command, tc.tools.machine.Protected)
+	switch {
+	case !found:
+		return d
+	case danger.Hardline:
+		return hooks.ToolDecision{Action: "block", Message: "BLOCKED: " + danger.Key + ". A command nobody can undo never runs " +
+			"here, whatever anyone answers; if it is really meant, the person runs it themselves."}
+	}
+	return l.approve(ctx, tc, sessionID, call, args, hooks.ToolDecision{Action: "approve", Args: d.Args,
+		Message: "This command could destroy data: " + danger.Key + "."}, danger.Key)
+}
+
 // PatternKey is the allowlist key of a plugin's ask about tool, in the
 // familiar API's words: plugin_rule:<rule_key>, or plugin_rule:<tool> when
 // the plugin named no rule_key.
@@ -469,7 +519,7 @@ func (l *Loop) decideApproval(ctx context.Context, p hooks.ApprovalPayload) hook
 }
 
 // approvalPayload describes an approval as the familiar API's hooks have it.
-func approvalPayload(tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision) hooks.ApprovalPayload {
+func approvalPayload(tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision, key string) hooks.ApprovalPayload {
 	argText, _ := json.Marshal(args)
 	desc := strings.TrimSpace(d.Message)
 	if desc == "" {
@@ -479,8 +529,11 @@ func approvalPayload(tc *turnCtx, sessionID string, call llm.ToolCall, args map[
 	if !slices.Contains([]string{"cli", "desktop", "dashboard", PlatformCron}, surface) {
 		surface = "gateway" // a chat platform
 	}
-	key := PatternKey(call.Name, d.RuleKey)
-	return hooks.ApprovalPayload{Command: call.Name + " " + string(argText), Description: desc, PatternKey: key,
+	command := call.Name + " " + string(argText)
+	if c, ok := args["command"].(string); ok && d.Plugin == "" {
+		command = c // the terminal's own ask: the command, as the familiar agent has it
+	}
+	return hooks.ApprovalPayload{Command: command, Description: desc, PatternKey: key,
 		PatternKeys: []string{key}, SessionKey: tc.sessionKey, Surface: surface, RequestID: uuid.Must(uuid.NewV7()).String(),
 		SessionID: sessionID, TaskID: tc.taskID, TurnID: tc.turnID, ToolName: call.Name, Args: args, ToolCallID: call.ID,
 		Platform: tc.platform}
@@ -507,6 +560,8 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 		return "error: " + msg, "unknown_tool", msg
 	}
 	switch e.source {
+	case srcMachine:
+		return l.runMachine(ctx, tc.tools.machine, tc.platform, tc.sessionKey, e.tool, args)
 	case srcBuiltin:
 		argText, _ := json.Marshal(args)
 		out, err := e.run(ctx, string(argText))
@@ -564,6 +619,29 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 	}
 }
 
+// runMachine runs one of the machine's tools in the conversation's working
+// directory, and keeps the one a terminal command ended in. A result with
+// an "error" is post_tool_call's status error (a command that exits
+// non-zero is not: its exit code is the result).
+func (l *Loop) runMachine(ctx context.Context, s tools.Settings, platform, key string, t tools.Tool, args map[string]any) (result, errType, errMsg string) {
+	dir := l.dirs.Get(key)
+	if dir == "" {
+		dir = s.StartDir(platform)
+	}
+	c := &tools.Call{Args: args, Dir: dir, Settings: s}
+	out := t.Run(ctx, c)
+	if c.NewDir != "" {
+		l.dirs.Set(key, c.NewDir)
+	}
+	var failed struct {
+		Error *string `json:"error"`
+	}
+	if json.Unmarshal([]byte(out), &failed) == nil && failed.Error != nil && *failed.Error != "" {
+		return out, "tool_error", *failed.Error
+	}
+	return out, "", ""
+}
+
 // toolRequestMiddleware lets tool_request middleware rewrite a call's
 // arguments ({"args": {...}}) before the hooks see them.
 func (l *Loop) toolRequestMiddleware(ctx context.Context, tc *turnCtx, call llm.ToolCall, args map[string]any) (map[string]any, []map[string]any) {
@@ -602,6 +680,9 @@ func (l *Loop) DispatchTool(ctx context.Context, sessionKey, name string, args m
 		b, _ := json.Marshal(args)
 		return tool.Run(ctx, string(b))
 	}
+	if out, ok := l.dispatchMachine(ctx, sessionKey, name, args); ok {
+		return out, nil
+	}
 	for _, c := range l.bus.Capabilities(hooks.CapTool) {
 		if c.Name != name {
 			continue
@@ -621,6 +702,43 @@ func (l *Loop) DispatchTool(ctx context.Context, sessionKey, name string, args m
 	}
 	b, _ := json.Marshal(map[string]string{"error": "Unknown tool: " + name})
 	return string(b), nil
+}
+
+// dispatchMachine runs one of the machine's tools for a plugin, when the
+// toolsets of the conversation's platform (the session key's first part)
+// offer it. Nobody is there to approve a command that could destroy data:
+// it runs only if its rule is allowed (command_allowlist, approvals.mode:
+// off, or for this conversation); one nobody can undo never does.
+func (l *Loop) dispatchMachine(ctx context.Context, sessionKey, name string, args map[string]any) (string, bool) {
+	if l.opts.Machine == nil {
+		return "", false
+	}
+	s := l.opts.Machine()
+	platform, _, _ := strings.Cut(sessionKey, ":")
+	if platform == "" {
+		platform = "cli"
+	}
+	on, _ := s.Enabled(platform)
+	if !on[name] {
+		return "", false
+	}
+	t := slices.IndexFunc(tools.All(), func(t tools.Tool) bool { return t.Name == name })
+	tool := tools.All()[t]
+	if command, _ := args["command"].(string); name == "terminal" {
+		if danger, found := tools.Check(command, s.Protected); found {
+			allowed := !danger.Hardline && (l.grants.has(sessionKey, danger.Key) || l.standingAllows(danger.Key))
+			if !allowed && !danger.Hardline && l.opts.Standing != nil {
+				allowed, _ = l.opts.Standing.ApprovalPolicy()
+			}
+			if !allowed {
+				b, _ := json.Marshal(map[string]any{"output": "", "exit_code": -1,
+					"error": "BLOCKED: " + danger.Key + ": a plugin's dispatch_tool has nobody to approve it"})
+				return string(b), true
+			}
+		}
+	}
+	out, _, _ := l.runMachine(ctx, s, platform, sessionKey, tool, args)
+	return out, true
 }
 
 // sessionOfKey is the session id of a local session key ("cli:<id>").

@@ -56,6 +56,25 @@ describe('approvals', () => {
     expect(dialog()).toBeNull();
   });
 
+  it('a terminal command Atrium asks about shows the command and its rule', async () => {
+    listeners.get('approval:pending')!({
+      ...approval('t1', true),
+      plugin: '',
+      tool: 'terminal',
+      pattern_key: 'recursive delete',
+      args: '{"command":"rm -rf build/"}',
+      message: 'This command could destroy data: recursive delete.',
+    });
+    const d = dialog()!;
+    expect(d.textContent).toContain('The terminal wants to run this command:');
+    expect(d.textContent).not.toContain('The plugin');
+    expect(d.querySelector('[data-testid=approval-args]')!.textContent).toBe('rm -rf build/');
+    expect(d.querySelector('[data-testid=approval-rule]')!.textContent).toContain('recursive delete');
+    d.querySelector<HTMLButtonElement>('[data-testid=approval-deny]')!.click();
+    await flush();
+    expect(answerApproval).toHaveBeenCalledWith('t1', false, 'once');
+  });
+
   it('Escape denies', async () => {
     listeners.get('approval:pending')!(approval('a2'));
     dialog()!.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));

@@ -35,6 +35,18 @@ export function argsText(args: string): string {
   }
 }
 
+// commandText is the command of a terminal call Atrium itself asks about
+// (its arguments as they are when they hold none).
+export function commandText(args: string): string {
+  try {
+    const v = JSON.parse(args) as { command?: unknown };
+    if (typeof v.command === 'string') return v.command;
+  } catch {
+    // shown as they are
+  }
+  return argsText(args);
+}
+
 async function ask(a: ApprovalDTO): Promise<void> {
   if (open.has(a.id)) return;
   const ctl = new AbortController();
@@ -42,8 +54,10 @@ async function ask(a: ApprovalDTO): Promise<void> {
   const body = h(
     'div',
     { class: 'approval', 'data-id': a.id },
-    h('p', {}, 'The plugin ', h('strong', {}, a.plugin), ' wants a person to approve a call of the tool ', h('strong', {}, a.tool), ' with:'),
-    h('pre', { class: 'approval-args', 'data-testid': 'approval-args' }, argsText(a.args)),
+    a.plugin
+      ? h('p', {}, 'The plugin ', h('strong', {}, a.plugin), ' wants a person to approve a call of the tool ', h('strong', {}, a.tool), ' with:')
+      : h('p', {}, 'The ', h('strong', {}, a.tool), ' wants to run this command:'),
+    h('pre', { class: 'approval-args', 'data-testid': 'approval-args' }, a.plugin ? argsText(a.args) : commandText(a.args)),
     a.message ? h('p', { class: 'approval-message', 'data-testid': 'approval-message' }, a.message) : null,
     h('p', { class: 'muted' }, `Without an answer by ${absolute(a.expires_at)} it is refused.`),
     a.can_always && a.pattern_key

@@ -1,0 +1,219 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxOutput bounds what a command's output gives the model: its first 40%
+// and its last 60%, with what lies between counted. A command that floods
+// costs this much memory, not what it wrote.
+const MaxOutput = 100_000
+
+func terminalTool() Tool {
+	return Tool{Name: "terminal", Toolset: "terminal", run: runTerminal,
+		Description: "Run a shell command on this machine and return its output and exit code. Each conversation keeps its " +
+			"working directory between commands (a cd holds). Use read_file, write_file, patch and search_files for files " +
+			"rather than cat, sed or grep here. A command that could destroy data (a recursive delete, a force push, ...) " +
+			"waits for a person's approval; a few that nobody can undo (a wipe of / or of a disk, a shutdown) never run.",
+		Parameters: `{"type":"object","properties":{` +
+			`"command":{"type":"string","description":"The command to execute"},` +
+			`"background":{"type":"boolean","description":"Run in the background (not available in Atrium: run it in the foreground with a timeout)","default":false},` +
+			`"timeout":{"type":"integer","description":"Max seconds to wait (default: 180, max: 600). Returns as soon as the command finishes.","minimum":1},` +
+			`"workdir":{"type":"string","description":"Working directory for this command (absolute, or relative to the conversation's). Defaults to the conversation's working directory."},` +
+			`"pty":{"type":"boolean","description":"Run in a pseudo-terminal (not available in Atrium: the command runs without one)","default":false}` +
+			`},"required":["command"]}`}
+}
+
+// terminalResult is the familiar agent's result of a command.
+type terminalResult struct {
+	Output      string  `json:"output"`
+	ExitCode    int     `json:"exit_code"`
+	Error       *string `json:"error"`
+	ExitMeaning string  `json:"exit_code_meaning,omitempty"`
+}
+
+func terminalFailure(msg string) terminalResult { return terminalResult{ExitCode: -1, Error: &msg} }
+
+// exitCodeTimeout and exitCodeInterrupted are the exit codes of a command
+// that ran out of time and of one the turn's stop cut short, as a shell
+// reports them.
+const (
+	exitCodeTimeout     = 124
+	exitCodeInterrupted = 130
+)
+
+func runTerminal(ctx context.Context, c *Call) any {
+	command, _ := c.str("command")
+	if strings.TrimSpace(command) == "" {
+		return terminalFailure("command is required")
+	}
+	if c.boolean("background") {
+		return terminalFailure("background commands are not available in Atrium: run the command in the foreground with a timeout (at most 600 seconds)")
+	}
+	timeout := c.Settings.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if t := c.integer("timeout", 0); t > 0 {
+		timeout = time.Duration(t) * time.Second
+		if timeout > MaxTimeout {
+			return terminalFailure(fmt.Sprintf("a timeout of %d seconds is above the maximum of %d: run shorter steps", t, int(MaxTimeout/time.Second)))
+		}
+	}
+	dir := c.Dir
+	if w, ok := c.str("workdir"); ok && strings.TrimSpace(w) != "" {
+		dir = c.resolve(w)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return terminalFailure("the working directory " + dir + " does not exist or is not a folder")
+	}
+	return execute(ctx, c, command, dir, timeout)
+}
+
+// execute runs command in a shell of its own process group, which a
+// timeout or the turn's stop kills whole.
+func execute(ctx context.Context, c *Call, command, dir string, timeout time.Duration) terminalResult {
+	cwdFile, err := os.CreateTemp("", "atrium-cwd-*")
+	if err != nil {
+		return terminalFailure("the command could not be started: " + err.Error())
+	}
+	cwdFile.Close()
+	defer os.Remove(cwdFile.Name())
+
+	shell := "/bin/sh"
+	if p, err := exec.LookPath("bash"); err == nil {
+		shell = p
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// The folder the command ends in is written on the shell's way out,
+	// however it leaves (an exit in the command included).
+	script := `trap 'pwd -P > "$ATRIUM_CWD_FILE" 2>/dev/null' EXIT` + "\n" + command
+	cmd := exec.CommandContext(rctx, shell, "-c", script)
+	cmd.Dir = dir
+	env := c.Settings.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(append([]string{}, env...), "ATRIUM_CWD_FILE="+cwdFile.Name(), "PAGER=cat", "GIT_PAGER=cat")
+	out := &capped{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A process the command left running in the background keeps the
+	// output open: the command's result does not wait for it.
+	cmd.WaitDelay = 2 * time.Second
+	err = cmd.Run()
+
+	res := terminalResult{Output: clean(out.String())}
+	var exit *exec.ExitError
+	switch {
+	case rctx.Err() != nil && ctx.Err() == nil:
+		msg := fmt.Sprintf("the command timed out after %d seconds and was stopped", int(timeout/time.Second))
+		res.ExitCode, res.Error = exitCodeTimeout, &msg
+	case ctx.Err() != nil:
+		msg := "the command was stopped with the turn"
+		res.ExitCode, res.Error = exitCodeInterrupted, &msg
+	case errors.As(err, &exit):
+		res.ExitCode = exit.ExitCode()
+		res.ExitMeaning = exitMeaning(command, res.ExitCode)
+	case errors.Is(err, exec.ErrWaitDelay):
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	case err != nil:
+		return terminalFailure("the command could not be run: " + err.Error())
+	}
+	if b, err := os.ReadFile(cwdFile.Name()); err == nil {
+		if d := strings.TrimSpace(string(b)); filepath.IsAbs(d) {
+			c.NewDir = d
+		}
+	}
+	return res
+}
+
+// exitMeaning explains an exit code that is no failure of the command.
+func exitMeaning(command string, code int) string {
+	if code != 1 {
+		return ""
+	}
+	segs := strings.FieldsFunc(command, func(r rune) bool { return r == '|' || r == ';' || r == '&' || r == '\n' })
+	if len(segs) == 0 {
+		return ""
+	}
+	words := strings.Fields(segs[len(segs)-1])
+	if len(words) == 0 {
+		return ""
+	}
+	switch filepath.Base(words[0]) {
+	case "grep", "egrep", "fgrep", "rg", "ag":
+		return "No matches found (not an error)"
+	case "diff", "cmp":
+		return "Files differ (expected, not an error)"
+	case "test", "[":
+		return "Condition evaluated to false (expected, not an error)"
+	}
+	return ""
+}
+
+var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+
+// clean is output as the model reads it: no terminal escapes, valid UTF-8,
+// no trailing blank lines.
+func clean(s string) string {
+	s = ansiRE.ReplaceAllString(s, "")
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.TrimRight(s, " \t\r\n")
+}
+
+// capped keeps the first 40% and the last 60% of MaxOutput bytes written
+// to it, and counts the rest.
+type capped struct {
+	head    []byte
+	tail    []byte // a ring once full
+	start   int    // the ring's oldest byte
+	dropped int
+}
+
+const headBytes, tailBytes = MaxOutput * 2 / 5, MaxOutput - MaxOutput*2/5
+
+func (w *capped) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := headBytes - len(w.head); room > 0 {
+		k := min(room, len(p))
+		w.head = append(w.head, p[:k]...)
+		p = p[k:]
+	}
+	for len(p) > 0 {
+		if len(w.tail) < tailBytes {
+			k := min(tailBytes-len(w.tail), len(p))
+			w.tail = append(w.tail, p[:k]...)
+			p = p[k:]
+			continue
+		}
+		k := min(tailBytes-w.start, len(p))
+		copy(w.tail[w.start:], p[:k])
+		w.dropped += k
+		w.start = (w.start + k) % tailBytes
+		p = p[k:]
+	}
+	return n, nil
+}
+
+func (w *capped) String() string {
+	tail := append(append([]byte{}, w.tail[w.start:]...), w.tail[:w.start]...)
+	if w.dropped == 0 {
+		return string(w.head) + string(tail)
+	}
+	return string(w.head) + fmt.Sprintf("\n\n[... %d bytes of output left out ...]\n\n", w.dropped) + string(tail)
+}

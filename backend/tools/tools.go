@@ -1,0 +1,286 @@
+// Package tools is the agent's hands on the machine it runs on: the
+// terminal and the file tools (read_file, write_file, patch, search_files),
+// under the familiar agent's names, arguments and result shapes, so a
+// model prompted for that agent and a plugin that guards its calls
+// (pre_tool_call on tool_name "terminal", args["command"]) work unchanged.
+//
+// Which of them a turn offers is config.yaml's toolsets and
+// platform_toolsets, as the familiar agent has them. Every result is a JSON
+// object the model reads; a tool never fails a turn.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Tool is one of the machine's tools.
+type Tool struct {
+	Name    string
+	Toolset string // terminal or file
+	// Description and Parameters are what the model is offered (an OpenAI
+	// function's description and its JSON schema).
+	Description string
+	Parameters  string
+	// Writes says the tool changes files (write_file, patch): it never
+	// writes the profile's own config.yaml, .env or store.
+	Writes bool
+	run    func(ctx context.Context, c *Call) any
+}
+
+// Call is one call of a tool.
+type Call struct {
+	Args map[string]any
+	// Dir is the conversation's working directory (absolute); a relative
+	// path is taken from it. A terminal command's cd carries over to the
+	// conversation's next call (NewDir).
+	Dir string
+	// NewDir is the directory a terminal command ended in ("" when it did
+	// not say).
+	NewDir   string
+	Settings Settings
+}
+
+// Run runs the tool: its result as the JSON text the model reads.
+func (t Tool) Run(ctx context.Context, c *Call) string {
+	if c.Args == nil {
+		c.Args = map[string]any{}
+	}
+	b, err := json.Marshal(t.run(ctx, c))
+	if err != nil { // every result is built of plain values
+		return `{"error":"the result could not be written as JSON"}`
+	}
+	return string(b)
+}
+
+// All is every tool of the machine, in the order they are offered.
+func All() []Tool {
+	return []Tool{terminalTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool()}
+}
+
+// Names is the names of All.
+func Names() []string {
+	var out []string
+	for _, t := range All() {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// Settings are config.yaml's keys for the machine's tools, as the familiar
+// agent names them.
+type Settings struct {
+	// Toolsets is toolsets: the toolsets every platform offers (default:
+	// all of them, as hermes-cli).
+	Toolsets []string
+	// PlatformToolsets is platform_toolsets: a platform's own list, over
+	// Toolsets (cli, telegram, discord, ...; the window and the dashboard
+	// take cli's when they have none of their own).
+	PlatformToolsets map[string][]string
+	// Backend is terminal.backend: local ("" too) is the only one Atrium
+	// has; with any other (docker, ssh, modal, ...) the terminal is not
+	// offered rather than run on this machine unsandboxed.
+	Backend string
+	// Cwd is terminal.cwd: where a conversation's commands start (default:
+	// the command line's own folder in a terminal, the home folder
+	// elsewhere).
+	Cwd string
+	// Timeout is terminal.timeout: a command's time when the model names
+	// none (default 180 s).
+	Timeout time.Duration
+	// MaxReadChars is file_read_max_chars (default 100,000): a longer read
+	// is refused, and the model told to read a range.
+	MaxReadChars int
+	// Env is the environment commands run with (nil: this process's, the
+	// profile's keys and tokens left out).
+	Env []string
+	// Protected are files no tool writes: the profile's config.yaml (its
+	// standing approvals among them), .env and store.
+	Protected []string
+}
+
+// Defaults of Settings.
+const (
+	DefaultTimeout      = 180 * time.Second
+	MaxTimeout          = 600 * time.Second
+	DefaultMaxReadChars = 100_000
+)
+
+// toolsetsOf are the toolsets Atrium has, and the composite ones of the
+// familiar agent that take them in.
+var toolsetsOf = map[string][]string{
+	"terminal":  {"terminal"},
+	"file":      {"read_file", "write_file", "patch", "search_files"},
+	"debugging": {"terminal", "read_file", "write_file", "patch", "search_files"},
+}
+
+// elsewhere are the familiar agent's toolsets of tools Atrium does not have
+// (web search, a browser, image generation, ...): named in a list, they
+// offer nothing and are not an error.
+var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills", "memory", "todo", "clarify",
+	"code_execution", "cronjob", "delegation", "session_search", "tts", "moa", "rl", "homeassistant", "messaging",
+	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "process", "computer_use"}
+
+// Enabled is the set of tools a turn on platform offers, and a warning for
+// each name in the lists that is no toolset at all.
+func (s Settings) Enabled(platform string) (map[string]bool, []string) {
+	list, ok := s.PlatformToolsets[platform]
+	if !ok && (platform == "desktop" || platform == "dashboard") {
+		list, ok = s.PlatformToolsets["cli"]
+	}
+	if !ok {
+		list, ok = s.Toolsets, s.Toolsets != nil
+	}
+	if !ok {
+		list = []string{"all"}
+	}
+	on := map[string]bool{}
+	var warnings []string
+	for _, name := range list {
+		n := strings.ToLower(strings.TrimSpace(name))
+		switch {
+		case n == "all" || n == "*" || strings.HasPrefix(n, "hermes-"):
+			for _, t := range Names() {
+				on[t] = true
+			}
+		case toolsetsOf[n] != nil:
+			for _, t := range toolsetsOf[n] {
+				on[t] = true
+			}
+		case slices.Contains(Names(), n):
+			on[n] = true // a tool named alone, as the familiar agent accepts
+		case slices.Contains(elsewhere, n):
+		default:
+			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal and file; all, debugging and hermes-* take both in)")
+		}
+	}
+	if on["terminal"] && s.Backend != "" && !strings.EqualFold(s.Backend, "local") {
+		delete(on, "terminal")
+		warnings = append(warnings, "terminal.backend: "+s.Backend+" is not a backend Atrium has (only local): the terminal is not offered")
+	}
+	return on, warnings
+}
+
+// StartDir is where a conversation on platform starts: terminal.cwd, else
+// the command line's folder in a terminal, else the home folder.
+func (s Settings) StartDir(platform string) string {
+	cwd := strings.TrimSpace(s.Cwd)
+	if cwd != "" && cwd != "." && cwd != "auto" && cwd != "cwd" {
+		if p := expandHome(cwd); filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+	}
+	if platform == "cli" {
+		if wd, err := os.Getwd(); err == nil {
+			return wd
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return home
+	}
+	return string(filepath.Separator)
+}
+
+func expandHome(p string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~"))
+}
+
+// Dirs keeps each conversation's working directory while the process
+// runs, so that a cd in one command holds for the next, as in a terminal.
+type Dirs struct {
+	mu    sync.Mutex
+	dirs  map[string]string
+	order []string // oldest first, bounded
+}
+
+const maxDirs = 4096
+
+// Get is key's directory ("" when none was kept).
+func (d *Dirs) Get(key string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dirs[key]
+}
+
+// Set keeps key's directory.
+func (d *Dirs) Set(key, dir string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dirs == nil {
+		d.dirs = map[string]string{}
+	}
+	if _, ok := d.dirs[key]; !ok {
+		d.order = append(d.order, key)
+		if len(d.order) > maxDirs {
+			delete(d.dirs, d.order[0])
+			d.order = d.order[1:]
+		}
+	}
+	d.dirs[key] = dir
+}
+
+// resolve is path as the tool reads it: ~ expanded, a relative one taken
+// from the conversation's directory.
+func (c *Call) resolve(path string) string {
+	p := expandHome(strings.TrimSpace(path))
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.Dir, p)
+	}
+	return filepath.Clean(p)
+}
+
+// str, integer and boolean read an argument as the model sent it (numbers
+// and switches may come as text).
+func (c *Call) str(name string) (string, bool) {
+	switch v := c.Args[name].(type) {
+	case string:
+		return v, true
+	case nil:
+		return "", false
+	default:
+		b, _ := json.Marshal(v)
+		return string(b), true
+	}
+}
+
+func (c *Call) integer(name string, def int) int {
+	switch v := c.Args[name].(type) {
+	case float64:
+		return int(v)
+	case string:
+		var n json.Number = json.Number(strings.TrimSpace(v))
+		if i, err := n.Int64(); err == nil {
+			return int(i)
+		}
+	}
+	return def
+}
+
+func (c *Call) boolean(name string) bool {
+	switch v := c.Args[name].(type) {
+	case bool:
+		return v
+	case string:
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "1", "true", "yes", "on":
+			return true
+		}
+	}
+	return false
+}
+
+// failure is a result that says what went wrong.
+func failure(msg string) map[string]any { return map[string]any{"error": msg} }

@@ -1,0 +1,368 @@
+package turns_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"atrium/backend/approvals"
+	"atrium/backend/config"
+	"atrium/backend/hooks"
+	"atrium/backend/llm"
+	"atrium/backend/sessions"
+	"atrium/backend/tools"
+	"atrium/backend/turns"
+)
+
+// machineEnv is a loop that offers the machine's tools, its conversations
+// starting in a folder of the test's.
+type machineEnv struct {
+	env
+	dir  string
+	home config.Home
+}
+
+func newMachineEnv(t *testing.T, settings func(*tools.Settings), approve func(turns.Approval) turns.Answer, register ...func(*hooks.Bus)) machineEnv {
+	t.Helper()
+	e := newEnv(t, 100000, nil, register...)
+	dir := t.TempDir()
+	home := config.Home{Root: t.TempDir(), Profile: "default"}
+	home.Dir = home.Root
+	if err := os.WriteFile(home.ConfigPath(), []byte("sessions:\n  retention_days: 30\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := turns.Options{Provider: llm.OfflineProvider{Window: 100000}, Standing: approvals.New(home),
+		Machine: func() tools.Settings {
+			s := tools.Settings{Cwd: dir, Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()}}
+			if settings != nil {
+				settings(&s)
+			}
+			return s
+		}}
+	if approve != nil {
+		var mu sync.Mutex
+		o.Approve = func(_ context.Context, a turns.Approval) (turns.Answer, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return approve(a), nil
+		}
+	}
+	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.loop = loop
+	return machineEnv{env: e, dir: dir, home: home}
+}
+
+// call asks the offline model to call tool with args in conversation id on
+// platform, and returns the turn and the tool's stored result.
+func (m machineEnv) call(t *testing.T, platform, id, tool string, args map[string]any) (turns.Turn, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	turn, err := m.loop.Send(ctx, id, "use tool "+tool+": "+string(b), hooks.LocalContext(platform, id))
+	if err != nil {
+		t.Fatalf("%s %s: %v", tool, b, err)
+	}
+	msgs, err := m.Sessions.Messages(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "tool" {
+			var out map[string]any
+			if err := json.Unmarshal([]byte(msgs[i].Content), &out); err != nil {
+				t.Fatalf("%s: the result is no JSON object: %q", tool, msgs[i].Content)
+			}
+			return turn, out
+		}
+	}
+	return turn, nil
+}
+
+func (m machineEnv) toolResults(t *testing.T) []hooks.ToolResultPayload {
+	t.Helper()
+	if err := m.Bus.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out []hooks.ToolResultPayload
+	for _, ev := range m.Rec.Events(hooks.PostToolCall) {
+		var p hooks.ToolResultPayload
+		if err := ev.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// The agent works in a folder as a person at a terminal does: a cd holds
+// for the conversation's next command, files are written and read where
+// it stands, another conversation starts afresh in terminal.cwd, and
+// post_tool_call tells plugins what ran, as the familiar agent's does.
+func TestTheMachinesToolsWorkInTheConversationsFolder(t *testing.T) {
+	t.Parallel()
+	m := newMachineEnv(t, nil, nil)
+	s := m.MustCreate(t, sessions.CreateParams{Title: "work"})
+	if _, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "mkdir sub && cd sub && pwd"}); out["exit_code"] != 0.0 ||
+		out["output"] != filepath.Join(m.dir, "sub") || out["error"] != nil {
+		t.Fatalf("mkdir and cd: %v", out)
+	}
+	if _, out := m.call(t, "cli", s.ID, "write_file", map[string]any{"path": "notes.txt", "content": "first\nsecond\n"}); out["bytes_written"] != 13.0 {
+		t.Fatalf("write_file: %v", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(m.dir, "sub", "notes.txt")); err != nil || string(b) != "first\nsecond\n" {
+		t.Fatalf("the file where the conversation stands: %q %v", b, err)
+	}
+	if _, out := m.call(t, "cli", s.ID, "read_file", map[string]any{"path": "notes.txt"}); out["content"] != "1|first\n2|second" || out["total_lines"] != 2.0 {
+		t.Fatalf("read_file: %v", out)
+	}
+	if _, out := m.call(t, "cli", s.ID, "patch", map[string]any{"path": "notes.txt", "old_string": "second", "new_string": "2nd"}); out["success"] != true ||
+		!strings.Contains(fmt.Sprint(out["diff"]), "-second\n+2nd\n") {
+		t.Fatalf("patch: %v", out)
+	}
+	if _, out := m.call(t, "cli", s.ID, "search_files", map[string]any{"pattern": "2nd"}); fmt.Sprint(out["matches"]) != "[map[content:2nd line:2 path:notes.txt]]" {
+		t.Fatalf("search_files: %v", out)
+	}
+	if _, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "grep -c first notes.txt; exit 3"}); out["exit_code"] != 3.0 || out["output"] != "1" {
+		t.Fatalf("a failing command: %v", out)
+	}
+	other := m.MustCreate(t, sessions.CreateParams{Title: "elsewhere"})
+	if _, out := m.call(t, "desktop", other.ID, "terminal", map[string]any{"command": "pwd"}); out["output"] != m.dir {
+		t.Fatalf("another conversation starts in terminal.cwd: %v", out)
+	}
+	res := m.toolResults(t)
+	if len(res) != 7 {
+		t.Fatalf("post_tool_call: %d events", len(res))
+	}
+	if p := res[0]; p.ToolName != "terminal" || p.Args["command"] != "mkdir sub && cd sub && pwd" || p.Status != "ok" || p.ErrorType != nil ||
+		p.SessionID != s.ID || !strings.Contains(p.Result, `"exit_code":0`) {
+		t.Fatalf("post_tool_call of the terminal: %+v", p)
+	}
+	if p := res[5]; p.Status != "ok" || !strings.Contains(p.Result, `"exit_code":3`) {
+		t.Fatalf("a command that exits non-zero is a result, not a failed call: %+v", p)
+	}
+	// Seven tool results in one conversation: the old ones are pruned
+	// proactively, as any tool's are.
+	if p := m.posts(t); len(p) != 1 || p[0].Kind != "prune_tool_results" {
+		t.Fatalf("post_compaction: %+v", p)
+	}
+	m.Rec.Expect(t, m.Bus, map[string]int{hooks.PostToolCall: 7, hooks.PostLLMCall: 7, hooks.OnSessionEnd: 7, hooks.OnSessionStart: 2, hooks.PostCompaction: 1})
+}
+
+// toolsets and platform_toolsets choose what a turn offers, as the familiar
+// agent's do; a tool not offered is not run.
+func TestToolsetsChooseWhatATurnOffers(t *testing.T) {
+	t.Parallel()
+	m := newMachineEnv(t, func(s *tools.Settings) {
+		s.Toolsets = []string{"file"}
+		s.PlatformToolsets = map[string][]string{"telegram": {"terminal"}}
+	}, nil)
+	s := m.MustCreate(t, sessions.CreateParams{Title: "sets"})
+	turn, _ := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "touch ran"})
+	if len(turn.ToolCalls) != 0 {
+		t.Fatalf("the terminal is not offered with toolsets: [file]: %+v", turn)
+	}
+	if _, err := os.Stat(filepath.Join(m.dir, "ran")); err == nil {
+		t.Fatal("the command ran")
+	}
+	if _, out := m.call(t, "cli", s.ID, "write_file", map[string]any{"path": "a.txt", "content": "x"}); out["bytes_written"] != 1.0 {
+		t.Fatalf("the file tools are: %v", out)
+	}
+	g := m.MustCreate(t, sessions.CreateParams{Title: "chat"})
+	if turn, out := m.call(t, "telegram", g.ID, "terminal", map[string]any{"command": "echo hi"}); out["output"] != "hi" || len(turn.ToolCalls) != 1 {
+		t.Fatalf("platform_toolsets.telegram: [terminal]: %v", out)
+	}
+	if turn, _ := m.call(t, "telegram", g.ID, "read_file", map[string]any{"path": "a.txt"}); len(turn.ToolCalls) != 0 {
+		t.Fatalf("telegram's own list has no file tools: %+v", turn)
+	}
+	m.Rec.Expect(t, m.Bus, map[string]int{hooks.PostToolCall: 2, hooks.PostLLMCall: 4, hooks.OnSessionEnd: 4, hooks.OnSessionStart: 2})
+}
+
+// A terminal command that could destroy data waits for a person, under the
+// familiar agent's rule names: a no blocks it, a yes runs it once, "for
+// this session" lets the rule run in this conversation only, a rule in
+// command_allowlist runs everywhere without asking, approvals.mode: off
+// runs it without asking. The approval hooks fire for each ask, and never
+// for a safe command.
+func TestADangerousCommandWaitsForAPerson(t *testing.T) {
+	t.Parallel()
+	var asked []turns.Approval
+	answers := []turns.Answer{turns.AnswerDeny, turns.AnswerOnce, turns.AnswerSession}
+	m := newMachineEnv(t, nil, func(a turns.Approval) turns.Answer {
+		asked = append(asked, a)
+		return answers[len(asked)-1]
+	})
+	s := m.MustCreate(t, sessions.CreateParams{Title: "cleanup"})
+	victim := func(name string) string {
+		p := filepath.Join(m.dir, name)
+		if err := os.MkdirAll(filepath.Join(p, "inner"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gone := func(p string) bool { _, err := os.Stat(p); return os.IsNotExist(err) }
+
+	one := victim("one")
+	turn, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "rm -r one"})
+	if len(turn.Blocked) != 1 || !strings.Contains(fmt.Sprint(out["error"]), "BLOCKED: a person's approval is required for this command (recursive delete)") || gone(one) {
+		t.Fatalf("denied: %+v %v", turn, out)
+	}
+	if a := asked[0]; a.Plugin != "" || a.ToolName != "terminal" || a.PatternKey != "recursive delete" || a.Args["command"] != "rm -r one" ||
+		a.Message != "This command could destroy data: recursive delete." || a.KeepAlways == nil || a.Asker() != "the terminal" {
+		t.Fatalf("the ask: %+v", a)
+	}
+	if _, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "rm -r one"}); out["exit_code"] != 0.0 || !gone(one) {
+		t.Fatalf("approved once: %v", out)
+	}
+	two := victim("two")
+	if _, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "rm -r two"}); out["exit_code"] != 0.0 || !gone(two) {
+		t.Fatalf("for the session: %v", out)
+	}
+	three := victim("three")
+	if _, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "rm -rf three"}); out["exit_code"] != 0.0 || !gone(three) || len(asked) != 3 {
+		t.Fatalf("the rule runs in this conversation without asking: %v, %d asks", out, len(asked))
+	}
+	// A safe command asks nobody.
+	if _, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "ls"}); out["exit_code"] != 0.0 || len(asked) != 3 {
+		t.Fatalf("a safe command: %v, %d asks", out, len(asked))
+	}
+	m.Rec.Expect(t, m.Bus, map[string]int{hooks.PreApprovalRequest: 3, hooks.PostApprovalResp: 3, hooks.PostToolCall: 5,
+		hooks.PostLLMCall: 5, hooks.OnSessionEnd: 5, hooks.OnSessionStart: 1})
+	var pre hooks.ApprovalPayload
+	if err := m.Rec.Events(hooks.PreApprovalRequest)[0].Decode(&pre); err != nil {
+		t.Fatal(err)
+	}
+	if pre.Command != "rm -r one" || pre.PatternKey != "recursive delete" || pre.Description != "This command could destroy data: recursive delete." ||
+		pre.ToolName != "terminal" || pre.Surface != "desktop" {
+		t.Fatalf("pre_approval_request: %+v", pre)
+	}
+
+	// Another conversation is asked again; a rule in command_allowlist
+	// (as the familiar agent keeps it) runs there without asking.
+	other := m.MustCreate(t, sessions.CreateParams{Title: "other"})
+	if err := os.WriteFile(m.home.ConfigPath(), []byte("command_allowlist:\n  - recursive delete\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	four := victim("four")
+	if _, out := m.call(t, "desktop", other.ID, "terminal", map[string]any{"command": "rm -r four"}); out["exit_code"] != 0.0 || !gone(four) || len(asked) != 3 {
+		t.Fatalf("command_allowlist: %v, %d asks", out, len(asked))
+	}
+	// approvals.mode: off runs any rule without asking.
+	if err := os.WriteFile(m.home.ConfigPath(), []byte("approvals:\n  mode: \"off\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, out := m.call(t, "desktop", other.ID, "terminal", map[string]any{"command": "git reset --hard 2>/dev/null; echo done"}); out["output"] != "done" || len(asked) != 3 {
+		t.Fatalf("approvals.mode: off: %v, %d asks", out, len(asked))
+	}
+}
+
+// A command nobody can undo never runs: not on a yes, not with
+// approvals.mode: off, not for a plugin's dispatch_tool; nobody is asked.
+func TestACommandNobodyCanUndoNeverRuns(t *testing.T) {
+	t.Parallel()
+	asks := 0
+	m := newMachineEnv(t, nil, func(turns.Approval) turns.Answer { asks++; return turns.AnswerAlways })
+	if err := os.WriteFile(m.home.ConfigPath(), []byte("approvals:\n  mode: \"off\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := m.MustCreate(t, sessions.CreateParams{Title: "wipe"})
+	for _, command := range []string{"rm -rf /", "sudo rm -rf --no-preserve-root /", "mkfs.ext4 /dev/sda1", "shutdown -h now"} {
+		turn, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": command})
+		if len(turn.Blocked) != 1 || !strings.Contains(fmt.Sprint(out["error"]), "nobody can undo never runs") {
+			t.Fatalf("%s: %+v %v", command, turn, out)
+		}
+	}
+	out, err := m.loop.DispatchTool(ctx, "cli:"+s.ID, "terminal", map[string]any{"command": "rm -rf /"})
+	if err != nil || !strings.Contains(out, "BLOCKED: recursive delete of root filesystem") {
+		t.Fatalf("dispatch_tool: %s %v", out, err)
+	}
+	if asks != 0 {
+		t.Fatalf("asked %d times", asks)
+	}
+	res := m.toolResults(t)
+	if len(res) != 4 || res[0].Status != "blocked" {
+		t.Fatalf("post_tool_call: %+v", res)
+	}
+	m.Rec.Expect(t, m.Bus, map[string]int{hooks.PostToolCall: 4, hooks.PostLLMCall: 4, hooks.OnSessionEnd: 4, hooks.OnSessionStart: 1})
+}
+
+// A guard plugin written for the familiar agent sees the terminal's calls
+// as it expects (tool_name "terminal", args["command"]) and blocks them
+// before anything runs; the model reads its message.
+func TestAPluginGuardsTheTerminalAsInTheFamiliarAgent(t *testing.T) {
+	t.Parallel()
+	var seen []hooks.ToolCallPayload
+	var mu sync.Mutex
+	m := newMachineEnv(t, nil, nil, func(bus *hooks.Bus) {
+		if _, err := bus.RegisterSync("readonly-guard", hooks.PreToolCall, func(_ context.Context, raw json.RawMessage) (any, error) {
+			var p hooks.ToolCallPayload
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			seen = append(seen, p)
+			mu.Unlock()
+			if command, _ := p.Args["command"].(string); p.ToolName == "terminal" && strings.Contains(command, "touch") {
+				return map[string]any{"action": "block", "message": "read-only mode: no writes"}, nil
+			}
+			if p.ToolName == "write_file" {
+				return map[string]any{"action": "block", "message": "read-only mode: no writes"}, nil
+			}
+			return nil, nil
+		}); err != nil {
+			panic(err)
+		}
+	})
+	s := m.MustCreate(t, sessions.CreateParams{Title: "guarded"})
+	turn, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "touch made"})
+	if len(turn.Blocked) != 1 || out["error"] != "read-only mode: no writes" {
+		t.Fatalf("blocked: %+v %v", turn, out)
+	}
+	if _, out := m.call(t, "cli", s.ID, "write_file", map[string]any{"path": "made", "content": "x"}); out["error"] != "read-only mode: no writes" {
+		t.Fatalf("write_file: %v", out)
+	}
+	if _, err := os.Stat(filepath.Join(m.dir, "made")); err == nil {
+		t.Fatal("a blocked call wrote")
+	}
+	if _, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "echo fine"}); out["output"] != "fine" {
+		t.Fatalf("allowed: %v", out)
+	}
+	if len(seen) != 3 || seen[0].ToolName != "terminal" || seen[0].Args["command"] != "touch made" || seen[0].SessionID != s.ID || seen[0].ToolCallID == "" {
+		t.Fatalf("pre_tool_call payloads: %+v", seen)
+	}
+}
+
+// No tool writes the profile's own config.yaml (its standing approvals),
+// .env or store; a terminal command that would asks a person first.
+func TestTheProfilesOwnFilesAreNotTheAgents(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	m := newMachineEnv(t, nil, func(a turns.Approval) turns.Answer { asked = append(asked, a.PatternKey); return turns.AnswerDeny })
+	before, _ := os.ReadFile(m.home.ConfigPath())
+	s := m.MustCreate(t, sessions.CreateParams{Title: "escalate"})
+	_, out := m.call(t, "cli", s.ID, "write_file", map[string]any{"path": m.home.ConfigPath(), "content": "command_allowlist: [recursive delete]\n"})
+	if !strings.Contains(fmt.Sprint(out["error"]), "is the profile's own") {
+		t.Fatalf("write_file: %v", out)
+	}
+	_, out = m.call(t, "cli", s.ID, "patch", map[string]any{"path": m.home.ConfigPath(), "old_string": "30", "new_string": "1"})
+	if !strings.Contains(fmt.Sprint(out["error"]), "is the profile's own") {
+		t.Fatalf("patch: %v", out)
+	}
+	_, out = m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "echo 'approvals: {mode: off}' >> " + m.home.ConfigPath()})
+	if !strings.Contains(fmt.Sprint(out["error"]), "BLOCKED") || fmt.Sprint(asked) != "[write to the profile's config.yaml, .env or store]" {
+		t.Fatalf("terminal: %v %v", out, asked)
+	}
+	if after, _ := os.ReadFile(m.home.ConfigPath()); string(after) != string(before) {
+		t.Fatalf("config.yaml changed: %q", after)
+	}
+	res := m.toolResults(t)
+	if len(res) != 3 || res[0].Status != "error" || res[0].ErrorType == nil || *res[0].ErrorType != "tool_error" {
+		t.Fatalf("post_tool_call: %+v", res)
+	}
+}
