@@ -163,9 +163,10 @@ type Config struct {
 	// platform_toolsets: which of the machine's tools (the terminal, the
 	// file tools) a turn offers, on every platform and on one (default:
 	// all of them everywhere).
-	Toolsets         []string            `yaml:"toolsets"`
-	PlatformToolsets map[string][]string `yaml:"platform_toolsets"`
+	Toolsets         NameList            `yaml:"toolsets"`
+	PlatformToolsets map[string]NameList `yaml:"platform_toolsets"`
 	Terminal         Terminal            `yaml:"terminal"`
+	Agent            Agent               `yaml:"agent"`
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`
@@ -193,6 +194,40 @@ func Truthy(s string) bool {
 		return true
 	}
 	return false
+}
+
+// NameList is a list of names, written as a YAML list or as one string of
+// names between commas (as the familiar agent's --toolsets takes them).
+// An empty list is an empty list, not the default.
+type NameList []string
+
+// UnmarshalYAML reads a list of strings, or a string of names between
+// commas.
+func (l *NameList) UnmarshalYAML(unmarshal func(any) error) error {
+	var one string
+	if unmarshal(&one) == nil {
+		out := NameList{}
+		for _, n := range strings.Split(one, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				out = append(out, n)
+			}
+		}
+		*l = out
+		return nil
+	}
+	var list []string
+	if err := unmarshal(&list); err != nil {
+		return errors.New("a list of names (or one string of names between commas) was expected")
+	}
+	*l = append(NameList{}, list...)
+	return nil
+}
+
+// Agent settings, in the familiar agent's keys.
+type Agent struct {
+	// MaxTurns bounds the rounds of tool calls in one turn (default 90);
+	// a turn that reaches it answers with what it has.
+	MaxTurns int `yaml:"max_turns"`
 }
 
 // Terminal settings: how the terminal tool runs a command, in the familiar
@@ -496,6 +531,9 @@ func (c Config) Validate() error {
 	}
 	if t := c.Approvals.Timeout; t < 0 || t > 3600 || math.IsNaN(t) {
 		return fmt.Errorf("approvals.timeout must be 0 (the default) to 3600 seconds, not %v", t)
+	}
+	if n := c.Agent.MaxTurns; n < 0 || n > 10000 {
+		return fmt.Errorf("agent.max_turns must be 1 to 10000 (0: 90), not %d", n)
 	}
 	if t := c.Terminal.Timeout; t < 0 || t > 600 {
 		return fmt.Errorf("terminal.timeout must be 1 to 600 seconds (0: 180), not %d", t)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,16 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 		c.ApprovalsOff() || c.ApprovalTimeout() != time.Minute || c.CronApproves() {
 		t.Fatalf("the familiar approvals block: %+v %v %v", c.Approvals, w, err)
 	}
+	// The familiar agent's keys for its tools.
+	if c, w, err := Load(write("toolsets: [hermes-cli]\nplatform_toolsets:\n  telegram: [file]\nterminal:\n  backend: local\n  cwd: ~/work\n" +
+		"  timeout: 60\n  env_passthrough: [GITHUB_TOKEN]\nagent:\n  max_turns: 40\nfile_read_max_chars: 5000\n")); err != nil || len(w) != 0 ||
+		fmt.Sprint(c.Toolsets, c.PlatformToolsets, c.Terminal, c.Agent.MaxTurns, c.FileReadMaxChars) != "[hermes-cli] map[telegram:[file]] {local ~/work 60 [GITHUB_TOKEN]} 40 5000" {
+		t.Fatalf("the tools' keys: %+v %v %v", c, w, err)
+	}
+	if c, _, err := Load(write("toolsets: terminal, file\nplatform_toolsets:\n  cli: []\n")); err != nil || fmt.Sprint(c.Toolsets) != "[terminal file]" ||
+		c.PlatformToolsets["cli"] == nil || len(c.PlatformToolsets["cli"]) != 0 {
+		t.Fatalf("toolsets as one string; an empty list: %+v %v", c, err)
+	}
 	if c, _, err := Load(write("approvals:\n  mode: OFF\n")); err != nil || !c.ApprovalsOff() || c.ApprovalTimeout() != 0 {
 		t.Fatalf("approvals.mode: off: %+v %v", c.Approvals, err)
 	}
@@ -77,6 +88,10 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 		"approvals:\n  timeout: -1\n":          "approvals.timeout must be 0 (the default) to 3600 seconds",
 		"approvals:\n  timeout: 7200\n":        "approvals.timeout must be 0 (the default) to 3600 seconds",
 		"\tbad":                                ":1:",
+		"terminal:\n  timeout: 900\n":          "terminal.timeout must be 1 to 600 seconds",
+		"agent:\n  max_turns: -3\n":            "agent.max_turns must be 1 to 10000",
+		"file_read_max_chars: -1\n":            "file_read_max_chars must be positive",
+		"toolsets: {a: 1}\n":                   "a list of names",
 	} {
 		p := write(body)
 		_, _, err := Load(p)

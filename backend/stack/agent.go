@@ -169,6 +169,7 @@ func (s *Stack) summarizer() llm.Summarizer {
 func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve, Machine: s.machine,
 		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing}
+	o.MaxRounds = func() int { cfg, _ := s.watch.current(); return cfg.Agent.MaxTurns }
 	if s.Config.ApprovalsMode() == config.ApproveSmart {
 		s.log.Warn("approvals.mode: smart needs the familiar agent's guardian model, which Atrium has not: a person is asked, as in manual")
 	}
@@ -182,7 +183,14 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 // (the last config that loaded, when the file does not load now).
 func (s *Stack) machine() tools.Settings {
 	cfg, _ := s.watch.current()
-	return tools.Settings{Toolsets: cfg.Toolsets, PlatformToolsets: cfg.PlatformToolsets, Backend: cfg.Terminal.Backend,
+	var platforms map[string][]string
+	for p, l := range cfg.PlatformToolsets {
+		if platforms == nil {
+			platforms = map[string][]string{}
+		}
+		platforms[p] = l
+	}
+	return tools.Settings{Toolsets: cfg.Toolsets, PlatformToolsets: platforms, Backend: cfg.Terminal.Backend,
 		Cwd: cfg.Terminal.Cwd, Timeout: time.Duration(cfg.Terminal.Timeout) * time.Second, MaxReadChars: cfg.FileReadMaxChars,
 		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{s.Home.ConfigPath(), s.Home.EnvPath(), s.Home.StatePath()}}
 }

@@ -54,8 +54,14 @@ type Options struct {
 	// command that could destroy data asks a person as a plugin's
 	// {"action": "approve"} does, under its rule's key; one nobody can
 	// undo never runs.
-	Machine       func() tools.Settings
-	MaxToolRounds int // default 4
+	Machine func() tools.Settings
+	// MaxToolRounds bounds the rounds of tool calls in one turn (default
+	// 90, as the familiar agent's agent.max_turns); MaxRounds, when set,
+	// says it as config.yaml has it at each turn's start (0: the default).
+	// A turn that reaches it asks the model once more, without tools, for
+	// its answer so far.
+	MaxToolRounds int
+	MaxRounds     func() int
 	// MaxContinues bounds how many times in a row pre_turn_end hooks may
 	// keep one turn going (default 8, as Claude Code caps its Stop hooks).
 	MaxContinues int
@@ -93,6 +99,13 @@ type Options struct {
 	// a scheduled run, a terminal a gateway turn).
 	Runs *Runs
 }
+
+// DefaultMaxToolRounds is Options.MaxToolRounds when unset.
+const DefaultMaxToolRounds = 90
+
+// ExitMaxRounds is on_session_end's turn_exit_reason of a turn that used
+// every round of tool calls it may.
+const ExitMaxRounds = "max_iterations_reached"
 
 // DefaultMaxContinues is Options.MaxContinues when unset.
 const DefaultMaxContinues = 8
@@ -275,7 +288,7 @@ func New(d *db.DB, s *sessions.Service, eng *compaction.Engine, bus *hooks.Bus, 
 		opts.Tools = BuiltinTools()
 	}
 	if opts.MaxToolRounds <= 0 {
-		opts.MaxToolRounds = 4
+		opts.MaxToolRounds = DefaultMaxToolRounds
 	}
 	if opts.MaxContinues <= 0 {
 		opts.MaxContinues = DefaultMaxContinues
@@ -628,7 +641,13 @@ func (l *Loop) modelRounds(ctx context.Context, t *Turn, tc *turnCtx) (string, s
 	retried := false
 	tc.tools = l.toolTable(ctx, tc)
 	tc.middleware = l.bus.Capabilities(hooks.CapMiddleware)
-	for round := 0; round <= l.opts.MaxToolRounds; round++ {
+	rounds := l.opts.MaxToolRounds
+	if l.opts.MaxRounds != nil {
+		if n := l.opts.MaxRounds(); n > 0 {
+			rounds = n
+		}
+	}
+	for round := 0; round < rounds; round++ {
 		msgs, err := l.sessions.Messages(ctx, t.SessionID, false)
 		if err != nil {
 			return "", "", err
@@ -671,7 +690,28 @@ func (l *Loop) modelRounds(ctx context.Context, t *Turn, tc *turnCtx) (string, s
 			return "", "", err
 		}
 	}
-	return "", "", apperr.New(apperr.Rejected, "the model asked for tools %d times in a row; stopping the turn", l.opts.MaxToolRounds+1)
+	return l.lastWord(ctx, t, tc, rounds)
+}
+
+// lastWord asks the model for its answer, tools withheld, once the turn
+// has used every round of tool calls it may.
+func (l *Loop) lastWord(ctx context.Context, t *Turn, tc *turnCtx, rounds int) (string, string, error) {
+	msgs, err := l.sessions.Messages(ctx, t.SessionID, false)
+	if err != nil {
+		return "", "", err
+	}
+	req := compaction.ToLLM(msgs)
+	req = append(req, llm.Message{Role: "user", Content: fmt.Sprintf("[This turn has used the %d rounds of tool calls it may "+
+		"(agent.max_turns). Do not call any more tools: answer now with what you found and did so far, and what is left to do.]", rounds)})
+	resp, err := l.complete(ctx, tc, t.SessionID, llm.Request{Model: tc.model.Name, Messages: req})
+	if err != nil {
+		return "", "", fmt.Errorf("model call: %w", err)
+	}
+	reply := strings.TrimSpace(resp.Content)
+	if reply == "" {
+		reply = fmt.Sprintf("(The turn stopped after %d rounds of tool calls, the most agent.max_turns allows.)", rounds)
+	}
+	return reply, ExitMaxRounds, nil
 }
 
 // maybeCompact compacts when the active transcript's estimate is over

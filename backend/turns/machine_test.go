@@ -366,3 +366,59 @@ func TestTheProfilesOwnFilesAreNotTheAgents(t *testing.T) {
 		t.Fatalf("post_tool_call: %+v", res)
 	}
 }
+
+// busyModel asks for a tool at every call it is offered tools, and answers
+// in words when it is offered none.
+type busyModel struct {
+	mu       sync.Mutex
+	withTool int
+	last     llm.Request
+}
+
+func (*busyModel) Name() string       { return "busy" }
+func (*busyModel) ContextWindow() int { return 100000 }
+func (b *busyModel) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.last = req
+	if len(req.Tools) == 0 {
+		return llm.Response{Content: "I listed the folder three times; nothing else is left."}, nil
+	}
+	b.withTool++
+	return llm.Response{ToolCalls: []llm.ToolCall{{ID: fmt.Sprint("call_", b.withTool), Name: "terminal", Arguments: `{"command":"ls"}`}}}, nil
+}
+
+// A model that never stops calling tools gets agent.max_turns rounds, then
+// is asked once, tools withheld, for its answer so far: the turn ends with
+// that answer (turn_exit_reason max_iterations_reached), not an error.
+func TestATurnThatReachesMaxTurnsAnswersWithWhatItHas(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 100000, nil)
+	model := &busyModel{}
+	dir := t.TempDir()
+	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, turns.Options{Provider: model, MaxRounds: func() int { return 3 },
+		Machine: func() tools.Settings { return tools.Settings{Cwd: dir} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.MustCreate(t, sessions.CreateParams{Title: "busy"})
+	turn, err := loop.Send(ctx, s.ID, "tidy up", hooks.LocalContext("cli", s.ID))
+	if err != nil || turn.Reply != "I listed the folder three times; nothing else is left." || len(turn.ToolCalls) != 3 {
+		t.Fatalf("turn: %+v %v", turn, err)
+	}
+	if last := model.last.Messages[len(model.last.Messages)-1]; model.withTool != 3 || last.Role != "user" || !strings.Contains(last.Content, "agent.max_turns") {
+		t.Fatalf("the last ask: %d rounds, %+v", model.withTool, last)
+	}
+	e.Rec.Expect(t, e.Bus, map[string]int{hooks.PostToolCall: 3, hooks.PostLLMCall: 1, hooks.OnSessionEnd: 1, hooks.OnSessionStart: 1})
+	var end hooks.SessionEnd
+	if err := e.Rec.Events(hooks.OnSessionEnd)[0].Decode(&end); err != nil || end.TurnExitReason != turns.ExitMaxRounds || !end.Completed {
+		t.Fatalf("on_session_end: %+v %v", end, err)
+	}
+	// The note to the model is not kept in the conversation.
+	msgs, _ := e.Sessions.Messages(ctx, s.ID, false)
+	for _, m := range msgs {
+		if strings.Contains(m.Content, "agent.max_turns") {
+			t.Fatalf("stored: %+v", m)
+		}
+	}
+}
