@@ -9,7 +9,7 @@
 
 import { execFile, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -260,6 +260,8 @@ async function main() {
 
   // serve runs the gateway (gateway.autostart): a webhook adapter whose
   // replies go to the receiver above; one allowed user, deny by default
+  const work = join(home, 'work');
+  mkdirSync(join(work, 'scratch', 'inner'), { recursive: true });
   const replyURL = await startReceiver();
   const hookPort = await freePort();
   webhookURL = `http://127.0.0.1:${hookPort}/messages`;
@@ -268,7 +270,9 @@ async function main() {
     join(home, 'config.yaml'),
     `\ngateway:\n  autostart: true\n  webhook:\n    platform: bridge\n    secret_env: ATRIUM_E2E_WEBHOOK_SECRET\n    listen: 127.0.0.1:${hookPort}\n    reply_url: ${replyURL}\n    allowed_users: [u-alice]\n` +
       // a shell hook nobody approved: listed, never run, not approvable from a browser
-      `hooks:\n  on_session_delete:\n    - command: ./never-approved.sh\n`,
+      `hooks:\n  on_session_delete:\n    - command: ./never-approved.sh\n` +
+      // where the agent's terminal and file tools work
+      `terminal:\n  cwd: ${work}\n`,
   );
 
   // a gateway event hook of the familiar agent (HOOK.yaml + handler.py),
@@ -769,6 +773,27 @@ async function main() {
     await stoppedCall.waitFor({ timeout: 10_000 }).catch(async () => {
       throw new Error(`transcript after the stop: ${(await page.locator('[role=log]').innerText()).slice(-300)}`);
     });
+    await backToList();
+  });
+
+  await check('a terminal command that could destroy data waits in a dialog showing the command and its rule; Deny keeps the folder', async () => {
+    await sendIn('Cache warmup', 'use tool terminal: {"command": "rm -r scratch"}');
+    const dlg = page.locator('[data-testid=approval]');
+    await dlg.waitFor({ timeout: 30_000 });
+    const text = await dlg.innerText();
+    assert(/The terminal wants to run this command/.test(text) && !/The plugin/.test(text), `dialog: ${text}`);
+    eq((await dlg.locator('[data-testid=approval-args]').innerText()).trim(), 'rm -r scratch', 'the command shown');
+    const rule = await dlg.locator('[data-testid=approval-rule]').innerText();
+    assert(/recursive delete/.test(rule), `the dialog's rule: ${rule}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-approval-terminal.png') });
+    await page.click('[data-testid=approval-deny]');
+    await dlg.waitFor({ state: 'detached', timeout: 10_000 });
+    await page.locator('[data-testid=reply]').filter({ hasText: 'BLOCKED' }).last().waitFor({ timeout: 30_000 });
+    assert(existsSync(join(work, 'scratch', 'inner')), 'the folder is still there after Deny');
+    await page.fill('[data-testid=composer]', 'use tool terminal: {"command": "ls scratch"}');
+    await page.click('[data-testid=send]');
+    await page.locator('[data-testid=reply]').filter({ hasText: 'inner' }).last().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: join(artifacts, 'dashboard-terminal-ran.png') });
     await backToList();
   });
 
