@@ -28,7 +28,7 @@ type Danger struct {
 // optional path.
 const cmdPos = `(?:^|[;&|\n` + "`" + `({]|\$\(|(?:-c|eval)\s+["']|\b` + shells + `\s+-c\s+)\s*(?:(?:if|then|do|else|elif|while|until|!)\s+)*` +
 	`(?:(?:sudo|doas)\s+(?:-[a-z]*[ugcdhprtu]\s+[^\s-]\S*\s+|-\S+\s+)*)?(?:env\s+(?:\w+=\S*\s+)*)?` +
-	`(?:(?:exec|nohup|setsid|time|command|nice|stdbuf|busybox)\s+(?:-\S+\s+)*)*(?:[\w.+-]*/)*`
+	`(?:(?:exec|nohup|setsid|time|command|nice|stdbuf|busybox|xargs)\s+(?:-\S+\s+)*|watch\s+(?:-\S+\s+(?:\d\S*\s+)?)*|timeout\s+(?:-\S+\s+)*\S+\s+)*(?:[\w.+-]*/)*`
 
 const blockDevice = `/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|md|dm-|loop|nbd)[a-z0-9]*|/dev/r?disk[0-9]|/dev/mapper/|/dev/disk/by-`
 
@@ -58,7 +58,7 @@ var rmFlags = cmdPos + `rm\s+(?:-\S*\s+)*`
 const pathEnd = `["']?(?:\s|$|[;&|)` + "`" + `])`
 
 var hardline = rules(
-	rmFlags+`["']?/(?:\.\.?/?)*\*?`+pathEnd, "recursive delete of root filesystem",
+	rmFlags+`["']?/+(?:\.\.?/*)*\*?`+pathEnd, "recursive delete of root filesystem",
 	rmFlags+`["']?/(?:home|root|etc|usr|var|bin|sbin|boot|lib|lib64|opt|srv)/?\*?`+pathEnd, "recursive delete of system directory",
 	rmFlags+`["']?(?:~|\$home|\$\{home\})/?\*?`+pathEnd, "recursive delete of home directory",
 	cmdPos+`(?:mkfs(?:\.[a-z0-9]+)?|mke2fs)(?:\s|$|[;&|)])`, "format filesystem (mkfs)",

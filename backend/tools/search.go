@@ -100,11 +100,15 @@ func searchFiles(ctx context.Context, c *Call) any {
 			}
 		}
 		shown := c.display(path)
-		n, err := grepFile(path, re, contextLines, func(m searchMatch, isMatch bool) {
+		n, err := grepFile(path, re, contextLines, func(m searchMatch, isMatch, before bool) {
 			if isMatch {
 				total++
 			}
-			if mode != "files_only" && mode != "count" && total > offset && total <= offset+limit {
+			k := total // the match a line is shown with
+			if before {
+				k++ // lines before a match are the next match's
+			}
+			if mode != "files_only" && mode != "count" && k > offset && k <= offset+limit {
 				m.Path = shown
 				matches = append(matches, m)
 			}
@@ -131,6 +135,7 @@ func searchFiles(ctx context.Context, c *Call) any {
 			shown[f] = counts[f]
 		}
 		out["counts"] = shown
+		out["total_count"] = len(files)
 		total = len(files)
 	default:
 		if len(matches) >= 5 {
@@ -194,8 +199,8 @@ func walk(ctx context.Context, root string, visit func(string, fs.FileInfo) erro
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() {
-			return nil
+		if !d.Type().IsRegular() || path != root && strings.HasPrefix(d.Name(), ".") {
+			return nil // hidden files are passed over, as ripgrep does
 		}
 		if seen++; seen > maxSearchFiles {
 			return errStop{fmt.Sprintf("stopped after %d files: narrow the path", maxSearchFiles)}
@@ -217,8 +222,9 @@ func walk(ctx context.Context, root string, visit func(string, fs.FileInfo) erro
 }
 
 // grepFile reports each matching line of a text file (and the lines of
-// context around it); it returns how many lines matched.
-func grepFile(path string, re *regexp.Regexp, contextLines int, emit func(searchMatch, bool)) (int, error) {
+// context around it: before says a line comes before its match); it
+// returns how many lines matched.
+func grepFile(path string, re *regexp.Regexp, contextLines int, emit func(m searchMatch, isMatch, before bool)) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -244,16 +250,16 @@ func grepFile(path string, re *regexp.Regexp, contextLines int, emit func(search
 			n++
 			for _, b := range before {
 				if b.Line > lastEmitted {
-					emit(b, false)
+					emit(b, false, true)
 				}
 			}
 			before = before[:0]
-			emit(m, true)
+			emit(m, true, false)
 			lastEmitted, after = line, contextLines
 			continue
 		}
 		if after > 0 {
-			emit(m, false)
+			emit(m, false, false)
 			lastEmitted = line
 			after--
 			continue

@@ -132,6 +132,9 @@ func execute(ctx context.Context, c *Call, command, dir string, timeout time.Dur
 	case err != nil:
 		return terminalFailure("the command could not be run: " + err.Error())
 	}
+	if c.Transform != nil {
+		res.Output = bound(c.Transform(command, res.Output, res.ExitCode))
+	}
 	if b, err := os.ReadFile(cwdFile.Name()); err == nil {
 		if d := strings.TrimSpace(string(b)); filepath.IsAbs(d) {
 			c.NewDir = d
@@ -208,6 +211,16 @@ func (w *capped) Write(p []byte) (int, error) {
 		p = p[k:]
 	}
 	return n, nil
+}
+
+// bound is s cut as a command's output is, when it is longer.
+func bound(s string) string {
+	if len(s) <= MaxOutput {
+		return s
+	}
+	w := &capped{}
+	_, _ = w.Write([]byte(s))
+	return strings.ToValidUTF8(w.String(), "\uFFFD")
 }
 
 func (w *capped) String() string {

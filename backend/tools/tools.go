@@ -45,6 +45,10 @@ type Call struct {
 	// not say).
 	NewDir   string
 	Settings Settings
+	// Transform, when set, may replace a terminal command's output before
+	// the model reads it (transform_terminal_output); what it returns is
+	// bounded as the output is.
+	Transform func(command, output string, exitCode int) string
 }
 
 // Run runs the tool: its result as the JSON text the model reads.
@@ -260,6 +264,14 @@ func (c *Call) integer(name string, def int) int {
 	switch v := c.Args[name].(type) {
 	case float64:
 		return int(v)
+	case int:
+		return v
+	case int64:
+		return int(v)
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return int(i)
+		}
 	case string:
 		var n json.Number = json.Number(strings.TrimSpace(v))
 		if i, err := n.Int64(); err == nil {

@@ -126,6 +126,7 @@ func applyV4A(c *Call, text string) patchResult {
 	type write struct {
 		path, before, after string
 		existed             bool
+		mode                os.FileMode // a moved file's own (0: as store gives it)
 	}
 	var writes []write
 	var deletes []string
@@ -174,19 +175,30 @@ func applyV4A(c *Call, text string) patchResult {
 				if err := refuseProtected(target, c.Settings.Protected); err != nil {
 					return patchResult{Error: err.Error()}
 				}
+				if _, err := os.Lstat(target); err == nil {
+					return patchResult{Error: "*** Move to: " + target + " exists already; nothing was written"}
+				}
 				deletes = append(deletes, path)
 				res.FilesCreated = append(res.FilesCreated, target)
 				res.FilesDeleted = append(res.FilesDeleted, path)
 			} else {
 				res.FilesModified = append(res.FilesModified, path)
 			}
-			writes = append(writes, write{path: target, before: before, after: after, existed: target == path})
+			// A moved file is still the file it was: its line endings and mark are kept.
+			w := write{path: target, before: before, after: after, existed: true}
+			if fi, err := os.Stat(path); err == nil && target != path {
+				w.mode = fi.Mode().Perm()
+			}
+			writes = append(writes, w)
 			diff.WriteString(unifiedDiff(f.path, norm, after))
 		}
 	}
 	for _, w := range writes {
 		if _, _, err := store(w.path, w.after, w.before, w.existed); err != nil {
 			return patchResult{Error: "Failed to write " + w.path + ": " + err.Error() + " (files before it in the patch were written)"}
+		}
+		if w.mode != 0 {
+			_ = os.Chmod(w.path, w.mode)
 		}
 	}
 	for _, p := range deletes {

@@ -1,0 +1,124 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// What a tool call costs beside what the familiar agent's tools do: a shell
+// started by hand for the terminal, and grep as a child process for a
+// search. Run with -bench 'Tool' (docs/benchmarks.md, "The machine's
+// tools").
+
+func BenchmarkToolTerminal(b *testing.B) {
+	dir := b.TempDir()
+	b.Run("terminal", func(b *testing.B) {
+		for b.Loop() {
+			c := &Call{Args: map[string]any{"command": "echo hi"}, Dir: dir}
+			if out := terminalTool().Run(context.Background(), c); !strings.Contains(out, `"output":"hi"`) {
+				b.Fatal(out)
+			}
+		}
+	})
+	b.Run("bare-shell", func(b *testing.B) {
+		bash, err := exec.LookPath("bash")
+		if err != nil {
+			b.Skip("no bash")
+		}
+		for b.Loop() {
+			cmd := exec.Command(bash, "-c", "echo hi")
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil || string(out) != "hi\n" {
+				b.Fatal(string(out), err)
+			}
+		}
+	})
+}
+
+// BenchmarkToolGuard is the dangerous-command check every terminal call
+// makes, on a long safe command (every rule tried) and on a dangerous one.
+func BenchmarkToolGuard(b *testing.B) {
+	safe := "cd project && go test ./... 2>&1 | tail -n 40 && git status --short && ls -la build/ | grep -v '^total'"
+	for _, c := range []struct{ name, command string }{{"safe", safe}, {"dangerous", "git push --force origin main"}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				Check(c.command, []string{"/home/someone/.atrium/config.yaml"})
+			}
+		})
+	}
+}
+
+// BenchmarkToolSearch searches 2,000 files of 200 lines for a word in 20 of
+// them; grep -rn is the baseline.
+func BenchmarkToolSearch(b *testing.B) {
+	dir := b.TempDir()
+	var body strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&body, "line %d of a file that says nothing in particular\n", i)
+	}
+	for i := range 2000 {
+		sub := filepath.Join(dir, fmt.Sprintf("pkg%02d", i%40))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		text := body.String()
+		if i%100 == 0 {
+			text += "the needle is here\n"
+		}
+		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%04d.txt", i)), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("search_files", func(b *testing.B) {
+		for b.Loop() {
+			c := &Call{Args: map[string]any{"pattern": "needle"}, Dir: dir}
+			if out := searchFilesTool().Run(context.Background(), c); !strings.Contains(out, `"total_count":20`) {
+				b.Fatal(out)
+			}
+		}
+	})
+	b.Run("grep-rn", func(b *testing.B) {
+		for b.Loop() {
+			out, err := exec.Command("grep", "-rn", "needle", dir).Output()
+			if err != nil || strings.Count(string(out), "\n") != 20 {
+				b.Fatal(string(out), err)
+			}
+		}
+	})
+}
+
+// BenchmarkToolReadFile reads 500 lines of a 10,000-line file from the
+// middle; sed -n as a child process is the baseline (the familiar agent
+// reads through its terminal backend).
+func BenchmarkToolReadFile(b *testing.B) {
+	dir := b.TempDir()
+	var body strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&body, "func line%d() { return %d } // a line of code of ordinary length\n", i, i)
+	}
+	path := filepath.Join(dir, "big.go")
+	if err := os.WriteFile(path, []byte(body.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("read_file", func(b *testing.B) {
+		for b.Loop() {
+			c := &Call{Args: map[string]any{"path": "big.go", "offset": 5000.0, "limit": 500.0}, Dir: dir}
+			if out := readFileTool().Run(context.Background(), c); !strings.Contains(out, `"total_lines":10000`) {
+				b.Fatal(out[:200])
+			}
+		}
+	})
+	b.Run("sed-n", func(b *testing.B) {
+		for b.Loop() {
+			out, err := exec.Command("sed", "-n", "5000,5499p", path).Output()
+			if err != nil || strings.Count(string(out), "\n") != 500 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
