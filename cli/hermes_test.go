@@ -216,7 +216,7 @@ func TestHermesAuditLogReceivesEveryDeclaredArgument(t *testing.T) {
 	if p.Runtime != "python" || p.State == "error" || !slices.Contains(p.Hooks, "pre_llm_call") || slices.Contains(p.Hooks, "on_coffee_break") {
 		t.Fatalf("plugins list: %+v", p)
 	}
-	if !slices.Contains(p.Extras.UnknownHooks, "on_coffee_break") || len(p.Extras.Inert) != 1 || p.Extras.Inert[0].Name != "transform_terminal_output" {
+	if !slices.Contains(p.Extras.UnknownHooks, "on_coffee_break") || len(p.Extras.Inert) != 1 || p.Extras.Inert[0].Name != "on_stream_delta" {
 		t.Fatalf("unknown and inert hooks not reported: %+v", p.Extras)
 	}
 	warned := strings.Join(p.Warnings, "\n")

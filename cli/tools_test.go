@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,5 +46,39 @@ func TestChatRunsTheMachinesTools(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(work, "sub", "keep")); err != nil {
 		t.Errorf("the folder was removed with nobody to approve it: %v", err)
+	}
+}
+
+// A plugin of the familiar agent's that squashes progress output
+// (transform_terminal_output) and sends the agent back to test after edits
+// (pre_verify) runs unchanged: both hooks are live, not inert.
+func TestAFamiliarPluginTransformsTerminalOutputAndVerifiesEdits(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	home := hermesHome(t, "terminal:\n  cwd: "+work+"\n", "hermes-squash")
+	list := atriumExec(t, home, "", nil, "plugins", "list", "--json")
+	if list.code != 0 || strings.Contains(list.stdout, `"never called"`) {
+		t.Fatalf("plugins list: %+v", list)
+	}
+	stdin := `use tool terminal: {"command": "printf 'building 10%%\\rbuilding 90%%\\rbuilt\\n'"}` + "\n" +
+		`use tool write_file: {"path": "app.py", "content": "print(1)\n"}` + "\n"
+	r := atriumExec(t, home, stdin, nil, "chat")
+	if r.code != 0 {
+		t.Fatalf("chat: %+v", r)
+	}
+	if !strings.Contains(r.stdout, `"output":"built"`) {
+		t.Errorf("the output the model read was not squashed:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "Run the tests for app.py before finishing.") {
+		t.Errorf("pre_verify did not send the model back:\n%s", r.stdout)
+	}
+	calls := records(t, home, "hermes-squash", "calls.jsonl")
+	tt, pv := byKey(calls, "hook", "transform_terminal_output"), byKey(calls, "hook", "pre_verify")
+	if len(tt) != 1 || tt[0]["output"] != "building 10%\rbuilding 90%\rbuilt" || tt[0]["returncode"] != 0.0 || tt[0]["env_type"] != "local" || tt[0]["task_id"] == "" {
+		t.Errorf("transform_terminal_output calls: %v", tt)
+	}
+	if len(pv) != 2 || pv[0]["coding"] != true || pv[0]["attempt"] != 0.0 || pv[1]["attempt"] != 1.0 ||
+		fmt.Sprint(pv[0]["changed_paths"]) != "["+filepath.Join(work, "app.py")+"]" {
+		t.Errorf("pre_verify calls (only the turn that wrote a file): %v", pv)
 	}
 }

@@ -71,6 +71,7 @@ const (
 	PostToolCall       = "post_tool_call"
 	TransformToolRes   = "transform_tool_result"
 	TransformLLMOutput = "transform_llm_output"
+	TransformTermOut   = "transform_terminal_output"
 	PreAPIRequest      = "pre_api_request"
 	PostAPIRequest     = "post_api_request"
 	APIRequestError    = "api_request_error"
@@ -79,6 +80,7 @@ const (
 	SubagentStop       = "subagent_stop"
 	PreGatewayDispatch = "pre_gateway_dispatch"
 	PreTurnEnd         = "pre_turn_end"
+	PreVerify          = "pre_verify"
 	PreApprovalRequest = "pre_approval_request"
 	PostApprovalResp   = "post_approval_response"
 	PreApprovalDecide  = "pre_approval_decision"
@@ -109,6 +111,7 @@ var table = map[string]hookInfo{
 	PreToolCall:        {Sync, RoleControl},
 	TransformToolRes:   {Sync, RoleTransform},
 	TransformLLMOutput: {Sync, RoleTransform},
+	TransformTermOut:   {Sync, RoleTransform},
 	PreAPIRequest:      {Sync, RoleObserve},
 	PostAPIRequest:     {Sync, RoleObserve},
 	APIRequestError:    {Sync, RoleObserve},
@@ -116,16 +119,16 @@ var table = map[string]hookInfo{
 	PreGatewayDispatch: {Sync, RoleDispatch},
 	PreCompaction:      {Sync, RoleObserve},
 	PreTurnEnd:         {Sync, RoleContinue},
+	PreVerify:          {Sync, RoleContinue},
 	PreApprovalDecide:  {Sync, RoleDecide},
 }
 
 // ForeignHooks are hook names of the familiar Python plugin API for moments
-// Atrium does not have (kanban boards, streaming tokens, a terminal tool,
-// gateway dispatch, approvals...). A plugin may register them: the callback
+// Atrium does not have (kanban boards, streaming tokens, skills...). A plugin may register them: the callback
 // is kept and reported as inert, never called, and never an error.
 var ForeignHooks = []string{
-	"transform_terminal_output", "on_stream_start", "on_stream_delta", "on_stream_end", "on_interim_message",
-	"pre_verify", "transform_api_error_classification", "on_skill_lifecycle",
+	"on_stream_start", "on_stream_delta", "on_stream_end", "on_interim_message",
+	"transform_api_error_classification", "on_skill_lifecycle",
 	"on_room_member_activity",
 	"pre_transcription", "kanban_task_claimed", "kanban_task_completed", "kanban_task_blocked",
 	"on_kanban_worker_spawned", "on_kanban_worker_exited", "on_kanban_worker_stale_claim",
@@ -288,8 +291,8 @@ type TurnEndPayload struct {
 	AgentContext      string `json:"agent_context"`
 	// The familiar pre_verify's names, so a callback written for it reads
 	// its arguments here: attempt (= continues), final_response (= the
-	// reply), coding and changed_paths (Atrium's tools edit no files:
-	// false and []).
+	// reply), coding (the turn's tools changed files) and changed_paths
+	// (those files: written, patched, moved or deleted).
 	Attempt       int      `json:"attempt"`
 	FinalResponse string   `json:"final_response"`
 	Coding        bool     `json:"coding"`

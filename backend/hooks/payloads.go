@@ -145,6 +145,22 @@ type ToolResultPayload struct {
 	SessionKey   string         `json:"session_key"`
 }
 
+// TerminalOutput is the payload of transform_terminal_output: a terminal
+// command's output before the model reads it, in the familiar agent's
+// names (returncode, env_type). The first string answered replaces the
+// output (still bounded to the terminal's limit afterwards).
+type TerminalOutput struct {
+	Command    string `json:"command"`
+	Output     string `json:"output"`
+	Returncode int    `json:"returncode"`
+	TaskID     string `json:"task_id"`
+	EnvType    string `json:"env_type"`
+	SessionID  string `json:"session_id"`
+	ToolCallID string `json:"tool_call_id"`
+	TurnID     string `json:"turn_id"`
+	SessionKey string `json:"session_key"`
+}
+
 // APIRequest is the payload of pre_api_request, post_api_request and
 // api_request_error: one model call's envelope, ids, usage and timing.
 type APIRequest struct {

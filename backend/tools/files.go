@@ -297,6 +297,7 @@ func writeFile(_ context.Context, c *Call) any {
 	if err != nil {
 		return failure("Failed to write " + path + ": " + err.Error())
 	}
+	c.Changed = append(c.Changed, path)
 	return map[string]any{"bytes_written": n, "dirs_created": made}
 }
 
@@ -363,6 +364,7 @@ func replaceIn(c *Call) patchResult {
 	if _, _, err := store(path, after, before, true); err != nil {
 		return patchResult{Error: "Failed to write " + path + ": " + err.Error()}
 	}
+	c.Changed = append(c.Changed, path)
 	return patchResult{Success: true, Diff: unifiedDiff(p, text, after), FilesModified: []string{path}}
 }
 

@@ -45,6 +45,9 @@ type Call struct {
 	// not say).
 	NewDir   string
 	Settings Settings
+	// Changed are the files the call wrote, moved or deleted (write_file,
+	// patch).
+	Changed []string
 	// Transform, when set, may replace a terminal command's output before
 	// the model reads it (transform_terminal_output); what it returns is
 	// bounded as the output is.

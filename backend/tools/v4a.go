@@ -197,6 +197,7 @@ func applyV4A(c *Call, text string) patchResult {
 		if _, _, err := store(w.path, w.after, w.before, w.existed); err != nil {
 			return patchResult{Error: "Failed to write " + w.path + ": " + err.Error() + " (files before it in the patch were written)"}
 		}
+		c.Changed = append(c.Changed, w.path)
 		if w.mode != 0 {
 			_ = os.Chmod(w.path, w.mode)
 		}
@@ -205,6 +206,7 @@ func applyV4A(c *Call, text string) patchResult {
 		if err := os.Remove(p); err != nil {
 			return patchResult{Error: "Failed to delete " + p + ": " + err.Error()}
 		}
+		c.Changed = append(c.Changed, p)
 	}
 	res.Diff = diff.String()
 	return res

@@ -348,6 +348,7 @@ type turnCtx struct {
 	middleware []hooks.Capability // the plugins' middleware, listed once per round of model calls
 	interrupt  string             // why a hook stopped the turn (a deny with interrupt), "" while it goes on
 	model      Model              // the model the turn asks, resolved at its start
+	changed    []string           // the files the machine's tools wrote, moved or deleted this turn (pre_verify's changed_paths)
 }
 
 // Send runs one user turn, or a slash command when text starts with "/".
@@ -476,7 +477,7 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	// Each reply is stored with its post_llm_call. With pre_turn_end hooks
 	// (a Claude Code Stop hook among them) the turn ends only when they let
 	// it: on_session_end then follows in a transaction of its own.
-	gate := l.bus.HasSync(hooks.PreTurnEnd)
+	gate := l.bus.HasSync(hooks.PreTurnEnd) || l.bus.HasSync(hooks.PreVerify)
 	asked := text
 	for {
 		if out, ok := l.transformReply(ctx, tc, t.SessionID, reply); ok {
@@ -549,14 +550,25 @@ func (l *Loop) storeReply(ctx context.Context, t *Turn, tc *turnCtx, cc hooks.Co
 // turnEndFeedback asks pre_turn_end whether the turn may end after reply:
 // "" when it may, else the instruction to go on with. A stop answer, a
 // hook that failed and the cap (MaxContinues in a row) end it.
+//
+// pre_verify, as the familiar agent fires it, is asked too, with the same
+// payload and answers, only when the turn's tools changed files.
 func (l *Loop) turnEndFeedback(ctx context.Context, t *Turn, tc *turnCtx, asked, reply string) string {
-	results, err := l.bus.CallSync(ctx, hooks.PreTurnEnd, hooks.TurnEndPayload{SessionID: t.SessionID, TaskID: tc.taskID,
+	payload := hooks.TurnEndPayload{SessionID: t.SessionID, TaskID: tc.taskID,
 		TurnID: tc.turnID, UserMessage: asked, AssistantResponse: reply, Continues: len(t.Continued), Model: tc.model.Name,
 		Platform: tc.platform, SessionKey: tc.sessionKey, AgentContext: tc.agentCtx,
-		Attempt: len(t.Continued), FinalResponse: reply, ChangedPaths: []string{}})
-	if err != nil {
-		slog.Warn("pre_turn_end failed; the turn ends", "session", t.SessionID, "error", err)
-		return ""
+		Attempt: len(t.Continued), FinalResponse: reply, Coding: len(tc.changed) > 0, ChangedPaths: append([]string{}, tc.changed...)}
+	var results []hooks.SyncResult
+	for _, hook := range []string{hooks.PreTurnEnd, hooks.PreVerify} {
+		if !l.bus.HasSync(hook) || hook == hooks.PreVerify && !payload.Coding {
+			continue
+		}
+		r, err := l.bus.CallSync(ctx, hook, payload)
+		if err != nil {
+			slog.Warn(hook+" failed; it lets the turn end", "session", t.SessionID, "error", err)
+			continue
+		}
+		results = append(results, r...)
 	}
 	d := hooks.DecideTurnEnd(results)
 	t.Notes = append(t.Notes, d.Notes...)

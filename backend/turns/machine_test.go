@@ -422,3 +422,108 @@ func TestATurnThatReachesMaxTurnsAnswersWithWhatItHas(t *testing.T) {
 		}
 	}
 }
+
+// transform_terminal_output is called as the familiar agent calls it
+// (command, output, returncode, task_id, env_type): the first string
+// answered replaces what the model reads, an empty one too; None leaves it.
+func TestTransformTerminalOutputAsTheFamiliarAgentCallsIt(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []map[string]any
+	m := newMachineEnv(t, nil, nil, func(bus *hooks.Bus) {
+		if _, err := bus.RegisterSync("observer", hooks.TransformTermOut, func(_ context.Context, raw json.RawMessage) (any, error) {
+			var p map[string]any
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			seen = append(seen, p)
+			mu.Unlock()
+			return nil, nil // leaves it
+		}); err != nil {
+			panic(err)
+		}
+		if _, err := bus.RegisterSync("squash", hooks.TransformTermOut, func(_ context.Context, raw json.RawMessage) (any, error) {
+			var p hooks.TerminalOutput
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			switch {
+			case strings.Contains(p.Command, "silence"):
+				return "", nil
+			case strings.Contains(p.Command, "flood"):
+				return strings.Repeat("x", 3*tools.MaxOutput), nil
+			case strings.Contains(p.Output, "\r"):
+				lines := strings.Split(p.Output, "\r")
+				return lines[len(lines)-1], nil // progress frames collapsed
+			}
+			return nil, nil
+		}); err != nil {
+			panic(err)
+		}
+	})
+	s := m.MustCreate(t, sessions.CreateParams{Title: "progress"})
+	if _, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": `printf '10%%\r50%%\rdone'; exit 2`}); out["output"] != "done" || out["exit_code"] != 2.0 {
+		t.Fatalf("squashed: %v", out)
+	}
+	if _, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "echo plain"}); out["output"] != "plain" {
+		t.Fatalf("left as it was: %v", out)
+	}
+	if _, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "echo silence"}); out["output"] != "" {
+		t.Fatalf("an empty string replaces: %v", out)
+	}
+	if _, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "echo flood"}); len(out["output"].(string)) > tools.MaxOutput+200 {
+		t.Fatalf("a replacement is bounded as the output is: %d bytes", len(out["output"].(string)))
+	}
+	if len(seen) != 4 {
+		t.Fatalf("calls: %d", len(seen))
+	}
+	if p := seen[0]; p["command"] != `printf '10%%\r50%%\rdone'; exit 2` || p["output"] != "10%\r50%\rdone" || p["returncode"] != 2.0 ||
+		p["env_type"] != "local" || p["task_id"] != s.ID || p["session_id"] != s.ID || p["tool_call_id"] == "" {
+		t.Fatalf("payload: %q", p)
+	}
+	// Not for the other tools.
+	m.call(t, "cli", s.ID, "write_file", map[string]any{"path": "x.txt", "content": "x"})
+	if len(seen) != 4 {
+		t.Fatalf("called for write_file: %d", len(seen))
+	}
+}
+
+// pre_verify is asked as the familiar agent asks it, only at the end of a
+// turn whose tools changed files (coding, changed_paths), and its
+// "continue" sends the model back with the message, once per answer.
+func TestPreVerifyIsAskedWhenTheTurnChangedFiles(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []hooks.TurnEndPayload
+	m := newMachineEnv(t, nil, nil, func(bus *hooks.Bus) {
+		if _, err := bus.RegisterSync("verifier", hooks.PreVerify, func(_ context.Context, raw json.RawMessage) (any, error) {
+			var p hooks.TurnEndPayload
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			seen = append(seen, p)
+			mu.Unlock()
+			if p.Attempt == 0 {
+				return map[string]any{"action": "continue", "message": "run the tests before you finish"}, nil
+			}
+			return nil, nil
+		}); err != nil {
+			panic(err)
+		}
+	})
+	s := m.MustCreate(t, sessions.CreateParams{Title: "edit"})
+	if turn, _ := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "ls"}); len(turn.Continued) != 0 || len(seen) != 0 {
+		t.Fatalf("a turn that changed no file: %+v, %d asks", turn, len(seen))
+	}
+	turn, _ := m.call(t, "cli", s.ID, "write_file", map[string]any{"path": "main.go", "content": "package main\n"})
+	if len(turn.Continued) != 1 || turn.Continued[0].Feedback != "run the tests before you finish" || turn.Reply != "offline reply to: run the tests before you finish" {
+		t.Fatalf("continued: %+v", turn)
+	}
+	if len(seen) != 2 || !seen[0].Coding || fmt.Sprint(seen[0].ChangedPaths) != "["+filepath.Join(m.dir, "main.go")+"]" || seen[0].Attempt != 0 ||
+		seen[1].Attempt != 1 || seen[0].FinalResponse == "" {
+		t.Fatalf("pre_verify payloads: %+v", seen)
+	}
+	m.Rec.Expect(t, m.Bus, map[string]int{hooks.PostToolCall: 2, hooks.PostLLMCall: 3, hooks.OnSessionEnd: 2, hooks.OnSessionStart: 1})
+}

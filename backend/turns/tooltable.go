@@ -561,7 +561,29 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 	}
 	switch e.source {
 	case srcMachine:
-		return l.runMachine(ctx, tc.tools.machine, tc.platform, tc.sessionKey, e.tool, args)
+		var transform func(command, output string, code int) string
+		if e.tool.Name == "terminal" && l.bus.HasSync(hooks.TransformTermOut) {
+			transform = func(command, output string, code int) string {
+				results, err := l.bus.CallSync(ctx, hooks.TransformTermOut, hooks.TerminalOutput{Command: command, Output: output,
+					Returncode: code, TaskID: tc.taskID, EnvType: "local", SessionID: sessionID, ToolCallID: call.ID,
+					TurnID: tc.turnID, SessionKey: tc.sessionKey})
+				if err != nil {
+					slog.Warn("transform_terminal_output failed; the output is left as it was", "error", err)
+					return output
+				}
+				if s, ok := hooks.FirstString(results, true); ok {
+					return s
+				}
+				return output
+			}
+		}
+		out, errType, errMsg, changed := l.runMachine(ctx, tc.tools.machine, tc.platform, tc.sessionKey, e.tool, args, transform)
+		for _, p := range changed {
+			if !slices.Contains(tc.changed, p) {
+				tc.changed = append(tc.changed, p)
+			}
+		}
+		return out, errType, errMsg
 	case srcBuiltin:
 		argText, _ := json.Marshal(args)
 		out, err := e.run(ctx, string(argText))
@@ -623,12 +645,13 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 // directory, and keeps the one a terminal command ended in. A result with
 // an "error" is post_tool_call's status error (a command that exits
 // non-zero is not: its exit code is the result).
-func (l *Loop) runMachine(ctx context.Context, s tools.Settings, platform, key string, t tools.Tool, args map[string]any) (result, errType, errMsg string) {
+func (l *Loop) runMachine(ctx context.Context, s tools.Settings, platform, key string, t tools.Tool, args map[string]any,
+	transform func(command, output string, code int) string) (result, errType, errMsg string, changed []string) {
 	dir := l.dirs.Get(key)
 	if dir == "" {
 		dir = s.StartDir(platform)
 	}
-	c := &tools.Call{Args: args, Dir: dir, Settings: s}
+	c := &tools.Call{Args: args, Dir: dir, Settings: s, Transform: transform}
 	out := t.Run(ctx, c)
 	if c.NewDir != "" {
 		l.dirs.Set(key, c.NewDir)
@@ -637,9 +660,9 @@ func (l *Loop) runMachine(ctx context.Context, s tools.Settings, platform, key s
 		Error *string `json:"error"`
 	}
 	if json.Unmarshal([]byte(out), &failed) == nil && failed.Error != nil && *failed.Error != "" {
-		return out, "tool_error", *failed.Error
+		return out, "tool_error", *failed.Error, c.Changed
 	}
-	return out, "", ""
+	return out, "", "", c.Changed
 }
 
 // toolRequestMiddleware lets tool_request middleware rewrite a call's
@@ -737,7 +760,7 @@ func (l *Loop) dispatchMachine(ctx context.Context, sessionKey, name string, arg
 			}
 		}
 	}
-	out, _, _ := l.runMachine(ctx, s, platform, sessionKey, tool, args)
+	out, _, _, _ := l.runMachine(ctx, s, platform, sessionKey, tool, args, nil)
 	return out, true
 }
 

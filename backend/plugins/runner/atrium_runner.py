@@ -223,21 +223,21 @@ _DEFAULT_HOOKS = [
     "transform_tool_result", "transform_llm_output", "pre_api_request", "post_api_request",
     "api_request_error", "pre_command", "subagent_start", "subagent_stop", "pre_gateway_dispatch",
     "pre_compaction", "pre_turn_end", "pre_approval_request", "post_approval_response", "pre_approval_decision",
-    "agent_loop_stopped",
+    "agent_loop_stopped", "transform_terminal_output", "pre_verify",
 ]
 KNOWN_HOOKS = set(_CONTEXT.get("hooks") or _DEFAULT_HOOKS)
 SYNC_HOOKS = set(_CONTEXT.get("sync_hooks") or [
     "pre_llm_call", "pre_tool_call", "transform_tool_result", "transform_llm_output", "pre_api_request",
     "post_api_request", "api_request_error", "pre_command", "pre_gateway_dispatch", "pre_compaction", "pre_turn_end",
-    "pre_approval_decision"])
+    "pre_approval_decision", "transform_terminal_output", "pre_verify"])
 FOREIGN_HOOKS = set(_CONTEXT.get("foreign_hooks") or [])
 # Hooks whose callbacks run under the callback timeout here (a hung callback
 # is abandoned and skipped for 60 s); pre_tool_call fails closed.
 BOUNDED_HOOKS = {"pre_tool_call", "transform_tool_result", "transform_llm_output", "pre_llm_call",
                  "pre_api_request", "post_api_request", "api_request_error", "pre_gateway_dispatch", "pre_compaction",
-                 "pre_turn_end", "pre_approval_decision"}
+                 "pre_turn_end", "pre_approval_decision", "transform_terminal_output", "pre_verify"}
 FAIL_CLOSED_HOOKS = {"pre_tool_call"}
-TRANSFORM_HOOKS = {"transform_tool_result", "transform_llm_output"}
+TRANSFORM_HOOKS = {"transform_tool_result", "transform_llm_output", "transform_terminal_output"}
 MIDDLEWARE_KINDS = {"llm_request", "tool_request", "llm_execution", "tool_execution"}
 EXECUTION_MIDDLEWARE = {"llm_execution", "tool_execution"}
 SUPPRESS_SECONDS = 60.0

@@ -65,8 +65,8 @@ def on_coffee_break(minutes):
     _log("on_coffee_break", minutes=minutes)
 
 
-def trim_terminal(command, output):
-    return output[:100]
+def stream_delta(delta):
+    return None
 
 
 def register(ctx):
@@ -81,4 +81,4 @@ def register(ctx):
     ctx.register_hook("subagent_start", on_subagent_start)
     ctx.register_hook("subagent_stop", on_subagent_stop)
     ctx.register_hook("on_coffee_break", on_coffee_break)          # a name no host fires
-    ctx.register_hook("transform_terminal_output", trim_terminal)  # a moment Atrium does not have
+    ctx.register_hook("on_stream_delta", stream_delta)             # a moment Atrium does not have
