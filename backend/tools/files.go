@@ -167,6 +167,9 @@ func binary(b []byte) bool {
 	if bytes.IndexByte(b, 0) >= 0 {
 		return true
 	}
+	if utf8.Valid(b) {
+		return false
+	}
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && size <= 1 {

@@ -41,14 +41,82 @@ const sensitive = `(?:/etc/|~/\.ssh(?:/|\s|$)|~/\.(?:bashrc|zshrc|profile|bash_p
 type rule struct {
 	re  *regexp.Regexp
 	key string
+	// need are words one of which the command holds if the rule can match
+	// at all: a command without them skips the regular expression, which
+	// is most of the check's cost.
+	need []string
 }
 
 func rules(pairs ...string) []rule {
 	out := make([]rule, 0, len(pairs)/2)
 	for i := 0; i < len(pairs); i += 2 {
-		out = append(out, rule{regexp.MustCompile(pairs[i]), pairs[i+1]})
+		n, ok := needs[pairs[i+1]]
+		if !ok {
+			panic("guard: no needed words for rule " + pairs[i+1])
+		}
+		out = append(out, rule{regexp.MustCompile(pairs[i]), pairs[i+1], strings.Split(n, "|")})
 	}
 	return out
+}
+
+// needs are each rule's needed words (see rule.need), by its key, in
+// lower case as the command is matched.
+var needs = map[string]string{
+	"recursive delete of root filesystem":                          "rm",
+	"recursive delete of system directory":                         "rm",
+	"recursive delete of home directory":                           "rm",
+	"format filesystem (mkfs)":                                     "mkfs|mke2fs",
+	"dd to raw block device":                                       "of=",
+	"redirect to raw block device":                                 "/dev/",
+	"wipe raw block device":                                        "/dev/",
+	"fork bomb":                                                    ":(",
+	"kill all processes":                                           "kill",
+	"system shutdown/reboot":                                       "shutdown|reboot|halt|poweroff",
+	"init 0/6 (shutdown/reboot)":                                   "init",
+	"systemctl poweroff/reboot":                                    "systemctl",
+	"delete in root path":                                          "rm",
+	"recursive delete":                                             "rm",
+	"recursive delete (long flag)":                                 "rm",
+	"recursive delete (flags after operands)":                      "rm",
+	"world/other-writable permissions":                             "chmod",
+	"recursive chown to root":                                      "chown",
+	"disk copy":                                                    "dd",
+	"SQL DROP":                                                     "drop",
+	"SQL TRUNCATE":                                                 "truncate",
+	"overwrite system config":                                      "/etc/",
+	"stop/restart system service":                                  "systemctl",
+	"force kill processes":                                         "pkill",
+	"force kill processes (killall -KILL)":                         "killall",
+	"pipe remote content to shell":                                 "curl|wget",
+	"execute remote script via process substitution":               "curl|wget",
+	"execute remote content via command substitution":              "curl|wget",
+	"pipe decoded content to shell (possible command obfuscation)": "base64|base32",
+	"overwrite system file via tee":                                "tee",
+	"overwrite system file via redirection":                        ">",
+	"copy/move file into sensitive credential/SSH/shell-rc path":   "cp|mv|install",
+	"in-place edit of sensitive credential/SSH/shell-rc path":      "sed",
+	"xargs with rm":                                                "xargs",
+	"find -exec/-execdir rm":                                       "find",
+	"find -delete":                                                 "find",
+	"git reset --hard (destroys uncommitted changes)":              "git",
+	"git force push (rewrites remote history)":                     "git",
+	"git force push short flag (rewrites remote history)":          "git",
+	"git clean with force (deletes untracked files)":               "git",
+	"git branch force delete (long flags)":                         "git",
+	"git branch force delete":                                      "git",
+	"cloud metadata endpoint access (instance credentials)":        "169.254.169.254|100.100.100.200|metadata.google.internal|fd00:ec2::254",
+	"package manager uninstall":                                    "npm|pnpm|yarn|pip|brew",
+	"kill atrium process (self-termination)":                       "atrium",
+}
+
+// matches says whether r matches command (in the case r is matched in).
+func (r rule) matches(command string) bool {
+	for _, w := range r.need {
+		if strings.Contains(command, w) {
+			return r.re.MatchString(command)
+		}
+	}
+	return false
 }
 
 var rmFlags = cmdPos + `rm\s+(?:-\S*\s+)*`
@@ -137,17 +205,17 @@ var quotedRE = regexp.MustCompile(`"([\w./-]+)"|'([\w./-]+)'`)
 func Check(command string, protected []string) (Danger, bool) {
 	raw, lower := normalize(command)
 	for _, r := range hardline {
-		if r.re.MatchString(lower) {
+		if r.matches(lower) {
 			return Danger{Key: r.key, Hardline: true}, true
 		}
 	}
 	for _, r := range dangerous {
-		if r.re.MatchString(lower) {
+		if r.matches(lower) {
 			return Danger{Key: r.key}, true
 		}
 	}
 	for _, r := range dangerousCased {
-		if r.re.MatchString(raw) {
+		if r.matches(raw) {
 			return Danger{Key: r.key}, true
 		}
 	}

@@ -2,9 +2,11 @@ package tools
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -80,7 +82,7 @@ func searchFiles(ctx context.Context, c *Call) any {
 	if target == "files" {
 		return findFiles(ctx, c, root, pattern, offset, limit)
 	}
-	re, err := regexp.Compile(pattern)
+	g, err := newGrepper(pattern)
 	if err != nil {
 		return failure("invalid regex " + pattern + ": " + err.Error())
 	}
@@ -93,14 +95,14 @@ func searchFiles(ctx context.Context, c *Call) any {
 	counts := map[string]int{}
 	var files []string
 	var note string
-	err = walk(ctx, root, func(path string, _ fs.FileInfo) error {
+	err = walk(ctx, root, func(path string, _ fs.DirEntry) error {
 		if glob != "" {
 			if ok, _ := filepath.Match(glob, filepath.Base(path)); !ok {
 				return nil
 			}
 		}
 		shown := c.display(path)
-		n, err := grepFile(path, re, contextLines, func(m searchMatch, isMatch, before bool) {
+		n, err := grepFile(path, g, contextLines, func(m searchMatch, isMatch, before bool) {
 			if isMatch {
 				total++
 			}
@@ -187,7 +189,7 @@ func (e errStop) Error() string { return e.why }
 
 // walk visits the regular files under root (root itself when it is one),
 // hidden folders and skipDirs passed over, at most maxSearchFiles of them.
-func walk(ctx context.Context, root string, visit func(string, fs.FileInfo) error) error {
+func walk(ctx context.Context, root string, visit func(string, fs.DirEntry) error) error {
 	seen := 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -208,11 +210,7 @@ func walk(ctx context.Context, root string, visit func(string, fs.FileInfo) erro
 		if seen%256 == 0 && ctx.Err() != nil {
 			return errStop{"stopped with the turn"}
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		return visit(path, fi)
+		return visit(path, d)
 	})
 	var stop errStop
 	if errors.As(err, &stop) {
@@ -221,15 +219,89 @@ func walk(ctx context.Context, root string, visit func(string, fs.FileInfo) erro
 	return err
 }
 
+// grepper is a content search's pattern: as given, matched against one
+// line, and in multi-line mode, which finds the next candidate line in a
+// whole file at once (a file without a match is one scan, not one match
+// per line).
+type grepper struct {
+	re, multi *regexp.Regexp
+}
+
+func newGrepper(pattern string) (*grepper, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, err
+	}
+	multi, err := regexp.Compile("(?m:" + pattern + ")")
+	if err != nil {
+		multi = nil // a pattern only the line matcher takes: line by line
+	}
+	return &grepper{re: re, multi: multi}, nil
+}
+
+// grepWhole is grepFile without context lines: the file read at once (up
+// to maxSearchFileBytes), each candidate the multi-line pattern finds
+// checked line by line, as grep matches.
+func grepWhole(f *os.File, g *grepper, emit func(m searchMatch, isMatch, before bool)) (int, error) {
+	// One read of the file's size (and one that finds its end), rather
+	// than a reader's growing steps: small files are most of a tree.
+	size := int64(64 << 10)
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	buf := make([]byte, min(size, maxSearchFileBytes)+1)
+	n, err := io.ReadFull(f, buf)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		buf = buf[:n]
+	case err != nil:
+		return 0, err
+	default:
+		buf = buf[:min(int64(n), maxSearchFileBytes)] // it grew meanwhile, or is longer than a search reads
+	}
+	if binary(buf[:min(len(buf), sniffBytes)]) {
+		return 0, nil
+	}
+	// Lines end at \n, a \r before it left out, as the line reader has them.
+	if bytes.Contains(buf, []byte("\r\n")) {
+		buf = bytes.ReplaceAll(buf, []byte("\r\n"), []byte("\n"))
+	}
+	n, pos, line, counted := 0, 0, 1, 0
+	for pos <= len(buf) {
+		loc := g.multi.FindIndex(buf[pos:])
+		if loc == nil {
+			break
+		}
+		start := pos + loc[0]
+		ls := bytes.LastIndexByte(buf[:start], '\n') + 1
+		le := len(buf)
+		if i := bytes.IndexByte(buf[start:], '\n'); i >= 0 {
+			le = start + i
+		}
+		line += bytes.Count(buf[counted:ls], []byte{'\n'})
+		counted = ls
+		if text := buf[ls:le]; g.re.Match(text) && (le < len(buf) || len(text) > 0 || ls < len(buf)) {
+			n++
+			emit(searchMatch{Line: line, Content: clip(strings.TrimRight(string(text), "\r"), maxMatchChars)}, true, false)
+		}
+		pos = le + 1
+	}
+	return n, nil
+}
+
 // grepFile reports each matching line of a text file (and the lines of
 // context around it: before says a line comes before its match); it
 // returns how many lines matched.
-func grepFile(path string, re *regexp.Regexp, contextLines int, emit func(m searchMatch, isMatch, before bool)) (int, error) {
+func grepFile(path string, g *grepper, contextLines int, emit func(m searchMatch, isMatch, before bool)) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
+	if contextLines == 0 && g.multi != nil {
+		return grepWhole(f, g, emit)
+	}
+	re := g.re
 	r := bufio.NewReaderSize(f, 64<<10)
 	if sniff, _ := r.Peek(sniffBytes); binary(sniff) {
 		return 0, nil
@@ -283,13 +355,16 @@ func findFiles(ctx context.Context, c *Call, root, pattern string, offset, limit
 		mod  time.Time
 	}
 	var hits []hit
-	err := walk(ctx, root, func(path string, fi fs.FileInfo) error {
+	err := walk(ctx, root, func(path string, d fs.DirEntry) error {
 		name := filepath.Base(path)
 		ok, _ := filepath.Match(pattern, name)
 		if !ok && !strings.ContainsAny(pattern, "*?[") {
 			ok = strings.Contains(strings.ToLower(name), strings.ToLower(pattern))
 		}
-		if ok {
+		if !ok {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
 			hits = append(hits, hit{c.display(path), fi.ModTime()})
 		}
 		return nil

@@ -318,3 +318,46 @@ func TestGoNumbersAreArguments(t *testing.T) {
 		t.Fatalf("integers: %s", got)
 	}
 }
+
+// A whole file searched at once finds exactly the lines a line-by-line
+// search finds, line numbers included, for patterns that can match empty
+// text, span lines, or sit at a line's ends.
+func TestSearchWholeFileMatchesLineByLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	texts := []string{
+		"foo bar\nfoo\nbar\n\nneedle\r\nlast without newline needle",
+		"\n\n\nx\n",
+		"",
+		"only\n",
+		"a\nb\nc",
+	}
+	patterns := []string{`^$`, `x*`, `(?i)NEEDLE`, `foo\s+bar`, `needle$`, `^b`, `$`, `o\nb`, `.`, `c\z`}
+	for i, text := range texts {
+		path := filepath.Join(dir, fmt.Sprintf("t%d.txt", i))
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range patterns {
+			g, err := newGrepper(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			collect := func(g *grepper) string {
+				var out []string
+				n, err := grepFile(path, g, 0, func(m searchMatch, isMatch, _ bool) {
+					out = append(out, fmt.Sprintf("%d:%q:%v", m.Line, m.Content, isMatch))
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fmt.Sprint(n, out)
+			}
+			whole := collect(g)
+			byLine := collect(&grepper{re: g.re})
+			if whole != byLine {
+				t.Errorf("text %d, pattern %q: whole file %s, line by line %s", i, p, whole, byLine)
+			}
+		}
+	}
+}
