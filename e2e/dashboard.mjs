@@ -793,6 +793,15 @@ async function main() {
     await page.fill('[data-testid=composer]', 'use tool terminal: {"command": "ls scratch"}');
     await page.click('[data-testid=send]');
     await page.locator('[data-testid=reply]').filter({ hasText: 'inner' }).last().waitFor({ timeout: 30_000 });
+    // The transcript shows the call as its command line and the result as
+    // its output and exit code (the JSON the model read one click away).
+    const call = page.locator('[role=log] [data-testid=tool-call]').filter({ hasText: '$ ls scratch' });
+    await call.last().waitFor({ timeout: 10_000 });
+    const result = page.locator('[role=log] [data-testid=tool-result]').last();
+    eq((await result.locator('pre').innerText()).trim(), 'inner', 'the output shown');
+    eq((await result.locator('[data-testid=tool-status]').innerText()).trim(), 'exit 0', 'the exit code shown');
+    const denied = page.locator('[role=log] [data-testid=tool-status]').filter({ hasText: 'BLOCKED' });
+    assert((await denied.count()) >= 1, 'the denied call shows why');
     await page.screenshot({ path: join(artifacts, 'dashboard-terminal-ran.png') });
     await backToList();
   });

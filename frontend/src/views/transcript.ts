@@ -11,6 +11,7 @@ import { runBulk } from '../ops';
 import { app, type OpenAt, type View } from '../state';
 import { TranscriptStore } from '../stores/transcript';
 import type { CommandDTO, MessageDTO, SessionDTO, TurnDTO } from '../types';
+import { toolCall, toolResult } from './toolview';
 
 const shownAtFirst = 400;
 
@@ -580,6 +581,14 @@ function message(m: MessageDTO): HTMLElement {
 /** content renders a message: Markdown for what people and models write,
  * plain monospace text for tool output and pruned stubs. */
 function content(m: MessageDTO): HTMLElement {
+  if (m.tool_name && !m.marker) {
+    // The machine's tools, as a person reads them; the JSON the model
+    // read stays one click away.
+    const view = m.role === 'tool' ? toolResult(m.tool_name, m.content) : m.role === 'assistant' ? toolCall(m.tool_name, m.content) : null;
+    if (view) {
+      return h('div', { class: 'content' }, view, h('details', { class: 'tool-raw' }, h('summary', {}, 'As the model reads it'), h('div', { class: 'content plain' }, m.content)));
+    }
+  }
   if (m.role === 'tool' || m.marker === 'stub') return h('div', { class: 'content plain' }, m.content);
   const el = h('div', { class: 'content md' });
   el.append(renderMarkdown(m.content));

@@ -1,0 +1,49 @@
+// @vitest-environment jsdom
+import { describe, expect, it } from 'vitest';
+import { toolCall, toolResult } from './toolview';
+
+describe('toolView', () => {
+  it('shows a terminal call as its command line, and its result as output with the exit code', () => {
+    const call = toolCall('terminal', '{"command":"go test ./...","workdir":"/src","timeout":60}')!;
+    expect(call.querySelector('pre')!.textContent).toBe('$ go test ./...');
+    expect(call.textContent).toContain('in /src · timeout 60 s');
+    const ok = toolResult('terminal', '{"output":"ok  \\tatrium 0.1s","exit_code":0,"error":null}')!;
+    expect(ok.querySelector('pre')!.textContent).toBe('ok  \tatrium 0.1s');
+    expect(ok.querySelector('[data-testid=tool-status]')!.textContent).toBe('exit 0');
+    expect(ok.querySelector('.good')).not.toBeNull();
+    const none = toolResult('terminal', '{"output":"","exit_code":1,"error":null,"exit_code_meaning":"No matches found (not an error)"}')!;
+    expect(none.textContent).toContain('(no output)');
+    expect(none.querySelector('[data-testid=tool-status]')!.textContent).toBe('exit 1 · No matches found (not an error)');
+    expect(none.querySelector('.good')).not.toBeNull();
+    const failed = toolResult('terminal', '{"output":"x","exit_code":2,"error":null}')!;
+    expect(failed.querySelector('.bad')!.textContent).toBe('exit 2');
+    const blocked = toolResult('terminal', '{"error":"BLOCKED: a person\'s approval is required for this command (recursive delete)"}')!;
+    expect(blocked.querySelector('.bad')!.textContent).toContain('BLOCKED');
+  });
+
+  it('names the file of a file call, and shows an edit as its diff', () => {
+    expect(toolCall('read_file', '{"path":"main.go","offset":10,"limit":20}')!.textContent).toBe('Read main.go (from line 10, 20 lines)');
+    expect(toolCall('write_file', '{"path":"a.txt","content":"x\\ny\\n"}')!.textContent).toBe('Write a.txt (3 lines)');
+    expect(toolCall('patch', '{"mode":"replace","path":"a.go","old_string":"x","new_string":"y"}')!.textContent).toBe('Edit a.go');
+    expect(toolCall('search_files', '{"pattern":"TODO","path":"src","file_glob":"*.ts"}')!.textContent).toBe('Search for TODO in src (*.ts)');
+    const diff = toolResult('patch', '{"success":true,"diff":"--- a/a.go\\n+++ b/a.go\\n@@ -1,1 +1,1 @@\\n-x\\n+y\\n"}')!;
+    expect(diff.querySelector('.diff-del')!.textContent).toBe('-x\n');
+    expect(diff.querySelector('.diff-add')!.textContent).toBe('+y\n');
+    expect(toolResult('patch', '{"success":false,"error":"Could not find old_string in a.go"}')!.querySelector('.bad')!.textContent).toContain('Could not find');
+  });
+
+  it('leaves anything else to the plain view', () => {
+    expect(toolCall('echo', '{"text":"hi"}')).toBeNull();
+    expect(toolCall('terminal', 'not json')).toBeNull();
+    expect(toolCall('terminal', '{"background":true}')).toBeNull();
+    expect(toolResult('terminal', '"a string"')).toBeNull();
+    expect(toolResult('read_file', '{"content":"1|x","total_lines":1}')).toBeNull();
+    expect(toolResult('read_notes', '{"notes":[]}')).toBeNull();
+  });
+
+  it('never turns output into markup', () => {
+    const r = toolResult('terminal', '{"output":"<img src=x onerror=alert(1)>","exit_code":0}')!;
+    expect(r.querySelector('img')).toBeNull();
+    expect(r.querySelector('pre')!.textContent).toBe('<img src=x onerror=alert(1)>');
+  });
+});

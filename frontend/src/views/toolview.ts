@@ -1,0 +1,108 @@
+// toolView shows the machine's tools as a person reads them, rather than
+// as the JSON the model reads: a terminal call as the command line it ran,
+// its result as the output with its exit code, a file call by its file, an
+// edit as its diff. Anything else (another tool, JSON that does not parse)
+// is left to the caller's plain view.
+import { h } from '../dom';
+
+type Args = Record<string, unknown>;
+
+function parse(text: string): Args | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Args) : null;
+  } catch {
+    return null;
+  }
+}
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/** toolCall renders an assistant's call of one of the machine's tools
+ * (null: not one, or arguments that do not read). */
+export function toolCall(tool: string, content: string): HTMLElement | null {
+  const a = parse(content);
+  if (!a) return null;
+  switch (tool) {
+    case 'terminal': {
+      if (!str(a.command)) return null;
+      const extra = [a.workdir ? `in ${str(a.workdir)}` : '', a.timeout ? `timeout ${String(a.timeout)} s` : ''].filter(Boolean).join(' · ');
+      return h(
+        'div',
+        { class: 'tool-view', 'data-testid': 'tool-call' },
+        h('pre', { class: 'tool-command' }, h('span', { class: 'prompt', 'aria-hidden': 'true' }, '$ '), str(a.command)),
+        extra ? h('div', { class: 'muted small' }, extra) : null,
+      );
+    }
+    case 'read_file':
+    case 'write_file': {
+      if (!str(a.path)) return null;
+      const what = tool === 'read_file' ? 'Read' : 'Write';
+      const range = tool === 'read_file' && (a.offset || a.limit) ? ` (from line ${String(a.offset ?? 1)}${a.limit ? `, ${String(a.limit)} lines` : ''})` : '';
+      const size = tool === 'write_file' ? ` (${str(a.content).split('\n').length} lines)` : '';
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, `${what} `, h('code', {}, str(a.path)), range + size);
+    }
+    case 'patch': {
+      if (str(a.mode) === 'patch' || (!a.path && str(a.patch))) {
+        return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Apply a patch', h('pre', { class: 'tool-diff' }, ...diffLines(str(a.patch))));
+      }
+      if (!str(a.path)) return null;
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Edit ', h('code', {}, str(a.path)), a.replace_all ? ' (every occurrence)' : '');
+    }
+    case 'search_files': {
+      if (!str(a.pattern)) return null;
+      const where = str(a.path) && str(a.path) !== '.' ? ` in ${str(a.path)}` : '';
+      const kind = str(a.target) === 'files' ? 'Find files named ' : 'Search for ';
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, kind, h('code', {}, str(a.pattern)), where + (a.file_glob ? ` (${str(a.file_glob)})` : ''));
+    }
+  }
+  return null;
+}
+
+/** toolResult renders a result of one of the machine's tools (null: not
+ * one, or a result that does not read). */
+export function toolResult(tool: string, content: string): HTMLElement | null {
+  const r = parse(content);
+  if (!r) return null;
+  const error = str(r.error);
+  switch (tool) {
+    case 'terminal': {
+      if (!('exit_code' in r) && !error) return null;
+      const code = typeof r.exit_code === 'number' ? r.exit_code : null;
+      const status = error
+        ? h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error)
+        : h(
+            'div',
+            { class: `tool-status ${code === 0 || r.exit_code_meaning ? 'good' : 'bad'}`, 'data-testid': 'tool-status' },
+            `exit ${code ?? '?'}`,
+            r.exit_code_meaning ? ` · ${str(r.exit_code_meaning)}` : '',
+          );
+      const out = str(r.output);
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, out ? h('pre', { class: 'tool-output' }, out) : h('div', { class: 'muted small' }, '(no output)'), status);
+    }
+    case 'patch': {
+      if (error) return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
+      if (r.no_change) return h('div', { class: 'tool-view muted', 'data-testid': 'tool-result' }, str(r.note) || 'No change.');
+      if (!str(r.diff)) return null;
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('pre', { class: 'tool-diff' }, ...diffLines(str(r.diff))));
+    }
+    case 'read_file':
+    case 'write_file':
+    case 'search_files':
+      if (error) return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
+      return null; // their own text reads well enough as it is
+  }
+  return null;
+}
+
+/** diffLines marks a unified diff's (or a V4A patch's) added and removed lines. */
+function diffLines(diff: string): HTMLElement[] {
+  return diff.split('\n').map((line) => {
+    let cls = '';
+    if (line.startsWith('+++') || line.startsWith('---') || line.startsWith('***')) cls = 'diff-file';
+    else if (line.startsWith('@@')) cls = 'diff-hunk';
+    else if (line.startsWith('+')) cls = 'diff-add';
+    else if (line.startsWith('-')) cls = 'diff-del';
+    return h('span', { class: cls || undefined }, line + '\n');
+  });
+}
