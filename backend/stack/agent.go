@@ -192,7 +192,8 @@ func (s *Stack) machine() tools.Settings {
 	}
 	return tools.Settings{Toolsets: cfg.Toolsets, PlatformToolsets: platforms, Backend: cfg.Terminal.Backend,
 		Cwd: cfg.Terminal.Cwd, Timeout: time.Duration(cfg.Terminal.Timeout) * time.Second, MaxReadChars: cfg.FileReadMaxChars,
-		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{s.Home.ConfigPath(), s.Home.EnvPath(), s.Home.StatePath()}}
+		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{s.Home.ConfigPath(), s.Home.EnvPath(), s.Home.StatePath()},
+		Secrets: []string{s.Home.EnvPath()}}
 }
 
 // commandEnv is the environment a terminal command runs with: this

@@ -89,6 +89,9 @@ func readFile(ctx context.Context, c *Call) any {
 	if slices.Contains(devices, path) {
 		return failure("Cannot read " + path + ": it is a device that never ends or waits for input")
 	}
+	if c.Settings.secret(path) {
+		return failure("Cannot read " + path + ": it holds the profile's keys and tokens, which are not the model's to read")
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

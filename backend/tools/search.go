@@ -95,7 +95,13 @@ func searchFiles(ctx context.Context, c *Call) any {
 	counts := map[string]int{}
 	var files []string
 	var note string
+	if c.Settings.secret(root) {
+		return failure("Cannot search " + root + ": it holds the profile's keys and tokens, which are not the model's to read")
+	}
 	err = walk(ctx, root, func(path string, _ fs.DirEntry) error {
+		if c.Settings.secret(path) {
+			return nil
+		}
 		if glob != "" {
 			if ok, _ := filepath.Match(glob, filepath.Base(path)); !ok {
 				return nil

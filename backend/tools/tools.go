@@ -110,6 +110,32 @@ type Settings struct {
 	// Protected are files no tool writes: the profile's config.yaml (its
 	// standing approvals among them), .env and store.
 	Protected []string
+	// Secrets are files no tool reads either: the profile's .env, where its
+	// keys and tokens are (they are for the model's provider and the chat
+	// platforms, not for the model).
+	Secrets []string
+}
+
+// secret says whether path is one of Settings.Secrets (through a link
+// too).
+func (s Settings) secret(path string) bool {
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+	}
+	for _, p := range s.Secrets {
+		if p == "" {
+			continue
+		}
+		rp := p
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			rp = r
+		}
+		if path == p || real == rp {
+			return true
+		}
+	}
+	return false
 }
 
 // Defaults of Settings.

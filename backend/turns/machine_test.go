@@ -38,7 +38,7 @@ func newMachineEnv(t *testing.T, settings func(*tools.Settings), approve func(tu
 	}
 	o := turns.Options{Provider: llm.OfflineProvider{Window: 100000}, Standing: approvals.New(home),
 		Machine: func() tools.Settings {
-			s := tools.Settings{Cwd: dir, Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()}}
+			s := tools.Settings{Cwd: dir, Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()}, Secrets: []string{home.EnvPath()}}
 			if settings != nil {
 				settings(&s)
 			}
@@ -361,8 +361,24 @@ func TestTheProfilesOwnFilesAreNotTheAgents(t *testing.T) {
 	if after, _ := os.ReadFile(m.home.ConfigPath()); string(after) != string(before) {
 		t.Fatalf("config.yaml changed: %q", after)
 	}
+	// Its keys are not the model's to read, nor to find.
+	if err := os.WriteFile(m.home.EnvPath(), []byte("OPENAI_API_KEY=sk-very-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, out = m.call(t, "cli", s.ID, "read_file", map[string]any{"path": m.home.EnvPath()})
+	if !strings.Contains(fmt.Sprint(out["error"]), "keys and tokens") {
+		t.Fatalf("read_file of .env: %v", out)
+	}
+	_, out = m.call(t, "cli", s.ID, "search_files", map[string]any{"pattern": "sk-very", "path": m.home.Root})
+	if out["total_count"] != 0.0 || strings.Contains(fmt.Sprint(out), "sk-very-secret") {
+		t.Fatalf("search_files over the profile: %v", out)
+	}
+	_, out = m.call(t, "cli", s.ID, "search_files", map[string]any{"pattern": "sk-very", "path": m.home.EnvPath()})
+	if !strings.Contains(fmt.Sprint(out["error"]), "keys and tokens") {
+		t.Fatalf("search_files of .env: %v", out)
+	}
 	res := m.toolResults(t)
-	if len(res) != 3 || res[0].Status != "error" || res[0].ErrorType == nil || *res[0].ErrorType != "tool_error" {
+	if len(res) != 6 || res[0].Status != "error" || res[0].ErrorType == nil || *res[0].ErrorType != "tool_error" {
 		t.Fatalf("post_tool_call: %+v", res)
 	}
 }
@@ -526,4 +542,26 @@ func TestPreVerifyIsAskedWhenTheTurnChangedFiles(t *testing.T) {
 		t.Fatalf("pre_verify payloads: %+v", seen)
 	}
 	m.Rec.Expect(t, m.Bus, map[string]int{hooks.PostToolCall: 2, hooks.PostLLMCall: 3, hooks.OnSessionEnd: 2, hooks.OnSessionStart: 1})
+}
+
+// A scheduled run has nobody to ask: a command that could destroy data is
+// blocked there, saying how to let such runs run it; a safe one runs.
+func TestAScheduledRunDoesNotRunADangerousCommand(t *testing.T) {
+	t.Parallel()
+	m := newMachineEnv(t, nil, nil)
+	s := m.MustCreate(t, sessions.CreateParams{Title: "nightly"})
+	if err := os.MkdirAll(filepath.Join(m.dir, "cache"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	turn, out := m.call(t, turns.PlatformCron, s.ID, "terminal", map[string]any{"command": "rm -rf cache"})
+	if len(turn.Blocked) != 1 || !strings.Contains(fmt.Sprint(out["error"]), "a scheduled run has nobody to ask; approvals.cron_mode: approve") {
+		t.Fatalf("cron: %+v %v", turn, out)
+	}
+	if _, err := os.Stat(filepath.Join(m.dir, "cache")); err != nil {
+		t.Fatalf("removed: %v", err)
+	}
+	if _, out := m.call(t, turns.PlatformCron, s.ID, "terminal", map[string]any{"command": "ls"}); out["output"] != "cache" {
+		t.Fatalf("a safe command: %v", out)
+	}
+	m.Rec.Expect(t, m.Bus, map[string]int{hooks.PostToolCall: 2, hooks.PostLLMCall: 2, hooks.OnSessionEnd: 2, hooks.OnSessionStart: 1})
 }
