@@ -168,7 +168,7 @@ func (s *Stack) summarizer() llm.Summarizer {
 // the scheduler that run them.
 func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve, Machine: s.machine,
-		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing}
+		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing, Processes: s.Processes}
 	o.MaxRounds = func() int { cfg, _ := s.watch.current(); return cfg.Agent.MaxTurns }
 	if s.Config.ApprovalsMode() == config.ApproveSmart {
 		s.log.Warn("approvals.mode: smart needs the familiar agent's guardian model, which Atrium has not: a person is asked, as in manual")

@@ -19,6 +19,7 @@ import (
 	"atrium/backend/maintenance"
 	"atrium/backend/receipts"
 	"atrium/backend/sessions"
+	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
 
@@ -51,10 +52,13 @@ type Stack struct {
 	// Standing: the profile's standing approvals (config.yaml's
 	// command_allowlist), read by every loop of the process.
 	Standing *approvals.Standing
-	log      *slog.Logger
-	watch    *configWatch // config.yaml as it is now
-	closers  []func(ctx context.Context) error
-	opts     Options
+	// Processes: the background processes the agent's terminal started in
+	// this process (terminal with background: true); they end with it.
+	Processes *tools.Processes
+	log       *slog.Logger
+	watch     *configWatch // config.yaml as it is now
+	closers   []func(ctx context.Context) error
+	opts      Options
 }
 
 // Open creates the home if missing, reads its config and opens the store.
@@ -91,7 +95,7 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	maint := maintenance.NewService(d, sess, rec, mcfg, lg)
 	st := &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
 		Maintenance: maint, Runs: turns.NewRuns(filepath.Join(home.Dir, "run", "turns")),
-		Standing: approvals.New(home), log: lg, watch: watch, opts: opts}
+		Standing: approvals.New(home), Processes: tools.NewProcesses(), log: lg, watch: watch, opts: opts}
 	fail := func(err error) (*Stack, error) {
 		_ = d.Close()
 		return nil, err
@@ -139,6 +143,7 @@ func (s *Stack) Close(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	s.Processes.Close() // before the hooks' last deliveries: nothing of theirs is the model's any more
 	err := s.Bus.Close(cctx)
 	for _, c := range s.closers {
 		if cerr := c(cctx); err == nil {

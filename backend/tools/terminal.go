@@ -27,7 +27,7 @@ func terminalTool() Tool {
 			"waits for a person's approval; a few that nobody can undo (a wipe of / or of a disk, a shutdown) never run.",
 		Parameters: `{"type":"object","properties":{` +
 			`"command":{"type":"string","description":"The command to execute"},` +
-			`"background":{"type":"boolean","description":"Run in the background (not available in Atrium: run it in the foreground with a timeout)","default":false},` +
+			`"background":{"type":"boolean","description":"Run in the background (servers, watchers, long builds): returns a session_id at once; the process tool polls, reads, waits for and kills it","default":false},` +
 			`"timeout":{"type":"integer","description":"Max seconds to wait (default: 180, max: 600). Returns as soon as the command finishes.","minimum":1},` +
 			`"workdir":{"type":"string","description":"Working directory for this command (absolute, or relative to the conversation's). Defaults to the conversation's working directory."},` +
 			`"pty":{"type":"boolean","description":"Run in a pseudo-terminal (not available in Atrium: the command runs without one)","default":false}` +
@@ -57,9 +57,7 @@ func runTerminal(ctx context.Context, c *Call) any {
 	if strings.TrimSpace(command) == "" {
 		return terminalFailure("command is required")
 	}
-	if c.boolean("background") {
-		return terminalFailure("background commands are not available in Atrium: run the command in the foreground with a timeout (at most 600 seconds)")
-	}
+	background := c.boolean("background")
 	timeout := c.Settings.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -77,7 +75,32 @@ func runTerminal(ctx context.Context, c *Call) any {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return terminalFailure("the working directory " + dir + " does not exist or is not a folder")
 	}
+	if background {
+		return startBackground(c, command, dir)
+	}
 	return execute(ctx, c, command, dir, timeout)
+}
+
+// startBackground starts command as a background process of the
+// conversation, which the process tool then manages.
+func startBackground(c *Call, command, dir string) any {
+	if c.Processes == nil {
+		return terminalFailure("background processes are not available here: run the command in the foreground with a timeout (at most 600 seconds)")
+	}
+	env := c.Settings.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	p, err := c.Processes.start(c.Owner, command, dir, env)
+	if err != nil {
+		return terminalFailure("the background process could not be started: " + err.Error())
+	}
+	out := map[string]any{"output": "Background process started", "session_id": p.id, "pid": p.cmd.Process.Pid,
+		"exit_code": 0, "error": nil, "hint": "Use the process tool (poll, log, wait, kill) with this session_id."}
+	if c.boolean("notify_on_complete") || c.Args["watch_patterns"] != nil {
+		out["note"] = "notify_on_complete and watch_patterns are not available in Atrium: poll or wait with the process tool"
+	}
+	return out
 }
 
 // execute runs command in a shell of its own process group, which a

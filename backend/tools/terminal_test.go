@@ -121,8 +121,8 @@ func TestTerminalRefusals(t *testing.T) {
 	}{
 		{"empty command", map[string]any{"command": "  "}, "command is required"},
 		{"no command", map[string]any{}, "command is required"},
-		{"background", map[string]any{"command": "touch ran", "background": true}, "background commands are not available"},
-		{"background as text", map[string]any{"command": "touch ran", "background": "true"}, "background commands are not available"},
+		{"background without a place for processes", map[string]any{"command": "touch ran", "background": true}, "background processes are not available here"},
+		{"background as text", map[string]any{"command": "touch ran", "background": "true"}, "background processes are not available here"},
 		{"timeout above 600", map[string]any{"command": "touch ran", "timeout": 601}, "above the maximum of 600"},
 		{"missing workdir", map[string]any{"command": "touch ran", "workdir": "no/such/dir"}, "does not exist"},
 		{"workdir is a file", map[string]any{"command": "touch ran", "workdir": "file.txt"}, "not a folder"},

@@ -45,6 +45,10 @@ type Call struct {
 	// not say).
 	NewDir   string
 	Settings Settings
+	// Processes keeps background processes (nil: none can be started);
+	// Owner is the conversation they belong to (its session key).
+	Processes *Processes
+	Owner     string
 	// Changed are the files the call wrote, moved or deleted (write_file,
 	// patch).
 	Changed []string
@@ -68,7 +72,7 @@ func (t Tool) Run(ctx context.Context, c *Call) string {
 
 // All is every tool of the machine, in the order they are offered.
 func All() []Tool {
-	return []Tool{terminalTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool()}
+	return []Tool{terminalTool(), processTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool()}
 }
 
 // Names is the names of All.
@@ -148,9 +152,9 @@ const (
 // toolsetsOf are the toolsets Atrium has, and the composite ones of the
 // familiar agent that take them in.
 var toolsetsOf = map[string][]string{
-	"terminal":  {"terminal"},
+	"terminal":  {"terminal", "process"},
 	"file":      {"read_file", "write_file", "patch", "search_files"},
-	"debugging": {"terminal", "read_file", "write_file", "patch", "search_files"},
+	"debugging": {"terminal", "process", "read_file", "write_file", "patch", "search_files"},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
@@ -158,7 +162,7 @@ var toolsetsOf = map[string][]string{
 // offer nothing and are not an error.
 var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills", "memory", "todo", "clarify",
 	"code_execution", "cronjob", "delegation", "session_search", "tts", "moa", "rl", "homeassistant", "messaging",
-	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "process", "computer_use"}
+	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
 // Enabled is the set of tools a turn on platform offers, and a warning for
 // each name in the lists that is no toolset at all.
@@ -195,6 +199,7 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 	}
 	if on["terminal"] && s.Backend != "" && !strings.EqualFold(s.Backend, "local") {
 		delete(on, "terminal")
+		delete(on, "process")
 		warnings = append(warnings, "terminal.backend: "+s.Backend+" is not a backend Atrium has (only local): the terminal is not offered")
 	}
 	return on, warnings

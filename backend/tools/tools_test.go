@@ -33,7 +33,29 @@ func runToolCtx(t *testing.T, ctx context.Context, tool Tool, dir string, s Sett
 			t.Fatal(err)
 		}
 	}
-	c := &Call{Args: args, Dir: dir, Settings: s}
+	return runToolCtxWith(t, ctx, tool, &Call{Dir: dir, Settings: s}, args)
+}
+
+// runToolWith runs tool as c describes the call, with args as the model
+// sends them.
+func runToolWith(t *testing.T, tool Tool, c *Call, args map[string]any) (map[string]any, *Call) {
+	t.Helper()
+	return runToolCtxWith(t, context.Background(), tool, c, args)
+}
+
+func runToolCtxWith(t *testing.T, ctx context.Context, tool Tool, c *Call, args map[string]any) (map[string]any, *Call) {
+	t.Helper()
+	if args != nil {
+		b, err := json.Marshal(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = nil
+		if err := json.Unmarshal(b, &args); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Args = args
 	out := tool.Run(ctx, c)
 	var m map[string]any
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
@@ -104,10 +126,10 @@ func keys(m map[string]bool) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// The five tools are offered in order, each with a description and a JSON-object schema.
+// The six tools are offered in order, each with a description and a JSON-object schema.
 func TestAllToolsOfferedWithValidSchemas(t *testing.T) {
 	t.Parallel()
-	want := []string{"terminal", "read_file", "write_file", "patch", "search_files"}
+	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -144,7 +166,8 @@ func TestRunWithNilArgs(t *testing.T) {
 // toolsets and platform_toolsets decide which tools a platform's turn offers, as the familiar agent reads them.
 func TestSettingsEnabled(t *testing.T) {
 	t.Parallel()
-	all := []string{"patch", "read_file", "search_files", "terminal", "write_file"}
+	all := []string{"patch", "process", "read_file", "search_files", "terminal", "write_file"}
+	term := []string{"process", "terminal"}
 	file := []string{"patch", "read_file", "search_files", "write_file"}
 	cases := []struct {
 		name     string
@@ -157,7 +180,7 @@ func TestSettingsEnabled(t *testing.T) {
 		{"default offers all", Settings{}, "cli", all, 0, ""},
 		{"default on telegram", Settings{}, "telegram", all, 0, ""},
 		{"file only", Settings{Toolsets: []string{"file"}}, "cli", file, 0, ""},
-		{"terminal only", Settings{Toolsets: []string{"terminal"}}, "cli", []string{"terminal"}, 0, ""},
+		{"terminal only", Settings{Toolsets: []string{"terminal"}}, "cli", term, 0, ""},
 		{"hermes-cli", Settings{Toolsets: []string{"hermes-cli"}}, "cli", all, 0, ""},
 		{"all", Settings{Toolsets: []string{"all"}}, "cli", all, 0, ""},
 		{"star", Settings{Toolsets: []string{"*"}}, "cli", all, 0, ""},
@@ -171,12 +194,12 @@ func TestSettingsEnabled(t *testing.T) {
 		{"platform list over toolsets", Settings{Toolsets: []string{"terminal"},
 			PlatformToolsets: map[string][]string{"telegram": {"file"}}}, "telegram", file, 0, ""},
 		{"other platform keeps toolsets", Settings{Toolsets: []string{"terminal"},
-			PlatformToolsets: map[string][]string{"telegram": {"file"}}}, "cli", []string{"terminal"}, 0, ""},
+			PlatformToolsets: map[string][]string{"telegram": {"file"}}}, "cli", term, 0, ""},
 		{"other platform defaults to all", Settings{PlatformToolsets: map[string][]string{"telegram": {"file"}}}, "discord", all, 0, ""},
 		{"desktop takes cli's", Settings{Toolsets: []string{"file"},
-			PlatformToolsets: map[string][]string{"cli": {"terminal"}}}, "desktop", []string{"terminal"}, 0, ""},
+			PlatformToolsets: map[string][]string{"cli": {"terminal"}}}, "desktop", term, 0, ""},
 		{"dashboard takes cli's", Settings{Toolsets: []string{"file"},
-			PlatformToolsets: map[string][]string{"cli": {"terminal"}}}, "dashboard", []string{"terminal"}, 0, ""},
+			PlatformToolsets: map[string][]string{"cli": {"terminal"}}}, "dashboard", term, 0, ""},
 		{"desktop's own over cli's", Settings{PlatformToolsets: map[string][]string{"cli": {"terminal"}, "desktop": {"file"}}},
 			"desktop", file, 0, ""},
 		{"desktop without cli's takes toolsets", Settings{Toolsets: []string{"file"}}, "desktop", file, 0, ""},
@@ -306,4 +329,10 @@ func TestArgumentsAsText(t *testing.T) {
 	if s, ok := c.str("s"); !ok || s != "3" {
 		t.Fatalf("str of a number = %q %v", s, ok)
 	}
+}
+
+// fileHas says whether path exists with something in it.
+func fileHas(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && len(strings.TrimSpace(string(b))) > 0
 }

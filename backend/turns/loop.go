@@ -55,6 +55,10 @@ type Options struct {
 	// {"action": "approve"} does, under its rule's key; one nobody can
 	// undo never runs.
 	Machine func() tools.Settings
+	// Processes keeps the background processes the terminal starts
+	// (background: true) and the process tool manages; nil: none can be
+	// started. Its owner closes it.
+	Processes *tools.Processes
 	// MaxToolRounds bounds the rounds of tool calls in one turn (default
 	// 90, as the familiar agent's agent.max_turns); MaxRounds, when set,
 	// says it as config.yaml has it at each turn's start (0: the default).

@@ -36,7 +36,9 @@ func newMachineEnv(t *testing.T, settings func(*tools.Settings), approve func(tu
 	if err := os.WriteFile(home.ConfigPath(), []byte("sessions:\n  retention_days: 30\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := turns.Options{Provider: llm.OfflineProvider{Window: 100000}, Standing: approvals.New(home),
+	procs := tools.NewProcesses()
+	t.Cleanup(procs.Close)
+	o := turns.Options{Provider: llm.OfflineProvider{Window: 100000}, Standing: approvals.New(home), Processes: procs,
 		Machine: func() tools.Settings {
 			s := tools.Settings{Cwd: dir, Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()}, Secrets: []string{home.EnvPath()}}
 			if settings != nil {
@@ -564,4 +566,30 @@ func TestAScheduledRunDoesNotRunADangerousCommand(t *testing.T) {
 		t.Fatalf("a safe command: %v", out)
 	}
 	m.Rec.Expect(t, m.Bus, map[string]int{hooks.PostToolCall: 2, hooks.PostLLMCall: 2, hooks.OnSessionEnd: 2, hooks.OnSessionStart: 1})
+}
+
+// A background command starts through the turn as the familiar agent's
+// does (its danger checked first), and the conversation's process tool
+// waits for it; another conversation does not see it.
+func TestABackgroundCommandAndTheProcessTool(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	m := newMachineEnv(t, nil, func(a turns.Approval) turns.Answer { asked = append(asked, a.PatternKey); return turns.AnswerDeny })
+	s := m.MustCreate(t, sessions.CreateParams{Title: "server"})
+	_, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "echo serving; sleep 0.2; echo done", "background": true})
+	id, _ := out["session_id"].(string)
+	if !strings.HasPrefix(id, "proc_") {
+		t.Fatalf("background start: %v", out)
+	}
+	if _, out := m.call(t, "desktop", s.ID, "process", map[string]any{"action": "wait", "session_id": id, "timeout": 10}); out["output"] != "serving\ndone" || out["exit_code"] != 0.0 {
+		t.Fatalf("wait: %v", out)
+	}
+	other := m.MustCreate(t, sessions.CreateParams{Title: "other"})
+	if _, out := m.call(t, "desktop", other.ID, "process", map[string]any{"action": "poll", "session_id": id}); !strings.Contains(fmt.Sprint(out["error"]), "no background process") {
+		t.Fatalf("another conversation: %v", out)
+	}
+	turn, _ := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "rm -rf build && make watch", "background": true})
+	if len(turn.Blocked) != 1 || fmt.Sprint(asked) != "[recursive delete]" {
+		t.Fatalf("a dangerous background command: %+v %v", turn, asked)
+	}
 }

@@ -651,7 +651,7 @@ func (l *Loop) runMachine(ctx context.Context, s tools.Settings, platform, key s
 	if dir == "" {
 		dir = s.StartDir(platform)
 	}
-	c := &tools.Call{Args: args, Dir: dir, Settings: s, Transform: transform}
+	c := &tools.Call{Args: args, Dir: dir, Settings: s, Transform: transform, Processes: l.opts.Processes, Owner: key}
 	out := t.Run(ctx, c)
 	if c.NewDir != "" {
 		l.dirs.Set(key, c.NewDir)
