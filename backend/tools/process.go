@@ -63,32 +63,7 @@ func (p *proc) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.written += len(b)
-	return p.out.logWrite(b)
-}
-
-// logWrite is capped.Write with a larger bound.
-func (w *capped) logWrite(p []byte) (int, error) {
-	n := len(p)
-	head, tail := logBytes*2/5, logBytes-logBytes*2/5
-	if room := head - len(w.head); room > 0 {
-		k := min(room, len(p))
-		w.head = append(w.head, p[:k]...)
-		p = p[k:]
-	}
-	for len(p) > 0 {
-		if len(w.tail) < tail {
-			k := min(tail-len(w.tail), len(p))
-			w.tail = append(w.tail, p[:k]...)
-			p = p[k:]
-			continue
-		}
-		k := min(tail-w.start, len(p))
-		copy(w.tail[w.start:], p[:k])
-		w.dropped += k
-		w.start = (w.start + k) % tail
-		p = p[k:]
-	}
-	return n, nil
+	return p.out.Write(b)
 }
 
 func newID() string {
@@ -117,7 +92,7 @@ func (ps *Processes) start(owner, command, dir string, env []string) (*proc, err
 	if p, err := exec.LookPath("bash"); err == nil {
 		shell = p
 	}
-	p := &proc{id: newID(), owner: owner, command: command, dir: dir, started: time.Now(), done: make(chan struct{})}
+	p := &proc{id: newID(), owner: owner, command: command, dir: dir, started: time.Now(), done: make(chan struct{}), out: capped{limit: logBytes}}
 	cmd := exec.Command(shell, "-c", command)
 	cmd.Dir = dir
 	cmd.Env = append(append([]string{}, env...), "PAGER=cat", "GIT_PAGER=cat")

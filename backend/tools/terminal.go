@@ -202,19 +202,23 @@ func clean(s string) string {
 	return strings.TrimRight(s, " \t\r\n")
 }
 
-// capped keeps the first 40% and the last 60% of MaxOutput bytes written
-// to it, and counts the rest.
+// capped keeps the first 40% and the last 60% of its limit (MaxOutput
+// when zero) of the bytes written to it, and counts the rest.
 type capped struct {
+	limit   int
 	head    []byte
 	tail    []byte // a ring once full
 	start   int    // the ring's oldest byte
 	dropped int
 }
 
-const headBytes, tailBytes = MaxOutput * 2 / 5, MaxOutput - MaxOutput*2/5
-
 func (w *capped) Write(p []byte) (int, error) {
-	n := len(p)
+	n, limit := len(p), w.limit
+	if limit <= 0 {
+		limit = MaxOutput
+	}
+	headBytes := limit * 2 / 5
+	tailBytes := limit - headBytes
 	if room := headBytes - len(w.head); room > 0 {
 		k := min(room, len(p))
 		w.head = append(w.head, p[:k]...)

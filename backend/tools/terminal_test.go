@@ -431,7 +431,7 @@ func TestCappedWriter(t *testing.T) {
 	}
 	full := want.String()
 	got := w.String()
-	head, tail := full[:headBytes], full[len(full)-tailBytes:]
+	head, tail := full[:MaxOutput*2/5], full[len(full)-(MaxOutput-MaxOutput*2/5):]
 	marker := fmt.Sprintf("\n\n[... %d bytes of output left out ...]\n\n", len(full)-MaxOutput)
 	if got != head+marker+tail {
 		t.Fatalf("capped output differs: got %d bytes, want %d", len(got), len(head+marker+tail))

@@ -21,18 +21,6 @@ func runTool(t *testing.T, tool Tool, dir string, s Settings, args map[string]an
 
 func runToolCtx(t *testing.T, ctx context.Context, tool Tool, dir string, s Settings, args map[string]any) (map[string]any, *Call) {
 	t.Helper()
-	// The arguments as the model's call brings them: decoded JSON (numbers
-	// are float64).
-	if args != nil {
-		b, err := json.Marshal(args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		args = nil
-		if err := json.Unmarshal(b, &args); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return runToolCtxWith(t, ctx, tool, &Call{Dir: dir, Settings: s}, args)
 }
 
@@ -45,6 +33,8 @@ func runToolWith(t *testing.T, tool Tool, c *Call, args map[string]any) (map[str
 
 func runToolCtxWith(t *testing.T, ctx context.Context, tool Tool, c *Call, args map[string]any) (map[string]any, *Call) {
 	t.Helper()
+	// The arguments as the model's call brings them: decoded JSON (numbers
+	// are float64).
 	if args != nil {
 		b, err := json.Marshal(args)
 		if err != nil {
