@@ -339,6 +339,27 @@ type SettingsDTO struct {
 	Profiles               []string `json:"profiles,omitempty"` // read-only: the profiles of this home
 	// Model is config.yaml's model block; null in a Set leaves it as it is.
 	Model *ModelSettingsDTO `json:"model"`
+	// Tools is the agent's tools; null in a Set leaves them as they are.
+	Tools *ToolsSettingsDTO `json:"tools"`
+}
+
+// ToolsSettingsDTO is the agent's tools as the Settings page edits them:
+// config.yaml's toolsets (the terminal and the file tools on or off, on
+// every platform without a list of its own), terminal.cwd,
+// terminal.timeout and agent.max_turns. Read at each turn's start.
+type ToolsSettingsDTO struct {
+	Terminal       bool   `json:"terminal"`        // terminal and process
+	Files          bool   `json:"files"`           // read_file, write_file, patch, search_files
+	Cwd            string `json:"cwd"`             // where a conversation starts; "" = a terminal's own folder, home elsewhere
+	TimeoutSeconds int    `json:"timeout_seconds"` // a command's time when the model names none; 0 = 180
+	MaxTurns       int    `json:"max_turns"`       // rounds of tool calls in a turn; 0 = 90
+	// Read-only: the platforms with a list of their own in
+	// platform_toolsets (the switches do not apply there; the window and
+	// the dashboard follow cli's).
+	OwnLists []string `json:"own_lists"`
+	// Read-only: why the terminal is not offered whatever the switch says
+	// (terminal.backend other than local), "" when it is.
+	Problem string `json:"problem,omitempty"`
 }
 
 // ModelSettingsDTO is the model the profile's turns ask: config.yaml's

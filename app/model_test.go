@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"atrium/app"
 	"atrium/backend/apperr"
+	"atrium/backend/config"
 	"atrium/backend/sessions"
 )
 
@@ -299,5 +301,63 @@ func TestSettingsApplyToTheNextTurn(t *testing.T) {
 	defer mu.Unlock()
 	if strings.Join(got, "|") != "Bearer sk-live-1 m1|Bearer sk-live-1 m2|Bearer sk-live-2 m2" {
 		t.Fatalf("the requests: %q", got)
+	}
+}
+
+// The agent's tools are set in Settings as config.yaml's keys the familiar
+// agent reads (toolsets, terminal.cwd, terminal.timeout, agent.max_turns),
+// and apply at the next turn; toolsets of tools Atrium does not have stay
+// in the list; an invalid value changes nothing.
+func TestSettingsToolsApplyToTheNextTurn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	work := t.TempDir()
+	s, err := e.app.Settings.Get()
+	if err != nil || s.Tools == nil || !s.Tools.Terminal || !s.Tools.Files || s.Tools.Cwd != "" || s.Tools.TimeoutSeconds != 0 || s.Tools.MaxTurns != 0 ||
+		len(s.Tools.OwnLists) != 0 || s.Tools.Problem != "" {
+		t.Fatalf("defaults: %+v %v", s.Tools, err)
+	}
+	s.Tools.Terminal, s.Tools.Cwd, s.Tools.TimeoutSeconds, s.Tools.MaxTurns = false, work, 60, 40
+	if _, err := e.app.Settings.Set(s); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := config.Load(e.st.Home.ConfigPath())
+	if err != nil || fmt.Sprint(cfg.Toolsets) != "[file]" || cfg.Terminal.Cwd != work || cfg.Terminal.Timeout != 60 || cfg.Agent.MaxTurns != 40 {
+		t.Fatalf("config.yaml: %+v %+v %v", cfg.Toolsets, cfg.Terminal, err)
+	}
+	e.mustCreate(t, sessions.CreateParams{ID: "tools"})
+	if turn, err := e.app.Sessions.Send("tools", `use tool terminal: {"command": "touch ran"}`); err != nil || len(turn.ToolCalls) != 0 {
+		t.Fatalf("the terminal switched off: %+v %v", turn, err)
+	}
+	if turn, err := e.app.Sessions.Send("tools", `use tool write_file: {"path": "notes.txt", "content": "x"}`); err != nil || len(turn.ToolCalls) != 1 {
+		t.Fatalf("write_file: %+v %v", turn, err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "notes.txt")); err != nil {
+		t.Fatalf("the file is not in terminal.cwd: %v", err)
+	}
+	// The familiar agent's list keeps what Atrium does not have.
+	if err := os.WriteFile(e.st.Home.ConfigPath(), []byte("toolsets: [web, hermes-cli]\nplatform_toolsets:\n  telegram: [file]\nterminal:\n  backend: docker\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = e.app.Settings.Get()
+	if !s.Tools.Terminal || !s.Tools.Files || fmt.Sprint(s.Tools.OwnLists) != "[telegram]" || !strings.Contains(s.Tools.Problem, "docker") {
+		t.Fatalf("the familiar agent's keys: %+v", s.Tools)
+	}
+	s.Tools.Files = false
+	if _, err := e.app.Settings.Set(s); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _, _ := config.Load(e.st.Home.ConfigPath()); fmt.Sprint(cfg.Toolsets) != "[web terminal]" || cfg.Terminal.Backend != "docker" {
+		t.Fatalf("toolsets: %v, backend %q", cfg.Toolsets, cfg.Terminal.Backend)
+	}
+	before, _ := os.ReadFile(e.st.Home.ConfigPath())
+	for _, bad := range []app.ToolsSettingsDTO{{Terminal: true, TimeoutSeconds: 900}, {Terminal: true, Cwd: "relative/folder"}, {Terminal: true, MaxTurns: -1}} {
+		s.Tools = &bad
+		if _, err := e.app.Settings.Set(s); apperr.CodeOf(err) != apperr.Invalid {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	if after, _ := os.ReadFile(e.st.Home.ConfigPath()); string(after) != string(before) {
+		t.Fatalf("an invalid value changed config.yaml:\n%s", after)
 	}
 }

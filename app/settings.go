@@ -1,6 +1,9 @@
 package app
 
 import (
+	"maps"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -12,6 +15,7 @@ import (
 	"atrium/backend/limits"
 	"atrium/backend/plugins"
 	"atrium/backend/stack"
+	"atrium/backend/tools"
 )
 
 // Settings reads and writes the editable keys of the profile's config.yaml,
@@ -57,7 +61,55 @@ func (s *Settings) Get() (SettingsDTO, error) {
 		ApprovalsMode: lo.ToPtr(cfg.ApprovalsMode()), ApprovalTimeoutSeconds: lo.ToPtr(cfg.Approvals.Timeout),
 		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, TrashDays: lo.ToPtr(cfg.TrashDays()), TrashAutomatic: lo.ToPtr(cfg.TrashAutomatic()),
 		AutoPrune: lo.ToPtr(cfg.Sessions.AutoPrune), Profile: config.StartupProfile(s.home.Root),
-		Profiles: config.Profiles(s.home.Root), Model: lo.ToPtr(s.modelSettings(cfg))}, nil
+		Profiles: config.Profiles(s.home.Root), Model: lo.ToPtr(s.modelSettings(cfg)), Tools: lo.ToPtr(toolsSettings(cfg))}, nil
+}
+
+// toolsSettings is the agent's tools as config.yaml has them.
+func toolsSettings(cfg config.Config) ToolsSettingsDTO {
+	on, _ := tools.Settings{Toolsets: cfg.Toolsets}.Enabled("")
+	out := ToolsSettingsDTO{Terminal: on["terminal"], Files: on["read_file"], Cwd: cfg.Terminal.Cwd,
+		TimeoutSeconds: cfg.Terminal.Timeout, MaxTurns: cfg.Agent.MaxTurns, OwnLists: slices.Sorted(maps.Keys(cfg.PlatformToolsets))}
+	if b := cfg.Terminal.Backend; b != "" && !strings.EqualFold(b, "local") {
+		out.Problem = "terminal.backend is " + b + ", which Atrium has not (only local): the terminal is not offered"
+	}
+	return out
+}
+
+// toolsEdits are the edits of config.yaml that make it say in: toolsets
+// names the two switches (the familiar agent's other toolsets in the list
+// are kept), and a key at its default goes rather than say it.
+func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
+	var list []string
+	for _, n := range cfg.Toolsets {
+		switch l := strings.ToLower(strings.TrimSpace(n)); {
+		case l == "terminal" || l == "file" || l == "process" || l == "debugging" || l == "all" || l == "*" || strings.HasPrefix(l, "hermes-") ||
+			slices.Contains(tools.Names(), l):
+		default:
+			list = append(list, n) // a toolset of tools Atrium does not have (web, vision, ...)
+		}
+	}
+	if in.Terminal {
+		list = append(list, "terminal")
+	}
+	if in.Files {
+		list = append(list, "file")
+	}
+	var toolsets any = list
+	if in.Terminal && in.Files && cfg.Toolsets == nil {
+		toolsets = nil // the default: all of them
+	}
+	orNil := func(n int) any {
+		if n == 0 {
+			return nil
+		}
+		return n
+	}
+	var cwd any = strings.TrimSpace(in.Cwd)
+	if cwd == "" {
+		cwd = nil
+	}
+	return []plugins.ConfigEdit{{Section: "toolsets", Value: toolsets}, {Section: "terminal", Key: "cwd", Value: cwd},
+		{Section: "terminal", Key: "timeout", Value: orNil(in.TimeoutSeconds)}, {Section: "agent", Key: "max_turns", Value: orNil(in.MaxTurns)}}
 }
 
 // Set writes the settings; an invalid value changes nothing. The config
@@ -97,6 +149,22 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 			v = nil
 		}
 		edits = append(edits, plugins.ConfigEdit{Section: "approvals", Key: "timeout", Value: v})
+	}
+	if in.Tools != nil {
+		cfg, _, err := config.Load(s.home.ConfigPath())
+		if err != nil {
+			return SettingsDTO{}, err
+		}
+		if t := in.Tools.TimeoutSeconds; t < 0 || t > 600 {
+			return SettingsDTO{}, apperr.New(apperr.Invalid, "terminal.timeout must be 1 to 600 seconds (0: 180), not %d", t)
+		}
+		if n := in.Tools.MaxTurns; n < 0 || n > 10000 {
+			return SettingsDTO{}, apperr.New(apperr.Invalid, "agent.max_turns must be 1 to 10000 (0: 90), not %d", n)
+		}
+		if c := strings.TrimSpace(in.Tools.Cwd); c != "" && c != "." && !filepath.IsAbs(c) && c != "~" && !strings.HasPrefix(c, "~/") {
+			return SettingsDTO{}, apperr.New(apperr.Invalid, "terminal.cwd must be an absolute folder (or ~/...), not %q", c)
+		}
+		edits = append(edits, toolsEdits(cfg, *in.Tools)...)
 	}
 	if in.Model != nil {
 		cfg, _, err := config.Load(s.home.ConfigPath())

@@ -901,6 +901,31 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
+  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal]', async () => {
+    await page.click('[data-testid=nav-settings]');
+    const tools = page.locator('[data-testid=settings-tools]');
+    await tools.waitFor({ timeout: 10_000 });
+    assert(await page.isChecked('[data-testid=set-tools-terminal]'), 'the terminal is on by default');
+    eq(await page.inputValue('[data-testid=set-tools-cwd]'), work, 'the start folder (terminal.cwd) shown');
+    await page.uncheck('[data-testid=set-tools-files]');
+    await page.fill('[data-testid=set-tools-max-turns]', '30');
+    await page.click('[data-testid=settings-save]');
+    await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
+    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal"]', 'toolsets after Save');
+    eq((await atrium('config', 'get', 'agent.max_turns')).value, 30, 'agent.max_turns after Save');
+    await tools.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'dashboard-settings-tools.png') });
+    const off = await atrium('send', ids['Payments refactor'], 'use tool read_file: {"path": "scratch"}');
+    eq((off.tool_calls ?? []).length, 0, `read_file calls with the file tools off (${off.reply})`);
+    await page.check('[data-testid=set-tools-files]');
+    await page.fill('[data-testid=set-tools-max-turns]', '0');
+    await page.click('[data-testid=settings-save]');
+    await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
+    const on = await atrium('send', ids['Payments refactor'], 'use tool read_file: {"path": "scratch"}');
+    eq((on.tool_calls ?? []).join(','), 'read_file', `read_file calls with the file tools on (${on.reply})`);
+    await page.click('[data-testid=nav-sessions]');
+  });
+
   await check('Stop stops a turn under way (a tool that takes its time): the message and the call stay, agent_loop_stopped fires', async () => {
     const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
     await sendIn('Cache warmup', 'use tool wait_a_while: {"seconds": 30}');

@@ -194,7 +194,13 @@ func similarFiles(path string) []string {
 	var out []string
 	for _, e := range entries {
 		name := strings.ToLower(e.Name())
-		if strings.Contains(name, stem) || strings.Contains(stem, strings.TrimSuffix(name, filepath.Ext(name))) {
+		other := strings.TrimSuffix(name, filepath.Ext(name))
+		if len(other) < 3 || len(stem) < 3 { // ".ci" or "a.go": too short to look like anything
+			if name != want && other != stem {
+				continue
+			}
+		}
+		if strings.Contains(name, stem) || strings.Contains(stem, other) {
 			out = append(out, filepath.Join(filepath.Dir(path), e.Name()))
 			if len(out) == 5 {
 				break

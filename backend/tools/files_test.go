@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -636,5 +637,27 @@ func TestPatchV4AMoveKeepsModeAndRefusesATakenName(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "run.sh")); !os.IsNotExist(err) {
 		t.Fatalf("the source is still there: %v", err)
+	}
+}
+
+// A missing file's similar names are names that look like it: not every
+// dotfile, nor every short name, beside it.
+func TestSimilarFilesAreSimilar(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, n := range []string{".ci", ".gitignore", "a.go", "config.yaml", "config.yml.bak", "README.md"} {
+		putFile(t, filepath.Join(dir, n), "x\n")
+	}
+	got := similarFiles(filepath.Join(dir, "nowhere"))
+	if len(got) != 0 {
+		t.Fatalf("similar to nowhere: %v", got)
+	}
+	got = similarFiles(filepath.Join(dir, "config.yml"))
+	var names []string
+	for _, p := range got {
+		names = append(names, filepath.Base(p))
+	}
+	if fmt.Sprint(names) != "[config.yaml config.yml.bak]" {
+		t.Fatalf("similar to config.yml: %v", names)
 	}
 }

@@ -26,6 +26,7 @@ const current = (over: Partial<SettingsDTO> = {}): SettingsDTO => ({
   profile: 'default',
   profiles: ['default'],
   model: model(),
+  tools: { terminal: true, files: true, cwd: '', timeout_seconds: 0, max_turns: 0, own_lists: [] },
   ...over,
 });
 
@@ -224,5 +225,52 @@ describe('settings: checking the saved model', () => {
     await flush();
     expect(out.textContent).toBe('No answer: openai: the API key was refused (check the API key in $OPENAI_API_KEY)');
     expect(out.className).toContain('error-text');
+  });
+});
+
+describe('settings: the agent\'s tools', () => {
+  beforeEach(() => {
+    document.body.innerHTML = '';
+    get.mockClear();
+    set.mockClear();
+  });
+
+  it('shows the switches and saves them with the form', async () => {
+    const v = await shown();
+    expect(q<HTMLInputElement>(v, 'set-tools-terminal').checked).toBe(true);
+    expect(q<HTMLInputElement>(v, 'set-tools-files').checked).toBe(true);
+    q<HTMLInputElement>(v, 'set-tools-terminal').checked = false;
+    q<HTMLInputElement>(v, 'set-tools-cwd').value = '~/work';
+    q<HTMLInputElement>(v, 'set-tools-timeout').value = '60';
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(set).toHaveBeenCalledTimes(1);
+    const sent = (set.mock.calls[0] as unknown as [SettingsDTO])[0];
+    expect(sent.tools).toEqual({ terminal: false, files: true, cwd: '~/work', timeout_seconds: 60, max_turns: 0, own_lists: [] });
+  });
+
+  it('refuses a relative folder and a time over 600 before sending', async () => {
+    const v = await shown();
+    q<HTMLInputElement>(v, 'set-tools-cwd').value = 'work';
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(set).not.toHaveBeenCalled();
+    expect(v.el.querySelector('#set-tools-cwd-err')!.textContent).toContain('absolute folder');
+    q<HTMLInputElement>(v, 'set-tools-cwd').value = '';
+    q<HTMLInputElement>(v, 'set-tools-timeout').value = '900';
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(set).not.toHaveBeenCalled();
+    expect(v.el.querySelector('#set-tools-timeout-err')!.textContent).toBe('At most 600.');
+  });
+
+  it('says where the switches do not apply, and why the terminal is not offered', async () => {
+    get.mockImplementationOnce(async () =>
+      current({ tools: { terminal: true, files: true, cwd: '', timeout_seconds: 0, max_turns: 0, own_lists: ['telegram'], problem: 'terminal.backend is docker' } }),
+    );
+    const v = await shown();
+    const notes = q(v, 'settings-tools-notes').textContent!;
+    expect(notes).toContain('do not apply on telegram');
+    expect(notes).toContain('terminal.backend is docker');
   });
 });

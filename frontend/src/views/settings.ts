@@ -8,6 +8,7 @@ import type { SettingsDTO } from '../types';
 import type { StandingApprovalsDTO } from '../api/gen/dto';
 import { described, errorLine, fieldRow } from './fields';
 import { ModelSection } from './model-settings';
+import { ToolsSection } from './tools-settings';
 
 interface Field {
   key: 'hook_timeout_seconds' | 'retention_days' | 'archive_idle_days' | 'trash_days' | 'approval_timeout_seconds';
@@ -84,6 +85,7 @@ export class SettingsView implements View {
   private readonly standing: HTMLElement;
   private readonly mode: HTMLSelectElement;
   private readonly model: ModelSection;
+  private readonly tools: ToolsSection;
 
   constructor() {
     const form = h('form', { class: 'settings', novalidate: true, 'aria-label': 'Settings' });
@@ -103,7 +105,8 @@ export class SettingsView implements View {
     }
     this.profile = h('select', described('set-profile'));
     this.model = new ModelSection();
-    form.append(this.field('set-profile', 'Profile at startup', this.profile, 'Applies at next launch.', 'profile'), approvals, this.model.el);
+    this.tools = new ToolsSection();
+    form.append(this.field('set-profile', 'Profile at startup', this.profile, 'Applies at next launch.', 'profile'), approvals, this.model.el, this.tools.el);
     this.formError = h('div', { class: 'form-error', role: 'alert' });
     this.saved = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite' });
     this.saveBtn = h('button', { type: 'submit', class: 'btn primary', 'data-testid': 'settings-save' }, 'Save');
@@ -119,7 +122,7 @@ export class SettingsView implements View {
       'section',
       { class: 'view settings-view', 'aria-label': 'Settings' },
       h('div', { class: 'page-head' }, h('h1', {}, 'Settings')),
-      h('p', { class: 'muted' }, 'These keys of config.yaml apply once saved, in every open window, dashboard and gateway of this profile: the model at its next turn, approvals at the next ask. The startup profile applies at the next launch.'),
+      h('p', { class: 'muted' }, 'These keys of config.yaml apply once saved, in every open window, dashboard and gateway of this profile: the model and the agent’s tools at its next turn, approvals at the next ask. The startup profile applies at the next launch.'),
       form,
       h(
         'section',
@@ -218,6 +221,7 @@ export class SettingsView implements View {
     for (const [v, label] of known) this.mode.append(h('option', { value: v }, label));
     this.mode.value = mode;
     this.model.fill(s.model);
+    this.tools.fill(s.tools);
     this.clearErrors();
   }
 
@@ -227,6 +231,7 @@ export class SettingsView implements View {
     this.profile.removeAttribute('aria-invalid');
     this.mode.removeAttribute('aria-invalid');
     this.model.clearErrors();
+    this.tools.clearErrors();
     this.formError.textContent = '';
   }
 
@@ -251,6 +256,7 @@ export class SettingsView implements View {
       approval_timeout_seconds: null,
       profile: this.profile.value,
       model: null,
+      tools: null,
     };
     let bad: HTMLElement | null = null;
     for (const f of fields) {
@@ -275,6 +281,9 @@ export class SettingsView implements View {
     const model = this.model.value();
     if (!model) return;
     out.model = model;
+    const tools = this.tools.value();
+    if (tools === null) return;
+    out.tools = tools ?? null;
     this.saveBtn.disabled = true;
     try {
       this.current = await api.settings.set(out);
@@ -282,7 +291,7 @@ export class SettingsView implements View {
       this.saved.textContent = 'Saved.';
     } catch (raw) {
       const e = toApiError(raw);
-      if (this.model.claim(e.message)) return;
+      if (this.model.claim(e.message) || this.tools.claim(e.message)) return;
       // Put the server's message under the field it names, if it names one.
       const f =
         fields.find((x) => x.words.test(e.message)) ?? (/approvals\.mode|the mode/i.test(e.message) ? ('approvals_mode' as const) : /profile/i.test(e.message) ? ('profile' as const) : undefined);

@@ -880,6 +880,8 @@ export interface SettingsDTO {
   profiles?: string[];
   /** Model is config.yaml's model block; null in a Set leaves it as it is. */
   model: ModelSettingsDTO | null;
+  /** Tools is the agent's tools; null in a Set leaves them as they are. */
+  tools: ToolsSettingsDTO | null;
 }
 
 /**
@@ -949,6 +951,36 @@ export interface StorageDTO {
   by_age: BucketDTO[] | null;
   trash: TrashDTO;
   retention: RetentionDTO;
+}
+
+/**
+ * ToolsSettingsDTO is the agent's tools as the Settings page edits them:
+ * config.yaml's toolsets (the terminal and the file tools on or off, on
+ * every platform without a list of its own), terminal.cwd,
+ * terminal.timeout and agent.max_turns. Read at each turn's start.
+ */
+export interface ToolsSettingsDTO {
+  /** terminal and process */
+  terminal: boolean;
+  /** read_file, write_file, patch, search_files */
+  files: boolean;
+  /** where a conversation starts; "" = a terminal's own folder, home elsewhere */
+  cwd: string;
+  /** a command's time when the model names none; 0 = 180 */
+  timeout_seconds: number;
+  /** rounds of tool calls in a turn; 0 = 90 */
+  max_turns: number;
+  /**
+   * Read-only: the platforms with a list of their own in
+   * platform_toolsets (the switches do not apply there; the window and
+   * the dashboard follow cli's).
+   */
+  own_lists: string[] | null;
+  /**
+   * Read-only: why the terminal is not offered whatever the switch says
+   * (terminal.backend other than local), "" when it is.
+   */
+  problem?: string;
 }
 
 /** TrashDTO says what the trash holds and when it next purges. */

@@ -1,0 +1,135 @@
+// The agent's tools part of Settings: whether the model may use the
+// terminal and the file tools, where a conversation's commands start, how
+// long a command may take and how many rounds of tools a turn may take
+// (config.yaml's toolsets, terminal.cwd, terminal.timeout, agent.max_turns,
+// as the familiar agent names them). Saved with the form.
+
+import { h, replace } from '../dom';
+import { described, errorLine, fieldRow } from './fields';
+import type { ToolsSettingsDTO } from '../api/gen/dto';
+
+type Key = 'terminal' | 'files' | 'cwd' | 'timeout_seconds' | 'max_turns';
+
+/** Words of a server message that point at a field. */
+const words: Array<[Key, RegExp]> = [
+  ['cwd', /terminal\.cwd/i],
+  ['timeout_seconds', /terminal\.timeout/i],
+  ['max_turns', /max_turns/i],
+];
+
+export class ToolsSection {
+  readonly el: HTMLFieldSetElement;
+  private readonly terminal: HTMLInputElement;
+  private readonly files: HTMLInputElement;
+  private readonly cwd: HTMLInputElement;
+  private readonly timeout: HTMLInputElement;
+  private readonly maxTurns: HTMLInputElement;
+  private readonly errors = new Map<Key, HTMLElement>();
+  private readonly notes: HTMLElement;
+  private current: ToolsSettingsDTO | null = null;
+
+  constructor() {
+    this.terminal = h('input', { ...described('set-tools-terminal'), type: 'checkbox' });
+    this.files = h('input', { ...described('set-tools-files'), type: 'checkbox' });
+    this.cwd = h('input', { ...described('set-tools-cwd'), type: 'text', placeholder: 'a terminal’s own folder; your home folder elsewhere', spellcheck: false, autocomplete: 'off' });
+    this.timeout = h('input', { ...described('set-tools-timeout'), type: 'number', min: 0, max: 600, step: '1', inputmode: 'numeric' });
+    this.maxTurns = h('input', { ...described('set-tools-max-turns'), type: 'number', min: 0, max: 10000, step: '1', inputmode: 'numeric' });
+    this.notes = h('div', { 'data-testid': 'settings-tools-notes' });
+    this.el = h(
+      'fieldset',
+      { class: 'field-group', 'data-testid': 'settings-tools' },
+      h('legend', {}, 'Agent tools'),
+      h(
+        'p',
+        { class: 'help muted small' },
+        'What the model may do on this machine. Applies at the next turn. A command that could destroy data still waits for your approval; one nobody can undo never runs.',
+      ),
+      this.check('set-tools-terminal', 'Terminal', this.terminal, 'Run shell commands (and background processes) in the conversation’s folder.', 'terminal'),
+      this.check('set-tools-files', 'Files', this.files, 'Read, write, edit and search files.', 'files'),
+      this.field('set-tools-cwd', 'Start folder', this.cwd, 'Where a conversation’s commands and relative paths start (terminal.cwd): an absolute folder, or ~/…; empty for the default.', 'cwd'),
+      this.field('set-tools-timeout', 'Command time (seconds)', this.timeout, 'How long a command may run when the model names no time; 0 = 180; at most 600.', 'timeout_seconds'),
+      this.field('set-tools-max-turns', 'Tool rounds per turn', this.maxTurns, 'Then the model answers with what it has (agent.max_turns); 0 = 90.', 'max_turns'),
+      this.notes,
+    );
+  }
+
+  private field(id: string, label: string, control: HTMLElement, help: string, key: Key): HTMLElement {
+    const err = errorLine(id);
+    this.errors.set(key, err);
+    return fieldRow(id, label, control, help, err);
+  }
+
+  private check(id: string, label: string, box: HTMLInputElement, help: string, key: Key): HTMLElement {
+    const err = errorLine(id);
+    this.errors.set(key, err);
+    return h('div', { class: 'field check' }, h('label', { for: id }, box, ` ${label}`), h('div', { class: 'help muted small', id: `${id}-help` }, help), err);
+  }
+
+  fill(t: ToolsSettingsDTO | null | undefined): void {
+    this.current = t ?? null;
+    this.el.hidden = !t;
+    if (!t) return;
+    this.terminal.checked = t.terminal;
+    this.files.checked = t.files;
+    this.cwd.value = t.cwd;
+    this.timeout.value = String(t.timeout_seconds);
+    this.maxTurns.value = String(t.max_turns);
+    const notes: HTMLElement[] = [];
+    if (t.problem) notes.push(h('p', { class: 'form-error', role: 'alert' }, t.problem));
+    if (t.own_lists?.length) {
+      notes.push(
+        h(
+          'p',
+          { class: 'muted small' },
+          `These switches do not apply on ${t.own_lists.join(', ')}: platform_toolsets in config.yaml gives ${t.own_lists.length === 1 ? 'it a list' : 'them lists'} of ${t.own_lists.length === 1 ? 'its' : 'their'} own.`,
+        ),
+      );
+    }
+    replace(this.notes, ...notes);
+  }
+
+  clearErrors(): void {
+    for (const e of this.errors.values()) e.textContent = '';
+    for (const i of [this.cwd, this.timeout, this.maxTurns]) i.removeAttribute('aria-invalid');
+  }
+
+  private error(key: Key, msg: string): void {
+    this.errors.get(key)!.textContent = msg;
+    ({ cwd: this.cwd, timeout_seconds: this.timeout, max_turns: this.maxTurns } as Partial<Record<Key, HTMLInputElement>>)[key]?.setAttribute('aria-invalid', 'true');
+  }
+
+  /** value is the section as the form says it, or null (errors shown) when
+   * a field does not read; null too when nothing was loaded. */
+  value(): ToolsSettingsDTO | null | undefined {
+    if (!this.current) return undefined;
+    const num = (input: HTMLInputElement, key: Key, max: number): number | null => {
+      const raw = input.value.trim();
+      const n = raw === '' ? 0 : Number(raw);
+      if (!Number.isInteger(n)) this.error(key, 'Enter a whole number.');
+      else if (n < 0) this.error(key, 'At least 0.');
+      else if (n > max) this.error(key, `At most ${max}.`);
+      else return n;
+      input.focus();
+      return null;
+    };
+    const cwd = this.cwd.value.trim();
+    if (cwd && cwd !== '.' && !cwd.startsWith('/') && cwd !== '~' && !cwd.startsWith('~/')) {
+      this.error('cwd', 'An absolute folder (/…) or one in your home (~/…).');
+      this.cwd.focus();
+      return null;
+    }
+    const timeout = num(this.timeout, 'timeout_seconds', 600);
+    if (timeout === null) return null;
+    const maxTurns = num(this.maxTurns, 'max_turns', 10000);
+    if (maxTurns === null) return null;
+    return { ...this.current, terminal: this.terminal.checked, files: this.files.checked, cwd, timeout_seconds: timeout, max_turns: maxTurns };
+  }
+
+  /** claim puts a server message under the field it names; false when it names none. */
+  claim(message: string): boolean {
+    const hit = words.find(([, re]) => re.test(message));
+    if (!hit) return false;
+    this.error(hit[0], message);
+    return true;
+  }
+}
