@@ -68,7 +68,7 @@ func (s *Settings) Get() (SettingsDTO, error) {
 func toolsSettings(cfg config.Config) ToolsSettingsDTO {
 	on, _ := tools.Settings{Toolsets: cfg.Toolsets}.Enabled("")
 	out := ToolsSettingsDTO{Terminal: on["terminal"], Files: on["read_file"], Cwd: cfg.Terminal.Cwd,
-		TimeoutSeconds: cfg.Terminal.Timeout, MaxTurns: cfg.Agent.MaxTurns, OwnLists: slices.Sorted(maps.Keys(cfg.PlatformToolsets))}
+		TimeoutSeconds: cfg.Terminal.Timeout, MaxTurns: cfg.Agent.MaxTurns, OwnLists: append([]string{}, slices.Sorted(maps.Keys(cfg.PlatformToolsets))...)}
 	if b := cfg.Terminal.Backend; b != "" && !strings.EqualFold(b, "local") {
 		out.Problem = "terminal.backend is " + b + ", which Atrium has not (only local): the terminal is not offered"
 	}
