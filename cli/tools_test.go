@@ -3,9 +3,14 @@ package cli_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 )
 
 // A chat from the command line runs the machine's tools as the familiar
@@ -80,5 +85,96 @@ func TestAFamiliarPluginTransformsTerminalOutputAndVerifiesEdits(t *testing.T) {
 	if len(pv) != 2 || pv[0]["coding"] != true || pv[0]["attempt"] != 0.0 || pv[1]["attempt"] != 1.0 ||
 		fmt.Sprint(pv[0]["changed_paths"]) != "["+filepath.Join(work, "app.py")+"]" {
 		t.Errorf("pre_verify calls (only the turn that wrote a file): %v", pv)
+	}
+}
+
+// At a terminal, a chat asks the person before a command that could
+// destroy data runs, as the familiar agent's CLI does: n keeps it from
+// running, y runs it; the question names the command and its rule.
+func TestAChatAtATerminalAsksBeforeADangerousCommand(t *testing.T) {
+	t.Parallel()
+	home, work := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(work, "build", "obj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("terminal:\n  cwd: "+work+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stopHostAtCleanup(t, home)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "chat", "--home", home)
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0", "TERM=dumb")
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var mu sync.Mutex
+	var seen strings.Builder
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			mu.Lock()
+			seen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitSay := func(what string, count int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			out := seen.String()
+			mu.Unlock()
+			if strings.Count(out, what) >= count {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the chat never said %q (%d times):\n%s", what, count, out)
+			}
+			time.Sleep(20 * time.Millisecond) // polling the output for a condition
+		}
+	}
+	say := func(line string) {
+		t.Helper()
+		if _, err := tty.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitSay("(new session", 1)
+	say(`use tool terminal: {"command": "rm -r build"}`)
+	waitSay("the terminal asks before it runs: rm -r build (This command could destroy data: recursive delete.). Run it? [y/N, s: and do not ask again in this session, a: and from now on (recursive delete)]", 1)
+	say("n")
+	waitSay("BLOCKED: a person's approval is required for this command (recursive delete)", 1)
+	if _, err := os.Stat(filepath.Join(work, "build", "obj")); err != nil {
+		t.Fatalf("removed after n: %v", err)
+	}
+	say(`use tool terminal: {"command": "rm -r build"}`)
+	waitSay("Run it? [y/N", 2)
+	say("y")
+	waitSay(`"exit_code":0`, 1)
+	if _, err := os.Stat(filepath.Join(work, "build")); !os.IsNotExist(err) {
+		t.Fatalf("still there after y: %v", err)
+	}
+	if _, err := tty.Write([]byte{4}); err != nil { // Ctrl+D: the end of the chat
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("chat: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the chat did not end at Ctrl+D")
 	}
 }
