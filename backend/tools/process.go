@@ -132,6 +132,21 @@ func (p *proc) hasExited() bool {
 	}
 }
 
+// Reown gives from's processes to to (a conversation that goes on in
+// another session). A nil set has none.
+func (ps *Processes) Reown(from, to string) {
+	if ps == nil {
+		return
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.procs {
+		if p.owner == from {
+			p.owner = to
+		}
+	}
+}
+
 // get is owner's process id.
 func (ps *Processes) get(owner, id string) (*proc, error) {
 	ps.mu.Lock()

@@ -270,6 +270,14 @@ func (d *Dirs) Set(key, dir string) {
 	d.dirs[key] = dir
 }
 
+// Move gives to's the directory from had (a conversation that goes on in
+// another session); nothing when from had none.
+func (d *Dirs) Move(from, to string) {
+	if dir := d.Get(from); dir != "" {
+		d.Set(to, dir)
+	}
+}
+
 // resolve is path as the tool reads it: ~ expanded, a relative one taken
 // from the conversation's directory.
 func (c *Call) resolve(path string) string {

@@ -36,6 +36,7 @@ func (l *Loop) command(ctx context.Context, name, args string, cc hooks.CommandC
 	}
 	if tip, err := l.Continuation(ctx, cc.SessionID); err == nil && tip != cc.SessionID {
 		t.SessionID, t.Rotated = tip, true
+		l.carryOn(cc.Platform, cc.SessionKey, cc.SessionID, tip)
 	}
 	return t, nil
 }

@@ -777,10 +777,23 @@ func (l *Loop) compact(ctx context.Context, t *Turn, tc *turnCtx, kind, reason s
 			t.SessionID, t.Rotated = res.SessionID, true
 			if tc != nil {
 				tc.sessionID = res.SessionID
+				l.carryOn(tc.platform, tc.sessionKey, res.OldSessionID, res.SessionID)
 			}
 		}
 	}
 	return res, nil
+}
+
+// carryOn moves what the machine's tools keep of a conversation (the
+// folder it stands in, its background processes) to the session it goes
+// on in, when its key names its session (a local surface's
+// platform:session; a chat platform's key names the chat and stays).
+func (l *Loop) carryOn(platform, key, oldID, newID string) {
+	if old := platform + ":" + oldID; key == old && newID != oldID {
+		next := platform + ":" + newID
+		l.dirs.Move(old, next)
+		l.opts.Processes.Reown(old, next)
+	}
 }
 
 func platformOf(tc *turnCtx) string {

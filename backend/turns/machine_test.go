@@ -593,3 +593,30 @@ func TestABackgroundCommandAndTheProcessTool(t *testing.T) {
 		t.Fatalf("a dangerous background command: %+v %v", turn, asked)
 	}
 }
+
+// A conversation compacted into a continuation session goes on where it
+// stood: its folder and its background processes go with it.
+func TestAContinuationKeepsTheFolderAndTheProcesses(t *testing.T) {
+	t.Parallel()
+	m := newMachineEnv(t, nil, nil)
+	s := m.MustCreate(t, sessions.CreateParams{Title: "long"})
+	if _, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "mkdir -p deep && cd deep && pwd"}); out["exit_code"] != 0.0 {
+		t.Fatalf("cd: %v", out)
+	}
+	_, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "sleep 30", "background": true})
+	id := out["session_id"].(string)
+	for _, text := range []string{"first thing", "second thing", "third thing", "fourth thing"} {
+		m.send(t, s.ID, text+": "+strings.Repeat("a long explanation of what is to be done, ", 80))
+	}
+	turn, err := m.loop.Send(ctx, s.ID, "/compress", hooks.LocalContext("cli", s.ID))
+	if err != nil || !turn.Rotated || turn.SessionID == s.ID {
+		t.Fatalf("/compress did not rotate: %+v %v", turn, err)
+	}
+	next := turn.SessionID
+	if _, out := m.call(t, "cli", next, "terminal", map[string]any{"command": "pwd"}); out["output"] != filepath.Join(m.dir, "deep") {
+		t.Fatalf("the continuation's folder: %v", out)
+	}
+	if _, out := m.call(t, "cli", next, "process", map[string]any{"action": "poll", "session_id": id}); out["status"] != "running" {
+		t.Fatalf("the continuation's process: %v", out)
+	}
+}
