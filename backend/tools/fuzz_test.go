@@ -1,0 +1,67 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzModelArguments feeds the tools what a model (or a prompt injected
+// into what it read) could send: any command to the danger check, any
+// patch text and any replacement to patch, any pattern to search_files.
+// Nothing may panic or take long, a patch may write nothing outside its
+// folder, and a check's verdict is one of the rules'.
+func FuzzModelArguments(f *testing.F) {
+	f.Add("rm -rf /", "*** Begin Patch\n*** Update File: a.txt\n@@ one\n-two\n+2\n*** End Patch", "two", "t(w)o")
+	f.Add("git push -f", "*** Begin Patch\n*** Add File: b/c.txt\n+x\n*** Move to: d\n*** End Patch", "", "[")
+	f.Add(":(){ :|:& };:", "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch\n", "one\ntwo", "^$")
+	f.Add("r\\m -r${IFS}x", "*** Begin Patch\n*** Update File: ../../outside\n@@\n+x\n*** End Patch", "\r\n", "(?i)ONE")
+	keys := map[string]bool{"write to the profile's config.yaml, .env or store": true, "SQL DELETE without WHERE": true}
+	for k := range needs {
+		keys[k] = true
+	}
+	f.Fuzz(func(t *testing.T, command, patchText, old, pattern string) {
+		start := time.Now()
+		if d, found := Check(command, []string{"/p/config.yaml"}); found && !keys[d.Key] {
+			t.Fatalf("Check(%q) = %+v: no such rule", command, d)
+		}
+		root := t.TempDir()
+		dir := filepath.Join(root, "work")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Paths are the model's to choose, so a patch may name one outside
+		// the folder; what is checked here is that nothing panics, and
+		// that the file beside the folder is untouched when no path leaves it.
+		sentinel := filepath.Join(root, "outside")
+		if err := os.WriteFile(sentinel, []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := &Call{Dir: dir}
+		run := func(tool Tool, args map[string]any) {
+			c.Args = args
+			var m map[string]any
+			if out := tool.Run(context.Background(), c); json.Unmarshal([]byte(out), &m) != nil {
+				t.Fatalf("%s: no JSON object: %q", tool.Name, out)
+			}
+		}
+		run(patchTool(), map[string]any{"mode": "patch", "patch": patchText})
+		run(patchTool(), map[string]any{"path": "a.txt", "old_string": old, "new_string": "X", "replace_all": len(old)%2 == 0})
+		run(searchFilesTool(), map[string]any{"pattern": pattern, "context": len(pattern) % 3})
+		if !strings.Contains(patchText, "..") && !strings.Contains(patchText, "/") {
+			if b, _ := os.ReadFile(sentinel); string(b) != "keep" {
+				t.Fatalf("a file outside the folder changed: %q", b)
+			}
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("took %v", took)
+		}
+	})
+}
