@@ -620,3 +620,42 @@ func TestAContinuationKeepsTheFolderAndTheProcesses(t *testing.T) {
 		t.Fatalf("the continuation's process: %v", out)
 	}
 }
+
+// A plugin's own terminal (override=True, a sandbox of its own, say) is
+// the terminal: the turn offers it and a plugin's dispatch_tool calls it,
+// and Atrium's danger check is the plugin's to do.
+func TestAPluginsOwnTerminalReplacesAtriums(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var ran []string
+	m := newMachineEnv(t, nil, nil, func(bus *hooks.Bus) {
+		spec := map[string]any{"name": "terminal", "override": true, "schema": map[string]any{"name": "terminal",
+			"parameters": map[string]any{"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}}}}}
+		if err := bus.Plugin("sandbox").RegisterCapability(hooks.CapTool, "terminal", spec, func(_ context.Context, method string, raw json.RawMessage) (json.RawMessage, error) {
+			var p struct {
+				Args map[string]any `json:"args"`
+			}
+			_ = json.Unmarshal(raw, &p)
+			mu.Lock()
+			ran = append(ran, fmt.Sprint(p.Args["command"]))
+			mu.Unlock()
+			return json.RawMessage(`{"result": "{\"output\": \"in the sandbox\", \"exit_code\": 0}"}`), nil
+		}); err != nil {
+			panic(err)
+		}
+	})
+	s := m.MustCreate(t, sessions.CreateParams{Title: "sandboxed"})
+	if _, out := m.call(t, "cli", s.ID, "terminal", map[string]any{"command": "rm -rf build"}); out["output"] != "in the sandbox" {
+		t.Fatalf("the turn's terminal: %v", out)
+	}
+	if out, err := m.loop.DispatchTool(ctx, "cli:"+s.ID, "terminal", map[string]any{"command": "ls"}); err != nil || !strings.Contains(out, "in the sandbox") {
+		t.Fatalf("dispatch_tool: %s %v", out, err)
+	}
+	if fmt.Sprint(ran) != "[rm -rf build ls]" {
+		t.Fatalf("the plugin ran %v", ran)
+	}
+	// Atrium's own file tools stay.
+	if _, out := m.call(t, "cli", s.ID, "write_file", map[string]any{"path": "x.txt", "content": "x"}); out["bytes_written"] != 1.0 {
+		t.Fatalf("write_file: %v", out)
+	}
+}

@@ -703,8 +703,10 @@ func (l *Loop) DispatchTool(ctx context.Context, sessionKey, name string, args m
 		b, _ := json.Marshal(args)
 		return tool.Run(ctx, string(b))
 	}
-	if out, ok := l.dispatchMachine(ctx, sessionKey, name, args); ok {
-		return out, nil
+	if !l.pluginOverrides(name) {
+		if out, ok := l.dispatchMachine(ctx, sessionKey, name, args); ok {
+			return out, nil
+		}
 	}
 	for _, c := range l.bus.Capabilities(hooks.CapTool) {
 		if c.Name != name {
@@ -725,6 +727,19 @@ func (l *Loop) DispatchTool(ctx context.Context, sessionKey, name string, args m
 	}
 	b, _ := json.Marshal(map[string]string{"error": "Unknown tool: " + name})
 	return string(b), nil
+}
+
+// pluginOverrides says whether a plugin registered name with override=True
+// (a terminal of its own, say): dispatch_tool then calls it, as the turn
+// offers it.
+func (l *Loop) pluginOverrides(name string) bool {
+	for _, c := range l.bus.Capabilities(hooks.CapTool) {
+		var ti toolInfo
+		if c.Name == name && json.Unmarshal(c.Spec, &ti) == nil && ti.Override {
+			return true
+		}
+	}
+	return false
 }
 
 // dispatchMachine runs one of the machine's tools for a plugin, when the
