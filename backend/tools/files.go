@@ -125,7 +125,7 @@ func readFile(ctx context.Context, c *Call) any {
 		if n%4096 == 0 && ctx.Err() != nil {
 			return failure("the read was stopped with the turn")
 		}
-		line, err := r.ReadString('\n')
+		line, err := readLine(r, maxLineChars*4)
 		if line == "" && err != nil {
 			break
 		}
@@ -161,6 +161,26 @@ func readFile(ctx context.Context, c *Call) any {
 		res.Hint = fmt.Sprintf("The file has %d lines; offset %d is past its end.", n, offset)
 	}
 	return res
+}
+
+// readLine reads one line (its newline included) keeping at most keep of
+// its bytes: a line of gigabytes (a minified bundle, a log without
+// newlines) costs its reading, not its size in memory.
+func readLine(r *bufio.Reader, keep int) (string, error) {
+	var b []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if room := keep - len(b); room > 0 {
+			b = append(b, chunk[:min(room, len(chunk))]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if len(chunk) > 0 && chunk[len(chunk)-1] == '\n' && len(b) == keep && b[len(b)-1] != '\n' {
+			b = append(b, '\n') // the line's end, past what was kept
+		}
+		return string(b), err
+	}
 }
 
 // binary says whether a file's first bytes are not text: a NUL byte, or

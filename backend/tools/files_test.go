@@ -661,3 +661,18 @@ func TestSimilarFilesAreSimilar(t *testing.T) {
 		t.Fatalf("similar to config.yml: %v", names)
 	}
 }
+
+// A line of megabytes is read without holding it: read_file shows its
+// first 2,000 characters and counts the lines after it.
+func TestReadFileHugeLine(t *testing.T) {
+	t.Parallel()
+	dir := realDir(t)
+	huge := strings.Repeat("x", 8<<20)
+	putFile(t, filepath.Join(dir, "bundle.js"), "first\n"+huge+"\nlast\n")
+	out := read(t, dir, Settings{MaxReadChars: 50_000}, map[string]any{"path": "bundle.js"})
+	lines := strings.Split(fmt.Sprint(out["content"]), "\n")
+	if out["total_lines"] != 3.0 || len(lines) != 3 || lines[0] != "1|first" || lines[2] != "3|last" ||
+		lines[1] != "2|"+strings.Repeat("x", 2000)+"... [truncated]" {
+		t.Fatalf("read: %v lines, total %v, %.80q", len(lines), out["total_lines"], lines)
+	}
+}
