@@ -83,7 +83,7 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	for _, n := range cfg.Toolsets {
 		switch l := strings.ToLower(strings.TrimSpace(n)); {
 		case l == "terminal" || l == "file" || l == "process" || l == "debugging" || l == "all" || l == "*" || strings.HasPrefix(l, "hermes-") ||
-			slices.Contains(tools.Names(), l):
+			slices.Contains(tools.Names(), l) || l == tools.SessionSearch:
 		default:
 			list = append(list, n) // a toolset of tools Atrium does not have (web, vision, ...)
 		}
@@ -93,6 +93,9 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	}
 	if in.Files {
 		list = append(list, "file")
+	}
+	if on, _ := (tools.Settings{Toolsets: cfg.Toolsets}).Enabled(""); on[tools.SessionSearch] && !slices.Contains(list, tools.SessionSearch) {
+		list = append(list, tools.SessionSearch) // not one of the switches: kept as it was
 	}
 	var toolsets any = list
 	if in.Terminal && in.Files && cfg.Toolsets == nil {

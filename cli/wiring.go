@@ -83,7 +83,7 @@ func (r *runner) loadPlugins(st *stack.Stack) error {
 		Want:         want,
 		Process:      r.processName(),
 		Logger:       st.Logger(),
-		BuiltinTools: slices.Sorted(slices.Values(append(slices.Collect(maps.Keys(turns.BuiltinTools())), tools.Names()...))),
+		BuiltinTools: slices.Sorted(slices.Values(append(slices.Collect(maps.Keys(turns.BuiltinTools())), tools.Offered()...))),
 		Services:     services,
 		Transcripts:  st.HookTranscript,
 		AcceptHooks:  r.acceptHooks,

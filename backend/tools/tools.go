@@ -84,6 +84,14 @@ func Names() []string {
 	return out
 }
 
+// SessionSearch is the model's recall of past conversations: a tool of the
+// store (the turn loop runs it), chosen by toolsets as the machine's are.
+const SessionSearch = "session_search"
+
+// Offered is every tool name toolsets can offer: the machine's and the
+// store's.
+func Offered() []string { return append(Names(), SessionSearch) }
+
 // Settings are config.yaml's keys for the machine's tools, as the familiar
 // agent names them.
 type Settings struct {
@@ -152,16 +160,17 @@ const (
 // toolsetsOf are the toolsets Atrium has, and the composite ones of the
 // familiar agent that take them in.
 var toolsetsOf = map[string][]string{
-	"terminal":  {"terminal", "process"},
-	"file":      {"read_file", "write_file", "patch", "search_files"},
-	"debugging": {"terminal", "process", "read_file", "write_file", "patch", "search_files"},
+	"terminal":    {"terminal", "process"},
+	"file":        {"read_file", "write_file", "patch", "search_files"},
+	"debugging":   {"terminal", "process", "read_file", "write_file", "patch", "search_files"},
+	SessionSearch: {SessionSearch},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
 // (web search, a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
 var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills", "memory", "todo", "clarify",
-	"code_execution", "cronjob", "delegation", "session_search", "tts", "moa", "rl", "homeassistant", "messaging",
+	"code_execution", "cronjob", "delegation", "tts", "moa", "rl", "homeassistant", "messaging",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
 // Enabled is the set of tools a turn on platform offers, and a warning for
@@ -183,18 +192,18 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 		n := strings.ToLower(strings.TrimSpace(name))
 		switch {
 		case n == "all" || n == "*" || strings.HasPrefix(n, "hermes-"):
-			for _, t := range Names() {
+			for _, t := range Offered() {
 				on[t] = true
 			}
 		case toolsetsOf[n] != nil:
 			for _, t := range toolsetsOf[n] {
 				on[t] = true
 			}
-		case slices.Contains(Names(), n):
+		case slices.Contains(Offered(), n):
 			on[n] = true // a tool named alone, as the familiar agent accepts
 		case slices.Contains(elsewhere, n):
 		default:
-			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal and file; all, debugging and hermes-* take both in)")
+			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file and session_search; all, debugging and hermes-* take them in)")
 		}
 	}
 	if on["terminal"] && s.Backend != "" && !strings.EqualFold(s.Backend, "local") {

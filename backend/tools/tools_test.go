@@ -156,7 +156,7 @@ func TestRunWithNilArgs(t *testing.T) {
 // toolsets and platform_toolsets decide which tools a platform's turn offers, as the familiar agent reads them.
 func TestSettingsEnabled(t *testing.T) {
 	t.Parallel()
-	all := []string{"patch", "process", "read_file", "search_files", "terminal", "write_file"}
+	all := []string{"patch", "process", "read_file", "search_files", "session_search", "terminal", "write_file"}
 	term := []string{"process", "terminal"}
 	file := []string{"patch", "read_file", "search_files", "write_file"}
 	cases := []struct {
@@ -174,7 +174,8 @@ func TestSettingsEnabled(t *testing.T) {
 		{"hermes-cli", Settings{Toolsets: []string{"hermes-cli"}}, "cli", all, 0, ""},
 		{"all", Settings{Toolsets: []string{"all"}}, "cli", all, 0, ""},
 		{"star", Settings{Toolsets: []string{"*"}}, "cli", all, 0, ""},
-		{"debugging", Settings{Toolsets: []string{"debugging"}}, "cli", all, 0, ""},
+		{"debugging", Settings{Toolsets: []string{"debugging"}}, "cli", []string{"patch", "process", "read_file", "search_files", "terminal", "write_file"}, 0, ""},
+		{"session_search alone", Settings{Toolsets: []string{"session_search"}}, "cli", []string{"session_search"}, 0, ""},
 		{"case and spaces", Settings{Toolsets: []string{" FILE "}}, "cli", file, 0, ""},
 		{"a tool named alone", Settings{Toolsets: []string{"read_file"}}, "cli", []string{"read_file"}, 0, ""},
 		{"web and vision offer nothing", Settings{Toolsets: []string{"web", "vision"}}, "cli", nil, 0, ""},
@@ -195,7 +196,7 @@ func TestSettingsEnabled(t *testing.T) {
 		{"desktop without cli's takes toolsets", Settings{Toolsets: []string{"file"}}, "desktop", file, 0, ""},
 		{"telegram does not take cli's", Settings{Toolsets: []string{"file"},
 			PlatformToolsets: map[string][]string{"cli": {"terminal"}}}, "telegram", file, 0, ""},
-		{"docker drops terminal", Settings{Backend: "docker"}, "cli", file, 1, "docker"},
+		{"docker drops terminal", Settings{Backend: "docker"}, "cli", append(append([]string{}, file[:3]...), "session_search", "write_file"), 1, "docker"},
 		{"docker without terminal says nothing", Settings{Backend: "docker", Toolsets: []string{"file"}}, "cli", file, 0, ""},
 		{"local keeps terminal", Settings{Backend: "local"}, "cli", all, 0, ""},
 		{"LOCAL keeps terminal", Settings{Backend: "LOCAL"}, "cli", all, 0, ""},

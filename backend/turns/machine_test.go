@@ -659,3 +659,84 @@ func TestAPluginsOwnTerminalReplacesAtriums(t *testing.T) {
 		t.Fatalf("write_file: %v", out)
 	}
 }
+
+// session_search recalls past conversations as the familiar agent's does:
+// discovery with the match in its context and the conversation's bookends,
+// scroll around a message, browse the recent ones. The asking conversation
+// and deleted ones are never answered; on a chat platform only the asking
+// person's conversations there are.
+func TestSessionSearchRecallsPastConversations(t *testing.T) {
+	t.Parallel()
+	m := newMachineEnv(t, nil, nil)
+	past := func(title string, p sessions.CreateParams, texts ...string) (sessions.Session, []int64) {
+		p.Title = title
+		s := m.MustCreate(t, p)
+		var ids []int64
+		for i, text := range texts {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			msg, err := m.Sessions.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: role, Content: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, msg.ID)
+		}
+		return s, ids
+	}
+	deploy, ids := past("Release planning", sessions.CreateParams{}, "when do we ship?", "let us decide", "the deploy window is Friday 18:00",
+		"noted: Friday 18:00", "who is on call?", "Grace", "thanks", "you are welcome")
+	past("Groceries", sessions.CreateParams{}, "milk and eggs", "added")
+	gone, _ := past("Old deploy notes", sessions.CreateParams{}, "the deploy window used to be Monday")
+	if _, err := m.Sessions.Delete(ctx, []string{gone.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cur := m.MustCreate(t, sessions.CreateParams{Title: "now"})
+	_, out := m.call(t, "cli", cur.ID, "session_search", map[string]any{"query": "deploy window"})
+	results, _ := out["results"].([]any)
+	if out["success"] != true || out["mode"] != "discover" || len(results) != 1 {
+		t.Fatalf("discover: %v", out)
+	}
+	r := results[0].(map[string]any)
+	msgs := r["messages"].([]any)
+	anchor := msgs[2].(map[string]any)
+	if r["session_id"] != deploy.ID || r["title"] != "Release planning" || r["match_message_id"] != float64(ids[2]) || anchor["anchor"] != true ||
+		anchor["content"] != "the deploy window is Friday 18:00" || len(msgs) != 8 || len(r["bookend_start"].([]any)) != 0 ||
+		len(r["bookend_end"].([]any)) != 0 || !strings.Contains(fmt.Sprint(r["snippet"]), "deploy") {
+		t.Fatalf("the hit: %v", r)
+	}
+	_, out = m.call(t, "cli", cur.ID, "session_search", map[string]any{"session_id": deploy.ID, "around_message_id": ids[6], "window": 1})
+	if got := out["messages"].([]any); out["mode"] != "scroll" || len(got) != 3 || got[1].(map[string]any)["content"] != "thanks" || out["messages_before"] != 5.0 {
+		t.Fatalf("scroll: %v", out)
+	}
+	_, out = m.call(t, "cli", cur.ID, "session_search", map[string]any{"session_id": cur.ID, "around_message_id": 1})
+	if out["success"] != false || !strings.Contains(fmt.Sprint(out["error"]), "this conversation") {
+		t.Fatalf("scroll in the asking conversation: %v", out)
+	}
+	_, out = m.call(t, "cli", cur.ID, "session_search", map[string]any{})
+	var titles []string
+	for _, r := range out["results"].([]any) {
+		titles = append(titles, r.(map[string]any)["title"].(string))
+	}
+	if out["mode"] != "browse" || fmt.Sprint(titles) != "[Groceries Release planning]" {
+		t.Fatalf("browse: %v", out)
+	}
+	// A chat platform's person recalls their own conversations there only.
+	mine := m.MustCreate(t, sessions.CreateParams{Title: "dm", Source: "gateway", Platform: "telegram", SenderID: "5"})
+	if _, err := m.Sessions.AppendMessage(ctx, mine.ID, sessions.NewMessage{Role: "user", Content: "my deploy window is Sunday"}); err != nil {
+		t.Fatal(err)
+	}
+	asking := m.MustCreate(t, sessions.CreateParams{Title: "dm now", Source: "gateway", Platform: "telegram", SenderID: "5"})
+	b, _ := json.Marshal(map[string]any{"query": "deploy window"})
+	if _, err := m.loop.Send(ctx, asking.ID, "use tool session_search: "+string(b), hooks.GatewayContext("telegram", asking.ID,
+		hooks.Source{UserID: "5", ChatID: "5", ChatType: "dm"})); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := m.Sessions.Messages(ctx, asking.ID, false)
+	var got map[string]any
+	_ = json.Unmarshal([]byte(all[len(all)-2].Content), &got)
+	if rs := got["results"].([]any); len(rs) != 1 || rs[0].(map[string]any)["session_id"] != mine.ID {
+		t.Fatalf("on a chat platform: %v", got)
+	}
+}

@@ -31,6 +31,7 @@ const (
 	srcMemory             // the memory provider's get_tool_schemas
 	srcEngine             // the context engine's get_tool_schemas
 	srcMachine            // the machine's own: the terminal, the file tools
+	srcRecall             // session_search: the store's recall of past conversations
 )
 
 type toolEntry struct {
@@ -98,6 +99,9 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 				tt.add(toolEntry{spec: llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters},
 					source: srcMachine, name: t.Name, tool: t})
 			}
+		}
+		if on[tools.SessionSearch] {
+			tt.add(toolEntry{spec: recallSpec, source: srcRecall, name: tools.SessionSearch})
 		}
 	}
 	for _, c := range l.bus.Capabilities(hooks.CapTool) {
@@ -560,6 +564,13 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 		return "error: " + msg, "unknown_tool", msg
 	}
 	switch e.source {
+	case srcRecall:
+		out, err := l.sessionSearch(ctx, tc, args)
+		if err != nil {
+			b, _ := json.Marshal(map[string]any{"success": false, "error": err.Error()})
+			return string(b), "tool_error", err.Error()
+		}
+		return out, "", ""
 	case srcMachine:
 		var transform func(command, output string, code int) string
 		if e.tool.Name == "terminal" && l.bus.HasSync(hooks.TransformTermOut) {

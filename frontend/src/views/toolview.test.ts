@@ -26,6 +26,9 @@ describe('toolView', () => {
     expect(toolCall('write_file', '{"path":"a.txt","content":"x\\ny\\n"}')!.textContent).toBe('Write a.txt (3 lines)');
     expect(toolCall('patch', '{"mode":"replace","path":"a.go","old_string":"x","new_string":"y"}')!.textContent).toBe('Edit a.go');
     expect(toolCall('search_files', '{"pattern":"TODO","path":"src","file_glob":"*.ts"}')!.textContent).toBe('Search for TODO in src (*.ts)');
+    expect(toolCall('session_search', '{"query":"deploy window"}')!.textContent).toBe('Search past conversations for deploy window');
+    expect(toolCall('session_search', '{}')!.textContent).toBe('Browse recent conversations');
+    expect(toolCall('session_search', '{"session_id":"s1","around_message_id":42}')!.textContent).toBe('Read around message 42 of s1');
     const diff = toolResult('patch', '{"success":true,"diff":"--- a/a.go\\n+++ b/a.go\\n@@ -1,1 +1,1 @@\\n-x\\n+y\\n"}')!;
     expect(diff.querySelector('.diff-del')!.textContent).toBe('-x\n');
     expect(diff.querySelector('.diff-add')!.textContent).toBe('+y\n');

@@ -49,6 +49,13 @@ export function toolCall(tool: string, content: string): HTMLElement | null {
       if (!str(a.path)) return null;
       return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Edit ', h('code', {}, str(a.path)), a.replace_all ? ' (every occurrence)' : '');
     }
+    case 'session_search': {
+      if (str(a.session_id) && a.around_message_id !== undefined) {
+        return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Read around message ', h('code', {}, String(a.around_message_id)), ' of ', h('code', {}, str(a.session_id)));
+      }
+      if (str(a.query)) return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Search past conversations for ', h('code', {}, str(a.query)));
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Browse recent conversations');
+    }
     case 'search_files': {
       if (!str(a.pattern)) return null;
       const where = str(a.path) && str(a.path) !== '.' ? ` in ${str(a.path)}` : '';
