@@ -30,6 +30,7 @@ import (
 	"atrium/backend/llm"
 	"atrium/backend/sessions"
 	"atrium/backend/sessions/sessionstest"
+	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
 
@@ -232,4 +233,67 @@ func BenchmarkSendRuns(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSessionSearch is the agent's recall on a store of 2,000
+// conversations of 20 messages: a turn whose tool call is session_search
+// (discover, 3 results), beside the same turn calling echo (the turn's own
+// floor) and the store's search alone (what the tool is built on).
+func BenchmarkSessionSearch(b *testing.B) {
+	e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second})
+	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
+	loop, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000},
+		Machine: func() tools.Settings { return tools.Settings{Toolsets: []string{"session_search"}} }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 2000 {
+		s, err := e.Sessions.Create(ctx, sessions.CreateParams{Title: fmt.Sprintf("conversation %d", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range 20 {
+			text := fmt.Sprintf("message %d of conversation %d about the build and the tests", j, i)
+			if i%200 == 0 && j == 10 {
+				text = "the deploy window is Friday evening, after the freeze"
+			}
+			if _, err := e.Sessions.AppendMessage(ctx, s.ID, sessions.NewMessage{Role: []string{"user", "assistant"}[j%2], Content: text}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := e.Bus.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, text string) {
+		var id string
+		for i := 0; b.Loop(); i++ {
+			if i%benchPerSess == 0 {
+				b.StopTimer()
+				id = benchSession(b, e)
+				b.StartTimer()
+			}
+			if _, err := loop.Send(ctx, id, text, hooks.LocalContext("cli", id)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("turn-session_search", func(b *testing.B) { run(b, `use tool session_search: {"query": "deploy window"}`) })
+	b.Run("turn-echo", func(b *testing.B) {
+		loop2, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		saved := loop
+		loop = loop2
+		defer func() { loop = saved }()
+		run(b, `use tool echo: {"text": "deploy window"}`)
+	})
+	b.Run("store-search", func(b *testing.B) {
+		for b.Loop() {
+			if hits, err := e.Sessions.Search(ctx, "deploy window", sessions.SearchOptions{Limit: 50, Scope: sessions.ScopeAll}); err != nil || len(hits) < 10 {
+				b.Fatal(len(hits), err)
+			}
+		}
+	})
 }

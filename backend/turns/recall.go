@@ -59,8 +59,10 @@ type recallMessage struct {
 
 func shapeMessage(m sessions.Message, anchor int64) recallMessage {
 	content := m.Content
-	if r := []rune(content); len(r) > recallClip {
-		content = string(r[:recallClip]) + "… [clipped]"
+	if len(content) > recallClip { // in bytes: only then can it be over in characters
+		if r := []rune(content); len(r) > recallClip {
+			content = string(r[:recallClip]) + "… [clipped]"
+		}
 	}
 	return recallMessage{ID: m.ID, Role: m.Role, Content: content, Timestamp: m.CreatedAt.UTC().Format(time.RFC3339),
 		ToolName: m.ToolName, Anchor: anchor != 0 && m.ID == anchor}
@@ -120,7 +122,13 @@ func mayRecall(tc *turnCtx, own string, s sessions.Session) bool {
 
 func (l *Loop) recallDiscover(ctx context.Context, tc *turnCtx, own, query string, limit int) (any, error) {
 	limit = min(max(limit, 1), recallMaxLimit)
-	hits, err := l.sessions.Search(ctx, query, sessions.SearchOptions{Limit: 50, Scope: sessions.ScopeAll})
+	// One conversation more than asked (the asking one may be a hit); on a
+	// chat platform, where most conversations are others', a wider net.
+	want := limit + 1
+	if tc.userID != "" {
+		want = 50
+	}
+	hits, err := l.sessions.Search(ctx, query, sessions.SearchOptions{Limit: want, Scope: sessions.ScopeAll})
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +210,7 @@ func (l *Loop) recallScroll(ctx context.Context, tc *turnCtx, own, id string, ar
 	}
 	return map[string]any{"success": true, "mode": "scroll", "session_id": id, "around_message_id": around, "window": window,
 		"session_meta": map[string]any{"when": s.StartedAt.UTC().Format(time.RFC3339), "source": s.Source, "title": s.Title},
-		"messages": shown, "messages_before": lo, "messages_after": len(msgs) - hi}, nil
+		"messages":     shown, "messages_before": lo, "messages_after": len(msgs) - hi}, nil
 }
 
 func (l *Loop) recallBrowse(ctx context.Context, tc *turnCtx, own string, limit int) (any, error) {
