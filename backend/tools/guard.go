@@ -19,6 +19,9 @@ type Danger struct {
 	// Hardline: nobody can undo it (a wipe of / or of a disk, a shutdown),
 	// so it never runs, whatever anyone answers or config.yaml says.
 	Hardline bool
+	// Script is the script the dangerous line is in, when it is in one
+	// the command runs ("" when it is in the command itself).
+	Script string
 }
 
 // cmdPos is the start of a command: the line's start, after a separator,
@@ -226,6 +229,54 @@ func Check(command string, protected []string) (Danger, bool) {
 	}
 	if writesRE.MatchString(lower) && mentionsProtected(raw, protected) {
 		return Danger{Key: "write to the profile's config.yaml, .env or store"}, true
+	}
+	return Danger{}, false
+}
+
+// scriptRE finds a script a command runs by its file: sh x.sh, bash
+// ./build, source env.sh, . ./env.sh, ./deploy.sh.
+var scriptRE = regexp.MustCompile(`(?:^|[;&|\n(]\s*|\s)(?:(?:bash|sh|zsh|dash|ksh|source)\s+(?:-\S+\s+)*|\.\s+)?((?:\.{1,2}/|/|~/)?[\w./~+-]+)`)
+
+// maxScript bounds a script read for the check.
+const maxScript = 64 << 10
+
+// CheckAt is Check, and also reads the shell scripts the command runs by
+// their file (sh deploy.sh, ./deploy.sh, source env.sh) in dir, the
+// command's folder: a script the agent wrote and then runs is checked as
+// its own commands are. A script longer than 64 KB, binary or missing is
+// not read.
+func CheckAt(command, dir string, protected []string) (Danger, bool) {
+	if d, found := Check(command, protected); found {
+		return d, true
+	}
+	seen := map[string]bool{}
+	for _, m := range scriptRE.FindAllStringSubmatch(command, 16) {
+		name := m[1]
+		runs := strings.HasPrefix(strings.TrimSpace(m[0]), ".") || strings.Contains(m[0], "sh ") || strings.Contains(m[0], "source ") ||
+			strings.HasPrefix(name, "./") || strings.HasPrefix(name, "../") || strings.HasSuffix(name, ".sh")
+		if !runs {
+			continue
+		}
+		p := expandHome(name)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxScript {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || binary(b[:min(len(b), sniffBytes)]) {
+			continue
+		}
+		if d, found := Check(string(b), protected); found {
+			d.Script = p
+			return d, true
+		}
 	}
 	return Danger{}, false
 }

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -328,5 +330,52 @@ func TestCheckHomeFolderSpelledOut(t *testing.T) {
 	userHome = func() (string, error) { return "/", nil }
 	if d, _ := Check("rm -rf /tmp/x", nil); d.Hardline {
 		t.Fatalf("home / made a folder under it hardline: %+v", d)
+	}
+}
+
+// A shell script the command runs by its file is read as its own lines
+// are: the write-then-run path is checked; what is not run, or is no
+// script, is not read.
+func TestCheckAtReadsTheScriptsACommandRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"clean.sh":   "#!/bin/sh\necho cleaning\nrm -rf build\n",
+		"wipe.sh":    "rm -rf /\n",
+		"build.sh":   "go build ./...\n",
+		"notes.txt":  "rm -rf build\n",
+		"tools/x.sh": "git push --force\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		command, key string
+		hardline     bool
+		script       string
+	}{
+		{"sh clean.sh", "recursive delete", false, "clean.sh"},
+		{"bash ./clean.sh && echo done", "recursive delete", false, "clean.sh"},
+		{"./clean.sh", "recursive delete", false, "clean.sh"},
+		{"source clean.sh", "recursive delete", false, "clean.sh"},
+		{"cd . ; . ./wipe.sh", "recursive delete of root filesystem", true, "wipe.sh"},
+		{"chmod +x tools/x.sh; tools/x.sh", "git force push (rewrites remote history)", false, "tools/x.sh"},
+		{"sh build.sh", "", false, ""},
+		{"cat notes.txt", "", false, ""},
+		{"sh missing.sh", "", false, ""},
+		{"rm -rf build", "recursive delete", false, ""}, // the command's own
+	} {
+		d, found := CheckAt(c.command, dir, nil)
+		want := ""
+		if c.script != "" {
+			want = filepath.Join(dir, c.script)
+		}
+		if found != (c.key != "") || d.Key != c.key || d.Hardline != c.hardline || d.Script != want {
+			t.Errorf("CheckAt(%q) = %+v %v, want %q hardline %v in %q", c.command, d, found, c.key, c.hardline, want)
+		}
 	}
 }

@@ -740,3 +740,26 @@ func TestSessionSearchRecallsPastConversations(t *testing.T) {
 		t.Fatalf("on a chat platform: %v", got)
 	}
 }
+
+// A script the agent writes and then runs is read before it runs: its
+// dangerous line asks a person, naming the script.
+func TestAWrittenScriptIsCheckedBeforeItRuns(t *testing.T) {
+	t.Parallel()
+	var asked []turns.Approval
+	m := newMachineEnv(t, nil, func(a turns.Approval) turns.Answer { asked = append(asked, a); return turns.AnswerDeny })
+	s := m.MustCreate(t, sessions.CreateParams{Title: "script"})
+	if err := os.MkdirAll(filepath.Join(m.dir, "build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, out := m.call(t, "cli", s.ID, "write_file", map[string]any{"path": "tidy.sh", "content": "echo tidying\nrm -rf build\n"}); out["bytes_written"] == nil {
+		t.Fatalf("write_file: %v", out)
+	}
+	turn, _ := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "sh tidy.sh"})
+	if len(turn.Blocked) != 1 || len(asked) != 1 || asked[0].PatternKey != "recursive delete" ||
+		asked[0].Message != "This command could destroy data: recursive delete (in "+filepath.Join(m.dir, "tidy.sh")+", which the command runs)." {
+		t.Fatalf("the script's run: %+v %+v", turn, asked)
+	}
+	if _, err := os.Stat(filepath.Join(m.dir, "build")); err != nil {
+		t.Fatalf("build removed: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -473,16 +474,36 @@ func (l *Loop) guardCommand(ctx context.Context, tc *turnCtx, sessionID string, 
 		return d
 	}
 	command, _ := args["command"].(string)
-	danger, found := tools.Check(command, tc.tools.machine.Protected)
+	danger, found := tools.CheckAt(command, l.commandDir(tc.tools.machine, tc.platform, tc.sessionKey, args), tc.tools.machine.Protected)
+	where := ""
+	if danger.Script != "" {
+		where = " (in " + danger.Script + ", which the command runs)"
+	}
 	switch {
 	case !found:
 		return d
 	case danger.Hardline:
-		return hooks.ToolDecision{Action: "block", Message: "BLOCKED: " + danger.Key + ". A command nobody can undo never runs " +
+		return hooks.ToolDecision{Action: "block", Message: "BLOCKED: " + danger.Key + where + ". A command nobody can undo never runs " +
 			"here, whatever anyone answers; if it is really meant, the person runs it themselves."}
 	}
 	return l.approve(ctx, tc, sessionID, call, args, hooks.ToolDecision{Action: "approve", Args: d.Args,
-		Message: "This command could destroy data: " + danger.Key + "."}, danger.Key)
+		Message: "This command could destroy data: " + danger.Key + where + "."}, danger.Key)
+}
+
+// commandDir is the folder a terminal call runs in: its workdir, taken
+// from the conversation's folder when relative.
+func (l *Loop) commandDir(s tools.Settings, platform, key string, args map[string]any) string {
+	dir := l.dirs.Get(key)
+	if dir == "" {
+		dir = s.StartDir(platform)
+	}
+	if w, _ := args["workdir"].(string); strings.TrimSpace(w) != "" {
+		if w = strings.TrimSpace(w); filepath.IsAbs(w) {
+			return w
+		}
+		return filepath.Join(dir, w)
+	}
+	return dir
 }
 
 // PatternKey is the allowlist key of a plugin's ask about tool, in the
@@ -774,7 +795,7 @@ func (l *Loop) dispatchMachine(ctx context.Context, sessionKey, name string, arg
 	t := slices.IndexFunc(tools.All(), func(t tools.Tool) bool { return t.Name == name })
 	tool := tools.All()[t]
 	if command, _ := args["command"].(string); name == "terminal" {
-		if danger, found := tools.Check(command, s.Protected); found {
+		if danger, found := tools.CheckAt(command, l.commandDir(s, platform, sessionKey, args), s.Protected); found {
 			allowed := !danger.Hardline && (l.grants.has(sessionKey, danger.Key) || l.standingAllows(danger.Key))
 			if !allowed && !danger.Hardline && l.opts.Standing != nil {
 				allowed, _ = l.opts.Standing.ApprovalPolicy()
