@@ -199,3 +199,45 @@ func TestRenameExportAndBadTitles(t *testing.T) {
 		t.Fatalf("rename in the trash: %v", err)
 	}
 }
+
+// The Markdown export shows a terminal call as the command line it ran
+// and its result as the output and its exit code; another tool's call and
+// result sit in code blocks (their text is not Markdown), fenced longer
+// than any backticks in them.
+func TestExportShowsToolCallsAsCode(t *testing.T) {
+	t.Parallel()
+	e := sessionstest.New(t)
+	s := e.MustCreate(t, sessions.CreateParams{Title: "tools"})
+	for _, m := range []sessions.NewMessage{
+		{Role: "user", Content: "list the *files*"},
+		{Role: "assistant", Content: `{"command": "ls -la"}`, ToolName: "terminal", ToolCallID: "c1"},
+		{Role: "tool", Content: `{"output": "a.txt\nb.txt", "exit_code": 0, "error": null}`, ToolName: "terminal", ToolCallID: "c1"},
+		{Role: "assistant", Content: `{"path": "a.txt"}`, ToolName: "read_file", ToolCallID: "c2"},
+		{Role: "tool", Content: "1|# a heading\n2|```go\n3|x\n4|```", ToolName: "read_file", ToolCallID: "c2"},
+		{Role: "assistant", Content: "There are **two** files."},
+	} {
+		if _, err := e.Sessions.AppendMessage(ctx, s.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md, err := e.Sessions.Export(ctx, s.ID, "markdown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(md.Content)
+	for _, want := range []string{
+		"list the *files*",
+		"**Assistant → terminal**",
+		"```console\n$ ls -la\n```",
+		"**Tool: terminal**",
+		"```\na.txt\nb.txt\n```\n\nexit 0",
+		"**Assistant → read_file**",
+		"```json\n{\"path\": \"a.txt\"}\n```",
+		"````\n1|# a heading\n2|```go\n3|x\n4|```\n````",
+		"There are **two** files.",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the export lacks %q:\n%s", want, text)
+		}
+	}
+}

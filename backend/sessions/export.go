@@ -101,13 +101,78 @@ func (s *Service) Export(ctx context.Context, id, format string) (Export, error)
 		}
 		for _, m := range ch.Messages[i] {
 			who := map[string]string{"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}[m.Role]
-			if m.Role == "tool" && m.ToolName != "" {
+			switch {
+			case m.Role == "tool" && m.ToolName != "":
 				who = "Tool: " + m.ToolName
+			case m.Role == "assistant" && m.ToolName != "":
+				who = "Assistant → " + m.ToolName
 			}
-			fmt.Fprintf(&b, "\n**%s** · %s\n\n%s\n", who, m.CreatedAt.UTC().Format("2006-01-02 15:04"), strings.TrimRight(m.Content, "\n"))
+			fmt.Fprintf(&b, "\n**%s** · %s\n\n%s\n", who, m.CreatedAt.UTC().Format("2006-01-02 15:04"), exportBody(m))
 		}
 	}
 	return Export{Filename: base + ".md", ContentType: "text/markdown; charset=utf-8", Content: []byte(b.String())}, nil
+}
+
+// exportBody is a message as the Markdown export shows it: what people and
+// models write as it is (it is Markdown), a tool call and its result in a
+// code block, a terminal's as the command line it ran and its output with
+// the exit code.
+func exportBody(m Message) string {
+	text := strings.TrimRight(m.Content, "\n")
+	if m.ToolName == "" {
+		return text
+	}
+	if m.ToolName == "terminal" {
+		switch m.Role {
+		case "assistant":
+			var call struct {
+				Command string `json:"command"`
+			}
+			if json.Unmarshal([]byte(m.Content), &call) == nil && call.Command != "" {
+				return fence("console", "$ "+call.Command)
+			}
+		case "tool":
+			var res struct {
+				Output   *string `json:"output"`
+				ExitCode *int    `json:"exit_code"`
+				Error    *string `json:"error"`
+			}
+			if json.Unmarshal([]byte(m.Content), &res) == nil && (res.Output != nil || res.Error != nil) {
+				var out []string
+				if res.Output != nil && *res.Output != "" {
+					out = append(out, fence("", *res.Output))
+				}
+				if res.ExitCode != nil {
+					out = append(out, fmt.Sprintf("exit %d", *res.ExitCode))
+				}
+				if res.Error != nil && *res.Error != "" {
+					out = append(out, "error: "+*res.Error)
+				}
+				return strings.Join(out, "\n\n")
+			}
+		}
+	}
+	lang := ""
+	if json.Valid([]byte(m.Content)) {
+		lang = "json"
+	}
+	return fence(lang, text)
+}
+
+// fence is text in a Markdown code block whose fence is longer than any
+// run of backticks in it.
+func fence(lang, text string) string {
+	longest, run := 0, 0
+	for _, r := range text {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", max(3, longest+1))
+	return f + lang + "\n" + strings.TrimRight(text, "\n") + "\n" + f
 }
 
 // DividerText is what the divider before part n of total says: "Part 2 of 3
