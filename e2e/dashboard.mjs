@@ -901,7 +901,14 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
-  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal]', async () => {
+  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, session_search]', async () => {
+    try {
+      await settingsTools();
+    } finally {
+      await page.click('[data-testid=nav-sessions]').catch(() => undefined); // the checks after start from the list
+    }
+  });
+  async function settingsTools() {
     await page.click('[data-testid=nav-settings]');
     const tools = page.locator('[data-testid=settings-tools]');
     await tools.waitFor({ timeout: 10_000 });
@@ -911,7 +918,8 @@ async function main() {
     await page.fill('[data-testid=set-tools-max-turns]', '30');
     await page.click('[data-testid=settings-save]');
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
-    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal"]', 'toolsets after Save');
+    // session_search, on by default and no switch of its own, stays in the list
+    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","session_search"]', 'toolsets after Save');
     eq((await atrium('config', 'get', 'agent.max_turns')).value, 30, 'agent.max_turns after Save');
     await tools.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'dashboard-settings-tools.png') });
@@ -923,8 +931,7 @@ async function main() {
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
     const on = await atrium('send', ids['Payments refactor'], 'use tool read_file: {"path": "scratch"}');
     eq((on.tool_calls ?? []).join(','), 'read_file', `read_file calls with the file tools on (${on.reply})`);
-    await page.click('[data-testid=nav-sessions]');
-  });
+  }
 
   await check('Stop stops a turn under way (a tool that takes its time): the message and the call stay, agent_loop_stopped fires', async () => {
     const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
