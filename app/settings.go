@@ -69,9 +69,7 @@ func toolsSettings(cfg config.Config) ToolsSettingsDTO {
 	on, _ := tools.Settings{Toolsets: cfg.Toolsets}.Enabled("")
 	out := ToolsSettingsDTO{Terminal: on["terminal"], Files: on["read_file"], Cwd: cfg.Terminal.Cwd,
 		TimeoutSeconds: cfg.Terminal.Timeout, MaxTurns: cfg.Agent.MaxTurns, OwnLists: append([]string{}, slices.Sorted(maps.Keys(cfg.PlatformToolsets))...)}
-	if b := cfg.Terminal.Backend; b != "" && !strings.EqualFold(b, "local") {
-		out.Problem = "terminal.backend is " + b + ", which Atrium has not (only local): the terminal is not offered"
-	}
+	out.Problem = tools.Settings{Backend: cfg.Terminal.Backend}.TerminalProblem()
 	return out
 }
 
@@ -81,10 +79,7 @@ func toolsSettings(cfg config.Config) ToolsSettingsDTO {
 func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	var list []string
 	for _, n := range cfg.Toolsets {
-		switch l := strings.ToLower(strings.TrimSpace(n)); {
-		case l == "terminal" || l == "file" || l == "process" || l == "debugging" || l == "all" || l == "*" || strings.HasPrefix(l, "hermes-") ||
-			slices.Contains(tools.Names(), l) || l == tools.SessionSearch:
-		default:
+		if _, ours, _ := tools.Toolset(n); !ours {
 			list = append(list, n) // a toolset of tools Atrium does not have (web, vision, ...)
 		}
 	}

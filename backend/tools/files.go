@@ -232,11 +232,23 @@ func similarFiles(path string) []string {
 
 // refuseProtected says why path may not be written (nil: it may).
 func refuseProtected(path string, protected []string) error {
+	if p, ok := listed(path, protected, true); ok {
+		return fmt.Errorf("%s is the profile's own (%s): a person changes it, in Settings or by hand", path, filepath.Base(p))
+	}
+	return nil
+}
+
+// listed is the entry of list path is (through links on either side), or
+// with sidecars one whose sidecar it is (state.db-wal beside state.db).
+func listed(path string, list []string, sidecars bool) (string, bool) {
+	if !slices.ContainsFunc(list, func(p string) bool { return p != "" }) {
+		return "", false // nothing to resolve a link for
+	}
 	real := path
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		real = r
 	}
-	for _, p := range protected {
+	for _, p := range list {
 		if p == "" {
 			continue
 		}
@@ -244,11 +256,12 @@ func refuseProtected(path string, protected []string) error {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
 			rp = r
 		}
-		if path == p || real == rp || strings.HasPrefix(filepath.Base(real), filepath.Base(rp)+"-") && filepath.Dir(real) == filepath.Dir(rp) {
-			return fmt.Errorf("%s is the profile's own (%s): a person changes it, in Settings or by hand", path, filepath.Base(p))
+		if path == p || real == rp ||
+			sidecars && strings.HasPrefix(filepath.Base(real), filepath.Base(rp)+"-") && filepath.Dir(real) == filepath.Dir(rp) {
+			return p, true
 		}
 	}
-	return nil
+	return "", false
 }
 
 // editable reads a file write_file or patch is about to replace ("" and

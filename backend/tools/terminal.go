@@ -68,10 +68,7 @@ func runTerminal(ctx context.Context, c *Call) any {
 			return terminalFailure(fmt.Sprintf("a timeout of %d seconds is above the maximum of %d: run shorter steps", t, int(MaxTimeout/time.Second)))
 		}
 	}
-	dir := c.Dir
-	if w, ok := c.str("workdir"); ok && strings.TrimSpace(w) != "" {
-		dir = c.resolve(w)
-	}
+	dir := WorkDir(c.Dir, c.Args)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return terminalFailure("the working directory " + dir + " does not exist or is not a folder")
 	}
@@ -79,6 +76,17 @@ func runTerminal(ctx context.Context, c *Call) any {
 		return startBackground(c, command, dir)
 	}
 	return execute(ctx, c, command, dir, timeout)
+}
+
+// WorkDir is the folder a terminal call with args runs in, from dir, the
+// conversation's: its workdir (a relative one taken from dir, ~ expanded),
+// else dir.
+func WorkDir(dir string, args map[string]any) string {
+	c := &Call{Args: args, Dir: dir}
+	if w, ok := c.str("workdir"); ok && strings.TrimSpace(w) != "" {
+		return c.resolve(w)
+	}
+	return dir
 }
 
 // startBackground starts command as a background process of the

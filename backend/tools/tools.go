@@ -131,23 +131,24 @@ type Settings struct {
 // secret says whether path is one of Settings.Secrets (through a link
 // too).
 func (s Settings) secret(path string) bool {
-	real := path
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		real = r
-	}
+	_, ok := listed(path, s.Secrets, false)
+	return ok
+}
+
+// secretNames are the file names a secret can have (its own and its
+// link's target's): a search resolves links only for files so named.
+func (s Settings) secretNames() map[string]bool {
+	names := map[string]bool{}
 	for _, p := range s.Secrets {
 		if p == "" {
 			continue
 		}
-		rp := p
+		names[filepath.Base(p)] = true
 		if r, err := filepath.EvalSymlinks(p); err == nil {
-			rp = r
-		}
-		if path == p || real == rp {
-			return true
+			names[filepath.Base(r)] = true
 		}
 	}
-	return false
+	return names
 }
 
 // Defaults of Settings.
@@ -173,6 +174,33 @@ var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "ski
 	"code_execution", "cronjob", "delegation", "tts", "moa", "rl", "homeassistant", "messaging",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
+// Toolset is what name stands for in a toolsets list: the tools it offers
+// and true when Atrium resolves it (all, *, hermes-*, one of its toolsets,
+// or one of its tools named alone); known says the name is one of the
+// familiar agent's toolsets of tools Atrium does not have (web, vision,
+// ...), which offers nothing and is no mistake.
+func Toolset(name string) (tools []string, ours, known bool) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	switch {
+	case n == "all" || n == "*" || strings.HasPrefix(n, "hermes-"):
+		return Offered(), true, true
+	case toolsetsOf[n] != nil:
+		return toolsetsOf[n], true, true
+	case slices.Contains(Offered(), n):
+		return []string{n}, true, true // a tool named alone, as the familiar agent accepts
+	}
+	return nil, false, slices.Contains(elsewhere, n)
+}
+
+// TerminalProblem says why the terminal is not offered whatever toolsets
+// say: a terminal.backend Atrium has not ("" when it has it).
+func (s Settings) TerminalProblem() string {
+	if s.Backend == "" || strings.EqualFold(s.Backend, "local") {
+		return ""
+	}
+	return "terminal.backend: " + s.Backend + " is not a backend Atrium has (only local): the terminal is not offered"
+}
+
 // Enabled is the set of tools a turn on platform offers, and a warning for
 // each name in the lists that is no toolset at all.
 func (s Settings) Enabled(platform string) (map[string]bool, []string) {
@@ -189,27 +217,18 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 	on := map[string]bool{}
 	var warnings []string
 	for _, name := range list {
-		n := strings.ToLower(strings.TrimSpace(name))
-		switch {
-		case n == "all" || n == "*" || strings.HasPrefix(n, "hermes-"):
-			for _, t := range Offered() {
-				on[t] = true
-			}
-		case toolsetsOf[n] != nil:
-			for _, t := range toolsetsOf[n] {
-				on[t] = true
-			}
-		case slices.Contains(Offered(), n):
-			on[n] = true // a tool named alone, as the familiar agent accepts
-		case slices.Contains(elsewhere, n):
-		default:
+		names, ours, known := Toolset(name)
+		for _, t := range names {
+			on[t] = true
+		}
+		if !ours && !known {
 			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file and session_search; all, debugging and hermes-* take them in)")
 		}
 	}
-	if on["terminal"] && s.Backend != "" && !strings.EqualFold(s.Backend, "local") {
+	if problem := s.TerminalProblem(); on["terminal"] && problem != "" {
 		delete(on, "terminal")
 		delete(on, "process")
-		warnings = append(warnings, "terminal.backend: "+s.Backend+" is not a backend Atrium has (only local): the terminal is not offered")
+		warnings = append(warnings, problem)
 	}
 	return on, warnings
 }
@@ -309,6 +328,12 @@ func (c *Call) str(name string) (string, bool) {
 		b, _ := json.Marshal(v)
 		return string(b), true
 	}
+}
+
+// Int reads a whole-number argument as a model sends it (a number, or
+// text), def when it is missing or no number.
+func Int(args map[string]any, name string, def int) int {
+	return (&Call{Args: args}).integer(name, def)
 }
 
 func (c *Call) integer(name string, def int) int {

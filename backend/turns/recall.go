@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"atrium/backend/apperr"
 	"atrium/backend/llm"
 	"atrium/backend/sessions"
+	"atrium/backend/tools"
 )
 
 // session_search: the model's recall of past conversations, under the
@@ -75,13 +75,15 @@ func (l *Loop) sessionSearch(ctx context.Context, tc *turnCtx, args map[string]a
 		return "", err
 	}
 	var out any
-	switch sid, _ := args["session_id"].(string); {
+	sid, _ := args["session_id"].(string)
+	query, _ := args["query"].(string)
+	switch {
 	case strings.TrimSpace(sid) != "" && args["around_message_id"] != nil:
-		out, err = l.recallScroll(ctx, tc, own, strings.TrimSpace(sid), intArg(args, "around_message_id", 0), intArg(args, "window", recallWindow))
-	case strings.TrimSpace(strArg(args, "query")) != "":
-		out, err = l.recallDiscover(ctx, tc, own, strings.TrimSpace(strArg(args, "query")), intArg(args, "limit", recallDefaultLimit))
+		out, err = l.recallScroll(ctx, tc, own, strings.TrimSpace(sid), tools.Int(args, "around_message_id", 0), tools.Int(args, "window", recallWindow))
+	case strings.TrimSpace(query) != "":
+		out, err = l.recallDiscover(ctx, tc, own, strings.TrimSpace(query), tools.Int(args, "limit", recallDefaultLimit))
 	default:
-		out, err = l.recallBrowse(ctx, tc, own, intArg(args, "limit", recallDefaultLimit))
+		out, err = l.recallBrowse(ctx, tc, own, tools.Int(args, "limit", recallDefaultLimit))
 	}
 	if err != nil {
 		out = map[string]any{"success": false, "error": err.Error()}
@@ -247,24 +249,4 @@ func lastN(m []recallMessage, n int) []recallMessage {
 		return []recallMessage{}
 	}
 	return m[max(0, len(m)-n):]
-}
-
-func strArg(args map[string]any, name string) string {
-	s, _ := args[name].(string)
-	return s
-}
-
-// intArg reads a number the model sent as a number or as text.
-func intArg(args map[string]any, name string, def int) int {
-	switch v := args[name].(type) {
-	case float64:
-		return int(v)
-	case int:
-		return v
-	case string:
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-			return n
-		}
-	}
-	return def
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -358,14 +357,10 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	// command_allowlist, honoured in scheduled runs too: it is the
 	// standing consent nobody is there to give): nobody is asked, and no
 	// approval hook fires.
-	if l.grants.has(tc.sessionKey, key) || l.standingAllows(key) {
+	if l.allowed(tc.sessionKey, key) {
 		return hooks.ToolDecision{Args: d.Args}
 	}
-	var approveAll bool
-	var limit time.Duration
-	if l.opts.Standing != nil {
-		approveAll, limit = l.opts.Standing.ApprovalPolicy()
-	}
+	approveAll, limit := l.policy()
 	if approveAll {
 		slog.Info("a tool call a plugin asked about ran without asking (approvals.mode: off)", "plugin", d.Plugin,
 			"tool", tool, "rule", key, "session_id", sessionID)
@@ -490,20 +485,19 @@ func (l *Loop) guardCommand(ctx context.Context, tc *turnCtx, sessionID string, 
 		Message: "This command could destroy data: " + danger.Key + where + "."}, danger.Key)
 }
 
-// commandDir is the folder a terminal call runs in: its workdir, taken
-// from the conversation's folder when relative.
+// conversationDir is the folder the conversation of key stands in: where
+// its last command ended, else where it starts.
+func (l *Loop) conversationDir(s tools.Settings, platform, key string) string {
+	if dir := l.dirs.Get(key); dir != "" {
+		return dir
+	}
+	return s.StartDir(platform)
+}
+
+// commandDir is the folder a terminal call runs in (tools.WorkDir from
+// the conversation's).
 func (l *Loop) commandDir(s tools.Settings, platform, key string, args map[string]any) string {
-	dir := l.dirs.Get(key)
-	if dir == "" {
-		dir = s.StartDir(platform)
-	}
-	if w, _ := args["workdir"].(string); strings.TrimSpace(w) != "" {
-		if w = strings.TrimSpace(w); filepath.IsAbs(w) {
-			return w
-		}
-		return filepath.Join(dir, w)
-	}
-	return dir
+	return tools.WorkDir(l.conversationDir(s, platform, key), args)
 }
 
 // PatternKey is the allowlist key of a plugin's ask about tool, in the
@@ -514,6 +508,22 @@ func PatternKey(tool, ruleKey string) string {
 		ruleKey = tool
 	}
 	return "plugin_rule:" + ruleKey
+}
+
+// allowed reports whether rule key runs without asking in the
+// conversation of sessionKey: allowed there for the session, or standing
+// in the profile.
+func (l *Loop) allowed(sessionKey, key string) bool {
+	return l.grants.has(sessionKey, key) || l.standingAllows(key)
+}
+
+// policy is approvals.mode: off and approvals.timeout as config.yaml has
+// them at this ask (false and 0 without standing approvals).
+func (l *Loop) policy() (approveAll bool, timeout time.Duration) {
+	if l.opts.Standing == nil {
+		return false, 0
+	}
+	return l.opts.Standing.ApprovalPolicy()
 }
 
 // standingAllows reports whether the profile allows key from now on; a
@@ -679,11 +689,7 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 // non-zero is not: its exit code is the result).
 func (l *Loop) runMachine(ctx context.Context, s tools.Settings, platform, key string, t tools.Tool, args map[string]any,
 	transform func(command, output string, code int) string) (result, errType, errMsg string, changed []string) {
-	dir := l.dirs.Get(key)
-	if dir == "" {
-		dir = s.StartDir(platform)
-	}
-	c := &tools.Call{Args: args, Dir: dir, Settings: s, Transform: transform, Processes: l.opts.Processes, Owner: key}
+	c := &tools.Call{Args: args, Dir: l.conversationDir(s, platform, key), Settings: s, Transform: transform, Processes: l.opts.Processes, Owner: key}
 	out := t.Run(ctx, c)
 	if c.NewDir != "" {
 		l.dirs.Set(key, c.NewDir)
@@ -792,15 +798,12 @@ func (l *Loop) dispatchMachine(ctx context.Context, sessionKey, name string, arg
 	if !on[name] {
 		return "", false
 	}
-	t := slices.IndexFunc(tools.All(), func(t tools.Tool) bool { return t.Name == name })
-	tool := tools.All()[t]
+	all := tools.All()
+	tool := all[slices.IndexFunc(all, func(t tools.Tool) bool { return t.Name == name })]
 	if command, _ := args["command"].(string); name == "terminal" {
 		if danger, found := tools.CheckAt(command, l.commandDir(s, platform, sessionKey, args), s.Protected); found {
-			allowed := !danger.Hardline && (l.grants.has(sessionKey, danger.Key) || l.standingAllows(danger.Key))
-			if !allowed && !danger.Hardline && l.opts.Standing != nil {
-				allowed, _ = l.opts.Standing.ApprovalPolicy()
-			}
-			if !allowed {
+			approveAll, _ := l.policy()
+			if danger.Hardline || !approveAll && !l.allowed(sessionKey, danger.Key) {
 				b, _ := json.Marshal(map[string]any{"output": "", "exit_code": -1,
 					"error": "BLOCKED: " + danger.Key + ": a plugin's dispatch_tool has nobody to approve it"})
 				return string(b), true
