@@ -76,7 +76,8 @@ func BenchmarkToolSearch(b *testing.B) {
 	}
 	b.Run("search_files", func(b *testing.B) {
 		for b.Loop() {
-			c := &Call{Args: map[string]any{"pattern": "needle"}, Dir: dir}
+			// with a secret, as the turn loop sets one (the profile's .env)
+			c := &Call{Args: map[string]any{"pattern": "needle"}, Dir: dir, Settings: Settings{Secrets: []string{filepath.Join(dir, ".env")}}}
 			if out := searchFilesTool().Run(context.Background(), c); !strings.Contains(out, `"total_count":20`) {
 				b.Fatal(out)
 			}

@@ -98,8 +98,9 @@ func searchFiles(ctx context.Context, c *Call) any {
 	if c.Settings.secret(root) {
 		return failure("Cannot search " + root + ": it holds the profile's keys and tokens, which are not the model's to read")
 	}
-	err = walk(ctx, root, func(path string, _ fs.DirEntry) error {
-		if c.Settings.secret(path) {
+	secretNames := c.Settings.secretNames()
+	err = walk(ctx, root, func(path string, d fs.DirEntry) error {
+		if secretNames[d.Name()] && c.Settings.secret(path) {
 			return nil
 		}
 		if glob != "" {

@@ -327,3 +327,27 @@ func fileHas(path string) bool {
 	b, err := os.ReadFile(path)
 	return err == nil && len(strings.TrimSpace(string(b))) > 0
 }
+
+// A terminal call's folder is read one way for running it and for checking
+// it: workdir from the conversation's folder, ~ expanded.
+func TestWorkDir(t *testing.T) {
+	t.Parallel()
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home folder")
+	}
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{nil, "/conv"},
+		{map[string]any{"workdir": "sub"}, "/conv/sub"},
+		{map[string]any{"workdir": "/abs"}, "/abs"},
+		{map[string]any{"workdir": "~/x"}, filepath.Join(home, "x")},
+		{map[string]any{"workdir": "  "}, "/conv"},
+	} {
+		if got := WorkDir("/conv", c.args); got != c.want {
+			t.Errorf("WorkDir(%v) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
