@@ -72,8 +72,9 @@ func newID() string {
 	return "proc_" + hex.EncodeToString(b)
 }
 
-// start runs command in the background for owner (a conversation).
-func (ps *Processes) start(owner, command, dir string, env []string) (*proc, error) {
+// start runs cmd (command's shell) in the background for owner (a
+// conversation).
+func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd) (*proc, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
@@ -88,17 +89,8 @@ func (ps *Processes) start(owner, command, dir string, env []string) (*proc, err
 	if running >= MaxProcesses {
 		return nil, fmt.Errorf("%d background processes run already, the most one Atrium process keeps: kill one with the process tool first", running)
 	}
-	shell := "/bin/sh"
-	if p, err := exec.LookPath("bash"); err == nil {
-		shell = p
-	}
 	p := &proc{id: newID(), owner: owner, command: command, dir: dir, started: time.Now(), done: make(chan struct{}), out: capped{limit: logBytes}}
-	cmd := exec.Command(shell, "-c", command)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string{}, env...), "PAGER=cat", "GIT_PAGER=cat")
 	cmd.Stdout, cmd.Stderr = p, p
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = 2 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

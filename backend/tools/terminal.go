@@ -95,11 +95,7 @@ func startBackground(c *Call, command, dir string) any {
 	if c.Processes == nil {
 		return terminalFailure("background processes are not available here: run the command in the foreground with a timeout (at most 600 seconds)")
 	}
-	env := c.Settings.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	p, err := c.Processes.start(c.Owner, command, dir, env)
+	p, err := c.Processes.start(c.Owner, command, dir, c.shellCommand(context.Background(), command, dir))
 	if err != nil {
 		return terminalFailure("the background process could not be started: " + err.Error())
 	}
@@ -121,29 +117,14 @@ func execute(ctx context.Context, c *Call, command, dir string, timeout time.Dur
 	cwdFile.Close()
 	defer os.Remove(cwdFile.Name())
 
-	shell := "/bin/sh"
-	if p, err := exec.LookPath("bash"); err == nil {
-		shell = p
-	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// The folder the command ends in is written on the shell's way out,
 	// however it leaves (an exit in the command included).
 	script := `trap 'pwd -P > "$ATRIUM_CWD_FILE" 2>/dev/null' EXIT` + "\n" + command
-	cmd := exec.CommandContext(rctx, shell, "-c", script)
-	cmd.Dir = dir
-	env := c.Settings.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	cmd.Env = append(append([]string{}, env...), "ATRIUM_CWD_FILE="+cwdFile.Name(), "PAGER=cat", "GIT_PAGER=cat")
+	cmd := c.shellCommand(rctx, script, dir, "ATRIUM_CWD_FILE="+cwdFile.Name())
 	out := &capped{}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	// A process the command left running in the background keeps the
-	// output open: the command's result does not wait for it.
-	cmd.WaitDelay = 2 * time.Second
 	err = cmd.Run()
 
 	res := terminalResult{Output: clean(out.String())}
@@ -172,6 +153,29 @@ func execute(ctx context.Context, c *Call, command, dir string, timeout time.Dur
 		}
 	}
 	return res
+}
+
+// shellCommand is script run by a shell (bash, else sh) in dir, in a
+// process group of its own that ctx's end kills whole, with the call's
+// environment, the extra variables and pagers off. A process the script
+// leaves running in the background keeps its output open: Wait waits for
+// that at most two seconds.
+func (c *Call) shellCommand(ctx context.Context, script, dir string, extra ...string) *exec.Cmd {
+	shell := "/bin/sh"
+	if p, err := exec.LookPath("bash"); err == nil {
+		shell = p
+	}
+	cmd := exec.CommandContext(ctx, shell, "-c", script)
+	cmd.Dir = dir
+	env := c.Settings.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(append(append([]string{}, env...), extra...), "PAGER=cat", "GIT_PAGER=cat")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
 }
 
 // exitMeaning explains an exit code that is no failure of the command.
