@@ -89,6 +89,10 @@ func (h Home) SessionsDir() string { return filepath.Join(h.Dir, "sessions") }
 // PluginsDir holds user plugins.
 func (h Home) PluginsDir() string { return filepath.Join(h.Dir, "plugins") }
 
+// MemoriesDir is the folder of the curated memory (MEMORY.md, USER.md),
+// where the familiar agent keeps it in its home.
+func (h Home) MemoriesDir() string { return filepath.Join(h.Dir, "memories") }
+
 // EnvPath is the profile's .env: keys and tokens, read into the
 // environment of every Atrium process of the profile when it starts.
 func (h Home) EnvPath() string { return filepath.Join(h.Dir, ".env") }
@@ -306,6 +310,14 @@ func (c Config) ApprovalTimeout() time.Duration {
 // (register_memory_provider) that the turn loop and compaction drive.
 type Memory struct {
 	Provider string `yaml:"provider"` // the provider's name; "" or "builtin" for none
+	// The curated memory, in the familiar agent's keys: MEMORY.md (the
+	// agent's notes) and USER.md (the user's profile) in the profile's
+	// memories/ folder. Each is on unless set to false; the limits are in
+	// characters (0: 2,200 and 1,375).
+	MemoryEnabled      *bool `yaml:"memory_enabled"`
+	UserProfileEnabled *bool `yaml:"user_profile_enabled"`
+	MemoryCharLimit    int   `yaml:"memory_char_limit"`
+	UserCharLimit      int   `yaml:"user_char_limit"`
 }
 
 // Compaction settings; nil means the default.
@@ -537,6 +549,12 @@ func (c Config) Validate() error {
 	}
 	if t := c.Terminal.Timeout; t < 0 || t > 600 {
 		return fmt.Errorf("terminal.timeout must be 1 to 600 seconds (0: 180), not %d", t)
+	}
+	if n := c.Memory.MemoryCharLimit; n < 0 || n > 1_000_000 {
+		return fmt.Errorf("memory.memory_char_limit must be 1 to 1000000 characters (0: 2200), not %d", n)
+	}
+	if n := c.Memory.UserCharLimit; n < 0 || n > 1_000_000 {
+		return fmt.Errorf("memory.user_char_limit must be 1 to 1000000 characters (0: 1375), not %d", n)
 	}
 	if c.FileReadMaxChars < 0 {
 		return fmt.Errorf("file_read_max_chars must be positive (0: 100000), not %d", c.FileReadMaxChars)

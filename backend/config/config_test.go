@@ -68,6 +68,11 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 		fmt.Sprint(c.Toolsets, c.PlatformToolsets, c.Terminal, c.Agent.MaxTurns, c.FileReadMaxChars) != "[hermes-cli] map[telegram:[file]] {local ~/work 60 [GITHUB_TOKEN]} 40 5000" {
 		t.Fatalf("the tools' keys: %+v %v %v", c, w, err)
 	}
+	// The familiar agent's memory block loads as it is, without a warning.
+	if c, w, err := Load(write("memory:\n  memory_enabled: true\n  user_profile_enabled: false\n  memory_char_limit: 3000\n  user_char_limit: 900\n  provider: ''\n")); err != nil ||
+		len(w) != 0 || *c.Memory.MemoryEnabled != true || *c.Memory.UserProfileEnabled != false || c.Memory.MemoryCharLimit != 3000 || c.Memory.UserCharLimit != 900 {
+		t.Fatalf("the memory block: %+v %v %v", c.Memory, w, err)
+	}
 	if c, _, err := Load(write("toolsets: terminal, file\nplatform_toolsets:\n  cli: []\n")); err != nil || fmt.Sprint(c.Toolsets) != "[terminal file]" ||
 		c.PlatformToolsets["cli"] == nil || len(c.PlatformToolsets["cli"]) != 0 {
 		t.Fatalf("toolsets as one string; an empty list: %+v %v", c, err)
@@ -80,18 +85,20 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 		t.Fatalf("cap: %v", c.HookTimeout())
 	}
 	for body, line := range map[string]string{
-		"sessions:\n  retention_days: [x\n":    ":2:",
-		"storage:\n  synchronous: sometimes\n": "synchronous",
-		"sessions:\n  retention_days: -1\n":    "retention_days",
-		"approvals:\n  cron_mode: ask\n":       "approvals.cron_mode must be deny or approve",
-		"approvals:\n  mode: yolo\n":           "approvals.mode must be manual, off or smart",
-		"approvals:\n  timeout: -1\n":          "approvals.timeout must be 0 (the default) to 3600 seconds",
-		"approvals:\n  timeout: 7200\n":        "approvals.timeout must be 0 (the default) to 3600 seconds",
-		"\tbad":                                ":1:",
-		"terminal:\n  timeout: 900\n":          "terminal.timeout must be 1 to 600 seconds",
-		"agent:\n  max_turns: -3\n":            "agent.max_turns must be 1 to 10000",
-		"file_read_max_chars: -1\n":            "file_read_max_chars must be positive",
-		"toolsets: {a: 1}\n":                   "a list of names",
+		"sessions:\n  retention_days: [x\n":     ":2:",
+		"storage:\n  synchronous: sometimes\n":  "synchronous",
+		"sessions:\n  retention_days: -1\n":     "retention_days",
+		"approvals:\n  cron_mode: ask\n":        "approvals.cron_mode must be deny or approve",
+		"approvals:\n  mode: yolo\n":            "approvals.mode must be manual, off or smart",
+		"approvals:\n  timeout: -1\n":           "approvals.timeout must be 0 (the default) to 3600 seconds",
+		"approvals:\n  timeout: 7200\n":         "approvals.timeout must be 0 (the default) to 3600 seconds",
+		"\tbad":                                 ":1:",
+		"terminal:\n  timeout: 900\n":           "terminal.timeout must be 1 to 600 seconds",
+		"agent:\n  max_turns: -3\n":             "agent.max_turns must be 1 to 10000",
+		"file_read_max_chars: -1\n":             "file_read_max_chars must be positive",
+		"memory:\n  memory_char_limit: -5\n":    "memory.memory_char_limit must be 1 to 1000000",
+		"memory:\n  user_char_limit: 9999999\n": "memory.user_char_limit must be 1 to 1000000",
+		"toolsets: {a: 1}\n":                    "a list of names",
 	} {
 		p := write(body)
 		_, _, err := Load(p)

@@ -193,8 +193,17 @@ func (s *Stack) machine() tools.Settings {
 	return tools.Settings{Toolsets: cfg.Toolsets, PlatformToolsets: platforms, Backend: cfg.Terminal.Backend,
 		Cwd: cfg.Terminal.Cwd, Timeout: time.Duration(cfg.Terminal.Timeout) * time.Second, MaxReadChars: cfg.FileReadMaxChars,
 		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{s.Home.ConfigPath(), s.Home.EnvPath(), s.Home.StatePath()},
-		Secrets: []string{s.Home.EnvPath()}}
+		Secrets: []string{s.Home.EnvPath()}, Memory: MemoryOf(s.Home, cfg)}
 }
+
+// MemoryOf is the profile's curated memory as cfg sets it (memory.*).
+func MemoryOf(home config.Home, cfg config.Config) tools.Memory {
+	return tools.Memory{Dir: home.MemoriesDir(), MemoryChars: cfg.Memory.MemoryCharLimit, UserChars: cfg.Memory.UserCharLimit,
+		MemoryOff: off(cfg.Memory.MemoryEnabled), UserOff: off(cfg.Memory.UserProfileEnabled)}
+}
+
+// off says whether a switch is set to false (unset is on).
+func off(b *bool) bool { return b != nil && !*b }
 
 // commandEnv is the environment a terminal command runs with: this
 // process's, without the keys' and tokens' variables (the profile's .env

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"atrium/backend/atomicfile"
 )
 
 // What a tool call costs beside what the familiar agent's tools do: a shell
@@ -119,6 +121,65 @@ func BenchmarkToolReadFile(b *testing.B) {
 			out, err := exec.Command("sed", "-n", "5000,5499p", path).Output()
 			if err != nil || strings.Count(string(out), "\n") != 500 {
 				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkToolMemory is the memory tool on files near their budgets: an
+// entry added and removed (two calls, two whole-file writes under the
+// lock) beside the I/O floor (the file read and replaced twice the same
+// way, with no parsing, checks or lock), and the system prompt's snapshot
+// of both files beside reading them.
+func BenchmarkToolMemory(b *testing.B) {
+	m := Memory{Dir: b.TempDir()}
+	for i := range 14 {
+		if err := m.Remember(TargetMemory, fmt.Sprintf("Note %02d: the service at port %d is started with make run-%d, never by hand; its logs are in logs/%d", i, 9000+i, i, i)); err != nil {
+			b.Fatal(err)
+		}
+		if i < 9 {
+			if err := m.Remember(TargetUser, fmt.Sprintf("Preference %d: prefers short answers with commands first, tabs, and metric units %d", i, i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("add-remove", func(b *testing.B) {
+		for b.Loop() {
+			if out, _ := m.Call(map[string]any{"action": "add", "content": "The staging database is read-only after 18:00"}, nil); !strings.Contains(out, `"success":true`) {
+				b.Fatal(out)
+			}
+			if out, _ := m.Call(map[string]any{"action": "remove", "old_text": "staging database"}, nil); !strings.Contains(out, `"success":true`) {
+				b.Fatal(out)
+			}
+		}
+	})
+	b.Run("io-floor", func(b *testing.B) {
+		path := m.Path(TargetMemory)
+		for b.Loop() {
+			for range 2 {
+				data, err := os.ReadFile(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := atomicfile.Replace(path, data, 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("snapshot", func(b *testing.B) {
+		for b.Loop() {
+			if s, err := m.Snapshot(); err != nil || len(s) < 2000 {
+				b.Fatal(len(s), err)
+			}
+		}
+	})
+	b.Run("read-floor", func(b *testing.B) {
+		for b.Loop() {
+			for _, t := range []string{TargetMemory, TargetUser} {
+				if _, err := os.ReadFile(m.Path(t)); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	})

@@ -55,6 +55,29 @@ func FuzzModelArguments(f *testing.F) {
 		run(patchTool(), map[string]any{"mode": "patch", "patch": patchText})
 		run(patchTool(), map[string]any{"path": "a.txt", "old_string": old, "new_string": "X", "replace_all": len(old)%2 == 0})
 		run(searchFilesTool(), map[string]any{"pattern": pattern, "context": len(pattern) % 3})
+		// The memory tool: any text as an entry, a part of one, or a
+		// batch, against a file that may hold anything; the answer is a
+		// JSON object and the file stays within its budget.
+		m := Memory{Dir: root, MemoryChars: 200}
+		if err := os.WriteFile(m.Path(TargetMemory), []byte(patchText), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range []map[string]any{{"action": "add", "content": old}, {"action": "replace", "old_text": pattern, "content": old},
+			{"action": "remove", "old_text": pattern}, {"operations": command}} {
+			out, done := m.Call(args, nil)
+			var r map[string]any
+			if json.Unmarshal([]byte(out), &r) != nil {
+				t.Fatalf("memory %v: no JSON object: %q", args, out)
+			}
+			if r["success"] == true && len(done) > 0 {
+				if entries, _ := m.Entries(TargetMemory); total(entries) > 200 && args["action"] != "remove" {
+					t.Fatalf("memory %v: over the budget: %q", args, entries)
+				}
+			}
+		}
+		if _, err := m.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
 		if !strings.Contains(patchText, "..") && !strings.Contains(patchText, "/") {
 			if b, _ := os.ReadFile(sentinel); string(b) != "keep" {
 				t.Fatalf("a file outside the folder changed: %q", b)

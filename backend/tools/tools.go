@@ -88,9 +88,9 @@ func Names() []string {
 // store (the turn loop runs it), chosen by toolsets as the machine's are.
 const SessionSearch = "session_search"
 
-// Offered is every tool name toolsets can offer: the machine's and the
-// store's.
-func Offered() []string { return append(Names(), SessionSearch) }
+// Offered is every tool name toolsets can offer: the machine's, the
+// store's and the curated memory.
+func Offered() []string { return append(Names(), SessionSearch, MemoryTool) }
 
 // Settings are config.yaml's keys for the machine's tools, as the familiar
 // agent names them.
@@ -126,6 +126,9 @@ type Settings struct {
 	// keys and tokens are (they are for the model's provider and the chat
 	// platforms, not for the model).
 	Secrets []string
+	// Memory is the curated memory (memory.*): the memory tool's files
+	// and budgets.
+	Memory Memory
 }
 
 // secret says whether path is one of Settings.Secrets (through a link
@@ -165,12 +168,13 @@ var toolsetsOf = map[string][]string{
 	"file":        {"read_file", "write_file", "patch", "search_files"},
 	"debugging":   {"terminal", "process", "read_file", "write_file", "patch", "search_files"},
 	SessionSearch: {SessionSearch},
+	MemoryTool:    {MemoryTool},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
 // (web search, a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
-var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills", "memory", "todo", "clarify",
+var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills", "todo", "clarify",
 	"code_execution", "cronjob", "delegation", "tts", "moa", "rl", "homeassistant", "messaging",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
@@ -222,7 +226,7 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 			on[t] = true
 		}
 		if !ours && !known {
-			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file and session_search; all, debugging and hermes-* take them in)")
+			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, memory and session_search; all, debugging and hermes-* take them in)")
 		}
 	}
 	if problem := s.TerminalProblem(); on["terminal"] && problem != "" {

@@ -265,29 +265,13 @@ func BenchmarkSessionSearch(b *testing.B) {
 	if err := e.Bus.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	run := func(b *testing.B, text string) {
-		var id string
-		for i := 0; b.Loop(); i++ {
-			if i%benchPerSess == 0 {
-				b.StopTimer()
-				id = benchSession(b, e)
-				b.StartTimer()
-			}
-			if _, err := loop.Send(ctx, id, text, hooks.LocalContext("cli", id)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.Run("turn-session_search", func(b *testing.B) { run(b, `use tool session_search: {"query": "deploy window"}`) })
+	b.Run("turn-session_search", func(b *testing.B) { benchTurns(b, e, loop, `use tool session_search: {"query": "deploy window"}`) })
 	b.Run("turn-echo", func(b *testing.B) {
-		loop2, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000}})
+		echo, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		saved := loop
-		loop = loop2
-		defer func() { loop = saved }()
-		run(b, `use tool echo: {"text": "deploy window"}`)
+		benchTurns(b, e, echo, `use tool echo: {"text": "deploy window"}`)
 	})
 	b.Run("store-search", func(b *testing.B) {
 		for b.Loop() {
@@ -296,4 +280,67 @@ func BenchmarkSessionSearch(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMemoryTurn is a turn whose tool call is the memory tool (an
+// entry added; the next turn's call removes it, so the file stays near its
+// size) beside the same turn calling echo (with the memory tool offered and
+// without), and the first turn of a new
+// conversation, whose system prompt carries the memory's snapshot, beside
+// one with no memory.
+func BenchmarkMemoryTurn(b *testing.B) {
+	e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second})
+	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
+	mem := tools.Memory{Dir: b.TempDir()}
+	for i := range 14 {
+		if err := mem.Remember(tools.TargetMemory, fmt.Sprintf("Note %02d: the service at port %d is started with make run-%d, never by hand; its logs are in logs/%d", i, 9000+i, i, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	loop := func(b *testing.B, m tools.Memory) *turns.Loop {
+		l, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000},
+			Machine: func() tools.Settings { return tools.Settings{Toolsets: []string{"memory"}, Memory: m} }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
+	with, without := loop(b, mem), loop(b, tools.Memory{})
+	b.Run("turn-memory", func(b *testing.B) {
+		benchTurns(b, e, with, `use tool memory: {"action": "add", "content": "The staging database is read-only after 18:00"}`,
+			`use tool memory: {"action": "remove", "old_text": "staging database"}`)
+	})
+	b.Run("turn-memory-refused", func(b *testing.B) {
+		benchTurns(b, e, with, `use tool memory: {"action": "remove", "old_text": "nothing holds this"}`)
+	})
+	b.Run("turn-echo", func(b *testing.B) { benchTurns(b, e, without, `use tool echo: {"text": "staging"}`) })
+	b.Run("turn-echo-memory-offered", func(b *testing.B) { benchTurns(b, e, with, `use tool echo: {"text": "staging"}`) })
+	first := func(b *testing.B, l *turns.Loop) {
+		for b.Loop() {
+			b.StopTimer()
+			id := e.MustCreate(b, sessions.CreateParams{Title: "new"}).ID
+			b.StartTimer()
+			if _, err := l.Send(ctx, id, "hello", hooks.LocalContext("cli", id)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("first-turn-with-memory", func(b *testing.B) { first(b, with) })
+	b.Run("first-turn-without", func(b *testing.B) { first(b, without) })
+}
+
+// benchTurns sends texts in turn, one a turn, each conversation taking
+// benchPerSess turns on a history of its own.
+func benchTurns(b *testing.B, e *sessionstest.Env, l *turns.Loop, texts ...string) {
+	var id string
+	for i := 0; b.Loop(); i++ {
+		if i%benchPerSess == 0 {
+			b.StopTimer()
+			id = benchSession(b, e)
+			b.StartTimer()
+		}
+		if _, err := l.Send(ctx, id, texts[i%len(texts)], hooks.LocalContext("cli", id)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -103,6 +103,9 @@ func (l *Loop) engineWantsCompaction(ctx context.Context, tc *turnCtx, eng hooks
 // when there is nothing.
 func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Session) string {
 	var parts []string
+	if notes := l.notesPrompt(tc); notes != "" {
+		parts = append(parts, notes)
+	}
 	if tc.mem != nil {
 		if block := strings.TrimSpace(l.callMemory(ctx, tc, "system_prompt_block", nil, nil).Text()); block != "" {
 			parts = append(parts, block)

@@ -335,24 +335,25 @@ type Continuation struct {
 
 // turnCtx is what every hook of one turn is told about it.
 type turnCtx struct {
-	sessionID  string
-	taskID     string // the conversation: the session the turn started in
-	turnID     string
-	platform   string
-	sessionKey string
-	userID     string // the gateway sender, "" on local surfaces
-	userName   string
-	source     *hooks.Source // the gateway message's sender and chat, nil on local surfaces
-	agentCtx   string        // primary, subagent in a delegate child's session, or cron for a scheduled run
-	parentID   string        // the parent session of a delegate child ("" otherwise)
-	apiCalls   int
-	mem        *memory           // the active memory provider, nil for none
-	engine     *hooks.Capability // the context engine, nil for none
-	tools      *toolTable
-	middleware []hooks.Capability // the plugins' middleware, listed once per round of model calls
-	interrupt  string             // why a hook stopped the turn (a deny with interrupt), "" while it goes on
-	model      Model              // the model the turn asks, resolved at its start
-	changed    []string           // the files the machine's tools wrote, moved or deleted this turn (pre_verify's changed_paths)
+	sessionID   string
+	taskID      string // the conversation: the session the turn started in
+	turnID      string
+	platform    string
+	sessionKey  string
+	userID      string // the gateway sender, "" on local surfaces
+	userName    string
+	source      *hooks.Source // the gateway message's sender and chat, nil on local surfaces
+	agentCtx    string        // primary, subagent in a delegate child's session, or cron for a scheduled run
+	parentID    string        // the parent session of a delegate child ("" otherwise)
+	apiCalls    int
+	mem         *memory           // the active memory provider, nil for none
+	engine      *hooks.Capability // the context engine, nil for none
+	tools       *toolTable
+	middleware  []hooks.Capability // the plugins' middleware, listed once per round of model calls
+	interrupt   string             // why a hook stopped the turn (a deny with interrupt), "" while it goes on
+	model       Model              // the model the turn asks, resolved at its start
+	changed     []string           // the files the machine's tools wrote, moved or deleted this turn (pre_verify's changed_paths)
+	memFailures int                // the memory tool's failed attempts to make room this turn
 }
 
 // Send runs one user turn, or a slash command when text starts with "/".

@@ -763,3 +763,95 @@ func TestAWrittenScriptIsCheckedBeforeItRuns(t *testing.T) {
 		t.Fatalf("build removed: %v", err)
 	}
 }
+
+// systemOf is the system prompt conversation id was started with.
+func (m machineEnv) systemOf(t *testing.T, id string) string {
+	t.Helper()
+	msgs, err := m.Sessions.Messages(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range msgs {
+		if msg.Role == "system" {
+			return msg.Content
+		}
+	}
+	return ""
+}
+
+// The curated memory as the familiar agent keeps it: the memory tool
+// writes MEMORY.md and USER.md at once; a conversation's system prompt
+// carries them as they were when it started, and keeps them so (a later
+// write shows in the next conversation, not this one); post_tool_call
+// reports the call as any other. A scheduled run neither sees nor writes
+// them; toolsets without memory leave the tool out and the snapshot in.
+func TestMemoryToolAndItsSnapshot(t *testing.T) {
+	t.Parallel()
+	var toolsets []string
+	var mu sync.Mutex
+	m := newMachineEnv(t, func(s *tools.Settings) {
+		mu.Lock()
+		defer mu.Unlock()
+		s.Toolsets = toolsets
+		s.Memory = tools.Memory{Dir: filepath.Join(filepath.Dir(s.Protected[0]), "memories")}
+	}, nil)
+	dir := filepath.Join(m.home.Dir, "memories")
+	first := m.MustCreate(t, sessions.CreateParams{Title: "first"})
+	_, out := m.call(t, "cli", first.ID, "memory", map[string]any{"action": "add", "target": "user", "content": "Prefers metric units"})
+	if out["success"] != true || out["target"] != "user" || out["usage"] != "1% — 20/1,375 chars" {
+		t.Fatalf("add: %v", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "USER.md")); err != nil || string(b) != "Prefers metric units" {
+		t.Fatalf("USER.md: %q %v", b, err)
+	}
+	sys := m.systemOf(t, first.ID)
+	if sys != "" {
+		t.Fatalf("the first conversation's prompt (memory empty at its start): %q", sys)
+	}
+	second := m.MustCreate(t, sessions.CreateParams{Title: "second"})
+	if _, out := m.call(t, "cli", second.ID, "memory", map[string]any{"operations": []any{
+		map[string]any{"action": "add", "content": "Build with make test"}}}); out["success"] != true {
+		t.Fatalf("batch: %v", out)
+	}
+	sys2 := m.systemOf(t, second.ID)
+	if !strings.Contains(sys2, "USER PROFILE (who the user is) [1% — 20/1,375 chars]") || !strings.Contains(sys2, "Prefers metric units") ||
+		strings.Contains(sys2, "Build with make test") {
+		t.Fatalf("the second conversation's prompt: %q", sys2)
+	}
+	// Later turns keep each prompt as it was.
+	m.call(t, "cli", first.ID, "memory", map[string]any{"action": "replace", "target": "user", "old_text": "metric", "content": "Prefers imperial units"})
+	if m.systemOf(t, first.ID) != "" || m.systemOf(t, second.ID) != sys2 {
+		t.Fatal("a stored system prompt changed")
+	}
+	var memoryCalls int
+	for _, p := range m.toolResults(t) {
+		if p.ToolName == "memory" {
+			memoryCalls++
+		}
+	}
+	if memoryCalls != 3 {
+		t.Fatalf("post_tool_call for memory: %d", memoryCalls)
+	}
+	// A scheduled run: no tool, no snapshot.
+	cron := m.MustCreate(t, sessions.CreateParams{Title: "cron"})
+	if turn, _ := m.call(t, turns.PlatformCron, cron.ID, "memory", map[string]any{"action": "add", "content": "from cron"}); len(turn.ToolCalls) != 0 {
+		t.Fatalf("cron called memory: %+v", turn)
+	}
+	if sys := m.systemOf(t, cron.ID); strings.Contains(sys, "imperial") || strings.Contains(sys, "MEMORY") {
+		t.Fatalf("cron's prompt: %q", sys)
+	}
+	// toolsets without memory: the snapshot, not the tool.
+	mu.Lock()
+	toolsets = []string{"file"}
+	mu.Unlock()
+	third := m.MustCreate(t, sessions.CreateParams{Title: "third"})
+	if turn, _ := m.call(t, "cli", third.ID, "memory", map[string]any{"action": "add", "content": "x"}); len(turn.ToolCalls) != 0 {
+		t.Fatalf("memory offered without its toolset: %+v", turn)
+	}
+	if sys := m.systemOf(t, third.ID); !strings.Contains(sys, "Prefers imperial units") || !strings.Contains(sys, "Build with make test") {
+		t.Fatalf("the third conversation's prompt: %q", sys)
+	}
+	if entries, _ := (tools.Memory{Dir: dir}).Entries(tools.TargetMemory); fmt.Sprint(entries) != "[Build with make test]" {
+		t.Fatalf("MEMORY.md: %v", entries)
+	}
+}

@@ -32,6 +32,7 @@ const (
 	srcEngine             // the context engine's get_tool_schemas
 	srcMachine            // the machine's own: the terminal, the file tools
 	srcRecall             // session_search: the store's recall of past conversations
+	srcNotes              // memory: the curated memory (MEMORY.md, USER.md)
 )
 
 type toolEntry struct {
@@ -102,6 +103,9 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 		}
 		if on[tools.SessionSearch] {
 			tt.add(toolEntry{spec: recallSpec, source: srcRecall, name: tools.SessionSearch})
+		}
+		if on[tools.MemoryTool] && l.notes(tc, tt.machine) != nil {
+			tt.add(toolEntry{spec: notesSpec, source: srcNotes, name: tools.MemoryTool})
 		}
 	}
 	for _, c := range l.bus.Capabilities(hooks.CapTool) {
@@ -602,6 +606,8 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 			return string(b), "tool_error", err.Error()
 		}
 		return out, "", ""
+	case srcNotes:
+		return l.runNotes(ctx, tc, sessionID, call.ID, args)
 	case srcMachine:
 		var transform func(command, output string, code int) string
 		if e.tool.Name == "terminal" && l.bus.HasSync(hooks.TransformTermOut) {

@@ -75,6 +75,9 @@ class Recall(MemoryProvider):
         self._record("on_delegation", task=task, result=result, child_session_id=child_session_id,
                      session_id=self.session_id)
 
+    def on_memory_write(self, action, target, content, metadata=None):
+        self._record("on_memory_write", action=action, target=target, content=content, metadata=metadata)
+
     def shutdown(self):
         self._record("shutdown")
 
