@@ -350,6 +350,7 @@ type SettingsDTO struct {
 type ToolsSettingsDTO struct {
 	Terminal       bool   `json:"terminal"`        // terminal and process
 	Files          bool   `json:"files"`           // read_file, write_file, patch, search_files
+	Memory         bool   `json:"memory"`          // the memory tool (MEMORY.md, USER.md)
 	Cwd            string `json:"cwd"`             // where a conversation starts; "" = a terminal's own folder, home elsewhere
 	TimeoutSeconds int    `json:"timeout_seconds"` // a command's time when the model names none; 0 = 180
 	MaxTurns       int    `json:"max_turns"`       // rounds of tool calls in a turn; 0 = 90
@@ -411,6 +412,36 @@ type StandingApprovalsDTO struct {
 	Rules []string `json:"rules"`
 	Path  string   `json:"path"`
 	Error string   `json:"error,omitempty"`
+}
+
+// MemoryDTO is the agent's curated memory, as the familiar agent keeps
+// it in the profile's memories/ folder: its own notes (MEMORY.md) and what
+// it keeps about the user (USER.md). Every new conversation starts with
+// them.
+type MemoryDTO struct {
+	Notes MemoryFileDTO `json:"notes"`
+	User  MemoryFileDTO `json:"user"`
+}
+
+// MemoryFileDTO is one memory file: its entries and its budget.
+type MemoryFileDTO struct {
+	Target  string   `json:"target"` // memory (MEMORY.md) or user (USER.md)
+	Path    string   `json:"path"`
+	Entries []string `json:"entries"`
+	Chars   int      `json:"chars"` // characters the entries take
+	Limit   int      `json:"limit"` // memory.memory_char_limit or memory.user_char_limit
+	// Off: memory.memory_enabled or memory.user_profile_enabled is false
+	// (the file is neither shown to the model nor written).
+	Off bool `json:"off"`
+	// Error says why the file cannot be read.
+	Error string `json:"error,omitempty"`
+}
+
+// MemoryRequest is the body of POST /api/memory/remember and
+// /api/memory/forget: an entry of a target (memory or user).
+type MemoryRequest struct {
+	Target string `json:"target"`
+	Text   string `json:"text"`
 }
 
 // RevokeApprovalRequest is the body of POST /api/approvals/standing/revoke.

@@ -152,6 +152,9 @@ func (h *handler) routes() {
 	withBody(h, "PUT /api/settings", func(_ *http.Request, in SettingsDTO) (any, error) { return h.a.Settings.Set(in) })
 	withBody(h, "POST /api/settings/key", func(_ *http.Request, in KeyRequest) (any, error) { return h.a.Settings.SetKey(in) })
 	h.route("POST /api/settings/model/check", func(r *http.Request) (any, error) { return h.a.Settings.CheckModel() })
+	h.route("GET /api/memory", func(r *http.Request) (any, error) { return h.a.Settings.Memory() })
+	withBody(h, "POST /api/memory/remember", func(_ *http.Request, in MemoryRequest) (any, error) { return h.a.Settings.Remember(in) })
+	withBody(h, "POST /api/memory/forget", func(_ *http.Request, in MemoryRequest) (any, error) { return h.a.Settings.Forget(in) })
 	h.route("GET /api/approvals/standing", func(r *http.Request) (any, error) { return h.a.Settings.StandingApprovals(), nil })
 	withBody(h, "POST /api/approvals/standing/revoke", func(_ *http.Request, in RevokeApprovalRequest) (any, error) {
 		return h.a.Settings.RevokeStandingApproval(in.Rule)

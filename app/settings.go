@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -67,7 +68,7 @@ func (s *Settings) Get() (SettingsDTO, error) {
 // toolsSettings is the agent's tools as config.yaml has them.
 func toolsSettings(cfg config.Config) ToolsSettingsDTO {
 	on, _ := tools.Settings{Toolsets: cfg.Toolsets}.Enabled("")
-	out := ToolsSettingsDTO{Terminal: on["terminal"], Files: on["read_file"], Cwd: cfg.Terminal.Cwd,
+	out := ToolsSettingsDTO{Terminal: on["terminal"], Files: on["read_file"], Memory: on[tools.MemoryTool], Cwd: cfg.Terminal.Cwd,
 		TimeoutSeconds: cfg.Terminal.Timeout, MaxTurns: cfg.Agent.MaxTurns, OwnLists: append([]string{}, slices.Sorted(maps.Keys(cfg.PlatformToolsets))...)}
 	out.Problem = tools.Settings{Backend: cfg.Terminal.Backend}.TerminalProblem()
 	return out
@@ -89,11 +90,14 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	if in.Files {
 		list = append(list, "file")
 	}
+	if in.Memory {
+		list = append(list, tools.MemoryTool)
+	}
 	if on, _ := (tools.Settings{Toolsets: cfg.Toolsets}).Enabled(""); on[tools.SessionSearch] && !slices.Contains(list, tools.SessionSearch) {
 		list = append(list, tools.SessionSearch) // not one of the switches: kept as it was
 	}
 	var toolsets any = list
-	if in.Terminal && in.Files && cfg.Toolsets == nil {
+	if in.Terminal && in.Files && in.Memory && cfg.Toolsets == nil {
 		toolsets = nil // the default: all of them
 	}
 	orNil := func(n int) any {
@@ -185,6 +189,63 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 		}
 	}
 	return s.Get()
+}
+
+// Memory is the agent's curated memory as its files hold it now.
+func (s *Settings) Memory() (MemoryDTO, error) {
+	m, err := s.memory()
+	if err != nil {
+		return MemoryDTO{}, err
+	}
+	file := func(target string) MemoryFileDTO {
+		f, err := m.File(target)
+		out := MemoryFileDTO{Target: f.Target, Path: f.Path, Entries: f.Entries, Chars: f.Chars, Limit: f.Limit, Off: f.Off}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		return out
+	}
+	return MemoryDTO{Notes: file(tools.TargetMemory), User: file(tools.TargetUser)}, nil
+}
+
+// Remember adds an entry as the memory tool would (within the file's
+// budget, refusing text that would steer the model): every conversation
+// started from now on has it.
+func (s *Settings) Remember(in MemoryRequest) (MemoryDTO, error) {
+	return s.changeMemory(in, tools.Memory.Remember)
+}
+
+// Forget removes the entry that is exactly in.Text.
+func (s *Settings) Forget(in MemoryRequest) (MemoryDTO, error) {
+	return s.changeMemory(in, tools.Memory.Forget)
+}
+
+func (s *Settings) changeMemory(in MemoryRequest, change func(tools.Memory, string, string) error) (MemoryDTO, error) {
+	if n := len(in.Text); n > maxMemoryEntry {
+		return MemoryDTO{}, limits.TooLarge("the entry", int64(n), maxMemoryEntry, "a memory entry")
+	}
+	m, err := s.memory()
+	if err != nil {
+		return MemoryDTO{}, err
+	}
+	if err := change(m, in.Target, in.Text); errors.Is(err, tools.ErrNoEntry) {
+		return MemoryDTO{}, apperr.New(apperr.NotFound, "%s", err.Error())
+	} else if err != nil {
+		return MemoryDTO{}, apperr.New(apperr.Invalid, "%s", err.Error())
+	}
+	return s.Memory()
+}
+
+// maxMemoryEntry bounds an entry a person sends (the files' budgets are far
+// smaller; this bounds the work of checking it).
+const maxMemoryEntry = 64 << 10
+
+func (s *Settings) memory() (tools.Memory, error) {
+	cfg, _, err := config.Load(s.home.ConfigPath())
+	if err != nil {
+		return tools.Memory{}, err
+	}
+	return stack.MemoryOf(s.home, cfg), nil
 }
 
 // StandingApprovals lists the rules a person allowed "always".

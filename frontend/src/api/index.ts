@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, PluginEnvRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
+import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, MemoryRequest, PluginEnvRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -196,6 +196,12 @@ export const api = {
     /** revokeStandingApproval: the rule is asked again from its next call, in every process of the profile */
     revokeStandingApproval: (rule: string) =>
       call('Settings', 'RevokeStandingApproval', [rule], { route: 'POST /api/approvals/standing/revoke', body: { rule } }),
+    /** memory: what the agent remembers (MEMORY.md, USER.md in the profile's memories/ folder) */
+    memory: () => call('Settings', 'Memory', [], { route: 'GET /api/memory' }),
+    /** remember adds an entry (held to the file's budget and the tool's checks) */
+    remember: (req: MemoryRequest) => call('Settings', 'Remember', [req], { route: 'POST /api/memory/remember', body: req }),
+    /** forget removes exactly that entry */
+    forget: (req: MemoryRequest) => call('Settings', 'Forget', [req], { route: 'POST /api/memory/forget', body: req }),
     /** ready tells the backend the first page is painted (the window then starts plugin processes). */
     ready: () => call('Settings', 'Ready', [], { route: 'POST /api/ready' }),
   },

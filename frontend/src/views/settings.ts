@@ -8,6 +8,7 @@ import type { SettingsDTO } from '../types';
 import type { StandingApprovalsDTO } from '../api/gen/dto';
 import { described, errorLine, fieldRow } from './fields';
 import { ModelSection } from './model-settings';
+import { MemorySection } from './memory-settings';
 import { ToolsSection } from './tools-settings';
 
 interface Field {
@@ -86,6 +87,7 @@ export class SettingsView implements View {
   private readonly mode: HTMLSelectElement;
   private readonly model: ModelSection;
   private readonly tools: ToolsSection;
+  private readonly memory: MemorySection;
 
   constructor() {
     const form = h('form', { class: 'settings', novalidate: true, 'aria-label': 'Settings' });
@@ -106,6 +108,7 @@ export class SettingsView implements View {
     this.profile = h('select', described('set-profile'));
     this.model = new ModelSection();
     this.tools = new ToolsSection();
+    this.memory = new MemorySection();
     form.append(this.field('set-profile', 'Profile at startup', this.profile, 'Applies at next launch.', 'profile'), approvals, this.model.el, this.tools.el);
     this.formError = h('div', { class: 'form-error', role: 'alert' });
     this.saved = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite' });
@@ -124,6 +127,7 @@ export class SettingsView implements View {
       h('div', { class: 'page-head' }, h('h1', {}, 'Settings')),
       h('p', { class: 'muted' }, 'These keys of config.yaml apply once saved, in every open window, dashboard and gateway of this profile: the model and the agent’s tools at its next turn, approvals at the next ask. The startup profile applies at the next launch.'),
       form,
+      this.memory.el,
       h(
         'section',
         { class: 'standing', 'aria-labelledby': 'standing-title' },
@@ -149,6 +153,7 @@ export class SettingsView implements View {
   show(): void {
     void this.load();
     void this.loadStanding();
+    void this.memory.load();
     this.renderInfo();
   }
 

@@ -1,5 +1,5 @@
 // The agent's tools part of Settings: whether the model may use the
-// terminal and the file tools, where a conversation's commands start, how
+// terminal, the file tools and its memory, where a conversation's commands start, how
 // long a command may take and how many rounds of tools a turn may take
 // (config.yaml's toolsets, terminal.cwd, terminal.timeout, agent.max_turns,
 // as the familiar agent names them). Saved with the form.
@@ -8,7 +8,7 @@ import { h, replace } from '../dom';
 import { described, errorLine, fieldRow } from './fields';
 import type { ToolsSettingsDTO } from '../api/gen/dto';
 
-type Key = 'terminal' | 'files' | 'cwd' | 'timeout_seconds' | 'max_turns';
+type Key = 'terminal' | 'files' | 'memory' | 'cwd' | 'timeout_seconds' | 'max_turns';
 
 /** Words of a server message that point at a field. */
 const words: Array<[Key, RegExp]> = [
@@ -21,6 +21,7 @@ export class ToolsSection {
   readonly el: HTMLFieldSetElement;
   private readonly terminal: HTMLInputElement;
   private readonly files: HTMLInputElement;
+  private readonly memory: HTMLInputElement;
   private readonly cwd: HTMLInputElement;
   private readonly timeout: HTMLInputElement;
   private readonly maxTurns: HTMLInputElement;
@@ -31,6 +32,7 @@ export class ToolsSection {
   constructor() {
     this.terminal = h('input', { ...described('set-tools-terminal'), type: 'checkbox' });
     this.files = h('input', { ...described('set-tools-files'), type: 'checkbox' });
+    this.memory = h('input', { ...described('set-tools-memory'), type: 'checkbox' });
     this.cwd = h('input', { ...described('set-tools-cwd'), type: 'text', placeholder: 'a terminal’s own folder; your home folder elsewhere', spellcheck: false, autocomplete: 'off' });
     this.timeout = h('input', { ...described('set-tools-timeout'), type: 'number', min: 0, max: 600, step: '1', inputmode: 'numeric' });
     this.maxTurns = h('input', { ...described('set-tools-max-turns'), type: 'number', min: 0, max: 10000, step: '1', inputmode: 'numeric' });
@@ -46,6 +48,7 @@ export class ToolsSection {
       ),
       this.check('set-tools-terminal', 'Terminal', this.terminal, 'Run shell commands (and background processes) in the conversation’s folder.', 'terminal'),
       this.check('set-tools-files', 'Files', this.files, 'Read, write, edit and search files.', 'files'),
+      this.check('set-tools-memory', 'Memory', this.memory, 'Keep notes, and what it learns about you, for later conversations (below).', 'memory'),
       this.field('set-tools-cwd', 'Start folder', this.cwd, 'Where a conversation’s commands and relative paths start (terminal.cwd): an absolute folder, or ~/…; empty for the default.', 'cwd'),
       this.field('set-tools-timeout', 'Command time (seconds)', this.timeout, 'How long a command may run when the model names no time; 0 = 180; at most 600.', 'timeout_seconds'),
       this.field('set-tools-max-turns', 'Tool rounds per turn', this.maxTurns, 'Then the model answers with what it has (agent.max_turns); 0 = 90.', 'max_turns'),
@@ -71,6 +74,7 @@ export class ToolsSection {
     if (!t) return;
     this.terminal.checked = t.terminal;
     this.files.checked = t.files;
+    this.memory.checked = t.memory;
     this.cwd.value = t.cwd;
     this.timeout.value = String(t.timeout_seconds);
     this.maxTurns.value = String(t.max_turns);
@@ -122,7 +126,7 @@ export class ToolsSection {
     if (timeout === null) return null;
     const maxTurns = num(this.maxTurns, 'max_turns', 10000);
     if (maxTurns === null) return null;
-    return { ...this.current, terminal: this.terminal.checked, files: this.files.checked, cwd, timeout_seconds: timeout, max_turns: maxTurns };
+    return { ...this.current, terminal: this.terminal.checked, files: this.files.checked, memory: this.memory.checked, cwd, timeout_seconds: timeout, max_turns: maxTurns };
   }
 
   /** claim puts a server message under the field it names; false when it names none. */

@@ -505,6 +505,47 @@ export interface ListFilter {
   cursor?: string;
 }
 
+/**
+ * MemoryDTO is the agent's curated memory, as the familiar agent keeps
+ * it in the profile's memories/ folder: its own notes (MEMORY.md) and what
+ * it keeps about the user (USER.md). Every new conversation starts with
+ * them.
+ */
+export interface MemoryDTO {
+  notes: MemoryFileDTO;
+  user: MemoryFileDTO;
+}
+
+/** MemoryFileDTO is one memory file: its entries and its budget. */
+export interface MemoryFileDTO {
+  /** memory (MEMORY.md) or user (USER.md) */
+  target: string;
+  path: string;
+  entries: string[] | null;
+  /** characters the entries take */
+  chars: number;
+  /** memory.memory_char_limit or memory.user_char_limit */
+  limit: number;
+  /**
+   * Off: memory.memory_enabled or memory.user_profile_enabled is false
+   * (the file is neither shown to the model nor written).
+   */
+  off: boolean;
+  /** Error says why the file cannot be read. */
+  error?: string;
+}
+
+/**
+ * MemoryRequest is the body of POST /api/memory/remember and
+ * /api/memory/forget: an entry of a target (memory or user).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface MemoryRequest {
+  target?: string;
+  text?: string;
+}
+
 /** MessageDTO is one transcript message. */
 export interface MessageDTO {
   id: number;
@@ -964,6 +1005,8 @@ export interface ToolsSettingsDTO {
   terminal: boolean;
   /** read_file, write_file, patch, search_files */
   files: boolean;
+  /** the memory tool (MEMORY.md, USER.md) */
+  memory: boolean;
   /** where a conversation starts; "" = a terminal's own folder, home elsewhere */
   cwd: string;
   /** a command's time when the model names none; 0 = 180 */
