@@ -784,15 +784,16 @@ func (m machineEnv) systemOf(t *testing.T, id string) string {
 // carries them as they were when it started, and keeps them so (a later
 // write shows in the next conversation, not this one); post_tool_call
 // reports the call as any other. A scheduled run neither sees nor writes
-// them; toolsets without memory leave the tool out and the snapshot in.
+// them, nor a platform whose toolsets leave memory out.
 func TestMemoryToolAndItsSnapshot(t *testing.T) {
 	t.Parallel()
 	var toolsets []string
+	var platforms map[string][]string
 	var mu sync.Mutex
 	m := newMachineEnv(t, func(s *tools.Settings) {
 		mu.Lock()
 		defer mu.Unlock()
-		s.Toolsets = toolsets
+		s.Toolsets, s.PlatformToolsets = toolsets, platforms
 		s.Memory = tools.Memory{Dir: filepath.Join(filepath.Dir(s.Protected[0]), "memories")}
 	}, nil)
 	dir := filepath.Join(m.home.Dir, "memories")
@@ -840,16 +841,26 @@ func TestMemoryToolAndItsSnapshot(t *testing.T) {
 	if sys := m.systemOf(t, cron.ID); strings.Contains(sys, "imperial") || strings.Contains(sys, "MEMORY") {
 		t.Fatalf("cron's prompt: %q", sys)
 	}
-	// toolsets without memory: the snapshot, not the tool.
+	// A platform whose list leaves memory out (a chat platform kept from
+	// what is known about the owner): neither the tool nor the snapshot;
+	// another platform keeps both.
 	mu.Lock()
-	toolsets = []string{"file"}
+	toolsets = []string{"file", "memory"}
+	platforms = map[string][]string{"telegram": {"file"}}
 	mu.Unlock()
 	third := m.MustCreate(t, sessions.CreateParams{Title: "third"})
-	if turn, _ := m.call(t, "cli", third.ID, "memory", map[string]any{"action": "add", "content": "x"}); len(turn.ToolCalls) != 0 {
+	if turn, _ := m.call(t, "telegram", third.ID, "memory", map[string]any{"action": "add", "content": "x"}); len(turn.ToolCalls) != 0 {
 		t.Fatalf("memory offered without its toolset: %+v", turn)
 	}
-	if sys := m.systemOf(t, third.ID); !strings.Contains(sys, "Prefers imperial units") || !strings.Contains(sys, "Build with make test") {
-		t.Fatalf("the third conversation's prompt: %q", sys)
+	if sys := m.systemOf(t, third.ID); sys != "" {
+		t.Fatalf("the telegram conversation's prompt: %q", sys)
+	}
+	fourth := m.MustCreate(t, sessions.CreateParams{Title: "fourth"})
+	if _, err := m.loop.Send(ctx, fourth.ID, "hello", hooks.LocalContext("cli", fourth.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if sys := m.systemOf(t, fourth.ID); !strings.Contains(sys, "Prefers imperial units") || !strings.Contains(sys, "Build with make test") {
+		t.Fatalf("the cli conversation's prompt: %q", sys)
 	}
 	if entries, _ := (tools.Memory{Dir: dir}).Entries(tools.TargetMemory); fmt.Sprint(entries) != "[Build with make test]" {
 		t.Fatalf("MEMORY.md: %v", entries)

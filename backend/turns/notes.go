@@ -14,7 +14,7 @@ import (
 // whose writes the memory provider mirrors (on_memory_write). A scheduled
 // run and a delegated subagent have neither, as with the familiar agent:
 // their prompts are not the user's and would corrupt what is kept about
-// them.
+// them. Nor does a platform whose toolsets leave the memory tool out.
 
 var notesSpec = llm.ToolSpec{Name: tools.MemoryTool, Description: tools.MemoryDescription, Parameters: tools.MemoryParameters}
 
@@ -28,14 +28,21 @@ func (l *Loop) notes(tc *turnCtx, s tools.Settings) *tools.Memory {
 }
 
 // notesPrompt is the memory's part of a new conversation's system prompt:
-// the files as they are now ("" when they are empty, or there is no
-// memory). The tool's own description says when to use it.
+// the files as they are now ("" when they are empty, or the conversation
+// has no memory). Memory goes with its tool: where toolsets (or a
+// platform's own list) leave the memory tool out, the files are not shown
+// either, so a chat platform can be kept from seeing what is kept about
+// the owner. The tool's own description says when to use it.
 func (l *Loop) notesPrompt(tc *turnCtx) string {
 	if l.opts.Machine == nil {
 		return ""
 	}
-	m := l.notes(tc, l.opts.Machine())
+	s := l.opts.Machine()
+	m := l.notes(tc, s)
 	if m == nil {
+		return ""
+	}
+	if on, _ := s.Enabled(tc.platform); !on[tools.MemoryTool] {
 		return ""
 	}
 	snapshot, err := m.Snapshot()

@@ -48,7 +48,7 @@ export class ToolsSection {
       ),
       this.check('set-tools-terminal', 'Terminal', this.terminal, 'Run shell commands (and background processes) in the conversation’s folder.', 'terminal'),
       this.check('set-tools-files', 'Files', this.files, 'Read, write, edit and search files.', 'files'),
-      this.check('set-tools-memory', 'Memory', this.memory, 'Keep notes, and what it learns about you, for later conversations (below).', 'memory'),
+      this.check('set-tools-memory', 'Memory', this.memory, 'Keep notes, and what it learns about you, for later conversations (below). Off, conversations neither see nor change them.', 'memory'),
       this.field('set-tools-cwd', 'Start folder', this.cwd, 'Where a conversation’s commands and relative paths start (terminal.cwd): an absolute folder, or ~/…; empty for the default.', 'cwd'),
       this.field('set-tools-timeout', 'Command time (seconds)', this.timeout, 'How long a command may run when the model names no time; 0 = 180; at most 600.', 'timeout_seconds'),
       this.field('set-tools-max-turns', 'Tool rounds per turn', this.maxTurns, 'Then the model answers with what it has (agent.max_turns); 0 = 90.', 'max_turns'),
