@@ -92,14 +92,17 @@ no hook: it is history, not activity.`,
 
 // familiarFiles says, after an import from the familiar agent, which of
 // its files beside its store Atrium reads as they are (its .env, its
-// config.yaml), where the profile has none yet: copying them brings the
-// keys and the settings along. Nothing is copied: they are the person's.
+// config.yaml, its memory's MEMORY.md and USER.md), where the profile has
+// none yet: copying them brings the keys, the settings and what the agent
+// remembers along. Nothing is copied: they are the person's.
 func (r *runner) familiarFiles(store string, home config.Home) {
 	dir := store
 	if fi, err := os.Stat(store); err == nil && !fi.IsDir() {
 		dir = filepath.Dir(store)
 	}
-	for _, f := range []struct{ name, what string }{{".env", "keys"}, {"config.yaml", "settings"}} {
+	memories := filepath.Base(home.MemoriesDir())
+	for _, f := range []struct{ name, what string }{{".env", "keys"}, {"config.yaml", "settings"},
+		{filepath.Join(memories, "MEMORY.md"), "notes (its memory)"}, {filepath.Join(memories, "USER.md"), "profile of you (its memory)"}} {
 		src, dst := filepath.Join(dir, f.name), filepath.Join(home.Dir, f.name)
 		if _, err := os.Stat(src); err != nil {
 			continue
@@ -107,7 +110,11 @@ func (r *runner) familiarFiles(store string, home config.Home) {
 		if _, err := os.Stat(dst); err == nil {
 			continue
 		}
-		fmt.Fprintf(r.env.Stdout, "note: %s holds that agent's %s, which Atrium reads as they are: cp -p %s %s\n", src, f.what, shellQuote(src), shellQuote(dst))
+		mkdir := ""
+		if _, err := os.Stat(filepath.Dir(dst)); err != nil {
+			mkdir = "mkdir -p " + shellQuote(filepath.Dir(dst)) + " && "
+		}
+		fmt.Fprintf(r.env.Stdout, "note: %s holds that agent's %s, which Atrium reads as they are: %scp -p %s %s\n", src, f.what, mkdir, shellQuote(src), shellQuote(dst))
 	}
 }
 

@@ -59,6 +59,13 @@ func TestImportFromTheFamiliarAgentThroughTheCommandLine(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("# mine\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Its memory: the same files and format, read as they are.
+	if err := os.MkdirAll(filepath.Join(hh, "memories"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hh, "memories", "USER.md"), []byte("Prefers metric units"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// Dry run first: said, nothing written.
 	r := atriumExec(t, home, "", env, "sessions", "import", "hermes", "--dry-run")
@@ -67,7 +74,9 @@ func TestImportFromTheFamiliarAgentThroughTheCommandLine(t *testing.T) {
 	}
 	// The profile has a config.yaml of its own: only the keys are named.
 	if !strings.Contains(r.stdout, "note: "+filepath.Join(hh, ".env")+" holds that agent's keys, which Atrium reads as they are: cp -p "+filepath.Join(hh, ".env")+" "+filepath.Join(home, ".env")+"\n") ||
-		strings.Contains(r.stdout, "config.yaml holds") {
+		strings.Contains(r.stdout, "config.yaml holds") || strings.Contains(r.stdout, "MEMORY.md") ||
+		!strings.Contains(r.stdout, "note: "+filepath.Join(hh, "memories", "USER.md")+" holds that agent's profile of you (its memory), which Atrium reads as they are: mkdir -p "+
+			filepath.Join(home, "memories")+" && cp -p "+filepath.Join(hh, "memories", "USER.md")+" "+filepath.Join(home, "memories", "USER.md")+"\n") {
 		t.Fatalf("the notes: %q", r.stdout)
 	}
 	if _, err := os.Stat(filepath.Join(home, ".env")); err == nil {
