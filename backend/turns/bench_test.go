@@ -284,10 +284,10 @@ func BenchmarkSessionSearch(b *testing.B) {
 
 // BenchmarkMemoryTurn is a turn whose tool call is the memory tool (an
 // entry added; the next turn's call removes it, so the file stays near its
-// size) beside the same turn calling echo (with the memory tool offered and
-// without), and the first turn of a new
-// conversation, whose system prompt carries the memory's snapshot, beside
-// one with no memory.
+// size), one whose call is refused (nothing written), the same turn
+// calling echo (with the memory tool offered and without), and the first
+// turn of a new conversation, whose system prompt carries the memory's
+// snapshot, beside one with no memory.
 func BenchmarkMemoryTurn(b *testing.B) {
 	e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second})
 	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())

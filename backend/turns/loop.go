@@ -429,8 +429,9 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		tc.engine = &c
 	}
 
-	// The system prompt (plugin sections, the memory provider's block) is
-	// assembled once, at the first turn, and stored: frozen per session.
+	// The system prompt (the memory files, the memory provider's block,
+	// plugin sections) is assembled once, at the first turn, and stored:
+	// frozen per session.
 	var system string
 	if first && !hasLeadingSystem(history) {
 		system = l.systemPrompt(ctx, tc, sess)
