@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -120,7 +122,7 @@ type memoryFile struct {
 }
 
 func (m Memory) read(target string) (memoryFile, error) {
-	b, err := os.ReadFile(m.Path(target))
+	b, err := readBounded(m.Path(target), maxMemoryFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return memoryFile{}, nil
 	}
@@ -142,6 +144,37 @@ func (m Memory) read(target string) (memoryFile, error) {
 		longest > m.Limit(target)
 	f.entries = dedupe(f.entries)
 	return f, nil
+}
+
+// maxMemoryFile bounds what is read of a memory file: its budget is a few
+// kilobytes, and a file grown past this by other means (a runaway append)
+// is refused whole rather than read into every conversation's start.
+const maxMemoryFile = 1 << 20
+
+// readBounded reads path when it is a regular file of at most max bytes
+// (through a link too): a FIFO or a device would block or never end.
+func readBounded(path string, max int64) ([]byte, error) {
+	// Not blocking: opening a FIFO would wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d a memory file may be: trim it by hand", path, fi.Size(), max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s grew over the %d bytes a memory file may be: trim it by hand", path, max)
+	}
+	return b, err
 }
 
 // Entries is target's entries as the file holds them now.

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -286,6 +287,31 @@ func TestMemoryDrift(t *testing.T) {
 	}
 	if r, _ := memCall(t, m, nil, map[string]any{"action": "remove", "old_text": "ok"}); r["drift_backup"] == nil {
 		t.Fatalf("not UTF-8: %v", r)
+	}
+	// A file grown past the bound by other means, a FIFO, a link to a
+	// device: refused, never read whole, never waited on, never replaced.
+	huge := Memory{Dir: t.TempDir()}
+	if err := os.WriteFile(huge.Path(TargetMemory), []byte(strings.Repeat("x", maxMemoryFile+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := memCall(t, huge, nil, map[string]any{"action": "add", "content": "y"}); !strings.Contains(fmt.Sprint(r["error"]), "over the 1048576 a memory file may be") {
+		t.Fatalf("huge: %v", r)
+	}
+	if _, err := huge.Snapshot(); err == nil {
+		t.Fatal("the snapshot of a huge file said nothing")
+	}
+	if err := syscall.Mkfifo(huge.Path(TargetUser), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := memCall(t, huge, nil, map[string]any{"action": "add", "target": "user", "content": "y"}); !strings.Contains(fmt.Sprint(r["error"]), "not a regular file") {
+		t.Fatalf("fifo: %v", r)
+	}
+	dev := Memory{Dir: t.TempDir()}
+	if err := os.Symlink("/dev/zero", dev.Path(TargetMemory)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dev.Entries(TargetMemory); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("/dev/zero: %v", err)
 	}
 	// A file that cannot be read is not replaced by an empty one.
 	d := Memory{Dir: t.TempDir()}
