@@ -942,8 +942,17 @@ async function main() {
     }
   });
   async function settingsMemory() {
-    const saved = await atrium('send', ids['Payments refactor'], 'use tool memory: {"action": "add", "target": "user", "content": "Prefers metric units"}');
-    eq((saved.tool_calls ?? []).join(','), 'memory', `the memory tool (${saved.reply})`);
+    // The agent saves an entry; the transcript shows what it added and the
+    // file's usage, not the JSON.
+    await sendIn('Payments refactor', 'use tool memory: {"action": "add", "target": "user", "content": "Prefers metric units"}');
+    const call = page.locator('[role=log] [data-testid=tool-call]').filter({ hasText: 'Memory, USER.md' });
+    await call.last().waitFor({ timeout: 30_000 });
+    eq((await call.last().locator('li').innerText()).trim(), '+ Prefers metric units', 'the memory call shown');
+    const status = page.locator('[role=log] [data-testid=tool-status]').filter({ hasText: 'Entry added.' });
+    await status.last().waitFor({ timeout: 10_000 });
+    assert(/20\/1,375 chars/.test(await status.last().innerText()), `the usage shown: ${await status.last().innerText()}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-memory-call.png') });
+    await backToList();
     const dir = join(dirname((await atrium('config', 'show')).env_file.path), 'memories');
     eq(readFileSync(join(dir, 'USER.md'), 'utf8'), 'Prefers metric units', 'USER.md after the tool');
     await page.click('[data-testid=nav-settings]');

@@ -35,6 +35,18 @@ describe('toolView', () => {
     expect(toolResult('patch', '{"success":false,"error":"Could not find old_string in a.go"}')!.querySelector('.bad')!.textContent).toContain('Could not find');
   });
 
+  it('shows a memory call as the entries it adds, replaces and removes, and its result as its message', () => {
+    const one = toolCall('memory', '{"action":"add","target":"user","content":"Prefers metric units"}')!;
+    expect(one.textContent).toBe('Memory, USER.md+ Prefers metric units');
+    const batch = toolCall('memory', '{"target":"memory","operations":[{"action":"replace","old_text":"pnpm","content":"Uses npm"},{"action":"remove","old_text":"Fridays"}]}')!;
+    expect([...batch.querySelectorAll('li')].map((li) => li.textContent)).toEqual(['− pnpm → Uses npm', '− Fridays']);
+    expect(batch.textContent).toContain('MEMORY.md');
+    const ok = toolResult('memory', '{"success":true,"done":true,"target":"user","usage":"1% — 20/1,375 chars","entry_count":1,"message":"Entry added."}')!;
+    expect(ok.querySelector('.good')!.textContent).toBe('Entry added. · 1% — 20/1,375 chars');
+    const refused = toolResult('memory', '{"success":false,"error":"Refused: the text matches \'prompt_injection\'."}')!;
+    expect(refused.querySelector('.bad')!.textContent).toContain('prompt_injection');
+  });
+
   it('leaves anything else to the plain view', () => {
     expect(toolCall('echo', '{"text":"hi"}')).toBeNull();
     expect(toolCall('terminal', 'not json')).toBeNull();

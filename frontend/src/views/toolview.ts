@@ -1,7 +1,7 @@
 // toolView shows the machine's tools as a person reads them, rather than
 // as the JSON the model reads: a terminal call as the command line it ran,
 // its result as the output with its exit code, a file call by its file, an
-// edit as its diff. Anything else (another tool, JSON that does not parse)
+// edit as its diff, a memory call as the entries it adds and removes. Anything else (another tool, JSON that does not parse)
 // is left to the caller's plain view.
 import { h } from '../dom';
 
@@ -56,6 +56,12 @@ export function toolCall(tool: string, content: string): HTMLElement | null {
       if (str(a.query)) return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Search past conversations for ', h('code', {}, str(a.query)));
       return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Browse recent conversations');
     }
+    case 'memory': {
+      const file = str(a.target) === 'user' ? 'USER.md' : 'MEMORY.md';
+      const ops = Array.isArray(a.operations) ? (a.operations as unknown[]) : [{ action: a.action, content: a.content, old_text: a.old_text }];
+      const lines = ops.map((raw) => memoryOp(raw && typeof raw === 'object' ? (raw as Args) : {}));
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, h('div', {}, 'Memory, ', h('code', {}, file)), h('ul', { class: 'memory-ops' }, ...lines));
+    }
     case 'search_files': {
       if (!str(a.pattern)) return null;
       const where = str(a.path) && str(a.path) !== '.' ? ` in ${str(a.path)}` : '';
@@ -93,6 +99,13 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
       if (!str(r.diff)) return null;
       return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('pre', { class: 'tool-diff' }, ...diffLines(str(r.diff))));
     }
+    case 'memory': {
+      if (r.success === true) {
+        return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status good', 'data-testid': 'tool-status' }, [str(r.message), str(r.usage)].filter(Boolean).join(' · ')));
+      }
+      if (!error) return null;
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
+    }
     case 'read_file':
     case 'write_file':
     case 'search_files':
@@ -100,6 +113,21 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
       return null; // their own text reads well enough as it is
   }
   return null;
+}
+
+/** memoryOp is one change of a memory call as a line: what it adds, what it replaces with what, what it removes. */
+function memoryOp(op: Args): HTMLElement {
+  const content = str(op.content);
+  const old = str(op.old_text);
+  switch (str(op.action)) {
+    case 'add':
+      return h('li', {}, h('span', { class: 'diff-add' }, '+ '), content);
+    case 'replace':
+      return h('li', {}, h('span', { class: 'diff-del' }, '− '), h('q', {}, old), h('span', { class: 'diff-add' }, ' → '), content);
+    case 'remove':
+      return h('li', {}, h('span', { class: 'diff-del' }, '− '), h('q', {}, old));
+  }
+  return h('li', { class: 'muted' }, `${str(op.action) || '(no action)'} ${content || old}`.trim());
 }
 
 /** diffLines marks a unified diff's (or a V4A patch's) added and removed lines. */
