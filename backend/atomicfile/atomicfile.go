@@ -15,6 +15,19 @@ import (
 // folder must exist. On any error the temporary file is removed and path is
 // left as it was.
 func Write(path string, data []byte, perm os.FileMode, check func(tmp string) error) (err error) {
+	return write(path, data, perm, check, true)
+}
+
+// WriteUnsynced is Write without the sync: for a file whose last change
+// costs little to lose at a power cut (the process crashing still leaves
+// the old file or the new one), where a sync would be most of the cost of
+// writing it. After a power cut it may be empty: a reader takes an empty
+// file as none.
+func WriteUnsynced(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, nil, false)
+}
+
+func write(path string, data []byte, perm os.FileMode, check func(tmp string) error, sync bool) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
@@ -26,7 +39,7 @@ func Write(path string, data []byte, perm os.FileMode, check func(tmp string) er
 		}
 	}()
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

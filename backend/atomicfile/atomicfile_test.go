@@ -35,6 +35,15 @@ func TestWriteReplacesWholeAndCleansUp(t *testing.T) {
 	if err := Write(filepath.Join(dir, "no", "f"), nil, 0o644, nil); err == nil {
 		t.Fatal("wrote into a missing folder")
 	}
+	// Unsynced: the same replacement, the same cleanup.
+	if err := WriteUnsynced(path, []byte("newer"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(path)
+	entries, _ = os.ReadDir(dir)
+	if string(b) != "newer" || len(entries) != 1 {
+		t.Fatalf("unsynced: %q, %d entries", b, len(entries))
+	}
 }
 
 func TestReplaceKeepsALinkAndItsMode(t *testing.T) {
