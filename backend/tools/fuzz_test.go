@@ -16,6 +16,7 @@ import (
 // Nothing may panic or take long, a patch may write nothing outside its
 // folder, and a check's verdict is one of the rules'.
 func FuzzModelArguments(f *testing.F) {
+	f.Add(`[{"id":"1","content":"a","status":"in_progress","parent":"2"},{"id":"2","content":"b","status":"pending","parent":"1"}]`, `[{"id":"1","status":"completed"}]`, "[7]", "x")
 	f.Add("rm -rf /", "*** Begin Patch\n*** Update File: a.txt\n@@ one\n-two\n+2\n*** End Patch", "two", "t(w)o")
 	f.Add("git push -f", "*** Begin Patch\n*** Add File: b/c.txt\n+x\n*** Move to: d\n*** End Patch", "", "[")
 	f.Add(":(){ :|:& };:", "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch\n", "one\ntwo", "^$")
@@ -77,6 +78,21 @@ func FuzzModelArguments(f *testing.F) {
 		}
 		if _, err := m.Snapshot(); err != nil {
 			t.Fatal(err)
+		}
+		// The task list: any text as its list (JSON or not), whole and
+		// merged; the answer is JSON and the list stays within its bounds.
+		var list Todos
+		for _, args := range []map[string]any{{"todos": command}, {"todos": patchText, "merge": true}, {"todos": old, "merge": "true"}} {
+			next, out := list.Call(args)
+			var r map[string]any
+			if json.Unmarshal([]byte(out), &r) != nil {
+				t.Fatalf("todo %v: no JSON object: %q", args, out)
+			}
+			if len(next.Items) > maxTodoItems {
+				t.Fatalf("todo: %d items", len(next.Items))
+			}
+			_ = next.Active()
+			list = next
 		}
 		if !strings.Contains(patchText, "..") && !strings.Contains(patchText, "/") {
 			if b, _ := os.ReadFile(sentinel); string(b) != "keep" {

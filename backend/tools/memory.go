@@ -122,7 +122,7 @@ type memoryFile struct {
 }
 
 func (m Memory) read(target string) (memoryFile, error) {
-	b, err := readBounded(m.Path(target), maxMemoryFile)
+	b, err := readBounded(m.Path(target), maxMemoryFile, "a memory file")
 	if errors.Is(err, fs.ErrNotExist) {
 		return memoryFile{}, nil
 	}
@@ -152,8 +152,9 @@ func (m Memory) read(target string) (memoryFile, error) {
 const maxMemoryFile = 1 << 20
 
 // readBounded reads path when it is a regular file of at most max bytes
-// (through a link too): a FIFO or a device would block or never end.
-func readBounded(path string, max int64) ([]byte, error) {
+// (through a link too): a FIFO or a device would block or never end. what
+// names the file in an error.
+func readBounded(path string, max int64, what string) ([]byte, error) {
 	// Not blocking: opening a FIFO would wait for a writer.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -168,11 +169,11 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d a memory file may be: trim it by hand", path, fi.Size(), max)
+		return nil, fmt.Errorf("%s is %d bytes, over the %d %s may be: trim it by hand", path, fi.Size(), max, what)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s grew over the %d bytes a memory file may be: trim it by hand", path, max)
+		err = fmt.Errorf("%s grew over the %d bytes %s may be: trim it by hand", path, max, what)
 	}
 	return b, err
 }

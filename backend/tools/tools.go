@@ -89,8 +89,8 @@ func Names() []string {
 const SessionSearch = "session_search"
 
 // Offered is every tool name toolsets can offer: the machine's, the
-// store's and the curated memory.
-func Offered() []string { return append(Names(), SessionSearch, MemoryTool) }
+// store's, the curated memory and the task list.
+func Offered() []string { return append(Names(), SessionSearch, MemoryTool, TodoTool) }
 
 // Settings are config.yaml's keys for the machine's tools, as the familiar
 // agent names them.
@@ -169,12 +169,13 @@ var toolsetsOf = map[string][]string{
 	"debugging":   {"terminal", "process", "read_file", "write_file", "patch", "search_files"},
 	SessionSearch: {SessionSearch},
 	MemoryTool:    {MemoryTool},
+	TodoTool:      {TodoTool},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
 // (web search, a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
-var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills", "todo", "clarify",
+var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills", "clarify",
 	"code_execution", "cronjob", "delegation", "tts", "moa", "rl", "homeassistant", "messaging",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
@@ -226,7 +227,7 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 			on[t] = true
 		}
 		if !ours && !known {
-			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, memory and session_search; all, debugging and hermes-* take them in)")
+			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, memory, todo and session_search; all, debugging and hermes-* take them in)")
 		}
 	}
 	if problem := s.TerminalProblem(); on["terminal"] && problem != "" {

@@ -344,3 +344,32 @@ func benchTurns(b *testing.B, e *sessionstest.Env, l *turns.Loop, texts ...strin
 		}
 	}
 }
+
+// BenchmarkTodoTurn is a turn whose tool call changes one item of a task
+// list of ten (read from beside the session, written back) beside the
+// same turn calling echo, with a short text and with one the size of the
+// list.
+func BenchmarkTodoTurn(b *testing.B) {
+	e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second})
+	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
+	l, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000},
+		Machine: func() tools.Settings { return tools.Settings{Toolsets: []string{"todo"}} }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var items []string
+	for i := range 10 {
+		items = append(items, fmt.Sprintf(`{"id": "%d", "content": "step %d of the migration: move table %d and check its counts", "status": "pending"}`, i, i, i))
+	}
+	plan := `use tool todo: {"todos": [` + strings.Join(items, ", ") + `]}`
+	b.Run("turn-todo", func(b *testing.B) {
+		benchTurns(b, e, l, plan, `use tool todo: {"merge": true, "todos": [{"id": "3", "status": "in_progress"}]}`,
+			`use tool todo: {"merge": true, "todos": [{"id": "3", "status": "completed"}]}`)
+	})
+	b.Run("turn-echo", func(b *testing.B) { benchTurns(b, e, l, `use tool echo: {"text": "step 3"}`) })
+	// echo with a text the size of the list: what storing and indexing the
+	// call and its answer cost, the tool aside.
+	_, answer := tools.Todos{}.Call(map[string]any{"todos": "[" + strings.Join(items, ", ") + "]"})
+	quoted, _ := json.Marshal(answer)
+	b.Run("turn-echo-list-sized", func(b *testing.B) { benchTurns(b, e, l, `use tool echo: {"text": `+string(quoted)+`}`) })
+}

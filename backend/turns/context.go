@@ -11,6 +11,7 @@ import (
 	"atrium/backend/apperr"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
+	"atrium/backend/tools"
 )
 
 // System prompt sections are bounded: they become prompt bytes charged on
@@ -208,6 +209,12 @@ func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Sessi
 			"platform": tc.platform, "remaining_tokens": nil, "tool_count": nil})
 		if recall := strings.TrimSpace(l.callMemory(ctx, tc, "prefetch", []any{text}, map[string]any{"session_id": tc.sessionID}).Text()); recall != "" {
 			extra = append(extra, recall)
+		}
+	}
+	if l.opts.Machine != nil {
+		on, _ := l.opts.Machine().Enabled(tc.platform)
+		if left := l.todoReminder(ctx, tc.sessionID, on[tools.TodoTool]); left != "" {
+			extra = append(extra, left)
 		}
 	}
 	return extra, nil

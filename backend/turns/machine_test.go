@@ -866,3 +866,78 @@ func TestMemoryToolAndItsSnapshot(t *testing.T) {
 		t.Fatalf("MEMORY.md: %v", entries)
 	}
 }
+
+// The task list of a conversation (the todo tool) is kept beside its
+// session (<id>.todo.json in the sessions folder, a sidecar that goes with
+// it), so a later turn, in any process, reads what an earlier one wrote; a
+// conversation compaction continued goes on with its list and is reminded
+// once, at its next turn, of what is left to do; toolsets without todo
+// offer neither.
+func TestTodoListFollowsTheConversation(t *testing.T) {
+	t.Parallel()
+	var toolsets []string
+	var mu sync.Mutex
+	m := newMachineEnv(t, func(s *tools.Settings) {
+		mu.Lock()
+		defer mu.Unlock()
+		s.Toolsets = toolsets
+	}, nil)
+	s := m.MustCreate(t, sessions.CreateParams{Title: "plan"})
+	_, out := m.call(t, "cli", s.ID, "todo", map[string]any{"todos": []any{
+		map[string]any{"id": "1", "content": "reproduce the bug", "status": "completed"},
+		map[string]any{"id": "2", "content": "write the fix", "status": "in_progress"},
+		map[string]any{"id": "3", "content": "run the suite", "status": "pending"}}})
+	if out["revision"] != 1.0 || fmt.Sprint(out["summary"]) != "map[cancelled:0 completed:1 in_progress:1 pending:1 total:3]" {
+		t.Fatalf("write: %v", out)
+	}
+	path := filepath.Join(m.SessionsDir, s.ID+".todo.json")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the list beside its session: %v", err)
+	}
+	// Another process (another loop on the same store) reads it.
+	other, err := turns.New(m.DB, m.Sessions, m.eng, m.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 100000},
+		Machine: func() tools.Settings { return tools.Settings{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Send(ctx, s.ID, `use tool todo: {"merge": true, "todos": [{"id": "2", "status": "completed"}]}`, hooks.LocalContext("cli", s.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, out := m.call(t, "cli", s.ID, "todo", map[string]any{}); out["revision"] != 2.0 ||
+		!strings.Contains(fmt.Sprint(out["todos"]), "id:2 status:completed") {
+		t.Fatalf("read back: %v", out)
+	}
+	// Compaction continues the conversation in another session: the list
+	// goes with it, and the next turn is told what is left, once.
+	for i := range 4 {
+		if _, err := m.loop.Send(ctx, s.ID, fmt.Sprintf("step %d %s", i, strings.Repeat("the reviewers asked for more detail. ", 6)), hooks.LocalContext("cli", s.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn, err := m.loop.Send(ctx, s.ID, "/compress", hooks.LocalContext("cli", s.ID))
+	if err != nil || !turn.Rotated {
+		t.Fatalf("/compress: %+v %v", turn, err)
+	}
+	cont := turn.SessionID
+	first, err := m.loop.Send(ctx, cont, "what is left?", hooks.LocalContext("cli", cont))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(first.SentText, "- [ ] 3. run the suite (pending)") || strings.Contains(first.SentText, "reproduce the bug") {
+		t.Fatalf("the reminder: %q", first.SentText)
+	}
+	second, err := m.loop.Send(ctx, cont, "and now?", hooks.LocalContext("cli", cont))
+	if err != nil || strings.Contains(second.SentText, "run the suite") {
+		t.Fatalf("reminded twice: %q %v", second.SentText, err)
+	}
+	if _, out := m.call(t, "cli", cont, "todo", map[string]any{}); out["revision"] != 2.0 || len(out["todos"].([]any)) != 3 {
+		t.Fatalf("the continued conversation's list: %v", out)
+	}
+	// toolsets without todo: no tool.
+	mu.Lock()
+	toolsets = []string{"file"}
+	mu.Unlock()
+	if turn, _ := m.call(t, "cli", cont, "todo", map[string]any{}); len(turn.ToolCalls) != 0 {
+		t.Fatalf("todo offered without its toolset: %+v", turn)
+	}
+}

@@ -33,6 +33,7 @@ const (
 	srcMachine            // the machine's own: the terminal, the file tools
 	srcRecall             // session_search: the store's recall of past conversations
 	srcNotes              // memory: the curated memory (MEMORY.md, USER.md)
+	srcTodo               // todo: the conversation's task list
 )
 
 type toolEntry struct {
@@ -106,6 +107,9 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 		}
 		if on[tools.MemoryTool] && l.notes(tc, tt.machine) != nil {
 			tt.add(toolEntry{spec: notesSpec, source: srcNotes, name: tools.MemoryTool})
+		}
+		if on[tools.TodoTool] {
+			tt.add(toolEntry{spec: todoSpec, source: srcTodo, name: tools.TodoTool})
 		}
 	}
 	for _, c := range l.bus.Capabilities(hooks.CapTool) {
@@ -608,6 +612,8 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 		return out, "", ""
 	case srcNotes:
 		return l.runNotes(ctx, tc, sessionID, call.ID, args)
+	case srcTodo:
+		return l.runTodo(ctx, sessionID, args)
 	case srcMachine:
 		var transform func(command, output string, code int) string
 		if e.tool.Name == "terminal" && l.bus.HasSync(hooks.TransformTermOut) {
