@@ -93,8 +93,11 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	if in.Memory {
 		list = append(list, tools.MemoryTool)
 	}
-	if on, _ := (tools.Settings{Toolsets: cfg.Toolsets}).Enabled(""); on[tools.SessionSearch] && !slices.Contains(list, tools.SessionSearch) {
-		list = append(list, tools.SessionSearch) // not one of the switches: kept as it was
+	on, _ := (tools.Settings{Toolsets: cfg.Toolsets}).Enabled("")
+	for _, kept := range []string{tools.SessionSearch, tools.TodoTool} {
+		if on[kept] && !slices.Contains(list, kept) {
+			list = append(list, kept) // not one of the switches: kept as it was
+		}
 	}
 	var toolsets any = list
 	if in.Terminal && in.Files && in.Memory && cfg.Toolsets == nil {

@@ -47,6 +47,21 @@ describe('toolView', () => {
     expect(refused.querySelector('.bad')!.textContent).toContain('prompt_injection');
   });
 
+  it('shows a task list as a checklist, steps under their parent', () => {
+    expect(toolCall('todo', '{}')!.textContent).toBe('Read the task list');
+    expect(toolCall('todo', '{"merge":true,"todos":[{"id":"2","status":"completed"}]}')!.textContent).toBe('Update the task list (1 item)');
+    expect(toolCall('todo', '{"todos":[{"id":"1"},{"id":"2"}]}')!.textContent).toBe('Write the task list (2 items)');
+    const r = toolResult('todo', JSON.stringify({ todos: [
+      { id: '1', content: 'release', status: 'in_progress' },
+      { id: '1.1', content: 'changelog', status: 'completed', parent: '1' },
+      { id: '2', content: 'announce', status: 'pending' },
+    ], revision: 3, summary: { total: 3 } }))!;
+    const lis = [...r.querySelectorAll('li')];
+    expect(lis.map((li) => li.textContent)).toEqual(['▶ release (in progress)', '☑ changelog (completed)', '☐ announce (pending)']);
+    expect(lis[1]!.style.paddingLeft).toBe('1.4em');
+    expect(toolResult('todo', '{"error":"todos must be a list, not a number"}')!.querySelector('.bad')!.textContent).toContain('must be a list');
+  });
+
   it('leaves anything else to the plain view', () => {
     expect(toolCall('echo', '{"text":"hi"}')).toBeNull();
     expect(toolCall('terminal', 'not json')).toBeNull();

@@ -1,7 +1,8 @@
 // toolView shows the machine's tools as a person reads them, rather than
 // as the JSON the model reads: a terminal call as the command line it ran,
 // its result as the output with its exit code, a file call by its file, an
-// edit as its diff, a memory call as the entries it adds and removes. Anything else (another tool, JSON that does not parse)
+// edit as its diff, a memory call as the entries it adds and removes, a
+// task list as a checklist. Anything else (another tool, JSON that does not parse)
 // is left to the caller's plain view.
 import { h } from '../dom';
 
@@ -62,6 +63,12 @@ export function toolCall(tool: string, content: string): HTMLElement | null {
       const lines = ops.map((raw) => memoryOp(raw && typeof raw === 'object' ? (raw as Args) : {}));
       return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, h('div', {}, 'Memory, ', h('code', {}, file)), h('ul', { class: 'memory-ops' }, ...lines));
     }
+    case 'todo': {
+      if (!Array.isArray(a.todos) && typeof a.todos !== 'string') return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Read the task list');
+      const n = Array.isArray(a.todos) ? a.todos.length : null;
+      const what = a.merge === true || a.merge === 'true' ? 'Update the task list' : 'Write the task list';
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, n === null ? what : `${what} (${n} ${n === 1 ? 'item' : 'items'})`);
+    }
     case 'search_files': {
       if (!str(a.pattern)) return null;
       const where = str(a.path) && str(a.path) !== '.' ? ` in ${str(a.path)}` : '';
@@ -99,6 +106,11 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
       if (!str(r.diff)) return null;
       return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('pre', { class: 'tool-diff' }, ...diffLines(str(r.diff))));
     }
+    case 'todo': {
+      if (error) return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
+      if (!Array.isArray(r.todos)) return null;
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, todoList(r.todos as unknown[]));
+    }
     case 'memory': {
       if (r.success === true) {
         return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status good', 'data-testid': 'tool-status' }, [str(r.message), str(r.usage)].filter(Boolean).join(' · ')));
@@ -113,6 +125,36 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
       return null; // their own text reads well enough as it is
   }
   return null;
+}
+
+const todoMarks: Record<string, string> = { completed: '☑', in_progress: '▶', pending: '☐', cancelled: '☒' };
+
+/** todoList shows a task list as a checklist, each step under its parent. */
+function todoList(raw: unknown[]): HTMLElement {
+  const items = raw.filter((x): x is Args => !!x && typeof x === 'object').map((x) => ({ id: str(x.id), content: str(x.content), status: str(x.status), parent: str(x.parent) }));
+  const ids = new Set(items.map((i) => i.id));
+  const depth = (item: (typeof items)[number]): number => {
+    let d = 0;
+    for (let p = item.parent, seen = new Set<string>(); p && ids.has(p) && !seen.has(p) && d < 8; d++) {
+      seen.add(p);
+      p = items.find((i) => i.id === p)?.parent ?? '';
+    }
+    return d;
+  };
+  const list = h('ul', { class: 'todo-list' });
+  if (items.length === 0) return h('div', { class: 'muted small' }, '(the list is empty)');
+  for (const item of items) {
+    list.append(
+      h(
+        'li',
+        { class: `todo-${item.status}`, 'data-status': item.status, style: `padding-left: ${depth(item) * 1.4}em` },
+        h('span', { class: 'todo-mark', 'aria-hidden': 'true' }, `${todoMarks[item.status] ?? '?'} `),
+        item.content,
+        h('span', { class: 'visually-hidden' }, ` (${item.status.replace('_', ' ')})`),
+      ),
+    );
+  }
+  return list;
 }
 
 /** memoryOp is one change of a memory call as a line: what it adds, what it replaces with what, what it removes. */
