@@ -933,11 +933,17 @@ func TestTodoListFollowsTheConversation(t *testing.T) {
 	if _, out := m.call(t, "cli", cont, "todo", map[string]any{}); out["revision"] != 2.0 || len(out["todos"].([]any)) != 3 {
 		t.Fatalf("the continued conversation's list: %v", out)
 	}
+	// Deleted for good, the conversation's lists go with it.
+	if _, err := m.Sessions.Purge(ctx, []string{s.ID, cont}, nil); err != nil {
+		t.Fatal(err)
+	}
+	m.SidecarsBecome(t, nil) // removed in the background, shortly after the commit
 	// toolsets without todo: no tool.
 	mu.Lock()
 	toolsets = []string{"file"}
 	mu.Unlock()
-	if turn, _ := m.call(t, "cli", cont, "todo", map[string]any{}); len(turn.ToolCalls) != 0 {
+	other2 := m.MustCreate(t, sessions.CreateParams{Title: "other"})
+	if turn, _ := m.call(t, "cli", other2.ID, "todo", map[string]any{}); len(turn.ToolCalls) != 0 {
 		t.Fatalf("todo offered without its toolset: %+v", turn)
 	}
 }

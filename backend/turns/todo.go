@@ -3,10 +3,13 @@ package turns
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 
+	"atrium/backend/apperr"
 	"atrium/backend/llm"
 	"atrium/backend/sessions"
 	"atrium/backend/tools"
@@ -60,13 +63,23 @@ func (l *Loop) loadTodos(ctx context.Context, sessionID string) (tools.Todos, st
 	return tools.Todos{}, "", nil
 }
 
-func (l *Loop) saveTodos(sessionID string, t tools.Todos) error {
+func (l *Loop) saveTodos(ctx context.Context, sessionID string, t tools.Todos) error {
 	path := l.todoPath(sessionID)
 	if path == "" {
 		todosInProcess.Store(sessionID, t)
 		return nil
 	}
-	return t.Save(path)
+	if err := t.Save(path); err != nil {
+		return err
+	}
+	// Deleted for good meanwhile: its sidecars were removed already, so
+	// this one would stay behind.
+	if _, err := l.sessions.Get(ctx, sessionID); apperr.Is(err, apperr.NotFound) {
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return rerr
+		}
+	}
+	return nil
 }
 
 // runTodo runs the todo tool on the conversation's list.
@@ -77,7 +90,7 @@ func (l *Loop) runTodo(ctx context.Context, sessionID string, args map[string]an
 	}
 	next, out := t.Call(args)
 	if next.Revision != t.Revision || (from != sessionID && len(next.Items) > 0) {
-		if err := l.saveTodos(sessionID, next); err != nil {
+		if err := l.saveTodos(ctx, sessionID, next); err != nil {
 			b, _ := json.Marshal(map[string]string{"error": "the task list could not be kept: " + err.Error()})
 			return string(b), "tool_error", err.Error()
 		}
@@ -102,7 +115,7 @@ func (l *Loop) todoReminder(ctx context.Context, sessionID string, offered bool)
 	if err != nil || from == "" || from == sessionID {
 		return ""
 	}
-	if err := l.saveTodos(sessionID, t); err != nil {
+	if err := l.saveTodos(ctx, sessionID, t); err != nil {
 		slog.Warn("the task list could not be kept for the continued conversation", "session_id", sessionID, "error", err)
 	}
 	return t.Active()
