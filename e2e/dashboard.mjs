@@ -980,6 +980,25 @@ async function main() {
     eq(readFileSync(join(dir, 'USER.md'), 'utf8'), 'Prefers metric units', 'USER.md after Undo');
   }
 
+  await check('the task list: a todo call shows as a checklist, and another process reads the same list', async () => {
+    try {
+      await taskList();
+    } finally {
+      await backToList().catch(() => undefined); // the checks after start from the list
+    }
+  });
+  async function taskList() {
+    await sendIn('Payments refactor', 'use tool todo: {"todos": [{"id": "1", "content": "map the ledger tables", "status": "completed"}, ' +
+      '{"id": "2", "content": "move the refunds", "status": "in_progress"}, {"id": "2.1", "content": "dry run on staging", "status": "pending", "parent": "2"}]}');
+    const result = page.locator('[role=log] [data-testid=tool-result]').filter({ hasText: 'move the refunds' });
+    await result.last().waitFor({ timeout: 30_000 });
+    const items = await result.last().locator('li').allTextContents();
+    eq(items.map((t) => t.trim()).join(' | '), '☑ map the ledger tables (completed) | ▶ move the refunds (in progress) | ☐ dry run on staging (pending)', 'the checklist');
+    await page.screenshot({ path: join(artifacts, 'dashboard-todo.png') });
+    const read = await atrium('send', ids['Payments refactor'], 'use tool todo: {}');
+    assert(/"revision":1/.test(read.reply) && /"total":3/.test(read.reply), `another process's read: ${read.reply}`);
+  }
+
   await check('Stop stops a turn under way (a tool that takes its time): the message and the call stay, agent_loop_stopped fires', async () => {
     const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
     await sendIn('Cache warmup', 'use tool wait_a_while: {"seconds": 30}');

@@ -58,7 +58,7 @@ describe('toolView', () => {
     ], revision: 3, summary: { total: 3 } }))!;
     const lis = [...r.querySelectorAll('li')];
     expect(lis.map((li) => li.textContent)).toEqual(['▶ release (in progress)', '☑ changelog (completed)', '☐ announce (pending)']);
-    expect(lis[1]!.style.paddingLeft).toBe('1.4em');
+    expect(lis[1]!.className).toBe('todo-completed todo-depth-1');
     expect(toolResult('todo', '{"error":"todos must be a list, not a number"}')!.querySelector('.bad')!.textContent).toContain('must be a list');
   });
 

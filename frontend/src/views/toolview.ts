@@ -147,7 +147,7 @@ function todoList(raw: unknown[]): HTMLElement {
     list.append(
       h(
         'li',
-        { class: `todo-${item.status}`, 'data-status': item.status, style: `padding-left: ${depth(item) * 1.4}em` },
+        { class: `todo-${item.status} todo-depth-${Math.min(depth(item), 4)}`, 'data-status': item.status },
         h('span', { class: 'todo-mark', 'aria-hidden': 'true' }, `${todoMarks[item.status] ?? '?'} `),
         item.content,
         h('span', { class: 'visually-hidden' }, ` (${item.status.replace('_', ' ')})`),
