@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"backend/imports": {"backend/sessions", "backend/apperr"},
 	// The turn loop reaches plugins only through the hook bus: never proc.
 	"backend/turns": {"backend/compaction", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/llm", "backend/atomicfile", "backend/tools"},
-	"backend/tools": {"backend/atomicfile"},
+	"backend/tools": {"backend/atomicfile", "backend/limits"},
 	// The gateway and the scheduler run turns; they reach plugins only
 	// through the hook bus.
 	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},

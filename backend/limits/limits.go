@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"syscall"
 	"unicode/utf8"
 
 	"atrium/backend/apperr"
@@ -31,9 +32,12 @@ const (
 )
 
 // ReadFile reads at most max bytes of path; a larger file is an invalid
-// error naming the file and the bound, and is not read past the bound.
+// error naming the file and the bound, and is not read past the bound. Only
+// a regular file is read (through a link too): a FIFO would block, a
+// device never end; each is an invalid error, and opening one does not
+// wait.
 func ReadFile(path string, max int64, what string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +60,9 @@ func read(f io.Reader, label string, max int64, what string) ([]byte, error) {
 		if info, err := st.Stat(); err == nil {
 			if info.IsDir() {
 				return nil, apperr.New(apperr.Invalid, "%s is a folder, not a file", label)
+			}
+			if !info.Mode().IsRegular() {
+				return nil, apperr.New(apperr.Invalid, "%s is not a regular file (a FIFO or a device is not read)", label)
 			}
 			if info.Size() > max {
 				return nil, TooLarge(label, info.Size(), max, what)

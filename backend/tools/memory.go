@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"atrium/backend/atomicfile"
+	"atrium/backend/limits"
 )
 
 // The agent's curated memory, kept as the familiar agent keeps it: two
@@ -122,7 +121,7 @@ type memoryFile struct {
 }
 
 func (m Memory) read(target string) (memoryFile, error) {
-	b, err := readBounded(m.Path(target), maxMemoryFile, "a memory file")
+	b, err := limits.ReadFile(m.Path(target), maxMemoryFile, "a memory file")
 	if errors.Is(err, fs.ErrNotExist) {
 		return memoryFile{}, nil
 	}
@@ -150,33 +149,6 @@ func (m Memory) read(target string) (memoryFile, error) {
 // kilobytes, and a file grown past this by other means (a runaway append)
 // is refused whole rather than read into every conversation's start.
 const maxMemoryFile = 1 << 20
-
-// readBounded reads path when it is a regular file of at most max bytes
-// (through a link too): a FIFO or a device would block or never end. what
-// names the file in an error.
-func readBounded(path string, max int64, what string) ([]byte, error) {
-	// Not blocking: opening a FIFO would wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d %s may be: trim it by hand", path, fi.Size(), max, what)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err == nil && int64(len(b)) > max {
-		err = fmt.Errorf("%s grew over the %d bytes %s may be: trim it by hand", path, max, what)
-	}
-	return b, err
-}
 
 // Entries is target's entries as the file holds them now.
 func (m Memory) Entries(target string) ([]string, error) {

@@ -294,7 +294,7 @@ func TestMemoryDrift(t *testing.T) {
 	if err := os.WriteFile(huge.Path(TargetMemory), []byte(strings.Repeat("x", maxMemoryFile+1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := memCall(t, huge, nil, map[string]any{"action": "add", "content": "y"}); !strings.Contains(fmt.Sprint(r["error"]), "over the 1048576 a memory file may be") {
+	if r, _ := memCall(t, huge, nil, map[string]any{"action": "add", "content": "y"}); !strings.Contains(fmt.Sprint(r["error"]), "over the 1 MiB limit for a memory file") {
 		t.Fatalf("huge: %v", r)
 	}
 	if _, err := huge.Snapshot(); err == nil {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"atrium/backend/atomicfile"
+	"atrium/backend/limits"
 )
 
 // The task list, as the familiar agent's todo tool keeps it: the model
@@ -327,7 +328,7 @@ func (t Todos) Active() string {
 // LoadTodos reads a list kept at path (found: whether there is one; an
 // empty file, as a power cut may leave one, is none).
 func LoadTodos(path string) (t Todos, found bool, err error) {
-	b, err := readBounded(path, maxTodoFile, "a task list")
+	b, err := limits.ReadFile(path, maxTodoFile, "a task list")
 	if errors.Is(err, fs.ErrNotExist) || err == nil && len(b) == 0 {
 		return Todos{}, false, nil
 	}

@@ -152,7 +152,7 @@ func TestTodoBoundsAndFile(t *testing.T) {
 	if err := os.WriteFile(path, make([]byte, maxTodoFile+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := LoadTodos(path); err == nil || !strings.Contains(err.Error(), "a task list may be") {
+	if _, _, err := LoadTodos(path); err == nil || !strings.Contains(err.Error(), "over the 4 MiB limit for a task list") {
 		t.Fatalf("huge: %v", err)
 	}
 }
