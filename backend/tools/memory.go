@@ -465,18 +465,13 @@ func (m Memory) call(args map[string]any, turn memoryTurn) (map[string]any, []Me
 		return memoryFailure(reason), nil
 	}
 	if raw, ok := args["operations"]; ok && raw != nil {
-		list, ok := raw.([]any)
-		if !ok {
-			if s, isText := raw.(string); isText { // a model may send the list as JSON text
-				ok = json.Unmarshal([]byte(s), &list) == nil
-			}
-		}
+		items, ok := list(raw)
 		if !ok {
 			return memoryFailure("operations must be a list of {action, content?, old_text?} objects."), nil
 		}
-		if len(list) > 0 {
-			ops := make([]MemoryOp, len(list))
-			for i, item := range list {
+		if len(items) > 0 {
+			ops := make([]MemoryOp, len(items))
+			for i, item := range items {
 				o, _ := item.(map[string]any)
 				oc := &Call{Args: o}
 				ops[i].Target = target

@@ -81,17 +81,14 @@ func (t Todos) Call(args map[string]any) (Todos, string) {
 	c := &Call{Args: args}
 	raw, write := args["todos"]
 	if write && raw != nil {
-		list, ok := raw.([]any)
-		if s, text := raw.(string); text {
-			ok = json.Unmarshal([]byte(s), &list) == nil // a model may send the list as JSON text
-			if !ok {
-				return t, `{"error":"todos must be a list of objects; the text sent is not one"}`
-			}
+		items, ok := list(raw)
+		if _, isText := raw.(string); isText && !ok {
+			return t, `{"error":"todos must be a list of objects; the text sent is not one"}`
 		}
 		if !ok {
 			return t, fmt.Sprintf(`{"error":"todos must be a list, not %s"}`, jsonKind(raw))
 		}
-		t = t.write(list, c.boolean("merge"))
+		t = t.write(items, c.boolean("merge"))
 	}
 	return t, t.result()
 }
@@ -174,18 +171,6 @@ func (t Todos) write(list []any, merge bool) Todos {
 	}
 	t.Items = items
 	return t
-}
-
-// text is a value the model sent as text (a number as its JSON).
-func text(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case nil:
-		return ""
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // todoItem makes an item of what the model sent, whatever it sent.

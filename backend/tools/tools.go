@@ -324,15 +324,31 @@ func (c *Call) resolve(path string) string {
 // str, integer and boolean read an argument as the model sent it (numbers
 // and switches may come as text).
 func (c *Call) str(name string) (string, bool) {
-	switch v := c.Args[name].(type) {
+	v := c.Args[name]
+	return text(v), v != nil
+}
+
+// text is a value the model sent, as text: a string as it is, nothing as
+// "", anything else as its JSON.
+func text(v any) string {
+	switch v := v.(type) {
 	case string:
-		return v, true
+		return v
 	case nil:
-		return "", false
-	default:
-		b, _ := json.Marshal(v)
-		return string(b), true
+		return ""
 	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// list is a list argument as a model sends it: a list, or the JSON text
+// of one (false: neither).
+func list(v any) ([]any, bool) {
+	l, ok := v.([]any)
+	if s, isText := v.(string); isText {
+		ok = json.Unmarshal([]byte(s), &l) == nil
+	}
+	return l, ok
 }
 
 // Int reads a whole-number argument as a model sends it (a number, or
