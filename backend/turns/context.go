@@ -211,11 +211,8 @@ func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Sessi
 			extra = append(extra, recall)
 		}
 	}
-	if l.opts.Machine != nil {
-		on, _ := l.opts.Machine().Enabled(tc.platform)
-		if left := l.todoReminder(ctx, tc.sessionID, on[tools.TodoTool]); left != "" {
-			extra = append(extra, left)
-		}
+	if left := l.todoReminder(ctx, tc.sessionID, tc.offered[tools.TodoTool]); left != "" {
+		extra = append(extra, left)
 	}
 	return extra, nil
 }

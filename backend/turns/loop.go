@@ -354,6 +354,12 @@ type turnCtx struct {
 	model       Model              // the model the turn asks, resolved at its start
 	changed     []string           // the files the machine's tools wrote, moved or deleted this turn (pre_verify's changed_paths)
 	memFailures int                // the memory tool's failed attempts to make room this turn
+	// machine is config.yaml's keys for the machine's tools as the turn
+	// started, and offered the tools its toolsets offer on its platform
+	// (both empty without Options.Machine): read once, for the system
+	// prompt, the turn's context and every round's tools alike.
+	machine tools.Settings
+	offered map[string]bool
 }
 
 // Send runs one user turn, or a slash command when text starts with "/".
@@ -424,6 +430,7 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		// initialized with agent_context "subagent" and the parent.
 		tc.agentCtx, tc.parentID = "subagent", *sess.ParentSessionID
 	}
+	l.readMachine(tc)
 	tc.mem = l.activeMemory(ctx, tc)
 	if c, ok := l.bus.ContextEngine(); ok {
 		tc.engine = &c

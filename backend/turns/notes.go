@@ -19,12 +19,11 @@ import (
 var notesSpec = llm.ToolSpec{Name: tools.MemoryTool, Description: tools.MemoryDescription, Parameters: tools.MemoryParameters}
 
 // notes is the curated memory a turn may use (nil: none).
-func (l *Loop) notes(tc *turnCtx, s tools.Settings) *tools.Memory {
-	if tc.agentCtx != "primary" || !s.Memory.On() {
+func (l *Loop) notes(tc *turnCtx) *tools.Memory {
+	if tc.agentCtx != "primary" || !tc.machine.Memory.On() {
 		return nil
 	}
-	m := s.Memory
-	return &m
+	return &tc.machine.Memory
 }
 
 // notesPrompt is the memory's part of a new conversation's system prompt:
@@ -34,15 +33,8 @@ func (l *Loop) notes(tc *turnCtx, s tools.Settings) *tools.Memory {
 // either, so a chat platform can be kept from seeing what is kept about
 // the owner. The tool's own description says when to use it.
 func (l *Loop) notesPrompt(tc *turnCtx) string {
-	if l.opts.Machine == nil {
-		return ""
-	}
-	s := l.opts.Machine()
-	m := l.notes(tc, s)
-	if m == nil {
-		return ""
-	}
-	if on, _ := s.Enabled(tc.platform); !on[tools.MemoryTool] {
+	m := l.notes(tc)
+	if m == nil || !tc.offered[tools.MemoryTool] {
 		return ""
 	}
 	snapshot, err := m.Snapshot()
@@ -55,7 +47,7 @@ func (l *Loop) notesPrompt(tc *turnCtx) string {
 // runNotes runs the memory tool, and tells the memory provider of each
 // entry it added or replaced, as the familiar agent mirrors them.
 func (l *Loop) runNotes(ctx context.Context, tc *turnCtx, sessionID, callID string, args map[string]any) (result, errType, errMsg string) {
-	m := l.notes(tc, tc.tools.machine)
+	m := l.notes(tc)
 	if m == nil {
 		return `{"success":false,"error":"There is no memory in this conversation."}`, "tool_error", "no memory"
 	}

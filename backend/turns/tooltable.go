@@ -50,9 +50,8 @@ type toolEntry struct {
 // and requires_env honoured), the memory provider's and the context
 // engine's.
 type toolTable struct {
-	byName  map[string]toolEntry
-	order   []string
-	machine tools.Settings // config.yaml's keys for the machine's tools, at the turn's start
+	byName map[string]toolEntry
+	order  []string
 }
 
 func (tt *toolTable) specs() []llm.ToolSpec {
@@ -76,6 +75,23 @@ type toolInfo struct {
 
 var warnedShadow sync.Map // "plugin/tool" (or "toolsets/<warning>") -> true: warned once per process
 
+// readMachine reads config.yaml's keys for the machine's tools for a turn
+// (tc.machine, tc.offered), and says once per process what in its
+// toolsets names nothing.
+func (l *Loop) readMachine(tc *turnCtx) {
+	if l.opts.Machine == nil {
+		return
+	}
+	tc.machine = l.opts.Machine()
+	var warnings []string
+	tc.offered, warnings = tc.machine.Enabled(tc.platform)
+	for _, w := range warnings {
+		if _, done := warnedShadow.LoadOrStore("toolsets/"+w, true); !done {
+			slog.Warn("config.yaml: " + w)
+		}
+	}
+}
+
 // toolTable builds the tools offered this turn.
 func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 	tt := &toolTable{byName: map[string]toolEntry{}}
@@ -88,14 +104,7 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 		tool := l.opts.Tools[n]
 		tt.add(toolEntry{spec: tool.Spec, source: srcBuiltin, run: tool.Run, name: n})
 	}
-	if l.opts.Machine != nil {
-		tt.machine = l.opts.Machine()
-		on, warnings := tt.machine.Enabled(tc.platform)
-		for _, w := range warnings {
-			if _, done := warnedShadow.LoadOrStore("toolsets/"+w, true); !done {
-				slog.Warn("config.yaml: " + w)
-			}
-		}
+	if on := tc.offered; on != nil {
 		for _, t := range tools.All() {
 			if on[t.Name] {
 				tt.add(toolEntry{spec: llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters},
@@ -105,7 +114,7 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 		if on[tools.SessionSearch] {
 			tt.add(toolEntry{spec: recallSpec, source: srcRecall, name: tools.SessionSearch})
 		}
-		if on[tools.MemoryTool] && l.notes(tc, tt.machine) != nil {
+		if on[tools.MemoryTool] && l.notes(tc) != nil {
 			tt.add(toolEntry{spec: notesSpec, source: srcNotes, name: tools.MemoryTool})
 		}
 		if on[tools.TodoTool] {
@@ -477,7 +486,7 @@ func (l *Loop) guardCommand(ctx context.Context, tc *turnCtx, sessionID string, 
 		return d
 	}
 	command, _ := args["command"].(string)
-	danger, found := tools.CheckAt(command, l.commandDir(tc.tools.machine, tc.platform, tc.sessionKey, args), tc.tools.machine.Protected)
+	danger, found := tools.CheckAt(command, l.commandDir(tc.machine, tc.platform, tc.sessionKey, args), tc.machine.Protected)
 	where := ""
 	if danger.Script != "" {
 		where = " (in " + danger.Script + ", which the command runs)"
@@ -631,7 +640,7 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 				return output
 			}
 		}
-		out, errType, errMsg, changed := l.runMachine(ctx, tc.tools.machine, tc.platform, tc.sessionKey, e.tool, args, transform)
+		out, errType, errMsg, changed := l.runMachine(ctx, tc.machine, tc.platform, tc.sessionKey, e.tool, args, transform)
 		for _, p := range changed {
 			if !slices.Contains(tc.changed, p) {
 				tc.changed = append(tc.changed, p)
