@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -196,7 +195,7 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 
 // Memory is the agent's curated memory as its files hold it now.
 func (s *Settings) Memory() (MemoryDTO, error) {
-	m, err := s.memory()
+	m, err := stack.LoadMemory(s.home)
 	if err != nil {
 		return MemoryDTO{}, err
 	}
@@ -227,14 +226,12 @@ func (s *Settings) changeMemory(in MemoryRequest, change func(tools.Memory, stri
 	if n := len(in.Text); n > maxMemoryEntry {
 		return MemoryDTO{}, limits.TooLarge("the entry", int64(n), maxMemoryEntry, "a memory entry")
 	}
-	m, err := s.memory()
+	m, err := stack.LoadMemory(s.home)
 	if err != nil {
 		return MemoryDTO{}, err
 	}
-	if err := change(m, in.Target, in.Text); errors.Is(err, tools.ErrNoEntry) {
-		return MemoryDTO{}, apperr.New(apperr.NotFound, "%s", err.Error())
-	} else if err != nil {
-		return MemoryDTO{}, apperr.New(apperr.Invalid, "%s", err.Error())
+	if err := stack.ChangeMemory(m, change, in.Target, in.Text); err != nil {
+		return MemoryDTO{}, err
 	}
 	return s.Memory()
 }
@@ -242,14 +239,6 @@ func (s *Settings) changeMemory(in MemoryRequest, change func(tools.Memory, stri
 // maxMemoryEntry bounds an entry a person sends (the files' budgets are far
 // smaller; this bounds the work of checking it).
 const maxMemoryEntry = 64 << 10
-
-func (s *Settings) memory() (tools.Memory, error) {
-	cfg, _, err := config.Load(s.home.ConfigPath())
-	if err != nil {
-		return tools.Memory{}, err
-	}
-	return stack.MemoryOf(s.home, cfg), nil
-}
 
 // StandingApprovals lists the rules a person allowed "always".
 func (s *Settings) StandingApprovals() StandingApprovalsDTO {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -90,10 +89,8 @@ func (r *runner) changeMemory(target, text, done string, change func(tools.Memor
 	if err != nil {
 		return err
 	}
-	if err := change(m, target, text); errors.Is(err, tools.ErrNoEntry) {
-		return apperr.New(apperr.NotFound, "%s", err.Error())
-	} else if err != nil {
-		return apperr.New(apperr.Invalid, "%s", err.Error())
+	if err := stack.ChangeMemory(m, change, target, text); err != nil {
+		return err
 	}
 	return r.print(map[string]any{done: text, "target": target, "path": m.Path(target)}, func(w io.Writer) {
 		fmt.Fprintf(w, "%s: %s (new conversations start with the file as it is now)\n", done, m.Path(target))
@@ -106,9 +103,5 @@ func (r *runner) memory() (tools.Memory, error) {
 	if err != nil {
 		return tools.Memory{}, err
 	}
-	cfg, _, err := config.Load(home.ConfigPath())
-	if err != nil {
-		return tools.Memory{}, err
-	}
-	return stack.MemoryOf(home, cfg), nil
+	return stack.LoadMemory(home)
 }

@@ -2,12 +2,14 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"atrium/backend/apperr"
 	"atrium/backend/compaction"
 	"atrium/backend/config"
 	"atrium/backend/llm"
@@ -200,6 +202,28 @@ func (s *Stack) machine() tools.Settings {
 func MemoryOf(home config.Home, cfg config.Config) tools.Memory {
 	return tools.Memory{Dir: home.MemoriesDir(), MemoryChars: cfg.Memory.MemoryCharLimit, UserChars: cfg.Memory.UserCharLimit,
 		MemoryOff: off(cfg.Memory.MemoryEnabled), UserOff: off(cfg.Memory.UserProfileEnabled)}
+}
+
+// LoadMemory is the profile's curated memory as its config.yaml sets it
+// now.
+func LoadMemory(home config.Home) (tools.Memory, error) {
+	cfg, _, err := config.Load(home.ConfigPath())
+	if err != nil {
+		return tools.Memory{}, err
+	}
+	return MemoryOf(home, cfg), nil
+}
+
+// ChangeMemory makes a person's change of m (tools.Memory.Remember or
+// Forget, from the window, the dashboard or the command line): a refusal
+// is an invalid error, an entry that is not there a not-found one.
+func ChangeMemory(m tools.Memory, change func(tools.Memory, string, string) error, target, text string) error {
+	if err := change(m, target, text); errors.Is(err, tools.ErrNoEntry) {
+		return apperr.New(apperr.NotFound, "%s", err.Error())
+	} else if err != nil {
+		return apperr.New(apperr.Invalid, "%s", err.Error())
+	}
+	return nil
 }
 
 // off says whether a switch is set to false (unset is on).
