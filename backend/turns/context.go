@@ -211,7 +211,7 @@ func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Sessi
 			extra = append(extra, recall)
 		}
 	}
-	if left := l.todoReminder(ctx, tc.sessionID, tc.offered[tools.TodoTool]); left != "" {
+	if left := l.todoReminder(ctx, sess, tc.offered[tools.TodoTool]); left != "" {
 		extra = append(extra, left)
 	}
 	return extra, nil

@@ -106,17 +106,19 @@ func (l *Loop) runTodo(ctx context.Context, sessionID string, args map[string]an
 
 // todoReminder is what is left to do of the list a compacted conversation
 // carried over ("" when it carried none, or was reminded already): kept
-// for the continuation from then on, so it is said once.
-func (l *Loop) todoReminder(ctx context.Context, sessionID string, offered bool) string {
-	if !offered {
+// for the continuation from then on, so it is said once. A session no
+// compaction continued has nothing carried over, and is not looked at: the
+// turn's start costs no file and no row for it.
+func (l *Loop) todoReminder(ctx context.Context, sess sessions.Session, offered bool) string {
+	if !offered || sess.Relation != sessions.RelationCompression || sess.ParentSessionID == nil {
 		return ""
 	}
-	t, from, err := l.loadTodos(ctx, sessionID)
-	if err != nil || from == "" || from == sessionID {
+	t, from, err := l.loadTodos(ctx, sess.ID)
+	if err != nil || from == "" || from == sess.ID {
 		return ""
 	}
-	if err := l.saveTodos(ctx, sessionID, t); err != nil {
-		slog.Warn("the task list could not be kept for the continued conversation", "session_id", sessionID, "error", err)
+	if err := l.saveTodos(ctx, sess.ID, t); err != nil {
+		slog.Warn("the task list could not be kept for the continued conversation", "session_id", sess.ID, "error", err)
 	}
 	return t.Active()
 }
