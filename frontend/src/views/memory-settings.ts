@@ -6,6 +6,7 @@
 
 import { api, toApiError } from '../api';
 import { button, h, replace } from '../dom';
+import { num } from '../format';
 import { showAction, showMessage } from '../ops';
 import type { MemoryDTO, MemoryFileDTO } from '../api/gen/dto';
 
@@ -13,8 +14,6 @@ const files: Array<{ key: 'user' | 'notes'; title: string; add: string; empty: s
   { key: 'user', title: 'About you', add: 'Something the agent should know about you', empty: 'Nothing yet.' },
   { key: 'notes', title: 'Its notes', add: 'A fact about your setup or conventions', empty: 'Nothing yet.' },
 ];
-
-const count = (n: number) => n.toLocaleString('en-US');
 
 export class MemorySection {
   readonly el: HTMLElement;
@@ -58,7 +57,7 @@ export class MemorySection {
         {},
         `${f.title} `,
         h('code', { class: 'muted small', title: d.path }, name),
-        h('span', { class: `memory-usage small ${over ? 'warn-text' : 'muted'}`, 'data-testid': 'memory-usage' }, ` ${count(d.chars)} / ${count(d.limit)} characters${over ? ' — over budget' : ''}`),
+        h('span', { class: `memory-usage small ${over ? 'warn-text' : 'muted'}`, 'data-testid': 'memory-usage' }, ` ${num(d.chars)} / ${num(d.limit)} characters${over ? ' — over budget' : ''}`),
       ),
     );
     if (d.off) {

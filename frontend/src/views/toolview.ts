@@ -5,6 +5,7 @@
 // task list as a checklist. Anything else (another tool, JSON that does not parse)
 // is left to the caller's plain view.
 import { h } from '../dom';
+import { plural } from '../format';
 
 type Args = Record<string, unknown>;
 
@@ -67,7 +68,7 @@ export function toolCall(tool: string, content: string): HTMLElement | null {
       if (!Array.isArray(a.todos) && typeof a.todos !== 'string') return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Read the task list');
       const n = Array.isArray(a.todos) ? a.todos.length : null;
       const what = a.merge === true || a.merge === 'true' ? 'Update the task list' : 'Write the task list';
-      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, n === null ? what : `${what} (${n} ${n === 1 ? 'item' : 'items'})`);
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, n === null ? what : `${what} (${plural(n, 'item')})`);
     }
     case 'search_files': {
       if (!str(a.pattern)) return null;
