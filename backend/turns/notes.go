@@ -2,7 +2,6 @@ package turns
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 
 	"atrium/backend/llm"
@@ -61,12 +60,5 @@ func (l *Loop) runNotes(ctx context.Context, tc *turnCtx, sessionID, callID stri
 			"parent_session_id": tc.parentID, "platform": tc.platform, "tool_name": tools.MemoryTool,
 			"task_id": tc.taskID, "tool_call_id": callID}})
 	}
-	var r struct {
-		Success bool   `json:"success"`
-		Error   string `json:"error"`
-	}
-	if json.Unmarshal([]byte(out), &r) == nil && !r.Success {
-		return out, "tool_error", r.Error
-	}
-	return out, "", ""
+	return toolOutcome(out)
 }

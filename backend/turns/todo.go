@@ -95,13 +95,7 @@ func (l *Loop) runTodo(ctx context.Context, sessionID string, args map[string]an
 			return string(b), "tool_error", err.Error()
 		}
 	}
-	var failed struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal([]byte(out), &failed) == nil && failed.Error != "" {
-		return out, "tool_error", failed.Error
-	}
-	return out, "", ""
+	return toolOutcome(out)
 }
 
 // todoReminder is what is left to do of the list a compacted conversation

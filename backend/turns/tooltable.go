@@ -715,13 +715,21 @@ func (l *Loop) runMachine(ctx context.Context, s tools.Settings, platform, key s
 	if c.NewDir != "" {
 		l.dirs.Set(key, c.NewDir)
 	}
+	result, errType, errMsg = toolOutcome(out)
+	return result, errType, errMsg, c.Changed
+}
+
+// toolOutcome is a tool's JSON answer with the failure it says
+// ({"error": "..."}, as the machine's tools, memory and todo answer one),
+// as post_tool_call reports it.
+func toolOutcome(out string) (result, errType, errMsg string) {
 	var failed struct {
-		Error *string `json:"error"`
+		Error string `json:"error"`
 	}
-	if json.Unmarshal([]byte(out), &failed) == nil && failed.Error != nil && *failed.Error != "" {
-		return out, "tool_error", *failed.Error, c.Changed
+	if json.Unmarshal([]byte(out), &failed) == nil && failed.Error != "" {
+		return out, "tool_error", failed.Error
 	}
-	return out, "", "", c.Changed
+	return out, "", ""
 }
 
 // toolRequestMiddleware lets tool_request middleware rewrite a call's
