@@ -240,13 +240,8 @@ func BenchmarkSendRuns(b *testing.B) {
 // (discover, 3 results), beside the same turn calling echo (the turn's own
 // floor) and the store's search alone (what the tool is built on).
 func BenchmarkSessionSearch(b *testing.B) {
-	e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second})
-	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
-	loop, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000},
-		Machine: func() tools.Settings { return tools.Settings{Toolsets: []string{"session_search"}} }})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e, newLoop := benchToolsEnv(b)
+	loop := newLoop(tools.Settings{Toolsets: []string{"session_search"}})
 	for i := range 2000 {
 		s, err := e.Sessions.Create(ctx, sessions.CreateParams{Title: fmt.Sprintf("conversation %d", i)})
 		if err != nil {
@@ -267,11 +262,7 @@ func BenchmarkSessionSearch(b *testing.B) {
 	}
 	b.Run("turn-session_search", func(b *testing.B) { benchTurns(b, e, loop, `use tool session_search: {"query": "deploy window"}`) })
 	b.Run("turn-echo", func(b *testing.B) {
-		echo, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchTurns(b, e, echo, `use tool echo: {"text": "deploy window"}`)
+		benchTurns(b, e, newLoop(tools.Settings{Toolsets: []string{}}), `use tool echo: {"text": "deploy window"}`)
 	})
 	b.Run("store-search", func(b *testing.B) {
 		for b.Loop() {
@@ -289,23 +280,14 @@ func BenchmarkSessionSearch(b *testing.B) {
 // turn of a new conversation, whose system prompt carries the memory's
 // snapshot, beside one with no memory.
 func BenchmarkMemoryTurn(b *testing.B) {
-	e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second})
-	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
+	e, newLoop := benchToolsEnv(b)
 	mem := tools.Memory{Dir: b.TempDir()}
 	for i := range 14 {
 		if err := mem.Remember(tools.TargetMemory, fmt.Sprintf("Note %02d: the service at port %d is started with make run-%d, never by hand; its logs are in logs/%d", i, 9000+i, i, i)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	loop := func(b *testing.B, m tools.Memory) *turns.Loop {
-		l, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000},
-			Machine: func() tools.Settings { return tools.Settings{Toolsets: []string{"memory"}, Memory: m} }})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return l
-	}
-	with, without := loop(b, mem), loop(b, tools.Memory{})
+	with, without := newLoop(tools.Settings{Toolsets: []string{"memory"}, Memory: mem}), newLoop(tools.Settings{Toolsets: []string{"memory"}})
 	b.Run("turn-memory", func(b *testing.B) {
 		benchTurns(b, e, with, `use tool memory: {"action": "add", "content": "The staging database is read-only after 18:00"}`,
 			`use tool memory: {"action": "remove", "old_text": "staging database"}`)
@@ -329,6 +311,21 @@ func BenchmarkMemoryTurn(b *testing.B) {
 	b.Run("first-turn-without", func(b *testing.B) { first(b, without) })
 }
 
+// benchToolsEnv is a store and a maker of turn loops on the offline model
+// whose tools are as settings says (the machine's, memory, todo, recall).
+func benchToolsEnv(b *testing.B) (*sessionstest.Env, func(settings tools.Settings) *turns.Loop) {
+	e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second})
+	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
+	return e, func(settings tools.Settings) *turns.Loop {
+		l, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000},
+			Machine: func() tools.Settings { return settings }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
+}
+
 // benchTurns sends texts in turn, one a turn, each conversation taking
 // benchPerSess turns on a history of its own.
 func benchTurns(b *testing.B, e *sessionstest.Env, l *turns.Loop, texts ...string) {
@@ -350,13 +347,8 @@ func benchTurns(b *testing.B, e *sessionstest.Env, l *turns.Loop, texts ...strin
 // same turn calling echo, with a short text and with one the size of the
 // list.
 func BenchmarkTodoTurn(b *testing.B) {
-	e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second})
-	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
-	l, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000},
-		Machine: func() tools.Settings { return tools.Settings{Toolsets: []string{"todo"}} }})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e, newLoop := benchToolsEnv(b)
+	l := newLoop(tools.Settings{Toolsets: []string{"todo"}})
 	var items []string
 	for i := range 10 {
 		items = append(items, fmt.Sprintf(`{"id": "%d", "content": "step %d of the migration: move table %d and check its counts", "status": "pending"}`, i, i, i))
