@@ -93,7 +93,7 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 		list = append(list, tools.MemoryTool)
 	}
 	on, _ := (tools.Settings{Toolsets: cfg.Toolsets}).Enabled("")
-	for _, kept := range []string{tools.SessionSearch, tools.TodoTool} {
+	for _, kept := range []string{tools.SessionSearch, tools.TodoTool, tools.ClarifyTool} {
 		if on[kept] && !slices.Contains(list, kept) {
 			list = append(list, kept) // not one of the switches: kept as it was
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -171,6 +172,7 @@ type Config struct {
 	PlatformToolsets map[string]NameList `yaml:"platform_toolsets"`
 	Terminal         Terminal            `yaml:"terminal"`
 	Agent            Agent               `yaml:"agent"`
+	Clarify          Clarify             `yaml:"clarify"`
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`
@@ -232,6 +234,54 @@ type Agent struct {
 	// MaxTurns bounds the rounds of tool calls in one turn (default 90);
 	// a turn that reaches it answers with what it has.
 	MaxTurns int `yaml:"max_turns"`
+	// ClarifyTimeout is agent.clarify_timeout: the seconds a person has to
+	// answer the clarify tool's question (default 3600; 0 or less: no
+	// limit). A number, or its text.
+	ClarifyTimeout any `yaml:"clarify_timeout"`
+}
+
+// Clarify is the familiar agent's older clarify block: its timeout, when
+// set, is taken over agent.clarify_timeout.
+type Clarify struct {
+	Timeout any `yaml:"timeout"`
+}
+
+// maxClarifySeconds is the longest clarify timeout kept as a limit: a
+// year.
+const maxClarifySeconds = 365 * 24 * 3600
+
+// ClarifyTimeout is how long a person has to answer the clarify tool's
+// question: clarify.timeout when set, else agent.clarify_timeout; 0 is no
+// limit (a value of 0 or less). false: neither is set, or the value is no
+// number, which the familiar agent reads as its default (an hour).
+func (c Config) ClarifyTimeout() (time.Duration, bool) {
+	raw := c.Clarify.Timeout
+	if raw == nil {
+		raw = c.Agent.ClarifyTimeout
+	}
+	var secs float64
+	switch v := raw.(type) {
+	case int:
+		secs = float64(v)
+	case int64:
+		secs = float64(v)
+	case uint64:
+		secs = float64(v)
+	case float64:
+		secs = math.Trunc(v) // whole seconds, as int() takes them
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return 0, false
+		}
+		secs = float64(n)
+	default:
+		return 0, false
+	}
+	if secs <= 0 || secs > maxClarifySeconds {
+		return 0, true // no limit (a year or more is none either)
+	}
+	return time.Duration(secs) * time.Second, true
 }
 
 // Terminal settings: how the terminal tool runs a command, in the familiar

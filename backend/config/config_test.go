@@ -146,3 +146,35 @@ func TestCompactionThresholdZeroTurnsItOff(t *testing.T) {
 		}
 	}
 }
+
+// The clarify tool's time to answer is read as the familiar agent reads
+// it: clarify.timeout over agent.clarify_timeout, 0 or less is no limit,
+// a value that is no number is the default.
+func TestClarifyTimeout(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want time.Duration
+		set  bool
+	}{
+		{"", 0, false},
+		{"agent:\n  clarify_timeout: 120\n", 2 * time.Minute, true},
+		{"agent:\n  clarify_timeout: 120\nclarify:\n  timeout: \"30\"\n", 30 * time.Second, true},
+		{"agent:\n  clarify_timeout: 90.9\n", 90 * time.Second, true},
+		{"agent:\n  clarify_timeout: 0\n", 0, true},
+		{"clarify:\n  timeout: -5\n", 0, true},
+		{"agent:\n  clarify_timeout: soon\n", 0, false},
+		{"agent:\n  clarify_timeout: 1000000000000\n", 0, true},
+	} {
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := Load(path)
+		if err != nil {
+			t.Fatalf("%q: %v", c.yaml, err)
+		}
+		if got, set := cfg.ClarifyTimeout(); got != c.want || set != c.set {
+			t.Errorf("%q: %v %v, want %v %v", c.yaml, got, set, c.want, c.set)
+		}
+	}
+}

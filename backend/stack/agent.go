@@ -26,6 +26,9 @@ type ModelFlags struct {
 	// Approve asks a person about a tool call a plugin wants approved
 	// (nil: such calls are blocked).
 	Approve func(ctx context.Context, a turns.Approval) (turns.Answer, error)
+	// Clarify asks the person at the surface the clarify tool's question
+	// (nil: the tool is not offered).
+	Clarify func(ctx context.Context, q turns.Question) (turns.Reply, error)
 	// NoBetweenTurns: the caller compacts between messages itself (the
 	// gateway's hygiene).
 	NoBetweenTurns bool
@@ -169,9 +172,16 @@ func (s *Stack) summarizer() llm.Summarizer {
 // (no key) fails the turns, not the window, the dashboard, the gateway or
 // the scheduler that run them.
 func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
-	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve, Machine: s.machine,
+	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve, Clarify: f.Clarify, Machine: s.machine,
 		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing, Processes: s.Processes}
 	o.MaxRounds = func() int { cfg, _ := s.watch.current(); return cfg.Agent.MaxTurns }
+	o.ClarifyTimeout = func() time.Duration {
+		cfg, _ := s.watch.current()
+		if d, ok := cfg.ClarifyTimeout(); ok {
+			return d
+		}
+		return turns.DefaultClarifyTimeout
+	}
 	if s.Config.ApprovalsMode() == config.ApproveSmart {
 		s.log.Warn("approvals.mode: smart needs the familiar agent's guardian model, which Atrium has not: a person is asked, as in manual")
 	}

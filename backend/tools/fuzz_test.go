@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,6 +94,24 @@ func FuzzModelArguments(f *testing.F) {
 			}
 			_ = next.Active()
 			list = next
+		}
+		// The clarify tool: any text as its question, its choices (JSON or
+		// not) and a batch, any answer; the model reads a JSON object.
+		for _, args := range []map[string]any{{"question": old, "choices": command}, {"question": pattern, "questions": patchText},
+			{"question": command, "choices": []any{old, map[string]any{"label": pattern}}, "multi_select": true}} {
+			c, err := ParseClarify(args)
+			out := ClarifyFailure(fmt.Sprint(err))
+			if err == nil {
+				if len(c.Questions) == 0 || len(c.Questions) > MaxClarifyQuestions {
+					t.Fatalf("clarify %v: %d questions", args, len(c.Questions))
+				}
+				answers := []ClarifyAnswer{{Text: pattern}, {Picked: []string{old}}}
+				out = c.Result(answers[:len(pattern)%3%2+1], len(old)%2 == 0)
+			}
+			var r map[string]any
+			if json.Unmarshal([]byte(out), &r) != nil {
+				t.Fatalf("clarify %v: no JSON object: %q", args, out)
+			}
 		}
 		if !strings.Contains(patchText, "..") && !strings.Contains(patchText, "/") {
 			if b, _ := os.ReadFile(sentinel); string(b) != "keep" {

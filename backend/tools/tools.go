@@ -89,8 +89,8 @@ func Names() []string {
 const SessionSearch = "session_search"
 
 // Offered is every tool name toolsets can offer: the machine's, the
-// store's, the curated memory and the task list.
-func Offered() []string { return append(Names(), SessionSearch, MemoryTool, TodoTool) }
+// store's, the curated memory, the task list and the person's answer.
+func Offered() []string { return append(Names(), SessionSearch, MemoryTool, TodoTool, ClarifyTool) }
 
 // Settings are config.yaml's keys for the machine's tools, as the familiar
 // agent names them.
@@ -170,12 +170,13 @@ var toolsetsOf = map[string][]string{
 	SessionSearch: {SessionSearch},
 	MemoryTool:    {MemoryTool},
 	TodoTool:      {TodoTool},
+	ClarifyTool:   {ClarifyTool},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
 // (web search, a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
-var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills", "clarify",
+var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills",
 	"code_execution", "cronjob", "delegation", "tts", "moa", "rl", "homeassistant", "messaging",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 

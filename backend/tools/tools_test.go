@@ -156,7 +156,7 @@ func TestRunWithNilArgs(t *testing.T) {
 // toolsets and platform_toolsets decide which tools a platform's turn offers, as the familiar agent reads them.
 func TestSettingsEnabled(t *testing.T) {
 	t.Parallel()
-	all := []string{"memory", "patch", "process", "read_file", "search_files", "session_search", "terminal", "todo", "write_file"}
+	all := []string{"clarify", "memory", "patch", "process", "read_file", "search_files", "session_search", "terminal", "todo", "write_file"}
 	term := []string{"process", "terminal"}
 	file := []string{"patch", "read_file", "search_files", "write_file"}
 	cases := []struct {
@@ -196,7 +196,7 @@ func TestSettingsEnabled(t *testing.T) {
 		{"desktop without cli's takes toolsets", Settings{Toolsets: []string{"file"}}, "desktop", file, 0, ""},
 		{"telegram does not take cli's", Settings{Toolsets: []string{"file"},
 			PlatformToolsets: map[string][]string{"cli": {"terminal"}}}, "telegram", file, 0, ""},
-		{"docker drops terminal", Settings{Backend: "docker"}, "cli", append(append([]string{"memory"}, file[:3]...), "session_search", "todo", "write_file"), 1, "docker"},
+		{"docker drops terminal", Settings{Backend: "docker"}, "cli", append(append([]string{"clarify", "memory"}, file[:3]...), "session_search", "todo", "write_file"), 1, "docker"},
 		{"docker without terminal says nothing", Settings{Backend: "docker", Toolsets: []string{"file"}}, "cli", file, 0, ""},
 		{"local keeps terminal", Settings{Backend: "local"}, "cli", all, 0, ""},
 		{"LOCAL keeps terminal", Settings{Backend: "LOCAL"}, "cli", all, 0, ""},

@@ -312,13 +312,17 @@ func BenchmarkMemoryTurn(b *testing.B) {
 }
 
 // benchToolsEnv is a store and a maker of turn loops on the offline model
-// whose tools are as settings says (the machine's, memory, todo, recall).
-func benchToolsEnv(b *testing.B) (*sessionstest.Env, func(settings tools.Settings) *turns.Loop) {
+// whose tools are as settings says (the machine's, memory, todo, recall),
+// its other options as opts set them.
+func benchToolsEnv(b *testing.B) (*sessionstest.Env, func(settings tools.Settings, opts ...func(*turns.Options)) *turns.Loop) {
 	e := sessionstest.NewWith(b, hooks.Options{Timeout: 30 * time.Second})
 	eng := compaction.NewEngine(e.DB, e.Sessions, e.Bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
-	return e, func(settings tools.Settings) *turns.Loop {
-		l, err := turns.New(e.DB, e.Sessions, eng, e.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000},
-			Machine: func() tools.Settings { return settings }})
+	return e, func(settings tools.Settings, opts ...func(*turns.Options)) *turns.Loop {
+		o := turns.Options{Provider: llm.OfflineProvider{Window: 1_000_000}, Machine: func() tools.Settings { return settings }}
+		for _, set := range opts {
+			set(&o)
+		}
+		l, err := turns.New(e.DB, e.Sessions, eng, e.Bus, o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -364,4 +368,32 @@ func BenchmarkTodoTurn(b *testing.B) {
 	_, answer := tools.Todos{}.Call(map[string]any{"todos": "[" + strings.Join(items, ", ") + "]"})
 	quoted, _ := json.Marshal(answer)
 	b.Run("turn-echo-list-sized", func(b *testing.B) { benchTurns(b, e, l, `use tool echo: {"text": `+string(quoted)+`}`) })
+}
+
+// BenchmarkClarifyTurn is a turn whose tool call asks the person a
+// question with two choices, answered at once by another goroutine (as a
+// surface's answer reaches the waiting turn), beside the same turn
+// calling echo with a text the size of the answer the model reads.
+func BenchmarkClarifyTurn(b *testing.B) {
+	e, newLoop := benchToolsEnv(b)
+	asked := make(chan turns.Question)
+	answers := make(chan turns.Reply)
+	go func() {
+		for q := range asked {
+			answers <- turns.Reply{Text: q.Choices[1]}
+		}
+	}()
+	b.Cleanup(func() { close(asked) })
+	l := newLoop(tools.Settings{Toolsets: []string{"clarify"}}, func(o *turns.Options) {
+		o.Clarify = func(ctx context.Context, q turns.Question) (turns.Reply, error) {
+			asked <- q
+			return <-answers, nil
+		}
+	})
+	b.Run("turn-clarify", func(b *testing.B) {
+		benchTurns(b, e, l, `use tool clarify: {"question": "Which target should the release go to?", "choices": ["staging", "prod"]}`)
+	})
+	answer := `{"question":"Which target should the release go to?","choices_offered":["staging","prod"],"user_response":"prod"}`
+	quoted, _ := json.Marshal(answer)
+	b.Run("turn-echo-answer-sized", func(b *testing.B) { benchTurns(b, e, l, `use tool echo: {"text": `+string(quoted)+`}`) })
 }

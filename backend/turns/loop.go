@@ -80,6 +80,13 @@ type Options struct {
 	// in the same conversation run without asking, while this Loop lives;
 	// AnswerAlways also keeps the rule in Standing.
 	Approve func(ctx context.Context, a Approval) (Answer, error)
+	// Clarify asks a person the clarify tool's question, on the surface
+	// the conversation is on; nil: the tool is not offered (nobody to
+	// ask). A question unanswered within its Timeout returns ErrNoAnswer.
+	Clarify func(ctx context.Context, q Question) (Reply, error)
+	// ClarifyTimeout is agent.clarify_timeout as config.yaml has it at the
+	// ask (nil: DefaultClarifyTimeout); 0 is no limit.
+	ClarifyTimeout func() time.Duration
 	// Standing is the profile's standing approvals (config.yaml's
 	// command_allowlist): a rule it allows runs without asking, on every
 	// surface, scheduled runs included; and its approvals block, read at

@@ -34,6 +34,7 @@ const (
 	srcRecall             // session_search: the store's recall of past conversations
 	srcNotes              // memory: the curated memory (MEMORY.md, USER.md)
 	srcTodo               // todo: the conversation's task list
+	srcClarify            // clarify: a question to the person
 )
 
 type toolEntry struct {
@@ -119,6 +120,9 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 		}
 		if on[tools.TodoTool] {
 			tt.add(toolEntry{spec: todoSpec, source: srcTodo, name: tools.TodoTool})
+		}
+		if on[tools.ClarifyTool] && l.asks(tc) {
+			tt.add(toolEntry{spec: clarifySpec, source: srcClarify, name: tools.ClarifyTool})
 		}
 	}
 	for _, c := range l.bus.Capabilities(hooks.CapTool) {
@@ -623,6 +627,8 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 		return l.runNotes(ctx, tc, sessionID, call.ID, args)
 	case srcTodo:
 		return l.runTodo(ctx, sessionID, args)
+	case srcClarify:
+		return l.runClarify(ctx, tc, sessionID, args)
 	case srcMachine:
 		var transform func(command, output string, code int) string
 		if e.tool.Name == "terminal" && l.bus.HasSync(hooks.TransformTermOut) {
