@@ -71,6 +71,9 @@ type Options struct {
 	// Approvals asks the person here about tool calls a plugin wants
 	// approved: the loop's Approve is its Ask (nil: none is ever asked).
 	Approvals *Approvals
+	// Clarify asks the person here the clarify tool's questions: the
+	// loop's Clarify is its Ask (nil: none is ever asked).
+	Clarify *Clarifications
 }
 
 // New builds the services of st. Call Run to push live events.
@@ -85,8 +88,12 @@ func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Ma
 		o.Approvals = NewApprovals(0)
 	}
 	o.Approvals.setEmitter(o.Emitter)
+	if o.Clarify == nil {
+		o.Clarify = NewClarifications()
+	}
+	o.Clarify.setEmitter(o.Emitter)
 	a := &App{
-		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter).withSaver(o.Saver).withApprovals(o.Approvals),
+		Sessions: NewSessions(ctx, st, loop, o.Platform, o.Emitter).withSaver(o.Saver).withApprovals(o.Approvals).withClarifications(o.Clarify),
 		Plugins:  NewPlugins(ctx, mgr, o.Platform, o.Picker, o.Opener),
 		Activity: NewActivity(ctx, st),
 		Settings: NewSettings(st, o.Platform, o.Version, o.Ready),

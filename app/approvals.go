@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,15 +62,7 @@ type AnswerApprovalRequest struct {
 // (NewApprovals), hand it to app.New.
 type Approvals struct {
 	timeout time.Duration
-	mu      sync.Mutex
-	emit    Emitter
-	pending map[string]*approvalWait
-}
-
-type approvalWait struct {
-	dto    ApprovalDTO
-	answer chan turns.Answer
-	keep   func() error // turns.Approval.KeepAlways
+	asking[ApprovalDTO, turns.Answer]
 }
 
 // NewApprovals builds the approvals of one process; timeout, used when an
@@ -82,13 +72,8 @@ func NewApprovals(timeout time.Duration) *Approvals {
 	if timeout <= 0 {
 		timeout = turns.DefaultApprovalTimeout
 	}
-	return &Approvals{timeout: timeout, emit: nopEmitter{}, pending: map[string]*approvalWait{}}
-}
-
-func (a *Approvals) setEmitter(e Emitter) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.emit = e
+	return &Approvals{timeout: timeout, asking: newAsking[ApprovalDTO, turns.Answer](EventApprovalPending, EventApprovalDone,
+		func(id, outcome string) any { return ApprovalDoneDTO{ID: id, Outcome: outcome} })}
 }
 
 // Ask implements turns.Options.Approve.
@@ -98,49 +83,20 @@ func (a *Approvals) Ask(ctx context.Context, ap turns.Approval) (turns.Answer, e
 	if ap.Timeout > 0 {
 		timeout = ap.Timeout // approvals.timeout as config.yaml has it now
 	}
-	w := &approvalWait{answer: make(chan turns.Answer, 1), dto: ApprovalDTO{ID: uuid.Must(uuid.NewV7()).String(), SessionID: ap.SessionID,
+	id := uuid.Must(uuid.NewV7()).String()
+	q := &asked[ApprovalDTO, turns.Answer]{id: id, keep: ap.KeepAlways, dto: ApprovalDTO{ID: id, SessionID: ap.SessionID,
 		Plugin: ap.Plugin, Tool: ap.ToolName, Args: string(args), Message: ap.Message, ExpiresAt: time.Now().Add(timeout).UTC(),
-		PatternKey: ap.PatternKey, CanAlways: ap.KeepAlways != nil}, keep: ap.KeepAlways}
-	a.mu.Lock()
-	a.pending[w.dto.ID] = w
-	emit := a.emit
-	a.mu.Unlock()
-	outcome := "cancelled"
-	defer func() {
-		a.mu.Lock()
-		delete(a.pending, w.dto.ID)
-		a.mu.Unlock()
-		emit.Emit(EventApprovalDone, ApprovalDoneDTO{ID: w.dto.ID, Outcome: outcome})
-	}()
-	emit.Emit(EventApprovalPending, w.dto)
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	took := func(answer turns.Answer) (turns.Answer, error) {
-		outcome = "denied"
+		PatternKey: ap.PatternKey, CanAlways: ap.KeepAlways != nil}}
+	answer, err := a.ask(ctx, q, timeout, func(answer turns.Answer) string {
 		if answer.Allows() {
-			outcome = "approved"
+			return "approved"
 		}
-		return answer, nil
+		return "denied"
+	})
+	if err != nil {
+		return turns.AnswerDeny, err
 	}
-	select {
-	case answer := <-w.answer:
-		return took(answer)
-	case <-timer.C:
-		// An answer taken as time ran out counts: an "always" it carried
-		// is kept already.
-		a.mu.Lock()
-		delete(a.pending, w.dto.ID)
-		a.mu.Unlock()
-		select {
-		case answer := <-w.answer:
-			return took(answer)
-		default:
-		}
-		outcome = "timeout"
-		return turns.AnswerDeny, turns.ErrNoAnswer
-	case <-ctx.Done():
-		return turns.AnswerDeny, ctx.Err()
-	}
+	return answer, nil
 }
 
 func (s *Sessions) withApprovals(a *Approvals) *Sessions {
@@ -154,33 +110,15 @@ func (s *Sessions) withApprovals(a *Approvals) *Sessions {
 // An "always" that cannot be kept is refused before it is taken: the
 // approval still waits, for another answer.
 func (a *Approvals) answer(id string, answer turns.Answer) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	w, ok := a.pending[id]
-	if !ok {
-		return apperr.New(apperr.NotFound, "no approval %s is waiting (answered already, or it ran out of time)", id)
-	}
-	if answer == turns.AnswerAlways {
-		if w.keep == nil {
-			return apperr.New(apperr.Invalid, "this approval cannot be kept for always; it still waits: allow it once or for the session")
+	return a.take(id, "approval", func(q *asked[ApprovalDTO, turns.Answer]) (turns.Answer, error) {
+		if answer == turns.AnswerAlways {
+			if q.keep == nil {
+				return "", apperr.New(apperr.Invalid, "this approval cannot be kept for always; it still waits: allow it once or for the session")
+			}
+			if err := q.keep(); err != nil {
+				return "", apperr.Wrap(apperr.Invalid, err, "always cannot be kept now; the approval still waits: allow it once or for the session")
+			}
 		}
-		if err := w.keep(); err != nil {
-			return apperr.Wrap(apperr.Invalid, err, "always cannot be kept now; the approval still waits: allow it once or for the session")
-		}
-	}
-	delete(a.pending, id)
-	w.answer <- answer // buffered, and only the one who took it from pending sends
-	return nil
-}
-
-// list is what waits, oldest first.
-func (a *Approvals) list() []ApprovalDTO {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]ApprovalDTO, 0, len(a.pending))
-	for _, w := range a.pending {
-		out = append(out, w.dto)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+		return answer, nil
+	})
 }

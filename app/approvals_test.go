@@ -30,17 +30,30 @@ func approvalEnv(t *testing.T, timeout time.Duration) (env, *recorder, client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := openStack(t, home, func(st *stack.Stack) error {
+	return askingDashboard(t, home, func(st *stack.Stack) error {
 		return hookstest.WantApproval(st.Bus, "guard", "echo", "echo repeats what it is given")
-	})
-	approvals := app.NewApprovals(timeout)
-	loop, err := st.Loop(stack.ModelFlags{Approve: approvals.Ask})
+	}, app.Options{Approvals: app.NewApprovals(timeout)})
+}
+
+// askingDashboard is a dashboard on home whose loop asks o's Approvals and
+// Clarify (those set), its plugins registered by register.
+func askingDashboard(t *testing.T, home config.Home, register func(*stack.Stack) error, o app.Options) (env, *recorder, client) {
+	t.Helper()
+	st, _ := openStack(t, home, register)
+	var f stack.ModelFlags
+	if o.Approvals != nil {
+		f.Approve = o.Approvals.Ask
+	}
+	if o.Clarify != nil {
+		f.Clarify = o.Clarify.Ask
+	}
+	loop, err := st.Loop(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	a := app.New(ctx, st, loop, plugins.NewManager(plugins.DiscoverOptions{Home: home, Version: "dev"}),
-		app.Options{Platform: app.PlatformDashboard, Version: "test", Emitter: rec, Approvals: approvals})
+	o.Platform, o.Version, o.Emitter = app.PlatformDashboard, "test", rec
+	a := app.New(ctx, st, loop, plugins.NewManager(plugins.DiscoverOptions{Home: home, Version: "dev"}), o)
 	srv := httptest.NewServer(app.NewHandler(a, token, app.Serving{Hub: app.NewHub()}))
 	t.Cleanup(srv.Close)
 	return env{st: st, app: a}, rec, client{t: t, srv: srv}

@@ -97,6 +97,10 @@ func (h *handler) routes() {
 	withBody(h, "POST /api/approvals/{id}", func(r *http.Request, in AnswerApprovalRequest) (any, error) {
 		return s.AnswerApproval(r.PathValue("id"), in.Approve, in.Scope)
 	})
+	h.route("GET /api/clarify", func(r *http.Request) (any, error) { return s.PendingClarify() })
+	withBody(h, "POST /api/clarify/{id}", func(r *http.Request, in AnswerClarifyRequest) (any, error) {
+		return s.AnswerClarify(r.PathValue("id"), in)
+	})
 	h.route("GET /api/trash", func(r *http.Request) (any, error) { return s.Trash() })
 	withBody(h, "POST /api/trash/empty", func(_ *http.Request, in EmptyTrashRequest) (any, error) { return s.EmptyTrash(in) })
 	h.route("GET /api/requests", func(r *http.Request) (any, error) {

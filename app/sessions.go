@@ -24,6 +24,7 @@ type Sessions struct {
 	emit      Emitter
 	saver     Saver
 	approvals *Approvals
+	clarify   *Clarifications
 }
 
 // NewSessions binds st. loop runs Send; platform is told to plugins; bulk

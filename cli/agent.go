@@ -94,20 +94,38 @@ func (r *runner) chatCmd() *cobra.Command {
 				// On a terminal, a tool call a plugin wants approved is asked
 				// of the person at it; elsewhere nobody is asked and it is
 				// blocked (fail closed).
-				var ask func(context.Context, turns.Approval) (turns.Answer, error)
+				// The clarify tool's question is asked there too (elsewhere
+				// the tool is not offered).
+				var ask terminalAsk
 				if onTerminal(cmd.InOrStdin()) {
+					f.Clarify = func(ctx context.Context, q turns.Question) (turns.Reply, error) {
+						if ask.clarify == nil {
+							return turns.Reply{}, errors.New("the chat is not reading answers yet")
+						}
+						if q.Timeout <= 0 {
+							return ask.clarify(ctx, q)
+						}
+						qctx, cancel := context.WithTimeoutCause(ctx, q.Timeout, turns.ErrNoAnswer)
+						defer cancel()
+						reply, err := ask.clarify(qctx, q)
+						if err != nil && ctx.Err() == nil && errors.Is(context.Cause(qctx), turns.ErrNoAnswer) {
+							fmt.Fprintf(r.env.Stdout, "no answer within %s: the agent goes on with its own choice\n", q.Timeout)
+							return turns.Reply{}, turns.ErrNoAnswer
+						}
+						return reply, err
+					}
 					f.Approve = func(ctx context.Context, a turns.Approval) (turns.Answer, error) {
-						if ask == nil {
+						if ask.approve == nil {
 							return turns.AnswerDeny, nil
 						}
 						limit := a.Timeout // approvals.timeout now; none: no limit here
 						if limit <= 0 {
-							return ask(ctx, a)
+							return ask.approve(ctx, a)
 						}
 						// approvals.timeout: silence is a no.
 						actx, cancel := context.WithTimeoutCause(ctx, limit, turns.ErrNoAnswer)
 						defer cancel()
-						answer, err := ask(actx, a)
+						answer, err := ask.approve(actx, a)
 						// An answer given as time ran out counts (an "always"
 						// it carried is kept already).
 						if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), turns.ErrNoAnswer) {
@@ -157,13 +175,30 @@ func onTerminal(in io.Reader) bool {
 	return ok && term.IsTerminal(int(fi.Fd()))
 }
 
-func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *func(context.Context, turns.Approval) (turns.Answer, error)) error {
+// terminalAsk asks the person at a terminal chat: an approval, and the
+// clarify tool's question (nil until the chat reads its lines).
+type terminalAsk struct {
+	approve func(context.Context, turns.Approval) (turns.Answer, error)
+	clarify func(context.Context, turns.Question) (turns.Reply, error)
+}
+
+func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *terminalAsk) error {
 	interactive := onTerminal(in)
 	lines, readErr := readLines(ctx, in)
 	if interactive && ask != nil {
 		// The chat loop waits in Send meanwhile: the next line is the
 		// answer. Ctrl+C (the turn stopped) ends the question at once.
-		*ask = func(tctx context.Context, a turns.Approval) (turns.Answer, error) {
+		ask.clarify = func(tctx context.Context, q turns.Question) (turns.Reply, error) {
+			printQuestion(r.env.Stdout, q)
+			select {
+			case line := <-lines: // "" once the input ended: skipped
+				return q.Read(line), nil
+			case <-tctx.Done():
+				fmt.Fprintln(r.env.Stdout)
+				return turns.Reply{}, context.Cause(tctx)
+			}
+		}
+		ask.approve = func(tctx context.Context, a turns.Approval) (turns.Answer, error) {
 			if a.Plugin == "" {
 				fmt.Fprintf(r.env.Stdout, "the %s asks before it runs: %v", a.ToolName, a.Args["command"])
 			} else {
@@ -241,6 +276,30 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		if t.Command == "exit" {
 			return nil
 		}
+	}
+}
+
+// printQuestion asks the clarify tool's question at a terminal: its
+// choices numbered, then how to answer.
+func printQuestion(w io.Writer, q turns.Question) {
+	if q.Of > 1 {
+		fmt.Fprintf(w, "(question %d of %d", q.Index, q.Of)
+		if q.Title != "" {
+			fmt.Fprintf(w, ": %s", q.Title)
+		}
+		fmt.Fprintln(w, ")")
+	}
+	fmt.Fprintf(w, "? %s\n", q.Question)
+	for i, c := range q.Choices {
+		fmt.Fprintf(w, "  %d. %s\n", i+1, c)
+	}
+	switch {
+	case len(q.Choices) == 0:
+		fmt.Fprint(w, "your answer (empty: skip): ")
+	case q.MultiSelect:
+		fmt.Fprint(w, "numbers of your choices (1,3), or your own answer (empty: skip): ")
+	default:
+		fmt.Fprint(w, "a number, or your own answer (empty: skip): ")
 	}
 }
 

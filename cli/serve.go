@@ -54,20 +54,22 @@ func (r *runner) serveCmd() *cobra.Command {
 }
 
 // askingLoop is the turn loop of a window or `atrium serve`: a tool call a
-// plugin wants approved is asked of the person there, through the returned
-// Approvals (the scheduler's loop and the gateway's have their own: nobody,
-// and the sender).
-func askingLoop(st *stack.Stack, f stack.ModelFlags) (*turns.Loop, *app.Approvals, error) {
+// plugin wants approved, and the clarify tool's question, are asked of the
+// person there, through the returned Approvals and Clarifications (the
+// scheduler's loop and the gateway's have their own: nobody, and the
+// sender).
+func askingLoop(st *stack.Stack, f stack.ModelFlags) (*turns.Loop, *app.Approvals, *app.Clarifications, error) {
 	approvals := app.NewApprovals(0) // each ask names approvals.timeout as config.yaml has it then
-	f.Approve = approvals.Ask
+	clarify := app.NewClarifications()
+	f.Approve, f.Clarify = approvals.Ask, clarify.Ask
 	loop, err := st.Loop(f)
-	return loop, approvals, err
+	return loop, approvals, clarify, err
 }
 
 // serve blocks until SIGINT/SIGTERM (or ctx ends), then shuts the server
 // down; r.with closes the stack after, which waits for hook deliveries.
 func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags, addr string) error {
-	loop, approvals, err := askingLoop(st, f)
+	loop, approvals, clarify, err := askingLoop(st, f)
 	if err != nil {
 		return err
 	}
@@ -87,7 +89,7 @@ func (r *runner) serve(ctx context.Context, st *stack.Stack, f stack.ModelFlags,
 	}
 	hub := app.NewHub()
 	a := app.New(ctx, st, loop, r.pluginManager(ctx, st),
-		app.Options{Platform: app.PlatformDashboard, Version: r.env.Version, Emitter: hub, Cron: host.CronService(), Approvals: approvals})
+		app.Options{Platform: app.PlatformDashboard, Version: r.env.Version, Emitter: hub, Cron: host.CronService(), Approvals: approvals, Clarify: clarify})
 	srv := &http.Server{Handler: app.NewHandler(a, token, app.Serving{Assets: frontend.Dist(), Hub: hub}), ReadHeaderTimeout: 10 * time.Second,
 		// Requests end with the server, so open event streams do not hold up
 		// the shutdown.

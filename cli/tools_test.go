@@ -100,54 +100,7 @@ func TestAChatAtATerminalAsksBeforeADangerousCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("terminal:\n  cwd: "+work+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stopHostAtCleanup(t, home)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "chat", "--home", home)
-	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0", "TERM=dumb")
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	var mu sync.Mutex
-	var seen strings.Builder
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			mu.Lock()
-			seen.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	waitSay := func(what string, count int) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			mu.Lock()
-			out := seen.String()
-			mu.Unlock()
-			if strings.Count(out, what) >= count {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the chat never said %q (%d times):\n%s", what, count, out)
-			}
-			time.Sleep(20 * time.Millisecond) // polling the output for a condition
-		}
-	}
-	say := func(line string) {
-		t.Helper()
-		if _, err := tty.Write([]byte(line + "\n")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	say, waitSay, end := terminalChat(t, home)
 	waitSay("(new session", 1)
 	say(`use tool terminal: {"command": "rm -r build"}`)
 	waitSay("the terminal asks before it runs: rm -r build (This command could destroy data: recursive delete.). Run it? [y/N, s: and do not ask again in this session, a: and from now on (recursive delete)]", 1)
@@ -163,20 +116,7 @@ func TestAChatAtATerminalAsksBeforeADangerousCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "build")); !os.IsNotExist(err) {
 		t.Fatalf("still there after y: %v", err)
 	}
-	if _, err := tty.Write([]byte{4}); err != nil { // Ctrl+D: the end of the chat
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("chat: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("the chat did not end at Ctrl+D")
-	}
+	end()
 }
 
 // `atrium memory` reads and edits the files the memory tool writes: list
@@ -215,5 +155,105 @@ func TestMemoryCommand(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(home, "memories", "MEMORY.md")); err != nil || len(b) != 0 {
 		t.Fatalf("MEMORY.md: %q %v", b, err)
+	}
+}
+
+// terminalChat runs `atrium chat` on a terminal (a pty) in home: say
+// types a line, waitSay waits until the chat has said what count times,
+// end types Ctrl+D and waits for the chat to end well.
+func terminalChat(t *testing.T, home string) (say func(string), waitSay func(string, int), end func()) {
+	t.Helper()
+	stopHostAtCleanup(t, home)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "chat", "--home", home)
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0", "TERM=dumb")
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tty.Close() })
+	var mu sync.Mutex
+	var seen strings.Builder
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			mu.Lock()
+			seen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitSay = func(what string, count int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			out := seen.String()
+			mu.Unlock()
+			if strings.Count(out, what) >= count {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the chat never said %q (%d times):\n%s", what, count, out)
+			}
+			time.Sleep(20 * time.Millisecond) // polling the output for a condition
+		}
+	}
+	say = func(line string) {
+		t.Helper()
+		if _, err := tty.Write([]byte(line + "\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end = func() {
+		t.Helper()
+		if _, err := tty.Write([]byte{4}); err != nil { // Ctrl+D: the end of the chat
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("chat: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatal("the chat did not end at Ctrl+D")
+		}
+	}
+	return say, waitSay, end
+}
+
+// At a terminal, the clarify tool's question is asked of the person at it,
+// its choices numbered: a number picks one, other words are their own,
+// nothing skips; the model reads the answer. Piped, the tool is not
+// offered (nobody would answer).
+func TestAChatAtATerminalAsksTheModelsQuestion(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	say, waitSay, end := terminalChat(t, home)
+	waitSay("(new session", 1)
+	say(`use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`)
+	waitSay("? Which target?\r\n  1. staging (Recommended)\r\n  2. prod\r\na number, or your own answer (empty: skip): ", 1)
+	say("2")
+	waitSay(`"user_response":"prod"`, 1)
+	say(`use tool clarify: {"question": "Setup", "questions": ["Which database?", {"question": "Which checks?", "choices": ["lint", "test"], "multi_select": true}]}`)
+	waitSay("(question 1 of 2: Setup)\r\n? Which database?\r\nyour answer (empty: skip): ", 1)
+	say("postgres")
+	waitSay("numbers of your choices (1,3), or your own answer (empty: skip): ", 1)
+	say("1,2")
+	waitSay(`"user_response":["lint","test"]`, 1)
+	end()
+	// Piped: not offered, so nothing waits for an answer.
+	r := atriumExec(t, home, `use tool clarify: {"question": "Which target?"}`+"\n", nil, "chat")
+	if r.code != 0 || strings.Contains(r.stdout, "? Which target?") || strings.Contains(r.stdout, "user_response") {
+		t.Fatalf("piped chat: %+v", r)
 	}
 }

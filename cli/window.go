@@ -40,7 +40,7 @@ func (r *runner) window(root *cobra.Command) {
 		opened := false
 		err := r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
 			opened = true
-			loop, approvals, err := askingLoop(st, f)
+			loop, approvals, clarify, err := askingLoop(st, f)
 			if err != nil {
 				return err
 			}
@@ -57,7 +57,7 @@ func (r *runner) window(root *cobra.Command) {
 			// gateway.autostart, while it is open.
 			wg.Go(func() { host.Run(wctx) })
 			return desktop.Run(ctx, st, desktop.Options{Version: r.env.Version, Open: open, Loop: loop,
-				Plugins: r.pluginManager(wctx, st), Ready: r.releasePlugins, Cron: host.CronService(), Approvals: approvals})
+				Plugins: r.pluginManager(wctx, st), Ready: r.releasePlugins, Cron: host.CronService(), Approvals: approvals, Clarify: clarify})
 		})
 		if err == nil || opened {
 			return err

@@ -35,6 +35,9 @@ type Options struct {
 	// Approvals asks the person at the window about tool calls a plugin
 	// wants approved (the loop's Approve is its Ask).
 	Approvals *app.Approvals
+	// Clarify asks the person at the window the clarify tool's questions
+	// (the loop's Clarify is its Ask).
+	Clarify *app.Clarifications
 }
 
 // readyAfter bounds how long Options.Ready waits for the UI's first paint.

@@ -53,7 +53,7 @@ func Run(ctx context.Context, st *stack.Stack, o Options) error {
 		}
 	}
 	a := app.New(ctx, st, o.Loop, o.Plugins, app.Options{Platform: app.PlatformDesktop, Version: o.Version,
-		Emitter: emit, Picker: wr, Saver: wr, Opener: wr, Ready: ready, Cron: o.Cron, Approvals: o.Approvals})
+		Emitter: emit, Picker: wr, Saver: wr, Opener: wr, Ready: ready, Cron: o.Cron, Approvals: o.Approvals, Clarify: o.Clarify})
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()

@@ -53,6 +53,7 @@ type env struct {
 	db   *db.DB
 	bus  *hooks.Bus
 	sess *sessions.Service
+	eng  *compaction.Engine
 	rec  *hookstest.Recorder
 	loop *turns.Loop
 	logs *syncBuf
@@ -156,7 +157,7 @@ func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)
 	if err := eng.RegisterCommands(bus.Commands()); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: d, bus: bus, sess: sess, rec: rec, logs: logs, log: lg, mem: mem, home: t.TempDir(), events: &eventRecorder{}}
+	e := &env{db: d, bus: bus, sess: sess, eng: eng, rec: rec, logs: logs, log: lg, mem: mem, home: t.TempDir(), events: &eventRecorder{}}
 	approve := func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return e.gw.Approve(ctx, a) }
 	if e.loop, err = turns.New(d, sess, eng, bus, turns.Options{Provider: llm.OfflineProvider{Window: window}, NoBetweenTurns: true,
 		MemoryProvider: "recall", Approve: approve, Standing: approvals.New(config.Home{Dir: e.home})}); err != nil {

@@ -85,13 +85,16 @@ type Service struct {
 	log   *slog.Logger
 	sem   chan struct{}
 
-	mu      sync.Mutex
-	convos  map[string]*convo
-	asks    map[string]*pendingAsk             // by conversation key: an approval waiting for its answer
-	running map[string]context.CancelCauseFunc // by conversation key: the message being answered, to /stop
-	wake    map[string]chan struct{}
-	state   map[string]string
-	started bool
+	mu     sync.Mutex
+	convos map[string]*convo
+	asks   map[string]*pendingAsk // by conversation key: an approval waiting for its answer
+	// questions, by conversation key: a clarify question waiting for its
+	// answer.
+	questions map[string]*pendingQuestion
+	running   map[string]context.CancelCauseFunc // by conversation key: the message being answered, to /stop
+	wake      map[string]chan struct{}
+	state     map[string]string
+	started   bool
 
 	stop       context.CancelFunc // adapters, workers
 	turnCancel context.CancelFunc // turns in flight
@@ -139,7 +142,7 @@ func New(o Options) *Service {
 		o.Profile = "default"
 	}
 	s := &Service{o: o, store: NewStore(o.DB), log: o.Logger, sem: make(chan struct{}, o.Parallel),
-		convos: map[string]*convo{}, asks: map[string]*pendingAsk{}, running: map[string]context.CancelCauseFunc{}, wake: map[string]chan struct{}{}, state: map[string]string{}}
+		convos: map[string]*convo{}, asks: map[string]*pendingAsk{}, questions: map[string]*pendingQuestion{}, running: map[string]context.CancelCauseFunc{}, wake: map[string]chan struct{}{}, state: map[string]string{}}
 	for _, c := range o.Adapters {
 		s.wake[c.Adapter.Platform()] = make(chan struct{}, 1)
 	}
@@ -278,7 +281,7 @@ func (s *Service) accept(c Configured, m Inbound) {
 	}
 	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
 	key := SessionKey(c.Adapter.Platform(), src)
-	if s.answerApproval(c, key, m) || s.stopTurn(c, key, m) {
+	if s.answerApproval(c, key, m) || s.answerQuestion(c, key, m) || s.stopTurn(c, key, m) {
 		return
 	}
 	s.mu.Lock()

@@ -87,10 +87,12 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 		return nil, errors.New("no gateway adapter is configured (gateway.telegram, gateway.slack or gateway.webhook in config.yaml)")
 	}
 	f.NoBetweenTurns = true
-	// A tool call a plugin wants approved is asked of the sender on the
-	// platform (the loop is the gateway's own).
+	// A tool call a plugin wants approved, and the clarify tool's question,
+	// are asked of the sender on the platform (the loop is the gateway's
+	// own).
 	var gw *gateway.Service
 	f.Approve = func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return gw.Approve(ctx, a) }
+	f.Clarify = func(ctx context.Context, q turns.Question) (turns.Reply, error) { return gw.Clarify(ctx, q) }
 	loop, err := s.Loop(f)
 	if err != nil {
 		return nil, err
@@ -154,7 +156,7 @@ func (s *Stack) Cron(f ModelFlags) (*cron.Service, error) {
 // so a tool call a plugin wants approved is blocked, or, with
 // approvals.cron_mode: approve, runs (and the log says so).
 func (s *Stack) cronLoop(f ModelFlags) (*turns.Loop, error) {
-	f.Approve = nil
+	f.Approve, f.Clarify = nil, nil
 	if s.Config.CronApproves() {
 		lg := s.log
 		f.Approve = func(_ context.Context, a turns.Approval) (turns.Answer, error) {

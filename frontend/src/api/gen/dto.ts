@@ -34,6 +34,19 @@ export interface AnswerApprovalRequest {
   scope?: string;
 }
 
+/**
+ * AnswerClarifyRequest is the body of POST /api/clarify/{id}: the
+ * person's words (a choice as shown, or their own), or for a multi-select
+ * question the choices they picked (their own words among them when they
+ * gave some). Both empty skips the question.
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface AnswerClarifyRequest {
+  response?: string;
+  choices?: string[];
+}
+
 /** ApprovalDTO is a tool call a plugin wants a person to approve. */
 export interface ApprovalDTO {
   id: string;
@@ -93,6 +106,42 @@ export interface ChainDTO {
   where: string;
   parts: PartDTO[] | null;
   items: ItemDTO[] | null;
+}
+
+/** ClarifyDTO is a question the model asks the person (the clarify tool). */
+export interface ClarifyDTO {
+  id: string;
+  session_id: string;
+  question: string;
+  /**
+   * Choices are the choices as shown, the first the model's pick (marked
+   * "(Recommended)"); none: an open question. The person may always
+   * answer in their own words instead.
+   */
+  choices: string[] | null;
+  multi_select: boolean;
+  /**
+   * Title, Index and Of: the call asks Of questions one after the other
+   * under Title; this is number Index (from 1). A single question has Of
+   * 1.
+   */
+  title: string;
+  index: number;
+  of: number;
+  /**
+   * ExpiresAt is when the model stops waiting and decides itself (null:
+   * it waits until the turn ends).
+   */
+  expires_at: string | null;
+}
+
+/**
+ * ClarifyDoneDTO says how a question ended: answered, skipped, timeout or
+ * cancelled (the turn ended first).
+ */
+export interface ClarifyDoneDTO {
+  id: string;
+  outcome: string;
 }
 
 /**

@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"atrium/backend/hooks"
+	"atrium/backend/turns"
+)
+
+// The clarify tool on a chat platform: the question goes to the
+// conversation as a message, its choices as a numbered list; the next
+// message of the sender whose message started the turn is the answer (a
+// number picks a choice, numbers between commas several of a
+// multi-select question, anything else is their own words). A command
+// (/stop, /new, ...) is no answer: it goes its usual way.
+
+// pendingQuestion is a clarify question waiting for the answer of user.
+type pendingQuestion struct {
+	user   string
+	q      turns.Question
+	answer chan turns.Reply
+}
+
+// Clarify asks the sender whose message started the running turn the
+// clarify tool's question, in that conversation, and waits for the
+// answer: no answer within the question's Timeout is turns.ErrNoAnswer
+// (the model decides itself, and the conversation is told so), the turn
+// ending ends the question. Outside a gateway turn it refuses.
+func (s *Service) Clarify(ctx context.Context, q turns.Question) (turns.Reply, error) {
+	w, ok := ctx.Value(turnKey{}).(*turnInfo)
+	if !ok {
+		return turns.Reply{}, errors.New("gateway: no conversation to ask the question in")
+	}
+	pq := &pendingQuestion{user: w.m.UserID, q: q, answer: make(chan turns.Reply, 1)}
+	s.mu.Lock()
+	s.questions[w.key] = pq
+	s.mu.Unlock()
+	w.waiting.Store(true)
+	defer func() {
+		w.waiting.Store(false)
+		s.mu.Lock()
+		if s.questions[w.key] == pq {
+			delete(s.questions, w.key)
+		}
+		s.mu.Unlock()
+	}()
+	out := Outbound{Platform: w.c.Adapter.Platform(), ChatID: w.m.ChatID, ThreadID: w.m.ThreadID, ReplyTo: w.m.ReplyTo,
+		SessionID: q.SessionID, Origin: "clarify", Text: questionText(q)}
+	if err := s.enqueue(ctx, out); err != nil {
+		return turns.Reply{}, err
+	}
+	// Waiting for a person holds none of the Parallel turn slots, as an
+	// approval's wait.
+	<-s.sem
+	defer func() { s.sem <- struct{}{} }()
+	var expired <-chan time.Time
+	if q.Timeout > 0 {
+		timer := time.NewTimer(q.Timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	select {
+	case r := <-pq.answer:
+		return r, nil
+	case <-expired:
+		s.mu.Lock()
+		if s.questions[w.key] == pq {
+			delete(s.questions, w.key)
+		}
+		s.mu.Unlock()
+		select {
+		case r := <-pq.answer: // given as time ran out: it counts
+			return r, nil
+		default:
+		}
+		out.Text = fmt.Sprintf("No answer within %s: the agent goes on with its own choice.", q.Timeout)
+		if err := s.enqueue(ctx, out); err != nil {
+			return turns.Reply{}, err
+		}
+		return turns.Reply{}, turns.ErrNoAnswer
+	case <-ctx.Done():
+		return turns.Reply{}, ctx.Err()
+	}
+}
+
+// questionText is the message that asks a clarify question.
+func questionText(q turns.Question) string {
+	var b strings.Builder
+	if q.Of > 1 {
+		if t := strings.TrimSpace(q.Title); t != "" {
+			fmt.Fprintf(&b, "%s (question %d of %d)\n", clipRunes(t, 300), q.Index, q.Of)
+		} else {
+			fmt.Fprintf(&b, "Question %d of %d\n", q.Index, q.Of)
+		}
+	}
+	fmt.Fprintf(&b, "❓ %s", clipRunes(q.Question, 2000))
+	for i, c := range q.Choices {
+		fmt.Fprintf(&b, "\n%d. %s", i+1, clipRunes(c, 500))
+	}
+	switch {
+	case len(q.Choices) == 0:
+		b.WriteString("\nReply with your answer.")
+	case q.MultiSelect:
+		b.WriteString("\nReply with the numbers of your choices (1, 3), or in your own words.")
+	default:
+		b.WriteString("\nReply with a number, or in your own words.")
+	}
+	if q.Timeout > 0 {
+		fmt.Fprintf(&b, " Within %s, or the agent decides itself.", q.Timeout)
+	}
+	return b.String()
+}
+
+// answerQuestion takes a message from the sender a clarify question waits
+// on, in that conversation, as its answer: the message reaches no turn
+// (it is recorded as received, so a redelivery is not answered). A
+// command is no answer.
+func (s *Service) answerQuestion(c Configured, key string, m Inbound) bool {
+	if _, _, isCmd := hooks.ParseCommand(strings.TrimSpace(stripBotName(m.Text))); isCmd || strings.TrimSpace(m.Text) == "" {
+		return false
+	}
+	s.mu.Lock()
+	pq := s.questions[key]
+	s.mu.Unlock()
+	if pq == nil || pq.user != m.UserID || !c.Access.Allows(m.UserID, m.ChatID) {
+		return false
+	}
+	select {
+	case pq.answer <- pq.q.Read(m.Text):
+	default: // answered already: a second answer changes nothing
+	}
+	s.consumed(c, m)
+	return true
+}
