@@ -861,6 +861,37 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
+  await check('a question the agent asks (the clarify tool) waits in a dialog, its recommended choice first; the choice picked is the answer the model reads', async () => {
+    // The turn waits for the answer: the dialog comes while it runs.
+    await sendIn('Search tuning', 'use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}');
+    const dlg = page.locator('[data-testid=clarify]');
+    await dlg.waitFor({ timeout: 30_000 });
+    eq((await dlg.locator('[data-testid=clarify-question]').innerText()).trim(), 'Which target?', 'the question shown');
+    const choices = dlg.locator('[data-testid=clarify-choice]');
+    eq(await choices.evaluateAll((els) => els.map((e) => [e.value, e.checked])), [['staging (Recommended)', true], ['prod', false]], 'the choices shown, and the one chosen');
+    eq(await page.evaluate(() => document.activeElement?.getAttribute('value')), 'staging (Recommended)', 'the choice with the focus');
+    assert(await dlg.locator('[data-testid=clarify-other]').isVisible(), 'the field for an answer of their own');
+    await page.screenshot({ path: join(artifacts, 'dashboard-clarify.png') });
+    await dlg.locator('[data-testid=clarify-choice][value="prod"]').check();
+    await page.click('[data-testid=clarify-send]');
+    await dlg.waitFor({ state: 'detached', timeout: 10_000 });
+    const reply = page.locator('[data-testid=reply]').filter({ hasText: 'The tool clarify returned' });
+    await reply.last().waitFor({ timeout: 30_000 });
+    // The transcript shows the question with its choices, and the answer.
+    const call = page.locator('[role=log] [data-testid=tool-call]').filter({ hasText: 'Which target?' });
+    await call.last().waitFor({ timeout: 10_000 });
+    eq((await call.last().locator('li').allTextContents()).map((t) => t.trim()), ['staging', 'prod'], 'the choices of the call shown');
+    const answer = page.locator('[role=log] [data-testid=clarify-answer]').last();
+    eq((await answer.innerText()).trim(), 'Answer: prod', 'the answer shown');
+    await page.screenshot({ path: join(artifacts, 'dashboard-clarify-answered.png') });
+    // What the model read, as the store keeps it.
+    const ex = await atrium('sessions', 'export', ids['Search tuning'], '--format', 'json');
+    const results = ex.parts.flatMap((p) => p.messages).filter((m) => m.role === 'tool' && m.tool_name === 'clarify');
+    assert(results.length > 0, 'no clarify result in the store');
+    eq(JSON.parse(results[results.length - 1].content), { question: 'Which target?', choices_offered: ['staging', 'prod'], user_response: 'prod' }, 'the result the model read');
+    await backToList();
+  });
+
   await check('Settings, Model: the model block saved with the form; its key saved on its own to .env (private), never shown back', async () => {
     const key = 'sk-e2e-not-shown-0123456789';
     await page.click('[data-testid=nav-settings]');
@@ -902,7 +933,7 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
-  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, session_search, todo]', async () => {
+  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, session_search, todo, clarify]', async () => {
     try {
       await settingsTools();
     } finally {
@@ -919,8 +950,8 @@ async function main() {
     await page.fill('[data-testid=set-tools-max-turns]', '30');
     await page.click('[data-testid=settings-save]');
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
-    // session_search and todo, on by default and no switch of their own, stay in the list
-    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","session_search","todo"]', 'toolsets after Save');
+    // session_search, todo and clarify, on by default and no switch of their own, stay in the list
+    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","session_search","todo","clarify"]', 'toolsets after Save');
     eq((await atrium('config', 'get', 'agent.max_turns')).value, 30, 'agent.max_turns after Save');
     await tools.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'dashboard-settings-tools.png') });

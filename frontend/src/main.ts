@@ -2,6 +2,7 @@
 
 import './style.css';
 import { installApprovals } from './approvals';
+import { installClarify } from './clarify';
 import { api, isDesktop, on, onUnauthorized, startLive, toApiError, type ApiError } from './api';
 import { h, replace } from './dom';
 import { installKeyboard } from './keyboard';
@@ -100,6 +101,7 @@ async function boot(): Promise<void> {
     showAction('warn', 'Automatic pruning is waiting for you', `${r.sessions} ended sessions older than ${r.days} days would go. It runs once you have seen the preview.`, 'Review', () => router.go('storage'));
   });
   installApprovals();
+  installClarify();
   on('open-session', (d) => {
     if (d && typeof d.id === 'string' && d.id) app.openSession(d.id);
   });

@@ -1,4 +1,5 @@
-// In-page modal dialogs: focus moves in and is kept inside, Escape cancels,
+// In-page modal dialogs: focus moves in and is kept inside, Escape cancels
+// (unless the dialog holds words typed that it would lose),
 // Enter presses the default button (unless another button has focus; a
 // dangerous confirmation's default is Cancel), focus returns after.
 
@@ -24,6 +25,9 @@ export interface ModalOptions<T> {
   wide?: boolean;
   /** closes the dialog with cancelValue when it aborts (decided elsewhere) */
   signal?: AbortSignal;
+  /** asked before Escape or a click outside cancels: false keeps the dialog
+   * open (it holds words typed that cancelling would lose) */
+  canCancel?: () => boolean;
 }
 
 const stack: HTMLElement[] = [];
@@ -74,16 +78,19 @@ export function openModal<T>(o: ModalOptions<T>): Promise<T> {
       h('div', { class: 'modal-buttons' }, ...btns),
     );
     const overlay = h('div', { class: 'overlay' }, dialog);
-    overlay.addEventListener('atrium-cancel', () => finish(o.cancelValue));
+    const cancel = () => {
+      if (!o.canCancel || o.canCancel()) finish(o.cancelValue);
+    };
+    overlay.addEventListener('atrium-cancel', cancel);
     overlay.addEventListener('mousedown', (ev) => {
-      if (ev.target === overlay) finish(o.cancelValue);
+      if (ev.target === overlay) cancel();
     });
     const defIndex = Math.max(0, o.buttons.findIndex((b) => b.default));
     dialog.addEventListener('keydown', (ev) => {
       if (ev.key === 'Escape') {
         ev.preventDefault();
         ev.stopPropagation();
-        finish(o.cancelValue);
+        cancel();
       } else if (ev.key === 'Enter' && !(ev.target instanceof HTMLButtonElement) && !(ev.target instanceof HTMLTextAreaElement)) {
         ev.preventDefault();
         ev.stopPropagation();

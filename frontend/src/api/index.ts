@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, MemoryRequest, PluginEnvRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
+import type { AnswerClarifyRequest, CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, MemoryRequest, PluginEnvRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -96,6 +96,12 @@ export const api = {
     /** answerApproval approves or denies; scope "session" also lets later asks of the same rule in this conversation run, "always" in every conversation from now on */
     answerApproval: (id: string, approve: boolean, scope: 'once' | 'session' | 'always' = 'once') =>
       call('Sessions', 'AnswerApproval', [id, approve, scope], { route: 'POST /api/approvals/{id}', params: { id }, body: { approve, scope } }),
+    /** pendingClarify are the questions the model asked (the clarify tool), waiting for the person's answer */
+    pendingClarify: () => call('Sessions', 'PendingClarify', [], { route: 'GET /api/clarify' }),
+    /** answerClarify answers one: response is a choice as shown or the person's own words; a multi-select question's
+     * picks go in choices (their own words, if any, in response); both empty skips it */
+    answerClarify: (id: string, answer: AnswerClarifyRequest) =>
+      call('Sessions', 'AnswerClarify', [id, answer], { route: 'POST /api/clarify/{id}', params: { id }, body: answer }),
   },
   conversations: {
     /** list is one page of conversations: a chain is one row (its newest part), subagents nested */

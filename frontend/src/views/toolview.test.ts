@@ -62,6 +62,51 @@ describe('toolView', () => {
     expect(toolResult('todo', '{"error":"todos must be a list, not a number"}')!.querySelector('.bad')!.textContent).toContain('must be a list');
   });
 
+  it('shows a clarify call as its question and choices, and its result as the answer the person gave', () => {
+    const one = toolCall('clarify', '{"question":"Which target?","choices":["staging","prod"],"multi_select":false}')!;
+    expect(one.querySelector('q')!.textContent).toBe('Which target?');
+    expect([...one.querySelectorAll('li')].map((li) => li.textContent)).toEqual(['staging', 'prod']);
+    expect(one.textContent).not.toContain('several');
+    expect(toolCall('clarify', '{"question":"Regions?","choices":["eu",{"label":"us"}],"multi_select":true}')!.textContent).toBe('Ask Regions?euusseveral may be picked');
+    expect(toolCall('clarify', '{"question":"What should it be called?"}')!.textContent).toBe('Ask What should it be called?an open question');
+    const batch = toolCall('clarify', JSON.stringify({ question: 'Setup', questions: [
+      { id: 'db', question: 'Which database?', choices: ['postgres', 'sqlite'] },
+      'Anything else?',
+    ] }))!;
+    expect(batch.firstElementChild!.textContent).toBe('Ask 2 questions: Setup');
+    const asked = [...batch.querySelectorAll('ol > li')];
+    expect(asked.map((li) => li.querySelector('q')!.textContent)).toEqual(['Which database?', 'Anything else?']);
+    expect([...asked[0]!.querySelectorAll('li')].map((li) => li.textContent)).toEqual(['postgres', 'sqlite']);
+    expect(asked[1]!.textContent).toContain('an open question');
+    expect(toolCall('clarify', '{"choices":["a"]}')).toBeNull();
+
+    const answer = (resp: unknown) => toolResult('clarify', JSON.stringify({ question: 'Which target?', choices_offered: ['staging', 'prod'], user_response: resp }))!;
+    expect(answer('staging').querySelector('[data-testid=clarify-answer]')!.textContent).toBe('Answer: staging');
+    const picks = answer(['eu', 'asia']);
+    expect(picks.querySelector('[data-testid=clarify-answer]')!.firstChild!.textContent).toBe('Answer:');
+    expect([...picks.querySelectorAll('li')].map((li) => li.textContent)).toEqual(['eu', 'asia']);
+    expect(answer('').textContent).toBe('Skipped');
+    expect(answer([]).textContent).toBe('Skipped');
+    const late = 'The user did not provide a response within the time limit. Use your best judgement to make the choice and proceed.';
+    expect(answer(late).textContent).toBe('No answer in time: the agent decided');
+    expect(answer([late]).textContent).toBe('No answer in time: the agent decided');
+
+    const rows = toolResult('clarify', JSON.stringify({ responses: [
+      { id: 'db', question: 'Which database?', choices_offered: ['postgres', 'sqlite'], user_response: 'postgres' },
+      { question: 'Anything else?', choices_offered: null, user_response: '' },
+    ] }))!;
+    expect([...rows.querySelectorAll('ol > li')].map((li) => li.textContent)).toEqual(['Which database?Answer: postgres', 'Anything else?Skipped']);
+    expect(rows.querySelector('[data-testid=tool-status]')).toBeNull();
+    const stopped = toolResult('clarify', JSON.stringify({ responses: [
+      { question: 'Which database?', choices_offered: null, user_response: 'postgres' },
+      { question: 'Anything else?', choices_offered: null, user_response: '' },
+    ], timed_out: true }))!;
+    expect([...stopped.querySelectorAll('[data-testid=clarify-answer]')].map((a) => a.textContent)).toEqual(['Answer: postgres', 'No answer']);
+    expect(stopped.querySelector('[data-testid=tool-status]')!.textContent).toBe('No more answers in time: the agent decided the rest');
+    expect(toolResult('clarify', '{"error":"Question text is required."}')!.querySelector('.bad')!.textContent).toBe('Question text is required.');
+    expect(toolResult('clarify', '{"something":"else"}')).toBeNull();
+  });
+
   it('leaves anything else to the plain view', () => {
     expect(toolCall('echo', '{"text":"hi"}')).toBeNull();
     expect(toolCall('terminal', 'not json')).toBeNull();

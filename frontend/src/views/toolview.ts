@@ -2,8 +2,9 @@
 // as the JSON the model reads: a terminal call as the command line it ran,
 // its result as the output with its exit code, a file call by its file, an
 // edit as its diff, a memory call as the entries it adds and removes, a
-// task list as a checklist. Anything else (another tool, JSON that does not parse)
-// is left to the caller's plain view.
+// task list as a checklist, a question to the person as the question, its
+// choices and the answer given. Anything else (another tool, JSON that does
+// not parse) is left to the caller's plain view.
 import { h } from '../dom';
 import { plural } from '../format';
 
@@ -70,6 +71,19 @@ export function toolCall(tool: string, content: string): HTMLElement | null {
       const what = a.merge === true || a.merge === 'true' ? 'Update the task list' : 'Write the task list';
       return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, n === null ? what : `${what} (${plural(n, 'item')})`);
     }
+    case 'clarify': {
+      if (Array.isArray(a.questions) && a.questions.length > 0) {
+        const qs = (a.questions as unknown[]).map((q) => (typeof q === 'string' ? { question: q } : q && typeof q === 'object' ? (q as Args) : {}));
+        return h(
+          'div',
+          { class: 'tool-view', 'data-testid': 'tool-call' },
+          h('div', {}, `Ask ${plural(qs.length, 'question')}`, str(a.question) ? ': ' : '', str(a.question) ? h('q', {}, str(a.question)) : null),
+          h('ol', { class: 'clarify-asked' }, ...qs.map((q) => h('li', {}, ...askedQuestion(q, '')))),
+        );
+      }
+      if (!str(a.question)) return null;
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, ...askedQuestion(a, 'Ask '));
+    }
     case 'search_files': {
       if (!str(a.pattern)) return null;
       const where = str(a.path) && str(a.path) !== '.' ? ` in ${str(a.path)}` : '';
@@ -119,6 +133,21 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
       if (!error) return null;
       return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
     }
+    case 'clarify': {
+      if (error) return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
+      if (Array.isArray(r.responses)) {
+        const timedOut = r.timed_out === true;
+        const rows = (r.responses as unknown[]).filter((x): x is Args => !!x && typeof x === 'object');
+        return h(
+          'div',
+          { class: 'tool-view', 'data-testid': 'tool-result' },
+          h('ol', { class: 'clarify-asked' }, ...rows.map((row) => h('li', {}, h('div', {}, h('q', {}, str(row.question))), clarifyAnswer(row.user_response, timedOut)))),
+          timedOut ? h('div', { class: 'tool-status', 'data-testid': 'tool-status' }, 'No more answers in time: the agent decided the rest') : null,
+        );
+      }
+      if (!('user_response' in r)) return null;
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, clarifyAnswer(r.user_response, false));
+    }
     case 'read_file':
     case 'write_file':
     case 'search_files':
@@ -126,6 +155,48 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
       return null; // their own text reads well enough as it is
   }
   return null;
+}
+
+/** askedQuestion is one question of a clarify call: its text (after lead)
+ * and the choices offered (none: an open question). */
+function askedQuestion(q: Args, lead: string): (HTMLElement | null)[] {
+  const choices = Array.isArray(q.choices) ? (q.choices as unknown[]).map(choiceText).filter(Boolean) : [];
+  return [
+    h('div', {}, lead, h('q', {}, str(q.question))),
+    choices.length
+      ? h('ul', { class: 'clarify-offered' }, ...choices.map((c) => h('li', {}, c)))
+      : h('div', { class: 'muted small' }, 'an open question'),
+    choices.length && (q.multi_select === true || q.multi_select === 'true') ? h('div', { class: 'muted small' }, 'several may be picked') : null,
+  ];
+}
+
+/** choiceText is a choice as the clarify tool reads one: text, or an object's label, description, text or title. */
+function choiceText(c: unknown): string {
+  if (typeof c === 'string') return c.trim();
+  if (c && typeof c === 'object') {
+    const o = c as Args;
+    return [o.label, o.description, o.text, o.title].map(str).find((s) => s.trim())?.trim() ?? '';
+  }
+  return typeof c === 'number' ? String(c) : '';
+}
+
+/** The answer the model reads when the person did not answer in time (the clarify tool's). */
+const clarifyTimedOut = 'The user did not provide a response within the time limit. Use your best judgement to make the choice and proceed.';
+
+/** clarifyAnswer is a clarify call's user_response as a person reads it:
+ * the answer, the choices picked, skipped, or no answer in time. In a batch
+ * that timed out, an empty answer may be a question never reached. */
+function clarifyAnswer(resp: unknown, timedOut: boolean): HTMLElement {
+  const picks = Array.isArray(resp) ? resp.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))) : null;
+  const text = typeof resp === 'string' ? resp : '';
+  if (text === clarifyTimedOut || (picks?.length === 1 && picks[0] === clarifyTimedOut)) {
+    return h('div', { class: 'clarify-answer muted', 'data-testid': 'clarify-answer' }, 'No answer in time: the agent decided');
+  }
+  if (picks && picks.length > 0) {
+    return h('div', { class: 'clarify-answer', 'data-testid': 'clarify-answer' }, 'Answer:', h('ul', { class: 'clarify-offered' }, ...picks.map((p) => h('li', {}, h('strong', {}, p)))));
+  }
+  if (text) return h('div', { class: 'clarify-answer', 'data-testid': 'clarify-answer' }, 'Answer: ', h('strong', {}, text));
+  return h('div', { class: 'clarify-answer muted', 'data-testid': 'clarify-answer' }, timedOut ? 'No answer' : 'Skipped');
 }
 
 const todoMarks: Record<string, string> = { completed: '☑', in_progress: '▶', pending: '☐', cancelled: '☒' };
