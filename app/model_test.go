@@ -322,7 +322,7 @@ func TestSettingsToolsApplyToTheNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, _, err := config.Load(e.st.Home.ConfigPath())
-	if err != nil || fmt.Sprint(cfg.Toolsets) != "[file memory session_search todo clarify]" || cfg.Terminal.Cwd != work || cfg.Terminal.Timeout != 60 || cfg.Agent.MaxTurns != 40 {
+	if err != nil || fmt.Sprint(cfg.Toolsets) != "[file memory session_search todo clarify web]" || cfg.Terminal.Cwd != work || cfg.Terminal.Timeout != 60 || cfg.Agent.MaxTurns != 40 {
 		t.Fatalf("config.yaml: %+v %+v %v", cfg.Toolsets, cfg.Terminal, err)
 	}
 	e.mustCreate(t, sessions.CreateParams{ID: "tools"})
@@ -347,7 +347,7 @@ func TestSettingsToolsApplyToTheNextTurn(t *testing.T) {
 	if _, err := e.app.Settings.Set(s); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, _, _ := config.Load(e.st.Home.ConfigPath()); fmt.Sprint(cfg.Toolsets) != "[web terminal memory session_search todo clarify]" || cfg.Terminal.Backend != "docker" {
+	if cfg, _, _ := config.Load(e.st.Home.ConfigPath()); fmt.Sprint(cfg.Toolsets) != "[terminal memory session_search todo clarify web]" || cfg.Terminal.Backend != "docker" {
 		t.Fatalf("toolsets: %v, backend %q", cfg.Toolsets, cfg.Terminal.Backend)
 	}
 	before, _ := os.ReadFile(e.st.Home.ConfigPath())

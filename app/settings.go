@@ -92,11 +92,20 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	if in.Memory {
 		list = append(list, tools.MemoryTool)
 	}
-	on, _ := (tools.Settings{Toolsets: cfg.Toolsets}).Enabled("")
+	// What has no switch is kept as it was: recall, the task list, the
+	// person's answer, the web (whether its provider is set up or not).
+	on, _ := tools.Listed(cfg.Toolsets)
 	for _, kept := range []string{tools.SessionSearch, tools.TodoTool, tools.ClarifyTool} {
 		if on[kept] && !slices.Contains(list, kept) {
-			list = append(list, kept) // not one of the switches: kept as it was
+			list = append(list, kept)
 		}
+	}
+	switch {
+	case slices.Contains(list, "web"):
+	case on[tools.WebSearchTool] && on[tools.WebExtractTool]:
+		list = append(list, "web")
+	case on[tools.WebSearchTool] && !slices.Contains(list, "search"):
+		list = append(list, "search")
 	}
 	var toolsets any = list
 	if in.Terminal && in.Files && in.Memory && cfg.Toolsets == nil {

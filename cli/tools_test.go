@@ -2,6 +2,9 @@ package cli_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,5 +258,52 @@ func TestAChatAtATerminalAsksTheModelsQuestion(t *testing.T) {
 	r := atriumExec(t, home, `use tool clarify: {"question": "Which target?"}`+"\n", nil, "chat")
 	if r.code != 0 || strings.Contains(r.stdout, "? Which target?") || strings.Contains(r.stdout, "user_response") {
 		t.Fatalf("piped chat: %+v", r)
+	}
+}
+
+// The web tools with the profile's .env naming a Firecrawl (here a
+// loopback fake of its API): web_search answers its results, web_extract
+// the page it read and refuses a loopback address before the provider is
+// asked; the key reaches the provider and never a terminal command.
+func TestChatSearchesTheWebThroughTheConfiguredProvider(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var asked []string
+	fc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		asked = append(asked, r.URL.Path+" "+r.Header.Get("Authorization")+" "+string(b))
+		mu.Unlock()
+		if r.URL.Path == "/v2/search" {
+			_, _ = io.WriteString(w, `{"success": true, "data": {"web": [{"url": "https://atrium.example/", "title": "Atrium", "description": "A home for agent sessions"}]}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"success": true, "data": {"markdown": "# Atrium\nSessions, kept.", "metadata": {"title": "Atrium", "sourceURL": "https://93.184.216.34/page"}}}`)
+	}))
+	defer fc.Close()
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ".env"), []byte("FIRECRAWL_API_KEY=fc-test-key\nFIRECRAWL_API_URL="+fc.URL+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdin := `use tool web_search: {"query": "atrium sessions"}` + "\n" +
+		`use tool web_extract: {"urls": ["https://93.184.216.34/page", "http://localhost:9/admin"]}` + "\n" +
+		`use tool terminal: {"command": "echo key=${FIRECRAWL_API_KEY:-none}"}` + "\n"
+	r := atriumExec(t, home, stdin, nil, "chat")
+	if r.code != 0 {
+		t.Fatalf("chat: %+v", r)
+	}
+	for _, want := range []string{`"title":"Atrium","url":"https://atrium.example/","description":"A home for agent sessions","position":1`,
+		`{"url":"https://93.184.216.34/page","title":"Atrium","conten`, // the reply shows the start of what the model read
+		`"url":"http://localhost:9/admin","title":"","content":"","error":"Blocked: URL targets a private or internal network address"`,
+		`"output":"key=none"`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the chat did not show %s:\n%s", want, r.stdout)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 || asked[0] != `/v2/search Bearer fc-test-key {"limit":5,"query":"atrium sessions"}` ||
+		asked[1] != `/v2/scrape Bearer fc-test-key {"formats":["markdown"],"url":"https://93.184.216.34/page"}` {
+		t.Fatalf("the provider was asked %q", asked)
 	}
 }

@@ -933,7 +933,7 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
-  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, session_search, todo, clarify]', async () => {
+  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, session_search, todo, clarify, web]', async () => {
     try {
       await settingsTools();
     } finally {
@@ -950,8 +950,8 @@ async function main() {
     await page.fill('[data-testid=set-tools-max-turns]', '30');
     await page.click('[data-testid=settings-save]');
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
-    // session_search, todo and clarify, on by default and no switch of their own, stay in the list
-    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","session_search","todo","clarify"]', 'toolsets after Save');
+    // session_search, todo, clarify and web, on by default and no switch of their own, stay in the list
+    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","session_search","todo","clarify","web"]', 'toolsets after Save');
     eq((await atrium('config', 'get', 'agent.max_turns')).value, 30, 'agent.max_turns after Save');
     await tools.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'dashboard-settings-tools.png') });

@@ -173,6 +173,8 @@ type Config struct {
 	Terminal         Terminal            `yaml:"terminal"`
 	Agent            Agent               `yaml:"agent"`
 	Clarify          Clarify             `yaml:"clarify"`
+	Web              Web                 `yaml:"web"`
+	Security         Security            `yaml:"security"`
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`
@@ -238,6 +240,34 @@ type Agent struct {
 	// answer the clarify tool's question (default 3600; 0 or less: no
 	// limit). A number, or its text.
 	ClarifyTimeout any `yaml:"clarify_timeout"`
+}
+
+// Web is the familiar agent's web block: which provider web_search and
+// web_extract ask.
+type Web struct {
+	// Backend is firecrawl or tavily ("": the one whose key is set,
+	// Firecrawl first); the familiar agent's parallel and exa are not
+	// Atrium's.
+	Backend string `yaml:"backend"`
+}
+
+// Security is the familiar agent's security block, in what Atrium reads
+// of it.
+type Security struct {
+	// AllowPrivateURLs lets web_extract name a private address (true, or
+	// "true"/"yes"/"on"/"1"); a cloud's metadata service stays refused.
+	AllowPrivateURLs any `yaml:"allow_private_urls"`
+}
+
+// PrivateURLs reports security.allow_private_urls.
+func (c Config) PrivateURLs() bool {
+	switch v := c.Security.AllowPrivateURLs.(type) {
+	case bool:
+		return v
+	case string:
+		return Truthy(v)
+	}
+	return false
 }
 
 // Clarify is the familiar agent's older clarify block: its timeout, when

@@ -205,7 +205,8 @@ func (s *Stack) machine() tools.Settings {
 	return tools.Settings{Toolsets: cfg.Toolsets, PlatformToolsets: platforms, Backend: cfg.Terminal.Backend,
 		Cwd: cfg.Terminal.Cwd, Timeout: time.Duration(cfg.Terminal.Timeout) * time.Second, MaxReadChars: cfg.FileReadMaxChars,
 		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{s.Home.ConfigPath(), s.Home.EnvPath(), s.Home.StatePath()},
-		Secrets: []string{s.Home.EnvPath()}, Memory: MemoryOf(s.Home, cfg)}
+		Secrets: []string{s.Home.EnvPath()}, Memory: MemoryOf(s.Home, cfg),
+		Web: tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs()}}
 }
 
 // MemoryOf is the profile's curated memory as cfg sets it (memory.*).

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // FuzzModelArguments feeds the tools what a model (or a prompt injected
@@ -112,6 +114,15 @@ func FuzzModelArguments(f *testing.F) {
 			if json.Unmarshal([]byte(out), &r) != nil {
 				t.Fatalf("clarify %v: no JSON object: %q", args, out)
 			}
+		}
+		// The web tools' guards: any text as a URL (resolved to a public
+		// address), any page text; a refusal is a reason, a page is bounded.
+		w := Web{LookupIP: func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil }}
+		if why := w.unsafe(context.Background(), command); why != "" && !strings.HasPrefix(why, "Blocked") && why != "not an http or https URL" {
+			t.Fatalf("unsafe(%q) = %q", command, why)
+		}
+		if page := pageText(patchText + old); utf8.RuneCountInString(page) > webPageChars+200 {
+			t.Fatalf("a page of %d characters", utf8.RuneCountInString(page))
 		}
 		if !strings.Contains(patchText, "..") && !strings.Contains(patchText, "/") {
 			if b, _ := os.ReadFile(sentinel); string(b) != "keep" {

@@ -72,7 +72,7 @@ func (t Tool) Run(ctx context.Context, c *Call) string {
 
 // All is every tool of the machine, in the order they are offered.
 func All() []Tool {
-	return []Tool{terminalTool(), processTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool()}
+	return []Tool{terminalTool(), processTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool(), webSearchTool(), webExtractTool()}
 }
 
 // Names is the names of All.
@@ -129,6 +129,9 @@ type Settings struct {
 	// Memory is the curated memory (memory.*): the memory tool's files
 	// and budgets.
 	Memory Memory
+	// Web is the web tools' provider (web.backend, its key) and what
+	// web_extract may name (security.allow_private_urls).
+	Web Web
 }
 
 // secret says whether path is one of Settings.Secrets (through a link
@@ -171,12 +174,14 @@ var toolsetsOf = map[string][]string{
 	MemoryTool:    {MemoryTool},
 	TodoTool:      {TodoTool},
 	ClarifyTool:   {ClarifyTool},
+	"web":         {WebSearchTool, WebExtractTool},
+	"search":      {WebSearchTool},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
 // (web search, a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
-var elsewhere = []string{"web", "search", "browser", "vision", "image_gen", "skills",
+var elsewhere = []string{"browser", "vision", "image_gen", "skills",
 	"code_execution", "cronjob", "delegation", "tts", "moa", "rl", "homeassistant", "messaging",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
@@ -220,6 +225,36 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 	if !ok {
 		list = []string{"all"}
 	}
+	on, warnings := Listed(list)
+	namedWeb := slices.ContainsFunc(list, func(name string) bool {
+		n := strings.ToLower(strings.TrimSpace(name))
+		return n == "web" || n == "search" || n == WebSearchTool || n == WebExtractTool
+	})
+	// The web tools need a provider: without one they are not offered (as
+	// the familiar agent checks for a key), said only where the list
+	// names them.
+	if problem := s.Web.Problem(); (on[WebSearchTool] || on[WebExtractTool]) && problem != "" {
+		delete(on, WebSearchTool)
+		delete(on, WebExtractTool)
+		if namedWeb {
+			warnings = append(warnings, problem)
+		}
+	}
+	if problem := s.TerminalProblem(); on["terminal"] && problem != "" {
+		delete(on, "terminal")
+		delete(on, "process")
+		warnings = append(warnings, problem)
+	}
+	return on, warnings
+}
+
+// Listed is the tools a toolsets list names (nil: all of them), whether
+// or not each can be offered here (a terminal backend, a web provider's
+// key), and a warning for each name that is no toolset at all.
+func Listed(list []string) (map[string]bool, []string) {
+	if list == nil {
+		list = []string{"all"}
+	}
 	on := map[string]bool{}
 	var warnings []string
 	for _, name := range list {
@@ -228,13 +263,8 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 			on[t] = true
 		}
 		if !ours && !known {
-			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, memory, todo and session_search; all, debugging and hermes-* take them in)")
+			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, web, memory, todo, session_search and clarify; all, debugging and hermes-* take them in)")
 		}
-	}
-	if problem := s.TerminalProblem(); on["terminal"] && problem != "" {
-		delete(on, "terminal")
-		delete(on, "process")
-		warnings = append(warnings, problem)
 	}
 	return on, warnings
 }

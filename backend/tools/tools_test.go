@@ -116,10 +116,10 @@ func keys(m map[string]bool) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// The six tools are offered in order, each with a description and a JSON-object schema.
+// The eight tools are offered in order, each with a description and a JSON-object schema.
 func TestAllToolsOfferedWithValidSchemas(t *testing.T) {
 	t.Parallel()
-	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files"}
+	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -153,6 +153,19 @@ func TestRunWithNilArgs(t *testing.T) {
 	}
 }
 
+// noEnv and envOf stand for the process's environment in the web tools'
+// settings.
+func noEnv(string) string { return "" }
+
+func envOf(name, value string) func(string) string {
+	return func(n string) string {
+		if n == name {
+			return value
+		}
+		return ""
+	}
+}
+
 // toolsets and platform_toolsets decide which tools a platform's turn offers, as the familiar agent reads them.
 func TestSettingsEnabled(t *testing.T) {
 	t.Parallel()
@@ -178,7 +191,13 @@ func TestSettingsEnabled(t *testing.T) {
 		{"session_search alone", Settings{Toolsets: []string{"session_search"}}, "cli", []string{"session_search"}, 0, ""},
 		{"case and spaces", Settings{Toolsets: []string{" FILE "}}, "cli", file, 0, ""},
 		{"a tool named alone", Settings{Toolsets: []string{"read_file"}}, "cli", []string{"read_file"}, 0, ""},
-		{"web and vision offer nothing", Settings{Toolsets: []string{"web", "vision"}}, "cli", nil, 0, ""},
+		{"vision offers nothing", Settings{Toolsets: []string{"vision"}}, "cli", nil, 0, ""},
+		{"web without a key says so", Settings{Toolsets: []string{"web", "vision"}, Web: Web{Getenv: noEnv}}, "cli", nil, 1, "FIRECRAWL_API_KEY"},
+		{"web with a key", Settings{Toolsets: []string{"web"}, Web: Web{Getenv: envOf("TAVILY_API_KEY", "k")}}, "cli", []string{"web_extract", "web_search"}, 0, ""},
+		{"search is web_search", Settings{Toolsets: []string{"search"}, Web: Web{Getenv: envOf("FIRECRAWL_API_URL", "http://fc")}}, "cli", []string{"web_search"}, 0, ""},
+		{"a provider Atrium has not", Settings{Toolsets: []string{"web"}, Web: Web{Backend: "exa", Getenv: envOf("EXA_API_KEY", "k")}}, "cli", nil, 1, "exa is not a provider"},
+		{"all without a key leaves web out quietly", Settings{Toolsets: []string{"all"}, Web: Web{Getenv: noEnv}}, "cli", all, 0, ""},
+		{"all with a key", Settings{Toolsets: []string{"all"}, Web: Web{Getenv: envOf("FIRECRAWL_API_KEY", "k")}}, "cli", []string{"clarify", "memory", "patch", "process", "read_file", "search_files", "session_search", "terminal", "todo", "web_extract", "web_search", "write_file"}, 0, ""},
 		{"empty list offers nothing", Settings{Toolsets: []string{}}, "cli", nil, 0, ""},
 		{"bogus warns", Settings{Toolsets: []string{"bogus"}}, "cli", nil, 1, "bogus"},
 		{"bogus beside file", Settings{Toolsets: []string{"file", "bogus"}}, "cli", file, 1, "bogus"},

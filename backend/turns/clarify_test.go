@@ -250,4 +250,3 @@ func TestAStoppedTurnEndsItsQuestion(t *testing.T) {
 		t.Fatalf("the result: %s", got)
 	}
 }
-
