@@ -107,6 +107,25 @@ describe('toolView', () => {
     expect(toolResult('clarify', '{"something":"else"}')).toBeNull();
   });
 
+  it('shows a web search as its results and a page read by its address, never as links', () => {
+    expect(toolCall('web_search', '{"query":"sqlite wal"}')!.textContent).toBe('Search the web for sqlite wal');
+    const hits = toolResult('web_search', JSON.stringify({ success: true, data: { web: [
+      { title: 'WAL', url: 'https://sqlite.org/wal.html', description: 'Write-ahead log', position: 1 },
+      { title: '', url: 'https://x.example/<b>', description: '', position: 2 },
+    ] } }))!;
+    expect([...hits.querySelectorAll('ol > li')].map((li) => li.textContent)).toEqual(['WAL https://sqlite.org/wal.htmlWrite-ahead log', 'https://x.example/<b> https://x.example/<b>']);
+    expect(hits.querySelector('a')).toBeNull();
+    expect(hits.querySelector('b')).toBeNull();
+    expect(toolResult('web_search', '{"success":true,"data":{"web":[]}}')!.textContent).toBe('No results.');
+    expect(toolCall('web_extract', '{"urls":["https://a.example/","https://b.example/"]}')!.querySelectorAll('li').length).toBe(2);
+    const pages = toolResult('web_extract', JSON.stringify({ results: [
+      { url: 'http://127.0.0.1/', title: '', content: '', error: 'Blocked: URL targets a private or internal network address' },
+      { url: 'https://a.example/', title: 'A', content: 'hello', error: null },
+    ] }))!;
+    expect([...pages.querySelectorAll('li')].map((li) => li.textContent)).toEqual(['http://127.0.0.1/Blocked: URL targets a private or internal network address', 'A https://a.example/5 characters']);
+    expect(toolResult('web_extract', '{"error":"Error extracting content: no key"}')!.querySelector('.bad')!.textContent).toBe('Error extracting content: no key');
+  });
+
   it('leaves anything else to the plain view', () => {
     expect(toolCall('echo', '{"text":"hi"}')).toBeNull();
     expect(toolCall('terminal', 'not json')).toBeNull();

@@ -3,7 +3,8 @@
 // its result as the output with its exit code, a file call by its file, an
 // edit as its diff, a memory call as the entries it adds and removes, a
 // task list as a checklist, a question to the person as the question, its
-// choices and the answer given. Anything else (another tool, JSON that does
+// choices and the answer given, a web search as its results and a page
+// read by its address and size. Anything else (another tool, JSON that does
 // not parse) is left to the caller's plain view.
 import { h } from '../dom';
 import { plural } from '../format';
@@ -51,6 +52,15 @@ export function toolCall(tool: string, content: string): HTMLElement | null {
       }
       if (!str(a.path)) return null;
       return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Edit ', h('code', {}, str(a.path)), a.replace_all ? ' (every occurrence)' : '');
+    }
+    case 'web_search': {
+      if (!str(a.query)) return null;
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Search the web for ', h('code', {}, str(a.query)));
+    }
+    case 'web_extract': {
+      const urls = Array.isArray(a.urls) ? (a.urls as unknown[]).map(str).filter(Boolean) : [];
+      if (!urls.length) return null;
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, 'Read from the web', h('ul', { class: 'web-list' }, ...urls.map((u) => h('li', {}, h('code', {}, u)))));
     }
     case 'session_search': {
       if (str(a.session_id) && a.around_message_id !== undefined) {
@@ -120,6 +130,43 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
       if (r.no_change) return h('div', { class: 'tool-view muted', 'data-testid': 'tool-result' }, str(r.note) || 'No change.');
       if (!str(r.diff)) return null;
       return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('pre', { class: 'tool-diff' }, ...diffLines(str(r.diff))));
+    }
+    case 'web_search': {
+      if (error) return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
+      const data = r.data && typeof r.data === 'object' ? (r.data as Args) : {};
+      if (!Array.isArray(data.web)) return null;
+      const hits = (data.web as unknown[]).filter((x): x is Args => !!x && typeof x === 'object');
+      if (!hits.length) return h('div', { class: 'tool-view muted', 'data-testid': 'tool-result' }, 'No results.');
+      // URLs are shown as text, never as links: a click must not take the window to a page a model chose.
+      return h(
+        'div',
+        { class: 'tool-view', 'data-testid': 'tool-result' },
+        h('ol', { class: 'web-list' }, ...hits.map((x) => h('li', {}, h('strong', {}, str(x.title) || str(x.url)), ' ', h('code', {}, str(x.url)), str(x.description) ? h('div', { class: 'muted small' }, str(x.description)) : null))),
+      );
+    }
+    case 'web_extract': {
+      if (error) return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
+      if (!Array.isArray(r.results)) return null;
+      const pages = (r.results as unknown[]).filter((x): x is Args => !!x && typeof x === 'object');
+      return h(
+        'div',
+        { class: 'tool-view', 'data-testid': 'tool-result' },
+        h(
+          'ul',
+          { class: 'web-list' },
+          ...pages.map((p) =>
+            h(
+              'li',
+              {},
+              str(p.title) ? h('strong', {}, str(p.title), ' ') : null,
+              h('code', {}, str(p.url)),
+              str(p.error)
+                ? h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, str(p.error))
+                : h('div', { class: 'muted small' }, plural(str(p.content).length, 'character')),
+            ),
+          ),
+        ),
+      );
     }
     case 'todo': {
       if (error) return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
