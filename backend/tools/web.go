@@ -397,7 +397,8 @@ var (
 // unsafe says why web_extract may not hand u to the provider ("" when it
 // may): not an http(s) URL, or a host that names or resolves to a private,
 // loopback, link-local or reserved address (one that cannot be resolved
-// too: the check fails closed), or a cloud's metadata service.
+// too: the check fails closed, unless a proxy resolves names for this
+// process), or a cloud's metadata service.
 func (w Web) unsafe(ctx context.Context, u string) string {
 	const blocked = "Blocked: URL targets a private or internal network address"
 	p, err := url.Parse(u)
@@ -423,6 +424,9 @@ func (w Web) unsafe(ctx context.Context, u string) string {
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		if addrs, err = lookup(lctx, host); err != nil || len(addrs) == 0 {
+			if w.proxied() {
+				return "" // a proxy resolves names for this process: the check cannot, and leaves it to them
+			}
 			return blocked + " (its host name could not be resolved)"
 		}
 	}
@@ -442,6 +446,18 @@ func (w Web) unsafe(ctx context.Context, u string) string {
 		}
 	}
 	return ""
+}
+
+// proxied says this process reaches the web through a proxy (HTTPS_PROXY,
+// HTTP_PROXY or ALL_PROXY): then a name it cannot resolve itself is no
+// reason to refuse, as the familiar agent reads it.
+func (w Web) proxied() bool {
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
+		if w.env(v) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 var inlineImage = regexp.MustCompile(`data:image/[a-zA-Z0-9.+-]+;base64,[A-Za-z0-9+/=]{64,}`)

@@ -200,6 +200,17 @@ func TestWebExtractThroughFirecrawlAndItsGuards(t *testing.T) {
 	if s := summary(got); s != want {
 		t.Fatalf("results:\n%s\nwant:\n%s", s, want)
 	}
+	// Behind a proxy (which resolves names), a name this process cannot
+	// resolve is left to it; an address is still checked.
+	proxied := w
+	proxied.Getenv = func(n string) string {
+		return map[string]string{"FIRECRAWL_API_URL": p.URL, "HTTPS_PROXY": "http://proxy.internal:3128"}[n]
+	}
+	proxied.Client = &http.Client{} // the fake provider is asked directly all the same
+	got = runWeb(t, proxied, webExtractTool(), map[string]any{"urls": []any{"https://nowhere.example/", "http://10.0.0.1/"}})
+	if s := summary(got); s != "http://10.0.0.1/||0|"+blocked+"\nhttps://nowhere.example/|Hello|7|" {
+		t.Fatalf("behind a proxy:\n%s", s)
+	}
 	// security.allow_private_urls: a private address goes through, the
 	// metadata service does not.
 	w.AllowPrivateURLs = true
