@@ -117,7 +117,9 @@ func FuzzModelArguments(f *testing.F) {
 		}
 		// The web tools' guards: any text as a URL (resolved to a public
 		// address), any page text; a refusal is a reason, a page is bounded.
-		w := Web{LookupIP: func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil }}
+		w := Web{LookupIP: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
+		}}
 		if why := w.unsafe(context.Background(), command); why != "" && !strings.HasPrefix(why, "Blocked") && why != "not an http or https URL" {
 			t.Fatalf("unsafe(%q) = %q", command, why)
 		}

@@ -244,7 +244,9 @@ func TestWebProviderFailures(t *testing.T) {
 		want   string
 	}{
 		{"down", down.URL, nil, "could not reach 127.0.0.1"},
-		{"refused", "", func(string, map[string]any) (int, string) { return 401, `{"success": false, "error": "Unauthorized: Invalid token"}` },
+		{"refused", "", func(string, map[string]any) (int, string) {
+			return 401, `{"success": false, "error": "Unauthorized: Invalid token"}`
+		},
 			"answered 401 Unauthorized: Unauthorized: Invalid token"},
 		{"not JSON", "", func(string, map[string]any) (int, string) { return 200, "<html>oops</html>" }, "is not the JSON expected"},
 		{"too much", "", func(string, map[string]any) (int, string) {
