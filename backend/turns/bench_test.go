@@ -18,7 +18,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -396,4 +400,28 @@ func BenchmarkClarifyTurn(b *testing.B) {
 	answer := `{"question":"Which target should the release go to?","choices_offered":["staging","prod"],"user_response":"prod"}`
 	quoted, _ := json.Marshal(answer)
 	b.Run("turn-echo-answer-sized", func(b *testing.B) { benchTurns(b, e, l, `use tool echo: {"text": `+string(quoted)+`}`) })
+}
+
+// BenchmarkWebSearchTurn is a turn whose tool call is web_search, asked of
+// a loopback fake of Firecrawl's API (its answer at once: what Atrium
+// adds to a provider's time), beside the same turn calling echo with a
+// text the size of the answer the model reads.
+func BenchmarkWebSearchTurn(b *testing.B) {
+	fc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		var web []string
+		for i := range 5 {
+			web = append(web, fmt.Sprintf(`{"url": "https://docs.example/%d", "title": "Result %d", "description": "What page %d says about the write-ahead log and its checkpoints"}`, i, i, i))
+		}
+		_, _ = io.WriteString(w, `{"success": true, "data": {"web": [`+strings.Join(web, ",")+`]}}`)
+	}))
+	b.Cleanup(fc.Close)
+	e, newLoop := benchToolsEnv(b)
+	env := map[string]string{"FIRECRAWL_API_KEY": "fc-bench", "FIRECRAWL_API_URL": fc.URL}
+	l := newLoop(tools.Settings{Toolsets: []string{"web"}, Web: tools.Web{Getenv: func(n string) string { return env[n] }}})
+	b.Run("turn-web_search", func(b *testing.B) { benchTurns(b, e, l, `use tool web_search: {"query": "sqlite wal checkpoint"}`) })
+	search := tools.All()[slices.IndexFunc(tools.All(), func(t tools.Tool) bool { return t.Name == tools.WebSearchTool })]
+	answer, _ := json.Marshal(search.Run(ctx, &tools.Call{Args: map[string]any{"query": "sqlite wal checkpoint"},
+		Settings: tools.Settings{Web: tools.Web{Getenv: func(n string) string { return env[n] }}}}))
+	b.Run("turn-echo-answer-sized", func(b *testing.B) { benchTurns(b, e, l, `use tool echo: {"text": `+string(answer)+`}`) })
 }
