@@ -361,6 +361,17 @@ type ToolsSettingsDTO struct {
 	// Read-only: why the terminal is not offered whatever the switch says
 	// (terminal.backend other than local), "" when it is.
 	Problem string `json:"problem,omitempty"`
+	// Web: web_search and web_extract are in toolsets; WebBackend is
+	// web.backend ("" = the provider whose key is set, Firecrawl first;
+	// else firecrawl or tavily).
+	Web        bool   `json:"web"`
+	WebBackend string `json:"web_backend"`
+	// Read-only: the provider in use, where its key is set (its Name is
+	// the variable; saved with Settings.SetKey), and why the web tools are
+	// not offered ("" when they are).
+	WebProvider string       `json:"web_provider"`
+	WebKey      KeyStatusDTO `json:"web_key"`
+	WebProblem  string       `json:"web_problem,omitempty"`
 }
 
 // ModelSettingsDTO is the model the profile's turns ask: config.yaml's

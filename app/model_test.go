@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -322,7 +323,7 @@ func TestSettingsToolsApplyToTheNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, _, err := config.Load(e.st.Home.ConfigPath())
-	if err != nil || fmt.Sprint(cfg.Toolsets) != "[file memory session_search todo clarify web]" || cfg.Terminal.Cwd != work || cfg.Terminal.Timeout != 60 || cfg.Agent.MaxTurns != 40 {
+	if err != nil || fmt.Sprint(cfg.Toolsets) != "[file memory web session_search todo clarify]" || cfg.Terminal.Cwd != work || cfg.Terminal.Timeout != 60 || cfg.Agent.MaxTurns != 40 {
 		t.Fatalf("config.yaml: %+v %+v %v", cfg.Toolsets, cfg.Terminal, err)
 	}
 	e.mustCreate(t, sessions.CreateParams{ID: "tools"})
@@ -347,7 +348,7 @@ func TestSettingsToolsApplyToTheNextTurn(t *testing.T) {
 	if _, err := e.app.Settings.Set(s); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, _, _ := config.Load(e.st.Home.ConfigPath()); fmt.Sprint(cfg.Toolsets) != "[terminal memory session_search todo clarify web]" || cfg.Terminal.Backend != "docker" {
+	if cfg, _, _ := config.Load(e.st.Home.ConfigPath()); fmt.Sprint(cfg.Toolsets) != "[terminal memory web session_search todo clarify]" || cfg.Terminal.Backend != "docker" {
 		t.Fatalf("toolsets: %v, backend %q", cfg.Toolsets, cfg.Terminal.Backend)
 	}
 	before, _ := os.ReadFile(e.st.Home.ConfigPath())
@@ -359,5 +360,58 @@ func TestSettingsToolsApplyToTheNextTurn(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(e.st.Home.ConfigPath()); string(after) != string(before) {
 		t.Fatalf("an invalid value changed config.yaml:\n%s", after)
+	}
+}
+
+// Settings sets up the web tools: the switch keeps web in toolsets, the
+// provider is web.backend (one Atrium has not is refused unless the file
+// already names it), and its key, saved to .env, makes the tools offered;
+// Get says which provider, where its key is and why they are not offered.
+// (Not parallel: the key lands in this process's environment.)
+func TestSettingsSetsUpTheWebTools(t *testing.T) {
+	for _, k := range []string{"TAVILY_API_KEY", "FIRECRAWL_API_KEY", "FIRECRAWL_API_URL"} {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
+	}
+	e := newEnv(t)
+	s, err := e.app.Settings.Get()
+	if err != nil || !s.Tools.Web || s.Tools.WebBackend != "" || s.Tools.WebProvider != "firecrawl" || s.Tools.WebKey.Name != "FIRECRAWL_API_KEY" ||
+		!strings.Contains(s.Tools.WebProblem, "needs FIRECRAWL_API_KEY") {
+		t.Fatalf("defaults: %+v %v", s.Tools, err)
+	}
+	s.Tools.WebBackend = "exa"
+	if _, err := e.app.Settings.Set(s); apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), "firecrawl or tavily") {
+		t.Fatalf("exa: %v", err)
+	}
+	s.Tools.WebBackend, s.Tools.Web = "Tavily", false
+	if s, err = e.app.Settings.Set(s); err != nil || s.Tools.Web || s.Tools.WebBackend != "tavily" || s.Tools.WebKey.Name != "TAVILY_API_KEY" ||
+		s.Tools.WebProblem != "web.backend: tavily needs TAVILY_API_KEY in the profile's .env" {
+		t.Fatalf("tavily, off: %+v %v", s.Tools, err)
+	}
+	cfg, _, _ := config.Load(e.st.Home.ConfigPath())
+	if cfg.Web.Backend != "tavily" || slices.Contains(cfg.Toolsets, "web") || fmt.Sprint(cfg.Toolsets) != "[terminal file memory session_search todo clarify]" {
+		t.Fatalf("config.yaml: %+v %v", cfg.Web, cfg.Toolsets)
+	}
+	if _, err := e.app.Settings.SetKey(app.KeyRequest{Name: "TAVILY_API_KEY", Value: "tvly-from-settings"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Tools.Web = true
+	if s, err = e.app.Settings.Set(s); err != nil || !s.Tools.Web || s.Tools.WebProblem != "" || s.Tools.WebKey.Source != "env_file" {
+		t.Fatalf("with its key: %+v %v", s.Tools, err)
+	}
+	e.mustCreate(t, sessions.CreateParams{ID: "web"})
+	turn, err := e.app.Sessions.Send("web", `use tool web_search: {"query": "q"}`)
+	if err != nil || len(turn.ToolCalls) != 1 {
+		t.Fatalf("web_search offered at the next turn: %+v %v", turn, err)
+	}
+	// A provider the familiar agent has and Atrium has not, written by
+	// hand, stays as it is when other settings are saved.
+	if err := os.WriteFile(e.st.Home.ConfigPath(), []byte("web:\n  backend: exa\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = e.app.Settings.Get()
+	s.Tools.MaxTurns = 12
+	if s, err = e.app.Settings.Set(s); err != nil || s.Tools.WebBackend != "exa" || !strings.Contains(s.Tools.WebProblem, "exa is not a provider Atrium has") {
+		t.Fatalf("exa kept: %+v %v", s.Tools, err)
 	}
 }

@@ -61,15 +61,20 @@ func (s *Settings) Get() (SettingsDTO, error) {
 		ApprovalsMode: lo.ToPtr(cfg.ApprovalsMode()), ApprovalTimeoutSeconds: lo.ToPtr(cfg.Approvals.Timeout),
 		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, TrashDays: lo.ToPtr(cfg.TrashDays()), TrashAutomatic: lo.ToPtr(cfg.TrashAutomatic()),
 		AutoPrune: lo.ToPtr(cfg.Sessions.AutoPrune), Profile: config.StartupProfile(s.home.Root),
-		Profiles: config.Profiles(s.home.Root), Model: lo.ToPtr(s.modelSettings(cfg)), Tools: lo.ToPtr(toolsSettings(cfg))}, nil
+		Profiles: config.Profiles(s.home.Root), Model: lo.ToPtr(s.modelSettings(cfg)), Tools: lo.ToPtr(s.toolsSettings(cfg))}, nil
 }
 
 // toolsSettings is the agent's tools as config.yaml has them.
-func toolsSettings(cfg config.Config) ToolsSettingsDTO {
+func (s *Settings) toolsSettings(cfg config.Config) ToolsSettingsDTO {
 	on, _ := tools.Settings{Toolsets: cfg.Toolsets}.Enabled("")
+	listed, _ := tools.Listed(cfg.Toolsets)
 	out := ToolsSettingsDTO{Terminal: on["terminal"], Files: on["read_file"], Memory: on[tools.MemoryTool], Cwd: cfg.Terminal.Cwd,
 		TimeoutSeconds: cfg.Terminal.Timeout, MaxTurns: cfg.Agent.MaxTurns, OwnLists: append([]string{}, slices.Sorted(maps.Keys(cfg.PlatformToolsets))...)}
 	out.Problem = tools.Settings{Backend: cfg.Terminal.Backend}.TerminalProblem()
+	_ = s.home.RefreshEnv() // a key set by another process since counts
+	web := tools.Web{Backend: cfg.Web.Backend}
+	out.Web, out.WebBackend = listed[tools.WebSearchTool] || listed[tools.WebExtractTool], strings.ToLower(strings.TrimSpace(cfg.Web.Backend))
+	out.WebProvider, out.WebKey, out.WebProblem = web.Provider(), s.keyStatus(web.KeyVariable()), web.Problem()
 	return out
 }
 
@@ -92,23 +97,19 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	if in.Memory {
 		list = append(list, tools.MemoryTool)
 	}
+	if in.Web {
+		list = append(list, "web")
+	}
 	// What has no switch is kept as it was: recall, the task list, the
-	// person's answer, the web (whether its provider is set up or not).
+	// person's answer.
 	on, _ := tools.Listed(cfg.Toolsets)
 	for _, kept := range []string{tools.SessionSearch, tools.TodoTool, tools.ClarifyTool} {
 		if on[kept] && !slices.Contains(list, kept) {
 			list = append(list, kept)
 		}
 	}
-	switch {
-	case slices.Contains(list, "web"):
-	case on[tools.WebSearchTool] && on[tools.WebExtractTool]:
-		list = append(list, "web")
-	case on[tools.WebSearchTool] && !slices.Contains(list, "search"):
-		list = append(list, "search")
-	}
 	var toolsets any = list
-	if in.Terminal && in.Files && in.Memory && cfg.Toolsets == nil {
+	if in.Terminal && in.Files && in.Memory && in.Web && cfg.Toolsets == nil {
 		toolsets = nil // the default: all of them
 	}
 	orNil := func(n int) any {
@@ -121,7 +122,11 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	if cwd == "" {
 		cwd = nil
 	}
-	return []plugins.ConfigEdit{{Section: "toolsets", Value: toolsets}, {Section: "terminal", Key: "cwd", Value: cwd},
+	var backend any = strings.ToLower(strings.TrimSpace(in.WebBackend))
+	if backend == "" {
+		backend = nil // the provider whose key is set
+	}
+	return []plugins.ConfigEdit{{Section: "toolsets", Value: toolsets}, {Section: "web", Key: "backend", Value: backend}, {Section: "terminal", Key: "cwd", Value: cwd},
 		{Section: "terminal", Key: "timeout", Value: orNil(in.TimeoutSeconds)}, {Section: "agent", Key: "max_turns", Value: orNil(in.MaxTurns)}}
 }
 
@@ -176,6 +181,10 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 		}
 		if c := strings.TrimSpace(in.Tools.Cwd); c != "" && c != "." && !filepath.IsAbs(c) && c != "~" && !strings.HasPrefix(c, "~/") {
 			return SettingsDTO{}, apperr.New(apperr.Invalid, "terminal.cwd must be an absolute folder (or ~/...), not %q", c)
+		}
+		if b := strings.ToLower(strings.TrimSpace(in.Tools.WebBackend)); b != "" && !slices.Contains(tools.WebBackends, b) &&
+			b != strings.ToLower(strings.TrimSpace(cfg.Web.Backend)) {
+			return SettingsDTO{}, apperr.New(apperr.Invalid, "web.backend must be firecrawl or tavily (or empty: the provider whose key is set), not %q", b)
 		}
 		edits = append(edits, toolsEdits(cfg, *in.Tools)...)
 	}

@@ -79,9 +79,26 @@ func (w Web) env(name string) string {
 	return strings.TrimSpace(os.Getenv(name))
 }
 
-// provider is the web.backend in use, as the familiar agent picks it:
+// Provider is the web.backend in use, as the familiar agent picks it:
 // the configured one, else the first whose key is set (Firecrawl,
 // Parallel, Tavily, Exa), else Firecrawl.
+func (w Web) Provider() string { return w.provider() }
+
+// KeyVariable is the variable that holds the key of the provider in use
+// ("" for one Atrium has not).
+func (w Web) KeyVariable() string {
+	switch w.provider() {
+	case "firecrawl":
+		return "FIRECRAWL_API_KEY"
+	case "tavily":
+		return "TAVILY_API_KEY"
+	}
+	return ""
+}
+
+// WebBackends are the web.backend values Atrium has.
+var WebBackends = []string{"firecrawl", "tavily"}
+
 func (w Web) provider() string {
 	if b := strings.ToLower(strings.TrimSpace(w.Backend)); b == "firecrawl" || b == "tavily" || b == "parallel" || b == "exa" {
 		return b

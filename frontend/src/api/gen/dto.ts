@@ -1073,6 +1073,21 @@ export interface ToolsSettingsDTO {
    * (terminal.backend other than local), "" when it is.
    */
   problem?: string;
+  /**
+   * Web: web_search and web_extract are in toolsets; WebBackend is
+   * web.backend ("" = the provider whose key is set, Firecrawl first;
+   * else firecrawl or tavily).
+   */
+  web: boolean;
+  web_backend: string;
+  /**
+   * Read-only: the provider in use, where its key is set (its Name is
+   * the variable; saved with Settings.SetKey), and why the web tools are
+   * not offered ("" when they are).
+   */
+  web_provider: string;
+  web_key: KeyStatusDTO;
+  web_problem?: string;
 }
 
 /** TrashDTO says what the trash holds and when it next purges. */
