@@ -231,3 +231,29 @@ func TestHermesDuckTypedContextEngine(t *testing.T) {
 		t.Fatalf("the incomplete engine was not refused: %+v", p)
 	}
 }
+
+// A plugin's ctx.dispatch_tool of a tool only a turn can run (the task
+// list, memory, recall, a question to the person) is answered with the
+// familiar agent's error, and the process goes on: it used to end it.
+func TestDispatchToolOfATurnsOwnToolDoesNotEndTheProcess(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-dispatch")
+	stdin := "/dispatch todo {}\n/dispatch memory {\"action\": \"add\", \"content\": \"x\"}\n/dispatch session_search {}\n" +
+		"/dispatch clarify {\"question\": \"Go on?\"}\n/dispatch read_file {\"path\": \"nowhere.txt\"}\n/whoami\n"
+	r := atriumExec(t, home, stdin, nil, "chat")
+	if r.code != 0 {
+		t.Fatalf("chat: %+v", r)
+	}
+	for _, want := range []string{`dispatched todo: {"error":"todo must be handled by the agent loop"}`,
+		`dispatched memory: {"error":"memory must be handled by the agent loop"}`,
+		`dispatched session_search: {"error":"session_search must be handled by the agent loop"}`,
+		`dispatched clarify: {"error":"Clarify tool is not available in this execution context."}`,
+		`"error":"File not found: `} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the chat did not say %s:\n%s", want, r.stdout)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(home, "memories")); len(entries) != 0 {
+		t.Fatalf("a plugin's dispatch wrote the memory: %v", entries)
+	}
+}

@@ -250,3 +250,26 @@ func TestAStoppedTurnEndsItsQuestion(t *testing.T) {
 		t.Fatalf("the result: %s", got)
 	}
 }
+
+// A plugin's dispatch_tool of a tool only a turn can run (the task list,
+// memory, recall, a question to the person) is an error it reads, as the
+// familiar agent's registry answers it: never a crash of the process.
+func TestDispatchToolOfTheTurnsOwnTools(t *testing.T) {
+	t.Parallel()
+	m := newClarifyEnv(t, nil, func(turns.Question) (turns.Reply, error) { return turns.Reply{Text: "yes"}, nil })
+	s := m.MustCreate(t, sessions.CreateParams{Title: "plugin"})
+	for name, want := range map[string]string{
+		"todo":           `{"error":"todo must be handled by the agent loop"}`,
+		"memory":         `{"error":"memory must be handled by the agent loop"}`,
+		"session_search": `{"error":"session_search must be handled by the agent loop"}`,
+		"clarify":        `{"error":"Clarify tool is not available in this execution context."}`,
+	} {
+		out, err := m.loop.DispatchTool(ctx, "cli:"+s.ID, name, map[string]any{"question": "x"})
+		if err != nil || out != want {
+			t.Errorf("dispatch_tool %s: %s %v, want %s", name, out, err, want)
+		}
+	}
+	if len(m.asked) != 0 {
+		t.Fatalf("a plugin's dispatch asked the person: %+v", m.asked)
+	}
+}

@@ -834,7 +834,19 @@ func (l *Loop) dispatchMachine(ctx context.Context, sessionKey, name string, arg
 		return "", false
 	}
 	all := tools.All()
-	tool := all[slices.IndexFunc(all, func(t tools.Tool) bool { return t.Name == name })]
+	i := slices.IndexFunc(all, func(t tools.Tool) bool { return t.Name == name })
+	if i < 0 {
+		// The turn's own tools (the task list, memory, recall, a question
+		// to the person) need a turn: the familiar agent's registry says
+		// so, and so does this.
+		msg := name + " must be handled by the agent loop"
+		if name == tools.ClarifyTool {
+			msg = "Clarify tool is not available in this execution context."
+		}
+		b, _ := json.Marshal(map[string]string{"error": msg})
+		return string(b), true
+	}
+	tool := all[i]
 	if command, _ := args["command"].(string); name == "terminal" {
 		if danger, found := tools.CheckAt(command, l.commandDir(s, platform, sessionKey, args), s.Protected); found {
 			approveAll, _ := l.policy()
