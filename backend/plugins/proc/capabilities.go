@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 
 	"atrium/backend/apperr"
@@ -124,6 +125,21 @@ func (h *Host) SetServices(s Services) {
 // serve answers one request of the plugin's on its own goroutine: it may
 // take a while (a model call) and may call back into the plugin meanwhile.
 // It ends with the instance.
+// serveSafely answers one request of the plugin's; a fault in Atrium
+// while answering it is the plugin's error reply and a logged error with
+// its stack, never the end of the process (a plugin's request is input
+// nobody here wrote).
+func (in *instance) serveSafely(ctx context.Context, svc Services, m message) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			in.p.h.log.Error("a plugin's request made Atrium fail; it was refused", "plugin", in.p.spec.Name, "method", m.Method,
+				"fault", fmt.Sprint(r), "stack", string(debug.Stack()))
+			v, err = nil, fmt.Errorf("Atrium failed answering %s (a fault of Atrium's, logged): %v", m.Method, r)
+		}
+	}()
+	return svc.Serve(ctx, in.p.spec.Name, m.Method, m.Params)
+}
+
 func (in *instance) serve(m message) {
 	h := in.p.h
 	h.mu.Lock()
@@ -144,7 +160,7 @@ func (in *instance) serve(m message) {
 		case <-ctx.Done():
 		}
 	}()
-	v, err := svc.Serve(ctx, in.p.spec.Name, m.Method, m.Params)
+	v, err := in.serveSafely(ctx, svc, m)
 	if err != nil {
 		code := CodePluginError
 		switch apperr.CodeOf(err) {

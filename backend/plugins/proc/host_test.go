@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -526,5 +527,30 @@ func TestACancelledRequestEndsAloneOrTheChildRestarts(t *testing.T) {
 				t.Fatalf("cancels sent: %q", got)
 			}
 		})
+	}
+}
+
+// panicky answers every request of a plugin's by failing, as a fault in
+// Atrium would.
+type panicky struct{}
+
+func (panicky) Serve(context.Context, string, string, json.RawMessage) (any, error) {
+	var tools []string
+	return tools[-len(tools)-1], nil // an index out of range, as dispatch_tool once had
+}
+
+// A fault in Atrium while it answers a plugin's own request (ctx.llm,
+// dispatch_tool, ...) is the plugin's error reply: the process and the
+// plugin go on.
+func TestAFaultAnsweringAPluginsRequestIsItsErrorNotTheEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "basic", 5*time.Second, func(h *Host) { h.SetServices(panicky{}) })
+	out, err := e.Bus.RunCommand(context.Background(), "whoami", "ask-host", hooks.LocalContext("cli", "s1"))
+	if err != nil || !strings.HasPrefix(out, "host answered <nil> plugin error ") ||
+		!strings.Contains(out, "Atrium failed answering llm.complete (a fault of Atrium's, logged): runtime error: index out of range") {
+		t.Fatalf("%q %v", out, err)
+	}
+	if out, err := e.Bus.RunCommand(context.Background(), "whoami", "still", hooks.LocalContext("cli", "s1")); err != nil || !strings.HasPrefix(out, `whoami args="still"`) {
+		t.Fatalf("the plugin after: %q %v", out, err)
 	}
 }

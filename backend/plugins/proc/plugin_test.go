@@ -153,6 +153,23 @@ func runTestPlugin(mode string) int {
 			if p.Args == "hang" {
 				continue // never answered; the plugin reads on
 			}
+			if p.Args == "ask-host" {
+				// A request of its own to the host (as ctx.llm makes one);
+				// the command answers with the host's reply.
+				send(testMsg{ID: json.RawMessage(`900`), Method: "llm.complete", Params: mustJSON(map[string]any{"messages": []any{}})})
+				for in.Scan() {
+					var r struct {
+						ID     json.RawMessage `json:"id"`
+						Result any             `json:"result"`
+						Error  *RPCError       `json:"error"`
+					}
+					if json.Unmarshal(in.Bytes(), &r) == nil && string(r.ID) == "900" {
+						send(testMsg{ID: m.ID, Result: map[string]any{"output": fmt.Sprintf("host answered %v %+v", r.Result, r.Error)}})
+						break
+					}
+				}
+				continue
+			}
 			user := "local user"
 			if src, ok := p.Source.(map[string]any); ok {
 				user, _ = src["user_id"].(string)
