@@ -55,7 +55,9 @@ func TestGatewayAsksTheSendersQuestion(t *testing.T) {
 		return f.SentTexts()[n-1]
 	}
 	f.Push(5, "Cy", -100, "supergroup", `use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`)
-	want := "❓ Which target?\n1. staging (Recommended)\n2. prod\nReply with a number, or in your own words. Within 10m0s, or the agent decides itself."
+	// A gateway turn has 10 minutes: the question waits a minute less, so
+	// that the model goes on with its own choice within the turn.
+	want := "❓ Which target?\n1. staging (Recommended)\n2. prod\nReply with a number, or in your own words. Within 9m0s, or the agent decides itself."
 	if got := sent(1, "the question"); got != want {
 		t.Fatalf("the question:\n%q\nwant\n%q", got, want)
 	}
@@ -75,7 +77,7 @@ func TestGatewayAsksTheSendersQuestion(t *testing.T) {
 
 	// Several of a multi-select question, by number; then their own words.
 	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Which checks?", "choices": ["lint", "test", "e2e"], "multi_select": true}`)
-	if got := sent(4, "the multi-select question"); !strings.HasSuffix(got, "3. e2e\nReply with the numbers of your choices (1, 3), or in your own words. Within 10m0s, or the agent decides itself.") {
+	if got := sent(4, "the multi-select question"); !strings.HasSuffix(got, "3. e2e\nReply with the numbers of your choices (1, 3), or in your own words. Within 9m0s, or the agent decides itself.") {
 		t.Fatalf("the multi-select question: %q", got)
 	}
 	f.Push(5, "Cy", 5, "private", "1, 3")
@@ -93,7 +95,7 @@ func TestGatewayAsksTheSendersQuestion(t *testing.T) {
 
 	// /stop is a command, not an answer: the turn stops.
 	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Go on?"}`)
-	if got := sent(8, "the open question"); got != "❓ Go on?\nReply with your answer. Within 10m0s, or the agent decides itself." {
+	if got := sent(8, "the open question"); got != "❓ Go on?\nReply with your answer. Within 9m0s, or the agent decides itself." {
 		t.Fatalf("the open question: %q", got)
 	}
 	f.Push(5, "Cy", 5, "private", "/stop")

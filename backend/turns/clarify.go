@@ -78,6 +78,27 @@ func (q Question) Read(text string) Reply {
 	return Reply{Text: text} // several numbers for one choice: as written
 }
 
+// withinTurn is how long a question may wait in a turn that must end by
+// its deadline (a chat platform's turns have one): at most timeout (0: no
+// limit), and a minute short of the deadline (half the time left, when
+// less is left), so that the model reads "no answer in time" and goes on
+// with its own choice instead of the turn ending mid-question.
+func withinTurn(ctx context.Context, timeout time.Duration) time.Duration {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return timeout
+	}
+	left := time.Until(deadline) - time.Minute
+	if left < time.Second {
+		left = time.Until(deadline) / 2
+	}
+	left = max(left.Round(time.Second), time.Second)
+	if timeout <= 0 || left < timeout {
+		return left
+	}
+	return timeout
+}
+
 // asks says whether the turn can ask the person a question.
 func (l *Loop) asks(tc *turnCtx) bool {
 	return l.opts.Clarify != nil && tc.agentCtx == "primary" && tc.platform != PlatformCron
@@ -108,7 +129,7 @@ func (l *Loop) runClarify(ctx context.Context, tc *turnCtx, sessionID string, ar
 	timedOut := false
 	for i, q := range c.Questions {
 		ask := Question{SessionID: sessionID, Question: q.Question, Choices: q.Shown(), MultiSelect: q.MultiSelect,
-			Index: i + 1, Of: len(c.Questions), Timeout: timeout}
+			Index: i + 1, Of: len(c.Questions), Timeout: withinTurn(ctx, timeout)}
 		if c.Batch {
 			ask.Title = c.Title
 		}

@@ -273,3 +273,45 @@ func TestDispatchToolOfTheTurnsOwnTools(t *testing.T) {
 		t.Fatalf("a plugin's dispatch asked the person: %+v", m.asked)
 	}
 }
+
+// A question in a turn that must end by a deadline (a chat platform's
+// turns have one) waits a minute less than the turn has, or half of what
+// is left when that is less, so the model reads "no answer in time" and
+// goes on instead of the turn ending mid-question; a shorter
+// agent.clarify_timeout still wins.
+func TestAQuestionWaitsNoLongerThanItsTurn(t *testing.T) {
+	t.Parallel()
+	m := newClarifyEnv(t, nil, nil)
+	limit := time.Hour
+	m.loop, _ = turns.New(m.DB, m.Sessions, m.eng, m.Bus, turns.Options{Provider: llm.OfflineProvider{Window: 100000},
+		Machine:        func() tools.Settings { return tools.Settings{Cwd: m.dir} },
+		ClarifyTimeout: func() time.Duration { return limit },
+		Clarify: func(_ context.Context, q turns.Question) (turns.Reply, error) {
+			m.mu.Lock()
+			m.asked = append(m.asked, q)
+			m.mu.Unlock()
+			return turns.Reply{}, turns.ErrNoAnswer
+		}})
+	s := m.MustCreate(t, sessions.CreateParams{Title: "deadline"})
+	for _, c := range []struct {
+		left, limit, lo, hi time.Duration
+	}{
+		{10 * time.Minute, time.Hour, 8*time.Minute + 58*time.Second, 9 * time.Minute},
+		{30 * time.Second, time.Hour, 14 * time.Second, 15 * time.Second},
+		{10 * time.Minute, 90 * time.Second, 90 * time.Second, 90 * time.Second},
+		{10 * time.Minute, 0, 8*time.Minute + 58*time.Second, 9 * time.Minute}, // no limit of its own
+	} {
+		limit = c.limit
+		dctx, cancel := context.WithTimeout(ctx, c.left)
+		if _, err := m.loop.Send(dctx, s.ID, `use tool clarify: {"question": "Go on?"}`, hooks.LocalContext("telegram", s.ID)); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if q := m.asked[len(m.asked)-1]; q.Timeout < c.lo || q.Timeout > c.hi {
+			t.Errorf("%v left, limit %v: asked with %v, want %v to %v", c.left, c.limit, q.Timeout, c.lo, c.hi)
+		}
+		if got := m.lastResult(t, s.ID); !strings.Contains(got, tools.ClarifyTimedOut) {
+			t.Errorf("%v left: the model read %s", c.left, got)
+		}
+	}
+}
