@@ -25,6 +25,9 @@ if (!bin) {
   process.exit(2);
 }
 const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+// The web tools' providers: no key or server of this machine's reaches the
+// run (the CLI and serve take this environment), so it starts without one.
+for (const v of ['FIRECRAWL_API_KEY', 'FIRECRAWL_API_URL', 'TAVILY_API_KEY', 'TAVILY_API_URL', 'PARALLEL_API_KEY', 'EXA_API_KEY']) delete process.env[v];
 const home = mkdtempSync(join(tmpdir(), 'atrium-e2e-'));
 const artifacts = join(here, 'artifacts');
 mkdirSync(artifacts, { recursive: true });
@@ -933,7 +936,7 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
-  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, session_search, todo, clarify, web]', async () => {
+  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, web, session_search, todo, clarify]', async () => {
     try {
       await settingsTools();
     } finally {
@@ -950,8 +953,8 @@ async function main() {
     await page.fill('[data-testid=set-tools-max-turns]', '30');
     await page.click('[data-testid=settings-save]');
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
-    // session_search, todo, clarify and web, on by default and no switch of their own, stay in the list
-    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","session_search","todo","clarify","web"]', 'toolsets after Save');
+    // web, on by default, has its switch; session_search, todo and clarify, on by default with no switch of their own, stay in the list
+    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","web","session_search","todo","clarify"]', 'toolsets after Save');
     eq((await atrium('config', 'get', 'agent.max_turns')).value, 30, 'agent.max_turns after Save');
     await tools.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'dashboard-settings-tools.png') });
@@ -963,6 +966,56 @@ async function main() {
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
     const on = await atrium('send', ids['Payments refactor'], 'use tool read_file: {"path": "scratch"}');
     eq((on.tool_calls ?? []).join(','), 'read_file', `read_file calls with the file tools on (${on.reply})`);
+  }
+
+  await check('Settings, Agent tools, Web: without a key the status says why; Tavily saved as the provider and its key to .env (never shown), the status says so; back to Automatic and the key removed', async () => {
+    try {
+      await settingsWeb();
+    } finally {
+      await page.click('[data-testid=nav-sessions]').catch(() => undefined);
+    }
+  });
+  async function settingsWeb() {
+    const key = 'tvly-e2e-not-shown-0123456789';
+    const saved = async () => {
+      await page.click('[data-testid=settings-save]');
+      await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
+    };
+    /** backend is config.yaml's web.backend, null when it does not say one */
+    const backend = () => atrium('config', 'get', 'web.backend').then((r) => r.value, (e) => (/is not set/.test(e.stderr ?? '') ? null : Promise.reject(e)));
+    const envLines = async () => readFileSync((await atrium('config', 'show')).env_file.path, 'utf8').split('\n');
+    await page.click('[data-testid=nav-settings]');
+    const status = page.locator('[data-testid=set-tools-web-status]');
+    const keyLabel = page.locator('label[for=set-tools-web-key]');
+    await status.filter({ hasText: 'Not offered: web search needs FIRECRAWL_API_KEY' }).waitFor({ timeout: 10_000 });
+    assert(await page.isChecked('[data-testid=set-tools-web]'), 'the web switch is on');
+    eq(await page.inputValue('[data-testid=set-tools-web-backend]'), '', 'the provider: Automatic');
+    eq(await keyLabel.innerText(), 'Key: FIRECRAWL_API_KEY', 'the key field of the provider in use');
+    await page.locator('[data-testid=set-tools-web-backend]').selectOption('tavily');
+    await status.filter({ hasText: 'Save the settings to switch to Tavily.' }).waitFor({ timeout: 10_000 });
+    eq(await keyLabel.innerText(), 'Key: TAVILY_API_KEY', 'the key field once Tavily is chosen');
+    await saved();
+    eq(await backend(), 'tavily', 'web.backend after Save');
+    await status.filter({ hasText: 'Not offered: Tavily (web.backend) needs TAVILY_API_KEY' }).waitFor({ timeout: 10_000 });
+    await page.fill('[data-testid=set-tools-web-key]', key);
+    await page.click('[data-testid=set-tools-web-key-save]');
+    await status.filter({ hasText: 'Tavily: TAVILY_API_KEY is kept in' }).waitFor({ timeout: 10_000 });
+    const said = await status.innerText();
+    assert(said.includes('.env') && !said.includes('Not offered'), `the status after Save key: ${said}`);
+    eq(await page.inputValue('[data-testid=set-tools-web-key]'), '', 'the key field after Save key');
+    assert((await envLines()).includes(`TAVILY_API_KEY=${key}`), '.env holds TAVILY_API_KEY after Save key');
+    assert(!(await page.content()).includes(key) && !(await page.innerText('body')).includes(key), 'the page shows the key');
+    await page.locator('[data-testid=settings-tools-web]').evaluate((e) => e.scrollIntoView({ block: 'center' }));
+    await page.screenshot({ path: join(artifacts, 'dashboard-settings-web.png') });
+    // Back as it was: Automatic (which finds the Tavily key), then the key removed.
+    await page.locator('[data-testid=set-tools-web-backend]').selectOption('');
+    await saved();
+    eq(await backend(), null, 'web.backend after going back to Automatic');
+    await status.filter({ hasText: 'Tavily: TAVILY_API_KEY is kept in' }).waitFor({ timeout: 10_000 });
+    await page.click('[data-testid=set-tools-web-key-remove]');
+    await page.click('[data-testid=set-tools-web-key-remove-confirm]');
+    await status.filter({ hasText: 'Not offered: web search needs FIRECRAWL_API_KEY' }).waitFor({ timeout: 10_000 });
+    assert(!(await envLines()).some((l) => l.startsWith('TAVILY_API_KEY=')), '.env still holds TAVILY_API_KEY after Remove');
   }
 
   await check('Settings, What the agent remembers: what the memory tool saved shows; Forget (with Undo) and Add change the files', async () => {

@@ -4,8 +4,8 @@
 
 import { api, toApiError } from '../api';
 import { button, h, replace } from '../dom';
-import { confirmModal } from '../modal';
 import { described, errorLine, fieldRow } from './fields';
+import { KeyField } from './key-field';
 import type { KeyStatusDTO, ModelSettingsDTO } from '../api/gen/dto';
 
 const providers: Array<[string, string]> = [
@@ -52,10 +52,7 @@ export class ModelSection {
   private readonly errors = new Map<Key | 'key', HTMLElement>();
   private readonly problem: HTMLElement;
   private readonly keyStatus: HTMLElement;
-  private readonly keyInput: HTMLInputElement;
-  private readonly keySave: HTMLButtonElement;
-  private readonly keyRemove: HTMLButtonElement;
-  private readonly keyDone: HTMLElement;
+  private readonly keyField: KeyField;
   private readonly checkBtn: HTMLButtonElement;
   private readonly checkOut: HTMLElement;
   private key: KeyStatusDTO | null = null;
@@ -76,25 +73,8 @@ export class ModelSection {
     this.problem = h('p', { class: 'form-error', role: 'alert', 'data-testid': 'model-problem' });
     this.provider.addEventListener('change', () => this.sayProvider());
     this.keyStatus = h('p', { class: 'key-status', id: 'set-model-key-help', 'data-testid': 'model-key-status', 'aria-live': 'polite' });
-    this.keyInput = h('input', {
-      id: 'set-model-key',
-      'data-testid': 'set-model-key',
-      type: 'password',
-      autocomplete: 'off',
-      spellcheck: 'false',
-      placeholder: 'Paste a new key',
-      'aria-describedby': 'set-model-key-help set-model-key-err',
-    });
-    this.keyInput.addEventListener('keydown', (ev) => {
-      if (ev.key === 'Enter') {
-        ev.preventDefault(); // not the form's Save: the key is saved on its own
-        void this.saveKey();
-      }
-    });
-    this.keySave = button('Save key', { class: 'btn', 'data-testid': 'model-key-save', type: 'button' }, () => void this.saveKey());
-    this.keyRemove = button('Remove from .env', { class: 'btn plain', 'data-testid': 'model-key-remove', type: 'button' }, () => void this.removeKey());
-    this.keyDone = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite', 'data-testid': 'model-key-done' });
-    const keyErr = err('key', 'set-model-key');
+    this.keyField = new KeyField({ id: 'set-model-key', testid: 'model-key', use: 'this model', written: (k) => this.renderKey(k) });
+    this.errors.set('key', this.keyField.err);
     this.checkBtn = button('Check the saved model', { class: 'btn', 'data-testid': 'model-check', type: 'button' }, () => void this.check());
     this.checkOut = h('span', { class: 'model-check-out', role: 'status', 'aria-live': 'polite', 'data-testid': 'model-check-out' });
     this.el = h(
@@ -113,9 +93,9 @@ export class ModelSection {
         { class: 'field key-field', 'data-testid': 'model-key' },
         h('label', { for: 'set-model-key' }, 'Key'),
         this.keyStatus,
-        h('div', { class: 'key-row' }, this.keyInput, this.keySave, this.keyRemove),
-        this.keyDone,
-        keyErr,
+        this.keyField.row,
+        this.keyField.done,
+        this.keyField.err,
       ),
       h(
         'div',
@@ -176,8 +156,7 @@ export class ModelSection {
     this.key = k;
     const name = k?.name ?? '';
     const needed = name !== '';
-    this.keyInput.disabled = this.keySave.disabled = !needed;
-    this.keyRemove.hidden = !k?.in_env_file;
+    this.keyField.show(k);
     if (!needed) {
       replace(this.keyStatus, 'No key: this model is asked without one. Name a key variable above to use one.');
       return;
@@ -200,12 +179,12 @@ export class ModelSection {
 
   clearErrors(): void {
     for (const e of this.errors.values()) e.textContent = '';
-    for (const i of [this.provider, ...Object.values(this.inputs), this.keyInput]) i.removeAttribute('aria-invalid');
+    for (const i of [this.provider, ...Object.values(this.inputs), this.keyField.input]) i.removeAttribute('aria-invalid');
   }
 
   private fieldError(k: Key | 'key', msg: string): void {
     this.errors.get(k)!.textContent = msg;
-    (k === 'key' ? this.keyInput : k === 'provider' ? this.provider : this.inputs[k]).setAttribute('aria-invalid', 'true');
+    (k === 'key' ? this.keyField.input : k === 'provider' ? this.provider : this.inputs[k]).setAttribute('aria-invalid', 'true');
   }
 
   /** value is the block to save, or null (and the first bad field focused) when a field is wrong. */
@@ -239,44 +218,5 @@ export class ModelSection {
     if (!hit) return false;
     this.fieldError(hit[0], message);
     return true;
-  }
-
-  private async saveKey(): Promise<void> {
-    const value = this.keyInput.value;
-    this.errors.get('key')!.textContent = '';
-    this.keyDone.textContent = '';
-    if (!this.key?.name) return;
-    if (value.trim() === '') {
-      this.fieldError('key', 'Paste the key first.');
-      this.keyInput.focus();
-      return;
-    }
-    await this.writeKey(value, 'Saved in .env. The next turn uses it.');
-  }
-
-  private async removeKey(): Promise<void> {
-    if (!this.key?.name) return;
-    const ok = await confirmModal({
-      title: `Remove ${this.key.name} from .env?`,
-      body: h('p', {}, 'The key is gone from the file for good: you would paste it again to use this model.'),
-      confirmLabel: 'Remove',
-      confirmTestid: 'model-key-remove-confirm',
-      danger: true,
-    });
-    if (ok) await this.writeKey('', 'Removed from .env. Turns go without it from the next one.');
-  }
-
-  private async writeKey(value: string, done: string): Promise<void> {
-    this.keySave.disabled = this.keyRemove.disabled = true;
-    try {
-      this.renderKey(await api.settings.setKey({ name: this.key!.name, value }));
-      this.keyInput.value = '';
-      this.keyDone.textContent = done;
-    } catch (e) {
-      this.fieldError('key', toApiError(e).message);
-    } finally {
-      this.keySave.disabled = !this.key?.name;
-      this.keyRemove.disabled = false;
-    }
   }
 }

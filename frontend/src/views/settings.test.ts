@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { SettingsDTO } from '../types';
-import type { KeyRequest, KeyStatusDTO, MemoryDTO, MemoryFileDTO, MemoryRequest, ModelSettingsDTO } from '../api/gen/dto';
+import type { KeyRequest, KeyStatusDTO, MemoryDTO, MemoryFileDTO, MemoryRequest, ModelSettingsDTO, ToolsSettingsDTO } from '../api/gen/dto';
 
 const envPath = '/home/p/.env';
 const model = (over: Partial<ModelSettingsDTO> = {}): ModelSettingsDTO => ({
@@ -11,6 +11,23 @@ const model = (over: Partial<ModelSettingsDTO> = {}): ModelSettingsDTO => ({
   api_key_env: 'OPENAI_API_KEY',
   context_window: 32768,
   key: { name: 'OPENAI_API_KEY', source: '', in_env_file: false, env_path: envPath },
+  ...over,
+});
+
+const noWebKey = 'web search needs FIRECRAWL_API_KEY (or a self-hosted FIRECRAWL_API_URL) or TAVILY_API_KEY in the profile\'s .env';
+const tools = (over: Partial<ToolsSettingsDTO> = {}): ToolsSettingsDTO => ({
+  terminal: true,
+  files: true,
+  memory: true,
+  cwd: '',
+  timeout_seconds: 0,
+  max_turns: 0,
+  own_lists: [],
+  web: true,
+  web_backend: '',
+  web_provider: 'firecrawl',
+  web_key: { name: 'FIRECRAWL_API_KEY', source: '', in_env_file: false, env_path: envPath },
+  web_problem: noWebKey,
   ...over,
 });
 
@@ -26,7 +43,7 @@ const current = (over: Partial<SettingsDTO> = {}): SettingsDTO => ({
   profile: 'default',
   profiles: ['default'],
   model: model(),
-  tools: { terminal: true, files: true, memory: true, cwd: '', timeout_seconds: 0, max_turns: 0, own_lists: [] },
+  tools: tools(),
   ...over,
 });
 
@@ -264,7 +281,7 @@ describe('settings: the agent\'s tools', () => {
     await flush();
     expect(set).toHaveBeenCalledTimes(1);
     const sent = (set.mock.calls[0] as unknown as [SettingsDTO])[0];
-    expect(sent.tools).toEqual({ terminal: false, files: true, memory: false, cwd: '~/work', timeout_seconds: 60, max_turns: 0, own_lists: [] });
+    expect(sent.tools).toEqual(tools({ terminal: false, memory: false, cwd: '~/work', timeout_seconds: 60 }));
   });
 
   it('refuses a relative folder and a time over 600 before sending', async () => {
@@ -283,13 +300,137 @@ describe('settings: the agent\'s tools', () => {
   });
 
   it('says where the switches do not apply, and why the terminal is not offered', async () => {
-    get.mockImplementationOnce(async () =>
-      current({ tools: { terminal: true, files: true, memory: true, cwd: '', timeout_seconds: 0, max_turns: 0, own_lists: ['telegram'], problem: 'terminal.backend is docker' } }),
-    );
+    get.mockImplementationOnce(async () => current({ tools: tools({ own_lists: ['telegram'], problem: 'terminal.backend is docker' }) }));
     const v = await shown();
     const notes = q(v, 'settings-tools-notes').textContent!;
     expect(notes).toContain('do not apply on telegram');
     expect(notes).toContain('terminal.backend is docker');
+  });
+});
+
+describe('settings: the web tools', () => {
+  beforeEach(() => {
+    document.body.innerHTML = '';
+    get.mockClear();
+    set.mockClear();
+    setKey.mockClear();
+    confirmModal.mockClear();
+  });
+
+  const status = (v: { el: HTMLElement }) => q(v, 'set-tools-web-status');
+  const label = (v: { el: HTMLElement }) => v.el.querySelector('label[for=set-tools-web-key]')!.textContent;
+
+  it('says why they are not offered, as a warning, with the key field for the provider in use', async () => {
+    const v = await shown();
+    expect(q<HTMLInputElement>(v, 'set-tools-web').checked).toBe(true);
+    const backend = q<HTMLSelectElement>(v, 'set-tools-web-backend');
+    expect([...backend.options].map((o) => [o.value, o.textContent])).toEqual([
+      ['', 'Automatic (the one whose key is set)'],
+      ['firecrawl', 'Firecrawl'],
+      ['tavily', 'Tavily'],
+    ]);
+    expect(backend.value).toBe('');
+    expect(status(v).textContent).toBe(`Not offered: ${noWebKey}.`);
+    expect(status(v).classList.contains('warn-text')).toBe(true);
+    expect(label(v)).toBe('Key: FIRECRAWL_API_KEY');
+    const input = q<HTMLInputElement>(v, 'set-tools-web-key');
+    expect(input.type).toBe('password');
+    expect(input.disabled).toBe(false);
+    expect(input.getAttribute('aria-describedby')).toBe('set-tools-web-key-help set-tools-web-key-err');
+    expect(q(v, 'set-tools-web-key-remove').hidden).toBe(true);
+  });
+
+  it('says which provider is in use and where its key is set', async () => {
+    get.mockResolvedValueOnce(current({ tools: tools({ web_backend: 'tavily', web_provider: 'tavily', web_key: { name: 'TAVILY_API_KEY', source: 'env_file', in_env_file: true, env_path: envPath }, web_problem: '' }) }));
+    let v = await shown();
+    expect(q<HTMLSelectElement>(v, 'set-tools-web-backend').value).toBe('tavily');
+    expect(status(v).textContent).toBe(`Tavily: TAVILY_API_KEY is kept in ${envPath}.`);
+    expect(status(v).classList.contains('warn-text')).toBe(false);
+    expect(label(v)).toBe('Key: TAVILY_API_KEY');
+    expect(q(v, 'set-tools-web-key-remove').hidden).toBe(false);
+    document.body.innerHTML = '';
+    get.mockResolvedValueOnce(current({ tools: tools({ web_key: { name: 'FIRECRAWL_API_KEY', source: 'environment', in_env_file: false, env_path: envPath }, web_problem: undefined }) }));
+    v = await shown();
+    expect(status(v).textContent).toBe('Firecrawl: FIRECRAWL_API_KEY is set in the environment Atrium started in, which goes first.');
+  });
+
+  it('keeps a provider Atrium has not (exa) as an option, and saves it unchanged with the switch', async () => {
+    const exa = 'exa (web.backend) is not a provider Atrium has (firecrawl and tavily are): the web tools are not offered';
+    get.mockResolvedValueOnce(current({ tools: tools({ web_backend: 'exa', web_provider: 'exa', web_key: { name: '', source: '', in_env_file: false, env_path: envPath }, web_problem: exa }) }));
+    const v = await shown();
+    const backend = q<HTMLSelectElement>(v, 'set-tools-web-backend');
+    expect([...backend.options].map((o) => o.value)).toEqual(['', 'firecrawl', 'tavily', 'exa']);
+    expect(backend.value).toBe('exa');
+    expect(backend.selectedOptions[0]?.textContent).toContain('not a provider Atrium has');
+    expect(status(v).textContent).toBe(`Not offered: ${exa}.`);
+    expect(q<HTMLInputElement>(v, 'set-tools-web-key').disabled).toBe(true);
+    expect(q<HTMLButtonElement>(v, 'set-tools-web-key-save').disabled).toBe(true);
+    q<HTMLInputElement>(v, 'set-tools-web').checked = false;
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect((set.mock.calls[0] as unknown as [SettingsDTO])[0].tools).toMatchObject({ web: false, web_backend: 'exa' });
+  });
+
+  it('saves the key of the provider in use on its own, clears the field, and reads the status again', async () => {
+    const v = await shown();
+    const input = q<HTMLInputElement>(v, 'set-tools-web-key');
+    q<HTMLButtonElement>(v, 'set-tools-web-key-save').click();
+    await flush();
+    expect(setKey).not.toHaveBeenCalled();
+    expect(v.el.querySelector('#set-tools-web-key-err')!.textContent).toBe('Paste the key first.');
+    get.mockResolvedValueOnce(current({ tools: tools({ web_key: { name: 'FIRECRAWL_API_KEY', source: 'env_file', in_env_file: true, env_path: envPath }, web_problem: '' }) }));
+    q<HTMLInputElement>(v, 'set-tools-cwd').value = '~/unsaved'; // an edit of the form, not saved yet
+    input.value = 'fc-secret-123';
+    q<HTMLButtonElement>(v, 'set-tools-web-key-save').click();
+    await flush();
+    expect(setKey).toHaveBeenCalledWith({ name: 'FIRECRAWL_API_KEY', value: 'fc-secret-123' });
+    expect(set).not.toHaveBeenCalled();
+    expect(input.value).toBe('');
+    expect(v.el.querySelector('#set-tools-web-key-err')!.textContent).toBe('');
+    expect(get).toHaveBeenCalledTimes(2);
+    expect(status(v).textContent).toBe(`Firecrawl: FIRECRAWL_API_KEY is kept in ${envPath}.`);
+    expect(q(v, 'set-tools-web-key-done').textContent).toContain('Saved in .env');
+    expect(q<HTMLInputElement>(v, 'set-tools-cwd').value).toBe('~/unsaved');
+    expect(document.body.innerHTML).not.toContain('fc-secret-123');
+    // Remove from .env asks first
+    get.mockResolvedValueOnce(current());
+    q<HTMLButtonElement>(v, 'set-tools-web-key-remove').click();
+    await flush();
+    expect(confirmModal).toHaveBeenCalledTimes(1);
+    expect(setKey).toHaveBeenLastCalledWith({ name: 'FIRECRAWL_API_KEY', value: '' });
+    expect(status(v).textContent).toBe(`Not offered: ${noWebKey}.`);
+  });
+
+  it('points the key field at the chosen provider, says to save to switch, and sends the choice', async () => {
+    const v = await shown();
+    const backend = q<HTMLSelectElement>(v, 'set-tools-web-backend');
+    backend.value = 'tavily';
+    backend.dispatchEvent(new Event('change'));
+    expect(label(v)).toBe('Key: TAVILY_API_KEY');
+    expect(status(v).textContent).toContain('Save the settings to switch to Tavily.');
+    q<HTMLInputElement>(v, 'set-tools-web-key').value = 'tvly-secret';
+    q<HTMLButtonElement>(v, 'set-tools-web-key-save').click();
+    await flush();
+    expect(setKey).toHaveBeenCalledWith({ name: 'TAVILY_API_KEY', value: 'tvly-secret' });
+    expect(backend.value).toBe('tavily'); // the reload leaves the choice
+    expect(label(v)).toBe('Key: TAVILY_API_KEY');
+    backend.value = '';
+    backend.dispatchEvent(new Event('change'));
+    expect(label(v)).toBe('Key: FIRECRAWL_API_KEY');
+    expect(status(v).textContent).not.toContain('Save the settings');
+    backend.value = 'tavily';
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect((set.mock.calls[0] as unknown as [SettingsDTO])[0].tools).toMatchObject({ web: true, web_backend: 'tavily' });
+  });
+
+  it("puts the server's word on web.backend under the provider", async () => {
+    set.mockRejectedValueOnce(new Error('web.backend must be firecrawl or tavily (or empty: the provider whose key is set), not "bing"'));
+    const v = await shown();
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(v.el.querySelector('#set-tools-web-backend-err')!.textContent).toContain('web.backend must be');
+    expect(q(v, 'set-tools-web-backend').getAttribute('aria-invalid')).toBe('true');
   });
 });
 

@@ -1,17 +1,32 @@
 // The agent's tools part of Settings: whether the model may use the
-// terminal, the file tools and its memory, where a conversation's commands start, how
-// long a command may take and how many rounds of tools a turn may take
-// (config.yaml's toolsets, terminal.cwd, terminal.timeout, agent.max_turns,
-// as the familiar agent names them). Saved with the form.
+// terminal, the file tools, its memory and the web, where a conversation's
+// commands start, how long a command may take and how many rounds of tools
+// a turn may take (config.yaml's toolsets, terminal.cwd, terminal.timeout,
+// agent.max_turns, as the familiar agent names them), and which provider
+// the web tools go through (web.backend). Saved with the form; the
+// provider's key is saved on its own, to the profile's .env.
 
+import { api, toApiError } from '../api';
 import { h, replace } from '../dom';
 import { described, errorLine, fieldRow } from './fields';
-import type { ToolsSettingsDTO } from '../api/gen/dto';
+import { KeyField } from './key-field';
+import type { KeyStatusDTO, ToolsSettingsDTO } from '../api/gen/dto';
 
-type Key = 'terminal' | 'files' | 'memory' | 'cwd' | 'timeout_seconds' | 'max_turns';
+type Key = 'terminal' | 'files' | 'memory' | 'web' | 'web_backend' | 'cwd' | 'timeout_seconds' | 'max_turns';
+
+/** The web providers Atrium has, and the variable each one's key is in. */
+const webProviders: Array<[string, string, string]> = [
+  ['', 'Automatic (the one whose key is set)', ''],
+  ['firecrawl', 'Firecrawl', 'FIRECRAWL_API_KEY'],
+  ['tavily', 'Tavily', 'TAVILY_API_KEY'],
+];
+
+/** providerName is how a web.backend value is said. */
+const providerName = (p: string): string => webProviders.find(([v]) => v === p && v)?.[1] ?? p;
 
 /** Words of a server message that point at a field. */
 const words: Array<[Key, RegExp]> = [
+  ['web_backend', /web\.backend/i],
   ['cwd', /terminal\.cwd/i],
   ['timeout_seconds', /terminal\.timeout/i],
   ['max_turns', /max_turns/i],
@@ -22,6 +37,11 @@ export class ToolsSection {
   private readonly terminal: HTMLInputElement;
   private readonly files: HTMLInputElement;
   private readonly memory: HTMLInputElement;
+  private readonly web: HTMLInputElement;
+  private readonly webBackend: HTMLSelectElement;
+  private readonly webStatus: HTMLElement;
+  private readonly webKeyLabel: HTMLLabelElement;
+  private readonly webKey: KeyField;
   private readonly cwd: HTMLInputElement;
   private readonly timeout: HTMLInputElement;
   private readonly maxTurns: HTMLInputElement;
@@ -33,6 +53,13 @@ export class ToolsSection {
     this.terminal = h('input', { ...described('set-tools-terminal'), type: 'checkbox' });
     this.files = h('input', { ...described('set-tools-files'), type: 'checkbox' });
     this.memory = h('input', { ...described('set-tools-memory'), type: 'checkbox' });
+    this.web = h('input', { ...described('set-tools-web'), type: 'checkbox' });
+    this.webBackend = h('select', described('set-tools-web-backend'));
+    this.webBackend.addEventListener('change', () => this.sayWeb());
+    // the status is the key input's help line
+    this.webStatus = h('p', { class: 'key-status', id: 'set-tools-web-key-help', 'data-testid': 'set-tools-web-status', 'aria-live': 'polite' });
+    this.webKeyLabel = h('label', { for: 'set-tools-web-key' }, 'Key');
+    this.webKey = new KeyField({ id: 'set-tools-web-key', testid: 'set-tools-web-key', use: 'the web tools', written: () => void this.reloadWeb() });
     this.cwd = h('input', { ...described('set-tools-cwd'), type: 'text', placeholder: 'a terminal’s own folder; your home folder elsewhere', spellcheck: false, autocomplete: 'off' });
     this.timeout = h('input', { ...described('set-tools-timeout'), type: 'number', min: 0, max: 600, step: '1', inputmode: 'numeric' });
     this.maxTurns = h('input', { ...described('set-tools-max-turns'), type: 'number', min: 0, max: 10000, step: '1', inputmode: 'numeric' });
@@ -49,6 +76,13 @@ export class ToolsSection {
       this.check('set-tools-terminal', 'Terminal', this.terminal, 'Run shell commands (and background processes) in the conversation’s folder.', 'terminal'),
       this.check('set-tools-files', 'Files', this.files, 'Read, write, edit and search files.', 'files'),
       this.check('set-tools-memory', 'Memory', this.memory, 'Keep notes, and what it learns about you, for later conversations (below). Off, conversations neither see nor change them.', 'memory'),
+      this.check('set-tools-web', 'Web search and page reading (web_search, web_extract)', this.web, 'Search the web and read pages, through a provider and with its key: the page’s text is what the model reads next.', 'web'),
+      h(
+        'div',
+        { class: 'tools-web', 'data-testid': 'settings-tools-web' },
+        this.field('set-tools-web-backend', 'Provider', this.webBackend, 'Who searches and reads the pages for Atrium (web.backend).', 'web_backend'),
+        h('div', { class: 'field key-field' }, this.webKeyLabel, this.webStatus, this.webKey.row, this.webKey.done, this.webKey.err),
+      ),
       this.field('set-tools-cwd', 'Start folder', this.cwd, 'Where a conversation’s commands and relative paths start (terminal.cwd): an absolute folder, or ~/…; empty for the default.', 'cwd'),
       this.field('set-tools-timeout', 'Command time (seconds)', this.timeout, 'How long a command may run when the model names no time; 0 = 180; at most 600.', 'timeout_seconds'),
       this.field('set-tools-max-turns', 'Tool rounds per turn', this.maxTurns, 'Then the model answers with what it has (agent.max_turns); 0 = 90.', 'max_turns'),
@@ -75,6 +109,13 @@ export class ToolsSection {
     this.terminal.checked = t.terminal;
     this.files.checked = t.files;
     this.memory.checked = t.memory;
+    this.web.checked = t.web;
+    // one written by hand that Atrium has not (exa, ...) is kept, so that saving keeps it
+    const backends: Array<[string, string]> = webProviders.map(([v, label]) => [v, label]);
+    if (!backends.some(([v]) => v === t.web_backend)) backends.push([t.web_backend, `${t.web_backend}: not a provider Atrium has`]);
+    replace(this.webBackend, ...backends.map(([v, label]) => h('option', { value: v }, label)));
+    this.webBackend.value = t.web_backend;
+    this.sayWeb();
     this.cwd.value = t.cwd;
     this.timeout.value = String(t.timeout_seconds);
     this.maxTurns.value = String(t.max_turns);
@@ -92,14 +133,54 @@ export class ToolsSection {
     replace(this.notes, ...notes);
   }
 
+  /** sayWeb says which provider is in use and where its key is set (as
+   * saved), and points the key field at the chosen provider's variable. */
+  private sayWeb(): void {
+    const t = this.current;
+    if (!t) return;
+    const k = t.web_key;
+    const name = providerName(t.web_provider);
+    const problem = t.web_problem ?? '';
+    this.webStatus.classList.toggle('warn-text', problem !== '');
+    if (problem) replace(this.webStatus, `Not offered: ${problem}.`);
+    else if (k.source === 'env_file') replace(this.webStatus, `${name}: `, h('code', {}, k.name), ' is kept in ', h('code', {}, k.env_path), '.');
+    else if (k.source === 'environment') {
+      replace(this.webStatus, `${name}: `, h('code', {}, k.name), ' is set in the environment Atrium started in, which goes first');
+      if (k.in_env_file) this.webStatus.append(' (', h('code', {}, k.env_path), ' has one too)');
+      this.webStatus.append('.');
+    } else replace(this.webStatus, `${name}: in use without a key${t.web_provider === 'firecrawl' ? ' (a self-hosted one, at FIRECRAWL_API_URL)' : ''}.`);
+    const chosen = this.webBackend.value;
+    if (chosen !== t.web_backend) {
+      this.webStatus.append(' ', h('span', { class: 'muted' }, `Save the settings to switch to ${chosen ? providerName(chosen) : 'the provider whose key is set'}.`));
+    }
+    // the chosen provider's variable; automatic (or one Atrium has not): the one in use
+    const variable = webProviders.find(([v]) => v === chosen && v)?.[2] ?? k.name;
+    const status: KeyStatusDTO = variable === k.name ? k : { name: variable, source: '', in_env_file: false, env_path: k.env_path };
+    this.webKey.show(status);
+    this.webKeyLabel.textContent = variable ? `Key: ${variable}` : 'Key';
+  }
+
+  /** reloadWeb reads the web status again (a key was saved), leaving the form's edits. */
+  private async reloadWeb(): Promise<void> {
+    try {
+      const t = (await api.settings.get()).tools;
+      if (!t || !this.current) return;
+      this.current = { ...this.current, web_provider: t.web_provider, web_key: t.web_key, web_problem: t.web_problem };
+      this.sayWeb();
+    } catch (e) {
+      this.webKey.error(`Saved, but the status could not be read again: ${toApiError(e).message}`);
+    }
+  }
+
   clearErrors(): void {
     for (const e of this.errors.values()) e.textContent = '';
-    for (const i of [this.cwd, this.timeout, this.maxTurns]) i.removeAttribute('aria-invalid');
+    for (const i of [this.cwd, this.timeout, this.maxTurns, this.webBackend]) i.removeAttribute('aria-invalid');
+    this.webKey.clearError();
   }
 
   private error(key: Key, msg: string): void {
     this.errors.get(key)!.textContent = msg;
-    ({ cwd: this.cwd, timeout_seconds: this.timeout, max_turns: this.maxTurns } as Partial<Record<Key, HTMLInputElement>>)[key]?.setAttribute('aria-invalid', 'true');
+    ({ cwd: this.cwd, timeout_seconds: this.timeout, max_turns: this.maxTurns, web_backend: this.webBackend } as Partial<Record<Key, HTMLElement>>)[key]?.setAttribute('aria-invalid', 'true');
   }
 
   /** value is the section as the form says it, or null (errors shown) when
@@ -126,7 +207,17 @@ export class ToolsSection {
     if (timeout === null) return null;
     const maxTurns = num(this.maxTurns, 'max_turns', 10000);
     if (maxTurns === null) return null;
-    return { ...this.current, terminal: this.terminal.checked, files: this.files.checked, memory: this.memory.checked, cwd, timeout_seconds: timeout, max_turns: maxTurns };
+    return {
+      ...this.current,
+      terminal: this.terminal.checked,
+      files: this.files.checked,
+      memory: this.memory.checked,
+      web: this.web.checked,
+      web_backend: this.webBackend.value,
+      cwd,
+      timeout_seconds: timeout,
+      max_turns: maxTurns,
+    };
   }
 
   /** claim puts a server message under the field it names; false when it names none. */
