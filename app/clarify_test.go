@@ -68,12 +68,12 @@ func (e env) lastToolResult(t *testing.T, id string) string {
 // closes the dialog on every page.
 func TestClarifyAsksThePersonHere(t *testing.T) {
 	t.Parallel()
-	e, rec, c := clarifyEnv(t, "agent:\n  clarify_timeout: 600\n")
+	e, rec, c := clarifyEnv(t, "agent:\n  clarify_timeout: 300\n")
 	s := e.mustCreate(t, sessions.CreateParams{Title: "deploy"})
 	ch := sendAsync(e, s.ID, `use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`)
 	q := waitQuestion(t, rec, 1)
 	if q.SessionID != s.ID || q.Question != "Which target?" || strings.Join(q.Choices, "|") != "staging (Recommended)|prod" ||
-		q.MultiSelect || q.Of != 1 || q.Index != 1 || q.ExpiresAt == nil || time.Until(*q.ExpiresAt) < 9*time.Minute {
+		q.MultiSelect || q.Of != 1 || q.Index != 1 || q.ExpiresAt == nil || time.Until(*q.ExpiresAt) < 4*time.Minute || time.Until(*q.ExpiresAt) > 5*time.Minute {
 		t.Fatalf("pending %+v", q)
 	}
 	var waiting []app.ClarifyDTO

@@ -385,7 +385,7 @@ func TestSettingsSetsUpTheWebTools(t *testing.T) {
 	}
 	s.Tools.WebBackend, s.Tools.Web = "Tavily", false
 	if s, err = e.app.Settings.Set(s); err != nil || s.Tools.Web || s.Tools.WebBackend != "tavily" || s.Tools.WebKey.Name != "TAVILY_API_KEY" ||
-		s.Tools.WebProblem != "web.backend: tavily needs TAVILY_API_KEY in the profile's .env" {
+		s.Tools.WebProblem != "Tavily (web.backend) needs TAVILY_API_KEY in the profile's .env" {
 		t.Fatalf("tavily, off: %+v %v", s.Tools, err)
 	}
 	cfg, _, _ := config.Load(e.st.Home.ConfigPath())
@@ -411,7 +411,7 @@ func TestSettingsSetsUpTheWebTools(t *testing.T) {
 	}
 	s, _ = e.app.Settings.Get()
 	s.Tools.MaxTurns = 12
-	if s, err = e.app.Settings.Set(s); err != nil || s.Tools.WebBackend != "exa" || !strings.Contains(s.Tools.WebProblem, "exa is not a provider Atrium has") {
+	if s, err = e.app.Settings.Set(s); err != nil || s.Tools.WebBackend != "exa" || !strings.Contains(s.Tools.WebProblem, "exa (web.backend) is not a provider Atrium has") {
 		t.Fatalf("exa kept: %+v %v", s.Tools, err)
 	}
 }

@@ -195,7 +195,7 @@ func TestSettingsEnabled(t *testing.T) {
 		{"web without a key says so", Settings{Toolsets: []string{"web", "vision"}, Web: Web{Getenv: noEnv}}, "cli", nil, 1, "FIRECRAWL_API_KEY"},
 		{"web with a key", Settings{Toolsets: []string{"web"}, Web: Web{Getenv: envOf("TAVILY_API_KEY", "k")}}, "cli", []string{"web_extract", "web_search"}, 0, ""},
 		{"search is web_search", Settings{Toolsets: []string{"search"}, Web: Web{Getenv: envOf("FIRECRAWL_API_URL", "http://fc")}}, "cli", []string{"web_search"}, 0, ""},
-		{"a provider Atrium has not", Settings{Toolsets: []string{"web"}, Web: Web{Backend: "exa", Getenv: envOf("EXA_API_KEY", "k")}}, "cli", nil, 1, "exa is not a provider"},
+		{"a provider Atrium has not", Settings{Toolsets: []string{"web"}, Web: Web{Backend: "exa", Getenv: envOf("EXA_API_KEY", "k")}}, "cli", nil, 1, "exa (web.backend) is not a provider"},
 		{"all without a key leaves web out quietly", Settings{Toolsets: []string{"all"}, Web: Web{Getenv: noEnv}}, "cli", all, 0, ""},
 		{"all with a key", Settings{Toolsets: []string{"all"}, Web: Web{Getenv: envOf("FIRECRAWL_API_KEY", "k")}}, "cli", []string{"clarify", "memory", "patch", "process", "read_file", "search_files", "session_search", "terminal", "todo", "web_extract", "web_search", "write_file"}, 0, ""},
 		{"empty list offers nothing", Settings{Toolsets: []string{}}, "cli", nil, 0, ""},

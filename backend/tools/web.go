@@ -122,10 +122,10 @@ func (w Web) Problem() string {
 		}
 	case "tavily":
 		if w.env("TAVILY_API_KEY") == "" {
-			return "web.backend: tavily needs TAVILY_API_KEY in the profile's .env"
+			return "Tavily (web.backend) needs TAVILY_API_KEY in the profile's .env"
 		}
 	default:
-		return "web.backend: " + p + " is not a provider Atrium has (firecrawl and tavily are): the web tools are not offered"
+		return p + " (web.backend) is not a provider Atrium has (firecrawl and tavily are): the web tools are not offered"
 	}
 	return ""
 }

@@ -232,7 +232,7 @@ func TestWebProviderFailures(t *testing.T) {
 	if out := runWeb(t, Web{Getenv: noEnv}, webSearchTool(), map[string]any{"query": "q"}); !strings.Contains(fmt.Sprint(out["error"]), "needs FIRECRAWL_API_KEY") {
 		t.Fatalf("no key: %v", out)
 	}
-	if out := runWeb(t, Web{Backend: "parallel", Getenv: envOf("PARALLEL_API_KEY", "k")}, webSearchTool(), map[string]any{"query": "q"}); !strings.Contains(fmt.Sprint(out["error"]), "parallel is not a provider Atrium has") {
+	if out := runWeb(t, Web{Backend: "parallel", Getenv: envOf("PARALLEL_API_KEY", "k")}, webSearchTool(), map[string]any{"query": "q"}); !strings.Contains(fmt.Sprint(out["error"]), "parallel (web.backend) is not a provider Atrium has") {
 		t.Fatalf("parallel: %v", out)
 	}
 	down := newProvider(t, nil)
