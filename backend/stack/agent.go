@@ -206,7 +206,19 @@ func (s *Stack) machine() tools.Settings {
 		Cwd: cfg.Terminal.Cwd, Timeout: time.Duration(cfg.Terminal.Timeout) * time.Second, MaxReadChars: cfg.FileReadMaxChars,
 		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{s.Home.ConfigPath(), s.Home.EnvPath(), s.Home.StatePath()},
 		Secrets: []string{s.Home.EnvPath()}, Memory: MemoryOf(s.Home, cfg),
-		Web: tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs()}}
+		Web: tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs(), Secrets: secretValues(os.Environ())}}
+}
+
+// secretValues are the values of the keys' and tokens' variables in env
+// (config.SecretVariable): what no URL the agent hands out may hold.
+func secretValues(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if name, value, ok := strings.Cut(kv, "="); ok && value != "" && config.SecretVariable(name) {
+			out = append(out, value)
+		}
+	}
+	return out
 }
 
 // MemoryOf is the profile's curated memory as cfg sets it (memory.*).

@@ -123,6 +123,9 @@ func FuzzModelArguments(f *testing.F) {
 		if why := w.unsafe(context.Background(), command); why != "" && !strings.HasPrefix(why, "Blocked") && why != "not an http or https URL" {
 			t.Fatalf("unsafe(%q) = %q", command, why)
 		}
+		if why := w.carriesSecret(command + pattern); why != "" && !strings.HasPrefix(why, "Blocked: URL contains ") {
+			t.Fatalf("carriesSecret(%q) = %q", command+pattern, why)
+		}
 		if page := pageText(patchText + old); utf8.RuneCountInString(page) > webPageChars+200 {
 			t.Fatalf("a page of %d characters", utf8.RuneCountInString(page))
 		}

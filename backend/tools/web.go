@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -55,6 +56,9 @@ type Web struct {
 	// Client is the HTTP client the providers are asked with (nil: one
 	// with webTimeout).
 	Client *http.Client
+	// Secrets are the values of the profile's keys and tokens now: a URL
+	// holding one is never handed to a provider.
+	Secrets []string
 }
 
 // Bounds of the web tools.
@@ -232,6 +236,14 @@ func (w Web) extract(ctx context.Context, c *Call) any {
 	}
 	if p := w.Problem(); p != "" {
 		return failure("Error extracting content: " + p)
+	}
+	// A URL that carries a credential would hand it to a third party (and
+	// to the page's owner): the whole call is refused, as the familiar
+	// agent refuses it.
+	for _, u := range urls {
+		if why := w.carriesSecret(u); why != "" {
+			return failure(why)
+		}
 	}
 	var blocked, pages []webPage
 	var safe []string
@@ -475,6 +487,46 @@ func (w Web) proxied() bool {
 		}
 	}
 	return false
+}
+
+// Credential-named query parameters, as the familiar agent lists them:
+// their value is a credential whatever its shape.
+var credentialParams = []string{"access_token", "api_key", "apikey", "auth_token", "authorization", "awsaccesskeyid",
+	"client_secret", "credential", "credentials", "jwt", "password", "passwd", "secret", "session_id", "signature", "token",
+	"x_amz_security_token", "x_amz_signature", "x-amz-security-token", "x-amz-signature"}
+
+// keyShapes are the shapes of well-known providers' keys and tokens.
+var keyShapes = regexp.MustCompile(`(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|` +
+	`xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,}|hf_[A-Za-z0-9]{20,}|` +
+	`fc-[0-9a-f]{20,}|tvly-[A-Za-z0-9_-]{10,}|eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,})`)
+
+// carriesSecret says why u may not leave Atrium ("" when it may): it holds
+// one of the profile's keys, something shaped as a key or a token, a
+// credential-named query parameter, or a user name and password.
+func (w Web) carriesSecret(u string) string {
+	forms := []string{u}
+	if un, err := url.QueryUnescape(u); err == nil && un != u {
+		forms = append(forms, un)
+	}
+	for _, f := range forms {
+		if keyShapes.MatchString(f) || slices.ContainsFunc(w.Secrets, func(s string) bool { return len(s) >= 8 && strings.Contains(f, s) }) {
+			return "Blocked: URL contains what appears to be an API key or token. Secrets must not be sent in URLs."
+		}
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	if p.User != nil {
+		return "Blocked: URL contains a user name or password. Web extract backends are third-party readers; credentials must not be sent in URLs."
+	}
+	for key, values := range p.Query() {
+		if slices.Contains(credentialParams, strings.ToLower(key)) && slices.ContainsFunc(values, func(v string) bool { return v != "" }) {
+			return "Blocked: URL contains a credential-like query parameter (" + key + "). Web extract backends are third-party " +
+				"readers; remove the sensitive query parameter or use a local browser session when this access is explicitly required."
+		}
+	}
+	return ""
 }
 
 var inlineImage = regexp.MustCompile(`data:image/[a-zA-Z0-9.+-]+;base64,[A-Za-z0-9+/=]{64,}`)
