@@ -166,6 +166,9 @@ func (w Web) search(ctx context.Context, c *Call) any {
 	if p := w.Problem(); p != "" {
 		return failure("Error searching web: " + p)
 	}
+	if slices.ContainsFunc(w.Secrets, func(s string) bool { return len(s) >= 8 && strings.Contains(query, s) }) {
+		return failure("Blocked: the query contains one of the profile's keys or tokens. Secrets must not be sent to a search provider.")
+	}
 	var results []searchResult
 	var err error
 	switch w.provider() {

@@ -103,6 +103,14 @@ func TestWebSearchThroughFirecrawl(t *testing.T) {
 	if out := runWeb(t, w, webSearchTool(), map[string]any{"query": " "}); out["error"] != "Error searching web: query is required" {
 		t.Fatalf("no query: %v", out)
 	}
+	// A query holding one of the profile's keys does not leave.
+	w.Secrets = []string{"fc-secret", "short"}
+	if out := runWeb(t, w, webSearchTool(), map[string]any{"query": "what is fc-secret for"}); !strings.HasPrefix(fmt.Sprint(out["error"]), "Blocked: the query contains one of the profile's keys") {
+		t.Fatalf("a query with a key: %v", out)
+	}
+	if n := len(p.requests()); n != 1 {
+		t.Fatalf("the provider was asked %d times", n)
+	}
 }
 
 // web_search and web_extract through Tavily: the key goes in the body,
