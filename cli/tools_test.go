@@ -310,3 +310,51 @@ func TestChatSearchesTheWebThroughTheConfiguredProvider(t *testing.T) {
 		t.Fatalf("the provider was asked %q", asked)
 	}
 }
+
+// `atrium tools` says which tools a platform's turns offer and why each
+// other one is not: toolsets, a terminal backend Atrium has not, the web
+// without a provider's key; the key set, the web is offered.
+func TestToolsCommandSaysWhatIsOfferedAndWhy(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("toolsets: [terminal, web, clarify]\nterminal:\n  backend: docker\nplatform_toolsets:\n  telegram: [file]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"FIRECRAWL_API_KEY=", "FIRECRAWL_API_URL=", "TAVILY_API_KEY="}
+	status := func(args ...string) map[string]string {
+		t.Helper()
+		var out []struct {
+			Name    string `json:"name"`
+			Offered bool   `json:"offered"`
+			Why     string `json:"why"`
+		}
+		mustJSON(t, atriumExec(t, home, "", env, append([]string{"tools", "--json"}, args...)...), &out)
+		m := map[string]string{}
+		for _, s := range out {
+			m[s.Name] = fmt.Sprintf("%v %s", s.Offered, s.Why)
+		}
+		return m
+	}
+	got := status()
+	for name, want := range map[string]string{
+		"terminal":    "false terminal.backend: docker is not a backend Atrium has (only local): the terminal is not offered",
+		"web_search":  "false web search needs FIRECRAWL_API_KEY (or a self-hosted FIRECRAWL_API_URL) or TAVILY_API_KEY in the profile's .env",
+		"read_file":   "false toolsets leave it out on cli",
+		"clarify":     "true where a person can answer: the window, the dashboard, a terminal chat, a chat platform (not a scheduled run, a piped chat or send)",
+		"web_extract": "false web search needs FIRECRAWL_API_KEY (or a self-hosted FIRECRAWL_API_URL) or TAVILY_API_KEY in the profile's .env",
+	} {
+		if got[name] != want {
+			t.Errorf("%s: %q, want %q", name, got[name], want)
+		}
+	}
+	if got := status("--platform", "telegram"); got["read_file"] != "true " || got["terminal"] != "false toolsets leave it out on telegram" {
+		t.Errorf("telegram: %v", got)
+	}
+	env = []string{"TAVILY_API_KEY=tvly-x"}
+	if got := status(); got["web_search"] != "true " || got["web_extract"] != "true " {
+		t.Errorf("with a key: %v", got)
+	}
+	if r := atriumExec(t, home, "", env, "tools"); r.code != 0 || !strings.Contains(r.stdout, "yes web_search") || !strings.Contains(r.stdout, "no  read_file") {
+		t.Errorf("the text: %+v", r)
+	}
+}

@@ -195,6 +195,12 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 // (the last config that loaded, when the file does not load now).
 func (s *Stack) machine() tools.Settings {
 	cfg, _ := s.watch.current()
+	return ToolsOf(s.Home, cfg)
+}
+
+// ToolsOf is the agent's tools as cfg, the profile's config.yaml, sets
+// them, with this process's environment (its keys left out of commands').
+func ToolsOf(home config.Home, cfg config.Config) tools.Settings {
 	var platforms map[string][]string
 	for p, l := range cfg.PlatformToolsets {
 		if platforms == nil {
@@ -204,8 +210,8 @@ func (s *Stack) machine() tools.Settings {
 	}
 	return tools.Settings{Toolsets: cfg.Toolsets, PlatformToolsets: platforms, Backend: cfg.Terminal.Backend,
 		Cwd: cfg.Terminal.Cwd, Timeout: time.Duration(cfg.Terminal.Timeout) * time.Second, MaxReadChars: cfg.FileReadMaxChars,
-		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{s.Home.ConfigPath(), s.Home.EnvPath(), s.Home.StatePath()},
-		Secrets: []string{s.Home.EnvPath()}, Memory: MemoryOf(s.Home, cfg),
+		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()},
+		Secrets: []string{home.EnvPath()}, Memory: MemoryOf(home, cfg),
 		Web: tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs(), Secrets: secretValues(os.Environ())}}
 }
 

@@ -215,16 +215,7 @@ func (s Settings) TerminalProblem() string {
 // Enabled is the set of tools a turn on platform offers, and a warning for
 // each name in the lists that is no toolset at all.
 func (s Settings) Enabled(platform string) (map[string]bool, []string) {
-	list, ok := s.PlatformToolsets[platform]
-	if !ok && (platform == "desktop" || platform == "dashboard") {
-		list, ok = s.PlatformToolsets["cli"]
-	}
-	if !ok {
-		list, ok = s.Toolsets, s.Toolsets != nil
-	}
-	if !ok {
-		list = []string{"all"}
-	}
+	list := s.listOf(platform)
 	on, warnings := Listed(list)
 	namedWeb := slices.ContainsFunc(list, func(name string) bool {
 		n := strings.ToLower(strings.TrimSpace(name))
@@ -246,6 +237,30 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 		warnings = append(warnings, problem)
 	}
 	return on, warnings
+}
+
+// listOf is the toolsets list a platform's turns follow: its own in
+// platform_toolsets (the window and the dashboard take cli's), else
+// toolsets, else all.
+func (s Settings) listOf(platform string) []string {
+	list, ok := s.PlatformToolsets[platform]
+	if !ok && (platform == "desktop" || platform == "dashboard") {
+		list, ok = s.PlatformToolsets["cli"]
+	}
+	if !ok {
+		list, ok = s.Toolsets, s.Toolsets != nil
+	}
+	if !ok {
+		list = []string{"all"}
+	}
+	return list
+}
+
+// Listed is the tools a platform's toolsets list names, whether or not
+// each can be offered here.
+func (s Settings) Listed(platform string) map[string]bool {
+	on, _ := Listed(s.listOf(platform))
+	return on
 }
 
 // Listed is the tools a toolsets list names (nil: all of them), whether
