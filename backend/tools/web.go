@@ -498,8 +498,9 @@ var credentialParams = []string{"access_token", "api_key", "apikey", "auth_token
 	"client_secret", "credential", "credentials", "jwt", "password", "passwd", "secret", "session_id", "signature", "token",
 	"x_amz_security_token", "x_amz_signature", "x-amz-security-token", "x-amz-signature"}
 
-// keyShapes are the shapes of well-known providers' keys and tokens.
-var keyShapes = regexp.MustCompile(`(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|` +
+// keyShapes are the shapes of well-known providers' keys and tokens, each
+// starting a word ("ask-the-experts" holds no key).
+var keyShapes = regexp.MustCompile(`\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|` +
 	`xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,}|hf_[A-Za-z0-9]{20,}|` +
 	`fc-[0-9a-f]{20,}|tvly-[A-Za-z0-9_-]{10,}|eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,})`)
 

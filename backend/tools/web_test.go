@@ -304,8 +304,9 @@ func TestWebExtractKeepsCredentialsHome(t *testing.T) {
 		t.Fatalf("the provider was asked %d times", n)
 	}
 	// An empty credential parameter, and ordinary words, are no credential.
-	got := runWeb(t, w, webExtractTool(), map[string]any{"urls": []any{"https://docs.example/login?token=", "https://docs.example/tokens-and-keys"}})
-	if rs, ok := got["results"].([]any); !ok || len(rs) != 2 {
+	got := runWeb(t, w, webExtractTool(), map[string]any{"urls": []any{"https://docs.example/login?token=", "https://docs.example/tokens-and-keys",
+		"https://blog.example/ask-the-experts-about-model-selection"}})
+	if rs, ok := got["results"].([]any); !ok || len(rs) != 3 {
 		t.Fatalf("plain URLs: %v", got)
 	}
 }
