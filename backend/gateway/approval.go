@@ -60,46 +60,75 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (turns.Answer, 
 		return turns.AnswerDeny, errors.New("gateway: no conversation to ask for the approval")
 	}
 	ask := &pendingAsk{user: w.m.UserID, answer: make(chan turns.Answer, 1), keep: a.KeepAlways}
-	s.mu.Lock()
-	s.asks[w.key] = ask
-	s.mu.Unlock()
-	w.waiting.Store(true)
-	defer func() {
-		w.waiting.Store(false)
-		s.mu.Lock()
-		if s.asks[w.key] == ask {
-			delete(s.asks, w.key)
-		}
-		s.mu.Unlock()
-	}()
+	forget := hold(s, s.asks, w.key, ask)
 	out := Outbound{Platform: w.c.Adapter.Platform(), ChatID: w.m.ChatID, ThreadID: w.m.ThreadID, ReplyTo: w.m.ReplyTo,
 		SessionID: a.SessionID, Origin: "approval", Text: approvalText(a, s.o.ApprovalTimeout)}
-	if err := s.enqueue(ctx, out); err != nil {
+	late := fmt.Sprintf("No answer within %s: %s was not run.", s.o.ApprovalTimeout, a.ToolName)
+	answer, err := waitForSender(ctx, s, w, out, ask.answer, s.o.ApprovalTimeout, late, forget)
+	if err != nil {
 		return turns.AnswerDeny, err
 	}
-	// Waiting for a person holds none of the Parallel turn slots (the
-	// conversation's drain holds one while Approve runs): other
-	// conversations go on meanwhile; the slot is taken again to go on.
+	return answer, nil
+}
+
+// hold makes v what waits in conversation key (m is s.asks or
+// s.questions); forget takes it back, unless another took its place.
+func hold[T any](s *Service, m map[string]*T, key string, v *T) (forget func()) {
+	s.mu.Lock()
+	m[key] = v
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if m[key] == v {
+			delete(m, key)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// waitForSender puts out, a question, to the running turn's conversation
+// and waits for the sender's answer on answer (an approval's, a clarify
+// question's). Meanwhile the conversation shows no "typing…" and the
+// turn holds none of the Parallel turn slots (the conversation's drain
+// holds one while it runs): other conversations go on; the slot is taken
+// again to go on. No answer within timeout (0: no limit) tells the
+// conversation late and is turns.ErrNoAnswer; an answer given as time ran
+// out counts. The turn ending ends the wait. forget takes the question
+// back, so that no later message is taken as its answer.
+func waitForSender[A any](ctx context.Context, s *Service, w *turnInfo, out Outbound, answer <-chan A, timeout time.Duration,
+	late string, forget func()) (A, error) {
+	var none A
+	w.waiting.Store(true)
+	defer w.waiting.Store(false)
+	defer forget()
+	if err := s.enqueue(ctx, out); err != nil {
+		return none, err
+	}
 	<-s.sem
 	defer func() { s.sem <- struct{}{} }()
-	timer := time.NewTimer(s.o.ApprovalTimeout)
-	defer timer.Stop()
+	var expired <-chan time.Time
+	if timeout > 0 {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		expired = timer.C
+	}
 	select {
-	case answer := <-ask.answer:
-		return answer, nil
-	case <-timer.C:
+	case a := <-answer:
+		return a, nil
+	case <-expired:
+		forget()
 		select {
-		case answer := <-ask.answer: // given as time ran out: it counts (an "always" is kept already)
-			return answer, nil
+		case a := <-answer: // given as time ran out: it counts (an approval's "always" is kept already)
+			return a, nil
 		default:
 		}
-		out.Text = fmt.Sprintf("No answer within %s: %s was not run.", s.o.ApprovalTimeout, a.ToolName)
+		out.Text = late
 		if err := s.enqueue(ctx, out); err != nil {
-			return turns.AnswerDeny, err
+			return none, err
 		}
-		return turns.AnswerDeny, turns.ErrNoAnswer
+		return none, turns.ErrNoAnswer
 	case <-ctx.Done():
-		return turns.AnswerDeny, ctx.Err()
+		return none, ctx.Err()
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"atrium/backend/hooks"
 	"atrium/backend/turns"
@@ -36,55 +35,11 @@ func (s *Service) Clarify(ctx context.Context, q turns.Question) (turns.Reply, e
 		return turns.Reply{}, errors.New("gateway: no conversation to ask the question in")
 	}
 	pq := &pendingQuestion{user: w.m.UserID, q: q, answer: make(chan turns.Reply, 1)}
-	s.mu.Lock()
-	s.questions[w.key] = pq
-	s.mu.Unlock()
-	w.waiting.Store(true)
-	defer func() {
-		w.waiting.Store(false)
-		s.mu.Lock()
-		if s.questions[w.key] == pq {
-			delete(s.questions, w.key)
-		}
-		s.mu.Unlock()
-	}()
+	forget := hold(s, s.questions, w.key, pq)
 	out := Outbound{Platform: w.c.Adapter.Platform(), ChatID: w.m.ChatID, ThreadID: w.m.ThreadID, ReplyTo: w.m.ReplyTo,
 		SessionID: q.SessionID, Origin: "clarify", Text: questionText(q)}
-	if err := s.enqueue(ctx, out); err != nil {
-		return turns.Reply{}, err
-	}
-	// Waiting for a person holds none of the Parallel turn slots, as an
-	// approval's wait.
-	<-s.sem
-	defer func() { s.sem <- struct{}{} }()
-	var expired <-chan time.Time
-	if q.Timeout > 0 {
-		timer := time.NewTimer(q.Timeout)
-		defer timer.Stop()
-		expired = timer.C
-	}
-	select {
-	case r := <-pq.answer:
-		return r, nil
-	case <-expired:
-		s.mu.Lock()
-		if s.questions[w.key] == pq {
-			delete(s.questions, w.key)
-		}
-		s.mu.Unlock()
-		select {
-		case r := <-pq.answer: // given as time ran out: it counts
-			return r, nil
-		default:
-		}
-		out.Text = fmt.Sprintf("No answer within %s: the agent goes on with its own choice.", q.Timeout)
-		if err := s.enqueue(ctx, out); err != nil {
-			return turns.Reply{}, err
-		}
-		return turns.Reply{}, turns.ErrNoAnswer
-	case <-ctx.Done():
-		return turns.Reply{}, ctx.Err()
-	}
+	late := fmt.Sprintf("No answer within %s: the agent goes on with its own choice.", q.Timeout)
+	return waitForSender(ctx, s, w, out, pq.answer, q.Timeout, late, forget)
 }
 
 // questionText is the message that asks a clarify question.
