@@ -131,14 +131,20 @@ func TestAlwaysAllowStandsUntilRevokedInSettings(t *testing.T) {
 // waitPending waits for the n-th approval:pending event.
 func waitPending(t *testing.T, rec *recorder, n int) app.ApprovalDTO {
 	t.Helper()
+	return nthEvent[app.ApprovalDTO](t, rec, app.EventApprovalPending, n)
+}
+
+// nthEvent waits for the n-th event called name, and is its data.
+func nthEvent[T any](t *testing.T, rec *recorder, name string, n int) T {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for len(rec.named(app.EventApprovalPending)) < n {
+	for len(rec.named(name)) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("no approval:pending number %d", n)
+			t.Fatalf("no %s number %d", name, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return rec.named(app.EventApprovalPending)[n-1].(app.ApprovalDTO)
+	return rec.named(name)[n-1].(T)
 }
 
 type sent struct {

@@ -9,6 +9,7 @@ import (
 	"atrium/app"
 	"atrium/backend/config"
 	"atrium/backend/sessions"
+	"atrium/backend/sessions/sessionstest"
 	"atrium/backend/tools"
 )
 
@@ -32,31 +33,18 @@ func clarifyEnv(t *testing.T, configYAML string) (env, *recorder, client) {
 // waitQuestion waits for the n-th clarify:pending event.
 func waitQuestion(t *testing.T, rec *recorder, n int) app.ClarifyDTO {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for len(rec.named(app.EventClarifyPending)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("no clarify:pending number %d", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return rec.named(app.EventClarifyPending)[n-1].(app.ClarifyDTO)
+	return nthEvent[app.ClarifyDTO](t, rec, app.EventClarifyPending, n)
 }
 
 // lastToolResult is what the model read of the conversation's last tool
 // call.
 func (e env) lastToolResult(t *testing.T, id string) string {
 	t.Helper()
-	msgs, err := e.st.Sessions.Messages(ctx, id, false)
-	if err != nil {
-		t.Fatal(err)
+	out, ok := sessionstest.LastToolResult(t, e.st.Sessions, id)
+	if !ok {
+		t.Fatalf("no tool result in %s", id)
 	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "tool" {
-			return msgs[i].Content
-		}
-	}
-	t.Fatalf("no tool result in %s", id)
-	return ""
+	return out
 }
 
 // The model's question waits for the person at the window or the

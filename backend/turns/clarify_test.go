@@ -12,6 +12,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/llm"
 	"atrium/backend/sessions"
+	"atrium/backend/sessions/sessionstest"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
@@ -52,17 +53,11 @@ func newClarifyEnv(t *testing.T, toolsets []string, answer func(turns.Question) 
 // lastResult is the text of the conversation's last tool result.
 func (m machineEnv) lastResult(t *testing.T, id string) string {
 	t.Helper()
-	msgs, err := m.Sessions.Messages(ctx, id, false)
-	if err != nil {
-		t.Fatal(err)
+	out, ok := sessionstest.LastToolResult(t, m.Sessions, id)
+	if !ok {
+		t.Fatalf("no tool result in %s", id)
 	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "tool" {
-			return msgs[i].Content
-		}
-	}
-	t.Fatalf("no tool result in %s", id)
-	return ""
+	return out
 }
 
 // The clarify tool asks the person through the surface and the model

@@ -15,6 +15,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/llm"
 	"atrium/backend/sessions"
+	"atrium/backend/sessions/sessionstest"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
@@ -71,20 +72,15 @@ func (m machineEnv) call(t *testing.T, platform, id, tool string, args map[strin
 	if err != nil {
 		t.Fatalf("%s %s: %v", tool, b, err)
 	}
-	msgs, err := m.Sessions.Messages(ctx, id, false)
-	if err != nil {
-		t.Fatal(err)
+	content, found := sessionstest.LastToolResult(t, m.Sessions, id)
+	if !found {
+		return turn, nil
 	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "tool" {
-			var out map[string]any
-			if err := json.Unmarshal([]byte(msgs[i].Content), &out); err != nil {
-				t.Fatalf("%s: the result is no JSON object: %q", tool, msgs[i].Content)
-			}
-			return turn, out
-		}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(content), &out); err != nil {
+		t.Fatalf("%s: the result is no JSON object: %q", tool, content)
 	}
-	return turn, nil
+	return turn, out
 }
 
 func (m machineEnv) toolResults(t *testing.T) []hooks.ToolResultPayload {

@@ -242,3 +242,19 @@ func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// LastToolResult is the content of session id's last tool message (what
+// the model read of its last tool call); "" and false when it has none.
+func LastToolResult(t testing.TB, s *sessions.Service, id string) (string, bool) {
+	t.Helper()
+	msgs, err := s.Messages(context.Background(), id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "tool" {
+			return msgs[i].Content, true
+		}
+	}
+	return "", false
+}
