@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -42,12 +42,13 @@ func (r *runner) toolsCmd() *cobra.Command {
 			s := stack.ToolsOf(home, cfg)
 			on, _ := s.Enabled(platform)
 			listed := s.Listed(platform)
+			toolset := map[string]string{}
+			for _, t := range tools.All() {
+				toolset[t.Name] = t.Toolset
+			}
 			var out []toolStatus
 			for _, name := range tools.Offered() {
-				st := toolStatus{Name: name, Toolset: name, Offered: on[name]}
-				if i := slices.IndexFunc(tools.All(), func(t tools.Tool) bool { return t.Name == name }); i >= 0 {
-					st.Toolset = tools.All()[i].Toolset
-				}
+				st := toolStatus{Name: name, Toolset: cmp.Or(toolset[name], name), Offered: on[name]}
 				switch {
 				case !listed[name]:
 					st.Why = "toolsets leave it out on " + platform

@@ -421,9 +421,10 @@ func hostOf(endpoint string) string {
 // says: the clouds' metadata services.
 var (
 	metadataHosts = []string{"metadata.google.internal", "metadata.goog"}
-	metadataAddrs = []string{"169.254.169.254", "169.254.170.2", "169.254.169.253", "100.100.100.200", "fd00:ec2::254"}
-	cgnat         = netip.MustParsePrefix("100.64.0.0/10")
-	linkLocal     = netip.MustParsePrefix("169.254.0.0/16")
+	metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("169.254.170.2"),
+		netip.MustParseAddr("169.254.169.253"), netip.MustParseAddr("100.100.100.200"), netip.MustParseAddr("fd00:ec2::254")}
+	cgnat     = netip.MustParsePrefix("100.64.0.0/10")
+	linkLocal = netip.MustParsePrefix("169.254.0.0/16")
 )
 
 // unsafe says why web_extract may not hand u to the provider ("" when it
@@ -464,12 +465,7 @@ func (w Web) unsafe(ctx context.Context, u string) string {
 	}
 	for _, a := range addrs {
 		a = a.Unmap()
-		for _, m := range metadataAddrs {
-			if a == netip.MustParseAddr(m) {
-				return blocked
-			}
-		}
-		if linkLocal.Contains(a) {
+		if slices.Contains(metadataAddrs, a) || linkLocal.Contains(a) {
 			return blocked
 		}
 		if !w.AllowPrivateURLs && (a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
