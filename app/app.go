@@ -24,7 +24,7 @@ import (
 const (
 	readTimeout  = 30 * time.Second
 	writeTimeout = 2 * time.Minute
-	turnTimeout  = 10 * time.Minute // a model turn can be slow
+	turnTimeout  = 10 * time.Minute // a model turn can be slow; a person's answer is not counted (turns.WithBudget)
 )
 
 // Platform names of the two surfaces, told to plugins with every turn.

@@ -310,9 +310,11 @@ func (s *Sessions) Commands() ([]CommandDTO, error) {
 }
 
 // Send runs one user turn (or a /command) in a session; StopTurn stops it
-// (the answer then says stopped).
+// (the answer then says stopped). The turn has turnTimeout for the model
+// and the tools: the time an approval or a question waits for the person
+// stands the clock still.
 func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
-	ctx, cancel := s.with(turnTimeout)
+	ctx, cancel := turns.WithBudget(s.ctx, turnTimeout) // waiting for the person not counted
 	defer cancel()
 	t, err := s.loop.Send(ctx, sessionID, text, hooks.LocalContext(s.platform, sessionID))
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"atrium/backend/gateway/gatewaytest"
+	"atrium/backend/hooks"
+	"atrium/backend/hooks/hookstest"
 	"atrium/backend/llm"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
@@ -48,16 +50,16 @@ func (e *env) toolResult(t *testing.T) string {
 // its own. A command is no answer: /stop stops the turn that waits.
 func TestGatewayAsksTheSendersQuestion(t *testing.T) {
 	t.Parallel()
-	e, f := clarifyChat(t, 10*time.Minute)
+	e, f := clarifyChat(t, time.Hour)
 	sent := func(n int, what string) string {
 		t.Helper()
 		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
 		return f.SentTexts()[n-1]
 	}
 	f.Push(5, "Cy", -100, "supergroup", `use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`)
-	// A gateway turn has 10 minutes: the question waits a minute less, so
-	// that the model goes on with its own choice within the turn.
-	want := "❓ Which target?\n1. staging (Recommended)\n2. prod\nReply with a number, or in your own words. Within 9m0s, or the agent decides itself."
+	// agent.clarify_timeout, whole: the turn's 10 minutes stand still while
+	// the sender is waited for (TestGatewayWaitsForTheSenderBeyondTheTurnsTime).
+	want := "❓ Which target?\n1. staging (Recommended)\n2. prod\nReply with a number, or in your own words. Within 1h0m0s, or the agent decides itself."
 	if got := sent(1, "the question"); got != want {
 		t.Fatalf("the question:\n%q\nwant\n%q", got, want)
 	}
@@ -77,7 +79,7 @@ func TestGatewayAsksTheSendersQuestion(t *testing.T) {
 
 	// Several of a multi-select question, by number; then their own words.
 	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Which checks?", "choices": ["lint", "test", "e2e"], "multi_select": true}`)
-	if got := sent(4, "the multi-select question"); !strings.HasSuffix(got, "3. e2e\nReply with the numbers of your choices (1, 3), or in your own words. Within 9m0s, or the agent decides itself.") {
+	if got := sent(4, "the multi-select question"); !strings.HasSuffix(got, "3. e2e\nReply with the numbers of your choices (1, 3), or in your own words. Within 1h0m0s, or the agent decides itself.") {
 		t.Fatalf("the multi-select question: %q", got)
 	}
 	f.Push(5, "Cy", 5, "private", "1, 3")
@@ -95,7 +97,7 @@ func TestGatewayAsksTheSendersQuestion(t *testing.T) {
 
 	// /stop is a command, not an answer: the turn stops.
 	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Go on?"}`)
-	if got := sent(8, "the open question"); got != "❓ Go on?\nReply with your answer. Within 9m0s, or the agent decides itself." {
+	if got := sent(8, "the open question"); got != "❓ Go on?\nReply with your answer. Within 1h0m0s, or the agent decides itself." {
 		t.Fatalf("the open question: %q", got)
 	}
 	f.Push(5, "Cy", 5, "private", "/stop")
@@ -104,6 +106,61 @@ func TestGatewayAsksTheSendersQuestion(t *testing.T) {
 	}
 	if !strings.Contains(e.toolResult(t), "the turn was stopped") {
 		t.Fatalf("the stopped call: %s", e.toolResult(t))
+	}
+}
+
+// A gateway turn's time (TurnTimeout) does not count the sender's: a
+// question and an approval answered three turn-lengths after they were
+// put to the chat still reach the model, and the turn replies.
+func TestGatewayWaitsForTheSenderBeyondTheTurnsTime(t *testing.T) {
+	t.Parallel()
+	const turnTime = 300 * time.Millisecond
+	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
+		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.turnTimeout = turnTime
+	dir := t.TempDir()
+	var err error
+	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true,
+		Machine:        func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"clarify"}} },
+		Approve:        func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return e.gw.Approve(ctx, a) },
+		Clarify:        func(ctx context.Context, q turns.Question) (turns.Reply, error) { return e.gw.Clarify(ctx, q) },
+		ClarifyTimeout: func() time.Duration { return time.Hour }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	sent := func(n int, what string) string {
+		t.Helper()
+		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
+		return f.SentTexts()[n-1]
+	}
+	late := func() { // until a turn of a fixed turnTime would have ended
+		w, cancel := context.WithTimeout(context.Background(), 3*turnTime)
+		defer cancel()
+		<-w.Done()
+	}
+	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`)
+	sent(1, "the question")
+	late()
+	f.Push(5, "Cy", 5, "private", "2")
+	if got := sent(2, "the turn's reply"); strings.Contains(got, "took too long") {
+		t.Fatalf("the turn ended while the sender was asked: %q", got)
+	}
+	if got := e.toolResult(t); got != `{"question":"Which target?","choices_offered":["staging","prod"],"user_response":"prod"}` {
+		t.Fatalf("the model read %s", got)
+	}
+	f.Push(5, "Cy", 5, "private", "use tool echo: late yes")
+	if got := sent(3, "the approval request"); !strings.Contains(got, "Approval needed") {
+		t.Fatalf("the approval request: %q", got)
+	}
+	late()
+	f.Push(5, "Cy", 5, "private", "/approve")
+	if got := sent(4, "the turn's reply"); !strings.Contains(got, "returned: late yes") {
+		t.Fatalf("after a late /approve: %q", f.SentTexts())
 	}
 }
 

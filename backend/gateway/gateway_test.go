@@ -63,6 +63,7 @@ type env struct {
 	// approvalTimeout its ApprovalTimeout (0: the default).
 	gw              *gateway.Service
 	approvalTimeout time.Duration
+	turnTimeout     time.Duration // its TurnTimeout (0: the default)
 	// home holds the config.yaml of the loop's standing approvals.
 	home     string
 	parallel int
@@ -170,7 +171,7 @@ func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Servi
 	t.Helper()
 	g := gateway.New(gateway.Options{DB: e.db, Sessions: e.sess, Bus: e.bus, Loop: e.loop, Adapters: adapters,
 		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
-		ApprovalTimeout: e.approvalTimeout, Parallel: e.parallel, Hooks: e.events})
+		ApprovalTimeout: e.approvalTimeout, TurnTimeout: e.turnTimeout, Parallel: e.parallel, Hooks: e.events})
 	e.gw = g
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -48,7 +48,9 @@ type Options struct {
 	// Parallel bounds the conversations answered at once (default 4); the
 	// messages of one conversation are always answered in order.
 	Parallel int
-	// TurnTimeout bounds one message's turn (default 10 min).
+	// TurnTimeout bounds one message's turn (default 10 min), not
+	// counting the time it waits for the sender's answer to a question or
+	// an approval (turns.WithBudget).
 	TurnTimeout time.Duration
 	// ApprovalTimeout is how long a tool call a plugin wants approved
 	// waits for the sender's /approve or /deny (default
@@ -316,7 +318,7 @@ func (s *Service) drain(key string) {
 		cv.pending = cv.pending[1:]
 		s.mu.Unlock()
 		s.sem <- struct{}{}
-		timed, cancel := context.WithTimeout(s.turnCtx, s.o.TurnTimeout)
+		timed, cancel := turns.WithBudget(s.turnCtx, s.o.TurnTimeout) // the sender's time to answer not counted
 		ctx, stop := context.WithCancelCause(timed)
 		s.mu.Lock()
 		s.running[key] = stop

@@ -78,14 +78,15 @@ func (q Question) Read(text string) Reply {
 	return Reply{Text: text} // several numbers for one choice: as written
 }
 
-// withinTurn is how long a question may wait in a turn that must end by
-// its deadline (a chat platform's turns have one): at most timeout (0: no
-// limit), and a minute short of the deadline (half the time left, when
-// less is left), so that the model reads "no answer in time" and goes on
-// with its own choice instead of the turn ending mid-question.
+// withinTurn is how long a question may wait: timeout (0: no limit). In a
+// turn whose limit stands still while a person is waited for (WithBudget:
+// the window's, the dashboard's, a chat platform's) that is all. In one
+// that must end by a fixed deadline, a minute short of it (half the time
+// left, when less is left), so that the model reads "no answer in time"
+// and goes on with its own choice instead of the turn ending mid-question.
 func withinTurn(ctx context.Context, timeout time.Duration) time.Duration {
 	deadline, ok := ctx.Deadline()
-	if !ok {
+	if !ok || pausesForPerson(ctx) {
 		return timeout
 	}
 	left := time.Until(deadline) - time.Minute
@@ -133,7 +134,9 @@ func (l *Loop) runClarify(ctx context.Context, tc *turnCtx, sessionID string, ar
 		if c.Batch {
 			ask.Title = c.Title
 		}
+		release := waitingForPerson(ctx)
 		r, err := l.opts.Clarify(ctx, ask)
+		release()
 		if errors.Is(err, ErrNoAnswer) {
 			timedOut = true
 			break

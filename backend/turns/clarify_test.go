@@ -269,11 +269,12 @@ func TestDispatchToolOfTheTurnsOwnTools(t *testing.T) {
 	}
 }
 
-// A question in a turn that must end by a deadline (a chat platform's
-// turns have one) waits a minute less than the turn has, or half of what
-// is left when that is less, so the model reads "no answer in time" and
-// goes on instead of the turn ending mid-question; a shorter
-// agent.clarify_timeout still wins.
+// A question in a turn that must end by a fixed deadline (a caller's own
+// context.WithTimeout; the surfaces' turns stand their clock still while
+// a person is waited for, TestAPersonsTimeIsNotTheTurns) waits a minute
+// less than the turn has, or half of what is left when that is less, so
+// the model reads "no answer in time" and goes on instead of the turn
+// ending mid-question; a shorter agent.clarify_timeout still wins.
 func TestAQuestionWaitsNoLongerThanItsTurn(t *testing.T) {
 	t.Parallel()
 	m := newClarifyEnv(t, nil, nil)

@@ -433,7 +433,9 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		}
 	}
 	canAlways := ask.KeepAlways != nil
+	release := waitingForPerson(ctx) // the person's time is not the turn's
 	answer, err := l.opts.Approve(ctx, ask)
+	release()
 	if answer == AnswerAlways && !canAlways {
 		answer = AnswerSession // it cannot be kept: it lasts the conversation
 	}
