@@ -175,6 +175,7 @@ type Config struct {
 	Clarify          Clarify             `yaml:"clarify"`
 	Web              Web                 `yaml:"web"`
 	Security         Security            `yaml:"security"`
+	Display          Display             `yaml:"display"`
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`
@@ -268,6 +269,63 @@ func (c Config) PrivateURLs() bool {
 		return Truthy(v)
 	}
 	return false
+}
+
+// Display is the familiar agent's display block; Atrium reads its
+// background_process_notifications.
+type Display struct {
+	// BackgroundProcessNotifications is which ends of background
+	// processes started with notify_on_complete start a turn to tell the
+	// conversation: all (the default) or result, every one; error, those
+	// that failed; off, none. YAML's off and false are off, on and true
+	// all.
+	BackgroundProcessNotifications any `yaml:"background_process_notifications"`
+}
+
+// The values of display.background_process_notifications.
+const (
+	NotifyAll    = "all"
+	NotifyResult = "result"
+	NotifyError  = "error"
+	NotifyOff    = "off"
+)
+
+// ProcessNotifications is display.background_process_notifications, read
+// as the familiar agent reads it ("" when it is no value of it).
+func (c Config) ProcessNotifications() string {
+	switch v := c.Display.BackgroundProcessNotifications.(type) {
+	case nil:
+		return NotifyAll
+	case bool:
+		if v {
+			return NotifyAll
+		}
+		return NotifyOff
+	case string:
+		switch m := strings.ToLower(strings.TrimSpace(v)); m {
+		case "", NotifyAll:
+			return NotifyAll
+		case NotifyResult, NotifyError, NotifyOff:
+			return m
+		case "false", "no", "0":
+			return NotifyOff
+		case "true", "yes", "on", "1":
+			return NotifyAll
+		}
+	}
+	return ""
+}
+
+// NotifiesOfEnd says whether a background process's end that failed (or
+// not) is told to its conversation.
+func (c Config) NotifiesOfEnd(failed bool) bool {
+	switch c.ProcessNotifications() {
+	case NotifyOff:
+		return false
+	case NotifyError:
+		return failed
+	}
+	return true
 }
 
 // Clarify is the familiar agent's older clarify block: its timeout, when
@@ -623,6 +681,9 @@ func (c Config) Validate() error {
 	}
 	if t := c.Approvals.Timeout; t < 0 || t > 3600 || math.IsNaN(t) {
 		return fmt.Errorf("approvals.timeout must be 0 (the default) to 3600 seconds, not %v", t)
+	}
+	if c.ProcessNotifications() == "" {
+		return fmt.Errorf("display.background_process_notifications must be all, result, error or off, not %v", c.Display.BackgroundProcessNotifications)
 	}
 	if n := c.Agent.MaxTurns; n < 0 || n > 10000 {
 		return fmt.Errorf("agent.max_turns must be 1 to 10000 (0: 90), not %d", n)

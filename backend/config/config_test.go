@@ -165,11 +165,7 @@ func TestClarifyTimeout(t *testing.T) {
 		{"agent:\n  clarify_timeout: soon\n", 0, false},
 		{"agent:\n  clarify_timeout: 1000000000000\n", 0, true},
 	} {
-		path := filepath.Join(t.TempDir(), "config.yaml")
-		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg, _, err := Load(path)
+		cfg, err := loadYAML(t, c.yaml)
 		if err != nil {
 			t.Fatalf("%q: %v", c.yaml, err)
 		}
@@ -177,4 +173,46 @@ func TestClarifyTimeout(t *testing.T) {
 			t.Errorf("%q: %v %v, want %v %v", c.yaml, got, set, c.want, c.set)
 		}
 	}
+}
+
+// display.background_process_notifications is read as the familiar agent
+// reads it, YAML's off and on included; another value is refused with
+// the four it may be.
+func TestProcessNotifications(t *testing.T) {
+	for _, c := range []struct {
+		yaml, want     string
+		failed, passed bool // told of a failed end, of a good one
+	}{
+		{"", "all", true, true},
+		{"display:\n  background_process_notifications: all\n", "all", true, true},
+		{"display:\n  background_process_notifications: result\n", "result", true, true},
+		{"display:\n  background_process_notifications: ERROR\n", "error", true, false},
+		{"display:\n  background_process_notifications: off\n", "off", false, false},
+		{"display:\n  background_process_notifications: false\n", "off", false, false},
+		{"display:\n  background_process_notifications: \"off\"\n", "off", false, false},
+		{"display:\n  background_process_notifications: on\n", "all", true, true},
+		{"display:\n  skin: dark\n", "all", true, true},
+	} {
+		cfg, err := loadYAML(t, c.yaml)
+		if err != nil {
+			t.Fatalf("%q: %v", c.yaml, err)
+		}
+		if got := cfg.ProcessNotifications(); got != c.want || cfg.NotifiesOfEnd(true) != c.failed || cfg.NotifiesOfEnd(false) != c.passed {
+			t.Errorf("%q: %q %v %v, want %q %v %v", c.yaml, got, cfg.NotifiesOfEnd(true), cfg.NotifiesOfEnd(false), c.want, c.failed, c.passed)
+		}
+	}
+	if _, err := loadYAML(t, "display:\n  background_process_notifications: loud\n"); err == nil || !strings.Contains(err.Error(), "display.background_process_notifications must be all, result, error or off, not loud") {
+		t.Fatalf("a bad value: %v", err)
+	}
+}
+
+// loadYAML loads text as a config.yaml.
+func loadYAML(t *testing.T, text string) (Config, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := Load(path)
+	return cfg, err
 }

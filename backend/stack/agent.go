@@ -272,3 +272,25 @@ func commandEnv(env, passthrough []string) []string {
 	}
 	return out
 }
+
+// TellEnds adds a surface of this process that runs some conversations'
+// turns (tools.Listener): the ends of their background processes started
+// with notify_on_complete are handed to it, those that
+// display.background_process_notifications (as config.yaml has it then)
+// lets through. stop takes it away.
+func (s *Stack) TellEnds(l tools.Listener) (stop func()) {
+	return s.Processes.Listen(func(owner string) func(tools.Completion) {
+		deliver := l(owner)
+		if deliver == nil {
+			return nil
+		}
+		return func(c tools.Completion) {
+			if cfg, _ := s.watch.current(); !cfg.NotifiesOfEnd(c.Failed()) {
+				s.log.Info("a background process ended; display.background_process_notifications leaves it untold",
+					"process", c.ID, "exit_code", c.ExitCode, "mode", cfg.ProcessNotifications())
+				return
+			}
+			deliver(c)
+		}
+	})
+}

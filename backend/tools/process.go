@@ -35,9 +35,52 @@ const (
 
 // Processes are the background processes of one Atrium process.
 type Processes struct {
-	mu     sync.Mutex
-	procs  map[string]*proc
-	closed bool
+	mu        sync.Mutex
+	procs     map[string]*proc
+	closed    bool
+	listeners map[int]Listener
+	nextL     int
+}
+
+// A Listener is a surface of this Atrium process that runs the turns of
+// some conversations (the window's, a chat platform's, a terminal
+// chat's): asked when a conversation starts a process with
+// notify_on_complete, it returns what delivers that process's
+// Completion to the conversation, or nil when the conversation is not its.
+type Listener func(owner string) func(Completion)
+
+// Listen adds l; stop takes it away (a process started before keeps the
+// delivery l gave it).
+func (ps *Processes) Listen(l Listener) (stop func()) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.listeners == nil {
+		ps.listeners = map[int]Listener{}
+	}
+	n := ps.nextL
+	ps.nextL++
+	ps.listeners[n] = l
+	return func() {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		delete(ps.listeners, n)
+	}
+}
+
+// deliveryFor is the delivery of owner's completions, or nil; ps.mu is
+// held.
+func (ps *Processes) deliveryFor(owner string) func(Completion) {
+	keys := make([]int, 0, len(ps.listeners))
+	for k := range ps.listeners {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	for _, k := range keys {
+		if d := ps.listeners[k](owner); d != nil {
+			return d
+		}
+	}
+	return nil
 }
 
 // NewProcesses is an empty set.
@@ -57,6 +100,10 @@ type proc struct {
 	exitCode int
 	exited   time.Time
 	killed   bool
+	// notify delivers the completion (notify_on_complete), unless the
+	// conversation learnt of the end itself first (seen).
+	notify func(Completion)
+	seen   bool
 }
 
 func (p *proc) Write(b []byte) (int, error) {
@@ -74,7 +121,7 @@ func newID() string {
 
 // start runs cmd (command's shell) in the background for owner (a
 // conversation).
-func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd) (*proc, error) {
+func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd, notify bool) (*proc, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
@@ -90,6 +137,9 @@ func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd) (*proc, er
 		return nil, fmt.Errorf("%d background processes run already, the most one Atrium process keeps: kill one with the process tool first", running)
 	}
 	p := &proc{id: newID(), owner: owner, command: command, dir: dir, started: time.Now(), done: make(chan struct{}), out: capped{limit: logBytes}}
+	if notify {
+		p.notify = ps.deliveryFor(owner)
+	}
 	cmd.Stdout, cmd.Stderr = p, p
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -105,14 +155,41 @@ func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd) (*proc, er
 		p.exitCode = cmd.ProcessState.ExitCode()
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() < 0 {
-			p.exitCode = -1 // ended by a signal
+			p.exitCode = -1 // ended by a signal: minus its number, as Python's returncode
+			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.exitCode = -int(ws.Signal())
+			}
 		}
 		p.exited = time.Now()
+		deliver := p.notify
 		p.mu.Unlock()
 		close(p.done)
+		if deliver != nil {
+			if c, ok := p.completion(); ok {
+				deliver(c)
+			}
+		}
 	}()
 	ps.procs[p.id] = p
 	return p, nil
+}
+
+// notifies says whether p's end will be told to its conversation.
+func (p *proc) notifies() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.notify != nil
+}
+
+// saw records that the conversation learnt of p's end itself (when it has
+// ended): no notification follows.
+func (p *proc) saw() {
+	if !p.hasExited() {
+		return
+	}
+	p.mu.Lock()
+	p.seen = true
+	p.mu.Unlock()
 }
 
 func (p *proc) hasExited() bool {
@@ -155,6 +232,9 @@ func (ps *Processes) Close() {
 	ps.closed = true
 	procs := make([]*proc, 0, len(ps.procs))
 	for _, p := range ps.procs {
+		p.mu.Lock()
+		p.notify = nil // the surfaces stop with this process: nobody to tell
+		p.mu.Unlock()
 		procs = append(procs, p)
 	}
 	ps.mu.Unlock()
@@ -277,9 +357,16 @@ func runProcess(ctx context.Context, c *Call) any {
 	case "poll":
 		s := p.status()
 		s["output"] = p.newOutput()
+		if s["status"] != "running" {
+			p.saw()
+		}
 		return s
 	case "log":
-		return p.log(c.integer("offset", -1), c.integer("limit", defaultLogLines))
+		out := p.log(c.integer("offset", -1), c.integer("limit", defaultLogLines))
+		if out["status"] != "running" {
+			p.saw()
+		}
+		return out
 	case "wait":
 		timeout := time.Duration(c.integer("timeout", int(DefaultTimeout/time.Second))) * time.Second
 		timeout = min(max(timeout, time.Second), MaxTimeout)
@@ -295,9 +382,14 @@ func runProcess(ctx context.Context, c *Call) any {
 		s["output"] = p.newOutput()
 		if timedOut {
 			s["timed_out"] = true
+		} else {
+			p.saw()
 		}
 		return s
 	case "kill":
+		p.mu.Lock()
+		p.notify = nil // the conversation ended it: nothing to tell it
+		p.mu.Unlock()
 		p.kill()
 		return p.status()
 	case "write", "submit":

@@ -28,6 +28,7 @@ func terminalTool() Tool {
 		Parameters: `{"type":"object","properties":{` +
 			`"command":{"type":"string","description":"The command to execute"},` +
 			`"background":{"type":"boolean","description":"Run in the background (servers, watchers, long builds): returns a session_id at once; the process tool polls, reads, waits for and kills it","default":false},` +
+			`"notify_on_complete":{"type":"boolean","description":"With background=true: you are told in this conversation when the process exits (its exit code and the end of its output), so you need not poll. For long builds, test runs and deploys that end on their own.","default":false},` +
 			`"timeout":{"type":"integer","description":"Max seconds to wait (default: 180, max: 600). Returns as soon as the command finishes.","minimum":1},` +
 			`"workdir":{"type":"string","description":"Working directory for this command (absolute, or relative to the conversation's). Defaults to the conversation's working directory."},` +
 			`"pty":{"type":"boolean","description":"Run in a pseudo-terminal (not available in Atrium: the command runs without one)","default":false}` +
@@ -95,14 +96,26 @@ func startBackground(c *Call, command, dir string) any {
 	if c.Processes == nil {
 		return terminalFailure("background processes are not available here: run the command in the foreground with a timeout (at most 600 seconds)")
 	}
-	p, err := c.Processes.start(c.Owner, command, dir, c.shellCommand(context.Background(), command, dir))
+	notify := c.boolean("notify_on_complete")
+	p, err := c.Processes.start(c.Owner, command, dir, c.shellCommand(context.Background(), command, dir), notify)
 	if err != nil {
 		return terminalFailure("the background process could not be started: " + err.Error())
 	}
 	out := map[string]any{"output": "Background process started", "session_id": p.id, "pid": p.cmd.Process.Pid,
 		"exit_code": 0, "error": nil, "hint": "Use the process tool (poll, log, wait, kill) with this session_id."}
-	if c.boolean("notify_on_complete") || c.Args["watch_patterns"] != nil {
-		out["note"] = "notify_on_complete and watch_patterns are not available in Atrium: poll or wait with the process tool"
+	var notes []string
+	switch {
+	case notify && p.notifies():
+		out["notify_on_complete"] = true
+		out["hint"] = "You will be told in this conversation when it exits; meanwhile the process tool (poll, log, wait, kill) takes this session_id."
+	case notify:
+		notes = append(notes, "notify_on_complete is not available here (nobody's conversation runs on to be told: a scheduled run, a one-shot send, a piped chat)")
+	}
+	if c.Args["watch_patterns"] != nil {
+		notes = append(notes, "watch_patterns is not available in Atrium")
+	}
+	if len(notes) > 0 {
+		out["note"] = strings.Join(notes, "; ") + ": poll or wait with the process tool"
 	}
 	return out
 }
