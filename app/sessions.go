@@ -12,6 +12,7 @@ import (
 	"atrium/backend/receipts"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
+	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
 
@@ -25,6 +26,7 @@ type Sessions struct {
 	saver     Saver
 	approvals *Approvals
 	clarify   *Clarifications
+	untold    tools.Untold // ends of background processes waiting to be told (notices.go)
 }
 
 // NewSessions binds st. loop runs Send; platform is told to plugins; bulk
@@ -33,7 +35,8 @@ func NewSessions(ctx context.Context, st *stack.Stack, loop *turns.Loop, platfor
 	if emit == nil {
 		emit = nopEmitter{}
 	}
-	return &Sessions{base: base{ctx: ctx}, st: st, loop: loop, platform: platform, emit: emit, approvals: NewApprovals(0)}
+	s := &Sessions{base: base{ctx: ctx}, st: st, loop: loop, platform: platform, emit: emit, approvals: NewApprovals(0)}
+	return s.tellEnds()
 }
 
 // List returns one page of sessions, newest activity first.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -18,6 +19,7 @@ import (
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
+	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
 
@@ -160,7 +162,7 @@ func (r *runner) chatCmd() *cobra.Command {
 					id = s.ID
 					fmt.Fprintf(r.env.Stdout, "(new session %s)\n", id)
 				}
-				return r.chatLoop(ctx, loop, id, cmd.InOrStdin(), &ask)
+				return r.chatLoop(ctx, loop, id, cmd.InOrStdin(), &ask, st)
 			})
 		},
 	}
@@ -182,9 +184,32 @@ type terminalAsk struct {
 	clarify func(context.Context, turns.Question) (turns.Reply, error)
 }
 
-func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *terminalAsk) error {
+func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *terminalAsk, st *stack.Stack) error {
 	interactive := onTerminal(in)
 	lines, readErr := readLines(ctx, in)
+	// At a terminal, a background process this chat started with
+	// notify_on_complete is told to it when it ends: at the prompt, a turn
+	// whose message is the notification (piped, the chat ends with its
+	// input, and its processes with it: nobody would be told).
+	var untold tools.Untold
+	ended := make(chan struct{}, 1)
+	var current atomic.Value // the session the chat is in now
+	current.Store(id)
+	if interactive && st != nil {
+		stop := st.TellEnds(func(owner string) func(tools.Completion) {
+			if owner != "cli:"+current.Load().(string) {
+				return nil
+			}
+			return func(c tools.Completion) {
+				untold.Add("", c) // one teller: this loop, woken below
+				select {
+				case ended <- struct{}{}:
+				default:
+				}
+			}
+		})
+		defer stop()
+	}
 	if interactive && ask != nil {
 		// The chat loop waits in Send meanwhile: the next line is the
 		// answer. Ctrl+C (the turn stopped) ends the question at once.
@@ -238,15 +263,30 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 			}
 		}
 	}
+	prompt := true
 	for {
-		if interactive {
+		if interactive && prompt {
 			fmt.Fprint(r.env.Stdout, "> ")
 		}
-		text, ok := <-lines
-		if !ok {
-			return readErr()
+		prompt = true
+		var line string
+		select {
+		case text, ok := <-lines:
+			if !ok {
+				return readErr()
+			}
+			line = strings.TrimSpace(text)
+		case <-ended:
+			cs := untold.Next("")
+			if cs == nil {
+				prompt = false // nothing to tell after all: the prompt stands
+				continue
+			}
+			for _, c := range cs {
+				fmt.Fprintf(r.env.Stdout, "\n(background process %s ended with exit code %d: %s)\n", c.ID, c.ExitCode, c.Command)
+			}
+			line = tools.CompletionsText(cs)
 		}
-		line := strings.TrimSpace(text)
 		if line == "" {
 			continue
 		}
@@ -273,6 +313,7 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 			printTurn(r.env.Stdout, t, id)
 		}
 		id = t.SessionID
+		current.Store(id)
 		if t.Command == "exit" {
 			return nil
 		}

@@ -358,3 +358,26 @@ func TestToolsCommandSaysWhatIsOfferedAndWhy(t *testing.T) {
 		t.Errorf("the text: %+v", r)
 	}
 }
+
+// At a terminal, a background process the chat started with
+// notify_on_complete is told to it when it ends: the chat says so and runs
+// a turn whose message is the familiar agent's notification. Piped (the
+// chat ends with its input), the start says it is not available.
+func TestAChatAtATerminalIsToldOfABackgroundProcessEnd(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	say, waitSay, end := terminalChat(t, home)
+	waitSay("(new session", 1)
+	say(`use tool terminal: {"command": "sleep 0.3; echo built; exit 3", "background": true, "notify_on_complete": true}`)
+	waitSay(`"notify_on_complete":true`, 1)
+	waitSay("ended with exit code 3: sleep 0.3; echo built; exit 3)", 1)
+	waitSay("offline reply to: [IMPORTANT: Background process proc_", 1)
+	waitSay("exited (exit code 3).", 1)
+	say("/help")
+	waitSay("/compress", 1)
+	end()
+	r := atriumExec(t, home, `use tool terminal: {"command": "true", "background": true, "notify_on_complete": true}`+"\n", nil, "chat")
+	if r.code != 0 || !strings.Contains(r.stdout, "notify_on_complete is not available here") {
+		t.Fatalf("piped chat: %+v", r)
+	}
+}

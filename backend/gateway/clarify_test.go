@@ -51,11 +51,7 @@ func (e *env) toolResult(t *testing.T) string {
 func TestGatewayAsksTheSendersQuestion(t *testing.T) {
 	t.Parallel()
 	e, f := clarifyChat(t, time.Hour)
-	sent := func(n int, what string) string {
-		t.Helper()
-		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
-		return f.SentTexts()[n-1]
-	}
+	sent := sentTo(t, f)
 	f.Push(5, "Cy", -100, "supergroup", `use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`)
 	// agent.clarify_timeout, whole: the turn's 10 minutes stand still while
 	// the sender is waited for (TestGatewayWaitsForTheSenderBeyondTheTurnsTime).
@@ -133,11 +129,7 @@ func TestGatewayWaitsForTheSenderBeyondTheTurnsTime(t *testing.T) {
 	}
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
-	sent := func(n int, what string) string {
-		t.Helper()
-		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
-		return f.SentTexts()[n-1]
-	}
+	sent := sentTo(t, f)
 	late := func() { // until a turn of a fixed turnTime would have ended
 		w, cancel := context.WithTimeout(context.Background(), 3*turnTime)
 		defer cancel()

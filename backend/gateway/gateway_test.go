@@ -351,6 +351,16 @@ func (m *memCalls) sawUser(user, platform string) bool {
 
 const tgToken = "123456:TEST-telegram-token-never-logged"
 
+// sentTo is what the bot sent to f's chats: sent(n, what) waits for the
+// n-th message (what names it in a failure) and returns it.
+func sentTo(t *testing.T, f *gatewaytest.Telegram) func(n int, what string) string {
+	return func(n int, what string) string {
+		t.Helper()
+		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
+		return f.SentTexts()[n-1]
+	}
+}
+
 func telegram(f *gatewaytest.Telegram, users ...string) gateway.Configured {
 	return gateway.Configured{Adapter: gateway.NewTelegram(gateway.TelegramOptions{Token: tgToken, BaseURL: f.URL,
 		PollTimeout: time.Second, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond}),
@@ -533,11 +543,7 @@ func TestGatewayAsksTheSenderToApprove(t *testing.T) {
 	e.parallel = 1 // one conversation at a time: waiting for a person must not hold it
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5", "6"))
-	sent := func(n int, what string) string {
-		t.Helper()
-		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
-		return f.SentTexts()[n-1]
-	}
+	sent := sentTo(t, f)
 	f.Push(5, "Cy", -100, "supergroup", "use tool echo: hello")
 	ask := sent(1, "the approval request")
 	for _, part := range []string{"Approval needed: the plugin guard", "the tool echo", `{"text":"hello"}`, "It says: echo repeats what it is given", "/approve", "/deny"} {
@@ -961,11 +967,7 @@ func TestGatewayTurnAHookKeptGoing(t *testing.T) {
 func TestGatewayStopStopsTheTurn(t *testing.T) {
 	t.Parallel()
 	e, f := guardedChat(t)
-	sent := func(n int, what string) string {
-		t.Helper()
-		waitFor(t, what, func() bool { return len(f.SentTexts()) >= n })
-		return f.SentTexts()[n-1]
-	}
+	sent := sentTo(t, f)
 	f.Push(5, "Cy", 5, "private", "/stop")
 	if got := sent(1, "/stop with nothing running"); got != gateway.NothingToStopText {
 		t.Fatalf("/stop with nothing running: %q", got)

@@ -107,11 +107,15 @@ type Service struct {
 
 type convo struct {
 	pending []job
+	current job // the message being answered
 }
 
 type job struct {
 	c   Configured
 	msg Inbound
+	// next, for a turn the agent starts itself (Follow), gives its
+	// message; false: none is left.
+	next func() (string, bool)
 }
 
 // New builds a gateway (Start runs it).
@@ -286,22 +290,7 @@ func (s *Service) accept(c Configured, m Inbound) {
 	if s.answerApproval(c, key, m) || s.answerQuestion(c, key, m) || s.stopTurn(c, key, m) {
 		return
 	}
-	s.mu.Lock()
-	if !s.started {
-		s.mu.Unlock()
-		return
-	}
-	cv, running := s.convos[key]
-	if !running {
-		cv = &convo{}
-		s.convos[key] = cv
-	}
-	cv.pending = append(cv.pending, job{c: c, msg: m})
-	s.mu.Unlock()
-	if !running {
-		s.turns.Add(1)
-		go s.drain(key)
-	}
+	s.queue(key, job{c: c, msg: m})
 }
 
 func (s *Service) drain(key string) {
@@ -316,6 +305,9 @@ func (s *Service) drain(key string) {
 		}
 		j := cv.pending[0]
 		cv.pending = cv.pending[1:]
+		if j.next == nil {
+			cv.current = j
+		}
 		s.mu.Unlock()
 		s.sem <- struct{}{}
 		timed, cancel := turns.WithBudget(s.turnCtx, s.o.TurnTimeout) // the sender's time to answer not counted
@@ -323,7 +315,12 @@ func (s *Service) drain(key string) {
 		s.mu.Lock()
 		s.running[key] = stop
 		s.mu.Unlock()
-		if err := s.handle(ctx, j.c, j.msg); err != nil {
+		if j.next != nil {
+			err := s.follow(ctx, key, j)
+			if err != nil {
+				s.log.Warn("gateway: a turn the agent started itself failed", "platform", j.c.Adapter.Platform(), "error", err)
+			}
+		} else if err := s.handle(ctx, j.c, j.msg); err != nil {
 			s.log.Warn("gateway: a message was not answered", "platform", j.c.Adapter.Platform(), "error", err)
 		}
 		s.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"atrium/backend/gateway"
 	"atrium/backend/gatewayhooks"
 	"atrium/backend/hostlock"
+	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
 
@@ -112,6 +113,24 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	eh := gatewayhooks.New(gatewayhooks.Options{Home: s.Home, Bus: s.Bus, Logger: lg, Timeout: s.Config.HookTimeout()})
 	gw = gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
 		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval, Hooks: eh})
+	// A background process a chat's turn started with notify_on_complete
+	// is told to the chat when it ends: a turn from the sender whose
+	// message started it (a gateway that stopped follows no more).
+	var untold tools.Untold
+	s.TellEnds(func(owner string) func(tools.Completion) {
+		follow := gw.Follow(owner)
+		if follow == nil {
+			return nil
+		}
+		return func(c tools.Completion) {
+			if untold.Add(c.Owner, c) {
+				follow(func() (string, bool) {
+					cs := untold.Next(c.Owner)
+					return tools.CompletionsText(cs), cs != nil
+				})
+			}
+		}
+	})
 	return gw, nil
 }
 

@@ -1,0 +1,96 @@
+package app_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"atrium/backend/sessions"
+)
+
+// notices are the user messages of session id that tell of background
+// processes' ends, and the replies after them, once there are n.
+func notices(t *testing.T, e env, id string, n int) (told, replies []string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		msgs, err := e.st.Sessions.Messages(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		told, replies = nil, nil
+		for i, m := range msgs {
+			if m.Role == "user" && strings.HasPrefix(m.Content, "[IMPORTANT:") {
+				told = append(told, m.Content)
+				if i+1 < len(msgs) && msgs[i+1].Role == "assistant" {
+					replies = append(replies, msgs[i+1].Content)
+				}
+			}
+		}
+		if len(replies) >= n {
+			return told, replies
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d ends told (%q)", len(replies), n, told)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startedID is the process id a turn's terminal(background=true) answered.
+func startedID(t *testing.T, e env, id string) string {
+	t.Helper()
+	msgs, err := e.st.Sessions.Messages(ctx, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		var out struct {
+			SessionID string `json:"session_id"`
+		}
+		if msgs[i].Role == "tool" && json.Unmarshal([]byte(msgs[i].Content), &out) == nil && out.SessionID != "" {
+			return out.SessionID
+		}
+	}
+	t.Fatalf("no process started in %s", id)
+	return ""
+}
+
+// A process the window's (or the dashboard's) conversation started with
+// notify_on_complete is told to it when it ends: a turn of its own in the
+// session, whose message is the familiar agent's notification, and which
+// the model answers. One whose end the model waited for itself is not
+// told again.
+func TestTheEndOfABackgroundProcessIsToldToItsSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.mustCreate(t, sessions.CreateParams{ID: "bg"})
+	if _, err := e.app.Sessions.Send("bg", `use tool terminal: {"command": "sleep 0.2; echo built; exit 2", "background": true, "notify_on_complete": true}`); err != nil {
+		t.Fatal(err)
+	}
+	proc := startedID(t, e, "bg")
+	told, replies := notices(t, e, "bg", 1)
+	want := "[IMPORTANT: Background process " + proc + " exited (exit code 2).\nCommand: sleep 0.2; echo built; exit 2\nOutput:\nbuilt]"
+	if len(told) != 1 || told[0] != want || replies[0] == "" {
+		t.Fatalf("told %q, replied %q; want %q", told, replies, want)
+	}
+
+	// The model waits for the next one itself: that end is not told; the
+	// one after it is, alone.
+	if _, err := e.app.Sessions.Send("bg", `use tool terminal: {"command": "echo waited", "background": true, "notify_on_complete": true}`); err != nil {
+		t.Fatal(err)
+	}
+	waited := startedID(t, e, "bg")
+	if _, err := e.app.Sessions.Send("bg", `use tool process: {"action": "wait", "session_id": "`+waited+`"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.app.Sessions.Send("bg", `use tool terminal: {"command": "echo last", "background": true, "notify_on_complete": true}`); err != nil {
+		t.Fatal(err)
+	}
+	last := startedID(t, e, "bg")
+	told, _ = notices(t, e, "bg", 2)
+	if len(told) != 2 || !strings.HasPrefix(told[1], "[IMPORTANT: Background process "+last+" completed normally (exit code 0).") || strings.Contains(strings.Join(told, ""), waited) {
+		t.Fatalf("told %q (waited for %s)", told, waited)
+	}
+}
