@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import { toolCall, toolResult } from './toolview';
+import { processEnds, processEndsView, toolCall, toolResult } from './toolview';
 
 describe('toolView', () => {
   it('shows a terminal call as its command line, and its result as output with the exit code', () => {
@@ -139,5 +139,30 @@ describe('toolView', () => {
     const r = toolResult('terminal', '{"output":"<img src=x onerror=alert(1)>","exit_code":0}')!;
     expect(r.querySelector('img')).toBeNull();
     expect(r.querySelector('pre')!.textContent).toBe('<img src=x onerror=alert(1)>');
+  });
+});
+
+describe('processEnds', () => {
+  const one = '[IMPORTANT: Background process proc_0a1b completed normally (exit code 0).\nCommand: make test\nOutput:\nok 42 [passed]]';
+  const two = '[IMPORTANT: Background process proc_ff exited (exit code -15, SIGTERM).\nCommand: npm run dev\nOutput:\n]';
+  it('reads one end and a batch as Atrium tells them, and nothing else', () => {
+    expect(processEnds(one)).toEqual([{ id: 'proc_0a1b', command: 'make test', code: 0, output: 'ok 42 [passed]' }]);
+    const batch = `[IMPORTANT: 2 background processes completed. Treat these results as one batch and give one consolidated response; preserve failures and actionable results.]\n\n${one}\n\n${two}`;
+    expect(processEnds(batch)!.map((e) => [e.id, e.code, e.output])).toEqual([
+      ['proc_0a1b', 0, 'ok 42 [passed]'],
+      ['proc_ff', -15, ''],
+    ]);
+    expect(processEnds('[IMPORTANT: Background process proc_1 finished]')).toBeNull();
+    expect(processEnds(`please read this: ${one}`)).toBeNull();
+    expect(processEnds(`[IMPORTANT: 3 background processes completed. x]\n\n${one}\n\n${two}`)).toBeNull();
+  });
+  it('shows each end as finished or failed, its command and the end of its output', () => {
+    const v = processEndsView(processEnds(`[IMPORTANT: 2 background processes completed. Treat them as one.]\n\n${one}\n\n${two}`)!);
+    const [first, second, ...rest] = Array.from(v.querySelectorAll('[data-testid=process-end]'));
+    expect(rest.length).toBe(0);
+    expect(first!.querySelector('.good')!.textContent).toBe('Finished · proc_0a1b');
+    expect(Array.from(first!.querySelectorAll('pre'), (p) => p.textContent)).toEqual(['$ make test', 'ok 42 [passed]']);
+    expect(second!.querySelector('.bad')!.textContent).toBe('Failed (exit -15) · proc_ff');
+    expect(second!.textContent).toContain('(no output)');
   });
 });

@@ -302,3 +302,49 @@ function diffLines(diff: string): HTMLElement[] {
     return h('span', { class: cls || undefined }, line + '\n');
   });
 }
+
+/** ProcessEnd is one background process's end as a notification told it
+ * to the model (terminal's notify_on_complete). */
+export interface ProcessEnd {
+  id: string;
+  command: string;
+  code: number;
+  output: string;
+}
+
+const endRE = /^\[IMPORTANT: Background process (proc_[0-9a-f]+) (?:completed normally|exited) \(exit code (-?\d+)(?:, SIGTERM)?\)\.\nCommand: ([^\n]*)\nOutput:\n([\s\S]*)\]$/;
+const batchRE = /^\[IMPORTANT: (\d+) background processes completed\. [^\n]*\]$/;
+
+/** processEnds reads a message Atrium wrote to tell the model of
+ * background processes' ends (one, or a batch); null for any other. */
+export function processEnds(content: string): ProcessEnd[] | null {
+  const parts = content.split('\n\n[IMPORTANT: Background process ');
+  const batch = batchRE.exec(parts[0] ?? '');
+  if (batch) parts.shift();
+  if (parts.length !== (batch ? Number(batch[1]) : 1)) return null;
+  const ends: ProcessEnd[] = [];
+  for (const [i, part] of parts.entries()) {
+    const m = endRE.exec(batch || i > 0 ? `[IMPORTANT: Background process ${part}` : part);
+    if (!m) return null;
+    ends.push({ id: m[1] ?? '', command: m[3] ?? '', code: Number(m[2]), output: m[4] ?? '' });
+  }
+  return ends;
+}
+
+/** processEndsView shows process ends as a person reads them: which
+ * command finished or failed, and the end of its output. */
+export function processEndsView(ends: ProcessEnd[]): HTMLElement {
+  return h(
+    'div',
+    { class: 'tool-view', 'data-testid': 'process-ends' },
+    ...ends.map((e) =>
+      h(
+        'div',
+        { class: 'process-end', 'data-testid': 'process-end' },
+        h('div', { class: `tool-status ${e.code === 0 ? 'good' : 'bad'}` }, e.code === 0 ? 'Finished' : `Failed (exit ${e.code})`, h('span', { class: 'muted' }, ` · ${e.id}`)),
+        h('pre', { class: 'tool-output' }, `$ ${e.command}`),
+        e.output ? h('pre', { class: 'tool-output' }, e.output) : h('div', { class: 'muted small' }, '(no output)'),
+      ),
+    ),
+  );
+}

@@ -11,7 +11,7 @@ import { runBulk } from '../ops';
 import { app, type OpenAt, type View } from '../state';
 import { TranscriptStore } from '../stores/transcript';
 import type { CommandDTO, MessageDTO, SessionDTO, TurnDTO } from '../types';
-import { toolCall, toolResult } from './toolview';
+import { processEnds, processEndsView, toolCall, toolResult } from './toolview';
 
 const shownAtFirst = 400;
 
@@ -560,10 +560,16 @@ function message(m: MessageDTO): HTMLElement {
   const cls = ['msg', `role-${m.role.replace(/[^a-z_-]/gi, '')}`];
   if (m.marker) cls.push(`marker-${m.marker.replace(/[^a-z_-]/gi, '')}`);
   else if (m.compaction) cls.push('marker-other');
+  // A background process's end, told to the model in the person's place.
+  const ends = m.role === 'user' && !m.marker ? processEnds(m.content) : null;
+  if (ends) cls.push('marker-process-end');
   const head = h(
     'div',
     { class: 'msg-head' },
-    h('span', { class: 'role' }, m.marker === 'hook_feedback' ? 'hook' : m.role),
+    h('span', { class: 'role' }, ends ? 'Atrium' : m.marker === 'hook_feedback' ? 'hook' : m.role),
+    ends
+      ? h('span', { class: 'badge marker', title: 'A background process the model started ended; Atrium told the model so, in your place' }, ends.length === 1 ? 'background process ended' : `${ends.length} background processes ended`)
+      : null,
     m.tool_name ? h('span', { class: 'badge tool' }, m.tool_name) : null,
     m.marker === 'hook_feedback' ? h('span', { class: 'badge marker', title: 'A Stop hook kept the turn going with this instruction; the person did not write it' }, 'Stop hook feedback') : null,
     m.marker === 'summary' ? h('span', { class: 'badge marker' }, 'compaction summary') : null,
@@ -571,7 +577,10 @@ function message(m: MessageDTO): HTMLElement {
     h('span', { class: 'spacer' }),
     h('time', { class: 'muted small', title: absolute(m.created_at) }, shortTime(m.created_at)),
   );
-  const el = h('article', { class: cls.join(' '), 'data-testid': 'message', 'data-role': m.role, 'data-message-id': m.id }, head, content(m));
+  const body = ends
+    ? h('div', { class: 'content' }, processEndsView(ends), h('details', { class: 'tool-raw' }, h('summary', {}, 'As the model reads it'), h('div', { class: 'content plain' }, m.content)))
+    : content(m);
+  const el = h('article', { class: cls.join(' '), 'data-testid': 'message', 'data-role': m.role, 'data-message-id': m.id }, head, body);
   if (m.sent_content !== null && m.sent_content !== m.content) {
     el.append(h('details', { class: 'sent' }, h('summary', {}, 'As sent to the model'), h('div', { class: 'content' }, m.sent_content)));
   }
