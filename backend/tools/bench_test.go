@@ -184,3 +184,42 @@ func BenchmarkToolMemory(b *testing.B) {
 		}
 	})
 }
+
+// What being told of a background process's end costs beside waiting for
+// it with the process tool: the same short command started in the
+// background, then its Completion handed to a listener and taken, or a
+// wait. Run with -bench 'BackgroundEnd' (docs/benchmarks.md, "A process's
+// end, told").
+func BenchmarkBackgroundEnd(b *testing.B) {
+	dir := b.TempDir()
+	ps := NewProcesses()
+	defer ps.Close()
+	ends := make(chan Completion, 1)
+	ps.Listen(func(owner string) func(Completion) { return func(c Completion) { ends <- c } })
+	start := func(b *testing.B, notify bool) string {
+		c := &Call{Args: map[string]any{"command": "echo done", "background": true, "notify_on_complete": notify}, Dir: dir, Processes: ps, Owner: "cli:b"}
+		out := terminalTool().Run(context.Background(), c)
+		i := strings.Index(out, `"session_id":"`)
+		if i < 0 {
+			b.Fatal(out)
+		}
+		return out[i+14 : i+14+17]
+	}
+	b.Run("told", func(b *testing.B) {
+		for b.Loop() {
+			start(b, true)
+			if c := <-ends; !c.Take() || c.Output != "done" {
+				b.Fatalf("%+v", c)
+			}
+		}
+	})
+	b.Run("waited", func(b *testing.B) {
+		for b.Loop() {
+			id := start(b, false)
+			c := &Call{Args: map[string]any{"action": "wait", "session_id": id}, Dir: dir, Processes: ps, Owner: "cli:b"}
+			if out := processTool().Run(context.Background(), c); !strings.Contains(out, `"output":"done"`) {
+				b.Fatal(out)
+			}
+		}
+	})
+}
