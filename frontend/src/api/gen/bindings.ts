@@ -136,7 +136,9 @@ export interface SessionsBinding {
   Search(query: string, limit: number, archived: boolean): Promise<HitDTO[] | null>;
   /**
    * Send runs one user turn (or a /command) in a session; StopTurn stops it
-   * (the answer then says stopped).
+   * (the answer then says stopped). The turn has turnTimeout for the model
+   * and the tools: the time an approval or a question waits for the person
+   * stands the clock still.
    */
   Send(sessionID: string, text: string): Promise<TurnDTO>;
   /** SetPinned pins or unpins a session. */
