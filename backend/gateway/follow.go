@@ -17,17 +17,36 @@ import (
 // Such a turn is no answer to a question or an approval that waits, and
 // /stop stops it as any turn. Its reply goes where the sender's message's
 // reply went.
-func (s *Service) Follow(key string) func(next func() (string, bool)) {
+//
+// reset says whether the conversation was reset since (/new, /exit, the
+// session deleted), as the familiar gateway drops what a conversation
+// closed at such a boundary would be told: its continuation after a
+// compaction is the same conversation.
+func (s *Service) Follow(key string) (follow func(next func() (string, bool)), reset func() bool) {
+	since, err := s.current(context.Background(), key)
+	if err != nil {
+		return nil, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cv, ok := s.convos[key]
 	if !s.started || !ok || cv.current.c.Adapter == nil {
-		return nil
+		return nil, nil
 	}
 	route := cv.current
-	return func(next func() (string, bool)) {
+	follow = func(next func() (string, bool)) {
 		s.queue(key, job{c: route.c, msg: route.msg, next: next})
 	}
+	reset = func() bool {
+		ctx := context.Background()
+		now, err := s.current(ctx, key)
+		if err != nil || since == "" {
+			return false
+		}
+		tip, err := s.o.Loop.Continuation(ctx, since)
+		return err != nil || now != tip
+	}
+	return follow, reset
 }
 
 // queue puts j behind key's messages, and starts answering them if

@@ -10,15 +10,17 @@ import (
 
 	"atrium/backend/gateway/gatewaytest"
 	"atrium/backend/llm"
+	"atrium/backend/stack"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
 
 // A background process a chat's turn started with notify_on_complete is
-// told to the chat when it ends (wired as the stack wires it): a turn of
+// told to the chat when it ends (as the stack wires it: FollowEnds): a turn of
 // its own from the sender, whose message is the familiar agent's
 // notification and whose reply goes to the chat. A question that waits is
-// not answered by it. Two ends that wait at once are told in one turn.
+// not answered by it. Two ends that wait at once are told in one turn. One
+// that ends after /new is not told.
 func TestGatewayTellsTheChatOfABackgroundProcessEnd(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 8192, 0.9)
@@ -33,25 +35,21 @@ func TestGatewayTellsTheChatOfABackgroundProcessEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var untold tools.Untold
-	var ended atomic.Int32 // ends handed over
+	var ended atomic.Int32 // ends handed over, told or not
+	var tell tools.Listener // the gateway's, once it runs
 	ps.Listen(func(owner string) func(tools.Completion) {
-		follow := e.gw.Follow(owner)
-		if follow == nil {
+		deliver := tell(owner)
+		if deliver == nil {
 			return nil
 		}
 		return func(c tools.Completion) {
 			defer ended.Add(1)
-			if untold.Add(c.Owner, c) {
-				follow(func() (string, bool) {
-					cs := untold.Next(c.Owner)
-					return tools.CompletionsText(cs), cs != nil
-				})
-			}
+			deliver(c)
 		}
 	})
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
+	tell = stack.FollowEnds(e.gw, e.log)
 	sent := sentTo(t, f)
 	// The process waits for a file the test writes once a question waits.
 	gate := dir + "/go"
@@ -96,6 +94,22 @@ func TestGatewayTellsTheChatOfABackgroundProcessEnd(t *testing.T) {
 	}
 	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE role = 'user' AND content LIKE '[IMPORTANT:%'`); n != 2 {
 		t.Fatalf("%d turns told of the three ends", n)
+	}
+
+	// One that ends after /new reset the conversation is not told (the
+	// familiar gateway drops it); the fresh conversation goes on.
+	f.Push(5, "Cy", 5, "private", `use tool terminal: {"command": "while [ ! -e go3 ]; do sleep 0.05; done; echo stale", "background": true, "notify_on_complete": true}`)
+	sent(10, "the third start")
+	f.Push(5, "Cy", 5, "private", "/new")
+	sent(11, "/new")
+	touch(t, dir+"/go3")
+	waitFor(t, "the end handed over", func() bool { return ended.Load() == 4 })
+	f.Push(5, "Cy", 5, "private", "hello again")
+	if got := sent(12, "the next reply"); !strings.Contains(got, "hello again") {
+		t.Fatalf("after /new, the chat was sent %q", got)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content LIKE '%stale%' AND role = 'user' AND content LIKE '[IMPORTANT:%'`); n != 0 {
+		t.Fatalf("the end after /new was told (%d)", n)
 	}
 }
 

@@ -113,16 +113,27 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	eh := gatewayhooks.New(gatewayhooks.Options{Home: s.Home, Bus: s.Bus, Logger: lg, Timeout: s.Config.HookTimeout()})
 	gw = gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
 		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval, Hooks: eh})
-	// A background process a chat's turn started with notify_on_complete
-	// is told to the chat when it ends: a turn from the sender whose
-	// message started it (a gateway that stopped follows no more).
+	s.TellEnds(FollowEnds(gw, lg))
+	return gw, nil
+}
+
+// FollowEnds is the gateway's side of notify_on_complete: a background
+// process a chat's turn started is told to the chat when it ends, in a
+// turn from the sender whose message started it (gateway.Service.Follow;
+// one that stopped follows no more), unless the conversation was reset
+// since; ends that wait together are told in one turn.
+func FollowEnds(gw *gateway.Service, lg *slog.Logger) tools.Listener {
 	var untold tools.Untold
-	s.TellEnds(func(owner string) func(tools.Completion) {
-		follow := gw.Follow(owner)
+	return func(owner string) func(tools.Completion) {
+		follow, reset := gw.Follow(owner)
 		if follow == nil {
 			return nil
 		}
 		return func(c tools.Completion) {
+			if reset() {
+				lg.Info("gateway: a background process ended after its conversation was reset; not told", "process", c.ID, "conversation", owner)
+				return
+			}
 			if untold.Add(c.Owner, c) {
 				follow(func() (string, bool) {
 					cs := untold.Next(c.Owner)
@@ -130,8 +141,7 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 				})
 			}
 		}
-	})
-	return gw, nil
+	}
 }
 
 // GatewayAdapters builds the adapters config.yaml configures, reading each
