@@ -55,6 +55,12 @@ func (s *Sessions) tell(id string) {
 		if cs == nil {
 			return
 		}
+		// A conversation closed since (/new, /exit, deleted) is not told,
+		// as the familiar agent drops what it would be told.
+		if sess, err := s.st.Sessions.Get(s.ctx, id); err != nil || sess.Ended() || sess.Trashed() {
+			slog.Info("a background process ended after its conversation was closed; not told", "session_id", id, "processes", len(cs))
+			continue
+		}
 		ctx, cancel := turns.WithBudget(s.ctx, turnTimeout)
 		_, err := s.loop.Send(ctx, id, tools.CompletionsText(cs), hooks.LocalContext(s.platform, id))
 		cancel()

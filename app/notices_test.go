@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,39 @@ func TestTheEndOfABackgroundProcessIsToldToItsSession(t *testing.T) {
 	told, _ = notices(t, e, "bg", 2)
 	if len(told) != 2 || !strings.HasPrefix(told[1], "[IMPORTANT: Background process "+last+" completed normally (exit code 0).") || strings.Contains(strings.Join(told, ""), waited) {
 		t.Fatalf("told %q (waited for %s)", told, waited)
+	}
+}
+
+// A session closed with /new before its process ended is not told: the
+// fresh session goes on without it.
+func TestAnEndAfterNewIsNotTold(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.mustCreate(t, sessions.CreateParams{ID: "old"})
+	gate := t.TempDir() + "/go"
+	if _, err := e.app.Sessions.Send("old", `use tool terminal: {"command": "while [ ! -e `+gate+` ]; do sleep 0.05; done; echo stale", "background": true, "notify_on_complete": true}`); err != nil {
+		t.Fatal(err)
+	}
+	turn, err := e.app.Sessions.Send("old", "/new")
+	if err != nil || turn.SessionID == "old" {
+		t.Fatalf("/new: %+v %v", turn, err)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A second process, started after, in the fresh session, is told: by
+	// then the first one's end has been handed over and dropped.
+	if _, err := e.app.Sessions.Send(turn.SessionID, `use tool terminal: {"command": "while [ ! -e `+gate+`2 ]; do sleep 0.05; done; echo fresh", "background": true, "notify_on_complete": true}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate+"2", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	told, _ := notices(t, e, turn.SessionID, 1)
+	if len(told) != 1 || !strings.HasSuffix(told[0], "Output:\nfresh]") {
+		t.Fatalf("the fresh session was told %q", told)
+	}
+	if old, _ := notices(t, e, "old", 0); len(old) != 0 {
+		t.Fatalf("the closed session was told %q", old)
 	}
 }
