@@ -372,6 +372,11 @@ type ToolsSettingsDTO struct {
 	WebProvider string       `json:"web_provider"`
 	WebKey      KeyStatusDTO `json:"web_key"`
 	WebProblem  string       `json:"web_problem,omitempty"`
+	// ProcessEnds is display.background_process_notifications: which ends
+	// of background processes started with notify_on_complete are told to
+	// their conversation: all (the default), result (the same), error
+	// (failures only) or off. "" in a Set leaves it as it is.
+	ProcessEnds string `json:"process_ends"`
 }
 
 // ModelSettingsDTO is the model the profile's turns ask: config.yaml's

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"atrium/backend/apperr"
+	"atrium/backend/config"
 	"atrium/backend/sessions"
 )
 
@@ -127,5 +129,39 @@ func TestAnEndAfterNewIsNotTold(t *testing.T) {
 	}
 	if old, _ := notices(t, e, "old", 0); len(old) != 0 {
 		t.Fatalf("the closed session was told %q", old)
+	}
+}
+
+// Settings → Agent tools chooses which ends are told
+// (display.background_process_notifications): the file says it, the
+// default goes rather than say "all", another value is refused.
+func TestSettingsChooseWhichEndsAreTold(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s, err := e.app.Settings.Get()
+	if err != nil || s.Tools.ProcessEnds != "all" {
+		t.Fatalf("default: %q %v", s.Tools.ProcessEnds, err)
+	}
+	for _, mode := range []string{"error", "off", "result", "all"} {
+		s.Tools.ProcessEnds = mode
+		got, err := e.app.Settings.Set(s)
+		if err != nil || got.Tools.ProcessEnds != mode {
+			t.Fatalf("%s: %q %v", mode, got.Tools.ProcessEnds, err)
+		}
+		cfg, _, err := config.Load(e.st.Home.ConfigPath())
+		if err != nil || cfg.ProcessNotifications() != mode {
+			t.Fatalf("%s: config.yaml says %v (%v)", mode, cfg.Display.BackgroundProcessNotifications, err)
+		}
+		b, _ := os.ReadFile(e.st.Home.ConfigPath())
+		if mode == "off" && !strings.Contains(string(b), `background_process_notifications: "off"`) {
+			t.Fatalf("off is written so that YAML 1.1 readers do not take it for false:\n%s", b)
+		}
+		if mode == "all" && strings.Contains(string(b), "background_process_notifications") {
+			t.Fatalf("the default is written:\n%s", b)
+		}
+	}
+	s.Tools.ProcessEnds = "loud"
+	if _, err := e.app.Settings.Set(s); apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), "must be all, result, error or off") {
+		t.Fatalf("a bad value: %v", err)
 	}
 }

@@ -75,6 +75,7 @@ func (s *Settings) toolsSettings(cfg config.Config) ToolsSettingsDTO {
 	web := tools.Web{Backend: cfg.Web.Backend}
 	out.Web, out.WebBackend = listed[tools.WebSearchTool] || listed[tools.WebExtractTool], strings.ToLower(strings.TrimSpace(cfg.Web.Backend))
 	out.WebProvider, out.WebKey, out.WebProblem = web.Provider(), s.keyStatus(web.KeyVariable()), web.Problem()
+	out.ProcessEnds = cfg.ProcessNotifications()
 	return out
 }
 
@@ -126,8 +127,16 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	if backend == "" {
 		backend = nil // the provider whose key is set
 	}
-	return []plugins.ConfigEdit{{Section: "toolsets", Value: toolsets}, {Section: "web", Key: "backend", Value: backend}, {Section: "terminal", Key: "cwd", Value: cwd},
+	edits := []plugins.ConfigEdit{{Section: "toolsets", Value: toolsets}, {Section: "web", Key: "backend", Value: backend}, {Section: "terminal", Key: "cwd", Value: cwd},
 		{Section: "terminal", Key: "timeout", Value: orNil(in.TimeoutSeconds)}, {Section: "agent", Key: "max_turns", Value: orNil(in.MaxTurns)}}
+	if m := strings.ToLower(strings.TrimSpace(in.ProcessEnds)); m != "" && m != cfg.ProcessNotifications() {
+		var v any = m
+		if m == config.NotifyAll {
+			v = nil // the default goes rather than say it
+		}
+		edits = append(edits, plugins.ConfigEdit{Section: "display", Key: "background_process_notifications", Value: v})
+	}
+	return edits
 }
 
 // Set writes the settings; an invalid value changes nothing. The config
@@ -185,6 +194,11 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 		if b := strings.ToLower(strings.TrimSpace(in.Tools.WebBackend)); b != "" && !slices.Contains(tools.WebBackends, b) &&
 			b != strings.ToLower(strings.TrimSpace(cfg.Web.Backend)) {
 			return SettingsDTO{}, apperr.New(apperr.Invalid, "web.backend must be firecrawl or tavily (or empty: the provider whose key is set), not %q", b)
+		}
+		switch m := strings.ToLower(strings.TrimSpace(in.Tools.ProcessEnds)); m {
+		case "", config.NotifyAll, config.NotifyResult, config.NotifyError, config.NotifyOff:
+		default:
+			return SettingsDTO{}, apperr.New(apperr.Invalid, "display.background_process_notifications must be all, result, error or off, not %q", m)
 		}
 		edits = append(edits, toolsEdits(cfg, *in.Tools)...)
 	}

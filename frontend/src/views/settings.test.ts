@@ -28,6 +28,7 @@ const tools = (over: Partial<ToolsSettingsDTO> = {}): ToolsSettingsDTO => ({
   web_provider: 'firecrawl',
   web_key: { name: 'FIRECRAWL_API_KEY', source: '', in_env_file: false, env_path: envPath },
   web_problem: noWebKey,
+  process_ends: 'all',
   ...over,
 });
 
@@ -282,6 +283,23 @@ describe('settings: the agent\'s tools', () => {
     expect(set).toHaveBeenCalledTimes(1);
     const sent = (set.mock.calls[0] as unknown as [SettingsDTO])[0];
     expect(sent.tools).toEqual(tools({ terminal: false, memory: false, cwd: '~/work', timeout_seconds: 60 }));
+  });
+
+  it('chooses which background process ends are told, and keeps result when the file says it', async () => {
+    const v = await shown();
+    const ends = q<HTMLSelectElement>(v, 'set-tools-process-ends');
+    expect(Array.from(ends.options, (o) => o.value)).toEqual(['all', 'error', 'off']);
+    expect(ends.value).toBe('all');
+    ends.value = 'error';
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect((set.mock.calls[0] as unknown as [SettingsDTO])[0].tools).toEqual(tools({ process_ends: 'error' }));
+    document.body.innerHTML = '';
+    get.mockImplementationOnce(async () => current({ tools: tools({ process_ends: 'result' }) }));
+    const kept = await shown();
+    const again = q<HTMLSelectElement>(kept, 'set-tools-process-ends');
+    expect(again.value).toBe('result');
+    expect(again.selectedOptions[0]!.textContent).toBe('Tell the model of every end (result)');
   });
 
   it('refuses a relative folder and a time over 600 before sending', async () => {

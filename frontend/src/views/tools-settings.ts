@@ -2,8 +2,9 @@
 // terminal, the file tools, its memory and the web, where a conversation's
 // commands start, how long a command may take and how many rounds of tools
 // a turn may take (config.yaml's toolsets, terminal.cwd, terminal.timeout,
-// agent.max_turns, as the familiar agent names them), and which provider
-// the web tools go through (web.backend). Saved with the form; the
+// agent.max_turns, as the familiar agent names them), which provider the
+// web tools go through (web.backend), and which ends of background
+// processes are told to the model (display.background_process_notifications). Saved with the form; the
 // provider's key is saved on its own, to the profile's .env.
 
 import { api, toApiError } from '../api';
@@ -12,7 +13,14 @@ import { described, errorLine, fieldRow } from './fields';
 import { KeyField } from './key-field';
 import type { KeyStatusDTO, ToolsSettingsDTO } from '../api/gen/dto';
 
-type Key = 'terminal' | 'files' | 'memory' | 'web' | 'web_backend' | 'cwd' | 'timeout_seconds' | 'max_turns';
+type Key = 'terminal' | 'files' | 'memory' | 'web' | 'web_backend' | 'cwd' | 'timeout_seconds' | 'max_turns' | 'process_ends';
+
+/** The values of display.background_process_notifications. */
+const processEnds: Array<[string, string]> = [
+  ['all', 'Tell the model of every end'],
+  ['error', 'Tell it only of failures (a non-zero exit code)'],
+  ['off', 'Do not tell it: it polls or waits'],
+];
 
 /** The web providers Atrium has, and the variable each one's key is in. */
 const webProviders: Array<[string, string, string]> = [
@@ -30,6 +38,7 @@ const words: Array<[Key, RegExp]> = [
   ['cwd', /terminal\.cwd/i],
   ['timeout_seconds', /terminal\.timeout/i],
   ['max_turns', /max_turns/i],
+  ['process_ends', /background_process_notifications/i],
 ];
 
 export class ToolsSection {
@@ -45,6 +54,7 @@ export class ToolsSection {
   private readonly cwd: HTMLInputElement;
   private readonly timeout: HTMLInputElement;
   private readonly maxTurns: HTMLInputElement;
+  private readonly ends: HTMLSelectElement;
   private readonly errors = new Map<Key, HTMLElement>();
   private readonly notes: HTMLElement;
   private current: ToolsSettingsDTO | null = null;
@@ -63,6 +73,7 @@ export class ToolsSection {
     this.cwd = h('input', { ...described('set-tools-cwd'), type: 'text', placeholder: 'a terminal’s own folder; your home folder elsewhere', spellcheck: false, autocomplete: 'off' });
     this.timeout = h('input', { ...described('set-tools-timeout'), type: 'number', min: 0, max: 600, step: '1', inputmode: 'numeric' });
     this.maxTurns = h('input', { ...described('set-tools-max-turns'), type: 'number', min: 0, max: 10000, step: '1', inputmode: 'numeric' });
+    this.ends = h('select', described('set-tools-process-ends'));
     this.notes = h('div', { 'data-testid': 'settings-tools-notes' });
     this.el = h(
       'fieldset',
@@ -86,6 +97,13 @@ export class ToolsSection {
       this.field('set-tools-cwd', 'Start folder', this.cwd, 'Where a conversation’s commands and relative paths start (terminal.cwd): an absolute folder, or ~/…; empty for the default.', 'cwd'),
       this.field('set-tools-timeout', 'Command time (seconds)', this.timeout, 'How long a command may run when the model names no time; 0 = 180; at most 600.', 'timeout_seconds'),
       this.field('set-tools-max-turns', 'Tool rounds per turn', this.maxTurns, 'Then the model answers with what it has (agent.max_turns); 0 = 90.', 'max_turns'),
+      this.field(
+        'set-tools-process-ends',
+        'When a background process ends',
+        this.ends,
+        'A command the model ran in the background asking to hear of its end (notify_on_complete) starts a turn that tells it (display.background_process_notifications).',
+        'process_ends',
+      ),
       this.notes,
     );
   }
@@ -119,6 +137,10 @@ export class ToolsSection {
     this.cwd.value = t.cwd;
     this.timeout.value = String(t.timeout_seconds);
     this.maxTurns.value = String(t.max_turns);
+    const ends = [...processEnds];
+    if (!ends.some(([v]) => v === t.process_ends)) ends.push([t.process_ends, t.process_ends === 'result' ? 'Tell the model of every end (result)' : t.process_ends]);
+    replace(this.ends, ...ends.map(([v, label]) => h('option', { value: v }, label)));
+    this.ends.value = t.process_ends;
     const notes: HTMLElement[] = [];
     if (t.problem) notes.push(h('p', { class: 'form-error', role: 'alert' }, t.problem));
     if (t.own_lists?.length) {
@@ -174,13 +196,16 @@ export class ToolsSection {
 
   clearErrors(): void {
     for (const e of this.errors.values()) e.textContent = '';
-    for (const i of [this.cwd, this.timeout, this.maxTurns, this.webBackend]) i.removeAttribute('aria-invalid');
+    for (const i of [this.cwd, this.timeout, this.maxTurns, this.webBackend, this.ends]) i.removeAttribute('aria-invalid');
     this.webKey.clearError();
   }
 
   private error(key: Key, msg: string): void {
     this.errors.get(key)!.textContent = msg;
-    ({ cwd: this.cwd, timeout_seconds: this.timeout, max_turns: this.maxTurns, web_backend: this.webBackend } as Partial<Record<Key, HTMLElement>>)[key]?.setAttribute('aria-invalid', 'true');
+    ({ cwd: this.cwd, timeout_seconds: this.timeout, max_turns: this.maxTurns, web_backend: this.webBackend, process_ends: this.ends } as Partial<Record<Key, HTMLElement>>)[key]?.setAttribute(
+      'aria-invalid',
+      'true',
+    );
   }
 
   /** value is the section as the form says it, or null (errors shown) when
@@ -217,6 +242,7 @@ export class ToolsSection {
       cwd,
       timeout_seconds: timeout,
       max_turns: maxTurns,
+      process_ends: this.ends.value,
     };
   }
 

@@ -1088,6 +1088,13 @@ export interface ToolsSettingsDTO {
   web_provider: string;
   web_key: KeyStatusDTO;
   web_problem?: string;
+  /**
+   * ProcessEnds is display.background_process_notifications: which ends
+   * of background processes started with notify_on_complete are told to
+   * their conversation: all (the default), result (the same), error
+   * (failures only) or off. "" in a Set leaves it as it is.
+   */
+  process_ends: string;
 }
 
 /** TrashDTO says what the trash holds and when it next purges. */
