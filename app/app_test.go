@@ -261,8 +261,9 @@ func TestSettingsRoundTripAndRefuseInvalid(t *testing.T) {
 		TrashDays: &thirty, TrashAutomatic: &yes, AutoPrune: &no, ApprovalsMode: &manual, ApprovalTimeoutSeconds: &zero,
 		Model: &app.ModelSettingsDTO{Provider: "offline", Key: app.KeyStatusDTO{EnvPath: e.st.Home.EnvPath()}},
 		Tools: &app.ToolsSettingsDTO{Terminal: true, Files: true, Memory: true, OwnLists: []string{}, Web: true, WebProvider: "firecrawl",
-			WebKey:     app.KeyStatusDTO{Name: "FIRECRAWL_API_KEY", EnvPath: e.st.Home.EnvPath()},
-			WebProblem: "web search needs FIRECRAWL_API_KEY (or a self-hosted FIRECRAWL_API_URL) or TAVILY_API_KEY in the profile's .env"}}
+			WebKey:      app.KeyStatusDTO{Name: "FIRECRAWL_API_KEY", EnvPath: e.st.Home.EnvPath()},
+			WebProblem:  "web search needs FIRECRAWL_API_KEY (or a self-hosted FIRECRAWL_API_URL) or TAVILY_API_KEY in the profile's .env",
+			ProcessEnds: "all"}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("set = %+v, %v", got, err)
 	}
