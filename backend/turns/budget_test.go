@@ -119,3 +119,32 @@ func TestABudgetEndsWithItsParent(t *testing.T) {
 	}
 	waitingForPerson(context.Background())() // no budget: nothing to hold
 }
+
+// What a turn's budget costs beside the context.WithTimeout it replaced:
+// made, held and released once (an approval), a child derived (as the
+// gateway derives its stop), cancelled. Run with -bench TurnLimit
+// (docs/benchmarks.md, "A turn's clock").
+func BenchmarkTurnLimit(b *testing.B) {
+	parent, stop := context.WithCancel(context.Background())
+	defer stop()
+	b.Run("budget", func(b *testing.B) {
+		for b.Loop() {
+			ctx, cancel := WithBudget(parent, time.Minute)
+			waitingForPerson(ctx)()
+			child, end := context.WithCancelCause(ctx)
+			end(nil)
+			cancel()
+			<-child.Done()
+		}
+	})
+	b.Run("timeout", func(b *testing.B) {
+		for b.Loop() {
+			ctx, cancel := context.WithTimeout(parent, time.Minute)
+			waitingForPerson(ctx)()
+			child, end := context.WithCancelCause(ctx)
+			end(nil)
+			cancel()
+			<-child.Done()
+		}
+	})
+}
