@@ -2,8 +2,8 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+
+	"github.com/google/uuid"
 )
 
 // Follow is, for the conversation key whose message this gateway is
@@ -79,14 +79,8 @@ func (s *Service) follow(ctx context.Context, key string, j job) error {
 		return nil
 	}
 	m := j.msg
-	m.Text, m.EventID, m.MessageID = text, "atrium-follow:"+randomID(), ""
+	m.Text, m.EventID, m.MessageID = text, "atrium-follow:"+uuid.Must(uuid.NewV7()).String(), ""
 	err := s.handle(ctx, j.c, m)
 	s.queue(key, j)
 	return err
-}
-
-func randomID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

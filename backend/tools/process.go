@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,8 +39,7 @@ type Processes struct {
 	mu        sync.Mutex
 	procs     map[string]*proc
 	closed    bool
-	listeners map[int]Listener
-	nextL     int
+	listeners []*Listener // in the order they listened
 }
 
 // A Listener is a surface of this Atrium process that runs the turns of
@@ -54,29 +54,20 @@ type Listener func(owner string) func(Completion)
 func (ps *Processes) Listen(l Listener) (stop func()) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if ps.listeners == nil {
-		ps.listeners = map[int]Listener{}
-	}
-	n := ps.nextL
-	ps.nextL++
-	ps.listeners[n] = l
+	ref := &l
+	ps.listeners = append(ps.listeners, ref)
 	return func() {
 		ps.mu.Lock()
 		defer ps.mu.Unlock()
-		delete(ps.listeners, n)
+		ps.listeners = slices.DeleteFunc(ps.listeners, func(x *Listener) bool { return x == ref })
 	}
 }
 
 // deliveryFor is the delivery of owner's completions, or nil; ps.mu is
 // held.
 func (ps *Processes) deliveryFor(owner string) func(Completion) {
-	keys := make([]int, 0, len(ps.listeners))
-	for k := range ps.listeners {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	for _, k := range keys {
-		if d := ps.listeners[k](owner); d != nil {
+	for _, l := range ps.listeners {
+		if d := (*l)(owner); d != nil {
 			return d
 		}
 	}
