@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -277,8 +278,11 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 			}
 			line = strings.TrimSpace(text)
 		case <-ended:
-			cs := untold.Next("")
-			if cs == nil {
+			// An end of a session the chat left with /new is not told, as
+			// the other surfaces drop it (a compaction's continuation took
+			// its processes along: it is this session).
+			cs := slices.DeleteFunc(untold.Next(""), func(c tools.Completion) bool { return c.Owner != "cli:"+id })
+			if len(cs) == 0 {
 				prompt = false // nothing to tell after all: the prompt stands
 				continue
 			}

@@ -375,9 +375,32 @@ func TestAChatAtATerminalIsToldOfABackgroundProcessEnd(t *testing.T) {
 	waitSay("exited (exit code 3).", 1)
 	say("/help")
 	waitSay("/compress", 1)
+	// One that ends after /new is not told to the fresh session; one the
+	// fresh session started is.
+	gate := t.TempDir()
+	say(`use tool terminal: {"command": "while [ ! -e ` + gate + `/1 ]; do sleep 0.05; done; echo stale", "background": true, "notify_on_complete": true}`)
+	waitSay(`"notify_on_complete":true`, 2)
+	say("/new")
+	waitSay("Started a new session", 1)
+	touch(t, gate+"/1")
+	say(`use tool terminal: {"command": "while [ ! -e ` + gate + `/2 ]; do sleep 0.05; done; echo fresh", "background": true, "notify_on_complete": true}`)
+	waitSay(`"notify_on_complete":true`, 3)
+	touch(t, gate+"/2")
+	waitSay("echo fresh)", 1)
 	end()
+	// the told end's message ends with its output (JSON-escaped here)
+	if r := atriumExec(t, home, "", nil, "sessions", "search", "stale", "--json"); r.code != 0 || strings.Contains(r.stdout, `Output:\nstale]`) {
+		t.Fatalf("the end after /new was told: %+v", r)
+	}
 	r := atriumExec(t, home, `use tool terminal: {"command": "true", "background": true, "notify_on_complete": true}`+"\n", nil, "chat")
 	if r.code != 0 || !strings.Contains(r.stdout, "notify_on_complete is not available here") {
 		t.Fatalf("piped chat: %+v", r)
+	}
+}
+
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
