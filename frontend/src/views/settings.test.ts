@@ -79,6 +79,12 @@ vi.mock('../api', () => ({
 vi.mock('../ops', () => ({ showMessage: vi.fn(), showAction }));
 vi.mock('../modal', () => ({ confirmModal }));
 
+// Every test starts on an empty page, with no calls recorded.
+beforeEach(() => {
+  document.body.innerHTML = '';
+  vi.clearAllMocks();
+});
+
 const { SettingsView } = await import('./settings');
 
 const flush = () => new Promise((r) => setTimeout(r, 0));
@@ -93,12 +99,6 @@ async function shown(): Promise<InstanceType<typeof SettingsView>> {
 }
 
 describe('settings: approvals', () => {
-  beforeEach(() => {
-    document.body.innerHTML = '';
-    get.mockClear();
-    set.mockClear();
-  });
-
   it('shows the mode and the time to answer, and saves them', async () => {
     get.mockResolvedValueOnce(current({ approvals_mode: 'off', approval_timeout_seconds: 45 }));
     const v = await shown();
@@ -150,14 +150,6 @@ describe('settings: approvals', () => {
 });
 
 describe('settings: the model and its key', () => {
-  beforeEach(() => {
-    document.body.innerHTML = '';
-    get.mockClear();
-    set.mockClear();
-    setKey.mockClear();
-    confirmModal.mockClear();
-  });
-
   it('shows the model block and saves what was changed with the form', async () => {
     const v = await shown();
     expect(q<HTMLSelectElement>(v, 'set-model-provider').value).toBe('openai');
@@ -242,11 +234,6 @@ describe('settings: the model and its key', () => {
 });
 
 describe('settings: checking the saved model', () => {
-  beforeEach(() => {
-    document.body.innerHTML = '';
-    checkModel.mockClear();
-  });
-
   it('says what the model answered and in how long, or why it did not', async () => {
     const v = await shown();
     const out = q(v, 'model-check-out');
@@ -264,12 +251,6 @@ describe('settings: checking the saved model', () => {
 });
 
 describe('settings: the agent\'s tools', () => {
-  beforeEach(() => {
-    document.body.innerHTML = '';
-    get.mockClear();
-    set.mockClear();
-  });
-
   it('shows the switches and saves them with the form', async () => {
     const v = await shown();
     expect(q<HTMLInputElement>(v, 'set-tools-terminal').checked).toBe(true);
@@ -327,14 +308,6 @@ describe('settings: the agent\'s tools', () => {
 });
 
 describe('settings: the web tools', () => {
-  beforeEach(() => {
-    document.body.innerHTML = '';
-    get.mockClear();
-    set.mockClear();
-    setKey.mockClear();
-    confirmModal.mockClear();
-  });
-
   const status = (v: { el: HTMLElement }) => q(v, 'set-tools-web-status');
   const label = (v: { el: HTMLElement }) => v.el.querySelector('label[for=set-tools-web-key]')!.textContent;
 
@@ -453,11 +426,6 @@ describe('settings: the web tools', () => {
 });
 
 describe('settings: what the agent remembers', () => {
-  beforeEach(() => {
-    document.body.innerHTML = '';
-    vi.clearAllMocks();
-  });
-
   it('lists both files with their budgets, and forgets exactly one entry with an undo', async () => {
     const v = await shown();
     const user = q(v, 'memory-user');
