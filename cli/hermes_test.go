@@ -510,6 +510,52 @@ func TestHermesMemoryProvider(t *testing.T) {
 	}
 }
 
+// A task the model hands to a subagent with delegate_task reaches the
+// memory provider in use as in the familiar agent: the subagent's turn
+// initializes it with agent_context "subagent" and its parent, and its
+// end is on_delegation(task, result, child_session_id=...), once, with the
+// summary the parent read.
+func TestHermesMemoryProviderHearsOfADelegatedTask(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "memory:\n  provider: recall\n", "hermes-recall")
+	parent := create(t, home, "--title", "lead")
+	out := mustSend(t, home, parent, `use tool delegate_task: {"goal": "check the suite", "context": "it lives in ./tests"}`)
+	if !strings.Contains(out, "The tool delegate_task returned:") || !strings.Contains(out, `"status":"completed"`) {
+		t.Fatalf("send: %s", out)
+	}
+	var got []map[string]any
+	deadline := time.Now().Add(60 * time.Second)
+	for len(got) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		got = byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "on_delegation")
+	}
+	if len(got) != 1 {
+		t.Fatalf("on_delegation: %v", got)
+	}
+	child, _ := got[0]["child_session_id"].(string)
+	if got[0]["task"] != "check the suite" || got[0]["result"] != "offline reply to: check the suite" || child == "" || child == parent {
+		t.Fatalf("on_delegation: %v", got[0])
+	}
+	var shown struct {
+		Relation  string `json:"relation"`
+		Parent    string `json:"parent_session_id"`
+		EndReason string `json:"end_reason"`
+	}
+	mustJSON(t, atrium(t, home, "sessions", "show", child, "--json"), &shown)
+	if shown.Relation != "delegate" || shown.Parent != parent || shown.EndReason != "completed" {
+		t.Fatalf("the subagent's session: %+v", shown)
+	}
+	var sub map[string]any
+	for _, r := range byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "initialize") {
+		if r["session_id"] == child {
+			sub, _ = r["kwargs"].(map[string]any)
+		}
+	}
+	if sub["agent_context"] != "subagent" || sub["parent_session_id"] != parent {
+		t.Fatalf("the subagent's initialize: %v", sub)
+	}
+}
+
 // The memory provider in use hears of every delegate child that ended
 // (on_delegation(task, result, child_session_id=...)), once; a provider not
 // in use hears nothing. A turn in the child's session is a subagent's

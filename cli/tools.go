@@ -46,6 +46,7 @@ func (r *runner) toolsCmd() *cobra.Command {
 			for _, t := range tools.All() {
 				toolset[t.Name] = t.Toolset
 			}
+			toolset[tools.DelegateTool] = tools.DelegateToolset
 			var out []toolStatus
 			for _, name := range tools.Offered() {
 				st := toolStatus{Name: name, Toolset: cmp.Or(toolset[name], name), Offered: on[name]}

@@ -176,6 +176,7 @@ type Config struct {
 	Web              Web                 `yaml:"web"`
 	Security         Security            `yaml:"security"`
 	Display          Display             `yaml:"display"`
+	Delegation       Delegation          `yaml:"delegation"`
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`
@@ -241,6 +242,33 @@ type Agent struct {
 	// answer the clarify tool's question (default 3600; 0 or less: no
 	// limit). A number, or its text.
 	ClarifyTimeout any `yaml:"clarify_timeout"`
+}
+
+// Delegation is the familiar agent's delegation block: delegate_task's
+// subagents.
+type Delegation struct {
+	// MaxIterations is a subagent's rounds of tool calls when the call
+	// names none (default 50).
+	MaxIterations int `yaml:"max_iterations"`
+	// MaxConcurrentChildren is the most tasks one call hands over, all
+	// run at once (default 3).
+	MaxConcurrentChildren int `yaml:"max_concurrent_children"`
+	// ChildTimeoutSeconds is a subagent's time (default 600; 0: no limit).
+	ChildTimeoutSeconds *float64 `yaml:"child_timeout_seconds"`
+	// Model is the model subagents ask, of the same provider ("": the
+	// parent's).
+	Model string `yaml:"model"`
+}
+
+const maxDelegateChildren = 32
+
+// ChildTimeout is delegation.child_timeout_seconds (0: no limit); false
+// when it is not set (the default, 600 s, is the turn loop's).
+func (d Delegation) ChildTimeout() (time.Duration, bool) {
+	if d.ChildTimeoutSeconds == nil {
+		return 0, false
+	}
+	return time.Duration(*d.ChildTimeoutSeconds * float64(time.Second)), true
 }
 
 // Web is the familiar agent's web block: which provider web_search and
@@ -684,6 +712,15 @@ func (c Config) Validate() error {
 	}
 	if c.ProcessNotifications() == "" {
 		return fmt.Errorf("display.background_process_notifications must be all, result, error or off, not %v", c.Display.BackgroundProcessNotifications)
+	}
+	if n := c.Delegation.MaxIterations; n < 0 || n > 10000 {
+		return fmt.Errorf("delegation.max_iterations must be 1 to 10000 (0: 50), not %d", n)
+	}
+	if n := c.Delegation.MaxConcurrentChildren; n < 0 || n > maxDelegateChildren {
+		return fmt.Errorf("delegation.max_concurrent_children must be 1 to %d (0: 3), not %d", maxDelegateChildren, n)
+	}
+	if t := c.Delegation.ChildTimeoutSeconds; t != nil && (*t < 0 || *t > 86400 || math.IsNaN(*t)) {
+		return fmt.Errorf("delegation.child_timeout_seconds must be 0 (no limit) to 86400, not %v", *t)
 	}
 	if n := c.Agent.MaxTurns; n < 0 || n > 10000 {
 		return fmt.Errorf("agent.max_turns must be 1 to 10000 (0: 90), not %d", n)

@@ -206,6 +206,38 @@ func TestProcessNotifications(t *testing.T) {
 	}
 }
 
+// The delegation block is read as the familiar agent writes it; a value
+// out of range is refused with its range.
+func TestDelegation(t *testing.T) {
+	cfg, err := loadYAML(t, "delegation:\n  max_iterations: 20\n  max_concurrent_children: 5\n  child_timeout_seconds: 1800\n  model: small-model\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cfg.Delegation
+	if tm, ok := d.ChildTimeout(); d.MaxIterations != 20 || d.MaxConcurrentChildren != 5 || d.Model != "small-model" || !ok || tm != 30*time.Minute {
+		t.Fatalf("%+v %v %v", d, tm, ok)
+	}
+	if cfg, err := loadYAML(t, "delegation:\n  child_timeout_seconds: 0\n"); err != nil {
+		t.Fatal(err)
+	} else if tm, ok := cfg.Delegation.ChildTimeout(); !ok || tm != 0 {
+		t.Fatalf("0 (no limit): %v %v", tm, ok)
+	}
+	if cfg, err := loadYAML(t, ""); err != nil {
+		t.Fatal(err)
+	} else if _, ok := cfg.Delegation.ChildTimeout(); ok {
+		t.Fatal("an unset child_timeout_seconds reads as set")
+	}
+	for text, want := range map[string]string{
+		"delegation:\n  max_concurrent_children: 40\n": "delegation.max_concurrent_children must be 1 to 32 (0: 3), not 40",
+		"delegation:\n  max_iterations: -1\n":          "delegation.max_iterations must be 1 to 10000 (0: 50), not -1",
+		"delegation:\n  child_timeout_seconds: -5\n":   "delegation.child_timeout_seconds must be 0 (no limit) to 86400, not -5",
+	} {
+		if _, err := loadYAML(t, text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
+
 // loadYAML loads text as a config.yaml.
 func loadYAML(t *testing.T, text string) (Config, error) {
 	t.Helper()

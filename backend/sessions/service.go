@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -134,6 +135,12 @@ type CreateParams struct {
 	Platform   string
 	SenderID   string
 	SenderName string
+	// A delegate child's task as the subagent was given it, whole
+	// (subagent_start's child_goal; the title when empty: a title is one
+	// line of at most 300 characters), and the parent's turn that handed
+	// it over (parent_turn_id).
+	Goal         string
+	ParentTurnID string
 }
 
 // Create starts a session.
@@ -189,7 +196,8 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Session, error) {
 		if p.Relation == RelationDelegate && s.bus != nil {
 			// A delegate child is a subagent's session: its task starts.
 			_, err := s.bus.EnqueueTx(ctx, tx, hooks.SubagentStart, hooks.SubagentStartPayload{ParentSessionID: p.ParentID,
-				ChildSessionID: out.ID, ChildSubagentID: out.ID, ChildGoal: out.Title, Profile: s.profile})
+				ParentTurnID: hooks.StrOrNil(p.ParentTurnID), ChildSessionID: out.ID, ChildSubagentID: out.ID,
+				ChildGoal: cmp.Or(p.Goal, out.Title), Profile: s.profile})
 			return err
 		}
 		return nil
@@ -290,6 +298,10 @@ func (s *Service) End(ctx context.Context, id, reason string) (Session, bool, er
 type EndInfo struct {
 	Platform     string // the surface that ended it ("" unknown)
 	NewSessionID string // the session the conversation goes on in (/new), "" when none
+	// A delegate child's whole task and its parent's turn, as at Create
+	// (subagent_stop's child_goal, default the title, and parent_turn_id).
+	Goal         string
+	ParentTurnID string
 }
 
 // EndWith is End with what the caller knows of it. Ending a delegate child
@@ -329,7 +341,7 @@ func (s *Service) EndWith(ctx context.Context, id, reason string, info EndInfo) 
 			return err
 		}
 		if out.Relation == RelationDelegate && out.ParentSessionID != nil {
-			return s.subagentStopTx(ctx, tx, out, reason)
+			return s.subagentStopTx(ctx, tx, out, reason, info)
 		}
 		return nil
 	})
@@ -467,7 +479,7 @@ func getTx(ctx context.Context, tx *db.Tx, id string) (Session, error) {
 
 // subagentStopTx fires subagent_stop for a delegate child that ended: its
 // task, how it ended, its last answer and how long it ran.
-func (s *Service) subagentStopTx(ctx context.Context, tx *db.Tx, child Session, reason string) error {
+func (s *Service) subagentStopTx(ctx context.Context, tx *db.Tx, child Session, reason string, info EndInfo) error {
 	var last struct{ Content string }
 	if err := tx.G.WithContext(ctx).Raw(`SELECT content FROM messages WHERE session_id = ? AND role = 'assistant' AND active = 1
 		ORDER BY COALESCE(pos, id) DESC LIMIT 1`, child.ID).Scan(&last).Error; err != nil {
@@ -483,7 +495,8 @@ func (s *Service) subagentStopTx(ctx context.Context, tx *db.Tx, child Session, 
 		dur = child.EndedAt.Time.Sub(child.StartedAt.Time).Milliseconds()
 	}
 	_, err := s.bus.EnqueueTx(ctx, tx, hooks.SubagentStop, hooks.SubagentStopPayload{ParentSessionID: *child.ParentSessionID,
-		ChildSessionID: child.ID, ChildSubagentID: child.ID, ChildGoal: child.Title, ChildStatus: status,
+		ParentTurnID: hooks.StrOrNil(info.ParentTurnID), ChildSessionID: child.ID, ChildSubagentID: child.ID,
+		ChildGoal: cmp.Or(info.Goal, child.Title), ChildStatus: status,
 		ChildSummary: hooks.StrOrNil(last.Content), DurationMS: dur, Reason: reason, Profile: s.profile})
 	return err
 }

@@ -175,6 +175,15 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve, Clarify: f.Clarify, Machine: s.machine,
 		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing, Processes: s.Processes}
 	o.MaxRounds = func() int { cfg, _ := s.watch.current(); return cfg.Agent.MaxTurns }
+	o.Delegation = func() turns.Delegation {
+		cfg, _ := s.watch.current()
+		d := turns.DefaultDelegation()
+		d.MaxIterations, d.MaxChildren, d.Model = cfg.Delegation.MaxIterations, cfg.Delegation.MaxConcurrentChildren, cfg.Delegation.Model
+		if t, ok := cfg.Delegation.ChildTimeout(); ok {
+			d.ChildTimeout = t
+		}
+		return d
+	}
 	o.ClarifyTimeout = func() time.Duration {
 		cfg, _ := s.watch.current()
 		if d, ok := cfg.ClarifyTimeout(); ok {

@@ -89,8 +89,11 @@ func Names() []string {
 const SessionSearch = "session_search"
 
 // Offered is every tool name toolsets can offer: the machine's, the
-// store's, the curated memory, the task list and the person's answer.
-func Offered() []string { return append(Names(), SessionSearch, MemoryTool, TodoTool, ClarifyTool) }
+// store's, the curated memory, the task list, the person's answer and
+// the subagents.
+func Offered() []string {
+	return append(Names(), SessionSearch, MemoryTool, TodoTool, ClarifyTool, DelegateTool)
+}
 
 // Settings are config.yaml's keys for the machine's tools, as the familiar
 // agent names them.
@@ -167,22 +170,23 @@ const (
 // toolsetsOf are the toolsets Atrium has, and the composite ones of the
 // familiar agent that take them in.
 var toolsetsOf = map[string][]string{
-	"terminal":    {"terminal", "process"},
-	"file":        {"read_file", "write_file", "patch", "search_files"},
-	"debugging":   {"terminal", "process", "read_file", "write_file", "patch", "search_files"},
-	SessionSearch: {SessionSearch},
-	MemoryTool:    {MemoryTool},
-	TodoTool:      {TodoTool},
-	ClarifyTool:   {ClarifyTool},
-	"web":         {WebSearchTool, WebExtractTool},
-	"search":      {WebSearchTool},
+	"terminal":      {"terminal", "process"},
+	"file":          {"read_file", "write_file", "patch", "search_files"},
+	"debugging":     {"terminal", "process", "read_file", "write_file", "patch", "search_files"},
+	SessionSearch:   {SessionSearch},
+	MemoryTool:      {MemoryTool},
+	TodoTool:        {TodoTool},
+	ClarifyTool:     {ClarifyTool},
+	DelegateToolset: {DelegateTool},
+	"web":           {WebSearchTool, WebExtractTool},
+	"search":        {WebSearchTool},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
 // (web search, a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
 var elsewhere = []string{"browser", "vision", "image_gen", "skills",
-	"code_execution", "cronjob", "delegation", "tts", "moa", "rl", "homeassistant", "messaging",
+	"code_execution", "cronjob", "tts", "moa", "rl", "homeassistant", "messaging",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
 // Toolset is what name stands for in a toolsets list: the tools it offers
@@ -278,7 +282,7 @@ func Listed(list []string) (map[string]bool, []string) {
 			on[t] = true
 		}
 		if !ours && !known {
-			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, web, memory, todo, session_search and clarify; all, debugging and hermes-* take them in)")
+			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, web, memory, todo, session_search, clarify and delegation; all, debugging and hermes-* take them in)")
 		}
 	}
 	return on, warnings

@@ -169,7 +169,7 @@ func envOf(name, value string) func(string) string {
 // toolsets and platform_toolsets decide which tools a platform's turn offers, as the familiar agent reads them.
 func TestSettingsEnabled(t *testing.T) {
 	t.Parallel()
-	all := []string{"clarify", "memory", "patch", "process", "read_file", "search_files", "session_search", "terminal", "todo", "write_file"}
+	all := []string{"clarify", "delegate_task", "memory", "patch", "process", "read_file", "search_files", "session_search", "terminal", "todo", "write_file"}
 	term := []string{"process", "terminal"}
 	file := []string{"patch", "read_file", "search_files", "write_file"}
 	cases := []struct {
@@ -197,7 +197,7 @@ func TestSettingsEnabled(t *testing.T) {
 		{"search is web_search", Settings{Toolsets: []string{"search"}, Web: Web{Getenv: envOf("FIRECRAWL_API_URL", "http://fc")}}, "cli", []string{"web_search"}, 0, ""},
 		{"a provider Atrium has not", Settings{Toolsets: []string{"web"}, Web: Web{Backend: "exa", Getenv: envOf("EXA_API_KEY", "k")}}, "cli", nil, 1, "exa (web.backend) is not a provider"},
 		{"all without a key leaves web out quietly", Settings{Toolsets: []string{"all"}, Web: Web{Getenv: noEnv}}, "cli", all, 0, ""},
-		{"all with a key", Settings{Toolsets: []string{"all"}, Web: Web{Getenv: envOf("FIRECRAWL_API_KEY", "k")}}, "cli", []string{"clarify", "memory", "patch", "process", "read_file", "search_files", "session_search", "terminal", "todo", "web_extract", "web_search", "write_file"}, 0, ""},
+		{"all with a key", Settings{Toolsets: []string{"all"}, Web: Web{Getenv: envOf("FIRECRAWL_API_KEY", "k")}}, "cli", []string{"clarify", "delegate_task", "memory", "patch", "process", "read_file", "search_files", "session_search", "terminal", "todo", "web_extract", "web_search", "write_file"}, 0, ""},
 		{"empty list offers nothing", Settings{Toolsets: []string{}}, "cli", nil, 0, ""},
 		{"bogus warns", Settings{Toolsets: []string{"bogus"}}, "cli", nil, 1, "bogus"},
 		{"bogus beside file", Settings{Toolsets: []string{"file", "bogus"}}, "cli", file, 1, "bogus"},
@@ -215,7 +215,7 @@ func TestSettingsEnabled(t *testing.T) {
 		{"desktop without cli's takes toolsets", Settings{Toolsets: []string{"file"}}, "desktop", file, 0, ""},
 		{"telegram does not take cli's", Settings{Toolsets: []string{"file"},
 			PlatformToolsets: map[string][]string{"cli": {"terminal"}}}, "telegram", file, 0, ""},
-		{"docker drops terminal", Settings{Backend: "docker"}, "cli", append(append([]string{"clarify", "memory"}, file[:3]...), "session_search", "todo", "write_file"), 1, "docker"},
+		{"docker drops terminal", Settings{Backend: "docker"}, "cli", append(append([]string{"clarify", "delegate_task", "memory"}, file[:3]...), "session_search", "todo", "write_file"), 1, "docker"},
 		{"docker without terminal says nothing", Settings{Backend: "docker", Toolsets: []string{"file"}}, "cli", file, 0, ""},
 		{"local keeps terminal", Settings{Backend: "local"}, "cli", all, 0, ""},
 		{"LOCAL keeps terminal", Settings{Backend: "LOCAL"}, "cli", all, 0, ""},

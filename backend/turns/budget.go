@@ -115,14 +115,20 @@ func (b *budget) hold() (release func()) {
 	}
 }
 
-// waitingForPerson stops ctx's turn budget, if it has one, while the turn
+// waitingForPerson stops ctx's turn budgets, if it has any, while the turn
 // waits for a person; the caller calls the returned func when the wait is
-// over.
+// over. A subagent's turn has its own budget inside its parent turn's:
+// both stand still.
 func waitingForPerson(ctx context.Context) (release func()) {
-	if b, ok := ctx.Value(budgetKey{}).(*budget); ok {
-		return b.hold()
+	var releases []func()
+	for b, ok := ctx.Value(budgetKey{}).(*budget); ok; b, ok = b.Context.Value(budgetKey{}).(*budget) {
+		releases = append(releases, b.hold())
 	}
-	return func() {}
+	return func() {
+		for _, r := range releases {
+			r()
+		}
+	}
 }
 
 // pausesForPerson says whether ctx's time limit, if any, stands still while

@@ -148,3 +148,37 @@ func BenchmarkTurnLimit(b *testing.B) {
 		}
 	})
 }
+
+// A subagent's turn has its own budget inside its parent turn's: a person
+// waited for there stands both clocks still, and releases both.
+func TestAWaitStandsEveryBudgetAroundItStill(t *testing.T) {
+	t.Parallel()
+	const d = 100 * time.Millisecond
+	outer, cancelOuter := WithBudget(context.Background(), d)
+	defer cancelOuter()
+	inner, cancelInner := WithBudget(outer, d)
+	defer cancelInner()
+	release := waitingForPerson(inner)
+	if _, ok := outer.Deadline(); ok {
+		t.Fatal("the parent turn's clock runs while its subagent waits for a person")
+	}
+	if _, ok := inner.Deadline(); ok {
+		t.Fatal("the subagent's clock runs while it waits for a person")
+	}
+	witness, wcancel := context.WithTimeout(context.Background(), 3*d)
+	defer wcancel()
+	select {
+	case <-outer.Done():
+		t.Fatalf("the parent turn ended while its subagent waited: %v", outer.Err())
+	case <-witness.Done():
+	}
+	release()
+	if _, ok := outer.Deadline(); !ok {
+		t.Fatal("the parent turn's clock did not run on")
+	}
+	<-inner.Done()
+	<-outer.Done()
+	if !errors.Is(outer.Err(), context.DeadlineExceeded) || !errors.Is(inner.Err(), context.DeadlineExceeded) {
+		t.Fatalf("ended with %v, %v", outer.Err(), inner.Err())
+	}
+}

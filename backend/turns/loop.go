@@ -109,6 +109,9 @@ type Options struct {
 	// person can stop it from another process of the profile (the window
 	// a scheduled run, a terminal a gateway turn).
 	Runs *Runs
+	// Delegation is config.yaml's delegation block as it is at each
+	// delegate_task call (nil: DefaultDelegation).
+	Delegation func() Delegation
 }
 
 // DefaultMaxToolRounds is Options.MaxToolRounds when unset.
@@ -352,7 +355,10 @@ type turnCtx struct {
 	source      *hooks.Source // the gateway message's sender and chat, nil on local surfaces
 	agentCtx    string        // primary, subagent in a delegate child's session, or cron for a scheduled run
 	parentID    string        // the parent session of a delegate child ("" otherwise)
+	sub         *subagent     // the task, tools and limits of a subagent's turn delegate_task runs (nil otherwise)
 	apiCalls    int
+	tokensIn    int // the prompt and completion tokens the provider reported, this turn
+	tokensOut   int
 	mem         *memory           // the active memory provider, nil for none
 	engine      *hooks.Capability // the context engine, nil for none
 	tools       *toolTable
@@ -375,20 +381,22 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		cc.Platform = "cli"
 	}
 	if l.opts.Runs == nil {
-		return l.send(ctx, sessionID, text, cc)
+		return l.send(ctx, sessionID, text, cc, nil)
 	}
 	tctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	end := l.opts.Runs.Begin(sessionID, cc.Platform, stop)
 	defer end()
-	t, err := l.send(tctx, sessionID, text, cc)
+	t, err := l.send(tctx, sessionID, text, cc, nil)
 	if s := StoppedBy(tctx); err != nil && s != nil && StoppedBy(ctx) == nil {
 		err = &stoppedError{stop: s, err: err}
 	}
 	return t, err
 }
 
-func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.CommandContext) (Turn, error) {
+// send runs a turn; sub is set when delegate_task runs it in a subagent's
+// session.
+func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.CommandContext, sub *subagent) (Turn, error) {
 	cc.SessionID = sessionID
 	if cc.SessionKey == "" {
 		cc.SessionKey = cc.Platform + ":" + sessionID
@@ -413,6 +421,9 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	if err != nil {
 		return Turn{}, err
 	}
+	if sub != nil && sub.model != "" {
+		model.Name = sub.model // delegation.model, asked of the same provider
+	}
 	history, err := l.sessions.Messages(ctx, sessionID, false)
 	if err != nil {
 		return Turn{}, err
@@ -432,12 +443,16 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		src := *cc.Source
 		tc.source = &src
 	}
-	if sess.Relation == sessions.RelationDelegate && sess.ParentSessionID != nil && tc.agentCtx == "primary" {
+	if sess.Relation == sessions.RelationDelegate && sess.ParentSessionID != nil && (tc.agentCtx == "primary" || sub != nil) {
 		// A delegate child's turn is a subagent's: a memory provider is
 		// initialized with agent_context "subagent" and the parent.
 		tc.agentCtx, tc.parentID = "subagent", *sess.ParentSessionID
 	}
 	l.readMachine(tc)
+	if sub != nil {
+		tc.sub, sub.tc = sub, tc
+		tc.offered = sub.offered
+	}
 	tc.mem = l.activeMemory(ctx, tc)
 	if c, ok := l.bus.ContextEngine(); ok {
 		tc.engine = &c
@@ -449,6 +464,9 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	var system string
 	if first && !hasLeadingSystem(history) {
 		system = l.systemPrompt(ctx, tc, sess)
+		if sub != nil {
+			system = strings.TrimSpace(tools.SubagentPrompt(sub.task.Goal, sub.task.Context) + "\n\n" + system)
+		}
 	}
 	// pre_llm_call and the memory provider's prefetch: every string or
 	// {"context": ...} answer is added to this turn as sent to the model.
@@ -527,6 +545,9 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		}
 	}
 	t.Reply = reply
+	if sub != nil {
+		sub.exit = exit
+	}
 	l.afterTurn(ctx, tc, &t, text, reply)
 	// Between turns: prune stale tool output first, then the soft threshold.
 	// prune_tool_results' own plan decides whether there is anything to prune.
@@ -679,6 +700,9 @@ func (l *Loop) modelRounds(ctx context.Context, t *Turn, tc *turnCtx) (string, s
 			rounds = n
 		}
 	}
+	if tc.sub != nil {
+		rounds = tc.sub.rounds // max_iterations, or delegation.max_iterations
+	}
 	for round := 0; round < rounds; round++ {
 		msgs, err := l.sessions.Messages(ctx, t.SessionID, false)
 		if err != nil {
@@ -733,15 +757,19 @@ func (l *Loop) lastWord(ctx context.Context, t *Turn, tc *turnCtx, rounds int) (
 		return "", "", err
 	}
 	req := compaction.ToLLM(msgs)
+	limit := "agent.max_turns"
+	if tc.sub != nil {
+		limit = "max_iterations"
+	}
 	req = append(req, llm.Message{Role: "user", Content: fmt.Sprintf("[This turn has used the %d rounds of tool calls it may "+
-		"(agent.max_turns). Do not call any more tools: answer now with what you found and did so far, and what is left to do.]", rounds)})
+		"(%s). Do not call any more tools: answer now with what you found and did so far, and what is left to do.]", rounds, limit)})
 	resp, err := l.complete(ctx, tc, t.SessionID, llm.Request{Model: tc.model.Name, Messages: req})
 	if err != nil {
 		return "", "", fmt.Errorf("model call: %w", err)
 	}
 	reply := strings.TrimSpace(resp.Content)
 	if reply == "" {
-		reply = fmt.Sprintf("(The turn stopped after %d rounds of tool calls, the most agent.max_turns allows.)", rounds)
+		reply = fmt.Sprintf("(The turn stopped after %d rounds of tool calls, the most %s allows.)", rounds, limit)
 	}
 	return reply, ExitMaxRounds, nil
 }

@@ -30,6 +30,14 @@ type machineEnv struct {
 
 func newMachineEnv(t *testing.T, settings func(*tools.Settings), approve func(turns.Approval) turns.Answer, register ...func(*hooks.Bus)) machineEnv {
 	t.Helper()
+	return newMachineEnvWith(t, nil, settings, approve, register...)
+}
+
+// newMachineEnvWith is newMachineEnv with the loop's options changed by
+// opts (its provider, its limits) before it is built.
+func newMachineEnvWith(t *testing.T, opts func(*turns.Options), settings func(*tools.Settings), approve func(turns.Approval) turns.Answer,
+	register ...func(*hooks.Bus)) machineEnv {
+	t.Helper()
 	e := newEnv(t, 100000, nil, register...)
 	dir := t.TempDir()
 	home := config.Home{Root: t.TempDir(), Profile: "default"}
@@ -54,6 +62,9 @@ func newMachineEnv(t *testing.T, settings func(*tools.Settings), approve func(tu
 			defer mu.Unlock()
 			return approve(a), nil
 		}
+	}
+	if opts != nil {
+		opts(&o)
 	}
 	loop, err := turns.New(e.DB, e.Sessions, e.eng, e.Bus, o)
 	if err != nil {

@@ -20,6 +20,10 @@ import (
 // (update_from_response) after an answer.
 func (l *Loop) complete(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) (llm.Response, error) {
 	resp, err := l.callModel(ctx, tc, sessionID, req)
+	if err == nil {
+		tc.tokensIn += resp.PromptTokens
+		tc.tokensOut += resp.CompletionTokens
+	}
 	if err == nil && tc.engine != nil {
 		l.bus.TellEngine(ctx, *tc.engine, "update_from_response", l.engineCall(tc, sessionID, []any{usageOf(resp)}, nil))
 	}

@@ -26,15 +26,16 @@ import (
 type toolSource int
 
 const (
-	srcBuiltin toolSource = iota
-	srcPlugin             // a plugin's register_tool
-	srcMemory             // the memory provider's get_tool_schemas
-	srcEngine             // the context engine's get_tool_schemas
-	srcMachine            // the machine's own: the terminal, the file tools
-	srcRecall             // session_search: the store's recall of past conversations
-	srcNotes              // memory: the curated memory (MEMORY.md, USER.md)
-	srcTodo               // todo: the conversation's task list
-	srcClarify            // clarify: a question to the person
+	srcBuiltin  toolSource = iota
+	srcPlugin              // a plugin's register_tool
+	srcMemory              // the memory provider's get_tool_schemas
+	srcEngine              // the context engine's get_tool_schemas
+	srcMachine             // the machine's own: the terminal, the file tools
+	srcRecall              // session_search: the store's recall of past conversations
+	srcNotes               // memory: the curated memory (MEMORY.md, USER.md)
+	srcTodo                // todo: the conversation's task list
+	srcClarify             // clarify: a question to the person
+	srcDelegate            // delegate_task: subagents
 )
 
 type toolEntry struct {
@@ -123,6 +124,9 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 		}
 		if on[tools.ClarifyTool] && l.asks(tc) {
 			tt.add(toolEntry{spec: clarifySpec, source: srcClarify, name: tools.ClarifyTool})
+		}
+		if on[tools.DelegateTool] && tc.agentCtx != "subagent" {
+			tt.add(toolEntry{spec: delegateSpec, source: srcDelegate, name: tools.DelegateTool})
 		}
 	}
 	for _, c := range l.bus.Capabilities(hooks.CapTool) {
@@ -434,7 +438,15 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	}
 	canAlways := ask.KeepAlways != nil
 	release := waitingForPerson(ctx) // the person's time is not the turn's
+	if tc.sub != nil {
+		// Subagents running side by side ask one at a time: a chat
+		// platform waits for one answer per conversation.
+		tc.sub.asks.Lock()
+	}
 	answer, err := l.opts.Approve(ctx, ask)
+	if tc.sub != nil {
+		tc.sub.asks.Unlock()
+	}
 	release()
 	if answer == AnswerAlways && !canAlways {
 		answer = AnswerSession // it cannot be kept: it lasts the conversation
@@ -631,6 +643,8 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 		return l.runTodo(ctx, sessionID, args)
 	case srcClarify:
 		return l.runClarify(ctx, tc, sessionID, args)
+	case srcDelegate:
+		return l.runDelegate(ctx, tc, sessionID, args)
 	case srcMachine:
 		var transform func(command, output string, code int) string
 		if e.tool.Name == "terminal" && l.bus.HasSync(hooks.TransformTermOut) {

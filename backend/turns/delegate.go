@@ -1,0 +1,356 @@
+package turns
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"atrium/backend/hooks"
+	"atrium/backend/llm"
+	"atrium/backend/sessions"
+	"atrium/backend/tools"
+)
+
+// delegate_task: the model hands tasks to subagents. Each one is a turn
+// of this loop in a delegate child session of the conversation (so the
+// store, the hooks and the window know it as a subagent: subagent_start
+// when it is created, subagent_stop with its summary when it ends, and a
+// memory provider's on_delegation), with its own system prompt, its own
+// terminal session, the parent's tools less the blocked ones, and its own
+// limits. The parent's model reads only the summaries, in the familiar
+// agent's result shape.
+
+var delegateSpec = llm.ToolSpec{Name: tools.DelegateTool, Description: tools.DelegateDescription, Parameters: tools.DelegateParameters}
+
+// Delegation is config.yaml's delegation block, as the familiar agent
+// names it.
+type Delegation struct {
+	// MaxIterations is delegation.max_iterations: a subagent's rounds of
+	// tool calls when the call names none (default 50).
+	MaxIterations int
+	// MaxChildren is delegation.max_concurrent_children: the most tasks
+	// one call may hand over, all run at once (default 3).
+	MaxChildren int
+	// ChildTimeout is delegation.child_timeout_seconds: a subagent's time
+	// (default 600 s; 0: no limit). As a turn's, it does not count the
+	// time a person takes to answer its approvals; and while subagents
+	// run, their parent turn's clock stands still (their own bounds it).
+	ChildTimeout time.Duration
+	// Model is delegation.model: the model subagents ask, of the same
+	// provider ("": the parent's).
+	Model string
+}
+
+// DefaultDelegation is the familiar agent's defaults.
+func DefaultDelegation() Delegation {
+	return Delegation{MaxIterations: tools.DefaultDelegateIterations, MaxChildren: tools.DefaultDelegateChildren,
+		ChildTimeout: tools.DefaultChildTimeoutSecs * time.Second}
+}
+
+func (l *Loop) delegation() Delegation {
+	d := DefaultDelegation()
+	if l.opts.Delegation != nil {
+		d = l.opts.Delegation()
+	}
+	if d.MaxIterations <= 0 {
+		d.MaxIterations = tools.DefaultDelegateIterations
+	}
+	if d.MaxChildren <= 0 {
+		d.MaxChildren = tools.DefaultDelegateChildren
+	}
+	return d
+}
+
+// subagent is what a subagent's turn is given besides its goal.
+type subagent struct {
+	task    tools.DelegateTask
+	offered map[string]bool // the machine's tools it may use
+	rounds  int             // its rounds of tool calls
+	model   string          // delegation.model ("" the parent's)
+	asks    *sync.Mutex     // subagents of one call ask a person one at a time
+	tc      *turnCtx        // its turn, once started: what it cost
+	exit    string          // why its turn ended, when it did
+}
+
+// Subagent statuses, as the familiar agent reports them (timeout is
+// Atrium's word for a subagent that ran out of child_timeout_seconds).
+const (
+	SubagentCompleted   = "completed"
+	SubagentFailed      = "failed"
+	SubagentInterrupted = "interrupted"
+	SubagentTimeout     = "timeout"
+	SubagentError       = "error"
+)
+
+// subagentResult is one task's entry in delegate_task's result.
+type subagentResult struct {
+	TaskIndex  int           `json:"task_index"`
+	Status     string        `json:"status"`
+	Summary    *string       `json:"summary"`
+	APICalls   int           `json:"api_calls"`
+	Duration   float64       `json:"duration_seconds"`
+	Model      *string       `json:"model,omitempty"`
+	ExitReason string        `json:"exit_reason,omitempty"`
+	Tokens     *tokenCount   `json:"tokens,omitempty"`
+	ToolTrace  *[]traceEntry `json:"tool_trace,omitempty"`
+	Error      string        `json:"error,omitempty"`
+}
+
+type tokenCount struct {
+	Input  int `json:"input"`
+	Output int `json:"output"`
+}
+
+// traceEntry is one tool call of a subagent: its name and sizes, not its
+// content.
+type traceEntry struct {
+	Tool        string `json:"tool"`
+	ArgsBytes   int    `json:"args_bytes"`
+	ResultBytes *int   `json:"result_bytes,omitempty"`
+	Status      string `json:"status,omitempty"`
+}
+
+// runDelegate runs delegate_task: every task in a subagent of its own, at
+// the same time, and answers with their summaries in the order given.
+func (l *Loop) runDelegate(ctx context.Context, tc *turnCtx, sessionID string, args map[string]any) (result, errType, errMsg string) {
+	if tc.agentCtx == "subagent" { // never offered there; a model may name it anyway
+		return delegateFailure("Delegation depth limit reached (1). Subagents cannot spawn further subagents.")
+	}
+	d := l.delegation()
+	tasks, problem := tools.ParseDelegation(args, d.MaxChildren)
+	if problem != "" {
+		return delegateFailure(problem)
+	}
+	rounds := d.MaxIterations
+	if n, ok := positiveInt(args["max_iterations"]); ok {
+		rounds = n
+	}
+	parent, err := l.sessions.Get(ctx, sessionID)
+	if err != nil {
+		return delegateFailure("the conversation could not be read: " + err.Error())
+	}
+	if d.ChildTimeout > 0 {
+		// Each subagent is bounded by its own time; meanwhile the parent
+		// turn's clock stands still, as it does while a person answers.
+		defer waitingForPerson(ctx)()
+	}
+	start := time.Now()
+	asks := &sync.Mutex{}
+	results := make([]subagentResult, len(tasks))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
+		run := func() { results[i] = l.runSubagent(ctx, tc, parent, i, task, rounds, d, asks) }
+		if len(tasks) == 1 {
+			run()
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run()
+		}()
+	}
+	wg.Wait()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		Results  []subagentResult `json:"results"`
+		Duration float64          `json:"total_duration_seconds"`
+	}{results, seconds(time.Since(start))}); err != nil {
+		return delegateFailure("the result could not be written: " + err.Error())
+	}
+	return strings.TrimSuffix(b.String(), "\n"), "", ""
+}
+
+// runSubagent runs one task in a new delegate child session of parent and
+// ends that session with how it went.
+func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Session, i int, task tools.DelegateTask, rounds int,
+	d Delegation, asks *sync.Mutex) subagentResult {
+	start := time.Now()
+	failed := func(err error) subagentResult {
+		return subagentResult{TaskIndex: i, Status: SubagentError, Error: err.Error(), Duration: seconds(time.Since(start))}
+	}
+	if ctx.Err() != nil { // the parent was stopped before this one started
+		none := ""
+		return subagentResult{TaskIndex: i, Status: SubagentInterrupted, ExitReason: SubagentInterrupted, Summary: &none}
+	}
+	child, err := l.sessions.Create(ctx, sessions.CreateParams{Title: subagentTitle(task.Goal), Goal: task.Goal, Source: parent.Source,
+		ParentID: parent.ID, Relation: sessions.RelationDelegate, Platform: parent.Platform, SenderID: parent.SenderID,
+		SenderName: parent.SenderName, ParentTurnID: tc.turnID})
+	if err != nil {
+		return failed(fmt.Errorf("the subagent's session could not be created: %w", err))
+	}
+	sub := &subagent{task: task, offered: subagentTools(tc.offered, task.Toolsets), rounds: rounds, model: d.Model, asks: asks}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if d.ChildTimeout > 0 {
+		cctx, cancel = WithBudget(ctx, d.ChildTimeout)
+	}
+	// The parent's progress (a chat platform's agent:step) is its own.
+	cctx = context.WithValue(cctx, stepKey{}, nil)
+	cc := hooks.CommandContext{Platform: tc.platform, Source: tc.source}
+	turn, err := l.send(cctx, child.ID, task.Goal, cc, sub)
+	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+
+	r := subagentResult{TaskIndex: i}
+	summary := ""
+	switch {
+	case err == nil && sub.exit == ExitMaxRounds:
+		r.Status, r.ExitReason = SubagentFailed, "max_iterations"
+		r.Error = fmt.Sprintf("The subagent used its %d rounds of tool calls (max_iterations) before it finished; its summary is what it had by then.", rounds)
+		summary = turn.Reply
+	case err == nil && strings.TrimSpace(turn.Reply) == "":
+		r.Status, r.ExitReason, r.Error = SubagentFailed, SubagentCompleted, "Subagent did not produce a response."
+	case err == nil:
+		r.Status, r.ExitReason, summary = SubagentCompleted, SubagentCompleted, turn.Reply
+	case timedOut:
+		r.Status, r.ExitReason = SubagentTimeout, SubagentTimeout
+		r.Error = fmt.Sprintf("Subagent timed out after %.0fs. Increase delegation.child_timeout_seconds in config.yaml if tasks "+
+			"consistently need more time.", d.ChildTimeout.Seconds())
+	case ctx.Err() != nil:
+		r.Status, r.ExitReason = SubagentInterrupted, SubagentInterrupted
+	default:
+		r.Status, r.ExitReason, r.Error = SubagentFailed, SubagentFailed, err.Error()
+	}
+	r.Summary = &summary
+	model, tokens, trace := d.Model, tokenCount{}, []traceEntry{}
+	if sub.tc != nil {
+		r.APICalls, model = sub.tc.apiCalls, sub.tc.model.Name
+		tokens = tokenCount{Input: sub.tc.tokensIn, Output: sub.tc.tokensOut}
+	}
+	r.Model, r.Tokens = &model, &tokens
+	// Read and ended after the parent's stop too: the subagent's session
+	// says how it went.
+	rec := context.WithoutCancel(ctx)
+	last := child.ID
+	if turn.SessionID != "" {
+		last = turn.SessionID
+	}
+	if msgs, err := l.sessions.Messages(rec, last, false); err == nil {
+		trace = toolTrace(msgs)
+	}
+	r.ToolTrace = &trace
+	if _, _, err := l.sessions.EndWith(rec, last, r.Status, sessions.EndInfo{Platform: tc.platform, Goal: task.Goal,
+		ParentTurnID: tc.turnID}); err != nil && r.Error == "" {
+		r.Error = "the subagent's session could not be ended: " + err.Error()
+	}
+	r.Duration = seconds(time.Since(start))
+	return r
+}
+
+// subagentTools is what a subagent may use: the toolsets it was given,
+// among its parent's (all of the parent's when none), less the tools no
+// subagent has.
+func subagentTools(parent map[string]bool, toolsets []string) map[string]bool {
+	on := map[string]bool{}
+	if len(toolsets) == 0 {
+		for n, ok := range parent {
+			on[n] = ok
+		}
+	} else {
+		named, _ := tools.Listed(toolsets)
+		for n := range named {
+			if parent[n] {
+				on[n] = true
+			}
+		}
+	}
+	for _, n := range tools.BlockedForSubagents {
+		delete(on, n)
+	}
+	return on
+}
+
+// toolTrace is a subagent's tool calls, in order, each with the size of
+// its arguments and of its result, as the familiar agent traces them, and
+// whether it failed: its result says an error ({"error": "..."}, or a
+// plugin's "error: ..."). (The familiar agent looks for the word in the
+// first 80 characters, which takes every terminal result, with its
+// "error": null, for a failure.)
+func toolTrace(msgs []sessions.Message) []traceEntry {
+	out := []traceEntry{}
+	byID := map[string]int{}
+	for _, m := range msgs {
+		switch {
+		case m.Role == "assistant" && m.ToolName != "":
+			out = append(out, traceEntry{Tool: m.ToolName, ArgsBytes: len(m.Content)})
+			if m.ToolCallID != "" {
+				byID[m.ToolCallID] = len(out) - 1
+			}
+		case m.Role == "tool":
+			i, ok := byID[m.ToolCallID]
+			if !ok {
+				if len(out) == 0 {
+					continue
+				}
+				i = len(out) - 1
+			}
+			size, status := len(m.Content), "ok"
+			if _, _, msg := toolOutcome(m.Content); msg != "" || strings.HasPrefix(strings.ToLower(strings.TrimSpace(m.Content)), "error") {
+				status = "error"
+			}
+			out[i].ResultBytes, out[i].Status = &size, status
+		}
+	}
+	return out
+}
+
+// subagentTitle is a subagent session's title: the goal's first line,
+// clipped.
+func subagentTitle(goal string) string {
+	line := strings.TrimSpace(goal)
+	if i := strings.IndexAny(line, "\r\n"); i >= 0 {
+		line = strings.TrimSpace(line[:i])
+	}
+	line = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, line)
+	if r := []rune(line); len(r) > 80 {
+		line = strings.TrimSpace(string(r[:79])) + "…"
+	}
+	return line
+}
+
+// delegateFailure is the error the model reads, as the familiar agent
+// words it: {"error": "..."}.
+func delegateFailure(msg string) (result, errType, errMsg string) {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	return string(b), "tool_error", msg
+}
+
+// positiveInt reads a whole number above zero from a JSON value (a number
+// or its text).
+func positiveInt(v any) (int, bool) {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		if err != nil {
+			return 0, false
+		}
+		f = float64(n)
+	default:
+		return 0, false
+	}
+	if f < 1 || f != math.Trunc(f) || f > 10000 {
+		return 0, false
+	}
+	return int(f), true
+}
+
+// seconds is d in seconds, to the hundredth.
+func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*100) / 100 }
