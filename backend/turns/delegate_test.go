@@ -446,6 +446,9 @@ func TestSubagentsAskAPersonOneAtATime(t *testing.T) {
 	const budget = 300 * time.Millisecond
 	m := newMachineEnvWith(t, func(o *turns.Options) {
 		o.Approve = func(ctx context.Context, a turns.Approval) (turns.Answer, error) {
+			if !strings.HasPrefix(a.Message, "A subagent asks (its task: use tool terminal: ") || !strings.Contains(a.Message, "could destroy data") {
+				return turns.AnswerDeny, fmt.Errorf("the person is not told who asks: %q", a.Message)
+			}
 			mu.Lock()
 			asking, asked = asking+1, asked+1
 			most = max(most, asking)

@@ -424,6 +424,10 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	// hears of the question while it waits.
 	l.observe(ctx, hooks.PreApprovalRequest, p)
 	ask := Approval{SessionID: sessionID, ToolName: tool, Args: args, Plugin: d.Plugin, Message: d.Message, PatternKey: key, Timeout: limit}
+	if tc.sub != nil {
+		// The person sees the parent's conversation: say who asks.
+		ask.Message = strings.TrimSpace("A subagent asks (its task: " + subagentTitle(tc.sub.task.Goal) + "). " + ask.Message)
+	}
 	// An "always" is written to the standing list before the surface takes
 	// it: one that cannot be written (the list unreadable, a read-only or
 	// full disk) is refused there with the reason, and the person answers

@@ -35,6 +35,27 @@ describe('toolView', () => {
     expect(toolResult('patch', '{"success":false,"error":"Could not find old_string in a.go"}')!.querySelector('.bad')!.textContent).toContain('Could not find');
   });
 
+  it('shows tasks handed to subagents as their goals, and what each one came back with', () => {
+    const one = toolCall('delegate_task', '{"goal":"Run the tests\\nand say which fail","toolsets":["terminal"]}')!;
+    expect(one.textContent).toBe('Hand a task to a subagentRun the tests\nand say which failwith terminal');
+    const batch = toolCall('delegate_task', '{"goal":"ignored","tasks":[{"goal":"read A"},{"goal":"read B","toolsets":["file"]}]}')!;
+    expect(batch.firstChild!.textContent).toBe('Hand 2 tasks to subagents, run together');
+    expect([...batch.querySelectorAll('li')].map((li) => li.textContent)).toEqual(['read A', 'read Bwith file']);
+    expect(toolCall('delegate_task', '{}')).toBeNull();
+    const back = toolResult('delegate_task', JSON.stringify({ results: [
+      { task_index: 0, status: 'completed', summary: 'All 12 tests pass.', api_calls: 3, duration_seconds: 4.2, tool_trace: [{ tool: 'terminal' }, { tool: 'read_file' }] },
+      { task_index: 1, status: 'timeout', summary: '', duration_seconds: 600, tool_trace: [], error: 'Subagent timed out after 600s.' },
+    ], total_duration_seconds: 600.1 }))!;
+    const rows = [...back.querySelectorAll('[data-testid=subagent-outcome]')];
+    expect(rows.map((r) => r.querySelector('[data-testid=tool-status]')!.textContent)).toEqual(['Done · 4.2 s · 2 tool calls', 'Out of time · 600 s · 0 tool calls']);
+    expect(rows[0]!.querySelector('.good')).not.toBeNull();
+    expect(rows[0]!.querySelector('.delegate-summary')!.textContent).toBe('All 12 tests pass.');
+    expect(rows[1]!.querySelector('.bad')).not.toBeNull();
+    expect(rows[1]!.textContent).toContain('Subagent timed out after 600s.');
+    const refused = toolResult('delegate_task', '{"error":"Too many tasks: 4 provided, but max_concurrent_children is 3."}')!;
+    expect(refused.querySelector('.bad')!.textContent).toContain('Too many tasks');
+  });
+
   it('shows a memory call as the entries it adds, replaces and removes, and its result as its message', () => {
     const one = toolCall('memory', '{"action":"add","target":"user","content":"Prefers metric units"}')!;
     expect(one.textContent).toBe('Memory, USER.md+ Prefers metric units');

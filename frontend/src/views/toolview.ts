@@ -3,8 +3,9 @@
 // its result as the output with its exit code, a file call by its file, an
 // edit as its diff, a memory call as the entries it adds and removes, a
 // task list as a checklist, a question to the person as the question, its
-// choices and the answer given, a web search as its results and a page
-// read by its address and size. Anything else (another tool, JSON that does
+// choices and the answer given, a web search as its results, a page
+// read by its address and size, and tasks handed to subagents as their
+// goals and, back, each one's outcome and summary. Anything else (another tool, JSON that does
 // not parse) is left to the caller's plain view.
 import { h } from '../dom';
 import { plural } from '../format';
@@ -93,6 +94,18 @@ export function toolCall(tool: string, content: string): HTMLElement | null {
       }
       if (!str(a.question)) return null;
       return h('div', { class: 'tool-view', 'data-testid': 'tool-call' }, ...askedQuestion(a, 'Ask '));
+    }
+    case 'delegate_task': {
+      const tasks = Array.isArray(a.tasks) ? (a.tasks as unknown[]).filter((t): t is Args => !!t && typeof t === 'object') : [];
+      if (!tasks.length && !str(a.goal)) return null;
+      const shown = tasks.length ? tasks : [a];
+      const lead = shown.length === 1 ? 'Hand a task to a subagent' : `Hand ${shown.length} tasks to subagents, run together`;
+      return h(
+        'div',
+        { class: 'tool-view', 'data-testid': 'tool-call' },
+        h('div', {}, lead),
+        h('ol', { class: 'delegate-tasks' }, ...shown.map((t) => h('li', {}, h('div', { class: 'delegate-goal' }, str(t.goal)), toolsetsNote(t.toolsets ?? a.toolsets)))),
+      );
     }
     case 'search_files': {
       if (!str(a.pattern)) return null;
@@ -195,6 +208,12 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
       if (!('user_response' in r)) return null;
       return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, clarifyAnswer(r.user_response, false));
     }
+    case 'delegate_task': {
+      if (error) return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
+      if (!Array.isArray(r.results)) return null;
+      const rows = (r.results as unknown[]).filter((x): x is Args => !!x && typeof x === 'object');
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('ol', { class: 'delegate-results' }, ...rows.map(subagentOutcome)));
+    }
     case 'read_file':
     case 'write_file':
     case 'search_files':
@@ -202,6 +221,35 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
       return null; // their own text reads well enough as it is
   }
   return null;
+}
+
+const subagentStatus: Record<string, string> = {
+  completed: 'Done',
+  failed: 'Failed',
+  interrupted: 'Stopped',
+  timeout: 'Out of time',
+  error: 'Could not start',
+};
+
+/** subagentOutcome is one task's entry of a delegate_task result: how it
+ * ended, what it took, its summary and its error. */
+function subagentOutcome(row: Args): HTMLElement {
+  const status = str(row.status);
+  const calls = Array.isArray(row.tool_trace) ? row.tool_trace.length : null;
+  const took = [typeof row.duration_seconds === 'number' ? `${row.duration_seconds} s` : '', calls === null ? '' : plural(calls, 'tool call')].filter(Boolean).join(' · ');
+  return h(
+    'li',
+    { 'data-testid': 'subagent-outcome' },
+    h('div', { class: `tool-status ${status === 'completed' ? 'good' : 'bad'}`, 'data-testid': 'tool-status' }, subagentStatus[status] ?? status, took ? h('span', { class: 'muted' }, ` · ${took}`) : null),
+    str(row.summary) ? h('div', { class: 'delegate-summary' }, str(row.summary)) : null,
+    str(row.error) ? h('div', { class: 'muted small' }, str(row.error)) : null,
+  );
+}
+
+/** toolsetsNote names the toolsets a task was given (null: its parent's). */
+function toolsetsNote(v: unknown): HTMLElement | null {
+  const names = Array.isArray(v) ? v.map(str).filter(Boolean) : typeof v === 'string' && v ? [v] : [];
+  return names.length ? h('div', { class: 'muted small' }, `with ${names.join(', ')}`) : null;
 }
 
 /** askedQuestion is one question of a clarify call: its text (after lead)
