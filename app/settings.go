@@ -102,12 +102,15 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 		list = append(list, "web")
 	}
 	// What has no switch is kept as it was: recall, the task list, the
-	// person's answer.
+	// person's answer, the subagents.
 	on, _ := tools.Listed(cfg.Toolsets)
 	for _, kept := range []string{tools.SessionSearch, tools.TodoTool, tools.ClarifyTool} {
 		if on[kept] && !slices.Contains(list, kept) {
 			list = append(list, kept)
 		}
+	}
+	if on[tools.DelegateTool] && !slices.Contains(list, tools.DelegateToolset) {
+		list = append(list, tools.DelegateToolset)
 	}
 	var toolsets any = list
 	if in.Terminal && in.Files && in.Memory && in.Web && cfg.Toolsets == nil {
