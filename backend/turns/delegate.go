@@ -76,6 +76,7 @@ type subagent struct {
 	rounds  int             // its rounds of tool calls
 	model   string          // delegation.model ("" the parent's)
 	asks    *sync.Mutex     // subagents of one call ask a person one at a time
+	parent  string          // the parent conversation's session key
 	tc      *turnCtx        // its turn, once started: what it cost
 	exit    string          // why its turn ended, when it did
 }
@@ -189,7 +190,8 @@ func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Ses
 	if err != nil {
 		return failed(fmt.Errorf("the subagent's session could not be created: %w", err))
 	}
-	sub := &subagent{task: task, offered: subagentTools(tc.offered, task.Toolsets), rounds: rounds, model: d.Model, asks: asks}
+	sub := &subagent{task: task, offered: subagentTools(tc.offered, task.Toolsets), rounds: rounds, model: d.Model, asks: asks,
+		parent: tc.conversation()}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if d.ChildTimeout > 0 {
 		cctx, cancel = WithBudget(ctx, d.ChildTimeout)
@@ -245,6 +247,16 @@ func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Ses
 	}
 	r.Duration = seconds(time.Since(start))
 	return r
+}
+
+// conversation is the session key a person's "for this conversation"
+// answer covers: a subagent's is its parent's, whose conversation the
+// person sees (and whose answers hold for its subagents).
+func (tc *turnCtx) conversation() string {
+	if tc.sub != nil {
+		return tc.sub.parent
+	}
+	return tc.sessionKey
 }
 
 // subagentTools is what a subagent may use: the toolsets it was given,

@@ -377,12 +377,22 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	if d.Plugin == "" {
 		blocked.Message = "BLOCKED: a person's approval is required for this command (" + key + ")"
 	}
+	if tc.sub != nil {
+		// Subagents running side by side ask one at a time (a chat
+		// platform waits for one answer per conversation), and the
+		// person's answer for the conversation, given to one, holds for
+		// those that wait. Waiting for that answer is a person's time.
+		release := waitingForPerson(ctx)
+		tc.sub.asks.Lock()
+		release()
+		defer tc.sub.asks.Unlock()
+	}
 	// The person let asks of this rule run for the rest of the
 	// conversation, or from now on in the profile (config.yaml's
 	// command_allowlist, honoured in scheduled runs too: it is the
 	// standing consent nobody is there to give): nobody is asked, and no
 	// approval hook fires.
-	if l.allowed(tc.sessionKey, key) {
+	if l.allowed(tc.conversation(), key) {
 		return hooks.ToolDecision{Args: d.Args}
 	}
 	approveAll, limit := l.policy()
@@ -406,7 +416,7 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	switch v := l.decideApproval(ctx, p); v.Action {
 	case "allow":
 		if v.Session && (len(v.SessionTools) == 0 || slices.Contains(v.SessionTools, tool)) {
-			l.grants.add(tc.sessionKey, key)
+			l.grants.add(tc.conversation(), key)
 		}
 		if v.Args != nil {
 			return hooks.ToolDecision{Args: v.Args}
@@ -442,15 +452,7 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 	}
 	canAlways := ask.KeepAlways != nil
 	release := waitingForPerson(ctx) // the person's time is not the turn's
-	if tc.sub != nil {
-		// Subagents running side by side ask one at a time: a chat
-		// platform waits for one answer per conversation.
-		tc.sub.asks.Lock()
-	}
 	answer, err := l.opts.Approve(ctx, ask)
-	if tc.sub != nil {
-		tc.sub.asks.Unlock()
-	}
 	release()
 	if answer == AnswerAlways && !canAlways {
 		answer = AnswerSession // it cannot be kept: it lasts the conversation
@@ -474,13 +476,13 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		if serr := l.opts.Standing.Allow(key); serr != nil {
 			// The call runs (the person said yes) and the grant holds for
 			// the conversation; only "from now on" could not be kept.
-			l.grants.add(tc.sessionKey, key)
+			l.grants.add(tc.conversation(), key)
 			p.Error = "the standing approval could not be saved: " + serr.Error()
 			slog.Warn("an \"always\" answer could not be saved; it holds for this conversation", "rule", key, "error", serr)
 		}
 	case answer == AnswerSession:
 		p.Choice = hooks.ChoiceSession
-		l.grants.add(tc.sessionKey, key)
+		l.grants.add(tc.conversation(), key)
 	case ok:
 		p.Choice = hooks.ChoiceOnce
 	}

@@ -1,0 +1,74 @@
+package gateway_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"atrium/backend/gateway/gatewaytest"
+	"atrium/backend/llm"
+	"atrium/backend/tools"
+	"atrium/backend/turns"
+)
+
+// On a chat platform, subagents of a delegate_task ask their approvals in
+// the chat, as the turn that started them would, one at a time, saying a
+// subagent asks; the sender's answer, well after the turn's own time,
+// goes to the one asked, and "/approve session" holds for the chat's
+// conversation, its other subagent too; the chat gets the parent's reply.
+func TestGatewaySubagentsAskTheSender(t *testing.T) {
+	t.Parallel()
+	const turnTime = 300 * time.Millisecond
+	e := newEnv(t, 8192, 0.9)
+	e.turnTimeout = turnTime
+	dir := t.TempDir()
+	for _, d := range []string{"junk1", "junk2"} {
+		if err := os.MkdirAll(filepath.Join(dir, d, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true,
+		Machine: func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"terminal", "delegation"}} },
+		Approve: func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return e.gw.Approve(ctx, a) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	sent := sentTo(t, f)
+	late := func() { // until a turn of a fixed turnTime would have ended
+		w, cancel := context.WithTimeout(context.Background(), 3*turnTime)
+		defer cancel()
+		<-w.Done()
+	}
+	f.Push(5, "Cy", 5, "private", `use tool delegate_task: {"tasks": [{"goal": "use tool terminal: {\"command\": \"rm -rf junk1\"}"}, `+
+		`{"goal": "use tool terminal: {\"command\": \"rm -rf junk2\"}"}]}`)
+	first := sent(1, "the first subagent's approval")
+	if !strings.Contains(first, "A subagent asks (its task: use tool terminal:") || !strings.Contains(first, "rm -rf junk") {
+		t.Fatalf("the first approval: %q", first)
+	}
+	late()
+	if n := len(f.SentTexts()); n != 1 {
+		t.Fatalf("the second subagent asked while the first waited: %q", f.SentTexts())
+	}
+	// "For this conversation" covers the chat's conversation, the other
+	// subagent's command included: it is not asked about again.
+	f.Push(5, "Cy", 5, "private", "/approve session")
+	reply := sent(2, "the reply")
+	if !strings.Contains(reply, "The tool delegate_task returned:") || strings.Count(reply, `"status":"completed"`) != 1 {
+		// the reply quotes the result's first 200 characters: the first task's entry
+		t.Fatalf("the reply: %q", f.SentTexts())
+	}
+	if r := e.toolResult(t); strings.Count(r, `"status":"completed"`) != 2 {
+		t.Fatalf("the model read %s", r)
+	}
+	for _, d := range []string{"junk1", "junk2"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); !os.IsNotExist(err) {
+			t.Fatalf("%s is still there: %v", d, err)
+		}
+	}
+}
