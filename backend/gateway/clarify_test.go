@@ -33,6 +33,14 @@ func clarifyChat(t *testing.T, timeout time.Duration) (*env, *gatewaytest.Telegr
 	return e, f
 }
 
+// pastATurn waits until a turn of a fixed turnTime would have ended
+// (three of them).
+func pastATurn(turnTime time.Duration) {
+	w, cancel := context.WithTimeout(context.Background(), 3*turnTime)
+	defer cancel()
+	<-w.Done()
+}
+
 // toolResult is what the model read of the last tool call.
 func (e *env) toolResult(t *testing.T) string {
 	t.Helper()
@@ -130,11 +138,7 @@ func TestGatewayWaitsForTheSenderBeyondTheTurnsTime(t *testing.T) {
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	sent := sentTo(t, f)
-	late := func() { // until a turn of a fixed turnTime would have ended
-		w, cancel := context.WithTimeout(context.Background(), 3*turnTime)
-		defer cancel()
-		<-w.Done()
-	}
+	late := func() { pastATurn(turnTime) }
 	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`)
 	sent(1, "the question")
 	late()

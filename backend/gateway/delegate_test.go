@@ -40,11 +40,7 @@ func TestGatewaySubagentsAskTheSender(t *testing.T) {
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	sent := sentTo(t, f)
-	late := func() { // until a turn of a fixed turnTime would have ended
-		w, cancel := context.WithTimeout(context.Background(), 3*turnTime)
-		defer cancel()
-		<-w.Done()
-	}
+	late := func() { pastATurn(turnTime) }
 	f.Push(5, "Cy", 5, "private", `use tool delegate_task: {"tasks": [{"goal": "use tool terminal: {\"command\": \"rm -rf junk1\"}"}, `+
 		`{"goal": "use tool terminal: {\"command\": \"rm -rf junk2\"}"}]}`)
 	first := sent(1, "the first subagent's approval")
