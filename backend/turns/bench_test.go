@@ -425,3 +425,55 @@ func BenchmarkWebSearchTurn(b *testing.B) {
 		Settings: tools.Settings{Web: tools.Web{Getenv: func(n string) string { return env[n] }}}}))
 	b.Run("turn-echo-answer-sized", func(b *testing.B) { benchTurns(b, e, l, `use tool echo: {"text": `+string(answer)+`}`) })
 }
+
+// BenchmarkDelegate is a turn that hands one task to a subagent with
+// delegate_task beside the same work done by hand through the store and
+// the loop (a turn calling echo, a delegate child session created, a turn
+// in it, the session ended): what the tool itself adds. Then, with a model
+// that takes 20 ms a call, three tasks in one call beside three subagents
+// run one after the other:
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench 'BenchmarkDelegate' -benchtime=200x -count=5 ./backend/turns/
+func BenchmarkDelegate(b *testing.B) {
+	e, newLoop := benchToolsEnv(b)
+	byHand := func(l *turns.Loop, n int) func(b *testing.B) {
+		return func(b *testing.B) {
+			var id string
+			for i := 0; b.Loop(); i++ {
+				if i%benchPerSess == 0 {
+					b.StopTimer()
+					id = benchSession(b, e)
+					b.StartTimer()
+				}
+				if _, err := l.Send(ctx, id, `use tool echo: {"text": "three summaries"}`, hooks.LocalContext("cli", id)); err != nil {
+					b.Fatal(err)
+				}
+				for range n {
+					c, err := e.Sessions.Create(ctx, sessions.CreateParams{Title: "summarize the release notes", ParentID: id, Relation: sessions.RelationDelegate})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := l.Send(ctx, c.ID, "summarize the release notes", hooks.LocalContext("cli", c.ID)); err != nil {
+						b.Fatal(err)
+					}
+					if _, _, err := e.Sessions.End(ctx, c.ID, "completed"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+	}
+	l := newLoop(tools.Settings{Toolsets: []string{"delegation"}})
+	b.Run("delegate-1", func(b *testing.B) {
+		benchTurns(b, e, l, `use tool delegate_task: {"goal": "summarize the release notes"}`)
+	})
+	b.Run("by-hand-1", byHand(l, 1))
+	slow := newLoop(tools.Settings{Toolsets: []string{"delegation"}}, func(o *turns.Options) {
+		o.Provider = llm.OfflineProvider{Window: 1_000_000, Delay: 20 * time.Millisecond}
+	})
+	task := `{"goal": "summarize the release notes"}`
+	b.Run("delegate-3-slow-model", func(b *testing.B) {
+		benchTurns(b, e, slow, `use tool delegate_task: {"tasks": [`+task+`, `+task+`, `+task+`]}`)
+	})
+	b.Run("one-after-another-3-slow-model", byHand(slow, 3))
+}
