@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,7 +150,16 @@ func (l *Loop) runDelegate(ctx context.Context, tc *turnCtx, sessionID string, a
 	results := make([]subagentResult, len(tasks))
 	var wg sync.WaitGroup
 	for i, task := range tasks {
-		run := func() { results[i] = l.runSubagent(ctx, tc, parent, i, task, rounds, d, asks) }
+		run := func() {
+			defer func() {
+				// A subagent's failure is its entry's, never the process's.
+				if p := recover(); p != nil {
+					slog.Error("a subagent failed", "task", i, "panic", p, "stack", string(debug.Stack()))
+					results[i] = subagentResult{TaskIndex: i, Status: SubagentError, Error: fmt.Sprint("the subagent failed: ", p)}
+				}
+			}()
+			results[i] = l.runSubagent(ctx, tc, parent, i, task, rounds, d, asks)
+		}
 		if len(tasks) == 1 {
 			run()
 			break
@@ -199,7 +210,7 @@ func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Ses
 	// The parent's progress (a chat platform's agent:step) is its own.
 	cctx = context.WithValue(cctx, stepKey{}, nil)
 	cc := hooks.CommandContext{Platform: tc.platform, Source: tc.source}
-	turn, err := l.send(cctx, child.ID, task.Goal, cc, sub)
+	turn, err := l.sendSafely(cctx, child.ID, task.Goal, cc, sub)
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 
@@ -214,6 +225,8 @@ func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Ses
 		r.Status, r.ExitReason, r.Error = SubagentFailed, SubagentCompleted, "Subagent did not produce a response."
 	case err == nil:
 		r.Status, r.ExitReason, summary = SubagentCompleted, SubagentCompleted, turn.Reply
+	case errors.As(err, new(*subagentCrash)):
+		r.Status, r.ExitReason, r.Error = SubagentError, SubagentError, err.Error()
 	case timedOut:
 		r.Status, r.ExitReason = SubagentTimeout, SubagentTimeout
 		r.Error = fmt.Sprintf("Subagent timed out after %.0fs. Increase delegation.child_timeout_seconds in config.yaml if tasks "+
@@ -257,6 +270,24 @@ func (tc *turnCtx) conversation() string {
 		return tc.sub.parent
 	}
 	return tc.sessionKey
+}
+
+// subagentCrash is a subagent's turn that panicked.
+type subagentCrash struct{ p any }
+
+func (c *subagentCrash) Error() string { return fmt.Sprint("the subagent failed: ", c.p) }
+
+// sendSafely is send for a subagent: a panic in its turn (a provider's, a
+// tool's) is its error, and its session is still ended; the parent and
+// the process go on.
+func (l *Loop) sendSafely(ctx context.Context, sessionID, text string, cc hooks.CommandContext, sub *subagent) (t Turn, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("a subagent's turn failed", "session_id", sessionID, "panic", p, "stack", string(debug.Stack()))
+			t, err = Turn{SessionID: sessionID}, &subagentCrash{p}
+		}
+	}()
+	return l.send(ctx, sessionID, text, cc, sub)
 }
 
 // subagentTools is what a subagent may use: the toolsets it was given,

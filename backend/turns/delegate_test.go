@@ -491,3 +491,27 @@ func TestSubagentsAskAPersonOneAtATime(t *testing.T) {
 		}
 	}
 }
+
+// A subagent whose turn panics (a provider's bug, a tool's) is an error
+// entry, its session ended with error; the parent turn and the process go
+// on.
+func TestASubagentThatPanicsIsAnErrorEntry(t *testing.T) {
+	t.Parallel()
+	model := &subagentModel{OfflineProvider: llm.OfflineProvider{Window: 100000},
+		childWait: func(context.Context, llm.Request) error { panic("the provider's bug") }}
+	m := newMachineEnvWith(t, func(o *turns.Options) { o.Provider = model }, nil, nil)
+	s := m.MustCreate(t, sessions.CreateParams{Title: "lead"})
+	turn, res, err := m.delegate(t, ctx, s.ID, map[string]any{"tasks": []any{map[string]any{"goal": "one"}, map[string]any{"goal": "two"}}})
+	if err != nil || !strings.HasPrefix(turn.Reply, "The tool delegate_task returned:") || len(res.Results) != 2 {
+		t.Fatalf("%+v %+v %v", turn, res, err)
+	}
+	for _, r := range res.Results {
+		if r.Status != "error" || r.Error != "the subagent failed: the provider's bug" {
+			t.Fatalf("entry: %+v", r)
+		}
+	}
+	stops := decodeAll[hooks.SubagentStopPayload](t, m, hooks.SubagentStop)
+	if len(stops) != 2 || stops[0].ChildStatus != "error" || stops[1].ChildStatus != "error" {
+		t.Fatalf("subagent_stop: %+v", stops)
+	}
+}
