@@ -340,7 +340,7 @@ func (s *Service) EndWith(ctx context.Context, id, reason string, info EndInfo) 
 		if _, err = s.bus.EnqueueTx(ctx, tx, hooks.OnSessionFinalize, fin); err != nil {
 			return err
 		}
-		if out.Relation == RelationDelegate && out.ParentSessionID != nil {
+		if out.ParentSessionID != nil && (out.Relation == RelationDelegate || out.Relation == RelationCompression && out.ChainRoot != nil) {
 			return s.subagentStopTx(ctx, tx, out, reason, info)
 		}
 		return nil
@@ -477,12 +477,25 @@ func getTx(ctx context.Context, tx *db.Tx, id string) (Session, error) {
 	return out, err
 }
 
-// subagentStopTx fires subagent_stop for a delegate child that ended: its
-// task, how it ended, its last answer and how long it ran.
-func (s *Service) subagentStopTx(ctx context.Context, tx *db.Tx, child Session, reason string, info EndInfo) error {
+// subagentStopTx fires subagent_stop for a delegate child that ended, or
+// the continuation of one's compression chain (a subagent whose context
+// was compacted ends there): its task, how it ended, its last answer and
+// how long it ran, under the id subagent_start gave it.
+func (s *Service) subagentStopTx(ctx context.Context, tx *db.Tx, ended Session, reason string, info EndInfo) error {
+	child := ended
+	if ended.Relation == RelationCompression {
+		root, err := getTx(ctx, tx, *ended.ChainRoot)
+		if err != nil {
+			return err
+		}
+		if root.Relation != RelationDelegate || root.ParentSessionID == nil {
+			return nil // a compacted conversation of no subagent
+		}
+		child = root
+	}
 	var last struct{ Content string }
 	if err := tx.G.WithContext(ctx).Raw(`SELECT content FROM messages WHERE session_id = ? AND role = 'assistant' AND active = 1
-		ORDER BY COALESCE(pos, id) DESC LIMIT 1`, child.ID).Scan(&last).Error; err != nil {
+		ORDER BY COALESCE(pos, id) DESC LIMIT 1`, ended.ID).Scan(&last).Error; err != nil {
 		return err
 	}
 	status := "completed"
@@ -491,8 +504,8 @@ func (s *Service) subagentStopTx(ctx context.Context, tx *db.Tx, child Session, 
 		status = reason
 	}
 	var dur int64
-	if child.EndedAt != nil {
-		dur = child.EndedAt.Time.Sub(child.StartedAt.Time).Milliseconds()
+	if ended.EndedAt != nil {
+		dur = ended.EndedAt.Time.Sub(child.StartedAt.Time).Milliseconds()
 	}
 	_, err := s.bus.EnqueueTx(ctx, tx, hooks.SubagentStop, hooks.SubagentStopPayload{ParentSessionID: *child.ParentSessionID,
 		ParentTurnID: hooks.StrOrNil(info.ParentTurnID), ChildSessionID: child.ID, ChildSubagentID: child.ID,
