@@ -294,6 +294,38 @@ func TestStopTurnStopsTheTurnHere(t *testing.T) {
 	}
 }
 
+// A message sent while a turn runs in the session (here, one waiting for
+// an approval) is refused, saying where that turn runs: two turns would
+// write one transcript at once. A slash command still answers; once the
+// turn has ended the message is taken.
+func TestAMessageIsRefusedWhileATurnRunsInTheSession(t *testing.T) {
+	t.Parallel()
+	e, rec, c := approvalEnv(t, 0)
+	s := e.mustCreate(t, sessions.CreateParams{Title: "busy"})
+	ch := sendAsync(e, s.ID, "use tool echo: hi")
+	waitPending(t, rec, 1)
+	if _, err := e.app.Sessions.Send(s.ID, "and another thing"); apperr.CodeOf(err) != apperr.Conflict ||
+		!strings.Contains(err.Error(), "a turn is already running in this session (in the dashboard): wait for it to end, or stop it, then send") {
+		t.Fatalf("a second message: %v", err)
+	}
+	if out, err := e.app.Sessions.Send(s.ID, "/help"); err != nil || out.Output == "" {
+		t.Fatalf("/help meanwhile: %+v %v", out, err)
+	}
+	if code := c.do("POST", "/api/sessions/"+s.ID+"/stop", token, nil, nil); code != 200 {
+		t.Fatalf("stop: %d", code)
+	}
+	if r := <-ch; r.err != nil || !r.turn.Stopped {
+		t.Fatalf("the first turn: %+v %v", r.turn, r.err)
+	}
+	if out, err := e.app.Sessions.Send(s.ID, "and another thing"); err != nil || out.Reply != "offline reply to: and another thing" {
+		t.Fatalf("after the turn: %+v %v", out, err)
+	}
+	msgs, err := e.st.Sessions.Messages(ctx, s.ID, false)
+	if err != nil || len(msgs) != 5 || msgs[3].Content != "and another thing" {
+		t.Fatalf("stored: %+v %v", msgs, err)
+	}
+}
+
 // The window's Stop stops any turn of the session that runs in this
 // process, not only the ones it sent: a scheduled run (the window hosts
 // the scheduler) or a chat platform's turn. The turn ends as stopped by a

@@ -315,8 +315,16 @@ func (s *Sessions) Commands() ([]CommandDTO, error) {
 // Send runs one user turn (or a /command) in a session; StopTurn stops it
 // (the answer then says stopped). The turn has turnTimeout for the model
 // and the tools: the time an approval or a question waits for the person
-// stands the clock still.
+// stands the clock still. A message while a turn already runs in the
+// session (another page's, a chat platform's, a scheduled run's, a
+// background process's end being told) is refused, not run beside it:
+// two turns would write one transcript at once.
 func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
+	if _, _, command := hooks.ParseCommand(text); !command {
+		if err := s.st.Runs.Busy(sessionID); err != nil {
+			return TurnDTO{}, err
+		}
+	}
 	ctx, cancel := turns.WithBudget(s.ctx, turnTimeout) // waiting for the person not counted
 	defer cancel()
 	t, err := s.loop.Send(ctx, sessionID, text, hooks.LocalContext(s.platform, sessionID))

@@ -68,9 +68,15 @@ func (r *runner) sendCmd() *cobra.Command {
 				}
 				// Ctrl+C stops the turn: it records how it ended, then send
 				// exits.
+				text := strings.Join(args[1:], " ")
+				if _, _, command := hooks.ParseCommand(text); !command {
+					if err := st.Runs.Busy(args[0]); err != nil {
+						return err
+					}
+				}
 				turnCtx, release := stopOnInterrupt(ctx)
 				defer release()
-				t, err := loop.Send(turnCtx, args[0], strings.Join(args[1:], " "), hooks.LocalContext("cli", args[0]))
+				t, err := loop.Send(turnCtx, args[0], text, hooks.LocalContext("cli", args[0]))
 				if serr := stoppedError(turnCtx, err); serr != nil {
 					return serr
 				}
@@ -271,6 +277,7 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		}
 		prompt = true
 		var line string
+		told := false // an end told, not the person's line
 		select {
 		case text, ok := <-lines:
 			if !ok {
@@ -289,20 +296,27 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 			for _, c := range cs {
 				fmt.Fprintf(r.env.Stdout, "\n(background process %s ended with exit code %d: %s)\n", c.ID, c.ExitCode, c.Command)
 			}
-			line = tools.CompletionsText(cs)
+			line, told = tools.CompletionsText(cs), true
 		}
 		if line == "" {
 			continue
 		}
-		turnCtx, release := stopOnInterrupt(ctx)
-		t, err := loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
-		release()
-		if serr := stoppedError(turnCtx, err); serr != nil {
-			if !interactive {
-				return serr
+		var t turns.Turn
+		var err error
+		if _, _, command := hooks.ParseCommand(line); !command && !told {
+			err = st.Runs.Busy(id) // a turn of another surface runs in this session
+		}
+		if err == nil {
+			turnCtx, release := stopOnInterrupt(ctx)
+			t, err = loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
+			release()
+			if serr := stoppedError(turnCtx, err); serr != nil {
+				if !interactive {
+					return serr
+				}
+				fmt.Fprintln(r.env.Stdout, "(stopped: your message and what the turn stored stay; Ctrl+C at the prompt leaves)")
+				continue
 			}
-			fmt.Fprintln(r.env.Stdout, "(stopped: your message and what the turn stored stay; Ctrl+C at the prompt leaves)")
-			continue
 		}
 		if err != nil {
 			fmt.Fprintf(r.env.Stderr, "atrium: %s\n", oneLine(err))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -1389,5 +1390,47 @@ func TestHermesMemoryToolMirrorsToTheProvider(t *testing.T) {
 	mustSend(t, home, next, "hello")
 	if s := system(next); !strings.Contains(s, "CI runs nightly") || !strings.Contains(s, "Name is Ada") || strings.Contains(s, "pnpm") {
 		t.Fatalf("the next conversation's prompt: %q", s)
+	}
+}
+
+// A message sent from a terminal while a turn runs in the session, in
+// another process, is refused with where that turn runs: two turns would
+// write one transcript at once. A slash command still answers; the
+// refused message is not stored.
+func TestSendIsRefusedWhileATurnRunsInTheSession(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "", "hermes-slow")
+	id := create(t, home, "--title", "busy")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "send", id, `use tool wait_a_while: {"seconds": 30}`, "--home", home)
+	cmd.Env = append(os.Environ(), "ATRIUM_TEST_MAIN=1", "GORACE=atexit_sleep_ms=0")
+	var out lockedBuf
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the turn under way", 60*time.Second, func() bool {
+		var rs []map[string]any
+		mustJSON(t, atriumExec(t, home, "", nil, "sessions", "running", "--json"), &rs)
+		return len(rs) == 1
+	})
+	if r := atriumExec(t, home, "", nil, "send", id, "beside it"); r.code == 0 ||
+		!strings.Contains(r.stderr, "a turn is already running in this session (in a terminal): wait for it to end, or stop it, then send") {
+		t.Fatalf("a second message: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "send", id, "/whoami"); r.code != 0 || !strings.Contains(r.stdout, "session "+id) {
+		t.Fatalf("/whoami meanwhile: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "sessions", "stop", id); r.code != 0 {
+		t.Fatalf("stop: %+v", r)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("the stopped send: %s", out.String())
+	}
+	if r := atriumExec(t, home, "", nil, "sessions", "export", id); r.code != 0 || !strings.Contains(r.stdout, "wait_a_while") || strings.Contains(r.stdout, "beside it") {
+		t.Fatalf("the refused message was stored: %s", r.stdout)
 	}
 }

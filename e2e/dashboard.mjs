@@ -1128,6 +1128,16 @@ async function main() {
     const banner = page.locator('[data-testid=running-elsewhere]');
     await banner.waitFor({ timeout: 10_000 });
     assert(/running in this session, in a terminal/.test(await banner.innerText()), `banner: ${await banner.innerText()}`);
+    // Send waits for that turn: a message now would run beside it, and the
+    // server refuses one that gets through.
+    assert(await page.locator('[data-testid=send]').isDisabled(), 'Send is held back while a turn runs elsewhere');
+    const refused = await fetch(`${base}/api/sessions/${ids['Cache warmup']}/send`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ text: 'beside it' }),
+    });
+    const refusedBody = await refused.text();
+    assert(refused.status === 409 && /already running in this session \(in a terminal\)/.test(refusedBody), `a second message: ${refused.status} ${refusedBody}`);
     await page.screenshot({ path: join(artifacts, 'dashboard-running-elsewhere.png') });
     await page.click('[data-testid=stop-elsewhere]');
     await page.locator('[data-testid=reply-stopped]').waitFor({ timeout: 15_000 });

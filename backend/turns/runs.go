@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"atrium/backend/apperr"
 	"atrium/backend/atomicfile"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
@@ -210,6 +211,34 @@ func (r *Runs) Running(sessionID string) ([]RunInfo, error) {
 	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt.Before(out[j].StartedAt) })
 	return out, err
+}
+
+// Where names where a turn runs, from its platform, as a person reads it.
+func (ri RunInfo) Where() string {
+	switch ri.Platform {
+	case PlatformCron:
+		return "the scheduler"
+	case "cli":
+		return "a terminal"
+	case "desktop":
+		return "the window"
+	case "dashboard":
+		return "the dashboard"
+	}
+	return "the gateway (" + ri.Platform + ")"
+}
+
+// Busy refuses a person's message to sessionID while a turn runs there, in
+// any process of the profile: two turns would write one transcript at
+// once. nil when none runs (or the id is no session id: sending says
+// why).
+func (r *Runs) Busy(sessionID string) error {
+	running, err := r.Running(sessionID)
+	if err != nil || len(running) == 0 {
+		return nil
+	}
+	return apperr.New(apperr.Conflict, "a turn is already running in this session (in %s): wait for it to end, or stop it, then send",
+		running[0].Where())
 }
 
 type runFile struct {

@@ -430,11 +430,16 @@ export class TranscriptView implements View {
   }
 
   /** renderRunning says when a turn this page did not send runs in the
-   * session (the scheduler's, a chat platform's, a terminal's), with a
-   * Stop for it. */
+   * session (the scheduler's, a chat platform's, a terminal's, a
+   * background process's end told), with a Stop for it, and holds Send
+   * back meanwhile. */
   private renderRunning(s: SessionDTO): void {
     const shown = this.reply.querySelector('[data-testid=running-elsewhere]');
     if (this.sending) return;
+    // A message now would run beside that turn: Atrium refuses it (a slash
+    // command, typed with Enter, still answers).
+    this.sendBtn.disabled = !!s.running_in;
+    this.sendBtn.title = s.running_in ? 'A turn is running in this session: wait for it to end, or stop it, then send' : '';
     if (!s.running_in) {
       if (shown) clear(this.reply);
       return;

@@ -138,7 +138,10 @@ export interface SessionsBinding {
    * Send runs one user turn (or a /command) in a session; StopTurn stops it
    * (the answer then says stopped). The turn has turnTimeout for the model
    * and the tools: the time an approval or a question waits for the person
-   * stands the clock still.
+   * stands the clock still. A message while a turn already runs in the
+   * session (another page's, a chat platform's, a scheduled run's, a
+   * background process's end being told) is refused, not run beside it:
+   * two turns would write one transcript at once.
    */
   Send(sessionID: string, text: string): Promise<TurnDTO>;
   /** SetPinned pins or unpins a session. */
