@@ -936,7 +936,7 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
-  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, web, session_search, todo, clarify]', async () => {
+  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, web, session_search, todo, clarify, delegation]', async () => {
     try {
       await settingsTools();
     } finally {
@@ -953,8 +953,8 @@ async function main() {
     await page.fill('[data-testid=set-tools-max-turns]', '30');
     await page.click('[data-testid=settings-save]');
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
-    // web, on by default, has its switch; session_search, todo and clarify, on by default with no switch of their own, stay in the list
-    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","web","session_search","todo","clarify"]', 'toolsets after Save');
+    // web, on by default, has its switch; session_search, todo, clarify and delegation, on by default with no switch of their own, stay in the list
+    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","web","session_search","todo","clarify","delegation"]', 'toolsets after Save');
     eq((await atrium('config', 'get', 'agent.max_turns')).value, 30, 'agent.max_turns after Save');
     await tools.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'dashboard-settings-tools.png') });
@@ -1101,6 +1101,24 @@ async function main() {
     assert(/wait_a_while/.test(log) && /not finished: the turn was stopped \(user_stop\)/.test(log), `transcript after the stop: ${log.slice(-300)}`);
     await page.screenshot({ path: join(artifacts, 'dashboard-stopped.png') });
     await expectOneMoreStop(before, 'dashboard');
+    await backToList();
+  });
+
+  await check('delegate_task: the subagents at work show while the turn runs; the result shows each one done, with its summary', async () => {
+    await sendIn('Cache warmup', 'use tool delegate_task: {"tasks": [{"goal": "use tool wait_a_while: {\\"seconds\\": 3}"}, {"goal": "list what changed in the release"}]}');
+    const working = page.locator('[data-testid=subagents-at-work] li[data-state=working]');
+    await working.waitFor({ timeout: 10_000 });
+    assert(/wait_a_while/.test(await working.innerText()), `the subagent at work: ${await working.innerText()}`);
+    const done = page.locator('[data-testid=subagents-at-work] li[data-state=done]');
+    await done.waitFor({ timeout: 10_000 });
+    assert(/list what changed in the release/.test(await done.innerText()), `the subagent done: ${await done.innerText()}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-subagents-at-work.png') });
+    const outcomes = page.locator('[role=log] [data-testid=subagent-outcome]');
+    await outcomes.nth(1).waitFor({ timeout: 20_000 });
+    eq(await outcomes.count(), 2, 'subagent outcomes in the transcript');
+    assert(/^Done/.test(await outcomes.nth(0).locator('[data-testid=tool-status]').innerText()), 'the first subagent is done');
+    assert(/offline reply to: list what changed in the release/.test(await outcomes.nth(1).innerText()), `the second's summary: ${await outcomes.nth(1).innerText()}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-subagents-done.png') });
     await backToList();
   });
 

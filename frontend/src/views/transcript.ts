@@ -15,6 +15,9 @@ import { processEnds, processEndsView, toolCall, toolResult } from './toolview';
 
 const shownAtFirst = 400;
 
+/** endedAs words how a subagent's session ended (its status). */
+const endedAs: Record<string, string> = { completed: 'done', failed: 'failed', timeout: 'out of time', interrupted: 'stopped', error: 'could not run' };
+
 export class TranscriptView implements View {
   readonly el: HTMLElement;
   readonly store = new TranscriptStore({ get: api.sessions.get, conversation: api.conversations.get });
@@ -380,6 +383,7 @@ export class TranscriptView implements View {
     this.stopBtn.disabled = false;
     replace(this.reply, h('div', { class: 'reply-pending' }, text.startsWith('/') ? `Running ${text.split(/\s/)[0]}…` : 'Waiting for the reply…'));
     if (!text.startsWith('/')) this.showPending(text);
+    const unwatch = this.watchSubagents(id);
     try {
       const t = await api.sessions.send(id, text);
       this.composer.value = '';
@@ -404,6 +408,7 @@ export class TranscriptView implements View {
       this.body.querySelector('[data-testid=message-pending]')?.remove();
       void this.store.load().catch(() => undefined);
     } finally {
+      unwatch();
       this.sending = false;
       this.sentTo = '';
       this.stopBtn.hidden = true;
@@ -412,6 +417,43 @@ export class TranscriptView implements View {
       this.composer.readOnly = false;
       this.composer.focus();
     }
+  }
+
+  /** watchSubagents shows, while a turn this page sent runs, the
+   * subagents it hands tasks to (delegate_task): each one's task and how
+   * far it got, every 1.5 s, until the returned func is called. */
+  private watchSubagents(id: string): () => void {
+    const since = Date.now() - 1000;
+    let stopped = false;
+    let timer = 0;
+    const tick = async (): Promise<void> => {
+      const rows = await api.conversations.subagents(id).catch(() => null);
+      if (stopped || !rows) return;
+      // In the order they started (side by side: not always the tasks' order).
+      const mine = rows.filter((c) => Date.parse(c.session.started_at) >= since).sort((a, b) => a.session.started_at.localeCompare(b.session.started_at) || a.session.id.localeCompare(b.session.id));
+      const pending = this.reply.querySelector('.reply-pending');
+      if (!pending || !mine.length) return;
+      const list = h(
+        'ul',
+        { class: 'subagents-at-work', 'data-testid': 'subagents-at-work' },
+        ...mine.map((c) => {
+          const s = c.session;
+          const state = s.ended_at ? (endedAs[s.end_reason ?? ''] ?? 'ended') : 'working';
+          return h('li', { 'data-state': state }, h('span', { class: 'subagent-goal' }, s.title || shortID(s.id)), h('span', { class: 'muted' }, ` · ${state} · ${plural(c.total_messages, 'message')}`));
+        }),
+      );
+      const head = h('div', { class: 'muted small' }, mine.length === 1 ? 'A subagent works on a task:' : `${mine.length} subagents work on tasks:`);
+      pending.querySelector('[data-testid=subagents]')?.remove();
+      pending.append(h('div', { 'data-testid': 'subagents' }, head, list));
+    };
+    const loop = (): void => {
+      timer = window.setTimeout(() => void tick().finally(() => !stopped && loop()), 1500);
+    };
+    loop();
+    return () => {
+      stopped = true;
+      window.clearTimeout(timer);
+    };
   }
 
   /** showPending shows the message just sent at the end of the transcript
