@@ -33,6 +33,33 @@ type Inbound struct {
 	// Reaction is set when this is an emoji reaction, not a message: it
 	// starts no turn, and only the event hooks hear of it.
 	Reaction *Reaction
+	// Tap is set when this is a tap on a button under one of the bot's
+	// messages (Telegram's callback_query), not a message: it starts no
+	// turn.
+	Tap *Tap
+}
+
+// Tap is a person's tap on a button under a message of the bot's.
+type Tap struct {
+	ID          string // the platform's id of the tap, to answer it
+	MessageID   string // the message the button is under
+	MessageText string // that message's text, as the chat shows it
+	Data        string // the button's data
+}
+
+// Button is one button under a message (a Telegram inline keyboard's): its
+// label, and the data a tap on it sends back.
+type Button struct {
+	Label string `json:"label"`
+	Data  string `json:"data"`
+}
+
+// Tapper is an adapter whose messages can carry buttons (Telegram). One
+// that is not shows none: its messages say how to answer in words.
+type Tapper interface {
+	// AnswerTap acknowledges tap id with a short notice (alert: in a
+	// dialog the person closes, rather than a passing toast).
+	AnswerTap(ctx context.Context, id, notice string, alert bool) error
 }
 
 // Reaction is an emoji reaction a person added to, or removed from, a
@@ -54,6 +81,9 @@ type Message struct {
 	ThreadID string
 	ReplyTo  string
 	Text     string
+	// Buttons, in rows, go under the message on a platform that has them
+	// (a Tapper); elsewhere the text alone says how to answer.
+	Buttons [][]Button
 }
 
 // Inbox is where an adapter hands what it received; it returns at once

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"atrium/backend/hooks"
 	"atrium/backend/turns"
 )
@@ -27,6 +29,7 @@ type turnKey struct{}
 
 // pendingAsk is an approval waiting for the answer of user.
 type pendingAsk struct {
+	id     string // in its buttons' data: a tap on an older question's is not its answer
 	user   string
 	answer chan turns.Answer
 	// keep is turns.Approval.KeepAlways: nil when "always" is not offered.
@@ -59,10 +62,11 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (turns.Answer, 
 	if !ok {
 		return turns.AnswerDeny, errors.New("gateway: no conversation to ask for the approval")
 	}
-	ask := &pendingAsk{user: w.m.UserID, answer: make(chan turns.Answer, 1), keep: a.KeepAlways}
+	ask := &pendingAsk{id: strings.ReplaceAll(uuid.NewString(), "-", "")[:16], user: w.m.UserID, answer: make(chan turns.Answer, 1),
+		keep: a.KeepAlways}
 	forget := hold(s, s.asks, w.key, ask)
 	out := Outbound{Platform: w.c.Adapter.Platform(), ChatID: w.m.ChatID, ThreadID: w.m.ThreadID, ReplyTo: w.m.ReplyTo,
-		SessionID: a.SessionID, Origin: "approval", Text: approvalText(a, s.o.ApprovalTimeout)}
+		SessionID: a.SessionID, Origin: "approval", Text: approvalText(a, s.o.ApprovalTimeout), Buttons: approvalButtons(ask)}
 	late := fmt.Sprintf("No answer within %s: %s was not run.", s.o.ApprovalTimeout, a.ToolName)
 	answer, err := waitForSender(ctx, s, w, out, ask.answer, s.o.ApprovalTimeout, late, forget)
 	if err != nil {
@@ -156,6 +160,91 @@ func approvalText(a turns.Approval, timeout time.Duration) string {
 	fmt.Fprintf(&b, "\nReply /approve to run it, /approve session to allow %s for the rest of this conversation%s, or /deny to refuse (or yes / no), within %s.",
 		what, always, timeout)
 	return b.String()
+}
+
+// approvalButtons are an approval's buttons, as the familiar gateway lays
+// them out on Telegram: Allow Once and Session, then Always (when it can be
+// kept) and Deny, two to a row; each one's data is ea:<answer>:<ask id>.
+func approvalButtons(a *pendingAsk) [][]Button {
+	bs := []Button{{"✅ Allow Once", "ea:once:" + a.id}, {"✅ Session", "ea:session:" + a.id}}
+	if a.keep != nil {
+		bs = append(bs, Button{"✅ Always", "ea:always:" + a.id})
+	}
+	bs = append(bs, Button{"❌ Deny", "ea:deny:" + a.id})
+	var rows [][]Button
+	for i := 0; i < len(bs); i += 2 {
+		rows = append(rows, bs[i:min(i+2, len(bs))])
+	}
+	return rows
+}
+
+// What a tap on an approval's button says, as the familiar gateway says it.
+var tapOutcome = map[turns.Answer]string{turns.AnswerOnce: "✅ Approved once", turns.AnswerSession: "✅ Approved for session",
+	turns.AnswerAlways: "✅ Approved permanently", turns.AnswerDeny: "❌ Denied"}
+
+const (
+	tapExpired      = "⌛ Approval expired"
+	tapNotYours     = "⛔ You are not authorized to approve commands."
+	tapInvalid      = "Invalid approval data."
+	tapExpiredShown = tapExpired + " — no command was waiting. It already timed out (and was denied) or was answered elsewhere."
+)
+
+// tapped takes a tap on an approval's button: the answer of the sender the
+// approval waits on, when it is that approval's; the tap is acknowledged
+// either way, and the message says how it was answered (its buttons go).
+// Another member's tap, or one on a question no longer waiting, answers
+// nothing.
+func (s *Service) tapped(c Configured, m Inbound) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.consumed(c, m)
+	tapper, _ := c.Adapter.(Tapper)
+	notice := func(text string, alert bool) {
+		if tapper != nil {
+			if err := tapper.AnswerTap(ctx, m.Tap.ID, text, alert); err != nil {
+				s.log.Warn("gateway: could not acknowledge a tap", "platform", c.Adapter.Platform(), "error", err)
+			}
+		}
+	}
+	settle := func(label string) { // the message says so, without its buttons
+		if ed, ok := c.Adapter.(Editor); ok && m.Tap.MessageID != "" {
+			if err := ed.Edit(ctx, m.ChatID, m.Tap.MessageID, strings.TrimSpace(m.Tap.MessageText+"\n\n"+label)); err != nil {
+				s.log.Warn("gateway: could not mark an approval answered", "platform", c.Adapter.Platform(), "error", err)
+			}
+		}
+	}
+	kind, rest, _ := strings.Cut(m.Tap.Data, ":")
+	choice, id, _ := strings.Cut(rest, ":")
+	answer := turns.Answer(choice)
+	if _, known := tapOutcome[answer]; kind != "ea" || !known || id == "" {
+		notice(tapInvalid, false)
+		return
+	}
+	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
+	key := SessionKey(c.Adapter.Platform(), src)
+	s.mu.Lock()
+	ask := s.asks[key]
+	s.mu.Unlock()
+	switch {
+	case ask == nil || ask.id != id:
+		notice(tapExpired, false)
+		settle(tapExpiredShown)
+		return
+	case ask.user != m.UserID || !c.Access.Allows(m.UserID, m.ChatID):
+		notice(tapNotYours, true)
+		return
+	case answer == turns.AnswerAlways:
+		if why := ask.alwaysRefused(); why != "" {
+			notice(why, true) // the approval still waits, its buttons with it
+			return
+		}
+	}
+	select {
+	case ask.answer <- answer:
+	default: // answered already: a second answer changes nothing
+	}
+	notice(tapOutcome[answer], false)
+	settle(tapOutcome[answer])
 }
 
 // approvalAnswer reads an answer to an approval: /approve, approve, yes

@@ -26,3 +26,13 @@ func TestApprovalTextOfATerminalCommand(t *testing.T) {
 		t.Errorf("names a plugin: %q", got)
 	}
 }
+
+// An approval whose "always" cannot be kept has no Always button: Allow
+// Once and Session, then Deny alone on its row.
+func TestApprovalButtonsWithoutAlways(t *testing.T) {
+	rows := approvalButtons(&pendingAsk{id: "abc"})
+	if len(rows) != 2 || len(rows[0]) != 2 || len(rows[1]) != 1 || rows[0][0] != (Button{"✅ Allow Once", "ea:once:abc"}) ||
+		rows[0][1] != (Button{"✅ Session", "ea:session:abc"}) || rows[1][0] != (Button{"❌ Deny", "ea:deny:abc"}) {
+		t.Fatalf("%v", rows)
+	}
+}

@@ -285,6 +285,10 @@ func (s *Service) accept(c Configured, m Inbound) {
 		s.reacted(c, m)
 		return
 	}
+	if m.Tap != nil {
+		s.tapped(c, m)
+		return
+	}
 	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
 	key := SessionKey(c.Adapter.Platform(), src)
 	if s.answerApproval(c, key, m) || s.answerQuestion(c, key, m) || s.stopTurn(c, key, m) {
@@ -702,7 +706,7 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		mid, err := a.Send(sctx, Message{ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, Text: d.Text})
+		mid, err := a.Send(sctx, Message{ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, Text: d.Text, Buttons: d.Buttons})
 		cancel()
 		if err == nil {
 			if ok, _ := s.store.markSent(context.WithoutCancel(ctx), d.ID, mid); ok {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -139,6 +140,7 @@ type Delivery struct {
 	State     string     `json:"state"` // pending, sent, failed
 	SentAt    *time.Time `json:"sent_at"`
 	MessageID string     `json:"message_id"`
+	Buttons   [][]Button `json:"buttons,omitempty"`
 }
 
 // Outbound is a message to send.
@@ -150,6 +152,7 @@ type Outbound struct {
 	Text      string
 	SessionID string
 	Origin    string
+	Buttons   [][]Button // under the message, where the platform has them
 }
 
 // Delivery states.
@@ -174,9 +177,17 @@ func (s *Store) Enqueue(ctx context.Context, o Outbound, deadline time.Duration)
 	}
 	var id int64
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
+		buttons := ""
+		if len(o.Buttons) > 0 {
+			b, err := json.Marshal(o.Buttons)
+			if err != nil {
+				return err
+			}
+			buttons = string(b)
+		}
 		if err := tx.G.WithContext(ctx).Exec(`INSERT INTO gateway_outbox (platform, chat_id, thread_id, reply_to, text, session_id, origin,
-			created_at, next_at, deadline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.Platform, o.ChatID, o.ThreadID, o.ReplyTo, o.Text,
-			o.SessionID, o.Origin, db.Ms(tx.Now), db.Ms(tx.Now), db.Ms(tx.Now.Add(deadline))).Error; err != nil {
+			created_at, next_at, deadline, buttons) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.Platform, o.ChatID, o.ThreadID, o.ReplyTo, o.Text,
+			o.SessionID, o.Origin, db.Ms(tx.Now), db.Ms(tx.Now), db.Ms(tx.Now.Add(deadline)), buttons).Error; err != nil {
 			return err
 		}
 		return tx.G.WithContext(ctx).Raw(`SELECT last_insert_rowid()`).Scan(&id).Error
@@ -193,6 +204,7 @@ type deliveryRow struct {
 	LastError, State                          string
 	SentAt                                    *int64
 	MessageID                                 string
+	Buttons                                   string
 }
 
 func (r deliveryRow) delivery() Delivery {
@@ -203,13 +215,16 @@ func (r deliveryRow) delivery() Delivery {
 		t := ms(*r.SentAt)
 		d.SentAt = &t
 	}
+	if r.Buttons != "" {
+		_ = json.Unmarshal([]byte(r.Buttons), &d.Buttons) // written by Enqueue: no reason to fail
+	}
 	return d
 }
 
 func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 const deliveryCols = `id, platform, chat_id, thread_id, reply_to, text, session_id, origin, created_at, next_at, deadline, attempts,
-	last_error, state, sent_at, message_id`
+	last_error, state, sent_at, message_id, buttons`
 
 // next returns the oldest pending delivery of platform (due or not): the
 // outbox of one platform goes out in order.

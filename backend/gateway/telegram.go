@@ -93,8 +93,14 @@ type tgMessage struct {
 }
 
 type tgUpdate struct {
-	UpdateID int64      `json:"update_id"`
-	Message  *tgMessage `json:"message"`
+	UpdateID      int64      `json:"update_id"`
+	Message       *tgMessage `json:"message"`
+	CallbackQuery *struct {
+		ID      string     `json:"id"`
+		From    tgUser     `json:"from"`
+		Message *tgMessage `json:"message"`
+		Data    string     `json:"data"`
+	} `json:"callback_query"`
 }
 
 // call POSTs a JSON request to a Bot API method.
@@ -172,7 +178,7 @@ func (t *Telegram) Run(ctx context.Context, in Inbox, report Reporter) error {
 	failures := 0
 	for ctx.Err() == nil {
 		var updates []tgUpdate
-		body := map[string]any{"timeout": int(t.o.PollTimeout / time.Second), "allowed_updates": []string{"message"}}
+		body := map[string]any{"timeout": int(t.o.PollTimeout / time.Second), "allowed_updates": []string{"message", "callback_query"}}
 		if offset > 0 {
 			body["offset"] = offset
 		}
@@ -203,6 +209,20 @@ func (t *Telegram) Run(ctx context.Context, in Inbox, report Reporter) error {
 		}
 		for _, u := range updates {
 			offset = max(offset, u.UpdateID+1)
+			if q := u.CallbackQuery; q != nil {
+				// A tap on a button under one of our messages (an approval's).
+				if q.From.IsBot || q.Message == nil {
+					continue
+				}
+				msg := Inbound{EventID: strconv.FormatInt(u.UpdateID, 10), UserID: strconv.FormatInt(q.From.ID, 10), UserName: tgName(q.From),
+					ChatID: strconv.FormatInt(q.Message.Chat.ID, 10), ChatType: tgChatType(q.Message.Chat.Type), At: time.Now().UTC(),
+					Tap: &Tap{ID: q.ID, MessageID: strconv.FormatInt(q.Message.MessageID, 10), MessageText: q.Message.Text, Data: q.Data}}
+				if q.Message.IsTopicMessage && q.Message.MessageThreadID != 0 {
+					msg.ThreadID = strconv.FormatInt(q.Message.MessageThreadID, 10)
+				}
+				in(msg)
+				continue
+			}
 			m := u.Message
 			if m == nil || m.From.IsBot {
 				continue
@@ -253,10 +273,14 @@ const tgLimit = 4096
 // messages (the id returned is the last one's).
 func (t *Telegram) Send(ctx context.Context, m Message) (string, error) {
 	var id string
-	for _, part := range splitText(m.Text, tgLimit) {
+	parts := splitText(m.Text, tgLimit)
+	for i, part := range parts {
 		body := map[string]any{"chat_id": m.ChatID, "text": part}
 		if m.ThreadID != "" {
 			body["message_thread_id"] = m.ThreadID
+		}
+		if i == len(parts)-1 && len(m.Buttons) > 0 {
+			body["reply_markup"] = tgKeyboard(m.Buttons)
 		}
 		// The message is sent once the API said ok: a result we cannot
 		// read does not make it a failure (a retry would send it twice).
@@ -271,6 +295,28 @@ func (t *Telegram) Send(ctx context.Context, m Message) (string, error) {
 		id = strconv.FormatInt(sent.MessageID, 10)
 	}
 	return id, nil
+}
+
+// tgKeyboard is buttons as an inline keyboard (callback_data: at most 64
+// bytes, which an approval's are).
+func tgKeyboard(rows [][]Button) map[string]any {
+	kb := make([][]map[string]string, len(rows))
+	for i, row := range rows {
+		for _, b := range row {
+			kb[i] = append(kb[i], map[string]string{"text": b.Label, "callback_data": b.Data})
+		}
+	}
+	return map[string]any{"inline_keyboard": kb}
+}
+
+// AnswerTap implements Tapper: answerCallbackQuery, which also stops the
+// button's spinner.
+func (t *Telegram) AnswerTap(ctx context.Context, id, notice string, alert bool) error {
+	body := map[string]any{"callback_query_id": id}
+	if notice != "" {
+		body["text"], body["show_alert"] = clipRunes(notice, 200), alert
+	}
+	return t.call(ctx, "answerCallbackQuery", body, nil)
 }
 
 // Typing implements Typer.

@@ -35,6 +35,8 @@ type Telegram struct {
 	nextID    int64
 	confirmed int64 // the highest offset a getUpdates confirmed
 	sent      []map[string]any
+	edits     []map[string]any // editMessageText bodies
+	answers   []map[string]any // answerCallbackQuery bodies
 	actions   int
 	// FailSend answers the next FailSend sendMessage calls with a 500;
 	// Down fails every one (an outage); RateLimit answers the next ones
@@ -126,6 +128,22 @@ func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		tgOK(w, map[string]any{"message_id": id, "chat": map[string]any{"id": chat}, "date": time.Now().Unix(), "text": body["text"]})
+	case "editMessageText":
+		f.mu.Lock()
+		f.edits = append(f.edits, body)
+		f.cond.Broadcast()
+		f.mu.Unlock()
+		tgOK(w, map[string]any{"message_id": body["message_id"], "text": body["text"]})
+	case "answerCallbackQuery":
+		if _, ok := body["callback_query_id"].(string); !ok {
+			tgErr(w, http.StatusBadRequest, "Bad Request: query id is empty", 0)
+			return
+		}
+		f.mu.Lock()
+		f.answers = append(f.answers, body)
+		f.cond.Broadcast()
+		f.mu.Unlock()
+		tgOK(w, true)
 	case "sendChatAction":
 		f.mu.Lock()
 		f.actions++
@@ -148,6 +166,25 @@ func (f *Telegram) getUpdates(ctx context.Context, w http.ResponseWriter, body m
 	if v, ok := body["timeout"].(float64); ok {
 		timeout = v
 	}
+	// allowed_updates, as the real API applies it: the kinds listed only
+	// (none listed: messages and the rest, but the fake has only these).
+	allowed := map[string]bool{}
+	if l, ok := body["allowed_updates"].([]any); ok {
+		for _, k := range l {
+			allowed[fmt.Sprint(k)] = true
+		}
+	}
+	wanted := func(u map[string]any) bool {
+		if len(allowed) == 0 {
+			return true
+		}
+		for k := range u {
+			if k != "update_id" && allowed[k] {
+				return true
+			}
+		}
+		return false
+	}
 	deadline := time.Now().Add(time.Duration(timeout * float64(time.Second)))
 	stop := context.AfterFunc(ctx, func() { f.mu.Lock(); f.cond.Broadcast(); f.mu.Unlock() })
 	defer stop()
@@ -165,7 +202,7 @@ func (f *Telegram) getUpdates(ctx context.Context, w http.ResponseWriter, body m
 	for {
 		var out []map[string]any
 		for _, u := range f.updates {
-			if int64(u["update_id"].(int64)) >= f.confirmed {
+			if int64(u["update_id"].(int64)) >= f.confirmed && wanted(u) {
 				out = append(out, u)
 			}
 		}
@@ -193,6 +230,53 @@ func (f *Telegram) Push(userID int64, first string, chatID int64, chatType, text
 	}})
 	f.cond.Broadcast()
 	return f.nextID
+}
+
+// Tap queues a tap on a button (a callback_query) by a user under the
+// bot's message messageID (its text text) in a chat.
+func (f *Telegram) Tap(userID int64, first string, chatID int64, chatType string, messageID int64, text, data string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	f.updates = append(f.updates, map[string]any{"update_id": f.nextID, "callback_query": map[string]any{
+		"id": fmt.Sprint("cq", f.nextID), "data": data, "chat_instance": "1",
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": first},
+		"message": map[string]any{"message_id": messageID, "date": time.Now().Unix(), "text": text,
+			"from": map[string]any{"id": 999, "is_bot": true, "first_name": "Atrium"},
+			"chat": map[string]any{"id": chatID, "type": chatType}},
+	}})
+	f.cond.Broadcast()
+	return f.nextID
+}
+
+// Sent is every sendMessage's body, in order, with its message_id (as the
+// fake answered it).
+func (f *Telegram) Sent() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]map[string]any, len(f.sent))
+	for i, m := range f.sent {
+		c := map[string]any{"message_id": int64(i + 1 + 5000)}
+		for k, v := range m {
+			c[k] = v
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// Edits are the editMessageText bodies, in order.
+func (f *Telegram) Edits() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]map[string]any(nil), f.edits...)
+}
+
+// Answers are the answerCallbackQuery bodies, in order.
+func (f *Telegram) Answers() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]map[string]any(nil), f.answers...)
 }
 
 // SentTexts are the texts of every sendMessage, in order.
