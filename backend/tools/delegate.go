@@ -31,9 +31,10 @@ const (
 
 // BlockedForSubagents are the tools a subagent is never offered, as the
 // familiar agent strips them: no delegating further, no questions to a
-// person nobody shows them to, no writes to the shared memory. (Its
-// send_message and execute_code are tools Atrium does not have.)
-var BlockedForSubagents = []string{DelegateTool, ClarifyTool, MemoryTool}
+// person nobody shows them to, no writes to the shared memory, no messages
+// to other chats, no scripts in place of reasoning (send_message and
+// execute_code are not Atrium's own, but a plugin may offer them).
+var BlockedForSubagents = []string{DelegateTool, ClarifyTool, MemoryTool, "send_message", "execute_code"}
 
 // DelegateDescription and DelegateParameters are the tool as the model is
 // offered it.

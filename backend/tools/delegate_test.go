@@ -48,7 +48,7 @@ func TestTheDelegationToolset(t *testing.T) {
 	if on, _ := Listed([]string{"terminal", "file"}); on[DelegateTool] {
 		t.Error("terminal and file offer delegate_task")
 	}
-	if !slices.Equal(BlockedForSubagents, []string{DelegateTool, ClarifyTool, MemoryTool}) {
+	if !slices.Equal(BlockedForSubagents, []string{DelegateTool, ClarifyTool, MemoryTool, "send_message", "execute_code"}) {
 		t.Error(BlockedForSubagents)
 	}
 }

@@ -141,7 +141,16 @@ func decodeAll[T any](t *testing.T, m machineEnv, hook string) []T {
 func TestDelegateTaskHandsATaskToASubagent(t *testing.T) {
 	t.Parallel()
 	model := &subagentModel{OfflineProvider: llm.OfflineProvider{Window: 100000}}
-	m := newMachineEnvWith(t, func(o *turns.Options) { o.Provider, o.Model = model, "lead-model" }, nil, nil)
+	// A plugin's send_message: the parent's, never a subagent's.
+	sendMessage := func(bus *hooks.Bus) {
+		spec := map[string]any{"name": "send_message", "schema": map[string]any{"name": "send_message", "parameters": map[string]any{"type": "object"}}}
+		if err := bus.Plugin("messenger").RegisterCapability(hooks.CapTool, "send_message", spec, func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"result": "{}"}`), nil
+		}); err != nil {
+			panic(err)
+		}
+	}
+	m := newMachineEnvWith(t, func(o *turns.Options) { o.Provider, o.Model = model, "lead-model" }, nil, nil, sendMessage)
 	s := m.MustCreate(t, sessions.CreateParams{Title: "lead"})
 	goal := `use tool terminal: {"command":"echo from the subagent"}`
 	turn, res, err := m.delegate(t, ctx, s.ID, map[string]any{"goal": goal, "context": "The folder is the test's own."})
@@ -202,7 +211,7 @@ func TestDelegateTaskHandsATaskToASubagent(t *testing.T) {
 		t.Fatalf("the subagent's system prompt: %q", p)
 	}
 	for _, names := range model.toolsOf(true) {
-		for _, blocked := range []string{tools.DelegateTool, tools.ClarifyTool, tools.MemoryTool} {
+		for _, blocked := range []string{tools.DelegateTool, tools.ClarifyTool, tools.MemoryTool, "send_message"} {
 			if slices.Contains(names, blocked) {
 				t.Fatalf("a subagent was offered %s: %v", blocked, names)
 			}
@@ -211,7 +220,7 @@ func TestDelegateTaskHandsATaskToASubagent(t *testing.T) {
 			t.Fatalf("the subagent's tools: %v", names)
 		}
 	}
-	if lead := model.toolsOf(false); len(lead) == 0 || !slices.Contains(lead[0], tools.DelegateTool) {
+	if lead := model.toolsOf(false); len(lead) == 0 || !slices.Contains(lead[0], tools.DelegateTool) || !slices.Contains(lead[0], "send_message") {
 		t.Fatalf("the parent's tools: %v", lead)
 	}
 }

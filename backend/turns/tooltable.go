@@ -167,6 +167,16 @@ func (l *Loop) toolTable(ctx context.Context, tc *turnCtx) *toolTable {
 		}
 		tt.addSchemas(schemas, srcEngine, *tc.engine)
 	}
+	if tc.sub != nil {
+		// Whoever offers them (a plugin's send_message, a memory
+		// provider's memory tool), a subagent has none of these.
+		for _, n := range tools.BlockedForSubagents {
+			if _, ok := tt.byName[n]; ok {
+				delete(tt.byName, n)
+				tt.order = slices.DeleteFunc(tt.order, func(o string) bool { return o == n })
+			}
+		}
+	}
 	return tt
 }
 
