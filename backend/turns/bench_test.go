@@ -337,6 +337,16 @@ func benchToolsEnv(b *testing.B) (*sessionstest.Env, func(settings tools.Setting
 // benchTurns sends texts in turn, one a turn, each conversation taking
 // benchPerSess turns on a history of its own.
 func benchTurns(b *testing.B, e *sessionstest.Env, l *turns.Loop, texts ...string) {
+	benchEach(b, e, func(i int, id string) {
+		if _, err := l.Send(ctx, id, texts[i%len(texts)], hooks.LocalContext("cli", id)); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// benchEach runs op once an iteration, in a conversation that takes
+// benchPerSess iterations on a history of its own (made off the clock).
+func benchEach(b *testing.B, e *sessionstest.Env, op func(i int, id string)) {
 	var id string
 	for i := 0; b.Loop(); i++ {
 		if i%benchPerSess == 0 {
@@ -344,9 +354,7 @@ func benchTurns(b *testing.B, e *sessionstest.Env, l *turns.Loop, texts ...strin
 			id = benchSession(b, e)
 			b.StartTimer()
 		}
-		if _, err := l.Send(ctx, id, texts[i%len(texts)], hooks.LocalContext("cli", id)); err != nil {
-			b.Fatal(err)
-		}
+		op(i, id)
 	}
 }
 
@@ -438,13 +446,7 @@ func BenchmarkDelegate(b *testing.B) {
 	e, newLoop := benchToolsEnv(b)
 	byHand := func(l *turns.Loop, n int) func(b *testing.B) {
 		return func(b *testing.B) {
-			var id string
-			for i := 0; b.Loop(); i++ {
-				if i%benchPerSess == 0 {
-					b.StopTimer()
-					id = benchSession(b, e)
-					b.StartTimer()
-				}
+			benchEach(b, e, func(_ int, id string) {
 				if _, err := l.Send(ctx, id, `use tool echo: {"text": "three summaries"}`, hooks.LocalContext("cli", id)); err != nil {
 					b.Fatal(err)
 				}
@@ -460,7 +462,7 @@ func BenchmarkDelegate(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-			}
+			})
 		}
 	}
 	l := newLoop(tools.Settings{Toolsets: []string{"delegation"}})
