@@ -68,3 +68,38 @@ func TestGatewaySubagentsAskTheSender(t *testing.T) {
 		}
 	}
 }
+
+// A message to a chat whose session has a turn of another surface under
+// way (the window's) waits for it, its own clock standing still, rather
+// than run beside it; then it is answered.
+func TestGatewayWaitsForAnotherSurfacesTurn(t *testing.T) {
+	t.Parallel()
+	const turnTime = 300 * time.Millisecond
+	e := newEnv(t, 8192, 0.9)
+	e.turnTimeout = turnTime
+	runs := turns.NewRuns(t.TempDir())
+	var err error
+	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true, Runs: runs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	sent := sentTo(t, f)
+	f.Push(5, "Cy", 5, "private", "hello")
+	sent(1, "the first reply")
+	var sid string
+	if err := e.db.Read.Raw(`SELECT session_id FROM messages WHERE content = 'hello'`).Scan(&sid).Error; err != nil || sid == "" {
+		t.Fatalf("the chat's session: %q %v", sid, err)
+	}
+	end := runs.Begin(sid, "desktop", func(error) {}) // the window's turn in that session
+	f.Push(5, "Cy", 5, "private", "while the window works")
+	pastATurn(turnTime)
+	if got := f.SentTexts(); len(got) != 1 {
+		t.Fatalf("answered beside the window's turn: %q", got)
+	}
+	end()
+	if got := sent(2, "the reply once the window's turn ended"); got != "offline reply to: while the window works" {
+		t.Fatalf("the reply: %q", got)
+	}
+}

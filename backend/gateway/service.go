@@ -336,6 +336,24 @@ func (s *Service) drain(key string) {
 	}
 }
 
+// awaitIdle waits, its turn's clock standing still, while a turn of
+// another surface runs in the conversation's session (the window's, a
+// terminal's): two turns would write one transcript at once. The chat's
+// own turns run one after another anyway.
+func (s *Service) awaitIdle(ctx context.Context, sid string) error {
+	if s.o.Loop.Busy(sid) == nil {
+		return nil
+	}
+	release := turns.Hold(ctx)
+	defer release()
+	for s.o.Loop.Busy(sid) != nil {
+		if !sleep(ctx, 250*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // RefusalText is what an unknown sender is told, once.
 const RefusalText = "Sorry, this assistant only answers the people its owner allowed. Your %s id is %s; the owner can add it to gateway.%s.allowed_users."
 
@@ -434,6 +452,11 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 			s.emit("agent:step", map[string]any{"platform": platform, "user_id": m.UserID, "session_id": sid,
 				"iteration": iteration, "tool_names": tools})
 		})
+	}
+	if !isCmd {
+		if err := s.awaitIdle(ctx, sid); err != nil {
+			return err
+		}
 	}
 	stopTyping := s.typing(ctx, w)
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))

@@ -131,6 +131,11 @@ func waitingForPerson(ctx context.Context) (release func()) {
 	}
 }
 
+// Hold stops ctx's turn budgets while the turn waits for something that is
+// not its own work (another surface's turn in its session, say); the
+// caller calls release when the wait is over.
+func Hold(ctx context.Context) (release func()) { return waitingForPerson(ctx) }
+
 // pausesForPerson says whether ctx's time limit, if any, stands still while
 // a person is waited for (WithBudget).
 func pausesForPerson(ctx context.Context) bool {

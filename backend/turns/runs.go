@@ -228,6 +228,14 @@ func (ri RunInfo) Where() string {
 	return "the gateway (" + ri.Platform + ")"
 }
 
+// Busy is Runs.Busy of the loop's Runs (nil without them).
+func (l *Loop) Busy(sessionID string) error {
+	if l.opts.Runs == nil {
+		return nil
+	}
+	return l.opts.Runs.Busy(sessionID)
+}
+
 // Busy refuses a person's message to sessionID while a turn runs there, in
 // any process of the profile: two turns would write one transcript at
 // once. nil when none runs (or the id is no session id: sending says
