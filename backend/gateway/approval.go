@@ -62,8 +62,7 @@ func (s *Service) Approve(ctx context.Context, a turns.Approval) (turns.Answer, 
 	if !ok {
 		return turns.AnswerDeny, errors.New("gateway: no conversation to ask for the approval")
 	}
-	ask := &pendingAsk{id: strings.ReplaceAll(uuid.NewString(), "-", "")[:16], user: w.m.UserID, answer: make(chan turns.Answer, 1),
-		keep: a.KeepAlways}
+	ask := &pendingAsk{id: shortID(), user: w.m.UserID, answer: make(chan turns.Answer, 1), keep: a.KeepAlways}
 	forget := hold(s, s.asks, w.key, ask)
 	out := Outbound{Platform: w.c.Adapter.Platform(), ChatID: w.m.ChatID, ThreadID: w.m.ThreadID, ReplyTo: w.m.ReplyTo,
 		SessionID: a.SessionID, Origin: "approval", Text: approvalText(a, s.o.ApprovalTimeout), Buttons: approvalButtons(ask)}
@@ -162,6 +161,10 @@ func approvalText(a turns.Approval, timeout time.Duration) string {
 	return b.String()
 }
 
+// shortID names a question in its buttons' data (16 hex digits: a
+// Telegram button's data is at most 64 bytes).
+func shortID() string { return strings.ReplaceAll(uuid.NewString(), "-", "")[:16] }
+
 // approvalButtons are an approval's buttons, as the familiar gateway lays
 // them out on Telegram: Allow Once and Session, then Always (when it can be
 // kept) and Deny, two to a row; each one's data is ea:<answer>:<ask id>.
@@ -189,53 +192,84 @@ const (
 	tapExpiredShown = tapExpired + " — no command was waiting. It already timed out (and was denied) or was answered elsewhere."
 )
 
-// tapped takes a tap on an approval's button: the answer of the sender the
-// approval waits on, when it is that approval's; the tap is acknowledged
-// either way, and the message says how it was answered (its buttons go).
-// Another member's tap, or one on a question no longer waiting, answers
-// nothing.
+// tap is a tap being answered: the notice that acknowledges it, and the
+// edit that says under its message how it was answered (the buttons go).
+type tap struct {
+	s      *Service
+	c      Configured
+	m      Inbound
+	ctx    context.Context
+	key    string // the conversation
+	choice string // ea:<choice>:<id>, cl:<choice>:<id>
+	id     string
+}
+
+func (t tap) notice(text string, alert bool) {
+	if tapper, ok := t.c.Adapter.(Tapper); ok {
+		if err := tapper.AnswerTap(t.ctx, t.m.Tap.ID, text, alert); err != nil {
+			t.s.log.Warn("gateway: could not acknowledge a tap", "platform", t.c.Adapter.Platform(), "error", err)
+		}
+	}
+}
+
+func (t tap) settle(label string) {
+	if ed, ok := t.c.Adapter.(Editor); ok && t.m.Tap.MessageID != "" {
+		if err := ed.Edit(t.ctx, t.m.ChatID, t.m.Tap.MessageID, strings.TrimSpace(t.m.Tap.MessageText+"\n\n"+label)); err != nil {
+			t.s.log.Warn("gateway: could not mark a question answered", "platform", t.c.Adapter.Platform(), "error", err)
+		}
+	}
+}
+
+// mine says whether the tapper is the sender the question waits on.
+func (t tap) mine(user string) bool {
+	return user == t.m.UserID && t.c.Access.Allows(t.m.UserID, t.m.ChatID)
+}
+
+// tapped takes a tap on a button under a question (an approval's, a
+// clarify question's): the answer of the sender it waits on, when it is
+// that question's; the tap is acknowledged either way. Another member's
+// tap, or one on a question no longer waiting, answers nothing.
 func (s *Service) tapped(c Configured, m Inbound) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s.consumed(c, m)
-	tapper, _ := c.Adapter.(Tapper)
-	notice := func(text string, alert bool) {
-		if tapper != nil {
-			if err := tapper.AnswerTap(ctx, m.Tap.ID, text, alert); err != nil {
-				s.log.Warn("gateway: could not acknowledge a tap", "platform", c.Adapter.Platform(), "error", err)
-			}
-		}
-	}
-	settle := func(label string) { // the message says so, without its buttons
-		if ed, ok := c.Adapter.(Editor); ok && m.Tap.MessageID != "" {
-			if err := ed.Edit(ctx, m.ChatID, m.Tap.MessageID, strings.TrimSpace(m.Tap.MessageText+"\n\n"+label)); err != nil {
-				s.log.Warn("gateway: could not mark an approval answered", "platform", c.Adapter.Platform(), "error", err)
-			}
-		}
-	}
+	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
+	t := tap{s: s, c: c, m: m, ctx: ctx, key: SessionKey(c.Adapter.Platform(), src)}
 	kind, rest, _ := strings.Cut(m.Tap.Data, ":")
-	choice, id, _ := strings.Cut(rest, ":")
-	answer := turns.Answer(choice)
-	if _, known := tapOutcome[answer]; kind != "ea" || !known || id == "" {
-		notice(tapInvalid, false)
+	t.choice, t.id, _ = strings.Cut(rest, ":")
+	switch {
+	case t.id == "":
+		t.notice(tapInvalid, false)
+	case kind == "ea":
+		s.tappedApproval(t)
+	case kind == "cl":
+		s.tappedQuestion(t)
+	default:
+		t.notice(tapInvalid, false)
+	}
+}
+
+// tappedApproval takes a tap on an approval's button.
+func (s *Service) tappedApproval(t tap) {
+	answer := turns.Answer(t.choice)
+	if _, known := tapOutcome[answer]; !known {
+		t.notice(tapInvalid, false)
 		return
 	}
-	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
-	key := SessionKey(c.Adapter.Platform(), src)
 	s.mu.Lock()
-	ask := s.asks[key]
+	ask := s.asks[t.key]
 	s.mu.Unlock()
 	switch {
-	case ask == nil || ask.id != id:
-		notice(tapExpired, false)
-		settle(tapExpiredShown)
+	case ask == nil || ask.id != t.id:
+		t.notice(tapExpired, false)
+		t.settle(tapExpiredShown)
 		return
-	case ask.user != m.UserID || !c.Access.Allows(m.UserID, m.ChatID):
-		notice(tapNotYours, true)
+	case !t.mine(ask.user):
+		t.notice(tapNotYours, true)
 		return
 	case answer == turns.AnswerAlways:
 		if why := ask.alwaysRefused(); why != "" {
-			notice(why, true) // the approval still waits, its buttons with it
+			t.notice(why, true) // the approval still waits, its buttons with it
 			return
 		}
 	}
@@ -243,8 +277,8 @@ func (s *Service) tapped(c Configured, m Inbound) {
 	case ask.answer <- answer:
 	default: // answered already: a second answer changes nothing
 	}
-	notice(tapOutcome[answer], false)
-	settle(tapOutcome[answer])
+	t.notice(tapOutcome[answer], false)
+	t.settle(tapOutcome[answer])
 }
 
 // approvalAnswer reads an answer to an approval: /approve, approve, yes

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"atrium/backend/gateway/gatewaytest"
 	"atrium/backend/hooks"
@@ -100,5 +101,54 @@ func TestTelegramApprovalButtons(t *testing.T) {
 	}
 	if n := len(f.SentTexts()); n != 3 {
 		t.Fatalf("taps started turns: %q", f.SentTexts())
+	}
+}
+
+// On Telegram a clarify question's choices are buttons too, one to a row,
+// then Other: the sender's tap on a choice is the answer (the message says
+// which, without its buttons); Other asks for their own words, which
+// their next message gives; another member's tap answers nothing. A
+// question with several picks has no buttons.
+func TestTelegramClarifyButtons(t *testing.T) {
+	t.Parallel()
+	e, f := clarifyChat(t, time.Hour)
+	sent := sentTo(t, f)
+	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`)
+	card := sent(1, "the question")
+	kb, _ := f.Sent()[0]["reply_markup"].(map[string]any)
+	rows, _ := kb["inline_keyboard"].([]any)
+	if len(rows) != 3 || rows[0].([]any)[0].(map[string]any)["text"] != "staging (Recommended)" || rows[1].([]any)[0].(map[string]any)["text"] != "prod" {
+		t.Fatalf("the question's buttons: %v", rows)
+	}
+	data := func(i int) string { return rows[i].([]any)[0].(map[string]any)["callback_data"].(string) }
+	if !strings.HasPrefix(data(0), "cl:1:") || !strings.HasPrefix(data(1), "cl:2:") || !strings.HasPrefix(data(2), "cl:other:") ||
+		rows[2].([]any)[0].(map[string]any)["text"] != "✍️ Other" {
+		t.Fatalf("the buttons' data: %v", rows)
+	}
+	cardID := f.Sent()[0]["message_id"].(int64)
+	f.Tap(6, "Di", 5, "private", cardID, card, data(1)) // not the sender (chat 5 is Cy's; Di is allowed, not asked)
+	waitFor(t, "the first tap acknowledged", func() bool { return len(f.Answers()) == 1 })
+	if a := f.Answers()[0]; a["text"] != "⛔ The question was asked of someone else." || a["show_alert"] != true {
+		t.Fatalf("another member's tap: %v", a)
+	}
+	f.Tap(5, "Cy", 5, "private", cardID, card, data(2))
+	waitFor(t, "Other acknowledged", func() bool { return len(f.Answers()) == 2 })
+	if a := f.Answers()[1]; a["text"] != "✍️ Reply with your answer in your own words." {
+		t.Fatalf("Other: %v", a)
+	}
+	f.Tap(5, "Cy", 5, "private", cardID, card, data(1))
+	sent(2, "the question's turn's reply")
+	if got := e.toolResult(t); got != `{"question":"Which target?","choices_offered":["staging","prod"],"user_response":"prod"}` {
+		t.Fatalf("the model read %s", got)
+	}
+	edits := f.Edits()
+	if len(edits) != 1 || edits[0]["text"] != card+"\n\n✅ prod" {
+		t.Fatalf("the question after the tap: %v", edits)
+	}
+	// Several picks: words only.
+	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Which ones?", "choices": ["a", "b"], "multi_select": true}`)
+	sent(3, "the multi-select question")
+	if _, ok := f.Sent()[2]["reply_markup"]; ok {
+		t.Fatalf("a multi-select question has buttons: %v", f.Sent()[2])
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"atrium/backend/hooks"
@@ -11,14 +12,16 @@ import (
 )
 
 // The clarify tool on a chat platform: the question goes to the
-// conversation as a message, its choices as a numbered list; the next
-// message of the sender whose message started the turn is the answer (a
-// number picks a choice, numbers between commas several of a
-// multi-select question, anything else is their own words). A command
-// (/stop, /new, ...) is no answer: it goes its usual way.
+// conversation as a message, its choices as a numbered list (and, where
+// the platform has them, as buttons); the next message of the sender whose
+// message started the turn is the answer (a number picks a choice, numbers
+// between commas several of a multi-select question, anything else is
+// their own words), as is their tap on a choice. A command (/stop, /new,
+// ...) is no answer: it goes its usual way.
 
 // pendingQuestion is a clarify question waiting for the answer of user.
 type pendingQuestion struct {
+	id     string // in its buttons' data: a tap on an older question's is not its answer
 	user   string
 	q      turns.Question
 	answer chan turns.Reply
@@ -34,10 +37,10 @@ func (s *Service) Clarify(ctx context.Context, q turns.Question) (turns.Reply, e
 	if !ok {
 		return turns.Reply{}, errors.New("gateway: no conversation to ask the question in")
 	}
-	pq := &pendingQuestion{user: w.m.UserID, q: q, answer: make(chan turns.Reply, 1)}
+	pq := &pendingQuestion{id: shortID(), user: w.m.UserID, q: q, answer: make(chan turns.Reply, 1)}
 	forget := hold(s, s.questions, w.key, pq)
 	out := Outbound{Platform: w.c.Adapter.Platform(), ChatID: w.m.ChatID, ThreadID: w.m.ThreadID, ReplyTo: w.m.ReplyTo,
-		SessionID: q.SessionID, Origin: "clarify", Text: questionText(q)}
+		SessionID: q.SessionID, Origin: "clarify", Text: questionText(q), Buttons: questionButtons(pq)}
 	late := fmt.Sprintf("No answer within %s: the agent goes on with its own choice.", q.Timeout)
 	return waitForSender(ctx, s, w, out, pq.answer, q.Timeout, late, forget)
 }
@@ -68,6 +71,61 @@ func questionText(q turns.Question) string {
 		fmt.Fprintf(&b, " Within %s, or the agent decides itself.", q.Timeout)
 	}
 	return b.String()
+}
+
+// questionButtons are a question's choices as buttons, one to a row, then
+// "✍️ Other" for the sender's own words, as the familiar gateway offers
+// them; each one's data is cl:<number>:<question id> (cl:other:<id>). A
+// question with several picks, or none, has none: its words say how.
+func questionButtons(pq *pendingQuestion) [][]Button {
+	if len(pq.q.Choices) == 0 || pq.q.MultiSelect {
+		return nil
+	}
+	rows := make([][]Button, 0, len(pq.q.Choices)+1)
+	for i, c := range pq.q.Choices {
+		rows = append(rows, []Button{{clipRunes(c, 60), fmt.Sprintf("cl:%d:%s", i+1, pq.id)}})
+	}
+	return append(rows, []Button{{"✍️ Other", "cl:other:" + pq.id}})
+}
+
+// What a tap on a question's button says.
+const (
+	tapQuestionExpired = "⌛ This question is no longer waiting for an answer."
+	tapNotAsked        = "⛔ The question was asked of someone else."
+	tapOwnWords        = "✍️ Reply with your answer in your own words."
+)
+
+// tappedQuestion takes a tap on a clarify question's button: a choice is
+// the answer, as its number in words is; Other asks for the sender's own
+// words, which their next message gives.
+func (s *Service) tappedQuestion(t tap) {
+	s.mu.Lock()
+	pq := s.questions[t.key]
+	s.mu.Unlock()
+	switch {
+	case pq == nil || pq.id != t.id:
+		t.notice(tapQuestionExpired, false)
+		t.settle(tapQuestionExpired)
+		return
+	case !t.mine(pq.user):
+		t.notice(tapNotAsked, true)
+		return
+	case t.choice == "other":
+		t.notice(tapOwnWords, false)
+		return
+	}
+	n, err := strconv.Atoi(t.choice)
+	if err != nil || n < 1 || n > len(pq.q.Choices) {
+		t.notice(tapInvalid, false)
+		return
+	}
+	select {
+	case pq.answer <- pq.q.Read(t.choice):
+	default: // answered already: a second answer changes nothing
+	}
+	picked := "✅ " + clipRunes(pq.q.Choices[n-1], 200)
+	t.notice(picked, false)
+	t.settle(picked)
 }
 
 // answerQuestion takes a message from the sender a clarify question waits
