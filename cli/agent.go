@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
@@ -308,6 +309,9 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		}
 		if err == nil {
 			turnCtx, release := stopOnInterrupt(ctx)
+			if interactive {
+				turnCtx = turns.WithSubagentProgress(turnCtx, subagentProgress(r.env.Stdout))
+			}
 			t, err = loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
 			release()
 			if serr := stoppedError(turnCtx, err); serr != nil {
@@ -335,6 +339,35 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		if t.Command == "exit" {
 			return nil
 		}
+	}
+}
+
+// subagentProgress shows a terminal chat what the subagents of a
+// delegate_task call do, as the familiar agent's chat does: the tools each
+// one calls ("├─ terminal", "[2] ├─ …" when there are several), then a
+// line as each one ends ("✓ [1/2] its task  (3.2s)").
+func subagentProgress(w io.Writer) func(turns.SubagentEvent) {
+	var mu sync.Mutex
+	return func(ev turns.SubagentEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		prefix := ""
+		if ev.Of > 1 {
+			prefix = fmt.Sprintf("[%d] ", ev.Index+1)
+		}
+		if !ev.Done {
+			fmt.Fprintf(w, "  %s├─ %s\n", prefix, strings.Join(ev.Tools, ", "))
+			return
+		}
+		mark, how := "✓", ""
+		if ev.Status != turns.SubagentCompleted {
+			mark, how = "✗", ", "+ev.Status
+		}
+		goal, _, _ := strings.Cut(strings.TrimSpace(ev.Goal), "\n")
+		if g := []rune(goal); len(g) > 40 {
+			goal = string(g[:39]) + "…"
+		}
+		fmt.Fprintf(w, "  %s [%d/%d] %s  (%.1fs%s)\n", mark, ev.Index+1, ev.Of, goal, ev.Seconds, how)
 	}
 }
 

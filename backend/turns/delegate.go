@@ -71,6 +71,27 @@ func (l *Loop) delegation() Delegation {
 	return d
 }
 
+// SubagentEvent is what a subagent of a delegate_task call did: the tools
+// one of its rounds calls, or, Done, how it ended.
+type SubagentEvent struct {
+	Index, Of int    // its task (from 0) of how many
+	Goal      string // its task
+	Tools     []string
+	Done      bool
+	Status    string  // completed, failed, interrupted, timeout or error (Done)
+	Seconds   float64 // how long it ran (Done)
+}
+
+type progressKey struct{}
+
+// WithSubagentProgress is ctx for a Send whose delegate_task calls tell
+// progress what their subagents do as they go (a terminal chat shows it,
+// as the familiar agent's does). progress is called from the subagents'
+// goroutines.
+func WithSubagentProgress(ctx context.Context, progress func(SubagentEvent)) context.Context {
+	return context.WithValue(ctx, progressKey{}, progress)
+}
+
 // subagent is what a subagent's turn is given besides its goal.
 type subagent struct {
 	task    tools.DelegateTask
@@ -158,7 +179,7 @@ func (l *Loop) runDelegate(ctx context.Context, tc *turnCtx, sessionID string, a
 					results[i] = subagentResult{TaskIndex: i, Status: SubagentError, Error: fmt.Sprint("the subagent failed: ", p)}
 				}
 			}()
-			results[i] = l.runSubagent(ctx, tc, parent, i, task, rounds, d, asks)
+			results[i] = l.runSubagent(ctx, tc, parent, i, len(tasks), task, rounds, d, asks)
 		}
 		if len(tasks) == 1 {
 			run()
@@ -185,9 +206,15 @@ func (l *Loop) runDelegate(ctx context.Context, tc *turnCtx, sessionID string, a
 
 // runSubagent runs one task in a new delegate child session of parent and
 // ends that session with how it went.
-func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Session, i int, task tools.DelegateTask, rounds int,
-	d Delegation, asks *sync.Mutex) subagentResult {
+func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Session, i, of int, task tools.DelegateTask, rounds int,
+	d Delegation, asks *sync.Mutex) (r subagentResult) {
 	start := time.Now()
+	progress, _ := ctx.Value(progressKey{}).(func(SubagentEvent))
+	if progress != nil {
+		defer func() {
+			progress(SubagentEvent{Index: i, Of: of, Goal: task.Goal, Done: true, Status: r.Status, Seconds: r.Duration})
+		}()
+	}
 	failed := func(err error) subagentResult {
 		return subagentResult{TaskIndex: i, Status: SubagentError, Error: err.Error(), Duration: seconds(time.Since(start))}
 	}
@@ -207,14 +234,19 @@ func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Ses
 	if d.ChildTimeout > 0 {
 		cctx, cancel = WithBudget(ctx, d.ChildTimeout)
 	}
-	// The parent's progress (a chat platform's agent:step) is its own.
-	cctx = context.WithValue(cctx, stepKey{}, nil)
+	// The parent's steps (a chat platform's agent:step) are its own; the
+	// subagent's go to the progress the caller asked for.
+	var step any // none
+	if progress != nil {
+		step = StepFunc(func(_ int, names []string) { progress(SubagentEvent{Index: i, Of: of, Goal: task.Goal, Tools: names}) })
+	}
+	cctx = context.WithValue(cctx, stepKey{}, step)
 	cc := hooks.CommandContext{Platform: tc.platform, Source: tc.source}
 	turn, err := l.sendSafely(cctx, child.ID, task.Goal, cc, sub)
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 
-	r := subagentResult{TaskIndex: i}
+	r = subagentResult{TaskIndex: i}
 	summary := ""
 	switch {
 	case err == nil && sub.exit == ExitMaxRounds:
