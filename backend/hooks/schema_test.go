@@ -60,6 +60,7 @@ func TestHookLogFromBefore0011KeepsEventsDeliveriesAndCounter(t *testing.T) {
 			`DROP TABLE sidecar_pending`, `ALTER TABLE sessions DROP COLUMN start_source`, // 0013, 0017
 			`ALTER TABLE session_imports DROP COLUMN digest`,       // 0018
 			`ALTER TABLE session_imports DROP COLUMN last_message`, // 0019
+			`ALTER TABLE gateway_outbox DROP COLUMN buttons`,       // 0020
 			`DELETE FROM schema_migrations WHERE version >= 11`,    // 0011 onwards
 		} {
 			if _, err := tx.Exec(bg, q); err != nil {
