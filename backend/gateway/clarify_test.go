@@ -41,11 +41,14 @@ func pastATurn(turnTime time.Duration) {
 	<-w.Done()
 }
 
-// toolResult is what the model read of the last tool call.
+// toolResult is what the model read of the last tool call (a result a
+// later turn pruned from the context, as the turn after a background
+// process's end may, is not a call).
 func (e *env) toolResult(t *testing.T) string {
 	t.Helper()
 	var out string
-	if err := e.db.Read.Raw(`SELECT content FROM messages WHERE role = 'tool' ORDER BY id DESC LIMIT 1`).Scan(&out).Error; err != nil {
+	if err := e.db.Read.Raw(`SELECT content FROM messages WHERE role = 'tool' AND content NOT LIKE '[tool output pruned]%'
+		ORDER BY id DESC LIMIT 1`).Scan(&out).Error; err != nil {
 		t.Fatal(err)
 	}
 	return out
