@@ -315,7 +315,7 @@ func (c Clarify) Result(answers []ClarifyAnswer, timedOut bool) string {
 			a = answers[0]
 		}
 		q := c.Questions[0]
-		return plainJSON(clarifyOne{Question: q.Question, Offered: q.Offered, Response: q.response(a)})
+		return PlainJSON(clarifyOne{Question: q.Question, Offered: q.Offered, Response: q.response(a)})
 	}
 	out := clarifyBatch{Responses: make([]clarifyRow, 0, len(c.Questions)), TimedOut: timedOut}
 	for i, q := range c.Questions {
@@ -325,16 +325,17 @@ func (c Clarify) Result(answers []ClarifyAnswer, timedOut bool) string {
 		}
 		out.Responses = append(out.Responses, row)
 	}
-	return plainJSON(out)
+	return PlainJSON(out)
 }
 
-// ClarifyFailure is the answer the model reads when the call could not be
-// asked: its arguments were wrong, or the surface failed.
-func ClarifyFailure(msg string) string { return plainJSON(failure(msg)) }
+// Failure is the answer the model reads when a call could not be done
+// (its arguments were wrong, the surface failed): {"error": msg}, as the
+// familiar agent words it.
+func Failure(msg string) string { return PlainJSON(failure(msg)) }
 
-// plainJSON writes v as JSON that keeps <, > and & as they are (the
+// PlainJSON writes v as JSON that keeps <, > and & as they are (the
 // familiar agent writes its answers with ensure_ascii off).
-func plainJSON(v any) string {
+func PlainJSON(v any) string {
 	var b bytes.Buffer
 	e := json.NewEncoder(&b)
 	e.SetEscapeHTML(false)

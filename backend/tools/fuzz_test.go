@@ -102,7 +102,7 @@ func FuzzModelArguments(f *testing.F) {
 		for _, args := range []map[string]any{{"question": old, "choices": command}, {"question": pattern, "questions": patchText},
 			{"question": command, "choices": []any{old, map[string]any{"label": pattern}}, "multi_select": true}} {
 			c, err := ParseClarify(args)
-			out := ClarifyFailure(fmt.Sprint(err))
+			out := Failure(fmt.Sprint(err))
 			if err == nil {
 				if len(c.Questions) == 0 || len(c.Questions) > MaxClarifyQuestions {
 					t.Fatalf("clarify %v: %d questions", args, len(c.Questions))

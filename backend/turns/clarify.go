@@ -120,10 +120,10 @@ func (l *Loop) clarifyTimeout() time.Duration {
 func (l *Loop) runClarify(ctx context.Context, tc *turnCtx, sessionID string, args map[string]any) (result, errType, errMsg string) {
 	c, err := tools.ParseClarify(args)
 	if err != nil {
-		return toolOutcome(tools.ClarifyFailure(err.Error()))
+		return toolOutcome(tools.Failure(err.Error()))
 	}
 	if !l.asks(tc) {
-		return toolOutcome(tools.ClarifyFailure("Clarify tool is not available in this execution context."))
+		return toolOutcome(tools.Failure("Clarify tool is not available in this execution context."))
 	}
 	timeout := l.clarifyTimeout()
 	answers := make([]Reply, 0, len(c.Questions))
@@ -143,9 +143,9 @@ func (l *Loop) runClarify(ctx context.Context, tc *turnCtx, sessionID string, ar
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return toolOutcome(tools.ClarifyFailure("not answered: the turn was stopped while the question waited"))
+				return toolOutcome(tools.Failure("not answered: the turn was stopped while the question waited"))
 			}
-			return toolOutcome(tools.ClarifyFailure("Failed to get user input: " + err.Error()))
+			return toolOutcome(tools.Failure("Failed to get user input: " + err.Error()))
 		}
 		answers = append(answers, r)
 	}

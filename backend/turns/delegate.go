@@ -1,15 +1,12 @@
 package turns
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -146,20 +143,24 @@ type traceEntry struct {
 // the same time, and answers with their summaries in the order given.
 func (l *Loop) runDelegate(ctx context.Context, tc *turnCtx, sessionID string, args map[string]any) (result, errType, errMsg string) {
 	if tc.agentCtx == "subagent" { // never offered there; a model may name it anyway
-		return delegateFailure("Delegation depth limit reached (1). Subagents cannot spawn further subagents.")
+		return refusal("Delegation depth limit reached (1). Subagents cannot spawn further subagents.")
 	}
 	d := l.delegation()
 	tasks, problem := tools.ParseDelegation(args, d.MaxChildren)
 	if problem != "" {
-		return delegateFailure(problem)
+		return refusal(problem)
 	}
+	// max_iterations as a model sends it (a number, or its text); a
+	// fraction, or a count out of range, leaves the default.
 	rounds := d.MaxIterations
-	if n, ok := positiveInt(args["max_iterations"]); ok {
-		rounds = n
+	if f, number := args["max_iterations"].(float64); !number || f == math.Trunc(f) {
+		if n := tools.Int(args, "max_iterations", 0); n >= 1 && n <= maxIterations {
+			rounds = n
+		}
 	}
 	parent, err := l.sessions.Get(ctx, sessionID)
 	if err != nil {
-		return delegateFailure("the conversation could not be read: " + err.Error())
+		return refusal("the conversation could not be read: " + err.Error())
 	}
 	if d.ChildTimeout > 0 {
 		// Each subagent is bounded by its own time; meanwhile the parent
@@ -192,16 +193,10 @@ func (l *Loop) runDelegate(ctx context.Context, tc *turnCtx, sessionID string, a
 		}()
 	}
 	wg.Wait()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(struct {
+	return toolOutcome(tools.PlainJSON(struct {
 		Results  []subagentResult `json:"results"`
 		Duration float64          `json:"total_duration_seconds"`
-	}{results, seconds(time.Since(start))}); err != nil {
-		return delegateFailure("the result could not be written: " + err.Error())
-	}
-	return strings.TrimSuffix(b.String(), "\n"), "", ""
+	}{results, seconds(time.Since(start))}))
 }
 
 // runSubagent runs one task in a new delegate child session of parent and
@@ -322,25 +317,19 @@ func (l *Loop) sendSafely(ctx context.Context, sessionID, text string, cc hooks.
 	return l.send(ctx, sessionID, text, cc, sub)
 }
 
-// subagentTools is what a subagent may use: the toolsets it was given,
-// among its parent's (all of the parent's when none), less the tools no
-// subagent has.
+// subagentTools is the machine's tools a subagent may use: the toolsets it
+// was given, among its parent's (all of the parent's when none). The tools
+// no subagent has are taken out of its turn's table, whoever offers them.
 func subagentTools(parent map[string]bool, toolsets []string) map[string]bool {
-	on := map[string]bool{}
 	if len(toolsets) == 0 {
-		for n, ok := range parent {
-			on[n] = ok
-		}
-	} else {
-		named, _ := tools.Listed(toolsets)
-		for n := range named {
-			if parent[n] {
-				on[n] = true
-			}
-		}
+		return parent // read only, by every subagent's turn
 	}
-	for _, n := range tools.BlockedForSubagents {
-		delete(on, n)
+	named, _ := tools.Listed(toolsets)
+	on := map[string]bool{}
+	for n := range named {
+		if parent[n] {
+			on[n] = true
+		}
 	}
 	return on
 }
@@ -398,34 +387,13 @@ func subagentTitle(goal string) string {
 	return line
 }
 
-// delegateFailure is the error the model reads, as the familiar agent
-// words it: {"error": "..."}.
-func delegateFailure(msg string) (result, errType, errMsg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	return string(b), "tool_error", msg
-}
+// refusal is the error the model reads, as the familiar agent words it:
+// {"error": "..."}.
+func refusal(msg string) (result, errType, errMsg string) { return toolOutcome(tools.Failure(msg)) }
 
-// positiveInt reads a whole number above zero from a JSON value (a number
-// or its text).
-func positiveInt(v any) (int, bool) {
-	var f float64
-	switch x := v.(type) {
-	case float64:
-		f = x
-	case string:
-		n, err := strconv.Atoi(strings.TrimSpace(x))
-		if err != nil {
-			return 0, false
-		}
-		f = float64(n)
-	default:
-		return 0, false
-	}
-	if f < 1 || f != math.Trunc(f) || f > 10000 {
-		return 0, false
-	}
-	return int(f), true
-}
+// maxIterations bounds a call's max_iterations, as config.yaml's
+// delegation.max_iterations is bounded.
+const maxIterations = 10000
 
 // seconds is d in seconds, to the hundredth.
 func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*100) / 100 }
