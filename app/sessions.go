@@ -320,10 +320,8 @@ func (s *Sessions) Commands() ([]CommandDTO, error) {
 // background process's end being told) is refused, not run beside it:
 // two turns would write one transcript at once.
 func (s *Sessions) Send(sessionID, text string) (TurnDTO, error) {
-	if _, _, command := hooks.ParseCommand(text); !command {
-		if err := s.st.Runs.Busy(sessionID); err != nil {
-			return TurnDTO{}, err
-		}
+	if err := s.st.Runs.Busy(sessionID, text); err != nil {
+		return TurnDTO{}, err
 	}
 	ctx, cancel := turns.WithBudget(s.ctx, turnTimeout) // waiting for the person not counted
 	defer cancel()

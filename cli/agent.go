@@ -70,10 +70,8 @@ func (r *runner) sendCmd() *cobra.Command {
 				// Ctrl+C stops the turn: it records how it ended, then send
 				// exits.
 				text := strings.Join(args[1:], " ")
-				if _, _, command := hooks.ParseCommand(text); !command {
-					if err := st.Runs.Busy(args[0]); err != nil {
-						return err
-					}
+				if err := st.Runs.Busy(args[0], text); err != nil {
+					return err
 				}
 				turnCtx, release := stopOnInterrupt(ctx)
 				defer release()
@@ -304,8 +302,8 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		}
 		var t turns.Turn
 		var err error
-		if _, _, command := hooks.ParseCommand(line); !command && !told {
-			err = st.Runs.Busy(id) // a turn of another surface runs in this session
+		if !told {
+			err = st.Runs.Busy(id, line) // a turn of another surface runs in this session
 		}
 		if err == nil {
 			turnCtx, release := stopOnInterrupt(ctx)

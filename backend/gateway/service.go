@@ -340,13 +340,13 @@ func (s *Service) drain(key string) {
 // another surface runs in the conversation's session (the window's, a
 // terminal's): two turns would write one transcript at once. The chat's
 // own turns run one after another anyway.
-func (s *Service) awaitIdle(ctx context.Context, sid string) error {
-	if s.o.Loop.Busy(sid) == nil {
+func (s *Service) awaitIdle(ctx context.Context, sid, text string) error {
+	if s.o.Loop.Busy(sid, text) == nil {
 		return nil
 	}
 	release := turns.Hold(ctx)
 	defer release()
-	for s.o.Loop.Busy(sid) != nil {
+	for s.o.Loop.Busy(sid, text) != nil {
 		if !sleep(ctx, 250*time.Millisecond) {
 			return ctx.Err()
 		}
@@ -453,10 +453,8 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 				"iteration": iteration, "tool_names": tools})
 		})
 	}
-	if !isCmd {
-		if err := s.awaitIdle(ctx, sid); err != nil {
-			return err
-		}
+	if err := s.awaitIdle(ctx, sid, text); err != nil {
+		return err
 	}
 	stopTyping := s.typing(ctx, w)
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))

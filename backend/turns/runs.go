@@ -229,18 +229,21 @@ func (ri RunInfo) Where() string {
 }
 
 // Busy is Runs.Busy of the loop's Runs (nil without them).
-func (l *Loop) Busy(sessionID string) error {
+func (l *Loop) Busy(sessionID, text string) error {
 	if l.opts.Runs == nil {
 		return nil
 	}
-	return l.opts.Runs.Busy(sessionID)
+	return l.opts.Runs.Busy(sessionID, text)
 }
 
-// Busy refuses a person's message to sessionID while a turn runs there, in
-// any process of the profile: two turns would write one transcript at
-// once. nil when none runs (or the id is no session id: sending says
-// why).
-func (r *Runs) Busy(sessionID string) error {
+// Busy refuses a person's message, text, to sessionID while a turn runs
+// there, in any process of the profile: two turns would write one
+// transcript at once. nil when none runs, for a slash command (it runs no
+// turn, or stops one), or when the id is no session id (sending says why).
+func (r *Runs) Busy(sessionID, text string) error {
+	if _, _, command := hooks.ParseCommand(text); command {
+		return nil
+	}
 	running, err := r.Running(sessionID)
 	if err != nil || len(running) == 0 {
 		return nil
