@@ -362,10 +362,7 @@ func subagentProgress(w io.Writer) func(turns.SubagentEvent) {
 			mark, how = "✗", ", "+ev.Status
 		}
 		goal, _, _ := strings.Cut(strings.TrimSpace(ev.Goal), "\n")
-		if g := []rune(goal); len(g) > 40 {
-			goal = string(g[:39]) + "…"
-		}
-		fmt.Fprintf(w, "  %s [%d/%d] %s  (%.1fs%s)\n", mark, ev.Index+1, ev.Of, goal, ev.Seconds, how)
+		fmt.Fprintf(w, "  %s [%d/%d] %s  (%.1fs%s)\n", mark, ev.Index+1, ev.Of, clip(goal, 40), ev.Seconds, how)
 	}
 }
 
