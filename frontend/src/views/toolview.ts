@@ -223,12 +223,15 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
   return null;
 }
 
-const subagentStatus: Record<string, string> = {
+/** subagentStatus words how a subagent ended, by its status (its
+ * session's end reason too): error is one that could not be created or
+ * whose turn crashed. */
+export const subagentStatus: Readonly<Record<string, string>> = {
   completed: 'Done',
   failed: 'Failed',
   interrupted: 'Stopped',
   timeout: 'Out of time',
-  error: 'Could not start',
+  error: 'Could not run',
 };
 
 /** subagentOutcome is one task's entry of a delegate_task result: how it

@@ -11,12 +11,9 @@ import { runBulk } from '../ops';
 import { app, type OpenAt, type View } from '../state';
 import { TranscriptStore } from '../stores/transcript';
 import type { CommandDTO, MessageDTO, SessionDTO, TurnDTO } from '../types';
-import { processEnds, processEndsView, toolCall, toolResult } from './toolview';
+import { processEnds, processEndsView, subagentStatus, toolCall, toolResult } from './toolview';
 
 const shownAtFirst = 400;
-
-/** endedAs words how a subagent's session ended (its status). */
-const endedAs: Record<string, string> = { completed: 'done', failed: 'failed', timeout: 'out of time', interrupted: 'stopped', error: 'could not run' };
 
 export class TranscriptView implements View {
   readonly el: HTMLElement;
@@ -438,7 +435,7 @@ export class TranscriptView implements View {
         { class: 'subagents-at-work', 'data-testid': 'subagents-at-work' },
         ...mine.map((c) => {
           const s = c.session;
-          const state = s.ended_at ? (endedAs[s.end_reason ?? ''] ?? 'ended') : 'working';
+          const state = s.ended_at ? (subagentStatus[s.end_reason ?? '']?.toLowerCase() ?? 'ended') : 'working';
           return h('li', { 'data-state': state }, h('span', { class: 'subagent-goal' }, s.title || shortID(s.id)), h('span', { class: 'muted' }, ` · ${state} · ${plural(c.total_messages, 'message')}`));
         }),
       );
