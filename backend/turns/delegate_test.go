@@ -114,22 +114,6 @@ func (m machineEnv) delegate(t *testing.T, ctx context.Context, id string, args 
 	return turn, out, err
 }
 
-func decodeAll[T any](t *testing.T, m machineEnv, hook string) []T {
-	t.Helper()
-	if err := m.Bus.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var out []T
-	for _, ev := range m.Rec.Events(hook) {
-		var p T
-		if err := ev.Decode(&p); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // A task handed to delegate_task runs as a subagent does in the familiar
 // agent: a fresh conversation in a delegate child session, told its task
 // and context in its system prompt and its goal as its first message,
@@ -174,9 +158,9 @@ func TestDelegateTaskHandsATaskToASubagent(t *testing.T) {
 		t.Fatalf("the parent's reply: %q", turn.Reply)
 	}
 
-	starts := decodeAll[hooks.SubagentStartPayload](t, m, hooks.SubagentStart)
-	stops := decodeAll[hooks.SubagentStopPayload](t, m, hooks.SubagentStop)
-	calls := decodeAll[hooks.ToolResultPayload](t, m, hooks.PostToolCall)
+	starts := decodeAll[hooks.SubagentStartPayload](t, m.env, hooks.SubagentStart)
+	stops := decodeAll[hooks.SubagentStopPayload](t, m.env, hooks.SubagentStop)
+	calls := m.toolResults(t)
 	if len(starts) != 1 || len(stops) != 1 || len(calls) != 2 {
 		t.Fatalf("subagent_start %+v, subagent_stop %+v, post_tool_call %+v", starts, stops, calls)
 	}
@@ -360,7 +344,7 @@ func TestASubagentsLimitsEndIt(t *testing.T) {
 		if last := busy.last.Messages[len(busy.last.Messages)-1]; !strings.Contains(last.Content, "(max_iterations)") {
 			t.Fatalf("the subagent's last ask: %+v", last)
 		}
-		stops := decodeAll[hooks.SubagentStopPayload](t, m, hooks.SubagentStop)
+		stops := decodeAll[hooks.SubagentStopPayload](t, m.env, hooks.SubagentStop)
 		if len(stops) != 1 || stops[0].ChildStatus != "failed" || stops[0].Reason != "failed" {
 			t.Fatalf("subagent_stop: %+v", stops)
 		}
@@ -387,7 +371,7 @@ func TestASubagentsLimitsEndIt(t *testing.T) {
 			r.Error != "Subagent timed out after 1s. Increase delegation.child_timeout_seconds in config.yaml if tasks consistently need more time." {
 			t.Fatalf("entry: %+v", r)
 		}
-		stops := decodeAll[hooks.SubagentStopPayload](t, m, hooks.SubagentStop)
+		stops := decodeAll[hooks.SubagentStopPayload](t, m.env, hooks.SubagentStop)
 		if len(stops) != 1 || stops[0].ChildStatus != "timeout" {
 			t.Fatalf("subagent_stop: %+v", stops)
 		}
@@ -419,7 +403,7 @@ func TestASubagentsLimitsEndIt(t *testing.T) {
 		if len(res.Results) != 2 || res.Results[0].Status != "interrupted" || res.Results[1].Status != "interrupted" {
 			t.Fatalf("the stopped call's result: %+v", res)
 		}
-		stops := decodeAll[hooks.SubagentStopPayload](t, m, hooks.SubagentStop)
+		stops := decodeAll[hooks.SubagentStopPayload](t, m.env, hooks.SubagentStop)
 		if len(stops) != 2 || stops[0].ChildStatus != "interrupted" || stops[1].ChildStatus != "interrupted" {
 			t.Fatalf("subagent_stop: %+v", stops)
 		}
@@ -519,7 +503,7 @@ func TestASubagentThatPanicsIsAnErrorEntry(t *testing.T) {
 			t.Fatalf("entry: %+v", r)
 		}
 	}
-	stops := decodeAll[hooks.SubagentStopPayload](t, m, hooks.SubagentStop)
+	stops := decodeAll[hooks.SubagentStopPayload](t, m.env, hooks.SubagentStop)
 	if len(stops) != 2 || stops[0].ChildStatus != "error" || stops[1].ChildStatus != "error" {
 		t.Fatalf("subagent_stop: %+v", stops)
 	}

@@ -60,12 +60,19 @@ func (e env) send(t *testing.T, id, text string) turns.Turn {
 
 func (e env) posts(t *testing.T) []hooks.PostCompactionPayload {
 	t.Helper()
+	return decodeAll[hooks.PostCompactionPayload](t, e, hooks.PostCompaction)
+}
+
+// decodeAll is every payload of hook recorded, once the bus delivered
+// what it holds.
+func decodeAll[T any](t *testing.T, e env, hook string) []T {
+	t.Helper()
 	if err := e.Bus.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var out []hooks.PostCompactionPayload
-	for _, ev := range e.Rec.Events(hooks.PostCompaction) {
-		var p hooks.PostCompactionPayload
+	var out []T
+	for _, ev := range e.Rec.Events(hook) {
+		var p T
 		if err := ev.Decode(&p); err != nil {
 			t.Fatal(err)
 		}

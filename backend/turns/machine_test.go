@@ -96,18 +96,7 @@ func (m machineEnv) call(t *testing.T, platform, id, tool string, args map[strin
 
 func (m machineEnv) toolResults(t *testing.T) []hooks.ToolResultPayload {
 	t.Helper()
-	if err := m.Bus.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var out []hooks.ToolResultPayload
-	for _, ev := range m.Rec.Events(hooks.PostToolCall) {
-		var p hooks.ToolResultPayload
-		if err := ev.Decode(&p); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, p)
-	}
-	return out
+	return decodeAll[hooks.ToolResultPayload](t, m.env, hooks.PostToolCall)
 }
 
 // The agent works in a folder as a person at a terminal does: a cd holds
