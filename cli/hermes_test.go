@@ -511,6 +511,18 @@ func TestHermesMemoryProvider(t *testing.T) {
 	}
 }
 
+// delegationsHeard waits (a minute at most) until the recall plugin has
+// recorded an on_delegation, and returns the ones it recorded.
+func delegationsHeard(t *testing.T, home string) []map[string]any {
+	t.Helper()
+	var got []map[string]any
+	waitFor(t, "on_delegation", 60*time.Second, func() bool {
+		got = byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "on_delegation")
+		return len(got) > 0
+	})
+	return got
+}
+
 // A task the model hands to a subagent with delegate_task reaches the
 // memory provider in use as in the familiar agent: the subagent's turn
 // initializes it with agent_context "subagent" and its parent, and its
@@ -524,12 +536,7 @@ func TestHermesMemoryProviderHearsOfADelegatedTask(t *testing.T) {
 	if !strings.Contains(out, "The tool delegate_task returned:") || !strings.Contains(out, `"status":"completed"`) {
 		t.Fatalf("send: %s", out)
 	}
-	var got []map[string]any
-	deadline := time.Now().Add(60 * time.Second)
-	for len(got) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		got = byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "on_delegation")
-	}
+	got := delegationsHeard(t, home)
 	if len(got) != 1 {
 		t.Fatalf("on_delegation: %v", got)
 	}
@@ -570,12 +577,7 @@ func TestHermesMemoryProviderHearsOfDelegations(t *testing.T) {
 	if r := atriumExec(t, home, "", nil, "sessions", "end", child); r.code != 0 {
 		t.Fatalf("end: %+v", r)
 	}
-	var got []map[string]any
-	deadline := time.Now().Add(60 * time.Second)
-	for len(got) == 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		got = byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "on_delegation")
-	}
+	got := delegationsHeard(t, home)
 	want := map[string]any{"method": "on_delegation", "task": "run the tests", "result": "offline reply to: the suite passed",
 		"child_session_id": child}
 	if len(got) != 1 {
