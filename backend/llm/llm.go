@@ -39,6 +39,11 @@ type Request struct {
 	Model    string
 	Messages []Message
 	Tools    []ToolSpec
+	// Temperature, when set, is sent as the request's temperature (a
+	// judgement wants 0); nil leaves it to the provider.
+	Temperature *float64
+	// MaxTokens, when above 0, bounds the answer's tokens (max_tokens).
+	MaxTokens int
 }
 
 // Response is a model's answer: text, tool calls, or both.

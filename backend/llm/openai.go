@@ -149,9 +149,11 @@ func (p *OpenAIProvider) ContextWindow() int { return p.cfg.ContextWindow }
 // Wire format of chat completions.
 type (
 	oaRequest struct {
-		Model    string      `json:"model"`
-		Messages []oaMessage `json:"messages"`
-		Tools    []oaTool    `json:"tools,omitempty"`
+		Model       string      `json:"model"`
+		Messages    []oaMessage `json:"messages"`
+		Tools       []oaTool    `json:"tools,omitempty"`
+		Temperature *float64    `json:"temperature,omitempty"`
+		MaxTokens   int         `json:"max_tokens,omitempty"`
 	}
 	oaMessage struct {
 		Role       string       `json:"role"`
@@ -239,7 +241,7 @@ func (p *OpenAIProvider) encode(req Request) ([]byte, error) {
 	if model == "" {
 		model = p.cfg.Model
 	}
-	out := oaRequest{Model: model, Messages: make([]oaMessage, 0, len(req.Messages))}
+	out := oaRequest{Model: model, Messages: make([]oaMessage, 0, len(req.Messages)), Temperature: req.Temperature, MaxTokens: req.MaxTokens}
 	for _, m := range req.Messages {
 		om := oaMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		if m.Role == "tool" {

@@ -187,8 +187,18 @@ func TestOpenAIRequestDetails(t *testing.T) {
 	if err := json.Unmarshal(got.Body, &body); err != nil || body.Model != "override" {
 		t.Fatalf("model %q, %v", body.Model, err)
 	}
-	if strings.Contains(string(got.Body), `"tools"`) {
-		t.Fatalf("tools sent without tools: %s", got.Body)
+	for _, key := range []string{`"tools"`, `"temperature"`, `"max_tokens"`} {
+		if strings.Contains(string(got.Body), key) {
+			t.Fatalf("%s sent unasked: %s", key, got.Body)
+		}
+	}
+	// A judgement's temperature 0 is sent, as is its bound on tokens.
+	zero := 0.0
+	if _, err := p.Complete(context.Background(), Request{Messages: []Message{{Role: "user", Content: "x"}}, Temperature: &zero, MaxTokens: 16}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-seen; !strings.Contains(string(got.Body), `"temperature":0,"max_tokens":16`) {
+		t.Fatalf("temperature and max_tokens: %s", got.Body)
 	}
 	if p.Name() != "openai" || p.Model() != "test-model" || p.ContextWindow() != DefaultContextWindow {
 		t.Fatalf("Name %q Model %q Window %d", p.Name(), p.Model(), p.ContextWindow())
