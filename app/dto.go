@@ -330,7 +330,8 @@ type SettingsDTO struct {
 	AutoPrune      *bool `json:"auto_prune"`      // retention runs daily
 	// The approvals block, read at every ask by every process of the
 	// profile (no reopening): manual (a person is asked), off (every call
-	// a plugin asks about runs unasked) or smart (asks, as manual);
+	// a plugin asks about runs unasked) or smart (a reviewing model
+	// decides a flagged terminal command first, asking when unsure);
 	// seconds a person has to answer (0: 5 minutes in the window and the
 	// dashboard, no limit at a terminal). Null leaves them as they are.
 	ApprovalsMode          *string  `json:"approvals_mode"`

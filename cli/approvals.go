@@ -79,7 +79,7 @@ func (r *runner) approvalsCmd() *cobra.Command {
 		},
 	}, &cobra.Command{
 		Use:   "mode [manual|off|smart]",
-		Short: "Show, or set, whether a person is asked (manual) or every call a plugin asks about runs unasked (off); applies at the next ask everywhere",
+		Short: "Show, or set, whether a person is asked (manual), a reviewing model decides a flagged command first (smart), or everything asked about runs unasked (off); applies at the next ask everywhere",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -137,12 +137,24 @@ func (r *runner) printPolicy() error {
 		return err
 	}
 	mode := cfg.ApprovalsMode()
-	return r.print(map[string]any{"mode": mode, "timeout_seconds": cfg.Approvals.Timeout, "path": s.Path()}, func(w io.Writer) {
+	reviewer, reviewerTimeout := cfg.ApprovalGuard()
+	out := map[string]any{"mode": mode, "timeout_seconds": cfg.Approvals.Timeout, "path": s.Path()}
+	if mode == config.ApproveSmart {
+		out["reviewer_model"], out["reviewer_timeout_seconds"], out["smart_policy"] = reviewer, reviewerTimeout.Seconds(), strings.TrimSpace(cfg.Approvals.SmartPolicy)
+	}
+	return r.print(out, func(w io.Writer) {
 		switch mode {
 		case config.ApproveOff:
 			fmt.Fprintln(w, "mode: off (every call a plugin asks about runs without asking; a block still blocks)")
 		case config.ApproveSmart:
-			fmt.Fprintln(w, "mode: smart (Atrium has no guardian model: a person is asked, as in manual)")
+			if reviewer == "" {
+				reviewer = "the main model"
+			}
+			fmt.Fprintf(w, "mode: smart (a terminal command that could destroy data is first put to %s, auxiliary.approval.model, which lets it run, blocks it, or leaves it to a person within %gs; a plugin's ask is always a person's)\n",
+				reviewer, reviewerTimeout.Seconds())
+			if p := strings.TrimSpace(cfg.Approvals.SmartPolicy); p != "" {
+				fmt.Fprintf(w, "smart_policy: %s\n", p)
+			}
 		default:
 			fmt.Fprintln(w, "mode: manual (a person is asked)")
 		}

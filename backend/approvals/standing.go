@@ -44,6 +44,14 @@ type Policy struct {
 	// Timeout is approvals.timeout: how long a person has to answer (0:
 	// the surface's default).
 	Timeout time.Duration
+	// Smart is approvals.mode: smart: a terminal command Atrium flags is
+	// put to a reviewing model before a person, with SmartPolicy (the
+	// operator's rules) in its instructions; GuardModel and GuardTimeout
+	// are auxiliary.approval's model ("" the main one) and time.
+	Smart        bool
+	SmartPolicy  string
+	GuardModel   string
+	GuardTimeout time.Duration
 }
 
 // New is the standing approvals in the config.yaml of home.
@@ -97,6 +105,10 @@ func (s *Standing) refresh() {
 		s.keys = cfg.CommandAllowlist.Keys
 	}
 	s.policy = Policy{ApproveAll: cfg.ApprovalsOff(), Timeout: cfg.ApprovalTimeout()}
+	if cfg.ApprovalsSmart() {
+		s.policy.Smart, s.policy.SmartPolicy = true, strings.TrimSpace(cfg.Approvals.SmartPolicy)
+		s.policy.GuardModel, s.policy.GuardTimeout = cfg.ApprovalGuard()
+	}
 }
 
 // Allows reports whether key is allowed from now on.

@@ -144,7 +144,8 @@ func TestStandingRefusesRulesItCannotKeep(t *testing.T) {
 
 // The approvals block is read with the list, as the file is at each ask: a
 // change by hand or from another process counts at once (the same second
-// too); a config that does not load asks, with the default timeout.
+// too); a config that does not load asks, with the default timeout. Smart
+// mode brings its reviewer (auxiliary.approval) and the operator's rules.
 func TestPolicyFollowsTheFile(t *testing.T) {
 	t.Parallel()
 	h := homeWith(t, "")
@@ -159,7 +160,10 @@ func TestPolicyFollowsTheFile(t *testing.T) {
 		{"approvals:\n  mode: manual\n  timeout: 2.5\n", approvals.Policy{Timeout: 2500 * time.Millisecond}},
 		{"approvals:\n  mode: off\n  timeout: -3\n", approvals.Policy{}}, // does not load
 		{"approvals: [off]\n", approvals.Policy{}},
-		{"approvals:\n  mode: smart\n", approvals.Policy{}},
+		{"approvals:\n  mode: smart\n", approvals.Policy{Smart: true, GuardTimeout: 30 * time.Second}},
+		{"approvals:\n  mode: Smart\n  smart_policy: |\n    Never approve /srv.\n  timeout: 20\nauxiliary:\n  approval:\n    model: guard-mini\n    timeout: 4.5\n",
+			approvals.Policy{Smart: true, SmartPolicy: "Never approve /srv.", GuardModel: "guard-mini", GuardTimeout: 4500 * time.Millisecond, Timeout: 20 * time.Second}},
+		{"approvals:\n  mode: manual\n  smart_policy: unused\nauxiliary:\n  approval:\n    model: guard-mini\n", approvals.Policy{}},
 		{"command_allowlist: {a: b}\napprovals:\n  mode: off\n", approvals.Policy{ApproveAll: true}}, // the list alone is broken
 	} {
 		if err := os.WriteFile(h.ConfigPath(), []byte(c.text), 0o600); err != nil {

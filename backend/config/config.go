@@ -177,6 +177,7 @@ type Config struct {
 	Security         Security            `yaml:"security"`
 	Display          Display             `yaml:"display"`
 	Delegation       Delegation          `yaml:"delegation"`
+	Auxiliary        Auxiliary           `yaml:"auxiliary"`
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`
@@ -431,9 +432,14 @@ type Context struct {
 type Approvals struct {
 	// Mode: "manual" (default: a person is asked), "off" (every such call
 	// runs without asking, on every surface, each one logged) or "smart"
-	// (the familiar agent's guardian model, which Atrium has not: a person
-	// is asked, as in manual).
+	// (a terminal command Atrium flags is first put to a reviewing model,
+	// auxiliary.approval, which approves it, denies it, or leaves it to
+	// the person; as the familiar agent's smart approvals).
 	Mode string `yaml:"mode"`
+	// SmartPolicy is approvals.smart_policy: the operator's own rules,
+	// added to the reviewing model's instructions (trusted, unlike the
+	// command it reviews).
+	SmartPolicy string `yaml:"smart_policy"`
 	// Timeout is how many seconds a person has to answer at the window,
 	// the dashboard or a terminal chat (0: 5 minutes there, no limit at
 	// a terminal); a chat platform has gateway.approval_timeout_minutes.
@@ -443,6 +449,39 @@ type Approvals struct {
 	// approvals.cron_mode.
 	CronMode string `yaml:"cron_mode"`
 }
+
+// Auxiliary is the familiar agent's auxiliary block: the models of its side
+// tasks. Atrium has one, approval (the reviewer of approvals.mode: smart);
+// it asks the main provider (auxiliary.<task>.provider and the other tasks
+// are not read, and config show says so).
+type Auxiliary struct {
+	Approval AuxiliaryTask `yaml:"approval"`
+}
+
+// AuxiliaryTask is one side task's model.
+type AuxiliaryTask struct {
+	// Model is the model asked, of the main provider ("": model.default).
+	Model string `yaml:"model"`
+	// Timeout is how many seconds the model has to answer (0: 30).
+	Timeout float64 `yaml:"timeout"`
+}
+
+// DefaultAuxiliaryTimeout is an auxiliary task's timeout when unset, as
+// the familiar agent's.
+const DefaultAuxiliaryTimeout = 30 * time.Second
+
+// ApprovalGuard is auxiliary.approval as a reviewer asks it: its model
+// ("" the main one) and its time.
+func (c Config) ApprovalGuard() (model string, timeout time.Duration) {
+	timeout = DefaultAuxiliaryTimeout
+	if t := c.Auxiliary.Approval.Timeout; t > 0 {
+		timeout = time.Duration(t * float64(time.Second))
+	}
+	return strings.TrimSpace(c.Auxiliary.Approval.Model), timeout
+}
+
+// ApprovalsSmart reports whether approvals.mode is smart.
+func (c Config) ApprovalsSmart() bool { return c.ApprovalsMode() == ApproveSmart }
 
 // Approval modes of approvals.cron_mode and approvals.mode.
 const (
@@ -709,6 +748,9 @@ func (c Config) Validate() error {
 	}
 	if t := c.Approvals.Timeout; t < 0 || t > 3600 || math.IsNaN(t) {
 		return fmt.Errorf("approvals.timeout must be 0 (the default) to 3600 seconds, not %v", t)
+	}
+	if t := c.Auxiliary.Approval.Timeout; t < 0 || t > 600 || math.IsNaN(t) {
+		return fmt.Errorf("auxiliary.approval.timeout must be 0 (30 seconds) to 600 seconds, not %v", t)
 	}
 	if c.ProcessNotifications() == "" {
 		return fmt.Errorf("display.background_process_notifications must be all, result, error or off, not %v", c.Display.BackgroundProcessNotifications)

@@ -238,6 +238,42 @@ func TestDelegation(t *testing.T) {
 	}
 }
 
+// auxiliary.approval is read as the familiar agent writes it: the model of
+// the main provider and its time (30 s unset); its provider, and the other
+// auxiliary tasks, are named as not Atrium's; a time out of range is
+// refused with its range.
+func TestAuxiliaryApproval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	text := "approvals:\n  mode: smart\n  smart_policy: Escalate anything under /etc.\nauxiliary:\n  approval:\n    provider: openrouter\n    model: guard-mini\n    timeout: 12\n" +
+		"  compression:\n    model: small\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, warnings, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, tm := cfg.ApprovalGuard(); m != "guard-mini" || tm != 12*time.Second || !cfg.ApprovalsSmart() || cfg.Approvals.SmartPolicy != "Escalate anything under /etc." {
+		t.Fatalf("%+v %v %v", cfg.Auxiliary, m, tm)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "auxiliary.approval.provider") || !strings.Contains(warnings[0], "auxiliary.compression") {
+		t.Fatalf("warnings: %q", warnings)
+	}
+	if cfg, err := loadYAML(t, ""); err != nil {
+		t.Fatal(err)
+	} else if m, tm := cfg.ApprovalGuard(); m != "" || tm != DefaultAuxiliaryTimeout || cfg.ApprovalsSmart() {
+		t.Fatalf("unset: %q %v", m, tm)
+	}
+	for text, want := range map[string]string{
+		"auxiliary:\n  approval:\n    timeout: -1\n":  "auxiliary.approval.timeout must be 0 (30 seconds) to 600 seconds, not -1",
+		"auxiliary:\n  approval:\n    timeout: 601\n": "auxiliary.approval.timeout must be 0 (30 seconds) to 600 seconds, not 601",
+	} {
+		if _, err := loadYAML(t, text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
+
 // loadYAML loads text as a config.yaml.
 func loadYAML(t *testing.T, text string) (Config, error) {
 	t.Helper()

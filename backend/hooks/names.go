@@ -306,7 +306,15 @@ const (
 	ChoiceAlways  = "always"  // ... and later asks of the same rule anywhere in the profile, from now on
 	ChoiceDeny    = "deny"    // refused, or the asking failed
 	ChoiceTimeout = "timeout" // nobody answered in time (the call was not run)
+	// The reviewing model of approvals.mode: smart decided in the
+	// person's place (surface "smart", decided_by "aux_llm").
+	ChoiceSmartApprove = "smart_approve"
+	ChoiceSmartDeny    = "smart_deny"
 )
+
+// DecidedByGuardian is an approval's decided_by when the reviewing model
+// of approvals.mode: smart decided it, as the familiar agent says.
+const DecidedByGuardian = "aux_llm"
 
 // ApprovalPayload is the payload of pre_approval_decision (a hook may answer
 // in place of the person, who is asked only when none did; Atrium's own, for
@@ -329,6 +337,7 @@ type ApprovalPayload struct {
 	Choice      string         `json:"choice,omitempty"`
 	Approved    *bool          `json:"approved,omitempty"`
 	Error       string         `json:"error,omitempty"`
+	DecidedBy   string         `json:"decided_by,omitempty"`
 	RequestID   string         `json:"request_id"`
 	SessionID   string         `json:"session_id"`
 	TaskID      string         `json:"task_id"`

@@ -191,8 +191,9 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 		}
 		return turns.DefaultClarifyTimeout
 	}
-	if s.Config.ApprovalsMode() == config.ApproveSmart {
-		s.log.Warn("approvals.mode: smart needs the familiar agent's guardian model, which Atrium has not: a person is asked, as in manual")
+	o.Guardian = func() (turns.Guardian, bool) {
+		p := s.Standing.Policy()
+		return turns.Guardian{Model: p.GuardModel, Policy: p.SmartPolicy, Timeout: p.GuardTimeout}, p.Smart
 	}
 	if t := s.Config.Model.NativeThreshold; t != nil {
 		o.NativeThreshold = *t

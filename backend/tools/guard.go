@@ -201,6 +201,11 @@ var (
 // as the bare word.
 var quotedRE = regexp.MustCompile(`"([\w./-]+)"|'([\w./-]+)'`)
 
+// ProtectedWrite is the rule of a command that writes the profile's own
+// files: the approvals themselves are in config.yaml, so no reviewing
+// model, which the agent's own text could sway, ever lets it run.
+const ProtectedWrite = "write to the profile's config.yaml, .env or store"
+
 // Check says what command could destroy (false: nothing it knows of).
 // protected are files a command writes only with a person's approval:
 // the profile's config.yaml (where its standing approvals are), .env and
@@ -228,7 +233,7 @@ func Check(command string, protected []string) (Danger, bool) {
 		}
 	}
 	if writesRE.MatchString(lower) && mentionsProtected(raw, protected) {
-		return Danger{Key: "write to the profile's config.yaml, .env or store"}, true
+		return Danger{Key: ProtectedWrite}, true
 	}
 	return Danger{}, false
 }

@@ -112,6 +112,9 @@ type Options struct {
 	// Delegation is config.yaml's delegation block as it is at each
 	// delegate_task call (nil: DefaultDelegation).
 	Delegation func() Delegation
+	// Guardian is approvals.mode: smart's reviewer as config.yaml has it
+	// at each flagged terminal command; false (or nil) in another mode.
+	Guardian func() (Guardian, bool)
 }
 
 // DefaultMaxToolRounds is Options.MaxToolRounds when unset.

@@ -297,7 +297,7 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 			args = decision.Args
 		}
 		if decision.Action == "approve" {
-			decision = l.approve(ctx, tc, t.SessionID, call, args, decision, PatternKey(call.Name, decision.RuleKey))
+			decision = l.approve(ctx, tc, t.SessionID, call, args, decision, PatternKey(call.Name, decision.RuleKey), nil)
 			if decision.Args != nil {
 				args = decision.Args
 			}
@@ -380,8 +380,11 @@ func (l *Loop) preToolCall(ctx context.Context, tc *turnCtx, sessionID string, c
 // answers first; with nobody to ask, or on a no, the call is blocked.
 //
 // key is the rule a "session" or "always" answer covers. A terminal
-// command Atrium itself asks about has no d.Plugin.
-func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision, key string) hooks.ToolDecision {
+// command Atrium itself asks about has no d.Plugin, and r, what a
+// reviewing model is shown of it under approvals.mode: smart (nil for a
+// plugin's ask, which is always the person's).
+func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call llm.ToolCall, args map[string]any, d hooks.ToolDecision, key string,
+	r *review) hooks.ToolDecision {
 	tool := call.Name
 	blocked := hooks.ToolDecision{Action: "block", Message: "BLOCKED: plugin approval required for " + tool, Args: d.Args, Plugin: d.Plugin}
 	if d.Plugin == "" {
@@ -410,6 +413,18 @@ func (l *Loop) approve(ctx context.Context, tc *turnCtx, sessionID string, call 
 		slog.Info("a tool call a plugin asked about ran without asking (approvals.mode: off)", "plugin", d.Plugin,
 			"tool", tool, "rule", key, "session_id", sessionID)
 		return hooks.ToolDecision{Args: d.Args}
+	}
+	// approvals.mode: smart: a reviewing model decides first where a
+	// person would be asked, or nobody could be (a send); a scheduled run
+	// keeps to approvals.cron_mode, as the familiar agent's.
+	if r != nil && tc.platform != PlatformCron {
+		out, decided, note := l.smartReview(ctx, tc, sessionID, call, args, d, key, *r, blocked)
+		if decided {
+			return out
+		}
+		if note != "" {
+			d.Message = strings.TrimSpace(d.Message + " " + note)
+		}
 	}
 	if l.opts.Approve == nil {
 		if tc.platform == PlatformCron {
@@ -533,7 +548,8 @@ func (l *Loop) guardCommand(ctx context.Context, tc *turnCtx, sessionID string, 
 			"here, whatever anyone answers; if it is really meant, the person runs it themselves."}
 	}
 	return l.approve(ctx, tc, sessionID, call, args, hooks.ToolDecision{Action: "approve", Args: d.Args,
-		Message: "This command could destroy data: " + danger.Key + where + "."}, danger.Key)
+		Message: "This command could destroy data: " + danger.Key + where + "."}, danger.Key,
+		&review{command: command, flagged: danger.Key + where, script: danger.Script})
 }
 
 // conversationDir is the folder the conversation of key stands in: where

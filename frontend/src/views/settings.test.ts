@@ -103,7 +103,7 @@ describe('settings: approvals', () => {
     get.mockResolvedValueOnce(current({ approvals_mode: 'off', approval_timeout_seconds: 45 }));
     const v = await shown();
     const mode = q<HTMLSelectElement>(v, 'set-approvals-mode');
-    expect([...mode.options].map((o) => o.value)).toEqual(['manual', 'off']);
+    expect([...mode.options].map((o) => o.value)).toEqual(['manual', 'smart', 'off']);
     expect(mode.value).toBe('off');
     expect(q<HTMLInputElement>(v, 'set-approval_timeout_seconds').value).toBe('45');
     expect(q(v, 'settings-approvals').textContent).toContain('Applies at the next ask');
@@ -115,12 +115,15 @@ describe('settings: approvals', () => {
     expect(set.mock.lastCall?.[0]).toMatchObject({ approvals_mode: 'manual', approval_timeout_seconds: 60, trash_automatic: null });
   });
 
-  it('keeps smart when config.yaml has it, and says what it does here', async () => {
+  it('shows smart when config.yaml has it, says what it does, and saves it', async () => {
     get.mockResolvedValueOnce(current({ approvals_mode: 'smart' }));
     const v = await shown();
     const mode = q<HTMLSelectElement>(v, 'set-approvals-mode');
     expect(mode.value).toBe('smart');
-    expect(mode.selectedOptions[0]?.textContent).toContain('asks');
+    expect(mode.selectedOptions[0]?.textContent).toContain('reviewing model');
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(set.mock.lastCall?.[0]).toMatchObject({ approvals_mode: 'smart' });
   });
 
   it('refuses a time to answer out of range before asking the server', async () => {

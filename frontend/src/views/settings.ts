@@ -70,6 +70,7 @@ const fields: Field[] = [
 
 const modes: Array<[string, string]> = [
   ['manual', 'Ask me'],
+  ['smart', 'Smart: a reviewing model decides a risky command first, and asks me when unsure'],
   ['off', 'Do not ask: run every call a plugin asks about'],
 ];
 
@@ -96,8 +97,8 @@ export class SettingsView implements View {
       'fieldset',
       { class: 'field-group', 'data-testid': 'settings-approvals' },
       h('legend', {}, 'Approvals'),
-      h('p', { class: 'help muted small' }, 'When a plugin asks before a tool call runs. Applies at the next ask, in every window, terminal chat, chat platform and scheduled run of this profile.'),
-      this.field('set-approvals-mode', 'Asking', this.mode, 'Off runs those calls without asking anyone (each one is logged); a plugin that blocks still blocks.', 'approvals_mode'),
+      h('p', { class: 'help muted small' }, 'When a plugin asks before a tool call runs, or a terminal command could destroy data. Applies at the next ask, in every window, terminal chat, chat platform and scheduled run of this profile.'),
+      this.field('set-approvals-mode', 'Asking', this.mode, 'Smart puts a risky terminal command to the model in auxiliary.approval.model (the main one when unset) before you; a plugin\'s ask is always yours. Off runs those calls without asking anyone (each one is logged); a plugin that blocks still blocks.', 'approvals_mode'),
     );
     for (const f of fields) {
       const id = `set-${f.key}`;
@@ -220,10 +221,7 @@ export class SettingsView implements View {
     this.profile.disabled = profiles.length <= 1 && !s.profile;
     clear(this.mode);
     const mode = s.approvals_mode ?? 'manual';
-    const known = [...modes];
-    // smart (the familiar agent's guardian model) is kept when config.yaml has it
-    if (mode === 'smart') known.push(['smart', 'Smart: asks, as Ask me (Atrium has no guardian model)']);
-    for (const [v, label] of known) this.mode.append(h('option', { value: v }, label));
+    for (const [v, label] of modes) this.mode.append(h('option', { value: v }, label));
     this.mode.value = mode;
     this.model.fill(s.model);
     this.tools.fill(s.tools);
