@@ -35,7 +35,7 @@ func TestGatewayTellsTheChatOfABackgroundProcessEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ended atomic.Int32 // ends handed over, told or not
+	var ended atomic.Int32  // ends handed over, told or not
 	var tell tools.Listener // the gateway's, once it runs
 	ps.Listen(func(owner string) func(tools.Completion) {
 		deliver := tell(owner)
