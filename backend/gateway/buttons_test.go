@@ -84,6 +84,7 @@ func TestTelegramApprovalButtons(t *testing.T) {
 	if a := answers(4)[3]; a["text"] != "✅ Approved for session" {
 		t.Fatalf("the sender's tap: %v", a)
 	}
+	waitFor(t, "the card edited", func() bool { return len(f.Edits()) > 0 })
 	edits := f.Edits()
 	last := edits[len(edits)-1]
 	if fmt.Sprint(last["message_id"]) != fmt.Sprint(cardID) || last["text"] != card+"\n\n✅ Approved for session" || last["reply_markup"] != nil {
@@ -141,6 +142,8 @@ func TestTelegramClarifyButtons(t *testing.T) {
 	if got := e.toolResult(t); got != `{"question":"Which target?","choices_offered":["staging","prod"],"user_response":"prod"}` {
 		t.Fatalf("the model read %s", got)
 	}
+	// The message is edited beside the turn going on: wait for it.
+	waitFor(t, "the question edited", func() bool { return len(f.Edits()) > 0 })
 	edits := f.Edits()
 	if len(edits) != 1 || edits[0]["text"] != card+"\n\n✅ prod" {
 		t.Fatalf("the question after the tap: %v", edits)
