@@ -201,24 +201,27 @@ func TestGatewayRunAsksTheSenderToApprove(t *testing.T) {
 		"hermes-audit", "hermes-guard", "hermes-notes")
 	gw, logs := gatewayRun(t, home)
 	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
-	sent := func(n int, what string) string {
+	// The chat is shown each call as it starts (display.tool_progress:
+	// all), in a message of its own beside the approval's.
+	sent := func(n int, what string) []string {
 		t.Helper()
 		waitFor(t, what, 60*time.Second, func() bool { return len(tg.SentTexts()) >= n })
-		return tg.SentTexts()[n-1]
+		got := tg.SentTexts()
+		return got[n-2 : n]
 	}
 	tg.Push(42, "Ada", 42, "private", `use tool read_notes: {"ask": true}`)
-	if got := sent(1, "the approval request"); !strings.Contains(got, "the plugin hermes-guard wants a person to approve the tool read_notes") ||
-		!strings.Contains(got, "reading notes needs a yes") {
+	if got := strings.Join(sent(2, "the approval request"), "\n"); !strings.Contains(got, "the plugin hermes-guard wants a person to approve the tool read_notes") ||
+		!strings.Contains(got, "reading notes needs a yes") || !strings.Contains(got, "⚙️ read_notes...") {
 		t.Fatalf("approval request: %q", got)
 	}
 	tg.Push(42, "Ada", 42, "private", "/approve")
-	if got := sent(2, "the reply after /approve"); !strings.Contains(got, `[checked by hermes-notes]`) || strings.Contains(got, "BLOCKED") {
+	if got := sent(3, "the reply after /approve")[1]; !strings.Contains(got, `[checked by hermes-notes]`) || strings.Contains(got, "BLOCKED") {
 		t.Fatalf("after /approve: %q", got)
 	}
 	tg.Push(42, "Ada", 42, "private", `use tool read_notes: {"ask": true}`)
-	sent(3, "the second approval request")
+	sent(5, "the second approval request")
 	tg.Push(42, "Ada", 42, "private", "/deny")
-	if got := sent(4, "the reply after /deny"); !strings.Contains(got, "BLOCKED: plugin approval required for read_notes") {
+	if got := sent(6, "the reply after /deny")[1]; !strings.Contains(got, "BLOCKED: plugin approval required for read_notes") {
 		t.Fatalf("after /deny: %q", got)
 	}
 	reads := byKey(records(t, home, "hermes-notes", "notes-calls.jsonl"), "kind", "read_notes")
@@ -316,9 +319,12 @@ async def handle(event_type: str, context: dict):
 	tg.Push(42, "Ada", 42, "private", "/whoami")
 	waitFor(t, "the whoami reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 1 })
 	tg.Push(42, "Ada", 42, "private", `use tool echo: {"text": "hi"}`)
-	waitFor(t, "the tool reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 2 })
+	waitFor(t, "the tool's progress and reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 3 })
+	if got := tg.SentTexts()[1]; got != `⚙️ echo: "hi"` {
+		t.Fatalf("the progress line: %q", got)
+	}
 	tg.Push(42, "Ada", 42, "private", "/new")
-	waitFor(t, "the /new reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 3 })
+	waitFor(t, "the /new reply", 30*time.Second, func() bool { return len(tg.SentTexts()) == 4 })
 	want := "gateway:startup session:start command:whoami agent:start agent:step agent:end command:new session:end session:reset"
 	waitFor(t, "the hook's log", 30*time.Second, func() bool { return strings.Join(events(), " ") == want })
 	got := read()

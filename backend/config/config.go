@@ -309,6 +309,38 @@ type Display struct {
 	// that failed; off, none. YAML's off and false are off, on and true
 	// all.
 	BackgroundProcessNotifications any `yaml:"background_process_notifications"`
+	// ToolProgress is how a chat platform is shown a turn's tool calls as
+	// they start: all (the default: a line for each), new (a line when the
+	// tool changes), verbose (each call's arguments), log (no chat line:
+	// each call is written to logs/tool_calls.log) or off. YAML's off and
+	// false are off.
+	ToolProgress any `yaml:"tool_progress"`
+	// ToolPreviewLength bounds the arguments verbose shows (0: 200
+	// characters); all and new show 40 characters of the main one.
+	ToolPreviewLength int `yaml:"tool_preview_length"`
+	// ToolProgressGrouping is accumulate (the default: one message, edited
+	// as tools run) or separate (a message for each line).
+	ToolProgressGrouping string `yaml:"tool_progress_grouping"`
+}
+
+// The values of display.tool_progress.
+const (
+	ProgressAll     = "all"
+	ProgressNew     = "new"
+	ProgressVerbose = "verbose"
+	ProgressLog     = "log"
+	ProgressOff     = "off"
+)
+
+// ToolProgressMode is display.tool_progress as the familiar agent reads it
+// ("" when it is no value of it).
+func (c Config) ToolProgressMode() string {
+	return displayMode(c.Display.ToolProgress, ProgressAll, ProgressNew, ProgressVerbose, ProgressLog, ProgressOff)
+}
+
+// ToolProgressSeparate reports display.tool_progress_grouping: separate.
+func (c Config) ToolProgressSeparate() bool {
+	return strings.EqualFold(strings.TrimSpace(c.Display.ToolProgressGrouping), "separate")
 }
 
 // The values of display.background_process_notifications.
@@ -322,24 +354,31 @@ const (
 // ProcessNotifications is display.background_process_notifications, read
 // as the familiar agent reads it ("" when it is no value of it).
 func (c Config) ProcessNotifications() string {
-	switch v := c.Display.BackgroundProcessNotifications.(type) {
+	return displayMode(c.Display.BackgroundProcessNotifications, NotifyAll, NotifyResult, NotifyError, NotifyOff)
+}
+
+// displayMode reads a display switch as the familiar agent does: unset,
+// empty, true (on, yes, 1) is known[0]; false (no, 0) is off; else one of
+// known, in any case; "" when it is none of them.
+func displayMode(v any, known ...string) string {
+	switch v := v.(type) {
 	case nil:
-		return NotifyAll
+		return known[0]
 	case bool:
 		if v {
-			return NotifyAll
+			return known[0]
 		}
-		return NotifyOff
+		return "off"
 	case string:
 		switch m := strings.ToLower(strings.TrimSpace(v)); m {
-		case "", NotifyAll:
-			return NotifyAll
-		case NotifyResult, NotifyError, NotifyOff:
-			return m
+		case "", "true", "yes", "on", "1":
+			return known[0]
 		case "false", "no", "0":
-			return NotifyOff
-		case "true", "yes", "on", "1":
-			return NotifyAll
+			return "off"
+		default:
+			if slices.Contains(known, m) {
+				return m
+			}
 		}
 	}
 	return ""
@@ -751,6 +790,17 @@ func (c Config) Validate() error {
 	}
 	if t := c.Auxiliary.Approval.Timeout; t < 0 || t > 600 || math.IsNaN(t) {
 		return fmt.Errorf("auxiliary.approval.timeout must be 0 (30 seconds) to 600 seconds, not %v", t)
+	}
+	if c.ToolProgressMode() == "" {
+		return fmt.Errorf("display.tool_progress must be all, new, verbose, log or off, not %v", c.Display.ToolProgress)
+	}
+	switch strings.ToLower(strings.TrimSpace(c.Display.ToolProgressGrouping)) {
+	case "", "accumulate", "separate":
+	default:
+		return fmt.Errorf("display.tool_progress_grouping must be accumulate or separate, not %q", c.Display.ToolProgressGrouping)
+	}
+	if n := c.Display.ToolPreviewLength; n < 0 || n > 100000 {
+		return fmt.Errorf("display.tool_preview_length must be 0 (the default) to 100000, not %d", n)
 	}
 	if c.ProcessNotifications() == "" {
 		return fmt.Errorf("display.background_process_notifications must be all, result, error or off, not %v", c.Display.BackgroundProcessNotifications)

@@ -274,6 +274,37 @@ func TestAuxiliaryApproval(t *testing.T) {
 	}
 }
 
+// display.tool_progress is read as the familiar agent reads it, YAML's off
+// included; a value it does not know is refused with the ones it knows.
+func TestToolProgress(t *testing.T) {
+	for text, want := range map[string]string{
+		"":                                     ProgressAll,
+		"display:\n  tool_progress: off\n":     ProgressOff,
+		"display:\n  tool_progress: false\n":   ProgressOff,
+		"display:\n  tool_progress: New\n":     ProgressNew,
+		"display:\n  tool_progress: verbose\n": ProgressVerbose,
+		"display:\n  tool_progress: log\n":     ProgressLog,
+	} {
+		cfg, err := loadYAML(t, text)
+		if err != nil || cfg.ToolProgressMode() != want {
+			t.Errorf("%q: %q %v, want %q", text, cfg.ToolProgressMode(), err, want)
+		}
+	}
+	cfg, err := loadYAML(t, "display:\n  tool_progress_grouping: separate\n  tool_preview_length: 80\n")
+	if err != nil || !cfg.ToolProgressSeparate() || cfg.Display.ToolPreviewLength != 80 {
+		t.Fatalf("%+v %v", cfg.Display, err)
+	}
+	for text, want := range map[string]string{
+		"display:\n  tool_progress: loud\n":           "display.tool_progress must be all, new, verbose, log or off, not loud",
+		"display:\n  tool_progress_grouping: piles\n": `display.tool_progress_grouping must be accumulate or separate, not "piles"`,
+		"display:\n  tool_preview_length: -1\n":       "display.tool_preview_length must be 0 (the default) to 100000, not -1",
+	} {
+		if _, err := loadYAML(t, text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
+
 // loadYAML loads text as a config.yaml.
 func loadYAML(t *testing.T, text string) (Config, error) {
 	t.Helper()

@@ -69,6 +69,8 @@ type env struct {
 	parallel int
 	// events records what the gateway tells its event hooks.
 	events *eventRecorder
+	// progress is the gateway's Progress (nil: none shown).
+	progress func() gateway.Progress
 }
 
 // eventRecorder is gateway.EventHooks that keeps what it is told.
@@ -171,7 +173,7 @@ func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Servi
 	t.Helper()
 	g := gateway.New(gateway.Options{DB: e.db, Sessions: e.sess, Bus: e.bus, Loop: e.loop, Adapters: adapters,
 		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
-		ApprovalTimeout: e.approvalTimeout, TurnTimeout: e.turnTimeout, Parallel: e.parallel, Hooks: e.events})
+		ApprovalTimeout: e.approvalTimeout, TurnTimeout: e.turnTimeout, Parallel: e.parallel, Hooks: e.events, Progress: e.progress})
 	e.gw = g
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)

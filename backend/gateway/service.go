@@ -56,6 +56,10 @@ type Options struct {
 	// waits for the sender's /approve or /deny (default
 	// turns.DefaultApprovalTimeout); see Approve.
 	ApprovalTimeout time.Duration
+	// Progress is config.yaml's display.tool_progress keys as they are at
+	// each turn's start: how the chat is shown the turn's tool calls. nil:
+	// it is shown none.
+	Progress func() Progress
 	// Hooks are the familiar agent's gateway event hooks
 	// (gatewayhooks.Hooks): started and stopped with the gateway, told of
 	// its lifecycle points off the conversation's path. nil: none.
@@ -457,7 +461,12 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		return err
 	}
 	stopTyping := s.typing(ctx, w)
+	finishProgress := func() {}
+	if !isCmd {
+		ctx, finishProgress = s.progressContext(ctx, c, m, sid)
+	}
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
+	finishProgress() // its last lines before the reply
 	stopTyping()
 	s.compactedIn(platform, t)
 	// The answer is written though the turn's context ended (/stop, the

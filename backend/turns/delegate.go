@@ -236,6 +236,7 @@ func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Ses
 		step = StepFunc(func(_ int, names []string) { progress(SubagentEvent{Index: i, Of: of, Goal: task.Goal, Tools: names}) })
 	}
 	cctx = context.WithValue(cctx, stepKey{}, step)
+	cctx = context.WithValue(cctx, toolProgressKey{}, nil) // told as the subagent's steps
 	cc := hooks.CommandContext{Platform: tc.platform, Source: tc.source}
 	turn, err := l.sendSafely(cctx, child.ID, task.Goal, cc, sub)
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil

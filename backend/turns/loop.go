@@ -690,6 +690,30 @@ func WithSteps(ctx context.Context, step StepFunc) context.Context {
 	return context.WithValue(ctx, stepKey{}, step)
 }
 
+// ToolStart is a tool call of a turn as it starts: what a surface that
+// shows a turn's progress (a chat platform's progress message) is told.
+type ToolStart struct {
+	Name string
+	Args map[string]any
+}
+
+type toolProgressKey struct{}
+
+// WithToolProgress is ctx for a Send whose tool calls progress is told of
+// as each starts, before any hook decides on it (the calls of its
+// subagents are told through WithSubagentProgress). progress is called
+// on the turn's goroutine; it must not block.
+func WithToolProgress(ctx context.Context, progress func(ToolStart)) context.Context {
+	return context.WithValue(ctx, toolProgressKey{}, progress)
+}
+
+// toldStart tells the progress of ctx that call starts (args as parsed).
+func toldStart(ctx context.Context, call llm.ToolCall, args map[string]any) {
+	if progress, ok := ctx.Value(toolProgressKey{}).(func(ToolStart)); ok && progress != nil {
+		progress(ToolStart{Name: call.Name, Args: args})
+	}
+}
+
 // modelRounds calls the model, running requested tools, until it answers
 // with text. A context-length error compacts (overflow) and retries once.
 // It returns the reply and why the turn ended.

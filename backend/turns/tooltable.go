@@ -283,6 +283,7 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		return err
 	}
 	args := parseArgs(call.Arguments)
+	toldStart(ctx, call, args)
 	result, status, errType, errMsg, dur := "", "ok", "", "", time.Duration(0)
 	var decision hooks.ToolDecision
 	if tc.interrupt != "" {

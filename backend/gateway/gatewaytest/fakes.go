@@ -44,6 +44,9 @@ type Telegram struct {
 	FailSend  int
 	Down      bool
 	RateLimit int
+	// FloodEdits answers the next FloodEdits editMessageText calls with
+	// 429 (flood control), as the real API answers edits that come fast.
+	FloodEdits int
 }
 
 func NewTelegram(t testing.TB, token string) *Telegram {
@@ -130,6 +133,12 @@ func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
 		tgOK(w, map[string]any{"message_id": id, "chat": map[string]any{"id": chat}, "date": time.Now().Unix(), "text": body["text"]})
 	case "editMessageText":
 		f.mu.Lock()
+		if f.FloodEdits > 0 {
+			f.FloodEdits--
+			f.mu.Unlock()
+			tgErr(w, http.StatusTooManyRequests, "Too Many Requests: retry after 5", 5)
+			return
+		}
 		f.edits = append(f.edits, body)
 		f.cond.Broadcast()
 		f.mu.Unlock()
