@@ -148,10 +148,31 @@ func TestTelegramClarifyButtons(t *testing.T) {
 	if len(edits) != 1 || edits[0]["text"] != card+"\n\n✅ prod" {
 		t.Fatalf("the question after the tap: %v", edits)
 	}
+	// The recommended choice, tapped, is said without its mark.
+	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Which region?", "choices": ["eu", "us"]}`)
+	second := sent(3, "the second question")
+	secondID := f.Sent()[2]["message_id"].(int64)
+	kb2, _ := f.Sent()[2]["reply_markup"].(map[string]any)
+	first := kb2["inline_keyboard"].([]any)[0].([]any)[0].(map[string]any)
+	if first["text"] != "eu (Recommended)" {
+		t.Fatalf("the second question's buttons: %v", kb2)
+	}
+	f.Tap(5, "Cy", 5, "private", secondID, second, first["callback_data"].(string))
+	sent(4, "the second question's turn's reply")
+	waitFor(t, "the second question edited", func() bool { return len(f.Edits()) == 2 })
+	if got := f.Edits()[1]["text"]; got != second+"\n\n✅ eu" {
+		t.Fatalf("the second question after the tap: %v", got)
+	}
+	if a := f.Answers()[len(f.Answers())-1]; a["text"] != "✅ eu" {
+		t.Fatalf("the tap's acknowledgement: %v", a)
+	}
+	if got := e.toolResult(t); !strings.Contains(got, `"user_response":"eu"`) {
+		t.Fatalf("the model read %s", got)
+	}
 	// Several picks: words only.
 	f.Push(5, "Cy", 5, "private", `use tool clarify: {"question": "Which ones?", "choices": ["a", "b"], "multi_select": true}`)
-	sent(3, "the multi-select question")
-	if _, ok := f.Sent()[2]["reply_markup"]; ok {
-		t.Fatalf("a multi-select question has buttons: %v", f.Sent()[2])
+	sent(5, "the multi-select question")
+	if _, ok := f.Sent()[4]["reply_markup"]; ok {
+		t.Fatalf("a multi-select question has buttons: %v", f.Sent()[4])
 	}
 }

@@ -123,7 +123,7 @@ func (s *Service) tappedQuestion(t tap) {
 	case pq.answer <- pq.q.Read(t.choice):
 	default: // answered already: a second answer changes nothing
 	}
-	picked := "✅ " + clipRunes(pq.q.Choices[n-1], 200)
+	picked := "✅ " + clipRunes(pq.q.Choice(n), 200)
 	t.notice(picked, false)
 	t.settle(picked)
 }

@@ -72,14 +72,14 @@ func (q ClarifyQuestion) Shown() []string {
 		return q.Offered
 	}
 	out := append([]string(nil), q.Offered...)
-	if first := strings.TrimSpace(out[0]); first == unrecommended(first) {
+	if first := strings.TrimSpace(out[0]); first == Unrecommended(first) {
 		out[0] = first + " " + Recommended
 	}
 	return out
 }
 
-// unrecommended is a choice without the Recommended mark.
-func unrecommended(s string) string {
+// Unrecommended is a choice without the Recommended mark.
+func Unrecommended(s string) string {
 	s = strings.TrimSpace(s)
 	if len(s) >= len(Recommended) && strings.EqualFold(s[len(s)-len(Recommended):], Recommended) {
 		return strings.TrimSpace(s[:len(s)-len(Recommended)])
@@ -250,7 +250,7 @@ func truthy(v any) bool {
 // Recommended mark taken off.
 func (q ClarifyQuestion) response(a ClarifyAnswer) any {
 	if !q.MultiSelect {
-		return unrecommended(a.Text)
+		return Unrecommended(a.Text)
 	}
 	picked := a.Picked
 	if picked == nil {
@@ -258,7 +258,7 @@ func (q ClarifyQuestion) response(a ClarifyAnswer) any {
 	}
 	out := make([]string, 0, len(picked))
 	for _, p := range picked {
-		if p = unrecommended(p); p != "" {
+		if p = Unrecommended(p); p != "" {
 			out = append(out, p)
 		}
 	}

@@ -78,6 +78,10 @@ func (q Question) Read(text string) Reply {
 	return Reply{Text: text} // several numbers for one choice: as written
 }
 
+// Choice is choice n (from 1) as the person picked it: without the
+// Recommended mark it was shown with.
+func (q Question) Choice(n int) string { return tools.Unrecommended(q.Choices[n-1]) }
+
 // withinTurn is how long a question may wait: timeout (0: no limit). In a
 // turn whose limit stands still while a person is waited for (WithBudget:
 // the window's, the dashboard's, a chat platform's) that is all. In one
