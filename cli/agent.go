@@ -18,6 +18,7 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/compaction"
+	"atrium/backend/gateway"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
@@ -309,6 +310,7 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 			turnCtx, release := stopOnInterrupt(ctx)
 			if interactive {
 				turnCtx = turns.WithSubagentProgress(turnCtx, subagentProgress(r.env.Stdout))
+				turnCtx = turns.WithToolProgress(turnCtx, toolProgress(r.env.Stdout, st.ToolProgress(), id))
 			}
 			t, err = loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
 			release()
@@ -336,6 +338,27 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		current.Store(id)
 		if t.Command == "exit" {
 			return nil
+		}
+	}
+}
+
+// toolProgress shows a terminal chat each tool call of a turn as it
+// starts, as the familiar agent's chat does ("  ┊ 💻 terminal: \"make\""),
+// by display.tool_progress: all, new (when the tool changes), verbose (its
+// arguments); log writes logs/tool_calls.log instead, off nothing. A
+// clarify question is shown as the question.
+func toolProgress(w io.Writer, p gateway.Progress, sessionID string) func(turns.ToolStart) {
+	last := ""
+	return func(ev turns.ToolStart) {
+		same := ev.Name == last
+		last = ev.Name
+		switch {
+		case p.Mode == gateway.ProgressLog && p.Log != nil:
+			p.Log("cli", sessionID, ev)
+		case ev.Name == "clarify", p.Mode == gateway.ProgressOff, p.Mode == gateway.ProgressLog, p.Mode == gateway.ProgressNew && same:
+		default:
+			line := gateway.ToolLine(ev, p.Mode, p.PreviewLength)
+			fmt.Fprintf(w, "  ┊ %s\n", strings.ReplaceAll(line, "\n", "\n  ┊   "))
 		}
 	}
 }

@@ -405,20 +405,23 @@ func touch(t *testing.T, path string) {
 	}
 }
 
-// At a terminal, a delegation shows its subagents at work as the familiar
-// agent's chat does: each one's tool calls, numbered when there are
-// several, then a line as each one ends; then the reply.
+// At a terminal, a turn's tool calls show as they start, and a delegation
+// its subagents at work, as the familiar agent's chat does: each one's
+// tool calls, numbered when there are several, then a line as each one
+// ends; then the reply.
 func TestAChatAtATerminalShowsItsSubagentsAtWork(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	say, waitSay, end := terminalChat(t, home)
 	waitSay("(new session", 1)
 	say(`use tool delegate_task: {"tasks": [{"goal": "use tool terminal: {\"command\": \"echo one\"}"}, {"goal": "count to two"}]}`)
+	waitSay("  ┊ 🔀 delegate_task...", 1)
 	waitSay("[1] ├─ terminal", 1)
 	waitSay(`✓ [1/2] use tool terminal: {"command": "echo on…  (`, 1) // a task is shown in 40 characters
 	waitSay("✓ [2/2] count to two", 1)
 	waitSay("The tool delegate_task returned:", 1)
 	say(`use tool delegate_task: {"goal": "use tool terminal: {\"command\": \"echo alone\"}"}`)
+	waitSay(`  ┊ 🔀 delegate_task: "use tool terminal: {"command": "echo ..."`, 1)
 	waitSay("  ├─ terminal", 1)
 	waitSay("✓ [1/1] use tool terminal:", 1)
 	end()

@@ -113,7 +113,7 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	eh := gatewayhooks.New(gatewayhooks.Options{Home: s.Home, Bus: s.Bus, Logger: lg, Timeout: s.Config.HookTimeout()})
 	gw = gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
 		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval, Hooks: eh,
-		Progress: s.progress(lg)})
+		Progress: s.ToolProgress})
 	s.TellEnds(FollowEnds(gw, lg))
 	return gw, nil
 }

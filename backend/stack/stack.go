@@ -57,6 +57,7 @@ type Stack struct {
 	Processes *tools.Processes
 	log       *slog.Logger
 	watch     *configWatch // config.yaml as it is now
+	calls     *toolCallLog // logs/tool_calls.log (display.tool_progress: log)
 	closers   []func(ctx context.Context) error
 	opts      Options
 }
@@ -95,7 +96,8 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	maint := maintenance.NewService(d, sess, rec, mcfg, lg)
 	st := &Stack{Home: home, Config: cfg, Warnings: warnings, DB: d, Bus: bus, Sessions: sess, Receipts: rec,
 		Maintenance: maint, Runs: turns.NewRuns(filepath.Join(home.Dir, "run", "turns")),
-		Standing: approvals.New(home), Processes: tools.NewProcesses(), log: lg, watch: watch, opts: opts}
+		Standing: approvals.New(home), Processes: tools.NewProcesses(), log: lg, watch: watch, opts: opts,
+		calls: newToolCallLog(home, lg)}
 	fail := func(err error) (*Stack, error) {
 		_ = d.Close()
 		return nil, err

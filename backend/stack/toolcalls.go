@@ -75,13 +75,11 @@ func (l *toolCallLog) append(line string) error {
 	return f.Close()
 }
 
-// progress is the gateway's display.tool_progress keys as config.yaml has
-// them now.
-func (s *Stack) progress(lg *slog.Logger) func() gateway.Progress {
-	calls := newToolCallLog(s.Home, lg)
-	return func() gateway.Progress {
-		cfg, _ := s.watch.current()
-		return gateway.Progress{Mode: cfg.ToolProgressMode(), PreviewLength: cfg.Display.ToolPreviewLength,
-			Separate: cfg.ToolProgressSeparate(), Log: calls.write}
-	}
+// ToolProgress is display.tool_progress and its keys as config.yaml has
+// them now: how a chat platform and a terminal chat show a turn's tool
+// calls (log mode writes logs/tool_calls.log).
+func (s *Stack) ToolProgress() gateway.Progress {
+	cfg := s.watch.settled()
+	return gateway.Progress{Mode: cfg.ToolProgressMode(), PreviewLength: cfg.Display.ToolPreviewLength,
+		Separate: cfg.ToolProgressSeparate(), Log: s.calls.write}
 }
