@@ -256,9 +256,10 @@ func TestSettingsRoundTripAndRefuseInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := e.app.Settings.Set(app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work"})
-	thirty, yes, no, manual, zero := 30, true, false, "manual", 0.0
+	thirty, yes, no, manual, zero, none := 30, true, false, "manual", 0.0, ""
 	want := app.SettingsDTO{HookTimeoutSeconds: 12, RetentionDays: 7, ArchiveIdleDays: 3, Profile: "work", Profiles: []string{"default"},
 		TrashDays: &thirty, TrashAutomatic: &yes, AutoPrune: &no, ApprovalsMode: &manual, ApprovalTimeoutSeconds: &zero,
+		ApprovalsReviewerModel: &none, ApprovalsSmartPolicy: &none,
 		Model: &app.ModelSettingsDTO{Provider: "offline", Key: app.KeyStatusDTO{EnvPath: e.st.Home.EnvPath()}},
 		Tools: &app.ToolsSettingsDTO{Terminal: true, Files: true, Memory: true, OwnLists: []string{}, Web: true, WebProvider: "firecrawl",
 			WebKey:      app.KeyStatusDTO{Name: "FIRECRAWL_API_KEY", EnvPath: e.st.Home.EnvPath()},

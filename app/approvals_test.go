@@ -471,3 +471,48 @@ func TestSettingsApprovalsApplyAtTheNextAsk(t *testing.T) {
 		t.Fatalf("a 0 timeout is written rather than left out:\n%s", before)
 	}
 }
+
+// Settings sets smart mode's reviewer: auxiliary.approval.model and
+// approvals.smart_policy, read back as written, both taken out when empty;
+// a name that is no model's, or rules too long, change nothing.
+func TestSettingsSetTheSmartReviewer(t *testing.T) {
+	t.Parallel()
+	e, _, c := approvalEnv(t, 0)
+	put := func(body map[string]any) (int, app.SettingsDTO) {
+		t.Helper()
+		var got app.SettingsDTO
+		if code := c.do("GET", "/api/settings", token, nil, &got); code != 200 {
+			t.Fatalf("GET /api/settings: %d", code)
+		}
+		raw, _ := json.Marshal(got)
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		maps.Copy(m, body)
+		return c.do("PUT", "/api/settings", token, m, &got), got
+	}
+	policy := "Approve removing build/ and dist/.\nEscalate anything under /srv."
+	code, got := put(map[string]any{"approvals_mode": "smart", "approvals_reviewer_model": " guard-mini ", "approvals_smart_policy": policy + "\r\n"})
+	if code != 200 || *got.ApprovalsMode != "smart" || *got.ApprovalsReviewerModel != "guard-mini" || *got.ApprovalsSmartPolicy != policy {
+		t.Fatalf("smart: %d %+v", code, got)
+	}
+	cfg, _, err := config.Load(e.st.Home.ConfigPath())
+	if m, _ := cfg.ApprovalGuard(); err != nil || m != "guard-mini" || cfg.Approvals.SmartPolicy != policy || !cfg.ApprovalsSmart() {
+		t.Fatalf("config.yaml: %+v %v", cfg.Approvals, err)
+	}
+	before, _ := os.ReadFile(e.st.Home.ConfigPath())
+	for _, bad := range []map[string]any{{"approvals_reviewer_model": "two\nlines"}, {"approvals_smart_policy": strings.Repeat("x", 4001)}} {
+		if code, _ := put(bad); code != 400 {
+			t.Fatalf("%v: %d", bad, code)
+		}
+	}
+	if after, _ := os.ReadFile(e.st.Home.ConfigPath()); string(after) != string(before) {
+		t.Fatalf("a refused setting changed config.yaml:\n%s\n->\n%s", before, after)
+	}
+	if code, got := put(map[string]any{"approvals_reviewer_model": "", "approvals_smart_policy": ""}); code != 200 || *got.ApprovalsReviewerModel != "" ||
+		*got.ApprovalsSmartPolicy != "" {
+		t.Fatalf("emptied: %d %+v", code, got)
+	}
+	if after, _ := os.ReadFile(e.st.Home.ConfigPath()); strings.Contains(string(after), "smart_policy") || strings.Contains(string(after), "guard-mini") {
+		t.Fatalf("emptied keys are still written:\n%s", after)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/samber/lo"
 
@@ -59,6 +60,7 @@ func (s *Settings) Get() (SettingsDTO, error) {
 	}
 	return SettingsDTO{HookTimeoutSeconds: cfg.HookTimeout().Seconds(), RetentionDays: cfg.RetentionDays(),
 		ApprovalsMode: lo.ToPtr(cfg.ApprovalsMode()), ApprovalTimeoutSeconds: lo.ToPtr(cfg.Approvals.Timeout),
+		ApprovalsReviewerModel: lo.ToPtr(strings.TrimSpace(cfg.Auxiliary.Approval.Model)), ApprovalsSmartPolicy: lo.ToPtr(cfg.Approvals.SmartPolicy),
 		ArchiveIdleDays: cfg.Sessions.ArchiveIdleDays, TrashDays: lo.ToPtr(cfg.TrashDays()), TrashAutomatic: lo.ToPtr(cfg.TrashAutomatic()),
 		AutoPrune: lo.ToPtr(cfg.Sessions.AutoPrune), Profile: config.StartupProfile(s.home.Root),
 		Profiles: config.Profiles(s.home.Root), Model: lo.ToPtr(s.modelSettings(cfg)), Tools: lo.ToPtr(s.toolsSettings(cfg))}, nil
@@ -142,6 +144,27 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	return edits
 }
 
+// reviewerEdits are smart mode's reviewer keys of in: its model and the
+// operator's rules ("" removes the key).
+func reviewerEdits(in SettingsDTO) ([]plugins.ConfigEdit, error) {
+	var edits []plugins.ConfigEdit
+	if m := in.ApprovalsReviewerModel; m != nil {
+		model := strings.TrimSpace(*m)
+		if len(model) > 200 || strings.ContainsAny(model, "\n\r") {
+			return nil, apperr.New(apperr.Invalid, "auxiliary.approval.model is one model's name (at most 200 characters), not %s", limits.Echo(model))
+		}
+		edits = append(edits, plugins.ConfigEdit{Path: []string{"auxiliary", "approval", "model"}, Value: lo.Ternary[any](model == "", nil, model)})
+	}
+	if p := in.ApprovalsSmartPolicy; p != nil {
+		policy := strings.TrimSpace(strings.ReplaceAll(*p, "\r\n", "\n"))
+		if n := utf8.RuneCountInString(policy); n > 4000 {
+			return nil, apperr.New(apperr.Invalid, "approvals.smart_policy is at most 4000 characters, not %d", n)
+		}
+		edits = append(edits, plugins.ConfigEdit{Section: "approvals", Key: "smart_policy", Value: lo.Ternary[any](policy == "", nil, policy)})
+	}
+	return edits, nil
+}
+
 // Set writes the settings; an invalid value changes nothing. The config
 // keys apply at once in every running process of the profile (the model at
 // the next turn, approvals at the next ask), the startup profile at the next
@@ -180,6 +203,11 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 		}
 		edits = append(edits, plugins.ConfigEdit{Section: "approvals", Key: "timeout", Value: v})
 	}
+	more, err := reviewerEdits(in)
+	if err != nil {
+		return SettingsDTO{}, err
+	}
+	edits = append(edits, more...)
 	if in.Tools != nil {
 		cfg, _, err := config.Load(s.home.ConfigPath())
 		if err != nil {
@@ -216,8 +244,7 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 		}
 		edits = append(edits, more...)
 	}
-	err := plugins.EditConfig(s.home.ConfigPath(), edits...)
-	if err != nil {
+	if err := plugins.EditConfig(s.home.ConfigPath(), edits...); err != nil {
 		return SettingsDTO{}, err
 	}
 	if in.Profile != "" && in.Profile != config.StartupProfile(s.home.Root) {

@@ -864,6 +864,30 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
+  await check('Settings, Approvals: Smart shows its reviewing model and the rules for it; Save writes them to config.yaml; another mode hides them', async () => {
+    await page.click('[data-testid=nav-settings]');
+    const select = page.locator('[data-testid=set-approvals-mode]');
+    await select.waitFor({ timeout: 10_000 });
+    const smart = page.locator('[data-testid=settings-smart]');
+    assert(!(await smart.isVisible()), 'the reviewer fields shown in manual mode');
+    await select.selectOption('smart');
+    await smart.waitFor({ timeout: 5_000 });
+    await page.fill('[data-testid=set-reviewer]', 'guard-mini');
+    await page.fill('[data-testid=set-smart-policy]', 'Approve removing build/ and dist/.\nEscalate anything under /srv.');
+    await page.click('[data-testid=settings-save]');
+    await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
+    const m = await atrium('approvals', 'mode');
+    eq([m.mode, m.reviewer_model, m.smart_policy], ['smart', 'guard-mini', 'Approve removing build/ and dist/.\nEscalate anything under /srv.'], 'approvals after Save');
+    await page.locator('[data-testid=settings-approvals]').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'dashboard-settings-smart.png') });
+    await select.selectOption('manual');
+    assert(!(await smart.isVisible()), 'the reviewer fields shown after choosing Ask me');
+    await page.click('[data-testid=settings-save]');
+    await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
+    eq((await atrium('approvals', 'mode')).mode, 'manual', 'approvals mode after Save');
+    await page.click('[data-testid=nav-sessions]');
+  });
+
   await check('a question the agent asks (the clarify tool) waits in a dialog, its recommended choice first; the choice picked is the answer the model reads', async () => {
     // The turn waits for the answer: the dialog comes while it runs.
     await sendIn('Search tuning', 'use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}');

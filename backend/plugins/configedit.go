@@ -19,6 +19,9 @@ type ConfigEdit struct {
 	Section string
 	Key     string // "": the section itself is set to Value
 	Value   any
+	// Path, when set, is the whole key path instead (a key deeper than a
+	// section's: auxiliary.approval.model).
+	Path []string
 }
 
 // EditConfig applies edits to the config file at path in one rewrite that
@@ -31,7 +34,10 @@ func EditConfig(path string, edits ...ConfigEdit) error {
 		out := make([]pathEdit, len(edits))
 		for i, e := range edits {
 			out[i] = pathEdit{keys: []string{e.Section, e.Key}, value: e.Value}
-			if e.Key == "" {
+			switch {
+			case len(e.Path) > 0:
+				out[i].keys = e.Path
+			case e.Key == "":
 				out[i].keys = []string{e.Section} // the section whole
 			}
 		}

@@ -41,6 +41,8 @@ const current = (over: Partial<SettingsDTO> = {}): SettingsDTO => ({
   auto_prune: false,
   approvals_mode: 'manual',
   approval_timeout_seconds: 0,
+  approvals_reviewer_model: '',
+  approvals_smart_policy: '',
   profile: 'default',
   profiles: ['default'],
   model: model(),
@@ -115,15 +117,41 @@ describe('settings: approvals', () => {
     expect(set.mock.lastCall?.[0]).toMatchObject({ approvals_mode: 'manual', approval_timeout_seconds: 60, trash_automatic: null });
   });
 
-  it('shows smart when config.yaml has it, says what it does, and saves it', async () => {
-    get.mockResolvedValueOnce(current({ approvals_mode: 'smart' }));
+  it('shows smart when config.yaml has it, with its reviewer, and saves them', async () => {
+    get.mockResolvedValueOnce(current({ approvals_mode: 'smart', approvals_reviewer_model: 'guard-mini', approvals_smart_policy: 'Escalate /srv.' }));
     const v = await shown();
     const mode = q<HTMLSelectElement>(v, 'set-approvals-mode');
     expect(mode.value).toBe('smart');
     expect(mode.selectedOptions[0]?.textContent).toContain('reviewing model');
+    expect(v.el.querySelector<HTMLElement>('[data-testid="settings-smart"]')!.hidden).toBe(false);
+    expect(q<HTMLInputElement>(v, 'set-reviewer').value).toBe('guard-mini');
+    const policy = q<HTMLTextAreaElement>(v, 'set-smart-policy');
+    expect(policy.value).toBe('Escalate /srv.');
+    policy.value = 'Approve build/.\nEscalate /srv.  ';
     q<HTMLButtonElement>(v, 'settings-save').click();
     await flush();
-    expect(set.mock.lastCall?.[0]).toMatchObject({ approvals_mode: 'smart' });
+    expect(set.mock.lastCall?.[0]).toMatchObject({ approvals_mode: 'smart', approvals_reviewer_model: 'guard-mini', approvals_smart_policy: 'Approve build/.\nEscalate /srv.' });
+  });
+
+  it('shows the reviewer only while Smart is chosen, and leaves its keys alone otherwise', async () => {
+    const v = await shown();
+    const smart = v.el.querySelector<HTMLElement>('[data-testid="settings-smart"]')!;
+    const mode = q<HTMLSelectElement>(v, 'set-approvals-mode');
+    expect(smart.hidden).toBe(true);
+    mode.value = 'smart';
+    mode.dispatchEvent(new Event('change'));
+    expect(smart.hidden).toBe(false);
+    q<HTMLInputElement>(v, 'set-reviewer').value = 'two words';
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(set).not.toHaveBeenCalled();
+    expect(v.el.querySelector('#set-reviewer-err')!.textContent).toBe('One model’s name, at most 200 characters.');
+    mode.value = 'manual';
+    mode.dispatchEvent(new Event('change'));
+    expect(smart.hidden).toBe(true);
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect(set.mock.lastCall?.[0]).toMatchObject({ approvals_mode: 'manual', approvals_reviewer_model: null, approvals_smart_policy: null });
   });
 
   it('refuses a time to answer out of range before asking the server', async () => {

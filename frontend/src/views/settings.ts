@@ -86,6 +86,9 @@ export class SettingsView implements View {
   private current: SettingsDTO | null = null;
   private readonly standing: HTMLElement;
   private readonly mode: HTMLSelectElement;
+  private readonly reviewer: HTMLInputElement;
+  private readonly policy: HTMLTextAreaElement;
+  private readonly smart: HTMLElement;
   private readonly model: ModelSection;
   private readonly tools: ToolsSection;
   private readonly memory: MemorySection;
@@ -93,12 +96,22 @@ export class SettingsView implements View {
   constructor() {
     const form = h('form', { class: 'settings', novalidate: true, 'aria-label': 'Settings' });
     this.mode = h('select', described('set-approvals-mode'));
+    this.reviewer = h('input', { ...described('set-reviewer'), type: 'text', placeholder: 'the main model', autocomplete: 'off', spellcheck: 'false' });
+    this.policy = h('textarea', { ...described('set-smart-policy'), rows: '3', placeholder: 'Approve removing build/ and dist/. Escalate anything under /srv.' });
+    this.smart = h(
+      'div',
+      { class: 'smart-reviewer', 'data-testid': 'settings-smart' },
+      this.field('set-reviewer', 'Reviewing model', this.reviewer, 'auxiliary.approval.model, asked of the main provider; empty: the main model.', 'approvals_reviewer_model'),
+      this.field('set-smart-policy', 'Your rules for it', this.policy, 'approvals.smart_policy, added to its instructions. Whatever it is unsure of is asked of you.', 'approvals_smart_policy'),
+    );
+    this.mode.addEventListener('change', () => this.showSmart());
     const approvals = h(
       'fieldset',
       { class: 'field-group', 'data-testid': 'settings-approvals' },
       h('legend', {}, 'Approvals'),
       h('p', { class: 'help muted small' }, 'When a plugin asks before a tool call runs, or a terminal command could destroy data. Applies at the next ask, in every window, terminal chat, chat platform and scheduled run of this profile.'),
-      this.field('set-approvals-mode', 'Asking', this.mode, 'Smart puts a risky terminal command to the model in auxiliary.approval.model (the main one when unset) before you; a plugin\'s ask is always yours. Off runs those calls without asking anyone (each one is logged); a plugin that blocks still blocks.', 'approvals_mode'),
+      this.field('set-approvals-mode', 'Asking', this.mode, 'Smart puts a terminal command that could destroy data to a reviewing model before you; a plugin\'s ask is always yours. Off runs those calls without asking anyone (each one is logged); a plugin that blocks still blocks.', 'approvals_mode'),
+      this.smart,
     );
     for (const f of fields) {
       const id = `set-${f.key}`;
@@ -223,9 +236,17 @@ export class SettingsView implements View {
     const mode = s.approvals_mode ?? 'manual';
     for (const [v, label] of modes) this.mode.append(h('option', { value: v }, label));
     this.mode.value = mode;
+    this.reviewer.value = s.approvals_reviewer_model ?? '';
+    this.policy.value = s.approvals_smart_policy ?? '';
+    this.showSmart();
     this.model.fill(s.model);
     this.tools.fill(s.tools);
     this.clearErrors();
+  }
+
+  /** showSmart shows the reviewer's fields while Smart is chosen. */
+  private showSmart(): void {
+    this.smart.hidden = this.mode.value !== 'smart';
   }
 
   private clearErrors(): void {
@@ -233,6 +254,8 @@ export class SettingsView implements View {
     for (const i of this.inputs.values()) i.removeAttribute('aria-invalid');
     this.profile.removeAttribute('aria-invalid');
     this.mode.removeAttribute('aria-invalid');
+    this.reviewer.removeAttribute('aria-invalid');
+    this.policy.removeAttribute('aria-invalid');
     this.model.clearErrors();
     this.tools.clearErrors();
     this.formError.textContent = '';
@@ -240,7 +263,13 @@ export class SettingsView implements View {
 
   private fieldError(key: string, msg: string): void {
     this.errors.get(key)!.textContent = msg;
-    const input = key === 'profile' ? this.profile : key === 'approvals_mode' ? this.mode : this.inputs.get(key as Field['key']);
+    const named: Record<string, HTMLElement> = {
+      profile: this.profile,
+      approvals_mode: this.mode,
+      approvals_reviewer_model: this.reviewer,
+      approvals_smart_policy: this.policy,
+    };
+    const input = named[key] ?? this.inputs.get(key as Field['key']);
     input?.setAttribute('aria-invalid', 'true');
   }
 
@@ -257,6 +286,9 @@ export class SettingsView implements View {
       auto_prune: null,
       approvals_mode: this.mode.value || null,
       approval_timeout_seconds: null,
+      // the reviewer's keys are sent while Smart is chosen, else left as they are
+      approvals_reviewer_model: null,
+      approvals_smart_policy: null,
       profile: this.profile.value,
       model: null,
       tools: null,
@@ -276,6 +308,19 @@ export class SettingsView implements View {
         bad ??= input;
       }
       out[f.key] = n;
+    }
+    if (this.mode.value === 'smart') {
+      const reviewer = this.reviewer.value.trim();
+      if (reviewer.length > 200 || /\s/.test(reviewer)) {
+        this.fieldError('approvals_reviewer_model', 'One model’s name, at most 200 characters.');
+        bad ??= this.reviewer;
+      }
+      if ([...this.policy.value.trim()].length > 4000) {
+        this.fieldError('approvals_smart_policy', 'At most 4000 characters.');
+        bad ??= this.policy;
+      }
+      out.approvals_reviewer_model = reviewer;
+      out.approvals_smart_policy = this.policy.value.trim();
     }
     if (bad) {
       bad.focus();
@@ -297,8 +342,17 @@ export class SettingsView implements View {
       if (this.model.claim(e.message) || this.tools.claim(e.message)) return;
       // Put the server's message under the field it names, if it names one.
       const f =
-        fields.find((x) => x.words.test(e.message)) ?? (/approvals\.mode|the mode/i.test(e.message) ? ('approvals_mode' as const) : /profile/i.test(e.message) ? ('profile' as const) : undefined);
-      if (f === 'profile' || f === 'approvals_mode') this.fieldError(f, e.message);
+        fields.find((x) => x.words.test(e.message)) ??
+        (/approvals\.mode|the mode/i.test(e.message)
+          ? ('approvals_mode' as const)
+          : /auxiliary\.approval/i.test(e.message)
+            ? ('approvals_reviewer_model' as const)
+            : /smart_policy/i.test(e.message)
+              ? ('approvals_smart_policy' as const)
+              : /profile/i.test(e.message)
+                ? ('profile' as const)
+                : undefined);
+      if (typeof f === 'string') this.fieldError(f, e.message);
       else if (f) this.fieldError(f.key, e.message);
       else replace(this.formError, e.message);
     } finally {

@@ -965,6 +965,13 @@ export interface SettingsDTO {
    */
   approvals_mode: string | null;
   approval_timeout_seconds: number | null;
+  /**
+   * Smart mode's reviewer: auxiliary.approval.model ("" the main
+   * model) and approvals.smart_policy (the operator's rules for it; ""
+   * none). Null leaves them as they are.
+   */
+  approvals_reviewer_model: string | null;
+  approvals_smart_policy: string | null;
   /** opened next time no --profile is given */
   profile: string;
   /** read-only: the profiles of this home */
