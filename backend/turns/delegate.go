@@ -171,6 +171,20 @@ func (l *Loop) runDelegate(ctx context.Context, tc *turnCtx, sessionID string, a
 	asks := &sync.Mutex{}
 	results := make([]subagentResult, len(tasks))
 	var wg sync.WaitGroup
+	// The subagents' sessions are made in the tasks' order before any
+	// starts, so that lists by start (the page's subagents at work, the
+	// sessions tree) show them in that order.
+	children := make([]*sessions.Session, len(tasks))
+	childErrs := make([]error, len(tasks))
+	for i, task := range tasks {
+		if ctx.Err() != nil { // the parent was stopped: none of the rest starts
+			break
+		}
+		child, err := l.sessions.Create(ctx, sessions.CreateParams{Title: subagentTitle(task.Goal), Goal: task.Goal, Source: parent.Source,
+			ParentID: parent.ID, Relation: sessions.RelationDelegate, Platform: parent.Platform, SenderID: parent.SenderID,
+			SenderName: parent.SenderName, ParentTurnID: tc.turnID})
+		children[i], childErrs[i] = &child, err
+	}
 	for i, task := range tasks {
 		run := func() {
 			defer func() {
@@ -180,7 +194,7 @@ func (l *Loop) runDelegate(ctx context.Context, tc *turnCtx, sessionID string, a
 					results[i] = subagentResult{TaskIndex: i, Status: SubagentError, Error: fmt.Sprint("the subagent failed: ", p)}
 				}
 			}()
-			results[i] = l.runSubagent(ctx, tc, parent, i, len(tasks), task, rounds, d, asks)
+			results[i] = l.runSubagent(ctx, tc, children[i], childErrs[i], i, len(tasks), task, rounds, d, asks)
 		}
 		if len(tasks) == 1 {
 			run()
@@ -199,9 +213,10 @@ func (l *Loop) runDelegate(ctx context.Context, tc *turnCtx, sessionID string, a
 	}{results, seconds(time.Since(start))}))
 }
 
-// runSubagent runs one task in a new delegate child session of parent and
+// runSubagent runs one task in child, its delegate child session (nil:
+// the parent was stopped before it was made; cerr: it could not be), and
 // ends that session with how it went.
-func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Session, i, of int, task tools.DelegateTask, rounds int,
+func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, child *sessions.Session, cerr error, i, of int, task tools.DelegateTask, rounds int,
 	d Delegation, asks *sync.Mutex) (r subagentResult) {
 	start := time.Now()
 	progress, _ := ctx.Value(progressKey{}).(func(SubagentEvent))
@@ -213,15 +228,12 @@ func (l *Loop) runSubagent(ctx context.Context, tc *turnCtx, parent sessions.Ses
 	failed := func(err error) subagentResult {
 		return subagentResult{TaskIndex: i, Status: SubagentError, Error: err.Error(), Duration: seconds(time.Since(start))}
 	}
-	if ctx.Err() != nil { // the parent was stopped before this one started
+	if child == nil { // the parent was stopped before this one started
 		none := ""
 		return subagentResult{TaskIndex: i, Status: SubagentInterrupted, ExitReason: SubagentInterrupted, Summary: &none}
 	}
-	child, err := l.sessions.Create(ctx, sessions.CreateParams{Title: subagentTitle(task.Goal), Goal: task.Goal, Source: parent.Source,
-		ParentID: parent.ID, Relation: sessions.RelationDelegate, Platform: parent.Platform, SenderID: parent.SenderID,
-		SenderName: parent.SenderName, ParentTurnID: tc.turnID})
-	if err != nil {
-		return failed(fmt.Errorf("the subagent's session could not be created: %w", err))
+	if cerr != nil {
+		return failed(fmt.Errorf("the subagent's session could not be created: %w", cerr))
 	}
 	sub := &subagent{task: task, offered: subagentTools(tc.offered, task.Toolsets), rounds: rounds, model: d.Model, asks: asks,
 		parent: tc.conversation()}

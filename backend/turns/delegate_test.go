@@ -254,6 +254,13 @@ func TestDelegateTaskRunsABatchTogetherAndRefusesWhatItShould(t *testing.T) {
 	}
 	m.Rec.Expect(t, m.Bus, map[string]int{hooks.SubagentStart: 3, hooks.SubagentStop: 3, hooks.OnSessionStart: 4, hooks.PostToolCall: 1,
 		hooks.PostLLMCall: 4, hooks.OnSessionEnd: 4, hooks.OnSessionFinalize: 3})
+	// Their sessions start in the tasks' order (a list by start shows them
+	// so), though they run together.
+	var titles []string
+	if err := m.DB.Read.Raw(`SELECT title FROM sessions WHERE parent_session_id = ? ORDER BY started_at, id`, s.ID).Scan(&titles).Error; err != nil ||
+		fmt.Sprint(titles) != "[find the first thing find the second thing find the third thing]" {
+		t.Fatalf("the subagents' sessions by start: %q %v", titles, err)
+	}
 
 	// The same tasks given as JSON text, as a model sometimes sends them,
 	// and a batch's empty list beside a goal, which is one task.
