@@ -1,14 +1,21 @@
 package gateway_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
 	"atrium/backend/hooks"
 	"atrium/backend/hooks/hookstest"
+	"atrium/backend/llm"
+	"atrium/backend/tools"
+	"atrium/backend/turns"
 )
 
 // On Telegram an approval comes with the familiar gateway's buttons (Allow
@@ -174,5 +181,137 @@ func TestTelegramClarifyButtons(t *testing.T) {
 	sent(5, "the multi-select question")
 	if _, ok := f.Sent()[4]["reply_markup"]; ok {
 		t.Fatalf("a multi-select question has buttons: %v", f.Sent()[4])
+	}
+}
+
+// slackButtons are the buttons of a posted message's blocks: action_id,
+// label and value, row by row, and the section's text.
+func slackButtons(t *testing.T, posted map[string]string) (string, [][][3]string) {
+	t.Helper()
+	var blocks []struct {
+		Type string `json:"type"`
+		Text struct {
+			Text string `json:"text"`
+		} `json:"text"`
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+			Text     struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal([]byte(posted["blocks"]), &blocks); err != nil || len(blocks) < 2 || blocks[0].Type != "section" {
+		t.Fatalf("the message's blocks: %s %v", posted["blocks"], err)
+	}
+	var rows [][][3]string
+	for _, b := range blocks[1:] {
+		var row [][3]string
+		for _, el := range b.Elements {
+			row = append(row, [3]string{el.ActionID, el.Text.Text, el.Value})
+		}
+		rows = append(rows, row)
+	}
+	return blocks[0].Text.Text, rows
+}
+
+// On Slack an approval carries Block Kit buttons, with the familiar
+// gateway's action_ids, in the thread it was asked in. A tap comes to the
+// Interactivity endpoint (or the events one): another person's is refused
+// to them alone (an ephemeral message through the tap's response_url);
+// the sender's answers, and the message is updated to say how, its
+// buttons gone; a tap on an approval no longer waiting says it expired.
+func TestSlackApprovalButtons(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
+		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	events := e.startSlack(t, api)
+	interactive := strings.Replace(events, gateway.SlackEventsPath, gateway.SlackInteractivePath, 1)
+	const thread = "1700000000.000300"
+	msg := gatewaytest.SlackMessage("U1", "C1", "channel", "use tool echo: hello")
+	msg["event"].(map[string]any)["thread_ts"] = thread
+	gatewaytest.SlackEvent(t, events, slackSecret, msg, false)
+	waitFor(t, "the approval", func() bool { return len(api.Posted()) == 1 })
+	card := api.Posted()[0]
+	text, rows := slackButtons(t, card)
+	if card["thread_ts"] != thread || !strings.HasPrefix(card["text"], "Approval needed: the plugin guard") || text != card["text"] || len(rows) != 2 ||
+		rows[0][0][0] != "hermes_approve_once" || rows[0][0][1] != "✅ Allow Once" || !strings.HasPrefix(rows[0][0][2], "ea:once:") ||
+		rows[0][1][0] != "hermes_approve_session" || rows[1][0][0] != "hermes_approve_always" || rows[1][1][0] != "hermes_deny" {
+		t.Fatalf("the approval: %v %q", card, rows)
+	}
+	ts := "1700000000.000001" // the fake's ts of the first post
+	tap := func(endpoint, user string, b [3]string) {
+		t.Helper()
+		if code := gatewaytest.SlackTap(t, endpoint, slackSecret, gatewaytest.SlackBlockAction(user, "C1", ts, thread, card["text"], b[0], b[2], api.ResponseURL())); code != 200 {
+			t.Fatalf("the tap: %d", code)
+		}
+	}
+	if code := gatewaytest.SlackTap(t, interactive, "wrong-secret", gatewaytest.SlackBlockAction("U1", "C1", ts, thread, card["text"], rows[0][1][0], rows[0][1][2], api.ResponseURL())); code != http.StatusUnauthorized {
+		t.Fatalf("a tap signed wrong: %d", code)
+	}
+	tap(interactive, "U2", rows[0][1])
+	waitFor(t, "the refusal", func() bool { return len(api.Responses()) == 1 })
+	if r := api.Responses()[0]; r["response_type"] != "ephemeral" || r["replace_original"] != false || r["text"] != "⛔ You are not authorized to approve commands." {
+		t.Fatalf("another person's tap: %v", r)
+	}
+	tap(events, "U1", rows[0][1]) // Session, through the events endpoint
+	waitFor(t, "the reply", func() bool { return len(api.Posted()) == 2 })
+	if got := api.Posted()[1]; got["text"] != "The tool echo returned: hello" || got["thread_ts"] != thread {
+		t.Fatalf("the reply: %v", got)
+	}
+	waitFor(t, "the approval updated", func() bool { return len(api.Updated()) == 1 })
+	if u := api.Updated()[0]; u["channel"] != "C1" || u["ts"] != ts || u["text"] != card["text"]+"\n\n✅ Approved for session" || u["blocks"] != "[]" {
+		t.Fatalf("the approval after the tap: %v", u)
+	}
+	tap(interactive, "U1", rows[1][1])
+	waitFor(t, "the expired tap", func() bool { return len(api.Updated()) == 2 })
+	if u := api.Updated()[1]; !strings.HasPrefix(u["text"], card["text"]+"\n\n⌛ Approval expired") {
+		t.Fatalf("a tap after the answer: %v", u)
+	}
+	if n := len(api.Responses()); n != 1 {
+		t.Fatalf("%d ephemeral messages", n)
+	}
+}
+
+// On Slack a clarify question's choices are buttons too
+// (hermes_clarify_choice_<n>, then hermes_clarify_other): the sender's tap
+// on a choice is the answer the model reads, and the question is updated
+// to say it, without the Recommended mark.
+func TestSlackClarifyButtons(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	var err error
+	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true,
+		Machine: func() tools.Settings { return tools.Settings{Cwd: t.TempDir(), Toolsets: []string{"clarify"}} },
+		Clarify: func(ctx context.Context, q turns.Question) (turns.Reply, error) { return e.gw.Clarify(ctx, q) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	events := e.startSlack(t, api)
+	gatewaytest.SlackEvent(t, events, slackSecret, gatewaytest.SlackMessage("U1", "D1", "im", `use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`), false)
+	waitFor(t, "the question", func() bool { return len(api.Posted()) == 1 })
+	card := api.Posted()[0]
+	_, rows := slackButtons(t, card)
+	if len(rows) != 3 || rows[0][0][0] != "hermes_clarify_choice_1" || rows[0][0][1] != "staging (Recommended)" || rows[1][0][0] != "hermes_clarify_choice_2" ||
+		rows[2][0][0] != "hermes_clarify_other" || rows[2][0][1] != "✍️ Other" {
+		t.Fatalf("the question's buttons: %q", rows)
+	}
+	ts := "1700000000.000001"
+	interactive := strings.Replace(events, gateway.SlackEventsPath, gateway.SlackInteractivePath, 1)
+	if code := gatewaytest.SlackTap(t, interactive, slackSecret, gatewaytest.SlackBlockAction("U1", "D1", ts, "", card["text"], rows[0][0][0], rows[0][0][2], api.ResponseURL())); code != 200 {
+		t.Fatalf("the tap: %d", code)
+	}
+	waitFor(t, "the reply", func() bool { return len(api.Posted()) == 2 })
+	if got := e.toolResult(t); got != `{"question":"Which target?","choices_offered":["staging","prod"],"user_response":"staging"}` {
+		t.Fatalf("the model read %s", got)
+	}
+	waitFor(t, "the question updated", func() bool { return len(api.Updated()) == 1 })
+	if u := api.Updated()[0]; u["text"] != card["text"]+"\n\n✅ staging" || u["blocks"] != "[]" {
+		t.Fatalf("the question after the tap: %v", u)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ type Slack struct {
 
 	mu     sync.Mutex
 	names  map[string]string
+	kinds  map[string]string // each channel's chat type, as its messages said
 	botID  string
 	addr   string
 	events chan Inbound
@@ -52,6 +54,11 @@ type Slack struct {
 
 // SlackEventsPath is where the Events API request URL points.
 const SlackEventsPath = "/slack/events"
+
+// SlackInteractivePath is where the app's Interactivity request URL points:
+// taps on the buttons under an approval or a question (the events path
+// takes them too).
+const SlackInteractivePath = "/slack/interactive"
 
 // NewSlack builds the adapter.
 func NewSlack(o SlackOptions) *Slack {
@@ -77,7 +84,7 @@ func NewSlack(o SlackOptions) *Slack {
 		o.Client = &http.Client{Timeout: 30 * time.Second}
 	}
 	api := slack.New(o.Token, slack.OptionAPIURL(strings.TrimRight(o.APIURL, "/")+"/"), slack.OptionHTTPClient(o.Client))
-	return &Slack{o: o, api: api, names: map[string]string{}, events: make(chan Inbound, 256), status: map[string]time.Time{}}
+	return &Slack{o: o, api: api, names: map[string]string{}, kinds: map[string]string{}, events: make(chan Inbound, 256), status: map[string]time.Time{}}
 }
 
 // Platform implements Adapter.
@@ -111,6 +118,7 @@ func (s *Slack) Run(ctx context.Context, in Inbox, report Reporter) error {
 	s.mu.Unlock()
 	mux := http.NewServeMux()
 	mux.Handle(SlackEventsPath, s)
+	mux.Handle(SlackInteractivePath, s)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -217,6 +225,10 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "invalid signature", http.StatusUnauthorized)
 		return
 	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		s.interaction(w, body)
+		return
+	}
 	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
 	if err != nil {
 		http.Error(w, "not an Events API request", http.StatusBadRequest)
@@ -285,6 +297,9 @@ func (s *Slack) inbound(ev slackevents.EventsAPIEvent) (Inbound, bool) {
 	m.EventID = m.ChatID + ":" + m.MessageID
 	m.ReplyTo = m.ThreadID
 	m.ChatType = slackChatType(channelType)
+	s.mu.Lock()
+	s.kinds[m.ChatID] = m.ChatType
+	s.mu.Unlock()
 	if ts := strings.SplitN(m.MessageID, ".", 2); len(ts) > 0 {
 		var sec int64
 		_, _ = fmt.Sscan(ts[0], &sec)
@@ -341,20 +356,143 @@ func slackChatType(t string) string {
 	return t
 }
 
-// Send implements Adapter (chat.postMessage, in the thread when there is one).
+// Send implements Adapter (chat.postMessage, in the thread when there is
+// one); buttons go under the text as Block Kit buttons, the text staying
+// the message's (its notification's) fallback.
 func (s *Slack) Send(ctx context.Context, m Message) (string, error) {
 	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false)}
 	if m.ThreadID != "" {
 		opts = append(opts, slack.MsgOptionTS(m.ThreadID))
 	}
+	if len(m.Buttons) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(slackBlocks(m.Text, m.Buttons)...))
+	}
 	_, ts, err := s.api.PostMessageContext(ctx, m.ChatID, opts...)
 	return ts, slackError("chat.postMessage", err)
 }
 
-// Edit implements Editor (chat.update).
+// Edit implements Editor (chat.update): the text, its buttons gone.
 func (s *Slack) Edit(ctx context.Context, chatID, messageID, text string) error {
-	_, _, _, err := s.api.UpdateMessageContext(ctx, chatID, messageID, slack.MsgOptionText(text, false))
+	_, _, _, err := s.api.UpdateMessageContext(ctx, chatID, messageID, slack.MsgOptionText(text, false), slack.MsgOptionBlocks())
 	return slackError("chat.update", err)
+}
+
+// slackBlocks are text and its buttons as Block Kit: a section, then an
+// actions block for each row.
+func slackBlocks(text string, rows [][]Button) []slack.Block {
+	blocks := []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, clipRunes(text, 3000), false, false), nil, nil)}
+	n := 0
+	for _, row := range rows {
+		var els []slack.BlockElement
+		for _, b := range row {
+			btn := slack.NewButtonBlockElement(slackActionID(b.Data, n), b.Data, slack.NewTextBlockObject(slack.PlainTextType, clipRunes(b.Label, 75), true, false))
+			if strings.HasPrefix(b.Data, "ea:deny:") {
+				btn.Style = slack.StyleDanger
+			}
+			els = append(els, btn)
+			n++
+		}
+		blocks = append(blocks, slack.NewActionBlock("", els...))
+	}
+	return blocks
+}
+
+// slackActionID is a button's action_id, the familiar gateway's for an
+// approval's (hermes_approve_once, hermes_deny) and a question's
+// (hermes_clarify_choice_2, hermes_clarify_other); else its place. A tap
+// is read from the button's value, its data.
+func slackActionID(data string, n int) string {
+	kind, rest, _ := strings.Cut(data, ":")
+	choice, _, _ := strings.Cut(rest, ":")
+	switch {
+	case kind == "ea" && choice == "deny":
+		return "hermes_deny"
+	case kind == "ea":
+		return "hermes_approve_" + choice
+	case kind == "cl" && choice == "other":
+		return "hermes_clarify_other"
+	case kind == "cl":
+		return "hermes_clarify_choice_" + choice
+	}
+	return fmt.Sprintf("atrium_button_%d", n)
+}
+
+// interaction takes an Interactivity request (its signature checked): a
+// tap on a button under one of the bot's messages (block_actions) is
+// handed on as a Tap, in the conversation the message is in, and
+// answered 200 at once, as Slack wants within three seconds. Anything
+// else is acknowledged and dropped.
+func (s *Slack) interaction(w http.ResponseWriter, body []byte) {
+	form, err := url.ParseQuery(string(body))
+	var cb slack.InteractionCallback
+	if err == nil {
+		err = json.Unmarshal([]byte(form.Get("payload")), &cb)
+	}
+	if err != nil {
+		http.Error(w, "not an interaction payload", http.StatusBadRequest)
+		return
+	}
+	a := cb.ActionCallback.BlockActions
+	chat, msg := cb.Channel.ID, cb.Container.MessageTs
+	if chat == "" {
+		chat = cb.Container.ChannelID
+	}
+	if cb.Type != slack.InteractionTypeBlockActions || len(a) == 0 || cb.User.ID == "" || chat == "" {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if msg == "" {
+		msg = cb.Message.Timestamp
+	}
+	thread := cb.Container.ThreadTs
+	if thread == "" {
+		thread = cb.Message.ThreadTimestamp
+	}
+	s.mu.Lock()
+	kind, ok := s.kinds[chat]
+	s.mu.Unlock()
+	if !ok {
+		kind = slackChatType(map[byte]string{'D': "im", 'G': "group"}[chat[0]])
+	}
+	m := Inbound{EventID: "tap:" + chat + ":" + msg + ":" + a[0].ActionTs, UserID: cb.User.ID, ChatID: chat, ChatType: kind, ThreadID: thread,
+		ReplyTo: thread, MessageID: msg, At: time.Now().UTC(),
+		Tap: &Tap{ID: cb.ResponseURL, MessageID: msg, MessageText: cb.Message.Text, Data: a[0].Value}}
+	select {
+	case s.events <- m:
+		w.WriteHeader(http.StatusOK)
+	default:
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}
+}
+
+// AnswerTap implements Tapper. Slack shows no passing notice for a tap:
+// the message is edited to say how it was answered. A refusal (alert) is
+// said to the tapper alone, through the tap's response_url, as an
+// ephemeral message.
+func (s *Slack) AnswerTap(ctx context.Context, id, notice string, alert bool) error {
+	if !alert || notice == "" || id == "" {
+		return nil
+	}
+	u, err := url.Parse(id)
+	if err != nil || !(u.Scheme == "https" && u.Host == "hooks.slack.com" || strings.HasPrefix(id, strings.TrimRight(s.o.APIURL, "/")+"/")) {
+		return fmt.Errorf("slack: a tap's response_url that is not Slack's: %q", clipRunes(id, 80))
+	}
+	body, _ := json.Marshal(map[string]any{"response_type": "ephemeral", "replace_original": false, "text": notice})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, id, strings.NewReader(string(body)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.o.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("slack: response_url: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("slack: response_url answered %s", resp.Status)
+	}
+	return nil
 }
 
 // SlackThinking is the thread status shown while a turn runs (Slack puts

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,16 +277,12 @@ func (f *Telegram) Sent() []map[string]any {
 
 // Edits are the editMessageText bodies, in order.
 func (f *Telegram) Edits() []map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]map[string]any(nil), f.edits...)
+	return snapshot(&f.mu, &f.edits)
 }
 
 // Answers are the answerCallbackQuery bodies, in order.
 func (f *Telegram) Answers() []map[string]any {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]map[string]any(nil), f.answers...)
+	return snapshot(&f.mu, &f.answers)
 }
 
 // SentTexts are the texts of every sendMessage, in order.
@@ -316,18 +313,32 @@ type SlackAPI struct {
 
 	mu        sync.Mutex
 	posted    []map[string]string
+	updated   []map[string]string // chat.update: channel, ts, text, blocks
+	responses []map[string]any    // what was posted to a tap's response_url
 	fail      int
 	calls     []string // "<method> <channel> <thread_ts> <status>", in order
 	statusErr string   // setStatus answers this error when set
 }
 
+// Updated is every chat.update received: channel, ts, text, blocks.
+func (f *SlackAPI) Updated() []map[string]string {
+	return snapshot(&f.mu, &f.updated)
+}
+
+// Responses are the bodies posted to the response_urls of taps
+// (ResponseURL), in order.
+func (f *SlackAPI) Responses() []map[string]any {
+	return snapshot(&f.mu, &f.responses)
+}
+
+// ResponseURL is a tap's response_url on the fake.
+func (f *SlackAPI) ResponseURL() string { return f.URL + "/api/response/" + strconv.FormatInt(slackSeq.Add(1), 10) }
+
 // Calls lists the chat.postMessage and assistant.threads.setStatus calls
 // in the order they came, as "postMessage CHANNEL THREAD" and
 // "setStatus CHANNEL THREAD STATUS".
 func (f *SlackAPI) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.calls...)
+	return snapshot(&f.mu, &f.calls)
 }
 
 // RefuseStatus has assistant.threads.setStatus answer {"ok": false,
@@ -340,9 +351,7 @@ func (f *SlackAPI) RefuseStatus(err string) {
 
 // Posted is every chat.postMessage received: channel, text, thread_ts.
 func (f *SlackAPI) Posted() []map[string]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]map[string]string(nil), f.posted...)
+	return snapshot(&f.mu, &f.posted)
 }
 
 func NewSlackAPI(t testing.TB, token string) *SlackAPI {
@@ -358,6 +367,18 @@ func slackJSON(w http.ResponseWriter, v any) {
 }
 
 func (f *SlackAPI) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/api/response/") { // a tap's response_url: JSON, no token
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		f.mu.Lock()
+		f.responses = append(f.responses, body)
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		slackJSON(w, map[string]any{"ok": false, "error": "invalid_form_data"})
 		return
@@ -390,12 +411,19 @@ func (f *SlackAPI) serve(w http.ResponseWriter, r *http.Request) {
 			slackJSON(w, map[string]any{"ok": false, "error": "channel_not_found"})
 			return
 		}
-		m := map[string]string{"channel": r.Form.Get("channel"), "text": r.Form.Get("text"), "thread_ts": r.Form.Get("thread_ts")}
+		m := map[string]string{"channel": r.Form.Get("channel"), "text": r.Form.Get("text"), "thread_ts": r.Form.Get("thread_ts"),
+			"blocks": r.Form.Get("blocks")}
 		f.posted = append(f.posted, m)
 		f.calls = append(f.calls, strings.TrimSpace("postMessage "+m["channel"]+" "+m["thread_ts"]))
 		ts := fmt.Sprintf("1700000000.%06d", len(f.posted))
 		f.mu.Unlock()
 		slackJSON(w, map[string]any{"ok": true, "channel": m["channel"], "ts": ts})
+	case "chat.update":
+		f.mu.Lock()
+		f.updated = append(f.updated, map[string]string{"channel": r.Form.Get("channel"), "ts": r.Form.Get("ts"), "text": r.Form.Get("text"),
+			"blocks": r.Form.Get("blocks")})
+		f.mu.Unlock()
+		slackJSON(w, map[string]any{"ok": true, "channel": r.Form.Get("channel"), "ts": r.Form.Get("ts"), "text": r.Form.Get("text")})
 	case "assistant.threads.setStatus":
 		f.mu.Lock()
 		f.calls = append(f.calls, fmt.Sprintf("setStatus %s %s %s", r.Form.Get("channel_id"), r.Form.Get("thread_ts"), r.Form.Get("status")))
@@ -451,6 +479,52 @@ func SlackEvent(t testing.TB, url, secret string, body any, tamper bool) int {
 }
 
 var slackSeq atomic.Int64
+
+// snapshot is a copy of *s, read under mu.
+func snapshot[T any](mu *sync.Mutex, s *[]T) []T {
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]T(nil), *s...)
+}
+
+// SlackTap posts one Interactivity request to the adapter's endpoint, as
+// Slack posts a tap on a button (block_actions): form-encoded payload=...,
+// signed; it returns the status.
+func SlackTap(t testing.TB, endpoint, secret string, payload map[string]any) int {
+	t.Helper()
+	raw, _ := json.Marshal(payload)
+	body := "payload=" + url.QueryEscape(string(raw))
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	m := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(m, "v0:%s:%s", ts, body)
+	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(m.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// SlackBlockAction is a block_actions payload: user tapped the button
+// whose value is value under the message at ts in channel (in thread,
+// when not ""), whose text is text; the tap's response_url is responseURL.
+func SlackBlockAction(user, channel, ts, thread, text, actionID, value, responseURL string) map[string]any {
+	container := map[string]any{"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": false}
+	if thread != "" {
+		container["thread_ts"] = thread
+	}
+	return map[string]any{"type": "block_actions", "user": map[string]any{"id": user, "username": strings.ToLower(user)},
+		"api_app_id": "A1", "team": map[string]any{"id": "T1"}, "container": container, "channel": map[string]any{"id": channel},
+		"trigger_id": "trig" + ts, "response_url": responseURL,
+		"message": map[string]any{"type": "message", "ts": ts, "text": text, "thread_ts": thread},
+		"actions": []any{map[string]any{"action_id": actionID, "block_id": "b1", "type": "button", "value": value,
+			"action_ts": fmt.Sprintf("1700000200.%06d", slackSeq.Add(1))}}}
+}
 
 // SlackMessage is a message event callback from user in channel.
 func SlackMessage(user, channel, channelType, text string) map[string]any {
