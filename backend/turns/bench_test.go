@@ -479,3 +479,46 @@ func BenchmarkDelegate(b *testing.B) {
 	})
 	b.Run("one-after-another-3-slow-model", byHand(slow, 3))
 }
+
+// BenchmarkSmartApproval is a turn whose terminal call the guard flags
+// (rm -r of a folder that is not there), answered at once: by a person
+// (approvals.mode: manual), or by the reviewing model of
+// approvals.mode: smart (the offline model answering APPROVE); beside the
+// same turn with a command nobody is asked about. Each turn is a fresh
+// conversation's (made off the clock), so that no "for this session"
+// grant spares the next its review:
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench 'BenchmarkSmartApproval' -benchtime=300x -count=5 ./backend/turns/
+func BenchmarkSmartApproval(b *testing.B) {
+	e, newLoop := benchToolsEnv(b)
+	dir := b.TempDir()
+	settings := tools.Settings{Toolsets: []string{"terminal"}, Cwd: dir}
+	person := newLoop(settings, func(o *turns.Options) {
+		o.Approve = func(context.Context, turns.Approval) (turns.Answer, error) { return turns.AnswerOnce, nil }
+	})
+	rev := &reviewerModel{OfflineProvider: llm.OfflineProvider{Window: 1_000_000},
+		answer: func(context.Context, string) (string, error) { return "APPROVE", nil }}
+	smart := newLoop(settings, func(o *turns.Options) {
+		o.Provider = rev
+		o.Guardian = func() (turns.Guardian, bool) { return turns.Guardian{}, true }
+	})
+	run := func(l *turns.Loop, command string) func(b *testing.B) {
+		return func(b *testing.B) {
+			text := `use tool terminal: {"command": "` + command + `"}`
+			for b.Loop() {
+				b.StopTimer()
+				id := benchSession(b, e)
+				b.StartTimer()
+				if _, err := l.Send(ctx, id, text, hooks.LocalContext("cli", id)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("flagged-asked-of-a-person", run(person, "rm -r build 2>/dev/null; true"))
+	b.Run("flagged-reviewed-by-the-model", run(smart, "rm -r build 2>/dev/null; true"))
+	b.Run("not-flagged", run(person, "ls build 2>/dev/null; true"))
+	if reqs, _ := rev.reviews(); len(reqs) == 0 {
+		b.Fatal("the reviewer was never asked")
+	}
+}
