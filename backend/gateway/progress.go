@@ -180,7 +180,7 @@ type progressMsg struct {
 
 // startProgress is the progress of the turn answering m, or nil when the
 // profile shows none in the chat (a webhook has no chat to show it in).
-func (s *Service) startProgress(c Configured, m Inbound, sessionID string) (*progressMsg, Progress) {
+func (s *Service) startProgress(c Configured, m Inbound) (*progressMsg, Progress) {
 	if s.o.Progress == nil || c.Adapter.Platform() == "webhook" {
 		return nil, Progress{}
 	}
@@ -203,7 +203,7 @@ func (s *Service) startProgress(c Configured, m Inbound, sessionID string) (*pro
 // mode). finish, called when the turn ends and before its reply is
 // queued, sends what is left.
 func (s *Service) progressContext(ctx context.Context, c Configured, m Inbound, sessionID string) (context.Context, func()) {
-	pm, p := s.startProgress(c, m, sessionID)
+	pm, p := s.startProgress(c, m)
 	if pm == nil {
 		if p.Mode == ProgressLog && p.Log != nil {
 			platform := c.Adapter.Platform()
