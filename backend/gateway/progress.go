@@ -158,6 +158,7 @@ func SubagentLine(ev turns.SubagentEvent) string {
 type progressMsg struct {
 	s        *Service
 	a        Adapter
+	w        *turnInfo // its turn: no "typing…" while it waits for an answer
 	chat     string
 	thread   string
 	mode     string
@@ -180,7 +181,8 @@ type progressMsg struct {
 
 // startProgress is the progress of the turn answering m, or nil when the
 // profile shows none in the chat (a webhook has no chat to show it in).
-func (s *Service) startProgress(c Configured, m Inbound) (*progressMsg, Progress) {
+func (s *Service) startProgress(w *turnInfo) (*progressMsg, Progress) {
+	c, m := w.c, w.m
 	if s.o.Progress == nil || c.Adapter.Platform() == "webhook" {
 		return nil, Progress{}
 	}
@@ -191,22 +193,22 @@ func (s *Service) startProgress(c Configured, m Inbound) (*progressMsg, Progress
 		return nil, p
 	}
 	_, canEdit := c.Adapter.(Editor)
-	pm := &progressMsg{s: s, a: c.Adapter, chat: m.ChatID, thread: m.ThreadID, mode: p.Mode, length: p.PreviewLength,
+	pm := &progressMsg{s: s, a: c.Adapter, w: w, chat: m.ChatID, thread: m.ThreadID, mode: p.Mode, length: p.PreviewLength,
 		separate: p.Separate, canEdit: canEdit && !p.Separate,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	go pm.run()
 	return pm, p
 }
 
-// progressContext is ctx for the turn answering m in sessionID: its tool
+// progressContext is ctx for the turn w answers in sessionID: its tool
 // calls and its subagents' steps are shown in the chat, or logged (log
 // mode). finish, called when the turn ends and before its reply is
 // queued, sends what is left.
-func (s *Service) progressContext(ctx context.Context, c Configured, m Inbound, sessionID string) (context.Context, func()) {
-	pm, p := s.startProgress(c, m)
+func (s *Service) progressContext(ctx context.Context, w *turnInfo, sessionID string) (context.Context, func()) {
+	pm, p := s.startProgress(w)
 	if pm == nil {
 		if p.Mode == ProgressLog && p.Log != nil {
-			platform := c.Adapter.Platform()
+			platform := w.c.Adapter.Platform()
 			ctx = turns.WithToolProgress(ctx, func(ev turns.ToolStart) { p.Log(platform, sessionID, ev) })
 		}
 		return ctx, func() {}
@@ -327,11 +329,16 @@ func (pm *progressMsg) flush() {
 }
 
 // send sends text and returns its id ("" when it was not sent: logged).
+// A message takes the chat's "typing…" (Slack's thread status) down: it
+// is shown again at once, unless the turn waits for the sender's answer.
 func (pm *progressMsg) send(ctx context.Context, text string) string {
 	id, err := pm.a.Send(ctx, Message{ChatID: pm.chat, ThreadID: pm.thread, Text: text})
 	if err != nil {
 		pm.s.log.Info("gateway: a progress line was not sent", "platform", pm.a.Platform(), "error", err)
 		return ""
+	}
+	if t, ok := pm.a.(Typer); ok && !pm.w.waiting.Load() {
+		_ = t.Typing(ctx, pm.chat, pm.thread)
 	}
 	return id
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -209,5 +210,39 @@ func TestTheChatSeesSubagentsWork(t *testing.T) {
 		!strings.Contains(got[0], "\n🔀 [1] terminal\n") || !strings.Contains(got[0], "✅ [1/2] use tool terminal: {\"command\": \"echo ... (") ||
 		!strings.Contains(got[0], "✅ [2/2] answer plainly (") {
 		t.Fatalf("the chat shows %q", got)
+	}
+}
+
+// On Slack, in a thread, the progress message goes in the thread, and the
+// thread's "is thinking…" status it takes down is set again at once; the
+// status is taken down before the reply.
+func TestSlackProgressInAThread(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	var err error
+	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: plannedModel{OfflineProvider: llm.OfflineProvider{Window: 8192},
+		plan: []llm.ToolCall{call("terminal", map[string]any{"command": "echo one"})}}, NoBetweenTurns: true,
+		Machine: func() tools.Settings { return tools.Settings{Cwd: t.TempDir()} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.progress = func() gateway.Progress { return gateway.Progress{Mode: gateway.ProgressAll} }
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	events := e.startSlack(t, api)
+	const thread = "1700000000.000400"
+	msg := gatewaytest.SlackMessage("U1", "C1", "channel", "do it")
+	msg["event"].(map[string]any)["thread_ts"] = thread
+	gatewaytest.SlackEvent(t, events, slackSecret, msg, false)
+	waitFor(t, "the reply", func() bool { return len(api.Posted()) == 2 })
+	thinking, post := "setStatus C1 "+thread+" "+gateway.SlackThinking, "postMessage C1 "+thread
+	calls := api.Calls()
+	first := slices.Index(calls, post) // the progress message
+	n := len(calls)
+	if first < 0 || !slices.Contains(calls[first+1:], thinking) || n < 2 || calls[n-2] != "setStatus C1 "+thread+" " || calls[n-1] != post ||
+		slices.Index(calls[first+1:], post) != n-first-2 {
+		t.Fatalf("the calls: %q", calls)
+	}
+	if got := api.Texts(); got[0] != `💻 terminal: "echo one"` || got[1] != "done" {
+		t.Fatalf("the thread shows %q", got)
 	}
 }

@@ -463,7 +463,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	stopTyping := s.typing(ctx, w)
 	finishProgress := func() {}
 	if !isCmd {
-		ctx, finishProgress = s.progressContext(ctx, c, m, sid)
+		ctx, finishProgress = s.progressContext(ctx, w, sid)
 	}
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
 	finishProgress() // its last lines before the reply

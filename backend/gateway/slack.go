@@ -368,6 +368,13 @@ func (s *Slack) Send(ctx context.Context, m Message) (string, error) {
 		opts = append(opts, slack.MsgOptionBlocks(slackBlocks(m.Text, m.Buttons)...))
 	}
 	_, ts, err := s.api.PostMessageContext(ctx, m.ChatID, opts...)
+	if err == nil && m.ThreadID != "" {
+		// A message posted in the thread takes its status down: the next
+		// Typing sets it again (a turn's progress lines come mid-turn).
+		s.mu.Lock()
+		delete(s.status, m.ChatID+"/"+m.ThreadID)
+		s.mu.Unlock()
+	}
 	return ts, slackError("chat.postMessage", err)
 }
 
