@@ -100,6 +100,10 @@ type ToolDecision struct {
 	// "session" and "always" answers (the familiar API's allowlist key is
 	// plugin_rule:<rule_key>, or plugin_rule:<tool> without one).
 	RuleKey string
+	// Approval says how a call that runs was approved when the tool's
+	// result should say it (the reviewing model of approvals.mode: smart
+	// let it): never a plugin's answer.
+	Approval string
 }
 
 // TimeoutBlockMessage is the tool result when a pre_tool_call callback did

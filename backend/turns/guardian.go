@@ -167,7 +167,7 @@ func (l *Loop) smartReview(ctx context.Context, tc *turnCtx, sessionID string, c
 	slog.Info("approvals.mode: smart: the reviewing model decided a flagged command", "verdict", string(v), "rule", key,
 		"session_id", sessionID, "command", clip(r.command, 200))
 	if ok {
-		return hooks.ToolDecision{Args: d.Args}, true, ""
+		return hooks.ToolDecision{Args: d.Args, Approval: "Command was flagged (" + r.flagged + ") and auto-approved by smart approval."}, true, ""
 	}
 	blocked.Message = "BLOCKED by smart approval: " + r.flagged + ". The command was assessed as genuinely dangerous. Do NOT retry."
 	return blocked, true, ""

@@ -324,6 +324,7 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		if errMsg != "" {
 			status = "error"
 		}
+		result = withApproval(result, decision.Approval)
 	}
 	payload := hooks.ToolResultPayload{ToolName: call.Name, Args: args, Arguments: call.Arguments, TaskID: tc.taskID,
 		SessionID: t.SessionID, ToolCallID: call.ID, TurnID: tc.turnID, Result: result, ResultSize: len(result),
@@ -352,6 +353,27 @@ func (l *Loop) runTool(ctx context.Context, t *Turn, tc *turnCtx, call llm.ToolC
 		_, err := l.bus.EnqueueTx(rec, tx, hooks.PostToolCall, payload)
 		return err
 	})
+}
+
+// withApproval is a tool's JSON result with how its call was approved as
+// its "approval" (the model and the transcript read it), as the familiar
+// agent's terminal says a reviewing model's approve; result as it is when
+// there is nothing to say or it is no JSON object.
+func withApproval(result, approval string) string {
+	if approval == "" {
+		return result
+	}
+	var obj map[string]json.RawMessage
+	body := strings.TrimRight(result, " \t\r\n")
+	if json.Unmarshal([]byte(body), &obj) != nil || obj == nil || !strings.HasSuffix(body, "}") {
+		return result
+	}
+	sep := ","
+	if len(obj) == 0 {
+		sep = ""
+	}
+	// Added at the end: the result's own keys keep their order.
+	return body[:len(body)-1] + sep + `"approval":` + strings.TrimSpace(tools.PlainJSON(approval)) + "}"
 }
 
 // ErrTypeInterrupted is post_tool_call's error_type for a call the turn's

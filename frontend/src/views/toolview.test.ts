@@ -17,6 +17,9 @@ describe('toolView', () => {
     expect(none.querySelector('.good')).not.toBeNull();
     const failed = toolResult('terminal', '{"output":"x","exit_code":2,"error":null}')!;
     expect(failed.querySelector('.bad')!.textContent).toBe('exit 2');
+    expect(failed.querySelector('[data-testid=tool-approval]')).toBeNull();
+    const reviewed = toolResult('terminal', '{"output":"","exit_code":0,"error":null,"approval":"Command was flagged (recursive delete) and auto-approved by smart approval."}')!;
+    expect(reviewed.querySelector('[data-testid=tool-approval]')!.textContent).toBe('Command was flagged (recursive delete) and auto-approved by smart approval.');
     const blocked = toolResult('terminal', '{"error":"BLOCKED: a person\'s approval is required for this command (recursive delete)"}')!;
     expect(blocked.querySelector('.bad')!.textContent).toContain('BLOCKED');
   });

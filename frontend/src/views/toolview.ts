@@ -136,7 +136,9 @@ export function toolResult(tool: string, content: string): HTMLElement | null {
             r.exit_code_meaning ? ` · ${str(r.exit_code_meaning)}` : '',
           );
       const out = str(r.output);
-      return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, out ? h('pre', { class: 'tool-output' }, out) : h('div', { class: 'muted small' }, '(no output)'), status);
+      // approvals.mode: smart: the reviewing model let this command run
+      const approval = str(r.approval) ? h('div', { class: 'muted small', 'data-testid': 'tool-approval' }, str(r.approval)) : null;
+      return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, out ? h('pre', { class: 'tool-output' }, out) : h('div', { class: 'muted small' }, '(no output)'), status, approval);
     }
     case 'patch': {
       if (error) return h('div', { class: 'tool-view', 'data-testid': 'tool-result' }, h('div', { class: 'tool-status bad', 'data-testid': 'tool-status' }, error));
