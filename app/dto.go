@@ -339,8 +339,8 @@ type SettingsDTO struct {
 	// Smart mode's reviewer: auxiliary.approval.model ("" the main
 	// model) and approvals.smart_policy (the operator's rules for it; ""
 	// none). Null leaves them as they are.
-	ApprovalsReviewerModel *string `json:"approvals_reviewer_model"`
-	ApprovalsSmartPolicy   *string `json:"approvals_smart_policy"`
+	ApprovalsReviewerModel *string  `json:"approvals_reviewer_model"`
+	ApprovalsSmartPolicy   *string  `json:"approvals_smart_policy"`
 	Profile                string   `json:"profile"`            // opened next time no --profile is given
 	Profiles               []string `json:"profiles,omitempty"` // read-only: the profiles of this home
 	// Model is config.yaml's model block; null in a Set leaves it as it is.

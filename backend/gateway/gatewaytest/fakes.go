@@ -332,7 +332,9 @@ func (f *SlackAPI) Responses() []map[string]any {
 }
 
 // ResponseURL is a tap's response_url on the fake.
-func (f *SlackAPI) ResponseURL() string { return f.URL + "/api/response/" + strconv.FormatInt(slackSeq.Add(1), 10) }
+func (f *SlackAPI) ResponseURL() string {
+	return f.URL + "/api/response/" + strconv.FormatInt(slackSeq.Add(1), 10)
+}
 
 // Calls lists the chat.postMessage and assistant.threads.setStatus calls
 // in the order they came, as "postMessage CHANNEL THREAD" and
