@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
 )
 
@@ -505,4 +506,54 @@ func TestAGatewayTakesTheModelsKeyWhenItIsSet(t *testing.T) {
 	if strings.Contains(logs.String(), "sk-gw-later") {
 		t.Fatal("the key reached the log")
 	}
+}
+
+// /verbose from a chat cycles display.tool_progress (all, verbose, off,
+// new, ...) and saves it in config.yaml when display.tool_progress_command
+// allows it, as the familiar gateway does; the next turn follows the saved
+// mode without a restart. Without the key it says how to allow it.
+func TestGatewayVerboseCyclesTheToolProgress(t *testing.T) {
+	t.Parallel()
+	tg := gatewaytest.NewTelegram(t, cliTGToken)
+	home := t.TempDir()
+	cfg := fmt.Sprintf("gateway:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", tg.URL)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw, logs := gatewayRun(t, home)
+	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
+	sent := func(n int) string {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("message %d", n), 30*time.Second, func() bool { return len(tg.SentTexts()) >= n })
+		return tg.SentTexts()[n-1]
+	}
+	tg.Push(42, "Ada", 42, "private", "/verbose")
+	if got := sent(1); got != gateway.VerboseOff {
+		t.Fatalf("/verbose without the key: %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg+"display:\n  tool_progress_command: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg.Push(42, "Ada", 42, "private", "/verbose")
+	if got := sent(2); got != "⚙️ Tool progress: verbose (each tool call with its arguments), for every chat of this profile." {
+		t.Fatalf("/verbose from all: %q", got)
+	}
+	tg.Push(42, "Ada", 42, "private", `use tool echo: {"text": "hi"}`)
+	if got := sent(3); got != "⚙️ echo(text)\n{\"text\":\"hi\"}" {
+		t.Fatalf("the progress line in verbose: %q", got)
+	}
+	sent(4) // the reply
+	tg.Push(42, "Ada", 42, "private", "/verbose")
+	if got := sent(5); !strings.HasPrefix(got, "⚙️ Tool progress: off (") {
+		t.Fatalf("/verbose from verbose: %q", got)
+	}
+	if r := atrium(t, home, "config", "show", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"tool_progress": "off"`) {
+		t.Fatalf("config.yaml after /verbose: %+v", r)
+	}
+	tg.Push(42, "Ada", 42, "private", `use tool echo: {"text": "quiet"}`)
+	if got := sent(6); got != "The tool echo returned: quiet" {
+		t.Fatalf("with the progress off, the chat got %q", got)
+	}
+	_ = gw.Process.Signal(syscall.SIGTERM)
+	_ = gw.Wait()
 }

@@ -321,6 +321,9 @@ type Display struct {
 	// ToolProgressGrouping is accumulate (the default: one message, edited
 	// as tools run) or separate (a message for each line).
 	ToolProgressGrouping string `yaml:"tool_progress_grouping"`
+	// ToolProgressCommand lets /verbose on a chat platform cycle
+	// tool_progress (off, new, all, verbose), saved here.
+	ToolProgressCommand bool `yaml:"tool_progress_command"`
 }
 
 // The values of display.tool_progress.

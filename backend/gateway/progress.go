@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +29,41 @@ type Progress struct {
 	Separate bool
 	// Log is told of each tool call in log mode.
 	Log func(platform, sessionID string, ev turns.ToolStart)
+	// Command is display.tool_progress_command: /verbose may cycle Mode
+	// from a chat, Save keeping the new one.
+	Command bool
+	Save    func(mode string) error
+}
+
+// verboseCycle is the order /verbose steps through, as the familiar
+// agent's; log steps to off.
+var verboseCycle = []string{ProgressOff, ProgressNew, ProgressAll, ProgressVerbose}
+
+// progressMeaning says what a mode shows.
+var progressMeaning = map[string]string{
+	ProgressOff: "no tool lines in the chat", ProgressNew: "a line when the tool changes",
+	ProgressAll: "a line for each tool call", ProgressVerbose: "each tool call with its arguments",
+}
+
+// VerboseOff is /verbose's answer where display.tool_progress_command is
+// not set.
+const VerboseOff = "/verbose is off on chat platforms: set display.tool_progress_command: true in config.yaml to switch the tool progress from here."
+
+// verbose is /verbose from a chat: the next mode of display.tool_progress,
+// saved for every chat of the profile, and what it shows.
+func (s *Service) verbose() string {
+	if s.o.Progress == nil {
+		return "This gateway shows no tool progress."
+	}
+	p := s.o.Progress()
+	if !p.Command || p.Save == nil {
+		return VerboseOff
+	}
+	next := verboseCycle[(slices.Index(verboseCycle, p.Mode)+1)%len(verboseCycle)]
+	if err := p.Save(next); err != nil {
+		return "The tool progress could not be saved: " + PlainError(err)
+	}
+	return "⚙️ Tool progress: " + next + " (" + progressMeaning[next] + "), for every chat of this profile."
 }
 
 // The modes of Progress.

@@ -418,6 +418,10 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		out.Text, out.Origin = NothingToStopText, "reply"
 		return s.enqueue(ctx, out)
 	}
+	if s.builtin(text, "verbose") {
+		out.Text, out.Origin = s.verbose(), "reply"
+		return s.enqueue(ctx, out)
+	}
 	if sid == "" {
 		sess, err := s.o.Sessions.Create(ctx, sessions.CreateParams{Title: title(platform, m), Source: "gateway", Platform: platform,
 			SenderID: m.UserID, SenderName: clipRunes(m.UserName, 256)})

@@ -12,6 +12,7 @@ import (
 
 	"atrium/backend/config"
 	"atrium/backend/gateway"
+	"atrium/backend/plugins"
 	"atrium/backend/turns"
 )
 
@@ -81,5 +82,10 @@ func (l *toolCallLog) append(line string) error {
 func (s *Stack) ToolProgress() gateway.Progress {
 	cfg := s.watch.settled()
 	return gateway.Progress{Mode: cfg.ToolProgressMode(), PreviewLength: cfg.Display.ToolPreviewLength,
-		Separate: cfg.ToolProgressSeparate(), Log: s.calls.write}
+		Separate: cfg.ToolProgressSeparate(), Log: s.calls.write, Command: cfg.Display.ToolProgressCommand, Save: s.saveToolProgress}
+}
+
+// saveToolProgress keeps mode as display.tool_progress (/verbose).
+func (s *Stack) saveToolProgress(mode string) error {
+	return plugins.EditConfig(s.Home.ConfigPath(), plugins.ConfigEdit{Section: "display", Key: "tool_progress", Value: mode})
 }
