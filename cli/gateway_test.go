@@ -56,6 +56,18 @@ func gatewayRun(t *testing.T, home string) (*exec.Cmd, *lockedBuf) {
 	return cmd, logs
 }
 
+// telegramHome is a home whose config.yaml (cfg) runs Telegram against tg,
+// the sender 42 allowed.
+func telegramHome(t *testing.T, tg *gatewaytest.Telegram) (home, cfg string) {
+	t.Helper()
+	home = t.TempDir()
+	cfg = fmt.Sprintf("gateway:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", tg.URL)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home, cfg
+}
+
 // `atrium gateway run` answers on Telegram (a loopback fake of the Bot
 // API): /whoami tells the sender's id; a second gateway stands by and takes
 // over when the first stops; `gateway status` tells who runs it; the token
@@ -63,11 +75,7 @@ func gatewayRun(t *testing.T, home string) (*exec.Cmd, *lockedBuf) {
 func TestGatewayRunEndToEnd(t *testing.T) {
 	t.Parallel()
 	tg := gatewaytest.NewTelegram(t, cliTGToken)
-	home := t.TempDir()
-	cfg := fmt.Sprintf("gateway:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", tg.URL)
-	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home, _ := telegramHome(t, tg)
 	first, logs1 := gatewayRun(t, home)
 	waitFor(t, "the first gateway connected", 30*time.Second, func() bool { return strings.Contains(logs1.String(), `"state":"connected"`) })
 	tg.Push(42, "Ada", 42, "private", "/whoami")
@@ -515,11 +523,7 @@ func TestAGatewayTakesTheModelsKeyWhenItIsSet(t *testing.T) {
 func TestGatewayVerboseCyclesTheToolProgress(t *testing.T) {
 	t.Parallel()
 	tg := gatewaytest.NewTelegram(t, cliTGToken)
-	home := t.TempDir()
-	cfg := fmt.Sprintf("gateway:\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", tg.URL)
-	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home, cfg := telegramHome(t, tg)
 	gw, logs := gatewayRun(t, home)
 	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
 	sent := func(n int) string {
