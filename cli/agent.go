@@ -310,7 +310,7 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 			turnCtx, release := stopOnInterrupt(ctx)
 			if interactive {
 				turnCtx = turns.WithSubagentProgress(turnCtx, subagentProgress(r.env.Stdout))
-				turnCtx = turns.WithToolProgress(turnCtx, toolProgress(r.env.Stdout, st.ToolProgress(), id))
+				turnCtx = turns.WithToolProgress(turnCtx, toolProgress(r.env.Stdout, st.ToolProgress("cli"), id))
 			}
 			t, err = loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
 			release()

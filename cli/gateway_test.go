@@ -56,6 +56,15 @@ func gatewayRun(t *testing.T, home string) (*exec.Cmd, *lockedBuf) {
 	return cmd, logs
 }
 
+// sentBy waits for the nth message the bot sent on tg, and returns it.
+func sentBy(t *testing.T, tg *gatewaytest.Telegram) func(n int) string {
+	return func(n int) string {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("message %d", n), 30*time.Second, func() bool { return len(tg.SentTexts()) >= n })
+		return tg.SentTexts()[n-1]
+	}
+}
+
 // telegramHome is a home whose config.yaml (cfg) runs Telegram against tg,
 // the sender 42 allowed.
 func telegramHome(t *testing.T, tg *gatewaytest.Telegram) (home, cfg string) {
@@ -526,11 +535,7 @@ func TestGatewayVerboseCyclesTheToolProgress(t *testing.T) {
 	home, cfg := telegramHome(t, tg)
 	gw, logs := gatewayRun(t, home)
 	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
-	sent := func(n int) string {
-		t.Helper()
-		waitFor(t, fmt.Sprintf("message %d", n), 30*time.Second, func() bool { return len(tg.SentTexts()) >= n })
-		return tg.SentTexts()[n-1]
-	}
+	sent := sentBy(t, tg)
 	tg.Push(42, "Ada", 42, "private", "/verbose")
 	if got := sent(1); got != gateway.VerboseOff {
 		t.Fatalf("/verbose without the key: %q", got)
@@ -557,6 +562,51 @@ func TestGatewayVerboseCyclesTheToolProgress(t *testing.T) {
 	tg.Push(42, "Ada", 42, "private", `use tool echo: {"text": "quiet"}`)
 	if got := sent(6); got != "The tool echo returned: quiet" {
 		t.Fatalf("with the progress off, the chat got %q", got)
+	}
+	_ = gw.Process.Signal(syscall.SIGTERM)
+	_ = gw.Wait()
+}
+
+// display.platforms.<platform>.tool_progress wins over display's own for
+// that platform, as in the familiar agent; /verbose there steps the
+// platform's own key, which would otherwise hide the change.
+func TestGatewayToolProgressPerPlatform(t *testing.T) {
+	t.Parallel()
+	tg := gatewaytest.NewTelegram(t, cliTGToken)
+	home, cfg := telegramHome(t, tg)
+	cfg += "display:\n  tool_progress: all\n  tool_progress_command: true\n  platforms:\n    telegram:\n      tool_progress: \"off\"\n"
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw, logs := gatewayRun(t, home)
+	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
+	sent := sentBy(t, tg)
+	tg.Push(42, "Ada", 42, "private", `use tool echo: {"text": "quiet"}`)
+	if got := sent(1); got != "The tool echo returned: quiet" {
+		t.Fatalf("telegram's own off: the chat got %q", got)
+	}
+	tg.Push(42, "Ada", 42, "private", "/verbose")
+	if got := sent(2); !strings.HasPrefix(got, "⚙️ Tool progress: new (") {
+		t.Fatalf("/verbose from telegram's off: %q", got)
+	}
+	var shown struct {
+		Settings struct {
+			Display struct {
+				ToolProgress string `json:"tool_progress"`
+				Platforms    map[string]struct {
+					ToolProgress string `json:"tool_progress"`
+				} `json:"platforms"`
+			} `json:"display"`
+		} `json:"settings"`
+		Warnings []string `json:"warnings"`
+	}
+	mustJSON(t, atrium(t, home, "config", "show", "--json"), &shown)
+	if d := shown.Settings.Display; d.ToolProgress != "all" || d.Platforms["telegram"].ToolProgress != "new" || len(shown.Warnings) != 0 {
+		t.Fatalf("config.yaml after /verbose: %+v %q", d, shown.Warnings)
+	}
+	tg.Push(42, "Ada", 42, "private", `use tool echo: {"text": "seen"}`)
+	if got := sent(3); got != `⚙️ echo: "seen"` {
+		t.Fatalf("telegram's new: the chat got %q", got)
 	}
 	_ = gw.Process.Signal(syscall.SIGTERM)
 	_ = gw.Wait()

@@ -324,6 +324,40 @@ type Display struct {
 	// ToolProgressCommand lets /verbose on a chat platform cycle
 	// tool_progress (off, new, all, verbose), saved here.
 	ToolProgressCommand bool `yaml:"tool_progress_command"`
+	// Platforms are the same keys for one platform (telegram, slack,
+	// cli...), over the ones above, as the familiar agent's
+	// display.platforms.<platform>.
+	Platforms map[string]DisplayPlatform `yaml:"platforms"`
+}
+
+// DisplayPlatform is display.platforms.<platform>: what is set there
+// wins over display's own key.
+type DisplayPlatform struct {
+	ToolProgress         any    `yaml:"tool_progress"`
+	ToolProgressGrouping string `yaml:"tool_progress_grouping"`
+	ToolPreviewLength    *int   `yaml:"tool_preview_length"`
+}
+
+// ToolProgressFor is display.tool_progress, tool_progress_grouping
+// (separate) and tool_preview_length for platform: its own
+// display.platforms entry over the profile's; own says whether its
+// tool_progress is its own.
+func (c Config) ToolProgressFor(platform string) (mode string, separate bool, preview int, own bool) {
+	mode, separate, preview = c.ToolProgressMode(), c.ToolProgressSeparate(), c.Display.ToolPreviewLength
+	p, ok := c.Display.Platforms[platform]
+	if !ok {
+		return mode, separate, preview, false
+	}
+	if p.ToolProgress != nil {
+		mode, own = displayMode(p.ToolProgress, ProgressAll, ProgressNew, ProgressVerbose, ProgressLog, ProgressOff), true
+	}
+	if g := strings.TrimSpace(p.ToolProgressGrouping); g != "" {
+		separate = strings.EqualFold(g, "separate")
+	}
+	if p.ToolPreviewLength != nil {
+		preview = *p.ToolPreviewLength
+	}
+	return mode, separate, preview, own
 }
 
 // The values of display.tool_progress.
@@ -804,6 +838,19 @@ func (c Config) Validate() error {
 	}
 	if n := c.Display.ToolPreviewLength; n < 0 || n > 100000 {
 		return fmt.Errorf("display.tool_preview_length must be 0 (the default) to 100000, not %d", n)
+	}
+	for name, p := range c.Display.Platforms {
+		if p.ToolProgress != nil && displayMode(p.ToolProgress, ProgressAll, ProgressNew, ProgressVerbose, ProgressLog, ProgressOff) == "" {
+			return fmt.Errorf("display.platforms.%s.tool_progress must be all, new, verbose, log or off, not %v", name, p.ToolProgress)
+		}
+		switch strings.ToLower(strings.TrimSpace(p.ToolProgressGrouping)) {
+		case "", "accumulate", "separate":
+		default:
+			return fmt.Errorf("display.platforms.%s.tool_progress_grouping must be accumulate or separate, not %q", name, p.ToolProgressGrouping)
+		}
+		if n := p.ToolPreviewLength; n != nil && (*n < 0 || *n > 100000) {
+			return fmt.Errorf("display.platforms.%s.tool_preview_length must be 0 (the default) to 100000, not %d", name, *n)
+		}
 	}
 	if c.ProcessNotifications() == "" {
 		return fmt.Errorf("display.background_process_notifications must be all, result, error or off, not %v", c.Display.BackgroundProcessNotifications)

@@ -294,10 +294,23 @@ func TestToolProgress(t *testing.T) {
 	if err != nil || !cfg.ToolProgressSeparate() || cfg.Display.ToolPreviewLength != 80 {
 		t.Fatalf("%+v %v", cfg.Display, err)
 	}
+	// A platform's own keys win there; another platform has the profile's.
+	cfg, err = loadYAML(t, "display:\n  tool_progress: verbose\n  tool_preview_length: 80\n  platforms:\n    slack:\n      tool_progress: off\n"+
+		"      tool_progress_grouping: separate\n      tool_preview_length: 20\n    telegram:\n      tool_preview_length: 0\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for platform, want := range map[string]string{"slack": "off true 20 true", "telegram": "verbose false 0 false", "cli": "verbose false 80 false"} {
+		mode, separate, preview, own := cfg.ToolProgressFor(platform)
+		if got := fmt.Sprintf("%s %t %d %t", mode, separate, preview, own); got != want {
+			t.Errorf("%s: %s, want %s", platform, got, want)
+		}
+	}
 	for text, want := range map[string]string{
-		"display:\n  tool_progress: loud\n":           "display.tool_progress must be all, new, verbose, log or off, not loud",
-		"display:\n  tool_progress_grouping: piles\n": `display.tool_progress_grouping must be accumulate or separate, not "piles"`,
-		"display:\n  tool_preview_length: -1\n":       "display.tool_preview_length must be 0 (the default) to 100000, not -1",
+		"display:\n  tool_progress: loud\n":                               "display.tool_progress must be all, new, verbose, log or off, not loud",
+		"display:\n  tool_progress_grouping: piles\n":                     `display.tool_progress_grouping must be accumulate or separate, not "piles"`,
+		"display:\n  tool_preview_length: -1\n":                           "display.tool_preview_length must be 0 (the default) to 100000, not -1",
+		"display:\n  platforms:\n    slack:\n      tool_progress: loud\n": "display.platforms.slack.tool_progress must be all, new, verbose, log or off, not loud",
 	} {
 		if _, err := loadYAML(t, text); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", text, err, want)

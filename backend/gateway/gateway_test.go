@@ -70,7 +70,7 @@ type env struct {
 	// events records what the gateway tells its event hooks.
 	events *eventRecorder
 	// progress is the gateway's Progress (nil: none shown).
-	progress func() gateway.Progress
+	progress func(platform string) gateway.Progress
 }
 
 // eventRecorder is gateway.EventHooks that keeps what it is told.

@@ -30,7 +30,8 @@ type Progress struct {
 	// Log is told of each tool call in log mode.
 	Log func(platform, sessionID string, ev turns.ToolStart)
 	// Command is display.tool_progress_command: /verbose may cycle Mode
-	// from a chat, Save keeping the new one.
+	// from a chat, Save keeping the new one (the platform's own when it
+	// has one, else the profile's).
 	Command bool
 	Save    func(mode string) error
 }
@@ -51,11 +52,11 @@ const VerboseOff = "/verbose is off on chat platforms: set display.tool_progress
 
 // verbose is /verbose from a chat: the next mode of display.tool_progress,
 // saved for every chat of the profile, and what it shows.
-func (s *Service) verbose() string {
+func (s *Service) verbose(platform string) string {
 	if s.o.Progress == nil {
 		return "This gateway shows no tool progress."
 	}
-	p := s.o.Progress()
+	p := s.o.Progress(platform)
 	if !p.Command || p.Save == nil {
 		return VerboseOff
 	}
@@ -222,7 +223,7 @@ func (s *Service) startProgress(w *turnInfo) (*progressMsg, Progress) {
 	if s.o.Progress == nil || c.Adapter.Platform() == "webhook" {
 		return nil, Progress{}
 	}
-	p := s.o.Progress()
+	p := s.o.Progress(c.Adapter.Platform())
 	switch p.Mode {
 	case ProgressAll, ProgressNew, ProgressVerbose:
 	default:

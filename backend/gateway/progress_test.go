@@ -72,7 +72,7 @@ func progressEnvSlow(t *testing.T, p gateway.Progress, delay time.Duration, plan
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.progress = func() gateway.Progress { return p }
+	e.progress = func(string) gateway.Progress { return p }
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	return e, f
@@ -226,7 +226,7 @@ func TestSlackProgressInAThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.progress = func() gateway.Progress { return gateway.Progress{Mode: gateway.ProgressAll} }
+	e.progress = func(string) gateway.Progress { return gateway.Progress{Mode: gateway.ProgressAll} }
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	events := e.startSlack(t, api)
 	const thread = "1700000000.000400"

@@ -56,10 +56,10 @@ type Options struct {
 	// waits for the sender's /approve or /deny (default
 	// turns.DefaultApprovalTimeout); see Approve.
 	ApprovalTimeout time.Duration
-	// Progress is config.yaml's display.tool_progress keys as they are at
-	// each turn's start: how the chat is shown the turn's tool calls. nil:
-	// it is shown none.
-	Progress func() Progress
+	// Progress is config.yaml's display.tool_progress keys for a platform
+	// as they are at each turn's start: how the chat is shown the turn's
+	// tool calls. nil: it is shown none.
+	Progress func(platform string) Progress
 	// Hooks are the familiar agent's gateway event hooks
 	// (gatewayhooks.Hooks): started and stopped with the gateway, told of
 	// its lifecycle points off the conversation's path. nil: none.
@@ -419,7 +419,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		return s.enqueue(ctx, out)
 	}
 	if s.builtin(text, "verbose") {
-		out.Text, out.Origin = s.verbose(), "reply"
+		out.Text, out.Origin = s.verbose(platform), "reply"
 		return s.enqueue(ctx, out)
 	}
 	if sid == "" {

@@ -76,16 +76,21 @@ func (l *toolCallLog) append(line string) error {
 	return f.Close()
 }
 
-// ToolProgress is display.tool_progress and its keys as config.yaml has
-// them now: how a chat platform and a terminal chat show a turn's tool
+// ToolProgress is display.tool_progress and its keys for platform (its
+// display.platforms entry over the profile's) as config.yaml has them now:
+// how a chat platform and a terminal chat ("cli") show a turn's tool
 // calls (log mode writes logs/tool_calls.log).
-func (s *Stack) ToolProgress() gateway.Progress {
+func (s *Stack) ToolProgress(platform string) gateway.Progress {
 	cfg := s.watch.settled()
-	return gateway.Progress{Mode: cfg.ToolProgressMode(), PreviewLength: cfg.Display.ToolPreviewLength,
-		Separate: cfg.ToolProgressSeparate(), Log: s.calls.write, Command: cfg.Display.ToolProgressCommand, Save: s.saveToolProgress}
-}
-
-// saveToolProgress keeps mode as display.tool_progress (/verbose).
-func (s *Stack) saveToolProgress(mode string) error {
-	return plugins.EditConfig(s.Home.ConfigPath(), plugins.ConfigEdit{Section: "display", Key: "tool_progress", Value: mode})
+	mode, separate, preview, own := cfg.ToolProgressFor(platform)
+	keys := []string{"display", "tool_progress"}
+	if own {
+		keys = []string{"display", "platforms", platform, "tool_progress"}
+	}
+	return gateway.Progress{Mode: mode, PreviewLength: preview, Separate: separate, Log: s.calls.write,
+		Command: cfg.Display.ToolProgressCommand, Save: func(mode string) error {
+			// /verbose: the platform's own key when it has one, which
+			// would otherwise hide the change.
+			return plugins.EditConfig(s.Home.ConfigPath(), plugins.ConfigEdit{Path: keys, Value: mode})
+		}}
 }
