@@ -264,7 +264,7 @@ func TestSettingsRoundTripAndRefuseInvalid(t *testing.T) {
 		Tools: &app.ToolsSettingsDTO{Terminal: true, Files: true, Memory: true, OwnLists: []string{}, Web: true, WebProvider: "firecrawl",
 			WebKey:      app.KeyStatusDTO{Name: "FIRECRAWL_API_KEY", EnvPath: e.st.Home.EnvPath()},
 			WebProblem:  "web search needs FIRECRAWL_API_KEY (or a self-hosted FIRECRAWL_API_URL) or TAVILY_API_KEY in the profile's .env",
-			ProcessEnds: "all"}}
+			ProcessEnds: "all", ToolProgress: "all"}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("set = %+v, %v", got, err)
 	}

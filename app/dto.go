@@ -383,6 +383,10 @@ type ToolsSettingsDTO struct {
 	// their conversation: all (the default), result (the same), error
 	// (failures only) or off. "" in a Set leaves it as it is.
 	ProcessEnds string `json:"process_ends"`
+	// ToolProgress is display.tool_progress: how a chat platform (and a
+	// terminal chat) is shown a turn's tool calls as they start: all (the
+	// default), new, verbose, log or off. "" in a Set leaves it as it is.
+	ToolProgress string `json:"tool_progress"`
 }
 
 // ModelSettingsDTO is the model the profile's turns ask: config.yaml's

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"atrium/app"
 	"atrium/backend/apperr"
 	"atrium/backend/config"
 	"atrium/backend/sessions"
@@ -133,35 +134,49 @@ func TestAnEndAfterNewIsNotTold(t *testing.T) {
 }
 
 // Settings → Agent tools chooses which ends are told
-// (display.background_process_notifications): the file says it, the
+// (display.background_process_notifications) and how a chat is shown the
+// tool calls (display.tool_progress): the file says it, off quoted, the
 // default goes rather than say "all", another value is refused.
 func TestSettingsChooseWhichEndsAreTold(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s, err := e.app.Settings.Get()
-	if err != nil || s.Tools.ProcessEnds != "all" {
-		t.Fatalf("default: %q %v", s.Tools.ProcessEnds, err)
-	}
-	for _, mode := range []string{"error", "off", "result", "all"} {
-		s.Tools.ProcessEnds = mode
-		got, err := e.app.Settings.Set(s)
-		if err != nil || got.Tools.ProcessEnds != mode {
-			t.Fatalf("%s: %q %v", mode, got.Tools.ProcessEnds, err)
+	for _, k := range []struct {
+		key     string
+		field   func(*app.ToolsSettingsDTO) *string
+		read    func(config.Config) string
+		values  []string
+		refused string
+	}{
+		{"background_process_notifications", func(d *app.ToolsSettingsDTO) *string { return &d.ProcessEnds }, config.Config.ProcessNotifications,
+			[]string{"error", "off", "result", "all"}, "must be all, result, error or off"},
+		{"tool_progress", func(d *app.ToolsSettingsDTO) *string { return &d.ToolProgress }, config.Config.ToolProgressMode,
+			[]string{"new", "off", "verbose", "log", "all"}, "must be all, new, verbose, log or off"},
+	} {
+		s, err := e.app.Settings.Get()
+		if err != nil || *k.field(s.Tools) != "all" {
+			t.Fatalf("%s default: %q %v", k.key, *k.field(s.Tools), err)
 		}
-		cfg, _, err := config.Load(e.st.Home.ConfigPath())
-		if err != nil || cfg.ProcessNotifications() != mode {
-			t.Fatalf("%s: config.yaml says %v (%v)", mode, cfg.Display.BackgroundProcessNotifications, err)
+		for _, mode := range k.values {
+			*k.field(s.Tools) = mode
+			got, err := e.app.Settings.Set(s)
+			if err != nil || *k.field(got.Tools) != mode {
+				t.Fatalf("%s %s: %q %v", k.key, mode, *k.field(got.Tools), err)
+			}
+			cfg, _, err := config.Load(e.st.Home.ConfigPath())
+			if err != nil || k.read(cfg) != mode {
+				t.Fatalf("%s %s: config.yaml says %v (%v)", k.key, mode, k.read(cfg), err)
+			}
+			b, _ := os.ReadFile(e.st.Home.ConfigPath())
+			if mode == "off" && !strings.Contains(string(b), k.key+`: "off"`) {
+				t.Fatalf("off is written so that YAML 1.1 readers do not take it for false:\n%s", b)
+			}
+			if mode == "all" && strings.Contains(string(b), k.key) {
+				t.Fatalf("the default is written:\n%s", b)
+			}
 		}
-		b, _ := os.ReadFile(e.st.Home.ConfigPath())
-		if mode == "off" && !strings.Contains(string(b), `background_process_notifications: "off"`) {
-			t.Fatalf("off is written so that YAML 1.1 readers do not take it for false:\n%s", b)
+		*k.field(s.Tools) = "loud"
+		if _, err := e.app.Settings.Set(s); apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), k.refused) {
+			t.Fatalf("%s, a bad value: %v", k.key, err)
 		}
-		if mode == "all" && strings.Contains(string(b), "background_process_notifications") {
-			t.Fatalf("the default is written:\n%s", b)
-		}
-	}
-	s.Tools.ProcessEnds = "loud"
-	if _, err := e.app.Settings.Set(s); apperr.CodeOf(err) != apperr.Invalid || !strings.Contains(err.Error(), "must be all, result, error or off") {
-		t.Fatalf("a bad value: %v", err)
 	}
 }

@@ -77,7 +77,7 @@ func (s *Settings) toolsSettings(cfg config.Config) ToolsSettingsDTO {
 	web := tools.Web{Backend: cfg.Web.Backend}
 	out.Web, out.WebBackend = listed[tools.WebSearchTool] || listed[tools.WebExtractTool], strings.ToLower(strings.TrimSpace(cfg.Web.Backend))
 	out.WebProvider, out.WebKey, out.WebProblem = web.Provider(), s.keyStatus(web.KeyVariable()), web.Problem()
-	out.ProcessEnds = cfg.ProcessNotifications()
+	out.ProcessEnds, out.ToolProgress = cfg.ProcessNotifications(), cfg.ToolProgressMode()
 	return out
 }
 
@@ -140,6 +140,13 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 			v = nil // the default goes rather than say it
 		}
 		edits = append(edits, plugins.ConfigEdit{Section: "display", Key: "background_process_notifications", Value: v})
+	}
+	if m := strings.ToLower(strings.TrimSpace(in.ToolProgress)); m != "" && m != cfg.ToolProgressMode() {
+		var v any = m
+		if m == config.ProgressAll {
+			v = nil // the default goes rather than say it
+		}
+		edits = append(edits, plugins.ConfigEdit{Section: "display", Key: "tool_progress", Value: v})
 	}
 	return edits
 }
@@ -230,6 +237,11 @@ func (s *Settings) Set(in SettingsDTO) (SettingsDTO, error) {
 		case "", config.NotifyAll, config.NotifyResult, config.NotifyError, config.NotifyOff:
 		default:
 			return SettingsDTO{}, apperr.New(apperr.Invalid, "display.background_process_notifications must be all, result, error or off, not %q", m)
+		}
+		switch m := strings.ToLower(strings.TrimSpace(in.Tools.ToolProgress)); m {
+		case "", config.ProgressAll, config.ProgressNew, config.ProgressVerbose, config.ProgressLog, config.ProgressOff:
+		default:
+			return SettingsDTO{}, apperr.New(apperr.Invalid, "display.tool_progress must be all, new, verbose, log or off, not %q", m)
 		}
 		edits = append(edits, toolsEdits(cfg, *in.Tools)...)
 	}

@@ -960,7 +960,7 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
-  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, web, session_search, todo, clarify, delegation]', async () => {
+  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, web, session_search, todo, clarify, delegation]; the tool calls a chat is shown saved as display.tool_progress', async () => {
     try {
       await settingsTools();
     } finally {
@@ -975,8 +975,11 @@ async function main() {
     eq(await page.inputValue('[data-testid=set-tools-cwd]'), work, 'the start folder (terminal.cwd) shown');
     await page.uncheck('[data-testid=set-tools-files]');
     await page.fill('[data-testid=set-tools-max-turns]', '30');
+    eq(await page.inputValue('[data-testid=set-tools-progress]'), 'all', 'the tool calls a chat is shown, by default');
+    await page.selectOption('[data-testid=set-tools-progress]', 'new');
     await page.click('[data-testid=settings-save]');
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
+    eq((await atrium('config', 'get', 'display.tool_progress')).value, 'new', 'display.tool_progress after Save');
     // web, on by default, has its switch; session_search, todo, clarify and delegation, on by default with no switch of their own, stay in the list
     eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","web","session_search","todo","clarify","delegation"]', 'toolsets after Save');
     eq((await atrium('config', 'get', 'agent.max_turns')).value, 30, 'agent.max_turns after Save');
@@ -986,6 +989,7 @@ async function main() {
     eq((off.tool_calls ?? []).length, 0, `read_file calls with the file tools off (${off.reply})`);
     await page.check('[data-testid=set-tools-files]');
     await page.fill('[data-testid=set-tools-max-turns]', '0');
+    await page.selectOption('[data-testid=set-tools-progress]', 'all');
     await page.click('[data-testid=settings-save]');
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
     const on = await atrium('send', ids['Payments refactor'], 'use tool read_file: {"path": "scratch"}');

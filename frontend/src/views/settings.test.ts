@@ -29,6 +29,7 @@ const tools = (over: Partial<ToolsSettingsDTO> = {}): ToolsSettingsDTO => ({
   web_key: { name: 'FIRECRAWL_API_KEY', source: '', in_env_file: false, env_path: envPath },
   web_problem: noWebKey,
   process_ends: 'all',
+  tool_progress: 'all',
   ...over,
 });
 
@@ -312,6 +313,17 @@ describe('settings: the agent\'s tools', () => {
     const again = q<HTMLSelectElement>(kept, 'set-tools-process-ends');
     expect(again.value).toBe('result');
     expect(again.selectedOptions[0]!.textContent).toBe('Tell the model of every end (result)');
+  });
+
+  it('chooses how a chat is shown the tool calls (display.tool_progress)', async () => {
+    const v = await shown();
+    const progress = q<HTMLSelectElement>(v, 'set-tools-progress');
+    expect(Array.from(progress.options, (o) => o.value)).toEqual(['all', 'new', 'verbose', 'log', 'off']);
+    expect(progress.value).toBe('all');
+    progress.value = 'new';
+    q<HTMLButtonElement>(v, 'settings-save').click();
+    await flush();
+    expect((set.mock.calls[0] as unknown as [SettingsDTO])[0].tools).toEqual(tools({ tool_progress: 'new' }));
   });
 
   it('refuses a relative folder and a time over 600 before sending', async () => {

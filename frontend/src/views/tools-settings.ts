@@ -13,13 +13,22 @@ import { described, errorLine, fieldRow } from './fields';
 import { KeyField } from './key-field';
 import type { KeyStatusDTO, ToolsSettingsDTO } from '../api/gen/dto';
 
-type Key = 'terminal' | 'files' | 'memory' | 'web' | 'web_backend' | 'cwd' | 'timeout_seconds' | 'max_turns' | 'process_ends';
+type Key = 'terminal' | 'files' | 'memory' | 'web' | 'web_backend' | 'cwd' | 'timeout_seconds' | 'max_turns' | 'process_ends' | 'tool_progress';
 
 /** The values of display.background_process_notifications. */
 const processEnds: Array<[string, string]> = [
   ['all', 'Tell the model of every end'],
   ['error', 'Tell it only of failures (a non-zero exit code)'],
   ['off', 'Do not tell it: it polls or waits'],
+];
+
+/** The values of display.tool_progress. */
+const toolProgress: Array<[string, string]> = [
+  ['all', 'A line for each tool call'],
+  ['new', 'A line when the tool changes'],
+  ['verbose', 'Each tool call with its arguments'],
+  ['log', 'None: write them to logs/tool_calls.log'],
+  ['off', 'None'],
 ];
 
 /** The web providers Atrium has, and the variable each one's key is in. */
@@ -39,6 +48,7 @@ const words: Array<[Key, RegExp]> = [
   ['timeout_seconds', /terminal\.timeout/i],
   ['max_turns', /max_turns/i],
   ['process_ends', /background_process_notifications/i],
+  ['tool_progress', /tool_progress/i],
 ];
 
 export class ToolsSection {
@@ -55,6 +65,7 @@ export class ToolsSection {
   private readonly timeout: HTMLInputElement;
   private readonly maxTurns: HTMLInputElement;
   private readonly ends: HTMLSelectElement;
+  private readonly progress: HTMLSelectElement;
   private readonly errors = new Map<Key, HTMLElement>();
   private readonly notes: HTMLElement;
   private current: ToolsSettingsDTO | null = null;
@@ -74,6 +85,7 @@ export class ToolsSection {
     this.timeout = h('input', { ...described('set-tools-timeout'), type: 'number', min: 0, max: 600, step: '1', inputmode: 'numeric' });
     this.maxTurns = h('input', { ...described('set-tools-max-turns'), type: 'number', min: 0, max: 10000, step: '1', inputmode: 'numeric' });
     this.ends = h('select', described('set-tools-process-ends'));
+    this.progress = h('select', described('set-tools-progress'));
     this.notes = h('div', { 'data-testid': 'settings-tools-notes' });
     this.el = h(
       'fieldset',
@@ -103,6 +115,13 @@ export class ToolsSection {
         this.ends,
         'A command the model ran in the background asking to hear of its end (notify_on_complete) starts a turn that tells it (display.background_process_notifications).',
         'process_ends',
+      ),
+      this.field(
+        'set-tools-progress',
+        'Tool calls shown in a chat',
+        this.progress,
+        'How a chat platform (Telegram, Slack) and a terminal chat are shown the tool calls of a turn as they start (display.tool_progress); a platform’s own display.platforms entry wins there.',
+        'tool_progress',
       ),
       this.notes,
     );
@@ -141,6 +160,8 @@ export class ToolsSection {
     if (!ends.some(([v]) => v === t.process_ends)) ends.push([t.process_ends, t.process_ends === 'result' ? 'Tell the model of every end (result)' : t.process_ends]);
     replace(this.ends, ...ends.map(([v, label]) => h('option', { value: v }, label)));
     this.ends.value = t.process_ends;
+    replace(this.progress, ...toolProgress.map(([v, label]) => h('option', { value: v }, label)));
+    this.progress.value = t.tool_progress;
     const notes: HTMLElement[] = [];
     if (t.problem) notes.push(h('p', { class: 'form-error', role: 'alert' }, t.problem));
     if (t.own_lists?.length) {
@@ -202,7 +223,7 @@ export class ToolsSection {
 
   private error(key: Key, msg: string): void {
     this.errors.get(key)!.textContent = msg;
-    ({ cwd: this.cwd, timeout_seconds: this.timeout, max_turns: this.maxTurns, web_backend: this.webBackend, process_ends: this.ends } as Partial<Record<Key, HTMLElement>>)[key]?.setAttribute(
+    ({ cwd: this.cwd, timeout_seconds: this.timeout, max_turns: this.maxTurns, web_backend: this.webBackend, process_ends: this.ends, tool_progress: this.progress } as Partial<Record<Key, HTMLElement>>)[key]?.setAttribute(
       'aria-invalid',
       'true',
     );
@@ -243,6 +264,7 @@ export class ToolsSection {
       timeout_seconds: timeout,
       max_turns: maxTurns,
       process_ends: this.ends.value,
+      tool_progress: this.progress.value,
     };
   }
 

@@ -1103,6 +1103,12 @@ export interface ToolsSettingsDTO {
    * (failures only) or off. "" in a Set leaves it as it is.
    */
   process_ends: string;
+  /**
+   * ToolProgress is display.tool_progress: how a chat platform (and a
+   * terminal chat) is shown a turn's tool calls as they start: all (the
+   * default), new, verbose, log or off. "" in a Set leaves it as it is.
+   */
+  tool_progress: string;
 }
 
 /** TrashDTO says what the trash holds and when it next purges. */
