@@ -336,6 +336,14 @@ type DisplayPlatform struct {
 	ToolProgress         any    `yaml:"tool_progress"`
 	ToolProgressGrouping string `yaml:"tool_progress_grouping"`
 	ToolPreviewLength    *int   `yaml:"tool_preview_length"`
+	// CleanupProgress deletes a turn's progress messages once its reply is
+	// delivered (a turn that failed or was stopped keeps them).
+	CleanupProgress bool `yaml:"cleanup_progress"`
+}
+
+// CleanupProgress is display.platforms.<platform>.cleanup_progress.
+func (c Config) CleanupProgress(platform string) bool {
+	return c.Display.Platforms[platform].CleanupProgress
 }
 
 // ToolProgressFor is display.tool_progress, tool_progress_grouping

@@ -300,6 +300,12 @@ func TestToolProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.CleanupProgress("slack") {
+		t.Fatal("cleanup_progress unset reads as set")
+	}
+	if c, err := loadYAML(t, "display:\n  platforms:\n    telegram:\n      cleanup_progress: true\n"); err != nil || !c.CleanupProgress("telegram") || c.CleanupProgress("slack") {
+		t.Fatalf("cleanup_progress: %v", err)
+	}
 	for platform, want := range map[string]string{"slack": "off true 20 true", "telegram": "verbose false 0 false", "cli": "verbose false 80 false"} {
 		mode, separate, preview, own := cfg.ToolProgressFor(platform)
 		if got := fmt.Sprintf("%s %t %d %t", mode, separate, preview, own); got != want {

@@ -125,6 +125,11 @@ type Editor interface {
 	Edit(ctx context.Context, chatID, messageID, text string) error
 }
 
+// Deleter is an adapter that can delete a message it sent.
+type Deleter interface {
+	Delete(ctx context.Context, chatID, messageID string) error
+}
+
 // permanentError is a send error that retrying cannot fix (a chat that
 // does not exist, a bot removed from it, a refused request).
 type permanentError struct{ err error }

@@ -29,6 +29,9 @@ type Progress struct {
 	Separate bool
 	// Log is told of each tool call in log mode.
 	Log func(platform, sessionID string, ev turns.ToolStart)
+	// Cleanup deletes the turn's progress messages once its reply is
+	// delivered, where the platform can (display.platforms.<platform>.cleanup_progress).
+	Cleanup bool
 	// Command is display.tool_progress_command: /verbose may cycle Mode
 	// from a chat, Save keeping the new one (the platform's own when it
 	// has one, else the profile's).
@@ -210,6 +213,8 @@ type progressMsg struct {
 	lastTool string
 	msgID    string
 	canEdit  bool
+	sent     []string // the ids of every message it sent
+	cleanup  bool
 
 	kick    chan struct{}
 	done    chan struct{}
@@ -231,28 +236,28 @@ func (s *Service) startProgress(w *turnInfo) (*progressMsg, Progress) {
 	}
 	_, canEdit := c.Adapter.(Editor)
 	pm := &progressMsg{s: s, a: c.Adapter, w: w, chat: m.ChatID, thread: m.ThreadID, mode: p.Mode, length: p.PreviewLength,
-		separate: p.Separate, canEdit: canEdit && !p.Separate,
+		separate: p.Separate, canEdit: canEdit && !p.Separate, cleanup: p.Cleanup,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	go pm.run()
 	return pm, p
 }
 
 // progressContext is ctx for the turn w answers in sessionID: its tool
-// calls and its subagents' steps are shown in the chat, or logged (log
-// mode). finish, called when the turn ends and before its reply is
-// queued, sends what is left.
-func (s *Service) progressContext(ctx context.Context, w *turnInfo, sessionID string) (context.Context, func()) {
+// calls and its subagents' steps are shown in the chat (pm), or logged
+// (log mode: pm is nil). pm.finish, called when the turn ends and before
+// its reply is queued, sends what is left.
+func (s *Service) progressContext(ctx context.Context, w *turnInfo, sessionID string) (context.Context, *progressMsg) {
 	pm, p := s.startProgress(w)
 	if pm == nil {
 		if p.Mode == ProgressLog && p.Log != nil {
 			platform := w.c.Adapter.Platform()
 			ctx = turns.WithToolProgress(ctx, func(ev turns.ToolStart) { p.Log(platform, sessionID, ev) })
 		}
-		return ctx, func() {}
+		return ctx, nil
 	}
 	ctx = turns.WithToolProgress(ctx, pm.tool)
 	ctx = turns.WithSubagentProgress(ctx, func(ev turns.SubagentEvent) { pm.add(SubagentLine(ev)) })
-	return ctx, pm.finish
+	return ctx, pm
 }
 
 // tool adds a tool call's line: not clarify's (its question is its own
@@ -374,6 +379,11 @@ func (pm *progressMsg) send(ctx context.Context, text string) string {
 		pm.s.log.Info("gateway: a progress line was not sent", "platform", pm.a.Platform(), "error", err)
 		return ""
 	}
+	if id != "" {
+		pm.mu.Lock()
+		pm.sent = append(pm.sent, id)
+		pm.mu.Unlock()
+	}
 	if t, ok := pm.a.(Typer); ok && !pm.w.waiting.Load() {
 		_ = t.Typing(ctx, pm.chat, pm.thread)
 	}
@@ -381,10 +391,39 @@ func (pm *progressMsg) send(ctx context.Context, text string) string {
 }
 
 // finish sends what is left and stops (at most 20 s: the reply waits).
+// Nothing on a nil pm.
 func (pm *progressMsg) finish() {
+	if pm == nil {
+		return
+	}
 	close(pm.done)
 	select {
 	case <-pm.stopped:
 	case <-time.After(20 * time.Second):
+	}
+}
+
+// afterReply is what to do once the turn's reply is delivered: delete
+// its progress messages when the profile asks for it and the platform can
+// (nil: nothing).
+func (pm *progressMsg) afterReply() func() {
+	if pm == nil || !pm.cleanup {
+		return nil
+	}
+	del, ok := pm.a.(Deleter)
+	if !ok {
+		return nil
+	}
+	return func() {
+		pm.mu.Lock()
+		ids := slices.Clone(pm.sent)
+		pm.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, id := range ids {
+			if err := del.Delete(ctx, pm.chat, id); err != nil {
+				pm.s.log.Info("gateway: a progress message was not deleted", "platform", pm.a.Platform(), "error", err)
+			}
+		}
 	}
 }

@@ -246,3 +246,28 @@ func TestSlackProgressInAThread(t *testing.T) {
 		t.Fatalf("the thread shows %q", got)
 	}
 }
+
+// With cleanup_progress, the turn's progress message is deleted once its
+// reply is delivered, as the familiar gateway's; without it, it stays.
+func TestProgressIsCleanedUpAfterTheReply(t *testing.T) {
+	t.Parallel()
+	_, f := progressEnv(t, gateway.Progress{Mode: gateway.ProgressAll, Cleanup: true}, workPlan[2])
+	f.Push(5, "Cy", 5, "private", "read it")
+	got := shown(t, f, "done")
+	if len(got) != 2 || got[0] != `📖 read_file: "notes.txt"` {
+		t.Fatalf("the chat shows %q", got)
+	}
+	waitFor(t, "the progress message deleted", func() bool { return len(f.Deletes()) == 1 })
+	if d := f.Deletes()[0]; fmt.Sprint(d["message_id"]) != "5001" || fmt.Sprint(d["chat_id"]) != "5" {
+		t.Fatalf("deleted %v", d)
+	}
+
+	_, g := progressEnv(t, gateway.Progress{Mode: gateway.ProgressAll}, workPlan[2])
+	g.Push(5, "Cy", 5, "private", "read it")
+	shown(t, g, "done")
+	g.Push(5, "Cy", 5, "private", "/whoami") // a later delivery: the first one's would have run by then
+	waitFor(t, "the /whoami reply", func() bool { return len(g.SentTexts()) == 3 })
+	if n := len(g.Deletes()); n != 0 {
+		t.Fatalf("%d progress messages deleted without cleanup_progress", n)
+	}
+}

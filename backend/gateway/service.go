@@ -101,6 +101,7 @@ type Service struct {
 	wake      map[string]chan struct{}
 	state     map[string]string
 	started   bool
+	afterSent map[int64]func() // by delivery: what follows its delivery (enqueueThen)
 
 	stop       context.CancelFunc // adapters, workers
 	turnCancel context.CancelFunc // turns in flight
@@ -465,12 +466,12 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		return err
 	}
 	stopTyping := s.typing(ctx, w)
-	finishProgress := func() {}
+	var progress *progressMsg
 	if !isCmd {
-		ctx, finishProgress = s.progressContext(ctx, w, sid)
+		ctx, progress = s.progressContext(ctx, w, sid)
 	}
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
-	finishProgress() // its last lines before the reply
+	progress.finish() // its last lines before the reply
 	stopTyping()
 	s.compactedIn(platform, t)
 	// The answer is written though the turn's context ended (/stop, the
@@ -503,7 +504,11 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	if out.Text == "" {
 		return err
 	}
-	if eerr := s.enqueue(ctx, out); eerr != nil {
+	var after func()
+	if err == nil && stopped == nil {
+		after = progress.afterReply() // a failed or stopped turn keeps its lines
+	}
+	if eerr := s.enqueueThen(ctx, out, after); eerr != nil {
 		return eerr
 	}
 	return nil
@@ -688,13 +693,37 @@ func (s *Service) typing(ctx context.Context, w *turnInfo) func() {
 	}
 }
 
-func (s *Service) enqueue(ctx context.Context, o Outbound) error {
+func (s *Service) enqueue(ctx context.Context, o Outbound) error { return s.enqueueThen(ctx, o, nil) }
+
+// enqueueThen is enqueue, then after, once this process delivered o
+// (never when it is given up, or delivered by another process).
+func (s *Service) enqueueThen(ctx context.Context, o Outbound, after func()) error {
 	// The reply is stored even if the turn's ctx ran out meanwhile.
-	if _, err := s.store.Enqueue(context.WithoutCancel(ctx), o, s.o.Deadline); err != nil {
+	id, err := s.store.Enqueue(context.WithoutCancel(ctx), o, s.o.Deadline)
+	if err != nil {
 		return err
+	}
+	if after != nil {
+		s.mu.Lock()
+		if s.afterSent == nil {
+			s.afterSent = map[int64]func(){}
+		}
+		s.afterSent[id] = after
+		s.mu.Unlock()
 	}
 	s.Wake(o.Platform)
 	return nil
+}
+
+// delivered runs what was to follow delivery id (afterSent), once.
+func (s *Service) delivered(id int64, sent bool) {
+	s.mu.Lock()
+	after := s.afterSent[id]
+	delete(s.afterSent, id)
+	s.mu.Unlock()
+	if after != nil && sent {
+		go after()
+	}
 }
 
 // deliver sends platform's outbox in order, retrying with backoff; it
@@ -737,6 +766,7 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 		}
 		if now.After(d.Deadline) {
 			_ = s.store.markFailed(ctx, d.ID, "gave up: "+d.LastError, now, true)
+			s.delivered(d.ID, false)
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -746,6 +776,7 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 			if ok, _ := s.store.markSent(context.WithoutCancel(ctx), d.ID, mid); ok {
 				_ = s.store.count(context.WithoutCancel(ctx), platform, "sent")
 			}
+			s.delivered(d.ID, true)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -757,6 +788,9 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 		}
 		final := IsPermanent(err) || now.Add(delay).After(d.Deadline)
 		_ = s.store.markFailed(ctx, d.ID, err.Error(), now.Add(delay), final)
+		if final {
+			s.delivered(d.ID, false)
+		}
 		state, detail := s.currentState(platform)
 		s.report(platform, state, detail, fmt.Errorf("delivery failed (attempt %d): %w", d.Attempts+1, err))
 	}

@@ -384,6 +384,12 @@ func (s *Slack) Edit(ctx context.Context, chatID, messageID, text string) error 
 	return slackError("chat.update", err)
 }
 
+// Delete implements Deleter (chat.delete).
+func (s *Slack) Delete(ctx context.Context, chatID, messageID string) error {
+	_, _, err := s.api.DeleteMessageContext(ctx, chatID, messageID)
+	return slackError("chat.delete", err)
+}
+
 // slackBlocks are text and its buttons as Block Kit: a section, then an
 // actions block for each row.
 func slackBlocks(text string, rows [][]Button) []slack.Block {

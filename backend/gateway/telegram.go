@@ -334,6 +334,11 @@ func (t *Telegram) Edit(ctx context.Context, chatID, messageID, text string) err
 		"text": clipRunes(text, tgLimit)}, nil)
 }
 
+// Delete implements Deleter (deleteMessage).
+func (t *Telegram) Delete(ctx context.Context, chatID, messageID string) error {
+	return t.call(ctx, "deleteMessage", map[string]any{"chat_id": chatID, "message_id": messageID}, nil)
+}
+
 // splitText cuts text into parts of at most limit characters, at a line
 // break or a space where it can.
 func splitText(text string, limit int) []string {

@@ -87,7 +87,7 @@ func (s *Stack) ToolProgress(platform string) gateway.Progress {
 	if own {
 		keys = []string{"display", "platforms", platform, "tool_progress"}
 	}
-	return gateway.Progress{Mode: mode, PreviewLength: preview, Separate: separate, Log: s.calls.write,
+	return gateway.Progress{Mode: mode, PreviewLength: preview, Separate: separate, Log: s.calls.write, Cleanup: cfg.CleanupProgress(platform),
 		Command: cfg.Display.ToolProgressCommand, Save: func(mode string) error {
 			// /verbose: the platform's own key when it has one, which
 			// would otherwise hide the change.

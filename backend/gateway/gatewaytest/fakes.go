@@ -37,6 +37,7 @@ type Telegram struct {
 	confirmed int64 // the highest offset a getUpdates confirmed
 	sent      []map[string]any
 	edits     []map[string]any // editMessageText bodies
+	deletes   []map[string]any // deleteMessage bodies
 	answers   []map[string]any // answerCallbackQuery bodies
 	actions   int
 	// FailSend answers the next FailSend sendMessage calls with a 500;
@@ -144,6 +145,11 @@ func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
 		f.cond.Broadcast()
 		f.mu.Unlock()
 		tgOK(w, map[string]any{"message_id": body["message_id"], "text": body["text"]})
+	case "deleteMessage":
+		f.mu.Lock()
+		f.deletes = append(f.deletes, body)
+		f.mu.Unlock()
+		tgOK(w, true)
 	case "answerCallbackQuery":
 		if _, ok := body["callback_query_id"].(string); !ok {
 			tgErr(w, http.StatusBadRequest, "Bad Request: query id is empty", 0)
@@ -279,6 +285,9 @@ func (f *Telegram) Sent() []map[string]any {
 func (f *Telegram) Edits() []map[string]any {
 	return snapshot(&f.mu, &f.edits)
 }
+
+// Deletes are the deleteMessage bodies, in order.
+func (f *Telegram) Deletes() []map[string]any { return snapshot(&f.mu, &f.deletes) }
 
 // Answers are the answerCallbackQuery bodies, in order.
 func (f *Telegram) Answers() []map[string]any {
@@ -420,6 +429,11 @@ func (f *SlackAPI) serve(w http.ResponseWriter, r *http.Request) {
 		ts := fmt.Sprintf("1700000000.%06d", len(f.posted))
 		f.mu.Unlock()
 		slackJSON(w, map[string]any{"ok": true, "channel": m["channel"], "ts": ts})
+	case "chat.delete":
+		f.mu.Lock()
+		f.calls = append(f.calls, "delete "+r.Form.Get("channel")+" "+r.Form.Get("ts"))
+		f.mu.Unlock()
+		slackJSON(w, map[string]any{"ok": true, "channel": r.Form.Get("channel"), "ts": r.Form.Get("ts")})
 	case "chat.update":
 		f.mu.Lock()
 		f.updated = append(f.updated, map[string]string{"channel": r.Form.Get("channel"), "ts": r.Form.Get("ts"), "text": r.Form.Get("text"),
