@@ -101,7 +101,12 @@ type Service struct {
 	wake      map[string]chan struct{}
 	state     map[string]string
 	started   bool
-	afterSent map[int64]func() // by delivery: what follows its delivery (enqueueThen)
+
+	// afterSent, by delivery: what follows its delivery (enqueueThen);
+	// afterMu is held from the enqueue to the entry, so that a delivery
+	// done at once still finds it.
+	afterMu   sync.Mutex
+	afterSent map[int64]func()
 
 	stop       context.CancelFunc // adapters, workers
 	turnCancel context.CancelFunc // turns in flight
@@ -698,18 +703,20 @@ func (s *Service) enqueue(ctx context.Context, o Outbound) error { return s.enqu
 // enqueueThen is enqueue, then after, once this process delivered o
 // (never when it is given up, or delivered by another process).
 func (s *Service) enqueueThen(ctx context.Context, o Outbound, after func()) error {
+	if after != nil {
+		s.afterMu.Lock()
+		defer s.afterMu.Unlock()
+	}
 	// The reply is stored even if the turn's ctx ran out meanwhile.
 	id, err := s.store.Enqueue(context.WithoutCancel(ctx), o, s.o.Deadline)
 	if err != nil {
 		return err
 	}
 	if after != nil {
-		s.mu.Lock()
 		if s.afterSent == nil {
 			s.afterSent = map[int64]func(){}
 		}
 		s.afterSent[id] = after
-		s.mu.Unlock()
 	}
 	s.Wake(o.Platform)
 	return nil
@@ -717,10 +724,10 @@ func (s *Service) enqueueThen(ctx context.Context, o Outbound, after func()) err
 
 // delivered runs what was to follow delivery id (afterSent), once.
 func (s *Service) delivered(id int64, sent bool) {
-	s.mu.Lock()
+	s.afterMu.Lock()
 	after := s.afterSent[id]
 	delete(s.afterSent, id)
-	s.mu.Unlock()
+	s.afterMu.Unlock()
 	if after != nil && sent {
 		go after()
 	}
