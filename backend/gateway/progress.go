@@ -222,10 +222,11 @@ type progressMsg struct {
 }
 
 // startProgress is the progress of the turn answering m, or nil when the
-// profile shows none in the chat (a webhook has no chat to show it in).
+// profile shows none in the chat. A webhook, whatever its name, has no
+// chat to show it in: each line would be a reply its bridge posts on.
 func (s *Service) startProgress(w *turnInfo) (*progressMsg, Progress) {
 	c, m := w.c, w.m
-	if s.o.Progress == nil || c.Adapter.Platform() == "webhook" {
+	if _, bridge := c.Adapter.(*Webhook); bridge || s.o.Progress == nil {
 		return nil, Progress{}
 	}
 	p := s.o.Progress(c.Adapter.Platform())

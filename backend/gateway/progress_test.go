@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -269,5 +271,37 @@ func TestProgressIsCleanedUpAfterTheReply(t *testing.T) {
 	waitFor(t, "the /whoami reply", func() bool { return len(g.SentTexts()) == 3 })
 	if n := len(g.Deletes()); n != 0 {
 		t.Fatalf("%d progress messages deleted without cleanup_progress", n)
+	}
+}
+
+// A webhook, under any name, gets the reply alone: each progress line
+// would be a reply its bridge posts on.
+func TestAWebhookGetsNoProgress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("a note\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: plannedModel{OfflineProvider: llm.OfflineProvider{Window: 8192},
+		plan: []llm.ToolCall{workPlan[2]}}, NoBetweenTurns: true, Machine: func() tools.Settings { return tools.Settings{Cwd: dir} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.progress = func(string) gateway.Progress { return gateway.Progress{Mode: gateway.ProgressAll} }
+	recv := newReplyReceiver(t, "hook-secret", 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := gateway.NewWebhook(gateway.WebhookOptions{Name: "bridge", Secret: "hook-secret", Listener: ln, ReplyURL: recv.URL})
+	e.start(t, gateway.Configured{Adapter: wh, Access: gateway.Access{Chats: []string{"room-1"}}})
+	postSigned(t, wh, "hook-secret", map[string]any{"id": "m1", "user_id": "u1", "chat_id": "room-1", "text": "read it"}, http.StatusAccepted)
+	waitFor(t, "the reply", func() bool { return len(recv.replies()) >= 1 })
+	postSigned(t, wh, "hook-secret", map[string]any{"id": "m2", "user_id": "u1", "chat_id": "room-1", "text": "/whoami"}, http.StatusAccepted)
+	waitFor(t, "the /whoami reply", func() bool { return len(recv.replies()) >= 2 })
+	if got := recv.replies(); got[0].Text != "done" || !strings.Contains(got[1].Text, "on bridge") {
+		t.Fatalf("the bridge got %+v", got)
 	}
 }
