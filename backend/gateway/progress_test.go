@@ -54,14 +54,10 @@ func call(name string, args map[string]any) llm.ToolCall {
 	return llm.ToolCall{Name: name, Arguments: string(b)}
 }
 
-// progressEnv is a Telegram chat whose model follows plan, in a folder
-// holding notes.txt, with the gateway's progress settings p.
-func progressEnv(t *testing.T, p gateway.Progress, plan ...llm.ToolCall) (*env, *gatewaytest.Telegram) {
-	return progressEnvSlow(t, p, 0, plan...)
-}
-
-// progressEnvSlow is progressEnv with a model that takes delay to answer.
-func progressEnvSlow(t *testing.T, p gateway.Progress, delay time.Duration, plan ...llm.ToolCall) (*env, *gatewaytest.Telegram) {
+// plannedEnv is a gateway env (not started) whose model follows plan,
+// taking delay to answer, in a folder holding notes.txt, with the
+// gateway's progress settings p.
+func plannedEnv(t *testing.T, p gateway.Progress, delay time.Duration, plan ...llm.ToolCall) *env {
 	t.Helper()
 	e := newEnv(t, 8192, 0.9)
 	dir := t.TempDir()
@@ -75,6 +71,19 @@ func progressEnvSlow(t *testing.T, p gateway.Progress, delay time.Duration, plan
 		t.Fatal(err)
 	}
 	e.progress = func(string) gateway.Progress { return p }
+	return e
+}
+
+// progressEnv is a Telegram chat whose model follows plan, in a folder
+// holding notes.txt, with the gateway's progress settings p.
+func progressEnv(t *testing.T, p gateway.Progress, plan ...llm.ToolCall) (*env, *gatewaytest.Telegram) {
+	return progressEnvSlow(t, p, 0, plan...)
+}
+
+// progressEnvSlow is progressEnv with a model that takes delay to answer.
+func progressEnvSlow(t *testing.T, p gateway.Progress, delay time.Duration, plan ...llm.ToolCall) (*env, *gatewaytest.Telegram) {
+	t.Helper()
+	e := plannedEnv(t, p, delay, plan...)
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	return e, f
@@ -177,7 +186,7 @@ func TestToolProgressWithoutEdits(t *testing.T) {
 		call("search_files", map[string]any{"pattern": "note"})}
 	// The model takes its time: the first line is sent alone, the next
 	// ones come within an edit's interval.
-	_, f := progressEnvSlow(t, gateway.Progress{Mode: gateway.ProgressAll}, 100*time.Millisecond, plan...)
+	_, f := progressEnvSlow(t, gateway.Progress{Mode: gateway.ProgressAll}, 400*time.Millisecond, plan...)
 	f.Set(func(f *gatewaytest.Telegram) { f.FloodEdits = 100 })
 	f.Push(5, "Cy", 5, "private", "look")
 	got := shown(t, f, "done")
@@ -278,18 +287,7 @@ func TestProgressIsCleanedUpAfterTheReply(t *testing.T) {
 // would be a reply its bridge posts on.
 func TestAWebhookGetsNoProgress(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 8192, 0.9)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("a note\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: plannedModel{OfflineProvider: llm.OfflineProvider{Window: 8192},
-		plan: []llm.ToolCall{workPlan[2]}}, NoBetweenTurns: true, Machine: func() tools.Settings { return tools.Settings{Cwd: dir} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.progress = func(string) gateway.Progress { return gateway.Progress{Mode: gateway.ProgressAll} }
+	e := plannedEnv(t, gateway.Progress{Mode: gateway.ProgressAll}, 0, workPlan[2])
 	recv := newReplyReceiver(t, "hook-secret", 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
