@@ -344,23 +344,13 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 
 // toolProgress shows a terminal chat each tool call of a turn as it
 // starts, as the familiar agent's chat does ("  ┊ 💻 terminal: \"make\""),
-// by display.tool_progress: all, new (when the tool changes), verbose (its
-// arguments); log writes logs/tool_calls.log instead, off nothing. A
-// clarify question is shown as the question.
+// by display.tool_progress (gateway.Progress.Follow: all, new, verbose; log
+// writes logs/tool_calls.log instead, off nothing; a clarify question is
+// shown as the question). nil: nothing to show.
 func toolProgress(w io.Writer, p gateway.Progress, sessionID string) func(turns.ToolStart) {
-	last := ""
-	return func(ev turns.ToolStart) {
-		same := ev.Name == last
-		last = ev.Name
-		switch {
-		case p.Mode == gateway.ProgressLog && p.Log != nil:
-			p.Log("cli", sessionID, ev)
-		case ev.Name == "clarify", p.Mode == gateway.ProgressOff, p.Mode == gateway.ProgressLog, p.Mode == gateway.ProgressNew && same:
-		default:
-			line := gateway.ToolLine(ev, p.Mode, p.PreviewLength)
-			fmt.Fprintf(w, "  ┊ %s\n", strings.ReplaceAll(line, "\n", "\n  ┊   "))
-		}
-	}
+	return p.Follow("cli", sessionID, func(line string) {
+		fmt.Fprintf(w, "  ┊ %s\n", strings.ReplaceAll(line, "\n", "\n  ┊   "))
+	})
 }
 
 // subagentProgress shows a terminal chat what the subagents of a

@@ -196,25 +196,21 @@ func SubagentLine(ev turns.SubagentEvent) string {
 // a courtesy: a line that cannot be delivered is dropped, never retried,
 // and never holds the turn up.
 type progressMsg struct {
-	s        *Service
-	a        Adapter
-	w        *turnInfo // its turn: no "typing…" while it waits for an answer
-	chat     string
-	thread   string
-	mode     string
-	length   int
-	separate bool
+	s      *Service
+	a      Adapter
+	w      *turnInfo // its turn: no "typing…" while it waits for an answer
+	chat   string
+	thread string
 
-	mu       sync.Mutex
-	lines    []string // the message's lines
-	queue    []string // lines not yet on the platform (as sent when it cannot edit)
-	last     string   // the last line added, before its count
-	repeat   int      // how many more times it came, one after another
-	lastTool string
-	msgID    string
-	canEdit  bool
-	sent     []string // the ids of every message it sent
-	cleanup  bool
+	mu      sync.Mutex
+	lines   []string // the message's lines
+	queue   []string // lines not yet on the platform (as sent when it cannot edit)
+	last    string   // the last line added, before its count
+	repeat  int      // how many more times it came, one after another
+	msgID   string
+	canEdit bool
+	sent    []string // the ids of every message it sent
+	cleanup bool
 
 	kick    chan struct{}
 	done    chan struct{}
@@ -236,8 +232,8 @@ func (s *Service) startProgress(w *turnInfo) (*progressMsg, Progress) {
 		return nil, p
 	}
 	_, canEdit := c.Adapter.(Editor)
-	pm := &progressMsg{s: s, a: c.Adapter, w: w, chat: m.ChatID, thread: m.ThreadID, mode: p.Mode, length: p.PreviewLength,
-		separate: p.Separate, canEdit: canEdit && !p.Separate, cleanup: p.Cleanup,
+	pm := &progressMsg{s: s, a: c.Adapter, w: w, chat: m.ChatID, thread: m.ThreadID,
+		canEdit: canEdit && !p.Separate, cleanup: p.Cleanup,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	go pm.run()
 	return pm, p
@@ -249,32 +245,41 @@ func (s *Service) startProgress(w *turnInfo) (*progressMsg, Progress) {
 // its reply is queued, sends what is left.
 func (s *Service) progressContext(ctx context.Context, w *turnInfo, sessionID string) (context.Context, *progressMsg) {
 	pm, p := s.startProgress(w)
-	if pm == nil {
-		if p.Mode == ProgressLog && p.Log != nil {
-			platform := w.c.Adapter.Platform()
-			ctx = turns.WithToolProgress(ctx, func(ev turns.ToolStart) { p.Log(platform, sessionID, ev) })
-		}
-		return ctx, nil
+	var show func(string)
+	if pm != nil {
+		show = pm.add
+		ctx = turns.WithSubagentProgress(ctx, func(ev turns.SubagentEvent) { pm.add(SubagentLine(ev)) })
 	}
-	ctx = turns.WithToolProgress(ctx, pm.tool)
-	ctx = turns.WithSubagentProgress(ctx, func(ev turns.SubagentEvent) { pm.add(SubagentLine(ev)) })
+	if follow := p.Follow(w.c.Adapter.Platform(), sessionID, show); follow != nil {
+		ctx = turns.WithToolProgress(ctx, follow)
+	}
 	return ctx, pm
 }
 
-// tool adds a tool call's line: not clarify's (its question is its own
-// message), and in new mode only when the tool changed.
-func (pm *progressMsg) tool(ev turns.ToolStart) {
-	if ev.Name == "clarify" {
-		return
+// Follow is what a surface does with each tool call of one turn under p
+// (a turns.WithToolProgress callback, called on the turn's goroutine; nil
+// when there is nothing to do): in log mode p.Log is told of it; in all,
+// new or verbose, show gets its line, but not clarify's (its question is
+// shown as the question) and, in new, only when the tool changed.
+func (p Progress) Follow(platform, sessionID string, show func(line string)) func(turns.ToolStart) {
+	switch {
+	case p.Mode == ProgressLog && p.Log != nil:
+		return func(ev turns.ToolStart) { p.Log(platform, sessionID, ev) }
+	case show == nil || !slices.Contains([]string{ProgressAll, ProgressNew, ProgressVerbose}, p.Mode):
+		return nil
 	}
-	pm.mu.Lock()
-	same := ev.Name == pm.lastTool
-	pm.lastTool = ev.Name
-	pm.mu.Unlock()
-	if pm.mode == ProgressNew && same {
-		return
+	last := ""
+	return func(ev turns.ToolStart) {
+		if ev.Name == "clarify" {
+			return
+		}
+		same := ev.Name == last
+		last = ev.Name
+		if p.Mode == ProgressNew && same {
+			return
+		}
+		show(ToolLine(ev, p.Mode, p.PreviewLength))
 	}
-	pm.add(ToolLine(ev, pm.mode, pm.length))
 }
 
 // add adds line; the same line again counts it ("(×3)") instead.
