@@ -134,21 +134,22 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	}
 	edits := []plugins.ConfigEdit{{Section: "toolsets", Value: toolsets}, {Section: "web", Key: "backend", Value: backend}, {Section: "terminal", Key: "cwd", Value: cwd},
 		{Section: "terminal", Key: "timeout", Value: orNil(in.TimeoutSeconds)}, {Section: "agent", Key: "max_turns", Value: orNil(in.MaxTurns)}}
-	if m := strings.ToLower(strings.TrimSpace(in.ProcessEnds)); m != "" && m != cfg.ProcessNotifications() {
-		var v any = m
-		if m == config.NotifyAll {
-			v = nil // the default goes rather than say it
-		}
-		edits = append(edits, plugins.ConfigEdit{Section: "display", Key: "background_process_notifications", Value: v})
+	edits = append(edits, displayEdit("background_process_notifications", in.ProcessEnds, cfg.ProcessNotifications(), config.NotifyAll)...)
+	return append(edits, displayEdit("tool_progress", in.ToolProgress, cfg.ToolProgressMode(), config.ProgressAll)...)
+}
+
+// displayEdit sets display.key to mode ("" leaves it) when config.yaml
+// says another now; all, the default, goes rather than be said.
+func displayEdit(key, mode, now, all string) []plugins.ConfigEdit {
+	m := strings.ToLower(strings.TrimSpace(mode))
+	if m == "" || m == now {
+		return nil
 	}
-	if m := strings.ToLower(strings.TrimSpace(in.ToolProgress)); m != "" && m != cfg.ToolProgressMode() {
-		var v any = m
-		if m == config.ProgressAll {
-			v = nil // the default goes rather than say it
-		}
-		edits = append(edits, plugins.ConfigEdit{Section: "display", Key: "tool_progress", Value: v})
+	var v any = m
+	if m == all {
+		v = nil
 	}
-	return edits
+	return []plugins.ConfigEdit{{Section: "display", Key: key, Value: v}}
 }
 
 // reviewerEdits are smart mode's reviewer keys of in: its model and the

@@ -357,7 +357,7 @@ func (c Config) ToolProgressFor(platform string) (mode string, separate bool, pr
 		return mode, separate, preview, false
 	}
 	if p.ToolProgress != nil {
-		mode, own = displayMode(p.ToolProgress, ProgressAll, ProgressNew, ProgressVerbose, ProgressLog, ProgressOff), true
+		mode, own = progressMode(p.ToolProgress), true
 	}
 	if g := strings.TrimSpace(p.ToolProgressGrouping); g != "" {
 		separate = strings.EqualFold(g, "separate")
@@ -379,8 +379,28 @@ const (
 
 // ToolProgressMode is display.tool_progress as the familiar agent reads it
 // ("" when it is no value of it).
-func (c Config) ToolProgressMode() string {
-	return displayMode(c.Display.ToolProgress, ProgressAll, ProgressNew, ProgressVerbose, ProgressLog, ProgressOff)
+func (c Config) ToolProgressMode() string { return progressMode(c.Display.ToolProgress) }
+
+// progressMode reads a tool_progress value ("" when it is none).
+func progressMode(v any) string {
+	return displayMode(v, ProgressAll, ProgressNew, ProgressVerbose, ProgressLog, ProgressOff)
+}
+
+// checkToolProgress checks the tool progress keys of display at prefix
+// (display, or display.platforms.<platform>).
+func checkToolProgress(prefix string, mode any, grouping string, preview int) error {
+	if progressMode(mode) == "" {
+		return fmt.Errorf("%s.tool_progress must be all, new, verbose, log or off, not %v", prefix, mode)
+	}
+	switch strings.ToLower(strings.TrimSpace(grouping)) {
+	case "", "accumulate", "separate":
+	default:
+		return fmt.Errorf("%s.tool_progress_grouping must be accumulate or separate, not %q", prefix, grouping)
+	}
+	if preview < 0 || preview > 100000 {
+		return fmt.Errorf("%s.tool_preview_length must be 0 (the default) to 100000, not %d", prefix, preview)
+	}
+	return nil
 }
 
 // ToolProgressSeparate reports display.tool_progress_grouping: separate.
@@ -836,28 +856,16 @@ func (c Config) Validate() error {
 	if t := c.Auxiliary.Approval.Timeout; t < 0 || t > 600 || math.IsNaN(t) {
 		return fmt.Errorf("auxiliary.approval.timeout must be 0 (30 seconds) to 600 seconds, not %v", t)
 	}
-	if c.ToolProgressMode() == "" {
-		return fmt.Errorf("display.tool_progress must be all, new, verbose, log or off, not %v", c.Display.ToolProgress)
-	}
-	switch strings.ToLower(strings.TrimSpace(c.Display.ToolProgressGrouping)) {
-	case "", "accumulate", "separate":
-	default:
-		return fmt.Errorf("display.tool_progress_grouping must be accumulate or separate, not %q", c.Display.ToolProgressGrouping)
-	}
-	if n := c.Display.ToolPreviewLength; n < 0 || n > 100000 {
-		return fmt.Errorf("display.tool_preview_length must be 0 (the default) to 100000, not %d", n)
+	if err := checkToolProgress("display", c.Display.ToolProgress, c.Display.ToolProgressGrouping, c.Display.ToolPreviewLength); err != nil {
+		return err
 	}
 	for name, p := range c.Display.Platforms {
-		if p.ToolProgress != nil && displayMode(p.ToolProgress, ProgressAll, ProgressNew, ProgressVerbose, ProgressLog, ProgressOff) == "" {
-			return fmt.Errorf("display.platforms.%s.tool_progress must be all, new, verbose, log or off, not %v", name, p.ToolProgress)
+		preview := 0 // unset: the profile's
+		if p.ToolPreviewLength != nil {
+			preview = *p.ToolPreviewLength
 		}
-		switch strings.ToLower(strings.TrimSpace(p.ToolProgressGrouping)) {
-		case "", "accumulate", "separate":
-		default:
-			return fmt.Errorf("display.platforms.%s.tool_progress_grouping must be accumulate or separate, not %q", name, p.ToolProgressGrouping)
-		}
-		if n := p.ToolPreviewLength; n != nil && (*n < 0 || *n > 100000) {
-			return fmt.Errorf("display.platforms.%s.tool_preview_length must be 0 (the default) to 100000, not %d", name, *n)
+		if err := checkToolProgress("display.platforms."+name, p.ToolProgress, p.ToolProgressGrouping, preview); err != nil {
+			return err
 		}
 	}
 	if c.ProcessNotifications() == "" {
