@@ -13,7 +13,6 @@ import (
 	"atrium/backend/gateway/gatewaytest"
 	"atrium/backend/hooks"
 	"atrium/backend/hooks/hookstest"
-	"atrium/backend/llm"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
@@ -284,13 +283,8 @@ func TestSlackApprovalButtons(t *testing.T) {
 func TestSlackClarifyButtons(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 8192, 0.9)
-	var err error
-	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true,
-		Machine: func() tools.Settings { return tools.Settings{Cwd: t.TempDir(), Toolsets: []string{"clarify"}} },
+	e.useLoop(t, turns.Options{Machine: func() tools.Settings { return tools.Settings{Cwd: t.TempDir(), Toolsets: []string{"clarify"}} },
 		Clarify: func(ctx context.Context, q turns.Question) (turns.Reply, error) { return e.gw.Clarify(ctx, q) }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	events := e.startSlack(t, api)
 	gatewaytest.SlackEvent(t, events, slackSecret, gatewaytest.SlackMessage("U1", "D1", "im", `use tool clarify: {"question": "Which target?", "choices": ["staging", "prod"]}`), false)

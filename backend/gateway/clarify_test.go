@@ -9,7 +9,6 @@ import (
 	"atrium/backend/gateway/gatewaytest"
 	"atrium/backend/hooks"
 	"atrium/backend/hooks/hookstest"
-	"atrium/backend/llm"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
@@ -20,14 +19,9 @@ func clarifyChat(t *testing.T, timeout time.Duration) (*env, *gatewaytest.Telegr
 	t.Helper()
 	e := newEnv(t, 8192, 0.9)
 	dir := t.TempDir()
-	var err error
-	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true,
-		Machine:        func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"clarify"}} },
+	e.useLoop(t, turns.Options{Machine: func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"clarify"}} },
 		Clarify:        func(ctx context.Context, q turns.Question) (turns.Reply, error) { return e.gw.Clarify(ctx, q) },
 		ClarifyTimeout: func() time.Duration { return timeout }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5", "6"))
 	return e, f
@@ -129,15 +123,10 @@ func TestGatewayWaitsForTheSenderBeyondTheTurnsTime(t *testing.T) {
 	})
 	e.turnTimeout = turnTime
 	dir := t.TempDir()
-	var err error
-	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true,
-		Machine:        func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"clarify"}} },
+	e.useLoop(t, turns.Options{Machine: func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"clarify"}} },
 		Approve:        func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return e.gw.Approve(ctx, a) },
 		Clarify:        func(ctx context.Context, q turns.Question) (turns.Reply, error) { return e.gw.Clarify(ctx, q) },
 		ClarifyTimeout: func() time.Duration { return time.Hour }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	sent := sentTo(t, f)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"atrium/backend/gateway/gatewaytest"
-	"atrium/backend/llm"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
@@ -30,13 +29,8 @@ func TestGatewaySubagentsAskTheSender(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var err error
-	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true,
-		Machine: func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"terminal", "delegation"}} },
+	e.useLoop(t, turns.Options{Machine: func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"terminal", "delegation"}} },
 		Approve: func(ctx context.Context, a turns.Approval) (turns.Answer, error) { return e.gw.Approve(ctx, a) }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	sent := sentTo(t, f)
@@ -78,11 +72,7 @@ func TestGatewayWaitsForAnotherSurfacesTurn(t *testing.T) {
 	e := newEnv(t, 8192, 0.9)
 	e.turnTimeout = turnTime
 	runs := turns.NewRuns(t.TempDir())
-	var err error
-	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true, Runs: runs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.useLoop(t, turns.Options{Runs: runs})
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	sent := sentTo(t, f)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"atrium/backend/gateway/gatewaytest"
-	"atrium/backend/llm"
 	"atrium/backend/stack"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
@@ -27,14 +26,10 @@ func TestGatewayTellsTheChatOfABackgroundProcessEnd(t *testing.T) {
 	dir := t.TempDir()
 	ps := tools.NewProcesses()
 	t.Cleanup(ps.Close)
-	var err error
-	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: llm.OfflineProvider{Window: 8192}, NoBetweenTurns: true, Processes: ps,
+	e.useLoop(t, turns.Options{Processes: ps,
 		Machine:        func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"terminal", "clarify"}} },
 		Clarify:        func(ctx context.Context, q turns.Question) (turns.Reply, error) { return e.gw.Clarify(ctx, q) },
 		ClarifyTimeout: func() time.Duration { return time.Hour }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ended atomic.Int32  // ends handed over, told or not
 	var tell tools.Listener // the gateway's, once it runs
 	ps.Listen(func(owner string) func(tools.Completion) {

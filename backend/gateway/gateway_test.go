@@ -169,6 +169,21 @@ func newEnv(t *testing.T, window int, soft float64, register ...func(*hooks.Bus)
 	return e
 }
 
+// useLoop makes e's turn loop of o: the offline model unless o names
+// another, leaving compaction between messages to the gateway.
+func (e *env) useLoop(t *testing.T, o turns.Options) {
+	t.Helper()
+	if o.Provider == nil {
+		o.Provider = llm.OfflineProvider{Window: 8192}
+	}
+	o.NoBetweenTurns = true
+	l, err := turns.New(e.db, e.sess, e.eng, e.bus, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.loop = l
+}
+
 func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Service {
 	t.Helper()
 	g := gateway.New(gateway.Options{DB: e.db, Sessions: e.sess, Bus: e.bus, Loop: e.loop, Adapters: adapters,

@@ -64,12 +64,8 @@ func plannedEnv(t *testing.T, p gateway.Progress, delay time.Duration, plan ...l
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("a note\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var err error
-	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: plannedModel{OfflineProvider: llm.OfflineProvider{Window: 8192}, plan: plan, delay: delay},
-		NoBetweenTurns: true, Machine: func() tools.Settings { return tools.Settings{Cwd: dir} }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.useLoop(t, turns.Options{Provider: plannedModel{OfflineProvider: llm.OfflineProvider{Window: 8192}, plan: plan, delay: delay},
+		Machine: func() tools.Settings { return tools.Settings{Cwd: dir} }})
 	e.progress = func(string) gateway.Progress { return p }
 	return e
 }
@@ -229,15 +225,7 @@ func TestTheChatSeesSubagentsWork(t *testing.T) {
 // status is taken down before the reply.
 func TestSlackProgressInAThread(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 8192, 0.9)
-	var err error
-	e.loop, err = turns.New(e.db, e.sess, e.eng, e.bus, turns.Options{Provider: plannedModel{OfflineProvider: llm.OfflineProvider{Window: 8192},
-		plan: []llm.ToolCall{call("terminal", map[string]any{"command": "echo one"})}}, NoBetweenTurns: true,
-		Machine: func() tools.Settings { return tools.Settings{Cwd: t.TempDir()} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.progress = func(string) gateway.Progress { return gateway.Progress{Mode: gateway.ProgressAll} }
+	e := plannedEnv(t, gateway.Progress{Mode: gateway.ProgressAll}, 0, call("terminal", map[string]any{"command": "echo one"}))
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	events := e.startSlack(t, api)
 	const thread = "1700000000.000400"

@@ -474,17 +474,24 @@ func (f *SlackAPI) Texts() []string {
 func SlackEvent(t testing.TB, url, secret string, body any, tamper bool) int {
 	t.Helper()
 	raw, _ := json.Marshal(body)
+	sent := raw
+	if tamper { // signed as it was, sent otherwise
+		sent = append(raw[:len(raw)-1:len(raw)-1], []byte(`,"x":1}`)...)
+	}
+	return postSlack(t, url, secret, "application/json", raw, sent)
+}
+
+// postSlack posts sent to url signed as Slack signs signed (v0,
+// HMAC-SHA256 over "v0:<ts>:<body>"), and returns the status.
+func postSlack(t testing.TB, url, secret, contentType string, signed, sent []byte) int {
+	t.Helper()
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	m := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(m, "v0:%s:%s", ts, raw)
-	sig := "v0=" + hex.EncodeToString(m.Sum(nil))
-	if tamper {
-		raw = append(raw[:len(raw)-1], []byte(`,"x":1}`)...)
-	}
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(raw)))
-	req.Header.Set("Content-Type", "application/json")
+	fmt.Fprintf(m, "v0:%s:%s", ts, signed)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(sent)))
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", sig)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(m.Sum(nil)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -509,21 +516,8 @@ func snapshot[T any](mu *sync.Mutex, s *[]T) []T {
 func SlackTap(t testing.TB, endpoint, secret string, payload map[string]any) int {
 	t.Helper()
 	raw, _ := json.Marshal(payload)
-	body := "payload=" + url.QueryEscape(string(raw))
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	m := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(m, "v0:%s:%s", ts, body)
-	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(m.Sum(nil)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	body := []byte("payload=" + url.QueryEscape(string(raw)))
+	return postSlack(t, endpoint, secret, "application/x-www-form-urlencoded", body, body)
 }
 
 // SlackBlockAction is a block_actions payload: user tapped the button
