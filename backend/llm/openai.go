@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +41,36 @@ type APIError struct {
 	StatusCode int
 	Code       string // the provider's error code ("rate_limit_exceeded"), when given
 	Message    string // the provider's message, truncated, API key redacted
+	// RetryAfter is the wait the answer's Retry-After header asked for
+	// (seconds or an HTTP date; a past date is 0), capped at
+	// MaxRetryAfter; HasRetryAfter tells whether it had one that parsed.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+}
+
+// MaxRetryAfter caps the wait a provider's Retry-After asks for: a longer
+// one (a day) is a refusal, not a wait anybody is kept in.
+const MaxRetryAfter = 10 * time.Minute
+
+// ParseRetryAfter reads a Retry-After header's value at now: a number of
+// seconds, or an HTTP date (RFC 9110). ok is false when it is neither.
+func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(secs) || math.IsInf(secs, 0) {
+			return 0, false
+		}
+		d = time.Duration(math.Min(math.Max(secs, 0), MaxRetryAfter.Seconds()) * float64(time.Second))
+		return d, true
+	}
+	when, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(when.Sub(now), 0), MaxRetryAfter), true
 }
 
 func (e *APIError) Error() string {
@@ -231,7 +263,12 @@ func (p *OpenAIProvider) Complete(ctx context.Context, req Request) (Response, e
 		return Response{}, p.transportError(parent, ctx, "read response", err)
 	}
 	if hresp.StatusCode < 200 || hresp.StatusCode > 299 {
-		return Response{}, p.statusError(hresp.StatusCode, raw)
+		err := p.statusError(hresp.StatusCode, raw)
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			apiErr.RetryAfter, apiErr.HasRetryAfter = ParseRetryAfter(hresp.Header.Get("Retry-After"), time.Now())
+		}
+		return Response{}, err
 	}
 	return p.decode(hresp.StatusCode, raw)
 }

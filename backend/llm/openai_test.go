@@ -467,3 +467,51 @@ func TestOpenAIConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"7", 7 * time.Second, true},
+		{" 1.5 ", 1500 * time.Millisecond, true},
+		{"0", 0, true},
+		{"-3", 0, true},
+		{"86400", MaxRetryAfter, true},
+		{"Mon, 07 Dec 2026 10:00:30 GMT", 30 * time.Second, true},
+		{"Mon, 07 Dec 2026 09:00:00 GMT", 0, true},
+		{"Tue, 08 Dec 2026 10:00:00 GMT", MaxRetryAfter, true},
+		{"", 0, false},
+		{"soon", 0, false},
+		{"NaN", 0, false},
+		{"Inf", 0, false},
+	} {
+		got, ok := ParseRetryAfter(c.in, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestOpenAIRetryAfter(t *testing.T) {
+	for _, c := range []struct {
+		header string
+		want   time.Duration
+		has    bool
+	}{{"12", 12 * time.Second, true}, {"", 0, false}, {"later", 0, false}} {
+		srv, _ := openAIServer(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+			if c.header != "" {
+				w.Header().Set("Retry-After", c.header)
+			}
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"error":{"message":"slow down","code":"rate_limit_exceeded"}}`)
+		})
+		_, err := newTestProvider(t, srv, nil).Complete(context.Background(), userReq("x"))
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.RetryAfter != c.want || apiErr.HasRetryAfter != c.has {
+			t.Fatalf("Retry-After %q: err = %#v", c.header, err)
+		}
+	}
+}
