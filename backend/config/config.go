@@ -178,6 +178,10 @@ type Config struct {
 	Display          Display             `yaml:"display"`
 	Delegation       Delegation          `yaml:"delegation"`
 	Auxiliary        Auxiliary           `yaml:"auxiliary"`
+	// FallbackProviders and FallbackModel are the familiar agent's chain of
+	// models a turn turns to when its own fails (FallbackChain).
+	FallbackProviders []Fallback `yaml:"fallback_providers"`
+	FallbackModel     *Fallback  `yaml:"fallback_model"`
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`
@@ -243,6 +247,10 @@ type Agent struct {
 	// answer the clarify tool's question (default 3600; 0 or less: no
 	// limit). A number, or its text.
 	ClarifyTimeout any `yaml:"clarify_timeout"`
+	// MaxRetries is agent.api_max_retries: how many more times a model
+	// call that failed for a reason that may pass is tried (default 3;
+	// APIMaxRetries).
+	MaxRetries *int `yaml:"api_max_retries"`
 }
 
 // Delegation is the familiar agent's delegation block: delegate_task's
@@ -927,6 +935,9 @@ func (c Config) Validate() error {
 	if t := c.Model.NativeThreshold; t != nil && (*t <= 0 || *t > 1) {
 		return fmt.Errorf("model.native_compaction_threshold must be in (0, 1], not %v", *t)
 	}
+	if err := c.validateFallbacks(); err != nil {
+		return err
+	}
 	return c.Gateway.Validate()
 }
 
@@ -984,6 +995,7 @@ func Parse(data []byte, path string) (Config, []string, error) {
 	if p := strings.ToLower(c.Model.Provider); slices.Contains(familiarOther, p) {
 		warnings = append(warnings, fmt.Sprintf("config %s: model.provider %s is the familiar agent's and not an API Atrium speaks: turns will fail until it is custom (with model.base_url) or openrouter", path, p))
 	}
+	warnings = append(warnings, c.fallbackWarnings(path)...)
 	return c, warnings, nil
 }
 
