@@ -1253,7 +1253,9 @@ func TestHermesExecutionMiddleware(t *testing.T) {
 			"usage": map[string]any{"prompt_tokens": 7, "completion_tokens": 3}})
 	}))
 	defer srv.Close()
-	home := hermesHome(t, "plugins:\n  hook_callback_timeout: 5\n", "hermes-budget", "hermes-router")
+	// A call made once: the middleware's own fallback is what is tested
+	// (retry_test.go and TestFallbackProviders have the retries).
+	home := hermesHome(t, "plugins:\n  hook_callback_timeout: 5\nagent:\n  api_max_retries: 0\n", "hermes-budget", "hermes-router")
 	id := create(t, home, "--title", "wrapped")
 	send := func(text string, remote bool) run {
 		args := []string{"send", id, text}

@@ -194,9 +194,9 @@ type APIRequest struct {
 	SessionKey             string         `json:"session_key"`
 	// BaseURL is the provider's API root ("" for the offline provider).
 	BaseURL string `json:"base_url"`
-	// RetryCount and MaxRetries: Atrium makes one attempt per request (a
-	// prompt over the context is compacted and sent as a new request), so
-	// both are 0.
+	// RetryCount is the attempt's place among a call's retries (0 the
+	// first attempt), MaxRetries agent.api_max_retries (a prompt over the
+	// context is compacted and sent as a new request, at 0).
 	RetryCount int `json:"retry_count"`
 	MaxRetries int `json:"max_retries"`
 	// Reason classifies an api_request_error as the familiar API does:

@@ -191,6 +191,8 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 		}
 		return turns.DefaultClarifyTimeout
 	}
+	o.MaxRetries = func() int { cfg, _ := s.watch.current(); return cfg.Agent.APIMaxRetries() }
+	o.Fallbacks = s.fallbacks
 	o.Guardian = func() (turns.Guardian, bool) {
 		p := s.Standing.Policy()
 		return turns.Guardian{Model: p.GuardModel, Policy: p.SmartPolicy, Timeout: p.GuardTimeout}, p.Smart
@@ -199,6 +201,30 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 		o.NativeThreshold = *t
 	}
 	return turns.New(s.DB, s.Sessions, s.Compaction, s.Bus, o)
+}
+
+// fallbacks is config.yaml's fallback chain as it is now (fallback_providers,
+// then fallback_model): each entry built only when a turn turns to it, with
+// the key as the profile's .env has it then and model.timeout_seconds.
+func (s *Stack) fallbacks() []turns.Fallback {
+	cfg, _ := s.watch.current()
+	var out []turns.Fallback
+	for _, f := range cfg.FallbackChain() {
+		timeout := time.Duration(cfg.Model.TimeoutSecs * float64(time.Second))
+		out = append(out, turns.Fallback{Label: f.Label(), Resolve: func() (turns.Model, error) {
+			_ = s.Home.RefreshEnv()
+			ep, err := f.Endpoint(os.Getenv)
+			if err != nil {
+				return turns.Model{}, err
+			}
+			p, err := NewProvider(ep, timeout)
+			if err != nil {
+				return turns.Model{}, err
+			}
+			return turns.Model{Provider: p, Name: ep.Name}, nil
+		}})
+	}
+	return out
 }
 
 // machine is config.yaml's keys for the machine's tools as they are now

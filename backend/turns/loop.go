@@ -115,6 +115,16 @@ type Options struct {
 	// Guardian is approvals.mode: smart's reviewer as config.yaml has it
 	// at each flagged terminal command; false (or nil) in another mode.
 	Guardian func() (Guardian, bool)
+	// MaxRetries is agent.api_max_retries at each model call: how many
+	// more times a call that failed for a reason that may pass is tried
+	// (nil: none).
+	MaxRetries func() int
+	// Fallbacks is the chain of models a turn turns to, in order, when its
+	// own fails (nil: none); read when a turn first needs it.
+	Fallbacks func() []Fallback
+	// Wait waits before a retry, or until ctx ends (nil: a timer); tests
+	// set it.
+	Wait func(ctx context.Context, d time.Duration) error
 }
 
 // DefaultMaxToolRounds is Options.MaxToolRounds when unset.
@@ -348,28 +358,32 @@ type Continuation struct {
 
 // turnCtx is what every hook of one turn is told about it.
 type turnCtx struct {
-	sessionID   string
-	taskID      string // the conversation: the session the turn started in
-	turnID      string
-	platform    string
-	sessionKey  string
-	userID      string // the gateway sender, "" on local surfaces
-	userName    string
-	source      *hooks.Source // the gateway message's sender and chat, nil on local surfaces
-	agentCtx    string        // primary, subagent in a delegate child's session, or cron for a scheduled run
-	parentID    string        // the parent session of a delegate child ("" otherwise)
-	sub         *subagent     // the task, tools and limits of a subagent's turn delegate_task runs (nil otherwise)
-	apiCalls    int
-	tokensIn    int // the prompt and completion tokens the provider reported, this turn
-	tokensOut   int
-	mem         *memory           // the active memory provider, nil for none
-	engine      *hooks.Capability // the context engine, nil for none
-	tools       *toolTable
-	middleware  []hooks.Capability // the plugins' middleware, listed once per round of model calls
-	interrupt   string             // why a hook stopped the turn (a deny with interrupt), "" while it goes on
-	model       Model              // the model the turn asks, resolved at its start
-	changed     []string           // the files the machine's tools wrote, moved or deleted this turn (pre_verify's changed_paths)
-	memFailures int                // the memory tool's failed attempts to make room this turn
+	sessionID  string
+	taskID     string // the conversation: the session the turn started in
+	turnID     string
+	platform   string
+	sessionKey string
+	userID     string // the gateway sender, "" on local surfaces
+	userName   string
+	source     *hooks.Source // the gateway message's sender and chat, nil on local surfaces
+	agentCtx   string        // primary, subagent in a delegate child's session, or cron for a scheduled run
+	parentID   string        // the parent session of a delegate child ("" otherwise)
+	sub        *subagent     // the task, tools and limits of a subagent's turn delegate_task runs (nil otherwise)
+	apiCalls   int
+	tokensIn   int // the prompt and completion tokens the provider reported, this turn
+	tokensOut  int
+	mem        *memory           // the active memory provider, nil for none
+	engine     *hooks.Capability // the context engine, nil for none
+	tools      *toolTable
+	middleware []hooks.Capability // the plugins' middleware, listed once per round of model calls
+	interrupt  string             // why a hook stopped the turn (a deny with interrupt), "" while it goes on
+	model      Model              // the model the turn asks, resolved at its start (a fallback, once it turned to one)
+	fallbacks  []Fallback         // the fallbacks not turned to yet this turn (nil: not read yet)
+	// fallbackNotes tell the person of the fallbacks the turn turned to
+	// or passed over (Turn.Notes).
+	fallbackNotes []string
+	changed       []string // the files the machine's tools wrote, moved or deleted this turn (pre_verify's changed_paths)
+	memFailures   int      // the memory tool's failed attempts to make room this turn
 	// machine is config.yaml's keys for the machine's tools as the turn
 	// started, and offered the tools its toolsets offer on its platform
 	// (both empty without Options.Machine): read once, for the system
@@ -388,8 +402,9 @@ func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	}
 	tctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	end := l.opts.Runs.Begin(sessionID, cc.Platform, stop)
+	end, status := l.opts.Runs.begin(sessionID, cc.Platform, stop)
 	defer end()
+	tctx = context.WithValue(tctx, runStatusKey{}, status)
 	t, err := l.send(tctx, sessionID, text, cc, nil)
 	if s := StoppedBy(tctx); err != nil && s != nil && StoppedBy(ctx) == nil {
 		err = &stoppedError{stop: s, err: err}
@@ -512,6 +527,7 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	}
 	reply, exit, err := l.respond(ctx, &t, tc)
 	if err != nil {
+		err = tc.failedOver(err)
 		l.failTurn(ctx, &t, tc, err)
 		return t, err
 	}
@@ -543,11 +559,13 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		}
 		asked = feedback
 		if reply, exit, err = l.respond(ctx, &t, tc); err != nil {
+			err = tc.failedOver(err)
 			l.failTurn(ctx, &t, tc, err)
 			return t, err
 		}
 	}
 	t.Reply = reply
+	t.Notes = append(t.Notes, tc.fallbackNotes...)
 	if sub != nil {
 		sub.exit = exit
 	}

@@ -725,7 +725,8 @@ func TestApprovalsFireTheirHooks(t *testing.T) {
 
 // api_request_error carries the familiar API's classification of a failed
 // model call (reason), the HTTP status, the provider's base_url, and
-// retry_count/max_retries (Atrium makes one attempt per request).
+// retry_count/max_retries (0: without Options.MaxRetries a call is made
+// once; retry_test.go has the retries).
 func TestAPIRequestErrorSaysWhy(t *testing.T) {
 	t.Parallel()
 	status := map[string]int{"/auth/v1": 401, "/pay/v1": 402, "/slow/v1": 429, "/busy/v1": 503, "/boom/v1": 500,

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,18 +18,75 @@ import (
 
 // complete is one model call: llm_request middleware may rewrite the
 // request, pre_api_request and post_api_request (or api_request_error) are
-// called around it, and the context engine learns the usage
-// (update_from_response) after an answer.
+// called around each attempt, and the context engine learns the usage
+// (update_from_response) after an answer. A failure that may pass (a rate
+// limit, an overloaded or failing server, no answer) is tried again after
+// a wait, up to agent.api_max_retries times; then, or at once when the
+// provider refused the key, the billing or the model, the turn turns to
+// the next fallback model for the rest of the turn, and tries it alike.
 func (l *Loop) complete(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) (llm.Response, error) {
-	resp, err := l.callModel(ctx, tc, sessionID, req)
-	if err == nil {
-		tc.tokensIn += resp.PromptTokens
-		tc.tokensOut += resp.CompletionTokens
+	tc.apiCalls++
+	retries := l.maxRetries()
+	told := false // a status was told this call: the run's is cleared once the model answers
+	for attempt := 0; ; attempt++ {
+		resp, err := l.callModel(ctx, tc, sessionID, req, attempt, retries)
+		if err == nil {
+			if told {
+				toldRun(ctx, "")
+			}
+			tc.tokensIn += resp.PromptTokens
+			tc.tokensOut += resp.CompletionTokens
+			if tc.engine != nil {
+				l.bus.TellEngine(ctx, *tc.engine, "update_from_response", l.engineCall(tc, sessionID, []any{usageOf(resp)}, nil))
+			}
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return resp, err // stopped: nothing more is asked
+		}
+		reason := failureReason(err, apiErrorOf(err))
+		if retryable(reason) && attempt < retries {
+			wait := retryWait(err, attempt+1)
+			toldStatus(ctx, ModelStatus{Kind: StatusRetry, Reason: reason, Attempt: attempt + 1, Of: retries, Wait: wait})
+			told = true
+			if l.wait(ctx, wait) != nil {
+				return resp, err
+			}
+			continue
+		}
+		if fallsOver(reason) {
+			next, label, skipped, ok := l.nextFallback(ctx, tc)
+			told = told || len(skipped) > 0 || ok
+			why := reasonText(reason)
+			if attempt > 0 {
+				why += ", " + retriesText(attempt)
+			}
+			note := append([]string{fmt.Sprintf("%s failed (%s)", tc.model.Name, why)}, skipped...)
+			if ok {
+				toldStatus(ctx, ModelStatus{Kind: StatusFallback, Reason: reason, Model: tc.model.Name, To: label})
+				note = append(note, "the turn went on with fallback "+label)
+				tc.fallbackNotes = append(tc.fallbackNotes, strings.Join(note, "; "))
+				tc.model, req.Model, attempt = next, next.Name, -1
+				continue
+			}
+			if len(skipped) > 0 {
+				tc.fallbackNotes = append(tc.fallbackNotes, strings.Join(skipped, "; "))
+			}
+		}
+		if attempt > 0 {
+			err = &retriesSpent{err: err, retries: attempt}
+		}
+		return resp, err
 	}
-	if err == nil && tc.engine != nil {
-		l.bus.TellEngine(ctx, *tc.engine, "update_from_response", l.engineCall(tc, sessionID, []any{usageOf(resp)}, nil))
+}
+
+// apiErrorOf is the provider's unsuccessful answer in err, or nil.
+func apiErrorOf(err error) *llm.APIError {
+	var apiErr *llm.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
 	}
-	return resp, err
+	return nil
 }
 
 // usageOf is a response's usage as the familiar API's dicts have it.
@@ -37,8 +96,9 @@ func usageOf(resp llm.Response) map[string]any {
 		"output_tokens": resp.CompletionTokens}
 }
 
-func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) (llm.Response, error) {
-	tc.apiCalls++
+// callModel is one attempt of a model call (retry 0 the first; of
+// retries), its hooks around it.
+func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request, retry, retries int) (llm.Response, error) {
 	req = l.llmRequestMiddleware(ctx, tc, sessionID, req)
 	observe := l.bus.HasSync(hooks.PreAPIRequest) || l.bus.HasSync(hooks.PostAPIRequest) || l.bus.HasSync(hooks.APIRequestError)
 	if !observe {
@@ -49,7 +109,7 @@ func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req
 		APICallCount: tc.apiCalls, Model: req.Model, Provider: tc.model.Provider.Name(), Platform: tc.platform,
 		APIMode: "chat_completions", StartedAt: unixSeconds(start), MessageCount: len(req.Messages), ToolCount: len(req.Tools),
 		ApproxInputTokens: llm.EstimateMessages(req.Messages), Request: requestMap(req),
-		ContextLength: tc.model.Provider.ContextWindow(), SessionKey: tc.sessionKey}
+		ContextLength: tc.model.Provider.ContextWindow(), SessionKey: tc.sessionKey, RetryCount: retry, MaxRetries: retries}
 	if b, ok := tc.model.Provider.(interface{ BaseURL() string }); ok {
 		p.BaseURL = b.BaseURL()
 	}
@@ -59,17 +119,13 @@ func (l *Loop) callModel(ctx context.Context, tc *turnCtx, sessionID string, req
 	ended, dur, ms := unixSeconds(end), end.Sub(start).Seconds(), end.Sub(start).Milliseconds()
 	p.EndedAt, p.APIDuration, p.DurationMS = &ended, &dur, &ms
 	if err != nil {
-		retry := errors.Is(err, llm.ErrContextLength)
-		p.Error, p.Retryable = map[string]any{"type": errorType(err), "message": err.Error()}, &retry
-		var apiErr *llm.APIError
-		if errors.As(err, &apiErr) {
+		apiErr := apiErrorOf(err)
+		if apiErr != nil {
 			p.StatusCode = &apiErr.StatusCode
-			retry = retry || apiErr.Temporary()
 		}
 		p.Reason = failureReason(err, apiErr)
-		if p.Reason == "timeout" {
-			retry = true
-		}
+		again := errors.Is(err, llm.ErrContextLength) || retryable(p.Reason)
+		p.Error, p.Retryable = map[string]any{"type": errorType(err), "message": err.Error()}, &again
 		l.inline(ctx, hooks.APIRequestError, p)
 		return resp, err
 	}

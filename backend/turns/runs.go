@@ -56,6 +56,10 @@ type RunInfo struct {
 	StartedAt time.Time `json:"started_at"`
 	// ProcessStart tells the process from a later one given its pid.
 	ProcessStart string `json:"process_start,omitempty"`
+	// Status is what the turn waits on now, when it waits on its model
+	// (ModelStatus.Text: a retry's wait, a switch to a fallback); "" once
+	// the model answered.
+	Status string `json:"status,omitempty"`
 }
 
 // NewRuns keeps its files in dir (made when the first turn begins).
@@ -71,6 +75,13 @@ var stops = []*Stop{StopByPerson, StopByCommand, StopByReset}
 // another process. A turn that cannot be written down runs all the same
 // (only a stop from another process misses it).
 func (r *Runs) Begin(sessionID, platform string, stop context.CancelCauseFunc) (end func()) {
+	end, _ = r.begin(sessionID, platform, stop)
+	return end
+}
+
+// begin is Begin, and status: it says what the turn waits on now (its
+// RunInfo.Status), here and to the profile's other processes.
+func (r *Runs) begin(sessionID, platform string, stop context.CancelCauseFunc) (end func(), status func(string)) {
 	r.mu.Lock()
 	r.seq++
 	base := fmt.Sprintf("%s.%d.%d", sessionID, os.Getpid(), r.seq)
@@ -80,6 +91,7 @@ func (r *Runs) Begin(sessionID, platform string, stop context.CancelCauseFunc) (
 	after := r.after
 	r.mu.Unlock()
 	timer := time.AfterFunc(after, func() { r.writeDown(base, ru) })
+	status = func(text string) { r.setStatus(base, ru, text) }
 	return func() {
 		timer.Stop()
 		r.mu.Lock()
@@ -94,7 +106,28 @@ func (r *Runs) Begin(sessionID, platform string, stop context.CancelCauseFunc) (
 			_ = os.Remove(filepath.Join(r.dir, base+".run"))
 			_ = os.Remove(filepath.Join(r.dir, base+".stop"))
 		}
+	}, status
+}
+
+// setStatus sets ru's status, and rewrites its file when it is written
+// down (whole: a reader never sees it half written).
+func (r *Runs) setStatus(base string, ru *run, text string) {
+	r.mu.Lock()
+	if ru.info.Status == text {
+		r.mu.Unlock()
+		return
 	}
+	ru.info.Status = text
+	in := ru.info
+	r.mu.Unlock()
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	if !ru.written || ru.ended {
+		return // writeDown writes it with the status
+	}
+	in.ProcessStart = hooks.ProcessStart(os.Getpid())
+	info, _ := json.Marshal(in)
+	_ = atomicfile.WriteUnsynced(filepath.Join(r.dir, base+".run"), info, 0o600)
 }
 
 // writeDown writes ru's file, unless it ended, and starts its watcher.
@@ -104,11 +137,16 @@ func (r *Runs) writeDown(base string, ru *run) {
 	if sessions.ValidateID(ru.sessionID) != nil {
 		return
 	}
+	r.mu.Lock()
 	in := ru.info
+	r.mu.Unlock()
 	in.ProcessStart = hooks.ProcessStart(os.Getpid())
-	info, _ := json.Marshal(in)
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
+	r.mu.Lock()
+	in.Status = ru.info.Status // as it is now: setStatus waits for this write
+	r.mu.Unlock()
+	info, _ := json.Marshal(in)
 	if ru.ended || os.MkdirAll(r.dir, 0o700) != nil || os.WriteFile(filepath.Join(r.dir, base+".run"), info, 0o600) != nil {
 		return
 	}

@@ -122,3 +122,37 @@ func BenchmarkRunsBeginEnd(b *testing.B) {
 		end()
 	}
 }
+
+// What a turn waits on (its status) is seen by the profile's other
+// processes: in its file once it is written down, whether set before or
+// after, and gone when cleared.
+func TestRunsStatusSeenFromAnotherProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "turns")
+	here, there := NewRuns(dir), NewRuns(dir)
+	there.after = 50 * time.Millisecond
+	end, status := there.begin("s-3", "desktop", func(error) {})
+	defer end()
+	status("⏱️ Rate limited. Waiting 4.0s (attempt 1/3)...") // before the file is written
+	seen := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			list, err := here.Running("s-3")
+			if err == nil && len(list) == 1 && list[0].Status == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("want status %q, the other process sees %+v %v", want, list, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	seen("⏱️ Rate limited. Waiting 4.0s (attempt 1/3)...")
+	status("🔄 main failed (rate limited): switching to fallback spare via custom")
+	seen("🔄 main failed (rate limited): switching to fallback spare via custom")
+	status("")
+	seen("")
+	if list, _ := there.Running("s-3"); len(list) != 1 || list[0].Status != "" {
+		t.Fatalf("its own process: %+v", list)
+	}
+}
