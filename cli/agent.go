@@ -76,6 +76,7 @@ func (r *runner) sendCmd() *cobra.Command {
 				}
 				turnCtx, release := stopOnInterrupt(ctx)
 				defer release()
+				turnCtx = turns.WithModelStatus(turnCtx, modelStatus(r.env.Stderr, "atrium: "))
 				t, err := loop.Send(turnCtx, args[0], text, hooks.LocalContext("cli", args[0]))
 				if serr := stoppedError(turnCtx, err); serr != nil {
 					return serr
@@ -311,6 +312,9 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 			if interactive {
 				turnCtx = turns.WithSubagentProgress(turnCtx, subagentProgress(r.env.Stdout))
 				turnCtx = turns.WithToolProgress(turnCtx, toolProgress(r.env.Stdout, st.ToolProgress("cli"), id))
+				turnCtx = turns.WithModelStatus(turnCtx, modelStatus(r.env.Stdout, "  ┊ "))
+			} else {
+				turnCtx = turns.WithModelStatus(turnCtx, modelStatus(r.env.Stderr, "atrium: "))
 			}
 			t, err = loop.Send(turnCtx, id, line, hooks.LocalContext("cli", id))
 			release()
@@ -351,6 +355,13 @@ func toolProgress(w io.Writer, p gateway.Progress, sessionID string) func(turns.
 	return p.Follow("cli", sessionID, func(line string) {
 		fmt.Fprintf(w, "  ┊ %s\n", strings.ReplaceAll(line, "\n", "\n  ┊   "))
 	})
+}
+
+// modelStatus shows w, each line after prefix, that the turn waits to
+// retry its model or turned to a fallback ("⏱️ Rate limited. Waiting 4.2s
+// (attempt 1/3)...").
+func modelStatus(w io.Writer, prefix string) func(turns.ModelStatus) {
+	return func(s turns.ModelStatus) { fmt.Fprintf(w, "%s%s\n", prefix, s.Text()) }
 }
 
 // subagentProgress shows a terminal chat what the subagents of a

@@ -240,7 +240,8 @@ func (s *Service) startProgress(w *turnInfo) (*progressMsg, Progress) {
 }
 
 // progressContext is ctx for the turn w answers in sessionID: its tool
-// calls and its subagents' steps are shown in the chat (pm), or logged
+// calls, its subagents' steps and its model's retries and fallbacks are
+// shown in the chat (pm), or its tool calls logged
 // (log mode: pm is nil). pm.finish, called when the turn ends and before
 // its reply is queued, sends what is left.
 func (s *Service) progressContext(ctx context.Context, w *turnInfo, sessionID string) (context.Context, *progressMsg) {
@@ -249,6 +250,8 @@ func (s *Service) progressContext(ctx context.Context, w *turnInfo, sessionID st
 	if pm != nil {
 		show = pm.add
 		ctx = turns.WithSubagentProgress(ctx, func(ev turns.SubagentEvent) { pm.add(SubagentLine(ev)) })
+		// A wait on the model (a rate limit, a fallback) is shown as a line.
+		ctx = turns.WithModelStatus(ctx, func(st turns.ModelStatus) { pm.add(st.Text()) })
 	}
 	if follow := p.Follow(w.c.Adapter.Platform(), sessionID, show); follow != nil {
 		ctx = turns.WithToolProgress(ctx, follow)

@@ -291,3 +291,42 @@ func TestAWebhookGetsNoProgress(t *testing.T) {
 		t.Fatalf("the bridge got %+v", got)
 	}
 }
+
+// rateLimited refuses its first fails calls as a rate limit asking for no
+// wait (Retry-After: 0), then answers as its model does.
+type rateLimited struct {
+	plannedModel
+	fails *int32
+	mu    *sync.Mutex
+}
+
+func (r rateLimited) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	r.mu.Lock()
+	refuse := *r.fails > 0
+	*r.fails--
+	r.mu.Unlock()
+	if refuse {
+		return llm.Response{}, fmt.Errorf("openai: %w", &llm.APIError{StatusCode: http.StatusTooManyRequests, HasRetryAfter: true})
+	}
+	return r.plannedModel.Complete(ctx, req)
+}
+
+// A turn that waits on its model shows the chat why, as a line of its
+// progress, before its tool calls go on.
+func TestTheChatSeesTheModelWaitedOn(t *testing.T) {
+	t.Parallel()
+	e := plannedEnv(t, gateway.Progress{Mode: gateway.ProgressAll}, 0)
+	fails := int32(1)
+	dir := t.TempDir()
+	e.useLoop(t, turns.Options{Provider: rateLimited{plannedModel: plannedModel{OfflineProvider: llm.OfflineProvider{Window: 8192},
+		plan: workPlan[:1]}, fails: &fails, mu: &sync.Mutex{}}, MaxRetries: func() int { return 3 },
+		Machine: func() tools.Settings { return tools.Settings{Cwd: dir} }})
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	f.Push(5, "Cy", 5, "private", "tidy up")
+	got := shown(t, f, "done")
+	want := []string{"⏱️ Rate limited. Waiting 0.0s (attempt 1/3)...\n💻 terminal: \"echo one\"", "done"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("the chat shows\n%q\nnot\n%q", got, want)
+	}
+}
