@@ -26,10 +26,13 @@ const (
 	EventRuns = "runs"
 )
 
-// RunDTO is a turn under way: its session, and where it runs.
+// RunDTO is a turn under way: its session, where it runs, and what it
+// waits on when it waits on its model (a retry's wait, a switch to a
+// fallback model; "" otherwise).
 type RunDTO struct {
 	SessionID string `json:"session_id"`
 	Platform  string `json:"platform"`
+	Status    string `json:"status,omitempty"`
 }
 
 // RunsDTO is every turn under way.
@@ -132,8 +135,8 @@ func (l *live) run(ctx context.Context) {
 // last, what it emitted before, and returns what it emitted.
 func (l *live) runs(last []RunDTO) []RunDTO {
 	now := []RunDTO{}
-	for id, where := range runningIn(l.st) {
-		now = append(now, RunDTO{SessionID: id, Platform: where})
+	for id, r := range newestRuns(l.st) {
+		now = append(now, RunDTO{SessionID: id, Platform: r.Platform, Status: r.Status})
 	}
 	sort.Slice(now, func(i, j int) bool { return now[i].SessionID < now[j].SessionID })
 	if !slices.Equal(now, last) {

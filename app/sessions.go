@@ -67,13 +67,27 @@ func (s *Sessions) running() map[string]string { return runningIn(s.st) }
 // profile, to where its newest turn runs (nil when none runs): the
 // sessions' RunningIn and the live runs event.
 func runningIn(st *stack.Stack) map[string]string {
+	runs := newestRuns(st)
+	if len(runs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(runs))
+	for id, r := range runs {
+		m[id] = r.Platform
+	}
+	return m
+}
+
+// newestRuns maps each session with a turn under way, in any process of
+// the profile, to its newest turn (nil when none runs).
+func newestRuns(st *stack.Stack) map[string]turns.RunInfo {
 	runs, err := st.Runs.Running("")
 	if err != nil || len(runs) == 0 {
 		return nil
 	}
-	m := make(map[string]string, len(runs))
+	m := make(map[string]turns.RunInfo, len(runs))
 	for _, r := range runs { // oldest first: the newest wins
-		m[r.SessionID] = r.Platform
+		m[r.SessionID] = r
 	}
 	return m
 }

@@ -1150,6 +1150,50 @@ async function main() {
     await backToList();
   });
 
+  await check('a model that rate-limits: the page says why the turn waits; the reply comes from the fallback model, with a note saying so', async () => {
+    // A loopback OpenAI-compatible server: the main model refuses with a
+    // rate limit (Retry-After: 3), the fallback answers.
+    const model = createServer((req, resp) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const asked = JSON.parse(body).model;
+        if (req.url.startsWith('/main/')) {
+          resp.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '3' }).end('{"error":{"message":"slow down"}}');
+          return;
+        }
+        resp.writeHead(200, { 'Content-Type': 'application/json' })
+          .end(JSON.stringify({ choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: `hi from ${asked}` } }] }));
+      });
+    });
+    await new Promise((res) => model.listen(0, '127.0.0.1', res));
+    const url = `http://127.0.0.1:${model.address().port}`;
+    const cfgPath = join(home, 'config.yaml');
+    const saved = readFileSync(cfgPath, 'utf8');
+    // config.yaml's own model and agent blocks (Settings may have written them) give way to these.
+    const without = (text, key) => text.replace(new RegExp(`^${key}:.*\\n(?:[ \\t#].*\\n|\\n)*`, 'm'), '');
+    writeFileSync(cfgPath, without(without(saved, 'model'), 'agent') +
+      `\nmodel:\n  provider: custom\n  base_url: ${url}/main/v1\n  default: main-model\nagent:\n  api_max_retries: 1\n` +
+      `fallback_providers:\n  - provider: custom\n    model: spare-model\n    base_url: ${url}/spare/v1\n`);
+    try {
+      await sendIn('Payments refactor', 'how far did the refunds get?');
+      const status = page.locator('[data-testid=model-status]');
+      await status.waitFor({ timeout: 10_000 });
+      assert(/Rate limited\. Waiting 3\.0s \(attempt 1\/1\)/.test(await status.innerText()), `the status: ${await status.innerText()}`);
+      await page.screenshot({ path: join(artifacts, 'dashboard-model-waited-on.png') });
+      const reply = page.locator('[data-testid=reply]');
+      await reply.waitFor({ timeout: 20_000 });
+      const text = await reply.innerText();
+      assert(/hi from spare-model/.test(text) && /main-model failed \(rate limited, after 1 retry\); the turn went on with fallback spare-model via custom/.test(text), `the reply: ${text}`);
+      assert(await status.count() === 0, 'the status goes with the turn');
+      await page.screenshot({ path: join(artifacts, 'dashboard-model-fallback.png') });
+    } finally {
+      writeFileSync(cfgPath, saved);
+      model.close();
+    }
+    await backToList();
+  });
+
   await check('a turn another process runs (a terminal send) shows in its transcript, and Stop there stops it', async () => {
     const before = (await atrium('events', 'list', '--hook', 'agent_loop_stopped')).length;
     const child = spawn(bin, ['--home', home, 'send', ids['Cache warmup'], 'use tool wait_a_while: {"seconds": 30}'], {

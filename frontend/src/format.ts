@@ -84,3 +84,10 @@ export function runningWhere(platform: string): string {
   }
   return `the gateway (${platform})`;
 }
+
+/** inWords is a status line of the terminal's and the chat's ("⏱️ Rate
+ * limited. Waiting 4.2s (attempt 1/3)...") without its leading symbol: the
+ * page says it in words, and needs no emoji font to show it. */
+export function inWords(status: string): string {
+  return status.replace(/^[^\p{L}\p{N}]+/u, '');
+}

@@ -3,7 +3,7 @@
 
 import { api, on, setWindowTitle, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
-import { absolute, num, plural, relative, runningWhere, shortID, shortTime } from '../format';
+import { absolute, inWords, num, plural, relative, runningWhere, shortID, shortTime } from '../format';
 import { archiveOrUnarchive, deleteSessions, renameSession, restoreSessions, sessionMenu, togglePin, type Target } from '../actions';
 import { loadMarkdown, markdownReady, markWords, onLinkClick, renderMarkdown } from '../markdown';
 import { openMenu } from '../menu';
@@ -27,6 +27,7 @@ export class TranscriptView implements View {
   private readonly stopBtn: HTMLButtonElement;
   private followTimer = 0; // a reload while a turn runs here elsewhere
   private stoppingElsewhere = ''; // the session whose turn elsewhere is being stopped
+  private modelStatus = ''; // what the turn running in this session waits on (a rate limit, a fallback), from the runs event
   /** the session a turn under way was sent to ('' when none) */
   private sentTo = '';
   private readonly composerRow: HTMLElement;
@@ -95,8 +96,12 @@ export class TranscriptView implements View {
     // the message it began with).
     on('runs', (d) => {
       const s = this.store.session;
-      if (!s || this.sending || this.store.error) return;
-      const now = (d.running ?? []).find((r) => r.session_id === s.id)?.platform ?? '';
+      if (!s) return;
+      const run = (d.running ?? []).find((r) => r.session_id === s.id);
+      this.modelStatus = run?.status ?? '';
+      this.showModelStatus();
+      if (this.sending || this.store.error) return;
+      const now = run?.platform ?? '';
       if (now === (s.running_in ?? '')) return;
       s.running_in = now;
       void this.store.load().catch(() => undefined);
@@ -491,6 +496,17 @@ export class TranscriptView implements View {
       this.reply,
       h('div', { class: 'reply-pending running-elsewhere', 'data-testid': 'running-elsewhere' }, h('span', {}, `A turn is running in this session, in ${runningWhere(s.running_in)}. `), stop),
     );
+    this.showModelStatus();
+  }
+
+  /** showModelStatus shows, under the pending reply, what the turn waits
+   * on when it waits on its model ("Rate limited. Waiting 4.2s (attempt
+   * 1/3)...", a switch to a fallback model); nothing otherwise. */
+  private showModelStatus(): void {
+    const pending = this.reply.querySelector('.reply-pending');
+    pending?.querySelector('[data-testid=model-status]')?.remove();
+    if (!pending || !this.modelStatus) return;
+    pending.append(h('div', { class: 'muted small model-status', 'data-testid': 'model-status', role: 'status' }, inWords(this.modelStatus)));
   }
 
   /** follow reloads the transcript every 2 s while a turn runs in it

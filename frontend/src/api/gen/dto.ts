@@ -859,10 +859,15 @@ export interface RevokeApprovalRequest {
   rule?: string;
 }
 
-/** RunDTO is a turn under way: its session, and where it runs. */
+/**
+ * RunDTO is a turn under way: its session, where it runs, and what it
+ * waits on when it waits on its model (a retry's wait, a switch to a
+ * fallback model; "" otherwise).
+ */
 export interface RunDTO {
   session_id: string;
   platform: string;
+  status?: string;
 }
 
 /** RunsDTO is every turn under way. */
