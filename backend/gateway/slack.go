@@ -24,18 +24,39 @@ type SlackOptions struct {
 	TokenEnv         string
 	SigningSecret    string // the app's signing secret, from the environment
 	SigningSecretEnv string
-	Listen           string       // where the Events API posts (default 127.0.0.1:8790), path /slack/events
-	Listener         net.Listener // a listener to serve on instead of Listen (tests)
-	APIURL           string       // default https://slack.com/api
-	RetryBase        time.Duration
-	RetryMax         time.Duration
-	Client           *http.Client
+	// AppToken is the app-level token (xapp-..., scope connections:write)
+	// that opens Socket Mode, from the environment, as the familiar
+	// gateway's SLACK_APP_TOKEN.
+	AppToken    string
+	AppTokenEnv string
+	// Mode is how events come: SlackSocket (a WebSocket the adapter opens:
+	// no public address needed), SlackEvents (the Events API posting to
+	// Listen), or "" / "auto": Socket Mode when AppToken is set.
+	Mode      string
+	Listen    string       // where the Events API posts (default 127.0.0.1:8790), path /slack/events
+	Listener  net.Listener // a listener to serve on instead of Listen (tests)
+	APIURL    string       // default https://slack.com/api
+	RetryBase time.Duration
+	RetryMax  time.Duration
+	Client    *http.Client
+	// PingInterval: in Socket Mode, a connection Slack sent no ping on for
+	// this long is opened again (default 30 s).
+	PingInterval time.Duration
 }
 
-// Slack receives Slack's Events API over HTTP (every request's signature
-// verified with the signing secret, through slack-go) and answers with the
-// Web API (chat.postMessage, chat.update; assistant.threads.setStatus while
-// a turn runs in a thread) through slack-go's client.
+// The ways Slack's events come (SlackOptions.Mode).
+const (
+	SlackSocket = "socket"
+	SlackEvents = "events"
+)
+
+// Slack receives Slack's events in Socket Mode (a WebSocket the adapter
+// opens with the app-level token, as the familiar gateway does: no public
+// address needed) or from the Events API over HTTP (every request's
+// signature verified with the signing secret, through slack-go), and
+// answers with the Web API (chat.postMessage, chat.update;
+// assistant.threads.setStatus while a turn runs in a thread) through
+// slack-go's client.
 type Slack struct {
 	o   SlackOptions
 	api *slack.Client
@@ -74,6 +95,12 @@ func NewSlack(o SlackOptions) *Slack {
 	if o.SigningSecretEnv == "" {
 		o.SigningSecretEnv = "SLACK_SIGNING_SECRET"
 	}
+	if o.AppTokenEnv == "" {
+		o.AppTokenEnv = "SLACK_APP_TOKEN"
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = 30 * time.Second
+	}
 	if o.RetryBase <= 0 {
 		o.RetryBase = time.Second
 	}
@@ -83,7 +110,8 @@ func NewSlack(o SlackOptions) *Slack {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 30 * time.Second}
 	}
-	api := slack.New(o.Token, slack.OptionAPIURL(strings.TrimRight(o.APIURL, "/")+"/"), slack.OptionHTTPClient(o.Client))
+	api := slack.New(o.Token, slack.OptionAPIURL(strings.TrimRight(o.APIURL, "/")+"/"), slack.OptionHTTPClient(o.Client),
+		slack.OptionAppLevelToken(o.AppToken))
 	return &Slack{o: o, api: api, names: map[string]string{}, kinds: map[string]string{}, events: make(chan Inbound, 256), status: map[string]time.Time{}}
 }
 
@@ -97,12 +125,28 @@ func (s *Slack) Addr() string {
 	return s.addr
 }
 
-// Run implements Adapter: serve the Events API endpoint, check the token
-// (auth.test), and hand messages on in order.
+// socket reports whether events come in Socket Mode.
+func (s *Slack) socket() bool {
+	switch s.o.Mode {
+	case SlackSocket:
+		return true
+	case SlackEvents:
+		return false
+	}
+	return s.o.AppToken != ""
+}
+
+// Run implements Adapter: check the token (auth.test), take events in
+// Socket Mode or serve the Events API endpoint, and hand messages on in
+// order.
 func (s *Slack) Run(ctx context.Context, in Inbox, report Reporter) error {
 	switch {
 	case s.o.Token == "":
 		return errMissingSecret("slack", s.o.TokenEnv)
+	case s.socket() && s.o.AppToken == "":
+		return errMissingSecret("slack", s.o.AppTokenEnv)
+	case s.socket():
+		return s.runSocket(ctx, in, report)
 	case s.o.SigningSecret == "":
 		return errMissingSecret("slack", s.o.SigningSecretEnv)
 	}
@@ -134,23 +178,11 @@ func (s *Slack) Run(ctx context.Context, in Inbox, report Reporter) error {
 		cancel()
 		wg.Wait()
 	}()
-	for attempt := 1; ; attempt++ {
-		auth, err := s.api.AuthTestContext(ctx)
-		if err == nil {
-			s.mu.Lock()
-			s.botID = auth.UserID
-			s.mu.Unlock()
-			report(Connected, fmt.Sprintf("%s in %s, events on http://%s%s", auth.User, auth.Team, ln.Addr(), SlackEventsPath), nil)
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		report(Retrying, "auth.test failed", err)
-		if !sleep(ctx, backoff(s.o.RetryBase, s.o.RetryMax, attempt)) {
-			return nil
-		}
+	auth, ok := s.auth(ctx, report)
+	if !ok {
+		return nil
 	}
+	report(Connected, fmt.Sprintf("%s in %s, events on http://%s%s", auth.User, auth.Team, ln.Addr(), SlackEventsPath), nil)
 	select {
 	case <-ctx.Done():
 		return nil
@@ -159,6 +191,27 @@ func (s *Slack) Run(ctx context.Context, in Inbox, report Reporter) error {
 			return nil
 		}
 		return fmt.Errorf("slack: the events endpoint stopped: %w", err)
+	}
+}
+
+// auth checks the bot token (auth.test) until Slack answers, keeping the
+// bot's own id; false when ctx ended first.
+func (s *Slack) auth(ctx context.Context, report Reporter) (*slack.AuthTestResponse, bool) {
+	for attempt := 1; ; attempt++ {
+		auth, err := s.api.AuthTestContext(ctx)
+		if err == nil {
+			s.mu.Lock()
+			s.botID = auth.UserID
+			s.mu.Unlock()
+			return auth, true
+		}
+		if ctx.Err() != nil {
+			return nil, false
+		}
+		report(Retrying, "auth.test failed", err)
+		if !sleep(ctx, backoff(s.o.RetryBase, s.o.RetryMax, attempt)) {
+			return nil, false
+		}
 	}
 }
 
@@ -245,21 +298,34 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(slackevents.ChallengeResponse{Challenge: v.Challenge})
 		return
 	case slackevents.CallbackEvent:
-		m, ok := s.inbound(ev)
-		if !ok {
-			m, ok = s.reaction(ev, body)
-		}
-		if ok {
-			select {
-			case s.events <- m:
-			default:
-				// Full: Slack retries the event, which is deduplicated.
-				http.Error(w, "busy", http.StatusServiceUnavailable)
-				return
-			}
+		if !s.take(ev, body) {
+			// Full: Slack retries the event, which is deduplicated.
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
 		}
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// take queues what a callback event carries (a person's message, a
+// reaction; body is the event as it came); false when the queue is full:
+// Slack sends it again.
+func (s *Slack) take(ev slackevents.EventsAPIEvent, body []byte) bool {
+	m, ok := s.inbound(ev)
+	if !ok {
+		m, ok = s.reaction(ev, body)
+	}
+	return !ok || s.queue(m)
+}
+
+// queue hands m to forward; false when the queue is full.
+func (s *Slack) queue(m Inbound) bool {
+	select {
+	case s.events <- m:
+		return true
+	default:
+		return false
+	}
 }
 
 // inbound turns a callback event into a message, or false for one that is
@@ -339,6 +405,24 @@ func (s *Slack) reaction(ev slackevents.EventsAPIEvent, body []byte) (Inbound, b
 		id = fmt.Sprintf("reaction:%s:%s:%s:%s:%t:%s", e.Item.Channel, e.Item.Timestamp, e.User, e.Reaction, r.Added, e.EventTimestamp)
 	}
 	return Inbound{EventID: id, UserID: e.User, ChatID: e.Item.Channel, MessageID: e.Item.Timestamp, Reaction: &r, At: time.Now().UTC()}, true
+}
+
+// chatType is channel's chat type as its messages said, else as Slack's
+// channel name for it says (a slash command's channel_name), else as its
+// id's first letter does (D: a direct message, G: a private group).
+func (s *Slack) chatType(channel, name string) string {
+	s.mu.Lock()
+	kind, ok := s.kinds[channel]
+	s.mu.Unlock()
+	switch {
+	case ok:
+		return kind
+	case name == "directmessage":
+		return "dm"
+	case name == "privategroup" || name == "mpdm":
+		return "group"
+	}
+	return slackChatType(map[byte]string{'D': "im", 'G': "group"}[channel[0]])
 }
 
 func slackChatType(t string) string {
@@ -432,9 +516,8 @@ func slackActionID(data string, n int) string {
 
 // interaction takes an Interactivity request (its signature checked): a
 // tap on a button under one of the bot's messages (block_actions) is
-// handed on as a Tap, in the conversation the message is in, and
-// answered 200 at once, as Slack wants within three seconds. Anything
-// else is acknowledged and dropped.
+// handed on as a Tap (tapOf) and answered 200 at once, as Slack wants
+// within three seconds. Anything else is acknowledged and dropped.
 func (s *Slack) interaction(w http.ResponseWriter, body []byte) {
 	form, err := url.ParseQuery(string(body))
 	var cb slack.InteractionCallback
@@ -445,14 +528,24 @@ func (s *Slack) interaction(w http.ResponseWriter, body []byte) {
 		http.Error(w, "not an interaction payload", http.StatusBadRequest)
 		return
 	}
+	if m, ok := s.tapOf(cb); ok && !s.queue(m) {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// tapOf is a tap on a button under one of the bot's messages
+// (block_actions), in the conversation the message is in; false for
+// any other interaction.
+func (s *Slack) tapOf(cb slack.InteractionCallback) (Inbound, bool) {
 	a := cb.ActionCallback.BlockActions
 	chat, msg := cb.Channel.ID, cb.Container.MessageTs
 	if chat == "" {
 		chat = cb.Container.ChannelID
 	}
 	if cb.Type != slack.InteractionTypeBlockActions || len(a) == 0 || cb.User.ID == "" || chat == "" {
-		w.WriteHeader(http.StatusOK)
-		return
+		return Inbound{}, false
 	}
 	if msg == "" {
 		msg = cb.Message.Timestamp
@@ -461,21 +554,10 @@ func (s *Slack) interaction(w http.ResponseWriter, body []byte) {
 	if thread == "" {
 		thread = cb.Message.ThreadTimestamp
 	}
-	s.mu.Lock()
-	kind, ok := s.kinds[chat]
-	s.mu.Unlock()
-	if !ok {
-		kind = slackChatType(map[byte]string{'D': "im", 'G': "group"}[chat[0]])
-	}
-	m := Inbound{EventID: "tap:" + chat + ":" + msg + ":" + a[0].ActionTs, UserID: cb.User.ID, ChatID: chat, ChatType: kind, ThreadID: thread,
+	m := Inbound{EventID: "tap:" + chat + ":" + msg + ":" + a[0].ActionTs, UserID: cb.User.ID, ChatID: chat, ChatType: s.chatType(chat, ""), ThreadID: thread,
 		ReplyTo: thread, MessageID: msg, At: time.Now().UTC(),
 		Tap: &Tap{ID: cb.ResponseURL, MessageID: msg, MessageText: cb.Message.Text, Data: a[0].Value}}
-	select {
-	case s.events <- m:
-		w.WriteHeader(http.StatusOK)
-	default:
-		http.Error(w, "busy", http.StatusServiceUnavailable)
-	}
+	return m, true
 }
 
 // AnswerTap implements Tapper. Slack shows no passing notice for a tap:

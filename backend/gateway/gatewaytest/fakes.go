@@ -327,6 +327,7 @@ type SlackAPI struct {
 	fail      int
 	calls     []string // "<method> <channel> <thread_ts> <status>", in order
 	statusErr string   // setStatus answers this error when set
+	sock      *slackSocket
 }
 
 // Updated is every chat.update received: channel, ts, text, blocks.
@@ -390,6 +391,10 @@ func (f *SlackAPI) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if r.URL.Path == "/socket" && f.sock != nil {
+		f.serveSocket(w, r)
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		slackJSON(w, map[string]any{"ok": false, "error": "invalid_form_data"})
 		return
@@ -397,6 +402,10 @@ func (f *SlackAPI) serve(w http.ResponseWriter, r *http.Request) {
 	tok := r.Form.Get("token")
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 		tok = strings.TrimPrefix(h, "Bearer ")
+	}
+	if r.URL.Path == "/api/apps.connections.open" {
+		f.open(w, tok)
+		return
 	}
 	if tok != f.token {
 		slackJSON(w, map[string]any{"ok": false, "error": "invalid_auth"})
