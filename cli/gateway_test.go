@@ -611,3 +611,40 @@ func TestGatewayToolProgressPerPlatform(t *testing.T) {
 	_ = gw.Process.Signal(syscall.SIGTERM)
 	_ = gw.Wait()
 }
+
+// Slack as the familiar gateway runs it: Socket Mode with the bot token
+// and the app-level token kept in the profile's .env under their familiar
+// names, nothing listening on this machine. `atrium gateway run` connects,
+// answers a message pushed down the socket, and never logs a token.
+func TestGatewayRunSlackSocketMode(t *testing.T) {
+	t.Parallel()
+	const bot, app = "xoxb-cli-socket-test", "xapp-1-cli-socket-test"
+	api := gatewaytest.NewSlackAPI(t, bot)
+	api.EnableSocketMode(app)
+	home := t.TempDir()
+	cfg := fmt.Sprintf("gateway:\n  slack:\n    api_url: %s/api\n    allowed_users: [U1]\n", api.URL)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".env"), []byte("SLACK_BOT_TOKEN="+bot+"\nSLACK_APP_TOKEN="+app+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, logs := gatewayRun(t, home)
+	waitFor(t, "connected over Socket Mode", 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), `"state":"connected"`) && strings.Contains(logs.String(), "over Socket Mode")
+	})
+	api.SocketPush("events_api", gatewaytest.SlackMessage("U1", "D1", "im", "hello from slack"))
+	waitFor(t, "the reply", 30*time.Second, func() bool { return len(api.Texts()) == 1 })
+	if got := api.Posted()[0]; got["channel"] != "D1" || got["text"] != "offline reply to: hello from slack" {
+		t.Fatalf("the reply: %v", got)
+	}
+	st := atrium(t, home, "gateway", "status")
+	if st.code != 0 || !strings.Contains(st.stdout, "over Socket Mode") {
+		t.Fatalf("status: %+v", st)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if l := logs.String(); strings.Contains(l, bot) || strings.Contains(l, app) {
+		t.Fatal("a token reached the log")
+	}
+}

@@ -44,13 +44,19 @@ type Telegram struct {
 	PollTimeoutSeconds int    `yaml:"poll_timeout_seconds"`
 }
 
-// Slack is the Slack adapter (Events API over HTTP, Web API for replies).
+// Slack is the Slack adapter (events in Socket Mode or from the Events API
+// over HTTP, Web API for replies).
 type Slack struct {
 	Access           `yaml:",inline"`
 	TokenEnv         string `yaml:"token_env"`          // default SLACK_BOT_TOKEN
-	SigningSecretEnv string `yaml:"signing_secret_env"` // default SLACK_SIGNING_SECRET
-	Listen           string `yaml:"listen"`             // default 127.0.0.1:8790
-	APIURL           string `yaml:"api_url"`            // default https://slack.com/api
+	SigningSecretEnv string `yaml:"signing_secret_env"` // default SLACK_SIGNING_SECRET (the Events API)
+	AppTokenEnv      string `yaml:"app_token_env"`      // default SLACK_APP_TOKEN (Socket Mode)
+	// Mode: socket (Socket Mode, the familiar gateway's), events (the
+	// Events API posting to listen), or auto (default): socket when the
+	// app-level token is set.
+	Mode   string `yaml:"mode"`
+	Listen string `yaml:"listen"`  // default 127.0.0.1:8790
+	APIURL string `yaml:"api_url"` // default https://slack.com/api
 }
 
 // Webhook is the generic adapter: signed JSON POSTs in, signed replies out.
@@ -125,7 +131,12 @@ func (g Gateway) Validate() error {
 		}
 	}
 	if s := g.Slack; s != nil {
-		for k, v := range map[string]string{"token_env": s.TokenEnv, "signing_secret_env": s.SigningSecretEnv} {
+		switch s.Mode {
+		case "", "auto", "socket", "events":
+		default:
+			return fmt.Errorf("gateway.slack.mode must be auto, socket or events, not %q", s.Mode)
+		}
+		for k, v := range map[string]string{"token_env": s.TokenEnv, "signing_secret_env": s.SigningSecretEnv, "app_token_env": s.AppTokenEnv} {
 			if err := checkEnv("gateway.slack."+k, v); err != nil {
 				return err
 			}

@@ -31,6 +31,8 @@ func TestGatewayConfig(t *testing.T) {
   slack:
     token_env: SLACK_BOT_TOKEN
     signing_secret_env: SLACK_SIGNING_SECRET
+    app_token_env: SLACK_APP_TOKEN
+    mode: socket
     listen: 127.0.0.1:8790
     api_url: https://slack.com/api
     allowed_users: [U012AB3CD]
@@ -48,7 +50,7 @@ model:
 	}
 	g := c.Gateway
 	if !g.Autostart || g.Telegram == nil || strings.Join(g.Telegram.AllowedUsers, ",") != "123456789,987" ||
-		g.Slack.AllowedChats[0] != "C1" || g.Webhook.ReplyURL == "" || !c.Model.NativeCompaction || *c.Model.NativeThreshold != 0.5 ||
+		g.Slack.AllowedChats[0] != "C1" || g.Slack.Mode != "socket" || g.Slack.AppTokenEnv != "SLACK_APP_TOKEN" || g.Webhook.ReplyURL == "" || !c.Model.NativeCompaction || *c.Model.NativeThreshold != 0.5 ||
 		g.ApprovalTimeoutMinutes == nil || *g.ApprovalTimeoutMinutes != 2.5 {
 		t.Fatalf("parsed %+v %+v", g, c.Model)
 	}
@@ -56,6 +58,8 @@ model:
 		"gateway:\n  telegram:\n    token_env: \"123456:AAE-secret-pasted\"\n",
 		"gateway:\n  telegram:\n    base_url: ftp://x\n",
 		"gateway:\n  slack:\n    listen: nowhere\n",
+		"gateway:\n  slack:\n    mode: websocket\n",
+		"gateway:\n  slack:\n    app_token_env: xapp-1-pasted-secret\n",
 		"gateway:\n  telegram:\n    allowed_users: [{a: 1}]\n",
 		"model:\n  native_compaction_threshold: 2\n",
 		"gateway:\n  approval_timeout_minutes: 0\n",

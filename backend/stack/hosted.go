@@ -157,8 +157,14 @@ func GatewayAdapters(g config.Gateway) []gateway.Configured {
 	if sl := g.Slack; sl != nil {
 		tenv, token := config.Secret(sl.TokenEnv, "SLACK_BOT_TOKEN")
 		senv, secret := config.Secret(sl.SigningSecretEnv, "SLACK_SIGNING_SECRET")
+		aenv, app := config.Secret(sl.AppTokenEnv, "SLACK_APP_TOKEN")
+		mode := sl.Mode
+		if mode == "auto" {
+			mode = ""
+		}
 		out = append(out, gateway.Configured{Adapter: gateway.NewSlack(gateway.SlackOptions{Token: token, TokenEnv: tenv,
-			SigningSecret: secret, SigningSecretEnv: senv, Listen: sl.Listen, APIURL: sl.APIURL}), Access: access(sl.Access)})
+			SigningSecret: secret, SigningSecretEnv: senv, AppToken: app, AppTokenEnv: aenv, Mode: mode,
+			Listen: sl.Listen, APIURL: sl.APIURL}), Access: access(sl.Access)})
 	}
 	if w := g.Webhook; w != nil {
 		env, secret := config.Secret(w.SecretEnv, "ATRIUM_WEBHOOK_SECRET")
