@@ -141,6 +141,7 @@ func (r *runner) printPolicy() error {
 	out := map[string]any{"mode": mode, "timeout_seconds": cfg.Approvals.Timeout, "path": s.Path()}
 	if mode == config.ApproveSmart {
 		out["reviewer_model"], out["reviewer_timeout_seconds"], out["smart_policy"] = reviewer, reviewerTimeout.Seconds(), strings.TrimSpace(cfg.Approvals.SmartPolicy)
+		out["reviewer_provider"], out["reviewer_base_url"] = cfg.Auxiliary.Approval.Provider, cfg.Auxiliary.Approval.BaseURL
 	}
 	return r.print(out, func(w io.Writer) {
 		switch mode {
@@ -150,6 +151,7 @@ func (r *runner) printPolicy() error {
 			if reviewer == "" {
 				reviewer = "the main model"
 			}
+			reviewer += cfg.Auxiliary.Approval.Where()
 			fmt.Fprintf(w, "mode: smart (a terminal command that could destroy data is first put to %s, auxiliary.approval.model, which lets it run, blocks it, or leaves it to a person within %gs; a plugin's ask is always a person's)\n",
 				reviewer, reviewerTimeout.Seconds())
 			if p := strings.TrimSpace(cfg.Approvals.SmartPolicy); p != "" {

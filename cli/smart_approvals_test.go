@@ -50,17 +50,10 @@ func TestSmartApprovalsFromATerminal(t *testing.T) {
 			if strings.Contains(rv.Command, "src") {
 				answer["content"] = "DENY"
 			}
-		case last.Role == "user":
-			folder := strings.TrimPrefix(last.Content, "tidy ")
-			args, _ := json.Marshal(map[string]string{"command": "rm -r " + folder})
-			answer["content"] = ""
-			answer["tool_calls"] = []any{map[string]any{"id": "call_1", "type": "function",
-				"function": map[string]any{"name": "terminal", "arguments": string(args)}}}
 		default:
-			answer["content"] = "the terminal said: " + last.Content
+			answer = tidyTurn(last.Role, last.Content)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": answer}}})
+		writeAnswer(w, answer)
 	}))
 	defer srv.Close()
 	home, work := t.TempDir(), t.TempDir()
@@ -105,4 +98,91 @@ func TestSmartApprovalsFromATerminal(t *testing.T) {
 		!strings.Contains(r.stdout, "smart_policy: Approve removing build output.") {
 		t.Fatalf("approvals mode: %+v", r)
 	}
+}
+
+// The reviewer on an endpoint of its own, as the familiar agent's
+// auxiliary.approval names one (base_url, api_key_env): the review goes
+// there with its key, the turn's calls to the main model; `approvals mode`
+// says where it is asked. Its key unset, the command is left to the person
+// (nobody, at a send: blocked), the log saying why.
+func TestSmartApprovalsReviewerOfItsOwn(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string // "<path> <model> <key>"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		path := strings.TrimSuffix(r.URL.Path, "/v1/chat/completions")
+		mu.Lock()
+		seen = append(seen, path+" "+req.Model+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		last := req.Messages[len(req.Messages)-1]
+		answer := map[string]any{"role": "assistant"}
+		switch {
+		case path == "/guard":
+			answer["content"] = "APPROVE"
+		default:
+			answer = tidyTurn(last.Role, last.Content)
+		}
+		writeAnswer(w, answer)
+	}))
+	defer srv.Close()
+	home, work := t.TempDir(), t.TempDir()
+	cfg := fmt.Sprintf("model:\n  provider: custom\n  base_url: %[1]s/main/v1\n  default: main-model\n"+
+		"terminal:\n  cwd: %[2]s\napprovals:\n  mode: smart\n"+
+		"auxiliary:\n  approval:\n    base_url: %[1]s/guard/v1\n    model: guard-remote\n    api_key_env: ATRIUM_T_GUARD_KEY\n", srv.URL, work)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"build", "dist"} {
+		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := create(t, home, "--title", "tidy")
+	if r := atriumExec(t, home, "", []string{"ATRIUM_T_GUARD_KEY=sk-guard"}, "send", id, "tidy build"); r.code != 0 ||
+		!strings.Contains(r.stdout, `the terminal said: {"output":"","exit_code":0`) {
+		t.Fatalf("approved: %+v", r)
+	}
+	mu.Lock()
+	got := strings.Join(seen, "\n")
+	mu.Unlock()
+	if want := "/main main-model \n/guard guard-remote Bearer sk-guard\n/main main-model "; got != want {
+		t.Fatalf("the models were asked\n%s\nnot\n%s", got, want)
+	}
+	if r := atrium(t, home, "approvals", "mode"); r.code != 0 || !strings.Contains(r.stdout, "first put to guard-remote at "+srv.URL+"/guard/v1, auxiliary.approval.model,") {
+		t.Fatalf("approvals mode: %+v", r)
+	}
+	other := create(t, home, "--title", "no key")
+	if r := atriumExec(t, home, "", nil, "send", other, "tidy dist"); r.code != 0 ||
+		!strings.Contains(r.stdout, "BLOCKED: a person's approval is required") || !strings.Contains(r.stderr, "the reviewer could not decide") ||
+		!strings.Contains(r.stderr, "$ATRIUM_T_GUARD_KEY is not set") {
+		t.Fatalf("no key: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(work, "dist")); err != nil {
+		t.Fatalf("dist was removed: %v", err)
+	}
+}
+
+// tidyTurn is the main model of these tests: "tidy DIR" from the person
+// asks the terminal to rm -r DIR; the terminal's answer is said back.
+func tidyTurn(role, content string) map[string]any {
+	if role != "user" {
+		return map[string]any{"role": "assistant", "content": "the terminal said: " + content}
+	}
+	args, _ := json.Marshal(map[string]string{"command": "rm -r " + strings.TrimPrefix(content, "tidy ")})
+	return map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
+		"function": map[string]any{"name": "terminal", "arguments": string(args)}}}}
+}
+
+// writeAnswer answers a chat completion with message.
+func writeAnswer(w http.ResponseWriter, message map[string]any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": message}}})
 }

@@ -52,6 +52,9 @@ type Policy struct {
 	SmartPolicy  string
 	GuardModel   string
 	GuardTimeout time.Duration
+	// Guard is auxiliary.approval whole: the reviewer's own provider or
+	// base_url, when it names one (config.AuxiliaryTask.Own).
+	Guard config.AuxiliaryTask
 }
 
 // New is the standing approvals in the config.yaml of home.
@@ -108,6 +111,7 @@ func (s *Standing) refresh() {
 	if cfg.ApprovalsSmart() {
 		s.policy.Smart, s.policy.SmartPolicy = true, strings.TrimSpace(cfg.Approvals.SmartPolicy)
 		s.policy.GuardModel, s.policy.GuardTimeout = cfg.ApprovalGuard()
+		s.policy.Guard = cfg.Auxiliary.Approval
 	}
 }
 

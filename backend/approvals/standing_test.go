@@ -162,7 +162,10 @@ func TestPolicyFollowsTheFile(t *testing.T) {
 		{"approvals: [off]\n", approvals.Policy{}},
 		{"approvals:\n  mode: smart\n", approvals.Policy{Smart: true, GuardTimeout: 30 * time.Second}},
 		{"approvals:\n  mode: Smart\n  smart_policy: |\n    Never approve /srv.\n  timeout: 20\nauxiliary:\n  approval:\n    model: guard-mini\n    timeout: 4.5\n",
-			approvals.Policy{Smart: true, SmartPolicy: "Never approve /srv.", GuardModel: "guard-mini", GuardTimeout: 4500 * time.Millisecond, Timeout: 20 * time.Second}},
+			approvals.Policy{Smart: true, SmartPolicy: "Never approve /srv.", GuardModel: "guard-mini", GuardTimeout: 4500 * time.Millisecond, Timeout: 20 * time.Second,
+				Guard: config.AuxiliaryTask{Model: "guard-mini", Timeout: 4.5}}},
+		{"approvals:\n  mode: smart\nauxiliary:\n  approval:\n    provider: openrouter\n    model: guard-mini\n",
+			approvals.Policy{Smart: true, GuardModel: "guard-mini", GuardTimeout: 30 * time.Second, Guard: config.AuxiliaryTask{Provider: "openrouter", Model: "guard-mini"}}},
 		{"approvals:\n  mode: manual\n  smart_policy: unused\nauxiliary:\n  approval:\n    model: guard-mini\n", approvals.Policy{}},
 		{"command_allowlist: {a: b}\napprovals:\n  mode: off\n", approvals.Policy{ApproveAll: true}}, // the list alone is broken
 	} {

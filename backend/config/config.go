@@ -563,19 +563,89 @@ type Approvals struct {
 }
 
 // Auxiliary is the familiar agent's auxiliary block: the models of its side
-// tasks. Atrium has one, approval (the reviewer of approvals.mode: smart);
-// it asks the main provider (auxiliary.<task>.provider and the other tasks
-// are not read, and config show says so).
+// tasks. Atrium has one, approval (the reviewer of approvals.mode: smart),
+// asked of the main provider unless it names its own (the other tasks are
+// not read, and config show says so).
 type Auxiliary struct {
 	Approval AuxiliaryTask `yaml:"approval"`
 }
 
-// AuxiliaryTask is one side task's model.
+// AuxiliaryTask is one side task's model, as the familiar agent's
+// auxiliary.<task> block names it (Endpoint).
 type AuxiliaryTask struct {
-	// Model is the model asked, of the main provider ("": model.default).
+	// Provider is the provider asked: auto or main ("", the default: the
+	// main model's), or one as model.provider names them (openrouter,
+	// custom, ...).
+	Provider string `yaml:"provider"`
+	// Model is the model asked ("": the main model, of the main provider).
 	Model string `yaml:"model"`
+	// BaseURL is a direct OpenAI-compatible endpoint; it wins over
+	// Provider.
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the variable of the key (default: the provider's,
+	// $OPENAI_API_KEY for a base_url).
+	APIKeyEnv string `yaml:"api_key_env"`
 	// Timeout is how many seconds the model has to answer (0: 30).
 	Timeout float64 `yaml:"timeout"`
+}
+
+// Own reports whether the task names an endpoint of its own (a base_url,
+// or a provider other than auto and main).
+func (a AuxiliaryTask) Own() bool {
+	switch strings.ToLower(strings.TrimSpace(a.Provider)) {
+	case "", "auto", "main":
+		return strings.TrimSpace(a.BaseURL) != ""
+	}
+	return true
+}
+
+// Where says where the task's model is asked when it names an endpoint of
+// its own (" via openrouter", " at http://..."); "" for the main
+// provider.
+func (a AuxiliaryTask) Where() string {
+	switch {
+	case strings.TrimSpace(a.BaseURL) != "":
+		return " at " + strings.TrimSpace(a.BaseURL)
+	case a.Own():
+		return " via " + strings.ToLower(strings.TrimSpace(a.Provider))
+	}
+	return ""
+}
+
+// Endpoint is where the task's model is asked when it names one of its
+// own (Own): its base_url (a custom server, with $OPENAI_API_KEY when set),
+// else its provider, resolved as model.provider is.
+func (a AuxiliaryTask) Endpoint(getenv func(string) string) (Endpoint, error) {
+	m := Model{Provider: a.Provider, Name: strings.TrimSpace(a.Model), BaseURL: a.BaseURL, APIKeyEnv: a.APIKeyEnv}
+	if strings.TrimSpace(a.BaseURL) != "" {
+		m.Provider = "custom"
+	}
+	return m.Endpoint(getenv)
+}
+
+// validate refuses a task no request could be made of (key names it).
+func (a AuxiliaryTask) validate(key string) error {
+	p := strings.ToLower(strings.TrimSpace(a.Provider))
+	if p != "main" {
+		if err := CheckProvider(p); err != nil {
+			return fmt.Errorf("%s.provider must be auto, main, or one of model.provider's: %w", key, err)
+		}
+	}
+	if err := checkURL(key+".base_url", a.BaseURL); err != nil {
+		return err
+	}
+	if err := checkEnv(key+".api_key_env", a.APIKeyEnv); err != nil {
+		return err
+	}
+	switch {
+	case p == ProviderOffline:
+		return fmt.Errorf("%s.provider offline is no model to ask", key)
+	case strings.TrimSpace(a.BaseURL) == "" && slices.Contains([]string{"custom", "ollama", "vllm", "llamacpp", ProviderOpenAI}, p):
+		return fmt.Errorf("%s.provider %s needs %s.base_url: the OpenAI-compatible server's API root", key, p, key)
+	case a.Own() && strings.TrimSpace(a.Model) == "":
+		return fmt.Errorf("%s.model must name the model to ask of %s", key, map[bool]string{true: "its base_url", false: "provider " + p}[a.BaseURL != ""])
+	}
+	return nil
 }
 
 // DefaultAuxiliaryTimeout is an auxiliary task's timeout when unset, as
@@ -863,6 +933,9 @@ func (c Config) Validate() error {
 	}
 	if t := c.Auxiliary.Approval.Timeout; t < 0 || t > 600 || math.IsNaN(t) {
 		return fmt.Errorf("auxiliary.approval.timeout must be 0 (30 seconds) to 600 seconds, not %v", t)
+	}
+	if err := c.Auxiliary.Approval.validate("auxiliary.approval"); err != nil {
+		return err
 	}
 	if err := checkToolProgress("display", c.Display.ToolProgress, c.Display.ToolProgressGrouping, c.Display.ToolPreviewLength); err != nil {
 		return err

@@ -238,10 +238,9 @@ func TestDelegation(t *testing.T) {
 	}
 }
 
-// auxiliary.approval is read as the familiar agent writes it: the model of
-// the main provider and its time (30 s unset); its provider, and the other
-// auxiliary tasks, are named as not Atrium's; a time out of range is
-// refused with its range.
+// auxiliary.approval is read as the familiar agent writes it: its provider,
+// its model and its time (30 s unset); the other auxiliary tasks are named
+// as not Atrium's; a time out of range is refused with its range.
 func TestAuxiliaryApproval(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	text := "approvals:\n  mode: smart\n  smart_policy: Escalate anything under /etc.\nauxiliary:\n  approval:\n    provider: openrouter\n    model: guard-mini\n    timeout: 12\n" +
@@ -256,7 +255,10 @@ func TestAuxiliaryApproval(t *testing.T) {
 	if m, tm := cfg.ApprovalGuard(); m != "guard-mini" || tm != 12*time.Second || !cfg.ApprovalsSmart() || cfg.Approvals.SmartPolicy != "Escalate anything under /etc." {
 		t.Fatalf("%+v %v %v", cfg.Auxiliary, m, tm)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "auxiliary.approval.provider") || !strings.Contains(warnings[0], "auxiliary.compression") {
+	if a := cfg.Auxiliary.Approval; a.Provider != "openrouter" || !a.Own() {
+		t.Fatalf("the reviewer's provider: %+v", a)
+	}
+	if len(warnings) != 1 || strings.Contains(warnings[0], "auxiliary.approval.provider") || !strings.Contains(warnings[0], "auxiliary.compression") {
 		t.Fatalf("warnings: %q", warnings)
 	}
 	if cfg, err := loadYAML(t, ""); err != nil {

@@ -92,3 +92,46 @@ func TestFallbackRefused(t *testing.T) {
 		}
 	}
 }
+
+// auxiliary.approval names a reviewer of its own as the familiar agent
+// does: a base_url (a custom server, $OPENAI_API_KEY unless api_key_env
+// names another) wins over provider; auto and main are the main model's.
+func TestAuxiliaryApprovalEndpoint(t *testing.T) {
+	env := map[string]string{"OPENAI_API_KEY": "k0", "OPENROUTER_API_KEY": "k1", "GUARD_KEY": "k2"}
+	getenv := func(k string) string { return env[k] }
+	for text, want := range map[string]Endpoint{
+		"auxiliary:\n  approval:\n    provider: openrouter\n    model: google/gemini-flash\n": {Provider: ProviderOpenAI, BaseURL: OpenRouterURL,
+			Name: "google/gemini-flash", APIKeyEnv: "OPENROUTER_API_KEY"},
+		"auxiliary:\n  approval:\n    provider: openrouter\n    base_url: http://127.0.0.1:9/v1\n    model: small\n": {Provider: ProviderOpenAI,
+			BaseURL: "http://127.0.0.1:9/v1", Name: "small", APIKeyEnv: "OPENAI_API_KEY"},
+		"auxiliary:\n  approval:\n    base_url: http://127.0.0.1:9/v1\n    model: small\n    api_key_env: GUARD_KEY\n": {Provider: ProviderOpenAI,
+			BaseURL: "http://127.0.0.1:9/v1", Name: "small", APIKeyEnv: "GUARD_KEY"},
+	} {
+		cfg, err := loadYAML(t, text)
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		a := cfg.Auxiliary.Approval
+		if ep, err := a.Endpoint(getenv); !a.Own() || err != nil || ep != want {
+			t.Errorf("%q: own %v, %+v %v; want %+v", text, a.Own(), ep, err, want)
+		}
+	}
+	for _, text := range []string{"", "auxiliary:\n  approval:\n    provider: main\n    model: m\n", "auxiliary:\n  approval:\n    provider: auto\n"} {
+		if cfg, err := loadYAML(t, text); err != nil || cfg.Auxiliary.Approval.Own() {
+			t.Errorf("%q: the main model's, not %+v (%v)", text, cfg.Auxiliary.Approval, err)
+		}
+	}
+	for text, want := range map[string]string{
+		"auxiliary:\n  approval:\n    provider: openrouter\n":                         "auxiliary.approval.model must name the model to ask of provider openrouter",
+		"auxiliary:\n  approval:\n    base_url: http://127.0.0.1:9/v1\n":              "auxiliary.approval.model must name the model to ask of its base_url",
+		"auxiliary:\n  approval:\n    provider: custom\n    model: m\n":               "auxiliary.approval.provider custom needs auxiliary.approval.base_url",
+		"auxiliary:\n  approval:\n    provider: openruoter\n    model: m\n":           "auxiliary.approval.provider must be auto, main, or one of model.provider's",
+		"auxiliary:\n  approval:\n    provider: offline\n    model: m\n":              "auxiliary.approval.provider offline is no model to ask",
+		"auxiliary:\n  approval:\n    base_url: ftp://x\n    model: m\n":              "auxiliary.approval.base_url must be an http(s) URL",
+		"auxiliary:\n  approval:\n    api_key_env: sk-pasted-key-123\n    model: m\n": "auxiliary.approval.api_key_env must name an environment variable",
+	} {
+		if _, err := loadYAML(t, text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}

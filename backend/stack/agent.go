@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -195,12 +196,31 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 	o.Fallbacks = s.fallbacks
 	o.Guardian = func() (turns.Guardian, bool) {
 		p := s.Standing.Policy()
-		return turns.Guardian{Model: p.GuardModel, Policy: p.SmartPolicy, Timeout: p.GuardTimeout}, p.Smart
+		g := turns.Guardian{Model: p.GuardModel, Policy: p.SmartPolicy, Timeout: p.GuardTimeout}
+		if p.Smart && p.Guard.Own() {
+			g.Provider, g.Model, g.Unavailable = s.guardProvider(p.Guard)
+		}
+		return g, p.Smart
 	}
 	if t := s.Config.Model.NativeThreshold; t != nil {
 		o.NativeThreshold = *t
 	}
 	return turns.New(s.DB, s.Sessions, s.Compaction, s.Bus, o)
+}
+
+// guardProvider is the reviewing model auxiliary.approval names with a
+// provider or a base_url of its own, with its key as the profile's .env
+// has it now; err says why it cannot be asked.
+func (s *Stack) guardProvider(task config.AuxiliaryTask) (p llm.Provider, model string, err error) {
+	_ = s.Home.RefreshEnv()
+	ep, err := task.Endpoint(os.Getenv)
+	if err == nil {
+		p, err = NewProvider(ep, 0)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("auxiliary.approval: %w", err)
+	}
+	return p, ep.Name, nil
 }
 
 // fallbacks is config.yaml's fallback chain as it is now (fallback_providers,

@@ -19,9 +19,15 @@ import (
 // approves it, denies it, or leaves it to the person, as the familiar
 // agent's smart approvals do.
 type Guardian struct {
-	// Model is auxiliary.approval.model, of the turn's provider ("": the
-	// turn's model).
+	// Model is auxiliary.approval.model, of Provider ("": the turn's
+	// model).
 	Model string
+	// Provider is the reviewer's own provider (auxiliary.approval's
+	// provider or base_url; nil: the turn's). Unavailable, when set, is why
+	// the one it names cannot be asked (its key is not set): the person is
+	// asked, told why.
+	Provider    llm.Provider
+	Unavailable error
 	// Policy is approvals.smart_policy: the operator's rules, added to
 	// the reviewer's instructions.
 	Policy string
@@ -81,13 +87,21 @@ func guardianPrompt(r review, g Guardian) []llm.Message {
 // same answer.
 var guardianTemperature = 0.0
 
-// judge asks the reviewer of g about r, with the turn's provider. A
+// judge asks the reviewer of g about r, with its provider (else the
+// turn's). A
 // reviewer that cannot be asked, answers late or answers anything but
 // one of the three words leaves the command to the person (escalate),
 // with why.
 func (l *Loop) judge(ctx context.Context, tc *turnCtx, g Guardian, r review) (verdict, error) {
 	if strings.TrimSpace(stripShellComments(r.command)) == "" {
 		return verdictEscalate, errors.New("the command is only a comment")
+	}
+	if g.Unavailable != nil {
+		return verdictEscalate, g.Unavailable
+	}
+	provider := tc.model.Provider
+	if g.Provider != nil {
+		provider = g.Provider
 	}
 	timeout := g.Timeout
 	if timeout <= 0 {
@@ -100,7 +114,7 @@ func (l *Loop) judge(ctx context.Context, tc *turnCtx, g Guardian, r review) (ve
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	resp, err := tc.model.Provider.Complete(cctx, llm.Request{Model: model, Messages: guardianPrompt(r, g),
+	resp, err := provider.Complete(cctx, llm.Request{Model: model, Messages: guardianPrompt(r, g),
 		Temperature: &guardianTemperature, MaxTokens: 16})
 	if err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {

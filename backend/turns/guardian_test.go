@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"atrium/backend/approvals"
 	"atrium/backend/hooks"
@@ -316,5 +317,50 @@ func TestTheReviewerIsShownNoComments(t *testing.T) {
 		if shown[i] != c[1] {
 			t.Fatalf("%q was shown as %q, not %q", c[0], shown[i], c[1])
 		}
+	}
+}
+
+// A reviewer of its own (auxiliary.approval's provider or base_url) is
+// asked instead of the turn's model, with its own model name; one that
+// cannot be asked (its key is not set) leaves the command to the person,
+// who is told why.
+func TestTheReviewerOfItsOwnProvider(t *testing.T) {
+	t.Parallel()
+	remote := &reviewerModel{OfflineProvider: llm.OfflineProvider{Window: 100000},
+		answer: func(context.Context, string) (string, error) { return "APPROVE", nil }}
+	var unavailable error
+	var asked []turns.Approval
+	main := &reviewerModel{OfflineProvider: llm.OfflineProvider{Window: 100000},
+		answer: func(context.Context, string) (string, error) { return "DENY", nil }}
+	m := newMachineEnvWith(t, func(o *turns.Options) {
+		o.Provider = main
+		o.Guardian = func() (turns.Guardian, bool) {
+			return turns.Guardian{Model: "guard-remote", Provider: remote, Unavailable: unavailable, Timeout: 5 * time.Second}, true
+		}
+	}, nil, func(a turns.Approval) turns.Answer { asked = append(asked, a); return turns.AnswerOnce })
+	s := m.MustCreate(t, sessions.CreateParams{Title: "remote reviewer"})
+	p := m.dirIn(t, "build")
+	if _, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "rm -r build"}); out["exit_code"] != 0.0 || !gone(p) {
+		t.Fatalf("approved by the remote reviewer: %v", out)
+	}
+	if reqs, shown := remote.reviews(); len(reqs) != 1 || reqs[0].Model != "guard-remote" || shown[0] != "rm -r build" {
+		t.Fatalf("the remote reviewer was asked %+v %q", reqs, shown)
+	}
+	if reqs, _ := main.reviews(); len(reqs) != 0 || len(asked) != 0 {
+		t.Fatalf("the turn's model reviewed %d, the person was asked %d", len(reqs), len(asked))
+	}
+
+	unavailable = errors.New("auxiliary.approval: the model's API key $GUARD_KEY is not set")
+	s = m.MustCreate(t, sessions.CreateParams{Title: "no key"})
+	p = m.dirIn(t, "dist")
+	if _, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "rm -r dist"}); out["exit_code"] != 0.0 || !gone(p) {
+		t.Fatalf("approved by the person: %v", out)
+	}
+	if len(asked) != 1 || asked[0].Message != "This command could destroy data: recursive delete. The reviewing model could not be asked "+
+		"(auxiliary.approval: the model's API key $GUARD_KEY is not set), so you are asked." {
+		t.Fatalf("the person was asked %+v", asked)
+	}
+	if reqs, _ := remote.reviews(); len(reqs) != 1 {
+		t.Fatalf("the unavailable reviewer was asked: %d reviews", len(reqs))
 	}
 }

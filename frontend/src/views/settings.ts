@@ -101,7 +101,7 @@ export class SettingsView implements View {
     this.smart = h(
       'div',
       { class: 'smart-reviewer', 'data-testid': 'settings-smart' },
-      this.field('set-reviewer', 'Reviewing model', this.reviewer, 'auxiliary.approval.model, asked of the main provider; empty: the main model.', 'approvals_reviewer_model'),
+      this.field('set-reviewer', 'Reviewing model', this.reviewer, 'auxiliary.approval.model, asked of the main provider unless auxiliary.approval names its own (provider, base_url); empty: the main model.', 'approvals_reviewer_model'),
       this.field('set-smart-policy', 'Your rules for it', this.policy, 'approvals.smart_policy, added to its instructions. Whatever it is unsure of is asked of you.', 'approvals_smart_policy'),
     );
     this.mode.addEventListener('change', () => this.showSmart());
