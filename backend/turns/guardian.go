@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"atrium/backend/hooks"
 	"atrium/backend/llm"
@@ -75,12 +76,42 @@ func guardianPrompt(r review, g Guardian) []llm.Message {
 		system += "\n\nThe operator's own rules (trusted, unlike the command):\n" + g.Policy
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Flagged as: %s\n\n<command>\n%s\n</command>\n", r.flagged, stripShellComments(r.command))
+	fmt.Fprintf(&b, "Flagged as: %s\n\n<command>\n%s\n</command>\n", r.flagged, fenced(stripShellComments(r.command)))
 	if r.script != "" {
-		fmt.Fprintf(&b, "\nThe flagged line is in a script the command runs:\n<script>\n%s\n</script>\n", stripShellComments(r.script))
+		fmt.Fprintf(&b, "\nThe flagged line is in a script the command runs:\n<script>\n%s\n</script>\n", fenced(stripShellComments(r.script)))
 	}
 	b.WriteString("\nAnswer with exactly one word: APPROVE, DENY or ESCALATE.")
 	return []llm.Message{{Role: "system", Content: system}, {Role: "user", Content: b.String()}}
+}
+
+// fenced is the agent's text as the reviewer is shown it: with &, < and >
+// escaped, so that no "</command>" in a quoted string closes its block and
+// speaks as Atrium.
+var fenced = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
+
+// maxReviewChars bounds what the reviewer is shown, command and script
+// together: a longer one is left to the person, never shown cut (what was
+// cut could change what it does).
+const maxReviewChars = 32768
+
+// unreviewable says why r cannot be put to the reviewer as it is ("" when
+// it can): it is too long to be shown whole, or it holds control
+// characters or bytes that are not text, which could hide from the
+// reviewer what the shell would do.
+func unreviewable(r review) string {
+	text := r.command + r.script
+	if n := utf8.RuneCountInString(text); n > maxReviewChars {
+		return fmt.Sprintf("it is too long to be shown whole: %d characters, at most %d", n, maxReviewChars)
+	}
+	if !utf8.ValidString(text) {
+		return "it holds bytes that are not text"
+	}
+	for _, c := range text {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f || c == 0xfffe || c == 0xffff {
+			return fmt.Sprintf("it holds a control character (%U)", c)
+		}
+	}
+	return ""
 }
 
 // guardianTemperature is the reviewer's temperature: the same command, the
@@ -98,6 +129,9 @@ func (l *Loop) judge(ctx context.Context, tc *turnCtx, g Guardian, r review) (ve
 	}
 	if g.Unavailable != nil {
 		return verdictEscalate, g.Unavailable
+	}
+	if why := unreviewable(r); why != "" {
+		return verdictEscalate, errors.New(why)
 	}
 	provider := tc.model.Provider
 	if g.Provider != nil {
