@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"context"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,4 +146,55 @@ func TestSlackSocketModeRefused(t *testing.T) {
 	waitFor(t, "the missing token", func() bool {
 		return missing.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'slack' AND state = 'error' AND last_error LIKE '%SLACK_APP_TOKEN%'`) == 1
 	})
+}
+
+// BenchmarkSlackInbound is one person's message taken in by the Slack
+// adapter alone (no turn): from Slack sending it to the adapter handing it
+// on, in Socket Mode (pushed down the WebSocket, acknowledged) beside the
+// Events API (a signed POST the adapter verifies and answers 200):
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench 'BenchmarkSlackInbound' -benchtime=2000x ./backend/gateway/
+func BenchmarkSlackInbound(b *testing.B) {
+	run := func(b *testing.B, socket bool) {
+		api := gatewaytest.NewSlackAPI(b, slackToken)
+		o := gateway.SlackOptions{Token: slackToken, APIURL: api.URL + "/api", SigningSecret: slackSecret, Mode: gateway.SlackEvents}
+		var events string
+		if socket {
+			api.EnableSocketMode(slackAppToken)
+			o.AppToken, o.Mode = slackAppToken, gateway.SlackSocket
+		} else {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			o.Listener, events = ln, "http://"+ln.Addr().String()+gateway.SlackEventsPath
+		}
+		sl := gateway.NewSlack(o)
+		got := make(chan gateway.Inbound, 1)
+		connected := make(chan struct{})
+		var once sync.Once
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = sl.Run(ctx, func(m gateway.Inbound) { got <- m }, func(state, _ string, _ error) {
+				if state == gateway.Connected {
+					once.Do(func() { close(connected) })
+				}
+			})
+		}()
+		defer func() { cancel(); <-done }()
+		<-connected
+		for b.Loop() {
+			ev := gatewaytest.SlackMessage("U1", "D1", "im", "hello")
+			if socket {
+				api.SocketPush("events_api", ev)
+			} else if code := gatewaytest.SlackEvent(b, events, slackSecret, ev, false); code != 200 {
+				b.Fatalf("POST: %d", code)
+			}
+			<-got
+		}
+	}
+	b.Run("events-api", func(b *testing.B) { run(b, false) })
+	b.Run("socket-mode", func(b *testing.B) { run(b, true) })
 }
