@@ -71,6 +71,10 @@ type GatewayDTO struct {
 	// out.
 	Hooks        []GatewayHookDTO `json:"hooks"`
 	HookProblems []string         `json:"hook_problems"`
+	// Notes say what a person should know of the platforms the familiar
+	// agent's .env enables (one that lets nobody in yet, an allow-all
+	// switch Atrium does not honour).
+	Notes []string `json:"notes"`
 }
 
 // GatewayHookDTO is one gateway event hook.
@@ -114,7 +118,7 @@ func (g *Gateway) Status() (GatewayDTO, error) {
 	for i, x := range r.Refusals {
 		out.Refusals[i] = RefusalDTO(x)
 	}
-	out.Hooks, out.HookProblems = make([]GatewayHookDTO, len(r.Hooks)), r.HookProblems
+	out.Hooks, out.HookProblems, out.Notes = make([]GatewayHookDTO, len(r.Hooks)), r.HookProblems, r.Notes
 	for i, h := range r.Hooks {
 		out.Hooks[i] = GatewayHookDTO(h)
 	}

@@ -115,7 +115,8 @@ func (r *runner) warnDeliver(st *stack.Stack, deliver string) {
 		return
 	}
 	var names []string
-	for _, a := range stack.GatewayAdapters(st.Config.Gateway) {
+	g, _ := st.GatewayConfig()
+	for _, a := range stack.GatewayAdapters(g) {
 		names = append(names, a.Adapter.Platform())
 	}
 	if !slices.Contains(names, platform) {

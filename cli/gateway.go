@@ -108,7 +108,8 @@ func (r *runner) gatewayRun(ctx context.Context, st *stack.Stack, f stack.ModelF
 func printGateway(w io.Writer, rep stack.GatewayReport) {
 	switch {
 	case len(rep.Adapters) == 0:
-		fmt.Fprintln(w, "No gateway adapter is configured: add gateway.telegram, gateway.slack or gateway.webhook to config.yaml (see the README).")
+		fmt.Fprintln(w, "No gateway adapter is configured: add gateway.telegram, gateway.slack or gateway.webhook to config.yaml, "+
+			"or keep the familiar agent's TELEGRAM_BOT_TOKEN (or SLACK_BOT_TOKEN and SLACK_APP_TOKEN) with its *_ALLOWED_USERS in the profile's .env (see the README).")
 		return
 	case rep.Running:
 		fmt.Fprintf(w, "Running in %s\n", rep.Host)
@@ -127,6 +128,9 @@ func printGateway(w io.Writer, rep stack.GatewayReport) {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", a.Platform, a.State, dash(detail), a.Received, a.Sent, a.Pending, a.Failed,
 			allowed, dash(clipText(a.LastError, 80)))
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	if len(rep.Hooks)+len(rep.HookProblems) > 0 {
 		fmt.Fprintln(w, "\nEVENT HOOK\tEVENTS")

@@ -626,9 +626,7 @@ func TestGatewayRunSlackSocketMode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(home, ".env"), []byte("SLACK_BOT_TOKEN="+bot+"\nSLACK_APP_TOKEN="+app+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	familiarEnv(t, home, "SLACK_BOT_TOKEN="+bot+"\nSLACK_APP_TOKEN="+app+"\n")
 	cmd, logs := gatewayRun(t, home)
 	waitFor(t, "connected over Socket Mode", 30*time.Second, func() bool {
 		return strings.Contains(logs.String(), `"state":"connected"`) && strings.Contains(logs.String(), "over Socket Mode")
@@ -638,7 +636,7 @@ func TestGatewayRunSlackSocketMode(t *testing.T) {
 	if got := api.Posted()[0]; got["channel"] != "D1" || got["text"] != "offline reply to: hello from slack" {
 		t.Fatalf("the reply: %v", got)
 	}
-	st := atrium(t, home, "gateway", "status")
+	st := atriumExec(t, home, "", nil, "gateway", "status") // a process of its own: the .env's tokens stay out of this one
 	if st.code != 0 || !strings.Contains(st.stdout, "over Socket Mode") {
 		t.Fatalf("status: %+v", st)
 	}
@@ -647,4 +645,58 @@ func TestGatewayRunSlackSocketMode(t *testing.T) {
 	if l := logs.String(); strings.Contains(l, bot) || strings.Contains(l, app) {
 		t.Fatal("a token reached the log")
 	}
+}
+
+// A home brought from the familiar agent, its platforms in .env alone:
+// `gateway status` lists Telegram with the users TELEGRAM_ALLOWED_USERS
+// lets in, and says what Atrium does not honour; with no token at all it
+// says both ways to configure one.
+func TestGatewayStatusOfTheFamiliarEnv(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	familiarEnv(t, home, "TELEGRAM_BOT_TOKEN=123456:familiar-env-token\nTELEGRAM_ALLOWED_USERS=42,43\nGATEWAY_ALLOW_ALL_USERS=true\n")
+	// Processes of their own: the .env's token stays out of this one.
+	st := atriumExec(t, home, "", nil, "gateway", "status", "--json")
+	var rep struct {
+		Adapters []struct {
+			Platform     string   `json:"platform"`
+			AllowedUsers []string `json:"allowed_users"`
+			SecretEnv    []string `json:"secret_env"`
+			MissingEnv   []string `json:"missing_env"`
+		} `json:"adapters"`
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &rep); err != nil || st.code != 0 {
+		t.Fatalf("status: %v %+v", err, st)
+	}
+	if len(rep.Adapters) != 1 || rep.Adapters[0].Platform != "telegram" || strings.Join(rep.Adapters[0].AllowedUsers, ",") != "42,43" ||
+		strings.Join(rep.Adapters[0].SecretEnv, ",") != "TELEGRAM_BOT_TOKEN" || len(rep.Adapters[0].MissingEnv) != 0 {
+		t.Fatalf("adapters: %+v", rep.Adapters)
+	}
+	if len(rep.Notes) != 1 || !strings.HasPrefix(rep.Notes[0], "GATEWAY_ALLOW_ALL_USERS is not honoured") {
+		t.Fatalf("notes: %q", rep.Notes)
+	}
+	if plain := atriumExec(t, home, "", nil, "gateway", "status"); !strings.Contains(plain.stdout, "note: GATEWAY_ALLOW_ALL_USERS is not honoured") ||
+		strings.Contains(plain.stdout, "familiar-env-token") {
+		t.Fatalf("plain status: %+v", plain)
+	}
+	empty := t.TempDir()
+	if st := atrium(t, empty, "gateway", "status"); !strings.Contains(st.stdout, "or keep the familiar agent's TELEGRAM_BOT_TOKEN") {
+		t.Fatalf("nothing configured: %+v", st)
+	}
+}
+
+// familiarEnv writes home's .env, holding the familiar agent's names for a
+// platform's credentials, which only child processes may read: it is
+// removed before the in-process stop of home's plugin host at cleanup
+// (which would load it into this process, where every parallel test's
+// in-process command would find a platform to run).
+func familiarEnv(t *testing.T, home, text string) {
+	t.Helper()
+	stopHostAtCleanup(t, home) // its cleanup runs after the one below
+	path := filepath.Join(home, ".env")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(path) })
 }

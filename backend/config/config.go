@@ -182,6 +182,9 @@ type Config struct {
 	// models a turn turns to when its own fails (FallbackChain).
 	FallbackProviders []Fallback `yaml:"fallback_providers"`
 	FallbackModel     *Fallback  `yaml:"fallback_model"`
+	// Platforms is the familiar agent's platforms block, its enabled
+	// switches (GatewayWithFamiliarEnv).
+	Platforms map[string]Platform `yaml:"platforms"`
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`

@@ -71,3 +71,55 @@ model:
 		}
 	}
 }
+
+// The platforms the familiar agent's .env enables run as its gateway runs
+// them: Telegram from TELEGRAM_BOT_TOKEN, Slack (in Socket Mode) from
+// SLACK_BOT_TOKEN with SLACK_APP_TOKEN, each letting in the ids of its
+// <PLATFORM>_ALLOWED_USERS and GATEWAY_ALLOWED_USERS; config.yaml's block
+// wins; platforms.<name>.enabled: false keeps one off; an allow-all switch
+// is not honoured, and said.
+func TestGatewayWithFamiliarEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"TELEGRAM_BOT_TOKEN": "123:abc", "TELEGRAM_ALLOWED_USERS": " 42, 43 ,", "GATEWAY_ALLOWED_USERS": "43,U7",
+		"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "SLACK_ALLOW_ALL_USERS": "true"}
+	getenv := func(k string) string { return env[k] }
+	c, err := load(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, notes := c.GatewayWithFamiliarEnv(getenv)
+	if g.Telegram == nil || strings.Join(g.Telegram.AllowedUsers, ",") != "42,43,U7" || g.Telegram.TokenEnv != "" {
+		t.Fatalf("telegram: %+v", g.Telegram)
+	}
+	if g.Slack == nil || g.Slack.Mode != "socket" || strings.Join(g.Slack.AllowedUsers, ",") != "43,U7" {
+		t.Fatalf("slack: %+v", g.Slack)
+	}
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "SLACK_ALLOW_ALL_USERS is not honoured: Atrium lets in only the users listed (SLACK_ALLOWED_USERS") {
+		t.Fatalf("notes: %q", notes)
+	}
+	if c.Gateway.Telegram != nil {
+		t.Fatal("the config itself was changed")
+	}
+
+	// config.yaml's block wins; a platform switched off stays off; Slack
+	// needs both tokens; nobody listed is said.
+	c, err = load(t, "gateway:\n  telegram:\n    allowed_users: [7]\nplatforms:\n  slack:\n    enabled: false\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, notes = c.GatewayWithFamiliarEnv(getenv)
+	if g.Telegram == nil || strings.Join(g.Telegram.AllowedUsers, ",") != "7" || g.Slack != nil || len(notes) != 0 {
+		t.Fatalf("block and switch: %+v %+v %q", g.Telegram, g.Slack, notes)
+	}
+	c, _ = load(t, "")
+	g, notes = c.GatewayWithFamiliarEnv(func(k string) string {
+		return map[string]string{"TELEGRAM_BOT_TOKEN": "123:abc", "SLACK_BOT_TOKEN": "xoxb-1"}[k]
+	})
+	if g.Telegram == nil || len(g.Telegram.AllowedUsers) != 0 || g.Slack != nil || len(notes) != 1 ||
+		!strings.HasPrefix(notes[0], "telegram runs from the .env's TELEGRAM_BOT_TOKEN, and lets nobody in yet: list their ids in TELEGRAM_ALLOWED_USERS") {
+		t.Fatalf("nobody listed: %+v %+v %q", g.Telegram, g.Slack, notes)
+	}
+	if g, _ := c.GatewayWithFamiliarEnv(func(string) string { return "" }); g.Telegram != nil || g.Slack != nil {
+		t.Fatalf("no .env: %+v", g)
+	}
+}

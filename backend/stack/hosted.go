@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -83,9 +84,18 @@ func (s *Stack) Host(o HostOptions) (*Hosted, error) {
 
 // Gateway builds the configured gateway (not started).
 func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway.Service, error) {
-	adapters := GatewayAdapters(s.Config.Gateway)
+	g, notes := s.GatewayConfig()
+	adapters := GatewayAdapters(g)
 	if len(adapters) == 0 {
-		return nil, errors.New("no gateway adapter is configured (gateway.telegram, gateway.slack or gateway.webhook in config.yaml)")
+		return nil, errors.New("no gateway adapter is configured (gateway.telegram, gateway.slack or gateway.webhook in config.yaml; " +
+			"or, as the familiar agent takes them, TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN, in the profile's .env)")
+	}
+	for _, n := range notes {
+		if lg != nil {
+			lg.Warn("gateway: " + n)
+		} else {
+			s.log.Warn("gateway: " + n)
+		}
 	}
 	f.NoBetweenTurns = true
 	// A tool call a plugin wants approved, and the clarify tool's question,
@@ -145,8 +155,16 @@ func FollowEnds(gw *gateway.Service, lg *slog.Logger) tools.Listener {
 	}
 }
 
-// GatewayAdapters builds the adapters config.yaml configures, reading each
-// secret from the environment variable it names.
+// GatewayConfig is the gateway config.yaml configures, with the platforms
+// the familiar agent's .env enables (config.GatewayWithFamiliarEnv), and
+// what a person should know of those.
+func (s *Stack) GatewayConfig() (config.Gateway, []string) {
+	_ = s.Home.RefreshEnv()
+	return s.Config.GatewayWithFamiliarEnv(os.Getenv)
+}
+
+// GatewayAdapters builds the adapters g configures, reading each secret
+// from the environment variable it names.
 func GatewayAdapters(g config.Gateway) []gateway.Configured {
 	var out []gateway.Configured
 	if t := g.Telegram; t != nil {

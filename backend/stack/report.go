@@ -44,6 +44,9 @@ type GatewayReport struct {
 	// log).
 	Hooks        []EventHookReport `json:"hooks"`
 	HookProblems []string          `json:"hook_problems"`
+	// Notes are what a person should know of the platforms the familiar
+	// agent's .env enables (config.GatewayWithFamiliarEnv).
+	Notes []string `json:"notes"`
 }
 
 // EventHookReport is one gateway event hook.
@@ -59,8 +62,8 @@ const NotRunning = "not running"
 
 // GatewayStatus reports the configured adapters with their last known state.
 func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
-	g := s.Config.Gateway
-	rep := GatewayReport{Autostart: g.Autostart, Adapters: []AdapterReport{}}
+	g, notes := s.GatewayConfig()
+	rep := GatewayReport{Autostart: g.Autostart, Adapters: []AdapterReport{}, Notes: append([]string{}, notes...)}
 	if h, held := hostlock.Holding(GatewayLockPath(s.Home)); held {
 		rep.Running, rep.Host = true, &h
 	}
@@ -93,7 +96,13 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 		add("telegram", t.Access, [2]string{t.TokenEnv, "TELEGRAM_BOT_TOKEN"})
 	}
 	if sl := g.Slack; sl != nil {
-		add("slack", sl.Access, [2]string{sl.TokenEnv, "SLACK_BOT_TOKEN"}, [2]string{sl.SigningSecretEnv, "SLACK_SIGNING_SECRET"})
+		// Socket Mode needs the app-level token, the Events API the signing secret.
+		_, app := config.Secret(sl.AppTokenEnv, "SLACK_APP_TOKEN")
+		second := [2]string{sl.SigningSecretEnv, "SLACK_SIGNING_SECRET"}
+		if sl.Mode == "socket" || (sl.Mode != "events" && app != "") {
+			second = [2]string{sl.AppTokenEnv, "SLACK_APP_TOKEN"}
+		}
+		add("slack", sl.Access, [2]string{sl.TokenEnv, "SLACK_BOT_TOKEN"}, second)
 	}
 	if w := g.Webhook; w != nil {
 		name := w.Name

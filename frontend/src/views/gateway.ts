@@ -72,6 +72,7 @@ export class GatewayView implements View {
           running,
           h('p', {}, 'Add an adapter to config.yaml (tokens stay in environment variables):'),
           h('pre', { class: 'selectable code' }, 'gateway:\n  telegram:\n    token_env: TELEGRAM_BOT_TOKEN\n    allowed_users: [123456789]'),
+          h('p', { class: 'muted small' }, 'Or, as the familiar agent takes them, keep TELEGRAM_BOT_TOKEN and TELEGRAM_ALLOWED_USERS (Slack: SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_ALLOWED_USERS) in the profile’s .env.'),
           h('p', { class: 'muted small' }, 'Nobody may talk to the agent until listed in allowed_users or allowed_chats: an unknown sender gets one polite refusal.'),
         ),
       );
@@ -102,9 +103,11 @@ export class GatewayView implements View {
               ),
             ),
           ),
-      h('p', { class: 'muted small' }, 'Each was told once that the assistant is private. To let one in, add their id to gateway.<platform>.allowed_users.'),
+      h('p', { class: 'muted small' }, 'Each was told once that the assistant is private. To let one in, add their id to gateway.<platform>.allowed_users (or, for a platform the .env runs, its <PLATFORM>_ALLOWED_USERS).'),
     );
-    this.body.replaceChildren(card('Adapters', running, h('div', { class: 'table-wrap' }, table)), refused, eventHooks(g));
+    // What a person should know of the platforms the familiar agent's .env enables.
+    const notes = (g.notes ?? []).map((n) => h('p', { class: 'small warn-text selectable', 'data-testid': 'gateway-note' }, n));
+    this.body.replaceChildren(card('Adapters', running, h('div', { class: 'table-wrap' }, table), ...notes), refused, eventHooks(g));
   }
 }
 

@@ -395,6 +395,12 @@ export interface GatewayDTO {
    */
   hooks: GatewayHookDTO[] | null;
   hook_problems: string[] | null;
+  /**
+   * Notes say what a person should know of the platforms the familiar
+   * agent's .env enables (one that lets nobody in yet, an allow-all
+   * switch Atrium does not honour).
+   */
+  notes: string[] | null;
 }
 
 /** GatewayHookDTO is one gateway event hook. */

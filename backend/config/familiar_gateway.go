@@ -1,0 +1,87 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Platform is one entry of the familiar agent's platforms block: only its
+// enabled switch is read (platforms.telegram.enabled: false keeps a
+// platform its .env has credentials for from running).
+type Platform struct {
+	Enabled *bool `yaml:"enabled"`
+}
+
+// familiarPlatform is a platform the familiar gateway enables from its
+// .env alone: the variables whose values enable it, and its allowlist's.
+type familiarPlatform struct {
+	name    string
+	enable  []string // all set: the platform runs
+	allowed string   // <PLATFORM>_ALLOWED_USERS
+	allAll  string   // <PLATFORM>_ALLOW_ALL_USERS
+}
+
+var familiarPlatforms = []familiarPlatform{
+	{name: "telegram", enable: []string{"TELEGRAM_BOT_TOKEN"}, allowed: "TELEGRAM_ALLOWED_USERS", allAll: "TELEGRAM_ALLOW_ALL_USERS"},
+	{name: "slack", enable: []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"}, allowed: "SLACK_ALLOWED_USERS", allAll: "SLACK_ALLOW_ALL_USERS"},
+}
+
+// GatewayWithFamiliarEnv is the gateway config.yaml configures, with the
+// platforms the familiar agent's .env enables as its gateway does: a
+// platform config.yaml has no block for runs when its credentials are set
+// (TELEGRAM_BOT_TOKEN; SLACK_BOT_TOKEN with SLACK_APP_TOKEN, in Socket
+// Mode), unless platforms.<name>.enabled is false, letting in the users
+// <PLATFORM>_ALLOWED_USERS and GATEWAY_ALLOWED_USERS list (ids between
+// commas). notes say what a person should know: a platform that lets
+// nobody in yet, an ALLOW_ALL_USERS switch Atrium does not honour. A block
+// in config.yaml wins over the .env.
+func (c Config) GatewayWithFamiliarEnv(getenv func(string) string) (g Gateway, notes []string) {
+	g = c.Gateway
+	for _, p := range familiarPlatforms {
+		if (p.name == "telegram" && g.Telegram != nil) || (p.name == "slack" && g.Slack != nil) {
+			continue
+		}
+		if sw, ok := c.Platforms[p.name]; ok && sw.Enabled != nil && !*sw.Enabled {
+			continue
+		}
+		if slices.ContainsFunc(p.enable, func(v string) bool { return strings.TrimSpace(getenv(v)) == "" }) {
+			continue
+		}
+		users := idsOf(getenv(p.allowed))
+		for _, u := range idsOf(getenv("GATEWAY_ALLOWED_USERS")) {
+			if !slices.Contains(users, u) {
+				users = append(users, u)
+			}
+		}
+		a := Access{AllowedUsers: users}
+		switch p.name {
+		case "telegram":
+			g.Telegram = &Telegram{Access: a}
+		case "slack":
+			g.Slack = &Slack{Access: a, Mode: "socket"}
+		}
+		for _, v := range []string{p.allAll, "GATEWAY_ALLOW_ALL_USERS"} {
+			if Truthy(getenv(v)) {
+				notes = append(notes, fmt.Sprintf("%s is not honoured: Atrium lets in only the users listed (%s, GATEWAY_ALLOWED_USERS, or gateway.%s.allowed_users)", v, p.allowed, p.name))
+			}
+		}
+		if len(users) == 0 {
+			notes = append(notes, fmt.Sprintf("%s runs from the .env's %s, and lets nobody in yet: list their ids in %s (or GATEWAY_ALLOWED_USERS); each one refused is told their id",
+				p.name, strings.Join(p.enable, " and "), p.allowed))
+		}
+	}
+	return g, notes
+}
+
+// idsOf is a familiar allowlist: ids between commas (spaces around them
+// dropped).
+func idsOf(v string) IDList {
+	var out IDList
+	for _, id := range strings.Split(v, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
