@@ -131,7 +131,8 @@ type modelStatusKey struct{}
 
 // WithModelStatus is ctx for a Send whose surface is told while the turn
 // waits to retry its model or turns to a fallback. status is called on
-// the turn's goroutine; it must not block.
+// the turn's goroutine, and on its subagents' for theirs (side by side);
+// it must not block.
 func WithModelStatus(ctx context.Context, status func(ModelStatus)) context.Context {
 	return context.WithValue(ctx, modelStatusKey{}, status)
 }
@@ -215,6 +216,7 @@ type retriesSpent struct {
 }
 
 func (e *retriesSpent) Error() string { return fmt.Sprintf("%v (%s)", e.err, retriesText(e.retries)) }
+func (e *retriesSpent) Unwrap() error { return e.err }
 
 // retriesText is "after 1 retry", "after 3 retries".
 func retriesText(n int) string {
@@ -223,8 +225,6 @@ func retriesText(n int) string {
 	}
 	return fmt.Sprintf("after %d retries", n)
 }
-
-func (e *retriesSpent) Unwrap() error { return e.err }
 
 // failedOver is err, the turn's failure, with the fallbacks it turned to or
 // passed over before it.
