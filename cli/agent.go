@@ -361,7 +361,12 @@ func toolProgress(w io.Writer, p gateway.Progress, sessionID string) func(turns.
 // retry its model or turned to a fallback ("⏱️ Rate limited. Waiting 4.2s
 // (attempt 1/3)...").
 func modelStatus(w io.Writer, prefix string) func(turns.ModelStatus) {
-	return func(s turns.ModelStatus) { fmt.Fprintf(w, "%s%s\n", prefix, s.Text()) }
+	var mu sync.Mutex // subagents tell theirs side by side
+	return func(s turns.ModelStatus) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s%s\n", prefix, s.Text())
+	}
 }
 
 // subagentProgress shows a terminal chat what the subagents of a
