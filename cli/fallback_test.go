@@ -114,3 +114,18 @@ fallback_model:
 		t.Fatalf("the model was asked\n%s\nnot\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// /status and /title from a terminal: the session said with the model a
+// turn asks now; the title set, then said.
+func TestStatusAndTitleFromATerminal(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	id := create(t, home, "--title", "draft")
+	if r := atrium(t, home, "send", id, "/title Quarterly plan"); r.code != 0 || strings.TrimSpace(r.stdout) != "Title set: Quarterly plan" {
+		t.Fatalf("/title: %+v", r)
+	}
+	r := atrium(t, home, "send", id, "/status")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "Session "+id+": Quarterly plan\nStarted ") || !strings.Contains(r.stdout, "\n0 messages, about 0 tokens of context\nModel: offline\n") {
+		t.Fatalf("/status: %+v", r)
+	}
+}

@@ -373,12 +373,12 @@ const (
 // says so. The /stop reaches no turn (it is recorded as received, so a
 // redelivery is not answered). With nothing running it goes the usual way.
 //
-// /new from such a sender while a message is being answered stops that turn
+// /new (or /reset) from such a sender while a message is being answered stops that turn
 // too ("Session reset requested", "new_command") and then starts the fresh
 // session as usual, instead of waiting behind the turn.
 func (s *Service) stopTurn(c Configured, key string, m Inbound) bool {
 	name, _, isCmd := hooks.ParseCommand(strings.TrimSpace(stripBotName(m.Text)))
-	if !isCmd || (name != "stop" && name != "new") || !c.Access.Allows(m.UserID, m.ChatID) {
+	if !isCmd || (name != "stop" && name != "new" && name != "reset") || !c.Access.Allows(m.UserID, m.ChatID) {
 		return false
 	}
 	s.mu.Lock()
@@ -387,7 +387,7 @@ func (s *Service) stopTurn(c Configured, key string, m Inbound) bool {
 	if stop == nil {
 		return false
 	}
-	if name == "new" {
+	if name == "new" || name == "reset" {
 		stop(turns.StopByReset)
 		return false // queued: it runs once the stopped turn has let go
 	}

@@ -1135,3 +1135,47 @@ func TestSlackReactionsReachTheEventHooksOnly(t *testing.T) {
 	}
 	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
 }
+
+// The familiar gateway's /title, /status and /reset from a chat: the title
+// is set and said, /status says the session, and /reset starts a fresh
+// session as /new does (session:reset, the next message there).
+func TestTitleStatusAndResetFromAChat(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	say := func(n int, text string) string {
+		t.Helper()
+		f.Push(5, "Cy", 5, "private", text)
+		waitFor(t, text, func() bool { return len(f.SentTexts()) >= n })
+		return f.SentTexts()[n-1]
+	}
+	if got := say(1, "hello"); got != "offline reply to: hello" {
+		t.Fatalf("hello: %q", got)
+	}
+	first := e.route(t, "telegram:dm:5")
+	if got := say(2, "/title Budget review"); got != "Title set: Budget review" {
+		t.Fatalf("/title: %q", got)
+	}
+	if got := say(3, "/title"); got != "Title: Budget review" {
+		t.Fatalf("/title alone: %q", got)
+	}
+	if got := say(4, "/status"); !strings.HasPrefix(got, "Session "+first+": Budget review\nStarted ") || !strings.Contains(got, " on telegram;") ||
+		!strings.Contains(got, "\n2 messages, about ") {
+		t.Fatalf("/status: %q", got)
+	}
+	if got := say(5, "/reset"); !strings.HasPrefix(got, "Started a new session") {
+		t.Fatalf("/reset: %q", got)
+	}
+	fresh := e.route(t, "telegram:dm:5")
+	if fresh == first || fresh == "" {
+		t.Fatalf("the conversation stayed in %s", first)
+	}
+	if s, _ := e.sess.Get(context.Background(), first); s.EndReason != "new" {
+		t.Fatalf("the first session after /reset: %+v", s)
+	}
+	say(6, "and now?")
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND content = 'and now?'`, fresh); n != 1 {
+		t.Fatalf("the next message went elsewhere (%d in the new session)", n)
+	}
+}

@@ -538,7 +538,7 @@ func (s *Service) told(platform, key, sid, text, cmd string, isCmd bool, agent m
 	if cmd == "compress" && err == nil && t.SessionID != "" && t.SessionID != sid {
 		s.compressed(platform, t.SessionID, sid)
 	}
-	if cmd == "new" && err == nil && t.SessionID != "" && t.SessionID != sid {
+	if (cmd == "new" || cmd == "reset") && err == nil && t.SessionID != "" && t.SessionID != sid {
 		who := map[string]any{"platform": platform, "user_id": agent["user_id"], "session_key": key}
 		s.emit("session:end", who)
 		s.emit("session:reset", maps.Clone(who))

@@ -115,7 +115,17 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 	if err := st.Compaction.RegisterCommands(bus.Commands()); err != nil {
 		return fail(err)
 	}
-	if err := turns.RegisterCommands(bus, sess, turns.CommandOptions{MemoryProvider: cfg.Memory.Provider}); err != nil {
+	model := func() string {
+		m, err := st.liveModel(ModelFlags{}).resolve()
+		if err != nil {
+			return "cannot be asked now (" + err.Error() + ")"
+		}
+		if m.Name == "" {
+			return m.Provider.Name()
+		}
+		return m.Name
+	}
+	if err := turns.RegisterCommands(bus, sess, turns.CommandOptions{MemoryProvider: cfg.Memory.Provider, Model: model}); err != nil {
 		return fail(err)
 	}
 	if opts.Register != nil {

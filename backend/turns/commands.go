@@ -56,20 +56,27 @@ type CommandOptions struct {
 	// ended (on_session_end) and /new that the conversation moved
 	// (on_session_switch, reset).
 	MemoryProvider string
+	// Model says the model a turn would ask now, for /status ("" leaves
+	// it out).
+	Model func() string
 }
 
-// RegisterCommands adds the lifecycle commands the turn loop owns (/new,
-// /exit, /help) to the bus's registry. Call it before plugins register, so
+// RegisterCommands adds the lifecycle commands the turn loop owns (/new
+// and the familiar /reset, /exit, /status, /title, /help) to the bus's
+// registry. Call it before plugins register, so
 // no plugin can take their names. It is idempotent.
 func RegisterCommands(bus *hooks.Bus, s *sessions.Service, o CommandOptions) error {
-	c := &lifecycle{bus: bus, sessions: s, memory: o.MemoryProvider}
+	c := &lifecycle{bus: bus, sessions: s, memory: o.MemoryProvider, model: o.Model}
 	cmds := bus.Commands()
 	for _, cmd := range []struct {
 		name, desc, hint string
 		fn               hooks.ContextCommand
 	}{
 		{"new", "end this session and start a fresh one in the same conversation", "", c.cmdNew},
+		{"reset", "the same as /new", "", c.cmdNew},
 		{"exit", "end this session; --delete also deletes it", "[--delete]", c.cmdExit},
+		{"status", "this session: its id, title, messages, context and model", "", c.cmdStatus},
+		{"title", "show this session's title, or set it", "[TITLE]", c.cmdTitle},
 		{"help", "list the commands", "", c.cmdHelp},
 	} {
 		if _, exists := cmds.Lookup(cmd.name); exists {
@@ -86,6 +93,7 @@ type lifecycle struct {
 	bus      *hooks.Bus
 	sessions *sessions.Service
 	memory   string
+	model    func() string
 }
 
 // tellMemory tells the memory provider about a session boundary; a failure
@@ -192,6 +200,61 @@ func describeDelete(res sessions.Result) string {
 		return fmt.Sprintf("Moved this session%s to the trash; you can restore it until %s.", more, res.PurgeAfter.Local().Format("2 Jan 2006"))
 	}
 	return "Deleted this session" + more + "."
+}
+
+// cmdStatus says what this session is, as the familiar gateway's /status
+// does: its id and title, where and when it started, its messages and the
+// context they take (estimated), and the model a turn asks now.
+func (l *lifecycle) cmdStatus(ctx context.Context, _ string, cc hooks.CommandContext) (string, error) {
+	s, err := l.sessions.Get(ctx, cc.SessionID)
+	if err != nil {
+		return "", err
+	}
+	title := s.Title
+	if title == "" {
+		title = "(no title)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Session %s: %s\n", s.ID, title)
+	where := s.Platform
+	if where == "" {
+		where = s.Source
+	}
+	fmt.Fprintf(&b, "Started %s on %s; last active %s\n", s.StartedAt.Local().Format("2 Jan 2006 15:04"), where,
+		s.LastActivityAt.Local().Format("2 Jan 2006 15:04"))
+	fmt.Fprintf(&b, "%d messages, about %d tokens of context", s.MessageCount, s.TokenCount)
+	if s.ChainRoot != nil && *s.ChainRoot != s.ID {
+		fmt.Fprintf(&b, " (it continues %s, compacted)", *s.ChainRoot)
+	}
+	if s.Ended() {
+		fmt.Fprintf(&b, "\nEnded (%s)", s.EndReason)
+	}
+	if l.model != nil {
+		if m := l.model(); m != "" {
+			fmt.Fprintf(&b, "\nModel: %s", m)
+		}
+	}
+	return b.String(), nil
+}
+
+// cmdTitle shows this session's title, or sets it (the familiar /title).
+func (l *lifecycle) cmdTitle(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
+	title := strings.TrimSpace(args)
+	if title == "" {
+		s, err := l.sessions.Get(ctx, cc.SessionID)
+		if err != nil {
+			return "", err
+		}
+		if s.Title == "" {
+			return "This session has no title yet; /title TITLE gives it one.", nil
+		}
+		return "Title: " + s.Title, nil
+	}
+	s, err := l.sessions.Rename(ctx, cc.SessionID, title)
+	if err != nil {
+		return "", err
+	}
+	return "Title set: " + s.Title, nil
 }
 
 func (l *lifecycle) cmdHelp(_ context.Context, _ string, _ hooks.CommandContext) (string, error) {
