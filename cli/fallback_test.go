@@ -129,3 +129,33 @@ func TestStatusAndTitleFromATerminal(t *testing.T) {
 		t.Fatalf("/status: %+v", r)
 	}
 }
+
+// /undo and /retry from a terminal, a memory provider of the familiar API
+// running: the exchange is taken back, and the provider is told the
+// transcript was cut (on_session_switch with the same session, rewound).
+func TestUndoAndRetryTellTheMemoryProvider(t *testing.T) {
+	t.Parallel()
+	home := hermesHome(t, "memory:\n  provider: recall\n", "hermes-recall")
+	id := create(t, home, "--title", "undo")
+	if r := atriumExec(t, home, "", nil, "send", id, "the deploy window is Friday"); r.code != 0 {
+		t.Fatalf("send: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "send", id, "/retry"); r.code != 0 || !strings.Contains(r.stdout, "offline reply to: the deploy window is Friday") {
+		t.Fatalf("/retry: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "send", id, "/undo"); r.code != 0 || !strings.HasPrefix(r.stdout, "Took back your last message and what answered (2 messages;") {
+		t.Fatalf("/undo: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "plugins", "host", "stop"); r.code != 0 {
+		t.Fatalf("host stop: %+v", r)
+	}
+	switches := byKey(records(t, home, "hermes-recall", "recall.jsonl"), "method", "on_session_switch")
+	if len(switches) != 2 {
+		t.Fatalf("on_session_switch: %v", switches)
+	}
+	for _, s := range switches {
+		if s["new_session_id"] != id || s["rewound"] != true || s["reset"] != false {
+			t.Fatalf("on_session_switch after /retry and /undo: %v", switches)
+		}
+	}
+}

@@ -1136,9 +1136,10 @@ func TestSlackReactionsReachTheEventHooksOnly(t *testing.T) {
 	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
 }
 
-// The familiar gateway's /title, /status and /reset from a chat: the title
-// is set and said, /status says the session, and /reset starts a fresh
-// session as /new does (session:reset, the next message there).
+// The familiar gateway's /title, /status, /retry, /undo and /reset from a
+// chat: the title is set and said, /status says the session, /retry
+// answers the last message again, /undo takes it back, and /reset starts
+// a fresh session as /new does (the next message there).
 func TestTitleStatusAndResetFromAChat(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 8192, 0.9)
@@ -1164,7 +1165,13 @@ func TestTitleStatusAndResetFromAChat(t *testing.T) {
 		!strings.Contains(got, "\n2 messages, about ") {
 		t.Fatalf("/status: %q", got)
 	}
-	if got := say(5, "/reset"); !strings.HasPrefix(got, "Started a new session") {
+	if got := say(5, "/retry"); got != "offline reply to: hello" {
+		t.Fatalf("/retry: %q", got)
+	}
+	if got := say(6, "/undo"); !strings.HasPrefix(got, "Took back your last message and what answered (2 messages;") {
+		t.Fatalf("/undo: %q", got)
+	}
+	if got := say(7, "/reset"); !strings.HasPrefix(got, "Started a new session") {
 		t.Fatalf("/reset: %q", got)
 	}
 	fresh := e.route(t, "telegram:dm:5")
@@ -1174,7 +1181,7 @@ func TestTitleStatusAndResetFromAChat(t *testing.T) {
 	if s, _ := e.sess.Get(context.Background(), first); s.EndReason != "new" {
 		t.Fatalf("the first session after /reset: %+v", s)
 	}
-	say(6, "and now?")
+	say(8, "and now?")
 	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE session_id = ? AND content = 'and now?'`, fresh); n != 1 {
 		t.Fatalf("the next message went elsewhere (%d in the new session)", n)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"atrium/backend/apperr"
@@ -17,10 +18,11 @@ type switchKey struct{}
 // conversation if the command moved it (/new, or a /compress that rotated).
 func (l *Loop) command(ctx context.Context, name, args string, cc hooks.CommandContext) (Turn, error) {
 	t := Turn{SessionID: cc.SessionID, Command: name}
-	if _, known := l.bus.Commands().Lookup(name); known && l.bus.HasSync(hooks.PreCommand) {
-		// pre_command observes a recognized command before its handler runs.
-		if _, err := l.bus.CallSync(ctx, hooks.PreCommand, hooks.PreCommandPayload{Surface: cc.Platform, Command: name,
-			AliasUsed: nil, ArgsRaw: args, SessionKey: cc.SessionKey, Platform: cc.Platform, SessionID: cc.SessionID}); err != nil {
+	if err := l.preCommand(ctx, name, args, cc); err != nil {
+		return t, err
+	}
+	if name == "undo" {
+		if err := l.alone(cc.SessionID); err != nil {
 			return t, err
 		}
 	}
@@ -39,6 +41,51 @@ func (l *Loop) command(ctx context.Context, name, args string, cc hooks.CommandC
 		l.carryOn(cc.Platform, cc.SessionKey, cc.SessionID, tip)
 	}
 	return t, nil
+}
+
+// preCommand tells pre_command of a recognized command before its handler
+// runs.
+func (l *Loop) preCommand(ctx context.Context, name, args string, cc hooks.CommandContext) error {
+	if _, known := l.bus.Commands().Lookup(name); !known || !l.bus.HasSync(hooks.PreCommand) {
+		return nil
+	}
+	_, err := l.bus.CallSync(ctx, hooks.PreCommand, hooks.PreCommandPayload{Surface: cc.Platform, Command: name,
+		AliasUsed: nil, ArgsRaw: args, SessionKey: cc.SessionKey, Platform: cc.Platform, SessionID: cc.SessionID})
+	return err
+}
+
+// alone refuses to rewrite sessionID's transcript (/undo, /retry) while
+// another turn runs in it, in any process of the profile (the command's
+// own Send is one).
+func (l *Loop) alone(sessionID string) error {
+	if l.opts.Runs == nil {
+		return nil
+	}
+	running, err := l.opts.Runs.Running(sessionID)
+	if err != nil || len(running) <= 1 {
+		return nil
+	}
+	return apperr.New(apperr.Conflict, "a turn is running in this session (in %s): wait for it to end, or stop it, then undo", running[0].Where())
+}
+
+// retry takes back the session's last exchange (as /undo does) and returns
+// the person's message, for the turn that sends it again (the familiar
+// /retry).
+func (l *Loop) retry(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
+	if strings.TrimSpace(args) != "" {
+		return "", apperr.New(apperr.Invalid, "usage: /retry (it sends your last message again)")
+	}
+	if err := l.preCommand(ctx, "retry", args, cc); err != nil {
+		return "", err
+	}
+	if err := l.alone(cc.SessionID); err != nil {
+		return "", err
+	}
+	u, err := (&lifecycle{bus: l.bus, sessions: l.sessions, memory: l.opts.MemoryProvider}).undo(ctx, cc, 1)
+	if err != nil {
+		return "", err
+	}
+	return u.LastText, nil
 }
 
 // Continuation follows a compression chain from id to its live tip.
@@ -76,6 +123,8 @@ func RegisterCommands(bus *hooks.Bus, s *sessions.Service, o CommandOptions) err
 		{"reset", "the same as /new", "", c.cmdNew},
 		{"exit", "end this session; --delete also deletes it", "[--delete]", c.cmdExit},
 		{"status", "this session: its id, title, messages, context and model", "", c.cmdStatus},
+		{"undo", "take back your last message and what answered it (N: the last N)", "[N]", c.cmdUndo},
+		{"retry", "send your last message again, its answer taken back", "", c.cmdRetry},
 		{"title", "show this session's title, or set it", "[TITLE]", c.cmdTitle},
 		{"help", "list the commands", "", c.cmdHelp},
 	} {
@@ -235,6 +284,45 @@ func (l *lifecycle) cmdStatus(ctx context.Context, _ string, cc hooks.CommandCon
 		}
 	}
 	return b.String(), nil
+}
+
+// cmdUndo takes back the last N exchanges (the familiar /undo N).
+func (l *lifecycle) cmdUndo(ctx context.Context, args string, cc hooks.CommandContext) (string, error) {
+	n := 1
+	if a := strings.TrimSpace(args); a != "" {
+		v, err := strconv.Atoi(a)
+		if err != nil || v < 1 || v > 1000 {
+			return "", apperr.New(apperr.Invalid, "usage: /undo [N]: N, the exchanges to take back, 1 to 1000, not %q", clip(a, 20))
+		}
+		n = v
+	}
+	u, err := l.undo(ctx, cc, n)
+	if err != nil {
+		return "", err
+	}
+	what := "your last message"
+	if u.Exchanges > 1 {
+		what = fmt.Sprintf("your last %d messages", u.Exchanges)
+	}
+	return fmt.Sprintf("Took back %s and what answered (%d messages; they stay in the store, out of the conversation): %q", what, u.Messages, clip(u.LastText, 80)), nil
+}
+
+// cmdRetry is /retry outside a turn loop's Send (which runs it: retry),
+// where there is no turn to send the message again in.
+func (l *lifecycle) cmdRetry(context.Context, string, hooks.CommandContext) (string, error) {
+	return "", apperr.New(apperr.Rejected, "/retry runs in a conversation, where a message can be sent again")
+}
+
+// undo takes back the last n exchanges of the session and tells the memory
+// provider the transcript was cut (on_session_switch, rewound: the same
+// session).
+func (l *lifecycle) undo(ctx context.Context, cc hooks.CommandContext, n int) (sessions.Undone, error) {
+	u, err := l.sessions.Undo(ctx, cc.SessionID, n)
+	if err != nil {
+		return u, err
+	}
+	l.tellMemory(ctx, cc, cc.SessionID, "on_session_switch", []any{cc.SessionID}, map[string]any{"reset": false, "rewound": true})
+	return u, nil
 }
 
 // cmdTitle shows this session's title, or sets it (the familiar /title).

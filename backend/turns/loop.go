@@ -420,7 +420,14 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		cc.SessionKey = cc.Platform + ":" + sessionID
 	}
 	if name, args, ok := hooks.ParseCommand(text); ok {
-		return l.command(ctx, name, args, cc)
+		if name != "retry" {
+			return l.command(ctx, name, args, cc)
+		}
+		again, err := l.retry(ctx, args, cc)
+		if err != nil {
+			return Turn{SessionID: sessionID, Command: name}, err
+		}
+		text = again // the person's last message, its answer taken back, sent again
 	}
 	if strings.TrimSpace(text) == "" {
 		return Turn{}, apperr.New(apperr.Invalid, "empty message")
@@ -447,6 +454,12 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 		return Turn{}, err
 	}
 	first := !slices.ContainsFunc(history, func(m sessions.Message) bool { return m.Role == "user" })
+	spoken := false // a first exchange taken back (/undo, /retry): the session has started already
+	if first {
+		if spoken, err = l.sessions.Spoken(ctx, sessionID); err != nil {
+			return Turn{}, err
+		}
+	}
 	start, err := l.sessions.StartSource(ctx, sessionID)
 	if err != nil {
 		return Turn{}, err
@@ -515,7 +528,7 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 				return err
 			}
 		}
-		if first {
+		if first && !spoken {
 			_, err := l.bus.EnqueueTx(ctx, tx, hooks.OnSessionStart, hooks.SessionStart{SessionID: sessionID,
 				Model: hooks.Str(tc.model.Name), Platform: cc.Platform, SessionKey: cc.SessionKey})
 			return err
