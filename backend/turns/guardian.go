@@ -142,7 +142,9 @@ func (l *Loop) judge(ctx context.Context, tc *turnCtx, g Guardian, r review) (ve
 		timeout = DefaultGuardianTimeout
 	}
 	model := g.Model
-	if model == "" {
+	if model == "" || (g.Provider == nil && tc.fellBack) {
+		// auxiliary.approval.model names a model of the main provider: after
+		// a switch to a fallback, the reviewer is the fallback's own model.
 		model = tc.model.Name
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)

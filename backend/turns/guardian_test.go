@@ -393,3 +393,37 @@ func TestTheReviewerIsShownNothingItCouldMistake(t *testing.T) {
 		t.Fatalf("the person was asked\n%s\nnot\n%s", strings.Join(asked, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// refusing is a main model whose key the provider refuses (401).
+type refusing struct{ llm.OfflineProvider }
+
+func (refusing) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, fmt.Errorf("openai: %w (check the key): %w", llm.ErrAuth, &llm.APIError{StatusCode: 401, Message: "invalid key"})
+}
+
+// After a turn turned to a fallback model, auxiliary.approval.model (a
+// model of the main provider) is not sent to the fallback's provider: the
+// reviewer is the fallback's own model.
+func TestTheReviewerAfterAFallback(t *testing.T) {
+	t.Parallel()
+	spare := &reviewerModel{OfflineProvider: llm.OfflineProvider{Window: 100000},
+		answer: func(context.Context, string) (string, error) { return "APPROVE", nil }}
+	m := newMachineEnvWith(t, func(o *turns.Options) {
+		o.Provider = refusing{llm.OfflineProvider{Window: 100000}}
+		o.Fallbacks = func() []turns.Fallback {
+			return []turns.Fallback{{Label: "spare-model via custom", Resolve: func() (turns.Model, error) {
+				return turns.Model{Provider: spare, Name: "spare-model"}, nil
+			}}}
+		}
+		o.Guardian = func() (turns.Guardian, bool) { return turns.Guardian{Model: "guard-mini", Timeout: 5 * time.Second}, true }
+	}, nil, func(turns.Approval) turns.Answer { return turns.AnswerDeny })
+	s := m.MustCreate(t, sessions.CreateParams{Title: "fell back"})
+	p := m.dirIn(t, "build")
+	turn, out := m.call(t, "desktop", s.ID, "terminal", map[string]any{"command": "rm -r build"})
+	if out["exit_code"] != 0.0 || !gone(p) || len(turn.Notes) != 1 {
+		t.Fatalf("the command under the fallback: %v %+v", out, turn)
+	}
+	if reqs, _ := spare.reviews(); len(reqs) != 1 || reqs[0].Model != "spare-model" {
+		t.Fatalf("the reviewer was asked %+v", reqs)
+	}
+}

@@ -379,6 +379,7 @@ type turnCtx struct {
 	interrupt  string             // why a hook stopped the turn (a deny with interrupt), "" while it goes on
 	model      Model              // the model the turn asks, resolved at its start (a fallback, once it turned to one)
 	fallbacks  []Fallback         // the fallbacks not turned to yet this turn (nil: not read yet)
+	fellBack   bool               // the turn turned to a fallback: model is another provider's
 	// fallbackNotes tell the person of the fallbacks the turn turned to
 	// or passed over (Turn.Notes).
 	fallbackNotes []string

@@ -66,7 +66,7 @@ func (l *Loop) complete(ctx context.Context, tc *turnCtx, sessionID string, req 
 				toldStatus(ctx, ModelStatus{Kind: StatusFallback, Reason: reason, Model: tc.model.Name, To: label})
 				note = append(note, "the turn went on with fallback "+label)
 				tc.fallbackNotes = append(tc.fallbackNotes, strings.Join(note, "; "))
-				tc.model, req.Model, attempt = next, next.Name, -1
+				tc.model, tc.fellBack, req.Model, attempt = next, true, next.Name, -1
 				continue
 			}
 			if len(skipped) > 0 {
