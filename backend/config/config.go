@@ -643,7 +643,7 @@ func (a AuxiliaryTask) validate(key string) error {
 	switch {
 	case p == ProviderOffline:
 		return fmt.Errorf("%s.provider offline is no model to ask", key)
-	case strings.TrimSpace(a.BaseURL) == "" && slices.Contains([]string{"custom", "ollama", "vllm", "llamacpp", ProviderOpenAI}, p):
+	case strings.TrimSpace(a.BaseURL) == "" && needsBaseURL(p):
 		return fmt.Errorf("%s.provider %s needs %s.base_url: the OpenAI-compatible server's API root", key, p, key)
 	case a.Own() && strings.TrimSpace(a.Model) == "":
 		return fmt.Errorf("%s.model must name the model to ask of %s", key, map[bool]string{true: "its base_url", false: "provider " + p}[a.BaseURL != ""])

@@ -108,7 +108,7 @@ func (c Config) validateFallbacks() error {
 			return fmt.Errorf("%s.provider: %w", keys[i], err)
 		}
 		switch p := strings.ToLower(f.Provider); {
-		case f.complete() && f.BaseURL == "" && slices.Contains([]string{"custom", "ollama", "vllm", "llamacpp", ProviderOpenAI}, p):
+		case f.complete() && f.BaseURL == "" && needsBaseURL(p):
 			return fmt.Errorf("%s: provider %s needs base_url: the OpenAI-compatible server's API root, as http://127.0.0.1:8000/v1", keys[i], p)
 		case p == ProviderOffline && f.complete():
 			return fmt.Errorf("%s: provider offline is no fallback (it answers without a model)", keys[i])

@@ -28,6 +28,12 @@ var familiarOther = []string{"nous", "nous-api", "anthropic", "openai-codex", "c
 	"minimax", "minimax-cn", "huggingface", "nvidia", "xiaomi", "arcee", "ollama-cloud", "deepinfra", "kilocode",
 	"ai-gateway", "azure-foundry"}
 
+// needsBaseURL reports whether provider p is a server that only its
+// base_url locates: Atrium's openai, and custom and its aliases.
+func needsBaseURL(p string) bool {
+	return slices.Contains([]string{ProviderOpenAI, "custom", "ollama", "vllm", "llamacpp"}, strings.ToLower(strings.TrimSpace(p)))
+}
+
 // OpenRouterURL is OpenRouter's OpenAI-compatible API root.
 const OpenRouterURL = "https://openrouter.ai/api/v1"
 
