@@ -31,7 +31,8 @@ type SlackOptions struct {
 	AppTokenEnv string
 	// Mode is how events come: SlackSocket (a WebSocket the adapter opens:
 	// no public address needed), SlackEvents (the Events API posting to
-	// Listen), or "" / "auto": Socket Mode when AppToken is set.
+	// Listen), or "" / "auto": Socket Mode when AppToken is set
+	// (SlackSocketMode).
 	Mode      string
 	Listen    string       // where the Events API posts (default 127.0.0.1:8790), path /slack/events
 	Listener  net.Listener // a listener to serve on instead of Listen (tests)
@@ -125,16 +126,21 @@ func (s *Slack) Addr() string {
 	return s.addr
 }
 
-// socket reports whether events come in Socket Mode.
-func (s *Slack) socket() bool {
-	switch s.o.Mode {
+// SlackSocketMode reports whether Slack's events come in Socket Mode under
+// mode (SlackSocket, SlackEvents, or "" / "auto": Socket Mode when the
+// app-level token appToken is set).
+func SlackSocketMode(mode, appToken string) bool {
+	switch mode {
 	case SlackSocket:
 		return true
 	case SlackEvents:
 		return false
 	}
-	return s.o.AppToken != ""
+	return appToken != ""
 }
+
+// socket reports whether events come in Socket Mode.
+func (s *Slack) socket() bool { return SlackSocketMode(s.o.Mode, s.o.AppToken) }
 
 // Run implements Adapter: check the token (auth.test), take events in
 // Socket Mode or serve the Events API endpoint, and hand messages on in

@@ -176,12 +176,8 @@ func GatewayAdapters(g config.Gateway) []gateway.Configured {
 		tenv, token := config.Secret(sl.TokenEnv, "SLACK_BOT_TOKEN")
 		senv, secret := config.Secret(sl.SigningSecretEnv, "SLACK_SIGNING_SECRET")
 		aenv, app := config.Secret(sl.AppTokenEnv, "SLACK_APP_TOKEN")
-		mode := sl.Mode
-		if mode == "auto" {
-			mode = ""
-		}
 		out = append(out, gateway.Configured{Adapter: gateway.NewSlack(gateway.SlackOptions{Token: token, TokenEnv: tenv,
-			SigningSecret: secret, SigningSecretEnv: senv, AppToken: app, AppTokenEnv: aenv, Mode: mode,
+			SigningSecret: secret, SigningSecretEnv: senv, AppToken: app, AppTokenEnv: aenv, Mode: sl.Mode,
 			Listen: sl.Listen, APIURL: sl.APIURL}), Access: access(sl.Access)})
 	}
 	if w := g.Webhook; w != nil {

@@ -99,7 +99,7 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 		// Socket Mode needs the app-level token, the Events API the signing secret.
 		_, app := config.Secret(sl.AppTokenEnv, "SLACK_APP_TOKEN")
 		second := [2]string{sl.SigningSecretEnv, "SLACK_SIGNING_SECRET"}
-		if sl.Mode == "socket" || (sl.Mode != "events" && app != "") {
+		if gateway.SlackSocketMode(sl.Mode, app) {
 			second = [2]string{sl.AppTokenEnv, "SLACK_APP_TOKEN"}
 		}
 		add("slack", sl.Access, [2]string{sl.TokenEnv, "SLACK_BOT_TOKEN"}, second)
