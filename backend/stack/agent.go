@@ -212,15 +212,27 @@ func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
 // provider or a base_url of its own, with its key as the profile's .env
 // has it now; err says why it cannot be asked.
 func (s *Stack) guardProvider(task config.AuxiliaryTask) (p llm.Provider, model string, err error) {
-	_ = s.Home.RefreshEnv()
-	ep, err := task.Endpoint(os.Getenv)
-	if err == nil {
-		p, err = NewProvider(ep, 0)
-	}
+	m, err := s.modelAt(task.Endpoint, 0)
 	if err != nil {
 		return nil, "", fmt.Errorf("auxiliary.approval: %w", err)
 	}
-	return p, ep.Name, nil
+	return m.Provider, m.Name, nil
+}
+
+// modelAt is the model endpoint resolves to, with the keys as the
+// profile's .env has them now, each request bounded by timeout (<= 0: the
+// provider's default).
+func (s *Stack) modelAt(endpoint func(getenv func(string) string) (config.Endpoint, error), timeout time.Duration) (turns.Model, error) {
+	_ = s.Home.RefreshEnv()
+	ep, err := endpoint(os.Getenv)
+	if err != nil {
+		return turns.Model{}, err
+	}
+	p, err := NewProvider(ep, timeout)
+	if err != nil {
+		return turns.Model{}, err
+	}
+	return turns.Model{Provider: p, Name: ep.Name}, nil
 }
 
 // fallbacks is config.yaml's fallback chain as it is now (fallback_providers,
@@ -231,18 +243,7 @@ func (s *Stack) fallbacks() []turns.Fallback {
 	var out []turns.Fallback
 	for _, f := range cfg.FallbackChain() {
 		timeout := time.Duration(cfg.Model.TimeoutSecs * float64(time.Second))
-		out = append(out, turns.Fallback{Label: f.Label(), Resolve: func() (turns.Model, error) {
-			_ = s.Home.RefreshEnv()
-			ep, err := f.Endpoint(os.Getenv)
-			if err != nil {
-				return turns.Model{}, err
-			}
-			p, err := NewProvider(ep, timeout)
-			if err != nil {
-				return turns.Model{}, err
-			}
-			return turns.Model{Provider: p, Name: ep.Name}, nil
-		}})
+		out = append(out, turns.Fallback{Label: f.Label(), Resolve: func() (turns.Model, error) { return s.modelAt(f.Endpoint, timeout) }})
 	}
 	return out
 }

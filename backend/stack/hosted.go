@@ -90,12 +90,11 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 		return nil, errors.New("no gateway adapter is configured (gateway.telegram, gateway.slack or gateway.webhook in config.yaml; " +
 			"or, as the familiar agent takes them, TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN, in the profile's .env)")
 	}
+	if lg == nil {
+		lg = s.log
+	}
 	for _, n := range notes {
-		if lg != nil {
-			lg.Warn("gateway: " + n)
-		} else {
-			s.log.Warn("gateway: " + n)
-		}
+		lg.Warn("gateway: " + n)
 	}
 	f.NoBetweenTurns = true
 	// A tool call a plugin wants approved, and the clarify tool's question,
@@ -107,9 +106,6 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	loop, err := s.Loop(f)
 	if err != nil {
 		return nil, err
-	}
-	if lg == nil {
-		lg = s.log
 	}
 	var deadline, approval time.Duration
 	if d := s.Config.Gateway.DeliveryDeadlineMinutes; d != nil {

@@ -415,7 +415,9 @@ func TestTheReviewerAfterAFallback(t *testing.T) {
 				return turns.Model{Provider: spare, Name: "spare-model"}, nil
 			}}}
 		}
-		o.Guardian = func() (turns.Guardian, bool) { return turns.Guardian{Model: "guard-mini", Timeout: 5 * time.Second}, true }
+		o.Guardian = func() (turns.Guardian, bool) {
+			return turns.Guardian{Model: "guard-mini", Timeout: 5 * time.Second}, true
+		}
 	}, nil, func(turns.Approval) turns.Answer { return turns.AnswerDeny })
 	s := m.MustCreate(t, sessions.CreateParams{Title: "fell back"})
 	p := m.dirIn(t, "build")
