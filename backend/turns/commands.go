@@ -65,7 +65,7 @@ func (l *Loop) alone(sessionID string) error {
 	if err != nil || len(running) <= 1 {
 		return nil
 	}
-	return apperr.New(apperr.Conflict, "a turn is running in this session (in %s): wait for it to end, or stop it, then undo", running[0].Where())
+	return apperr.New(apperr.Conflict, "a turn is running in this session (in %s): wait for it to end, or stop it, then try again", running[0].Where())
 }
 
 // retry takes back the session's last exchange (as /undo does) and returns
