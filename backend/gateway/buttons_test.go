@@ -26,11 +26,7 @@ import (
 // it expired; data that is no approval's is invalid. A tap starts no turn.
 func TestTelegramApprovalButtons(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
-		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
-			t.Fatal(err)
-		}
-	})
+	e := newEnv(t, 8192, 0.9, guardEcho(t))
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5", "6"))
 	sent := sentTo(t, f)
@@ -222,11 +218,7 @@ func slackButtons(t *testing.T, posted map[string]string) (string, [][][3]string
 // buttons gone; a tap on an approval no longer waiting says it expired.
 func TestSlackApprovalButtons(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
-		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
-			t.Fatal(err)
-		}
-	})
+	e := newEnv(t, 8192, 0.9, guardEcho(t))
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	events := e.startSlack(t, api)
 	interactive := strings.Replace(events, gateway.SlackEventsPath, gateway.SlackInteractivePath, 1)
@@ -307,5 +299,15 @@ func TestSlackClarifyButtons(t *testing.T) {
 	waitFor(t, "the question updated", func() bool { return len(api.Updated()) == 1 })
 	if u := api.Updated()[0]; u["text"] != card["text"]+"\n\n✅ staging" || u["blocks"] != "[]" {
 		t.Fatalf("the question after the tap: %v", u)
+	}
+}
+
+// guardEcho registers the guard plugin that wants a person to approve
+// every call of echo.
+func guardEcho(t *testing.T) func(*hooks.Bus) {
+	return func(bus *hooks.Bus) {
+		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

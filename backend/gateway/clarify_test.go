@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"atrium/backend/gateway/gatewaytest"
-	"atrium/backend/hooks"
-	"atrium/backend/hooks/hookstest"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
 )
@@ -116,11 +114,7 @@ func TestGatewayAsksTheSendersQuestion(t *testing.T) {
 func TestGatewayWaitsForTheSenderBeyondTheTurnsTime(t *testing.T) {
 	t.Parallel()
 	const turnTime = 300 * time.Millisecond
-	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
-		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
-			t.Fatal(err)
-		}
-	})
+	e := newEnv(t, 8192, 0.9, guardEcho(t))
 	e.turnTimeout = turnTime
 	dir := t.TempDir()
 	e.useLoop(t, turns.Options{Machine: func() tools.Settings { return tools.Settings{Cwd: dir, Toolsets: []string{"clarify"}} },

@@ -551,11 +551,7 @@ func TestPreGatewayDispatch(t *testing.T) {
 // always widen the answer to the conversation and to the profile.
 func TestGatewayAsksTheSenderToApprove(t *testing.T) {
 	t.Parallel()
-	guard := func(bus *hooks.Bus) {
-		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	guard := guardEcho(t)
 	e := newEnv(t, 8192, 0.9, guard)
 	e.parallel = 1 // one conversation at a time: waiting for a person must not hold it
 	f := gatewaytest.NewTelegram(t, tgToken)
@@ -1051,11 +1047,7 @@ func TestGatewayNewStopsTheRunningTurn(t *testing.T) {
 // plugin that wants every call of echo approved.
 func guardedChat(t *testing.T) (*env, *gatewaytest.Telegram) {
 	t.Helper()
-	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
-		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
-			t.Fatal(err)
-		}
-	})
+	e := newEnv(t, 8192, 0.9, guardEcho(t))
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	return e, f

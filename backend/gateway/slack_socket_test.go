@@ -10,8 +10,6 @@ import (
 
 	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
-	"atrium/backend/hooks"
-	"atrium/backend/hooks/hookstest"
 )
 
 const slackAppToken = "xapp-1-test-app-token"
@@ -87,11 +85,7 @@ func TestSlackSocketMode(t *testing.T) {
 // acknowledged, and the sender's tap answers.
 func TestSlackSocketModeButtons(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, 8192, 0.9, func(bus *hooks.Bus) {
-		if err := hookstest.WantApproval(bus, "guard", "echo", "echo repeats what it is given"); err != nil {
-			t.Fatal(err)
-		}
-	})
+	e := newEnv(t, 8192, 0.9, guardEcho(t))
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	e.startSlackSocket(t, api)
 	api.SocketPush("events_api", gatewaytest.SlackMessage("U1", "D1", "im", "use tool echo: tapped"))
