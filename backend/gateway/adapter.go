@@ -120,6 +120,14 @@ type TypingStopper interface {
 	StopTyping(ctx context.Context, chatID, threadID string) error
 }
 
+// Acknowledger is an adapter that marks the message a turn answers while
+// the turn runs, and then how it ended (Discord's 👀, then ✅ or ❌).
+// Failures are ignored.
+type Acknowledger interface {
+	Working(ctx context.Context, m Inbound) error
+	Done(ctx context.Context, m Inbound, ok bool) error
+}
+
 // Editor is an adapter that can edit a message it sent.
 type Editor interface {
 	Edit(ctx context.Context, chatID, messageID, text string) error

@@ -471,6 +471,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		return err
 	}
 	stopTyping := s.typing(ctx, w)
+	acked := s.acknowledge(ctx, w)
 	var progress *progressMsg
 	if !isCmd {
 		ctx, progress = s.progressContext(ctx, w, sid)
@@ -492,6 +493,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		}
 	}
 	out.SessionID, out.Origin = t.SessionID, "reply"
+	acked(err == nil)
 	switch {
 	case stopped == turns.StopByReset:
 		// The /new that stopped it answers next; the hooks hear this one
@@ -646,6 +648,23 @@ func (s *Service) dispatch(ctx context.Context, platform, key, sid, text string,
 		return hooks.DispatchDecision{}, err
 	}
 	return hooks.DecideDispatch(results, text), nil
+}
+
+// acknowledge marks the message a turn answers, where the platform
+// does (an Acknowledger), and returns what marks how it ended.
+func (s *Service) acknowledge(ctx context.Context, w *turnInfo) func(ok bool) {
+	a, ok := w.c.Adapter.(Acknowledger)
+	if !ok {
+		return func(bool) {}
+	}
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	_ = a.Working(c, w.m)
+	cancel()
+	return func(ok bool) {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = a.Done(c, w.m, ok)
+	}
 }
 
 // typing shows "typing…" until the returned func is called, where the

@@ -163,32 +163,40 @@ func BenchmarkSlackInbound(b *testing.B) {
 			}
 			o.Listener, events = ln, "http://"+ln.Addr().String()+gateway.SlackEventsPath
 		}
-		sl := gateway.NewSlack(o)
-		got := make(chan gateway.Inbound, 1)
-		connected := make(chan struct{})
-		var once sync.Once
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = sl.Run(ctx, func(m gateway.Inbound) { got <- m }, func(state, _ string, _ error) {
-				if state == gateway.Connected {
-					once.Do(func() { close(connected) })
-				}
-			})
-		}()
-		defer func() { cancel(); <-done }()
-		<-connected
-		for b.Loop() {
+		benchInbound(b, gateway.NewSlack(o), func() {}, func() {
 			ev := gatewaytest.SlackMessage("U1", "D1", "im", "hello")
 			if socket {
 				api.SocketPush("events_api", ev)
 			} else if code := gatewaytest.SlackEvent(b, events, slackSecret, ev, false); code != 200 {
 				b.Fatalf("POST: %d", code)
 			}
-			<-got
-		}
+		})
 	}
 	b.Run("events-api", func(b *testing.B) { run(b, false) })
 	b.Run("socket-mode", func(b *testing.B) { run(b, true) })
+}
+
+// benchInbound runs a until it is connected (and ready says so), then
+// times push: one event to the platform, until a hands its message on.
+func benchInbound(b *testing.B, a gateway.Adapter, ready, push func()) {
+	got := make(chan gateway.Inbound, 1)
+	connected := make(chan struct{})
+	var once sync.Once
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = a.Run(ctx, func(m gateway.Inbound) { got <- m }, func(state, _ string, _ error) {
+			if state == gateway.Connected {
+				once.Do(func() { close(connected) })
+			}
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	<-connected
+	ready()
+	for b.Loop() {
+		push()
+		<-got
+	}
 }

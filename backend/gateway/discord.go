@@ -1,0 +1,670 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+)
+
+// DiscordOptions configure the Discord adapter. The behaviour in a server
+// follows the familiar gateway's (DISCORD_* in its .env): DiscordDefaults
+// are its defaults.
+type DiscordOptions struct {
+	Token    string // the bot token
+	TokenEnv string // where it came from, for errors
+	// APIURL is Discord's REST API (default https://discord.com/api/v9);
+	// the gateway's WebSocket address is asked of it.
+	APIURL string
+	// Access is who may talk (the service checks it too): a thread is
+	// opened only for a message the agent will answer.
+	Access Access
+	// RequireMention: in a server channel only a message that @mentions
+	// the bot is answered (a DM always is).
+	RequireMention bool
+	// FreeResponse are channels answered without a mention, inline.
+	FreeResponse []string
+	// IgnoreNoMention: in a server, a message that @mentions other people
+	// and not the bot is left alone.
+	IgnoreNoMention bool
+	// AutoThread: an @mention in a text channel opens a thread from the
+	// message, where the conversation goes on without mentions.
+	AutoThread bool
+	// NoThread are channels answered inline though AutoThread is on.
+	NoThread []string
+	// Ignored are channels never answered; Allowed, when set, the only
+	// server channels answered. A thread follows its parent channel.
+	Ignored, Allowed []string
+	// AllowBots: none (default), mentions (a bot's message that
+	// @mentions this one), all.
+	AllowBots string
+	// Reactions: 👀 on the message a turn answers while it runs, then ✅,
+	// or ❌ when it failed.
+	Reactions bool
+	// ReplyToMode: off, first (the reply's first part refers to the
+	// message it answers), all.
+	ReplyToMode string
+	// Mentions the bot's messages may ping.
+	Mentions DiscordMentions
+	// Client is the HTTP client (its Transport is kept; a timeout is set).
+	Client              *http.Client
+	RetryBase, RetryMax time.Duration
+}
+
+// DiscordMentions are the pings the bot's messages may make.
+type DiscordMentions struct {
+	Everyone, Roles, Users, RepliedUser bool
+}
+
+// DiscordDefaults are the familiar gateway's defaults: mentions required,
+// mentions of others heeded, a thread for each @mention, reactions, the
+// first part a reply; no @everyone or role pings.
+func DiscordDefaults() DiscordOptions {
+	return DiscordOptions{RequireMention: true, IgnoreNoMention: true, AutoThread: true, Reactions: true,
+		AllowBots: "none", ReplyToMode: "first", Mentions: DiscordMentions{Users: true, RepliedUser: true}}
+}
+
+// DiscordAPI is Discord's REST API (the version discordgo speaks).
+var DiscordAPI = strings.TrimSuffix(discordgo.EndpointAPI, "/")
+
+// discordLimit is a message's length limit (characters).
+const discordLimit = 2000
+
+// discordIntents: guilds (channels and threads), messages in servers and
+// DMs with their content, and reactions.
+const discordIntents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentsDirectMessages |
+	discordgo.IntentsMessageContent | discordgo.IntentsGuildMessageReactions | discordgo.IntentsDirectMessageReactions
+
+// Discord is the Discord adapter: the gateway's WebSocket for events
+// (bwmarrin/discordgo), the REST API for replies.
+type Discord struct {
+	o DiscordOptions
+	s *discordgo.Session
+
+	mu      sync.Mutex
+	in      Inbox
+	me      *discordgo.User
+	threads map[string]bool // threads the bot takes part in
+	chans   map[string]*discordgo.Channel
+	homes   map[string]string // message id → its channel, for one a thread was opened from
+}
+
+// NewDiscord builds the adapter.
+func NewDiscord(o DiscordOptions) *Discord {
+	if o.TokenEnv == "" {
+		o.TokenEnv = "DISCORD_BOT_TOKEN"
+	}
+	if o.APIURL == "" {
+		o.APIURL = DiscordAPI
+	}
+	if o.AllowBots == "" {
+		o.AllowBots = "none"
+	}
+	if o.ReplyToMode == "" {
+		o.ReplyToMode = "first"
+	}
+	if o.RetryBase <= 0 {
+		o.RetryBase = time.Second
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = time.Minute
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	if o.Client != nil {
+		client.Transport = o.Client.Transport
+	}
+	if base := strings.TrimRight(o.APIURL, "/"); base != DiscordAPI {
+		client.Transport = discordRewrite{to: base, next: client.Transport}
+	}
+	s, _ := discordgo.New("Bot " + o.Token) // builds; connects nothing
+	s.Client = client
+	s.LogLevel = -1                  // the adapter reports its state itself
+	s.ShouldReconnectOnError = false // Run reconnects, and stops on a refusal
+	s.ShouldRetryOnRateLimit = false // a 429 goes back to the outbox, which waits
+	s.Identify.Intents = discordIntents
+	s.SyncEvents = true // handled in the order they came: a conversation's messages stay in order
+	d := &Discord{o: o, s: s, threads: map[string]bool{}, chans: map[string]*discordgo.Channel{}, homes: map[string]string{}}
+	s.AddHandler(d.onMessage)
+	s.AddHandler(d.onInteraction)
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) { d.onReaction(r.MessageReaction, true) })
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) { d.onReaction(r.MessageReaction, false) })
+	s.AddHandler(func(_ *discordgo.Session, t *discordgo.ThreadCreate) { d.remember(t.Channel) })
+	return d
+}
+
+// Platform implements Adapter.
+func (d *Discord) Platform() string { return "discord" }
+
+// discordRewrite sends the REST calls discordgo makes to Discord's API to
+// another address (api_url: a proxy, a loopback fake).
+type discordRewrite struct {
+	to   string
+	next http.RoundTripper
+}
+
+func (r discordRewrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	next := r.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	if rest, ok := strings.CutPrefix(req.URL.String(), DiscordAPI+"/"); ok {
+		u, err := url.Parse(r.to + "/" + rest)
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context())
+		req.URL, req.Host = u, u.Host
+	}
+	return next.RoundTrip(req)
+}
+
+// Run implements Adapter: check the token (GET /users/@me), then hold the
+// gateway's WebSocket open, reconnecting (resuming) when it drops. A token
+// Discord refuses, or intents the application is not allowed, stop the
+// adapter with what to do.
+func (d *Discord) Run(ctx context.Context, in Inbox, report Reporter) error {
+	if d.o.Token == "" {
+		return errMissingSecret("discord", d.o.TokenEnv)
+	}
+	d.mu.Lock()
+	d.in = in
+	d.mu.Unlock()
+	var me *discordgo.User
+	for attempt := 1; ; attempt++ {
+		u, err := d.s.User("@me", discordgo.WithContext(ctx))
+		if err == nil {
+			me = u
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if restStatus(err) == http.StatusUnauthorized {
+			return Permanent(fmt.Errorf("discord: Discord refused the bot token in %s (401 Unauthorized): copy it again from the Developer Portal (Bot → Reset Token)", d.o.TokenEnv))
+		}
+		report(Retrying, "cannot reach Discord's API", scrub(err, d.o.Token))
+		if !sleep(ctx, backoff(d.o.RetryBase, d.o.RetryMax, attempt)) {
+			return nil
+		}
+	}
+	d.mu.Lock()
+	d.me = me
+	d.mu.Unlock()
+	dropped := make(chan struct{}, 1)
+	defer d.s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+		select {
+		case dropped <- struct{}{}:
+		default:
+		}
+	})()
+	for attempt := 1; ; {
+		err := d.s.Open()
+		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			attempt = 1
+			report(Connected, "@"+me.Username+" on Discord's gateway", nil)
+			select {
+			case <-ctx.Done():
+				_ = d.s.Close()
+				return nil
+			case <-dropped:
+				report(Retrying, "the gateway connection dropped; resuming", nil)
+				if !sleep(ctx, d.o.RetryBase/4) {
+					return nil
+				}
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if refusal := discordRefusal(err, d.o.TokenEnv); refusal != nil {
+			return Permanent(refusal)
+		}
+		report(Retrying, "cannot connect to Discord's gateway", scrub(err, d.o.Token))
+		if !sleep(ctx, backoff(d.o.RetryBase, d.o.RetryMax, attempt)) {
+			return nil
+		}
+		attempt++
+	}
+}
+
+// discordRefusal is what a close code the gateway ends a connection with
+// for good means (https://discord.com/developers/docs/topics/opcodes-and-status-codes#gateway-gateway-close-event-codes);
+// nil for one worth connecting again after.
+func discordRefusal(err error, tokenEnv string) error {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	switch ce.Code {
+	case 4004:
+		return fmt.Errorf("discord: the gateway refused the bot token in %s (4004 authentication failed)", tokenEnv)
+	case 4014:
+		return fmt.Errorf("discord: the gateway refused the intents the agent needs (4014 disallowed intents): turn on Message Content Intent in the Developer Portal (your application → Bot → Privileged Gateway Intents), then start the gateway again")
+	case 4010, 4011, 4012, 4013:
+		return fmt.Errorf("discord: the gateway refused the connection (%d %s)", ce.Code, ce.Text)
+	}
+	return nil
+}
+
+func restStatus(err error) int {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil {
+		return re.Response.StatusCode
+	}
+	return 0
+}
+
+// botID is the bot's user id ("" before Run learned it).
+func (d *Discord) botID() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.me == nil {
+		return ""
+	}
+	return d.me.ID
+}
+
+// deliver hands a message to the service (nothing before Run).
+func (d *Discord) deliver(m Inbound) {
+	d.mu.Lock()
+	in := d.in
+	d.mu.Unlock()
+	if in != nil {
+		in(m)
+	}
+}
+
+// remember keeps a channel the gateway told of.
+func (d *Discord) remember(c *discordgo.Channel) {
+	if c == nil || c.ID == "" {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.chans) > 4096 {
+		clear(d.chans)
+	}
+	d.chans[c.ID] = c
+}
+
+// channel is a channel's kind and parent: what the gateway told, else
+// asked once (GET /channels/{id}); nil when Discord cannot say.
+func (d *Discord) channel(id string) *discordgo.Channel {
+	d.mu.Lock()
+	c := d.chans[id]
+	d.mu.Unlock()
+	if c != nil {
+		return c
+	}
+	if c, err := d.s.State.Channel(id); err == nil {
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := d.s.Channel(id, discordgo.WithContext(ctx))
+	if err != nil {
+		return nil
+	}
+	d.remember(c)
+	return c
+}
+
+// mentionOf matches a mention of a user (<@id>, <@!id>).
+var mentionOf = regexp.MustCompile(`<@!?(\d+)>`)
+
+// onMessage takes a message: who may be answered where, as the familiar
+// gateway decides it, then the thread an @mention opens.
+func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
+	m := mc.Message
+	bot := d.botID()
+	if m == nil || m.Author == nil || bot == "" || m.Author.ID == bot {
+		return
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		return // a thread opened, a pin, someone joined: no one's words
+	}
+	mentioned := slices.ContainsFunc(m.Mentions, func(u *discordgo.User) bool { return u.ID == bot }) ||
+		strings.Contains(m.Content, "<@"+bot+">") || strings.Contains(m.Content, "<@!"+bot+">")
+	if m.Author.Bot && (d.o.AllowBots == "none" || d.o.AllowBots == "mentions" && !mentioned) {
+		return
+	}
+	in := Inbound{EventID: "message:" + m.ID, MessageID: m.ID, UserID: m.Author.ID, UserName: discordName(m.Author, m.Member),
+		ChatID: m.ChannelID, ChatType: "dm", ReplyTo: m.ID, At: m.Timestamp.UTC()}
+	if d.o.ReplyToMode == "off" {
+		in.ReplyTo = ""
+	}
+	if m.GuildID != "" {
+		c := d.channel(m.ChannelID)
+		thread := c != nil && c.IsThread()
+		parent := m.ChannelID
+		if thread {
+			parent = c.ParentID
+			in.ChatType, in.ThreadID = "thread", m.ChannelID
+		} else {
+			in.ChatType = "group"
+		}
+		here := func(list []string) bool {
+			return slices.Contains(list, m.ChannelID) || parent != "" && slices.Contains(list, parent)
+		}
+		if here(d.o.Ignored) || len(d.o.Allowed) > 0 && !here(d.o.Allowed) {
+			return
+		}
+		free := !d.o.RequireMention || here(d.o.FreeResponse)
+		if thread && !free {
+			d.mu.Lock()
+			free = d.threads[m.ChannelID] || c.OwnerID == bot
+			d.mu.Unlock()
+		}
+		others := slices.ContainsFunc(m.Mentions, func(u *discordgo.User) bool { return u.ID != bot }) || len(m.MentionRoles) > 0 || m.MentionEveryone
+		if !mentioned && (!free || d.o.IgnoreNoMention && others) {
+			return
+		}
+		if mentioned && thread {
+			d.mu.Lock()
+			d.threads[m.ChannelID] = true
+			d.mu.Unlock()
+		}
+		if mentioned && !free && !thread && d.o.AutoThread && !here(d.o.NoThread) && d.o.Access.Allows(m.Author.ID, m.ChannelID) {
+			if t := d.openThread(m); t != nil {
+				in.ChatID, in.ChatType, in.ThreadID, in.ReplyTo = t.ID, "thread", t.ID, ""
+				d.mu.Lock()
+				if len(d.homes) > 4096 {
+					clear(d.homes)
+				}
+				d.homes[m.ID] = m.ChannelID
+				d.mu.Unlock()
+			}
+		}
+	}
+	in.Text = strings.TrimSpace(mentionOf.ReplaceAllStringFunc(m.Content, func(s string) string {
+		if mentionOf.FindStringSubmatch(s)[1] == bot {
+			return ""
+		}
+		return s
+	}))
+	if in.Text == "" {
+		return
+	}
+	d.deliver(in)
+}
+
+// openThread opens a thread from a message that @mentioned the bot, named
+// after its first line; nil when it cannot (no permission): the reply is
+// then inline.
+func (d *Discord) openThread(m *discordgo.Message) *discordgo.Channel {
+	name := strings.TrimSpace(mentionOf.ReplaceAllString(m.Content, ""))
+	name, _, _ = strings.Cut(name, "\n")
+	name = strings.TrimSpace(strings.TrimLeft(name, "# "))
+	if name == "" {
+		name = "Conversation with " + discordName(m.Author, m.Member)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	t, err := d.s.MessageThreadStartComplex(m.ChannelID, m.ID, &discordgo.ThreadStart{Name: clipRunes(name, 100), AutoArchiveDuration: 1440},
+		discordgo.WithContext(ctx))
+	if err != nil {
+		return nil
+	}
+	d.remember(t)
+	d.mu.Lock()
+	d.threads[t.ID] = true
+	d.mu.Unlock()
+	return t
+}
+
+// discordName is the name a person shows in the server (or their own).
+func discordName(u *discordgo.User, mem *discordgo.Member) string {
+	if mem != nil && mem.Nick != "" {
+		return mem.Nick
+	}
+	if u.GlobalName != "" {
+		return u.GlobalName
+	}
+	return u.Username
+}
+
+// onInteraction takes a tap on a button under one of the bot's messages:
+// acknowledged at once (Discord wants an answer within 3 seconds; the
+// message is edited after), then handed on.
+func (d *Discord) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionCreate) {
+	i := ic.Interaction
+	if i == nil || i.Type != discordgo.InteractionMessageComponent || i.Message == nil {
+		return
+	}
+	user := i.User
+	if i.Member != nil && i.Member.User != nil {
+		user = i.Member.User
+	}
+	if user == nil || user.Bot {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_ = d.s.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate},
+		discordgo.WithContext(ctx))
+	cancel()
+	in := Inbound{EventID: "tap:" + i.ID, UserID: user.ID, UserName: discordName(user, i.Member), ChatID: i.ChannelID, ChatType: "dm",
+		At: time.Now().UTC(), Tap: &Tap{ID: i.AppID + ":" + i.Token, MessageID: i.Message.ID, MessageText: i.Message.Content,
+			Data: i.MessageComponentData().CustomID}}
+	if i.GuildID != "" {
+		in.ChatType = "group"
+		if c := d.channel(i.ChannelID); c != nil && c.IsThread() {
+			in.ChatType, in.ThreadID = "thread", i.ChannelID
+		}
+	}
+	d.deliver(in)
+}
+
+// onReaction tells of an emoji reaction someone (not the bot) added or
+// removed.
+func (d *Discord) onReaction(r *discordgo.MessageReaction, added bool) {
+	if r == nil || r.UserID == "" || r.UserID == d.botID() {
+		return
+	}
+	raw, _ := json.Marshal(r)
+	kind := "added"
+	if !added {
+		kind = "removed"
+	}
+	// Discord gives a reaction no id, and does not deliver one twice on a
+	// connection (a resumed one replays only what was missed).
+	in := Inbound{EventID: fmt.Sprintf("reaction:%s:%s:%s:%s:%d", kind, r.MessageID, r.UserID, r.Emoji.APIName(), time.Now().UnixNano()), UserID: r.UserID,
+		ChatID: r.ChannelID, ChatType: "dm", At: time.Now().UTC(),
+		Reaction: &Reaction{Added: added, Name: r.Emoji.Name, ItemType: "message", MessageTS: r.MessageID, TeamID: r.GuildID,
+			EventTS: strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 6, 64), Raw: raw}}
+	if r.GuildID != "" {
+		in.ChatType = "group"
+		if c := d.channel(r.ChannelID); c != nil && c.IsThread() {
+			in.ChatType, in.ThreadID = "thread", r.ChannelID
+		}
+	}
+	d.deliver(in)
+}
+
+// target is the channel a message goes to: a thread is a channel of its own.
+func discordTarget(chatID, threadID string) string {
+	if threadID != "" {
+		return threadID
+	}
+	return chatID
+}
+
+// allowedMentions are the pings the bot's messages may make.
+func (d *Discord) allowedMentions() *discordgo.MessageAllowedMentions {
+	am := &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}, RepliedUser: d.o.Mentions.RepliedUser}
+	if d.o.Mentions.Everyone {
+		am.Parse = append(am.Parse, discordgo.AllowedMentionTypeEveryone)
+	}
+	if d.o.Mentions.Roles {
+		am.Parse = append(am.Parse, discordgo.AllowedMentionTypeRoles)
+	}
+	if d.o.Mentions.Users {
+		am.Parse = append(am.Parse, discordgo.AllowedMentionTypeUsers)
+	}
+	return am
+}
+
+// Send implements Adapter: the text in parts of at most 2,000
+// characters, the first (or each, reply_to_mode: all) a reply to the
+// message it answers, buttons under the last.
+func (d *Discord) Send(ctx context.Context, m Message) (string, error) {
+	to := discordTarget(m.ChatID, m.ThreadID)
+	parts := splitText(m.Text, discordLimit)
+	var id string
+	for i, part := range parts {
+		ms := &discordgo.MessageSend{Content: part, AllowedMentions: d.allowedMentions()}
+		if m.ReplyTo != "" && (d.o.ReplyToMode == "all" || d.o.ReplyToMode == "first" && i == 0) {
+			no := false
+			ms.Reference = &discordgo.MessageReference{MessageID: m.ReplyTo, ChannelID: to, FailIfNotExists: &no}
+		}
+		if i == len(parts)-1 && len(m.Buttons) > 0 {
+			ms.Components = discordButtons(m.Buttons)
+		}
+		sent, err := d.s.ChannelMessageSendComplex(to, ms, discordgo.WithContext(ctx))
+		if err != nil {
+			return "", d.sendError(err)
+		}
+		id = sent.ID
+	}
+	return id, nil
+}
+
+// discordButtons are buttons as action rows (at most 5 rows of 5; a
+// label at most 80 characters, the data, custom_id, at most 100).
+func discordButtons(rows [][]Button) []discordgo.MessageComponent {
+	var out []discordgo.MessageComponent
+	for _, row := range rows[:min(len(rows), 5)] {
+		var bs []discordgo.MessageComponent
+		for _, b := range row[:min(len(row), 5)] {
+			style := discordgo.SecondaryButton
+			switch {
+			case strings.HasPrefix(b.Label, "✅"):
+				style = discordgo.SuccessButton
+			case strings.HasPrefix(b.Label, "❌"):
+				style = discordgo.DangerButton
+			}
+			bs = append(bs, discordgo.Button{Label: clipRunes(b.Label, 80), Style: style, CustomID: clipRunes(b.Data, 100)})
+		}
+		out = append(out, discordgo.ActionsRow{Components: bs})
+	}
+	return out
+}
+
+// sendError: a 429 is tried again when Discord says; a refusal (400,
+// 401, 403, 404: a channel gone, the bot removed or not allowed to post)
+// is not.
+func (d *Discord) sendError(err error) error {
+	var rl *discordgo.RateLimitError
+	if errors.As(err, &rl) && rl.RateLimit != nil && rl.TooManyRequests != nil {
+		wait := rl.RetryAfter
+		if wait <= 0 {
+			wait = time.Second
+		}
+		return RetryAfter(fmt.Errorf("discord: rate limited: %w", err), wait)
+	}
+	switch st := restStatus(err); {
+	case st == http.StatusBadRequest || st == http.StatusUnauthorized || st == http.StatusForbidden || st == http.StatusNotFound:
+		return Permanent(fmt.Errorf("discord: %w", scrub(err, d.o.Token)))
+	}
+	return fmt.Errorf("discord: %w", scrub(err, d.o.Token))
+}
+
+// AnswerTap implements Tapper. Discord shows no passing notice: the tap
+// was acknowledged when it came, and the message is edited to say how it
+// was answered. A refusal (alert) is said to the tapper alone, as an
+// ephemeral follow-up.
+func (d *Discord) AnswerTap(ctx context.Context, id, notice string, alert bool) error {
+	app, token, ok := strings.Cut(id, ":")
+	if !alert || notice == "" || !ok {
+		return nil
+	}
+	_, err := d.s.FollowupMessageCreate(&discordgo.Interaction{AppID: app, Token: token}, false,
+		&discordgo.WebhookParams{Content: clipRunes(notice, discordLimit), Flags: discordgo.MessageFlagsEphemeral}, discordgo.WithContext(ctx))
+	if err != nil {
+		return d.sendError(err)
+	}
+	return nil
+}
+
+// Typing implements Typer (it shows for 10 seconds, or until the bot posts).
+func (d *Discord) Typing(ctx context.Context, chatID, threadID string) error {
+	return d.s.ChannelTyping(discordTarget(chatID, threadID), discordgo.WithContext(ctx))
+}
+
+// Edit implements Editor; the buttons under the message go.
+func (d *Discord) Edit(ctx context.Context, chatID, messageID, text string) error {
+	text = clipRunes(text, discordLimit)
+	none := []discordgo.MessageComponent{}
+	_, err := d.s.ChannelMessageEditComplex(&discordgo.MessageEdit{ID: messageID, Channel: chatID, Content: &text, Components: &none,
+		AllowedMentions: d.allowedMentions()}, discordgo.WithContext(ctx))
+	if err != nil {
+		return d.sendError(err)
+	}
+	return nil
+}
+
+// Delete implements Deleter.
+func (d *Discord) Delete(ctx context.Context, chatID, messageID string) error {
+	if err := d.s.ChannelMessageDelete(chatID, messageID, discordgo.WithContext(ctx)); err != nil {
+		return d.sendError(err)
+	}
+	return nil
+}
+
+// home is the channel message id is in: the conversation's, unless a
+// thread was opened from it.
+func (d *Discord) home(m Inbound) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c, ok := d.homes[m.MessageID]; ok {
+		return c
+	}
+	return discordTarget(m.ChatID, m.ThreadID)
+}
+
+// The reactions a turn shows on the message it answers.
+const (
+	DiscordWorking = "👀"
+	DiscordDone    = "✅"
+	DiscordFailed  = "❌"
+)
+
+// Working implements Acknowledger: 👀 on the message while its turn runs.
+func (d *Discord) Working(ctx context.Context, m Inbound) error {
+	if !d.o.Reactions || m.MessageID == "" {
+		return nil
+	}
+	if err := d.s.MessageReactionAdd(d.home(m), m.MessageID, DiscordWorking, discordgo.WithContext(ctx)); err != nil {
+		return d.sendError(err)
+	}
+	return nil
+}
+
+// Done implements Acknowledger: 👀 gives way to ✅, or ❌ when the turn
+// failed.
+func (d *Discord) Done(ctx context.Context, m Inbound, ok bool) error {
+	if !d.o.Reactions || m.MessageID == "" {
+		return nil
+	}
+	home := d.home(m)
+	_ = d.s.MessageReactionRemove(home, m.MessageID, DiscordWorking, "@me", discordgo.WithContext(ctx))
+	mark := DiscordDone
+	if !ok {
+		mark = DiscordFailed
+	}
+	if err := d.s.MessageReactionAdd(home, m.MessageID, mark, discordgo.WithContext(ctx)); err != nil {
+		return d.sendError(err)
+	}
+	return nil
+}
