@@ -22,7 +22,7 @@ import (
 )
 
 func (r *runner) gatewayCmd() *cobra.Command {
-	c := &cobra.Command{Use: "gateway", Short: "Answer on chat platforms (Telegram, Slack, a signed webhook)"}
+	c := &cobra.Command{Use: "gateway", Short: "Answer on chat platforms (Telegram, Slack, Discord, a signed webhook)"}
 	var f stack.ModelFlags
 	run := &cobra.Command{
 		Use:   "run",
@@ -108,8 +108,8 @@ func (r *runner) gatewayRun(ctx context.Context, st *stack.Stack, f stack.ModelF
 func printGateway(w io.Writer, rep stack.GatewayReport) {
 	switch {
 	case len(rep.Adapters) == 0:
-		fmt.Fprintln(w, "No gateway adapter is configured: add gateway.telegram, gateway.slack or gateway.webhook to config.yaml, "+
-			"or keep the familiar agent's TELEGRAM_BOT_TOKEN (or SLACK_BOT_TOKEN and SLACK_APP_TOKEN) with its *_ALLOWED_USERS in the profile's .env (see the README).")
+		fmt.Fprintln(w, "No gateway adapter is configured: add gateway.telegram, gateway.slack, gateway.discord or gateway.webhook to config.yaml, "+
+			"or keep the familiar agent's TELEGRAM_BOT_TOKEN (or SLACK_BOT_TOKEN and SLACK_APP_TOKEN, or DISCORD_BOT_TOKEN) with its *_ALLOWED_USERS in the profile's .env (see the README).")
 		return
 	case rep.Running:
 		fmt.Fprintf(w, "Running in %s\n", rep.Host)

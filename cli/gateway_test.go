@@ -647,6 +647,53 @@ func TestGatewayRunSlackSocketMode(t *testing.T) {
 	}
 }
 
+// `atrium gateway run` on Discord, its token in the familiar .env: it
+// connects to the gateway's WebSocket, answers a DM, and behaves in a
+// server as the .env's DISCORD_* and the familiar discord: section say
+// (a free-response channel answered inline, without a mention; no
+// reactions).
+func TestGatewayRunDiscord(t *testing.T) {
+	t.Parallel()
+	const token = "discord-cli-test-token"
+	f := gatewaytest.NewDiscord(t, token)
+	f.AddChannel("700", 1, "", "", "")
+	f.AddChannel("800", 0, "50", "", "")
+	home := t.TempDir()
+	cfg := fmt.Sprintf("gateway:\n  discord:\n    api_url: %s\n    allowed_users: [4242]\ndiscord:\n  reactions: false\n", f.APIURL())
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	familiarEnv(t, home, "DISCORD_BOT_TOKEN="+token+"\nDISCORD_FREE_RESPONSE_CHANNELS=800\n")
+	cmd, logs := gatewayRun(t, home)
+	waitFor(t, "connected to Discord", 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), `"state":"connected"`) && strings.Contains(logs.String(), "on Discord's gateway") && f.Live() == 1
+	})
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("m1", "700", "", "4242", "ada", "hello from discord"))
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("m2", "800", "50", "4242", "ada", "no mention here"))
+	waitFor(t, "both replies", 30*time.Second, func() bool { return len(f.Posted()) == 2 })
+	got := map[string]string{}
+	for _, p := range f.Posted() {
+		got[p.Channel] = p.Content
+	}
+	if got["700"] != "offline reply to: hello from discord" || got["800"] != "offline reply to: no mention here" {
+		t.Fatalf("the replies: %+v", f.Posted())
+	}
+	for _, c := range f.Calls() {
+		if strings.HasPrefix(c, "react") {
+			t.Fatalf("a reaction with reactions: false: %q", f.Calls())
+		}
+	}
+	st := atriumExec(t, home, "", nil, "gateway", "status")
+	if st.code != 0 || !strings.Contains(st.stdout, "@atrium-bot on Discord's gateway") {
+		t.Fatalf("status: %+v", st)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if strings.Contains(logs.String(), token) {
+		t.Fatal("the token reached the log")
+	}
+}
+
 // A home brought from the familiar agent, its platforms in .env alone:
 // `gateway status` lists Telegram with the users TELEGRAM_ALLOWED_USERS
 // lets in, and says what Atrium does not honour; with no token at all it

@@ -185,6 +185,9 @@ type Config struct {
 	// Platforms is the familiar agent's platforms block, its enabled
 	// switches (GatewayWithFamiliarEnv).
 	Platforms map[string]Platform `yaml:"platforms"`
+	// DiscordSection is the familiar agent's discord: section: how its
+	// Discord bot behaves in a server (Config.discordResolved).
+	DiscordSection DiscordBehaviour `yaml:"discord"`
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`
@@ -907,6 +910,9 @@ func (c Config) ReceiptTTL() time.Duration {
 
 // Validate checks values a YAML type check cannot.
 func (c Config) Validate() error {
+	if err := c.DiscordSection.validate("discord"); err != nil {
+		return err
+	}
 	switch strings.ToLower(c.Storage.Synchronous) {
 	case "", "normal", "full":
 	default:

@@ -25,13 +25,15 @@ type familiarPlatform struct {
 var familiarPlatforms = []familiarPlatform{
 	{name: "telegram", enable: []string{"TELEGRAM_BOT_TOKEN"}, allowed: "TELEGRAM_ALLOWED_USERS", allAll: "TELEGRAM_ALLOW_ALL_USERS"},
 	{name: "slack", enable: []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"}, allowed: "SLACK_ALLOWED_USERS", allAll: "SLACK_ALLOW_ALL_USERS"},
+	{name: "discord", enable: []string{"DISCORD_BOT_TOKEN"}, allowed: "DISCORD_ALLOWED_USERS", allAll: "DISCORD_ALLOW_ALL_USERS"},
 }
 
 // GatewayWithFamiliarEnv is the gateway config.yaml configures, with the
 // platforms the familiar agent's .env enables as its gateway does: a
 // platform config.yaml has no block for runs when its credentials are set
 // (TELEGRAM_BOT_TOKEN; SLACK_BOT_TOKEN with SLACK_APP_TOKEN, in Socket
-// Mode), unless platforms.<name>.enabled is false, letting in the users
+// Mode; DISCORD_BOT_TOKEN, behaving as DISCORD_* and the discord: section
+// say), unless platforms.<name>.enabled is false, letting in the users
 // <PLATFORM>_ALLOWED_USERS and GATEWAY_ALLOWED_USERS list (ids between
 // commas). notes say what a person should know: a platform that lets
 // nobody in yet, an ALLOW_ALL_USERS switch Atrium does not honour. A block
@@ -39,7 +41,7 @@ var familiarPlatforms = []familiarPlatform{
 func (c Config) GatewayWithFamiliarEnv(getenv func(string) string) (g Gateway, notes []string) {
 	g = c.Gateway
 	for _, p := range familiarPlatforms {
-		if (p.name == "telegram" && g.Telegram != nil) || (p.name == "slack" && g.Slack != nil) {
+		if (p.name == "telegram" && g.Telegram != nil) || (p.name == "slack" && g.Slack != nil) || (p.name == "discord" && g.Discord != nil) {
 			continue
 		}
 		if sw, ok := c.Platforms[p.name]; ok && sw.Enabled != nil && !*sw.Enabled {
@@ -60,6 +62,8 @@ func (c Config) GatewayWithFamiliarEnv(getenv func(string) string) (g Gateway, n
 			g.Telegram = &Telegram{Access: a}
 		case "slack":
 			g.Slack = &Slack{Access: a, Mode: "socket"}
+		case "discord":
+			g.Discord = &Discord{Access: a}
 		}
 		for _, v := range []string{p.allAll, "GATEWAY_ALLOW_ALL_USERS"} {
 			if Truthy(getenv(v)) {
@@ -70,6 +74,10 @@ func (c Config) GatewayWithFamiliarEnv(getenv func(string) string) (g Gateway, n
 			notes = append(notes, fmt.Sprintf("%s runs from the .env's %s, and lets nobody in yet: list their ids in %s (or GATEWAY_ALLOWED_USERS); each one refused is told their id",
 				p.name, strings.Join(p.enable, " and "), p.allowed))
 		}
+	}
+	if g.Discord != nil {
+		d, more := c.discordResolved(*g.Discord, getenv)
+		g.Discord, notes = &d, append(notes, more...)
 	}
 	return g, notes
 }

@@ -19,6 +19,7 @@ type Gateway struct {
 	Autostart bool      `yaml:"autostart"`
 	Telegram  *Telegram `yaml:"telegram"`
 	Slack     *Slack    `yaml:"slack"`
+	Discord   *Discord  `yaml:"discord"`
 	Webhook   *Webhook  `yaml:"webhook"`
 	// DeliveryDeadlineMinutes: a reply that could not be sent is retried
 	// with backoff this long before it is given up (default 1440, a day).
@@ -72,8 +73,17 @@ type Webhook struct {
 // (Telegram ids are numbers, Slack ids strings).
 type IDList []string
 
-// UnmarshalYAML reads a list of numbers or strings.
+// UnmarshalYAML reads a list of numbers or strings, or one string of ids
+// between commas (as the familiar agent's channel lists are written).
 func (l *IDList) UnmarshalYAML(unmarshal func(any) error) error {
+	var one string
+	if err := unmarshal(&one); err == nil {
+		*l = idsOf(one)
+		if *l == nil {
+			*l = IDList{}
+		}
+		return nil
+	}
 	var raw []any
 	if err := unmarshal(&raw); err != nil {
 		return err
@@ -145,6 +155,17 @@ func (g Gateway) Validate() error {
 			return err
 		}
 		if err := checkListen("gateway.slack.listen", s.Listen); err != nil {
+			return err
+		}
+	}
+	if d := g.Discord; d != nil {
+		if err := checkEnv("gateway.discord.token_env", d.TokenEnv); err != nil {
+			return err
+		}
+		if err := checkURL("gateway.discord.api_url", d.APIURL); err != nil {
+			return err
+		}
+		if err := d.validate("gateway.discord"); err != nil {
 			return err
 		}
 	}

@@ -123,3 +123,67 @@ func TestGatewayWithFamiliarEnv(t *testing.T) {
 		t.Fatalf("no .env: %+v", g)
 	}
 }
+
+// Discord from the familiar .env: DISCORD_BOT_TOKEN runs it, letting in
+// DISCORD_ALLOWED_USERS; how it behaves in a server comes from DISCORD_*,
+// then the familiar discord: section (lists as a string between commas or
+// a YAML list), then the familiar defaults; a gateway.discord block's own
+// settings win over both. A value that is not one is said, and the
+// default holds; DISCORD_ALLOWED_ROLES is not honoured, and said.
+func TestDiscordFromTheFamiliarEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DISCORD_BOT_TOKEN": "tok", "DISCORD_ALLOWED_USERS": "284102345871466496, 198765432109876543",
+		"DISCORD_REQUIRE_MENTION": "false", "DISCORD_FREE_RESPONSE_CHANNELS": "111,222", "DISCORD_ALLOW_BOTS": "sometimes",
+		"DISCORD_AUTO_THREAD": "maybe", "DISCORD_ALLOWED_ROLES": "9"}
+	getenv := func(k string) string { return env[k] }
+	c, err := load(t, "discord:\n  require_mention: true\n  auto_thread: false\n  ignored_channels: \"333, 444\"\n  no_thread_channels: [555]\n  reply_to_mode: all\n  allow_mentions:\n    everyone: true\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, notes := c.GatewayWithFamiliarEnv(getenv)
+	d := g.Discord
+	if d == nil || strings.Join(d.AllowedUsers, ",") != "284102345871466496,198765432109876543" {
+		t.Fatalf("discord: %+v", d)
+	}
+	b := d.DiscordBehaviour
+	if *b.RequireMention || strings.Join(b.FreeResponseChannels, ",") != "111,222" || *b.AutoThread ||
+		strings.Join(b.IgnoredChannels, ",") != "333,444" || strings.Join(b.NoThreadChannels, ",") != "555" || b.ReplyToMode != "all" ||
+		b.AllowBots != "" || !*b.AllowMentions.Everyone || b.AllowMentions.Users != nil || b.IgnoreNoMention != nil {
+		t.Fatalf("behaviour: %+v", b)
+	}
+	want := []string{`DISCORD_AUTO_THREAD="maybe" is neither true nor false`, `DISCORD_ALLOW_BOTS="sometimes" is not none, mentions or all`,
+		"DISCORD_ALLOWED_ROLES is not honoured"}
+	if len(notes) != len(want) {
+		t.Fatalf("notes: %q", notes)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(notes[i], w) {
+			t.Fatalf("note %d: %q, want %q…", i, notes[i], w)
+		}
+	}
+
+	// A gateway.discord block: its own settings win; what it leaves unset
+	// comes from the .env and the section.
+	c, err = load(t, "gateway:\n  discord:\n    allowed_users: [7]\n    require_mention: true\n    allow_bots: mentions\ndiscord:\n  reactions: false\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ = c.GatewayWithFamiliarEnv(getenv)
+	if d := g.Discord; d == nil || strings.Join(d.AllowedUsers, ",") != "7" || !*d.RequireMention || d.AllowBots != "mentions" ||
+		*d.Reactions || strings.Join(d.FreeResponseChannels, ",") != "111,222" {
+		t.Fatalf("the block: %+v", g.Discord)
+	}
+	for _, bad := range []string{"gateway:\n  discord:\n    allow_bots: everyone\n", "discord:\n  reply_to_mode: sometimes\n",
+		"gateway:\n  discord:\n    token_env: \"sk-abcdefgh\"\n"} {
+		if _, err := load(t, bad); err == nil {
+			t.Fatalf("accepted %q", bad)
+		}
+	}
+	if g, _ := c.GatewayWithFamiliarEnv(func(string) string { return "" }); g.Discord == nil || g.Discord.RequireMention == nil {
+		t.Fatal("the block alone")
+	}
+	c, _ = load(t, "")
+	if g, _ := c.GatewayWithFamiliarEnv(func(string) string { return "" }); g.Discord != nil {
+		t.Fatalf("no .env: %+v", g.Discord)
+	}
+}

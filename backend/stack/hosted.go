@@ -87,8 +87,8 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	g, notes := s.GatewayConfig()
 	adapters := GatewayAdapters(g)
 	if len(adapters) == 0 {
-		return nil, errors.New("no gateway adapter is configured (gateway.telegram, gateway.slack or gateway.webhook in config.yaml; " +
-			"or, as the familiar agent takes them, TELEGRAM_BOT_TOKEN, or SLACK_BOT_TOKEN with SLACK_APP_TOKEN, in the profile's .env)")
+		return nil, errors.New("no gateway adapter is configured (gateway.telegram, gateway.slack, gateway.discord or gateway.webhook in config.yaml; " +
+			"or, as the familiar agent takes them, TELEGRAM_BOT_TOKEN, SLACK_BOT_TOKEN with SLACK_APP_TOKEN, or DISCORD_BOT_TOKEN, in the profile's .env)")
 	}
 	if lg == nil {
 		lg = s.log
@@ -176,12 +176,46 @@ func GatewayAdapters(g config.Gateway) []gateway.Configured {
 			SigningSecret: secret, SigningSecretEnv: senv, AppToken: app, AppTokenEnv: aenv, Mode: sl.Mode,
 			Listen: sl.Listen, APIURL: sl.APIURL}), Access: access(sl.Access)})
 	}
+	if d := g.Discord; d != nil {
+		out = append(out, gateway.Configured{Adapter: gateway.NewDiscord(DiscordOptions(*d)), Access: access(d.Access)})
+	}
 	if w := g.Webhook; w != nil {
 		env, secret := config.Secret(w.SecretEnv, "ATRIUM_WEBHOOK_SECRET")
 		out = append(out, gateway.Configured{Adapter: gateway.NewWebhook(gateway.WebhookOptions{Name: w.Name, Secret: secret,
 			SecretEnv: env, Listen: w.Listen, ReplyURL: w.ReplyURL}), Access: access(w.Access)})
 	}
 	return out
+}
+
+// DiscordOptions are the adapter's options a gateway.discord block
+// (resolved: config.GatewayWithFamiliarEnv) gives: the familiar defaults
+// where it sets nothing.
+func DiscordOptions(d config.Discord) gateway.DiscordOptions {
+	o := gateway.DiscordDefaults()
+	o.TokenEnv, o.Token = config.Secret(d.TokenEnv, "DISCORD_BOT_TOKEN")
+	o.APIURL, o.Access = d.APIURL, access(d.Access)
+	set := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	b := d.DiscordBehaviour
+	set(&o.RequireMention, b.RequireMention)
+	set(&o.IgnoreNoMention, b.IgnoreNoMention)
+	set(&o.AutoThread, b.AutoThread)
+	set(&o.Reactions, b.Reactions)
+	set(&o.Mentions.Everyone, b.AllowMentions.Everyone)
+	set(&o.Mentions.Roles, b.AllowMentions.Roles)
+	set(&o.Mentions.Users, b.AllowMentions.Users)
+	set(&o.Mentions.RepliedUser, b.AllowMentions.RepliedUser)
+	o.FreeResponse, o.NoThread, o.Ignored, o.Allowed = b.FreeResponseChannels, b.NoThreadChannels, b.IgnoredChannels, b.AllowedChannels
+	if b.AllowBots != "" {
+		o.AllowBots = b.AllowBots
+	}
+	if b.ReplyToMode != "" {
+		o.ReplyToMode = b.ReplyToMode
+	}
+	return o
 }
 
 func access(a config.Access) gateway.Access {

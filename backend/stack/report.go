@@ -104,6 +104,9 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 		}
 		add("slack", sl.Access, [2]string{sl.TokenEnv, "SLACK_BOT_TOKEN"}, second)
 	}
+	if d := g.Discord; d != nil {
+		add("discord", d.Access, [2]string{d.TokenEnv, "DISCORD_BOT_TOKEN"})
+	}
 	if w := g.Webhook; w != nil {
 		name := w.Name
 		if name == "" {

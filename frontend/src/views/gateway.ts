@@ -72,7 +72,7 @@ export class GatewayView implements View {
           running,
           h('p', {}, 'Add an adapter to config.yaml (tokens stay in environment variables):'),
           h('pre', { class: 'selectable code' }, 'gateway:\n  telegram:\n    token_env: TELEGRAM_BOT_TOKEN\n    allowed_users: [123456789]'),
-          h('p', { class: 'muted small' }, 'Or, as the familiar agent takes them, keep TELEGRAM_BOT_TOKEN and TELEGRAM_ALLOWED_USERS (Slack: SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_ALLOWED_USERS) in the profile’s .env.'),
+          h('p', { class: 'muted small' }, 'Or, as the familiar agent takes them, keep TELEGRAM_BOT_TOKEN and TELEGRAM_ALLOWED_USERS (Slack: SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_ALLOWED_USERS; Discord: DISCORD_BOT_TOKEN, DISCORD_ALLOWED_USERS) in the profile’s .env.'),
           h('p', { class: 'muted small' }, 'Nobody may talk to the agent until listed in allowed_users or allowed_chats: an unknown sender gets one polite refusal.'),
         ),
       );
