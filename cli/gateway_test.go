@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -681,6 +682,16 @@ func TestGatewayRunDiscord(t *testing.T) {
 	for _, c := range f.Calls() {
 		if strings.HasPrefix(c, "react") {
 			t.Fatalf("a reaction with reactions: false: %q", f.Calls())
+		}
+	}
+	_, cmds := f.Commands()
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c["name"].(string))
+	}
+	for _, want := range []string{"new", "help", "stop", "approve", "whoami"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("/%s is not among the slash commands: %q", want, names)
 		}
 	}
 	st := atriumExec(t, home, "", nil, "gateway", "status")

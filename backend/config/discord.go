@@ -31,6 +31,10 @@ type DiscordBehaviour struct {
 	AllowBots            string       `yaml:"allow_bots"`    // none (default), mentions, all
 	ReplyToMode          string       `yaml:"reply_to_mode"` // off, first (default), all
 	AllowMentions        DiscordPings `yaml:"allow_mentions"`
+	// SlashCommands registers the commands as the application's slash
+	// commands on connecting (default true; DISCORD_COMMAND_SYNC_POLICY=off
+	// leaves them as they are).
+	SlashCommands *bool `yaml:"slash_commands"`
 }
 
 // DiscordPings are the pings the bot's messages may make.
@@ -81,6 +85,7 @@ func (b DiscordBehaviour) over(under DiscordBehaviour) DiscordBehaviour {
 		Reactions: pick(b.Reactions, under.Reactions), IgnoredChannels: list(b.IgnoredChannels, under.IgnoredChannels),
 		AllowedChannels: list(b.AllowedChannels, under.AllowedChannels), NoThreadChannels: list(b.NoThreadChannels, under.NoThreadChannels),
 		AllowBots: str(b.AllowBots, under.AllowBots), ReplyToMode: str(b.ReplyToMode, under.ReplyToMode),
+		SlashCommands: pick(b.SlashCommands, under.SlashCommands),
 		AllowMentions: DiscordPings{Everyone: pick(b.AllowMentions.Everyone, under.AllowMentions.Everyone),
 			Roles: pick(b.AllowMentions.Roles, under.AllowMentions.Roles), Users: pick(b.AllowMentions.Users, under.AllowMentions.Users),
 			RepliedUser: pick(b.AllowMentions.RepliedUser, under.AllowMentions.RepliedUser)},
@@ -126,6 +131,17 @@ func discordEnv(getenv func(string) string) (b DiscordBehaviour, notes []string)
 	if (DiscordBehaviour{ReplyToMode: b.ReplyToMode}).validate("") != nil {
 		notes = append(notes, fmt.Sprintf("DISCORD_REPLY_TO_MODE=%q is not off, first or all; first holds", b.ReplyToMode))
 		b.ReplyToMode = ""
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("DISCORD_COMMAND_SYNC_POLICY"))); v {
+	case "":
+	case "off":
+		off := false
+		b.SlashCommands = &off
+	case "safe", "bulk":
+		on := true
+		b.SlashCommands = &on
+	default:
+		notes = append(notes, fmt.Sprintf("DISCORD_COMMAND_SYNC_POLICY=%q is not safe, bulk or off; the commands are registered", v))
 	}
 	if v := strings.TrimSpace(getenv("DISCORD_ALLOWED_ROLES")); v != "" {
 		notes = append(notes, "DISCORD_ALLOWED_ROLES is not honoured: Atrium lets in the users listed (DISCORD_ALLOWED_USERS, GATEWAY_ALLOWED_USERS or gateway.discord.allowed_users) and the channels of gateway.discord.allowed_chats")

@@ -134,7 +134,7 @@ func TestDiscordFromTheFamiliarEnv(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DISCORD_BOT_TOKEN": "tok", "DISCORD_ALLOWED_USERS": "284102345871466496, 198765432109876543",
 		"DISCORD_REQUIRE_MENTION": "false", "DISCORD_FREE_RESPONSE_CHANNELS": "111,222", "DISCORD_ALLOW_BOTS": "sometimes",
-		"DISCORD_AUTO_THREAD": "maybe", "DISCORD_ALLOWED_ROLES": "9"}
+		"DISCORD_AUTO_THREAD": "maybe", "DISCORD_ALLOWED_ROLES": "9", "DISCORD_COMMAND_SYNC_POLICY": "off"}
 	getenv := func(k string) string { return env[k] }
 	c, err := load(t, "discord:\n  require_mention: true\n  auto_thread: false\n  ignored_channels: \"333, 444\"\n  no_thread_channels: [555]\n  reply_to_mode: all\n  allow_mentions:\n    everyone: true\n")
 	if err != nil {
@@ -148,7 +148,7 @@ func TestDiscordFromTheFamiliarEnv(t *testing.T) {
 	b := d.DiscordBehaviour
 	if *b.RequireMention || strings.Join(b.FreeResponseChannels, ",") != "111,222" || *b.AutoThread ||
 		strings.Join(b.IgnoredChannels, ",") != "333,444" || strings.Join(b.NoThreadChannels, ",") != "555" || b.ReplyToMode != "all" ||
-		b.AllowBots != "" || !*b.AllowMentions.Everyone || b.AllowMentions.Users != nil || b.IgnoreNoMention != nil {
+		b.AllowBots != "" || !*b.AllowMentions.Everyone || b.AllowMentions.Users != nil || b.IgnoreNoMention != nil || *b.SlashCommands {
 		t.Fatalf("behaviour: %+v", b)
 	}
 	want := []string{`DISCORD_AUTO_THREAD="maybe" is neither true nor false`, `DISCORD_ALLOW_BOTS="sometimes" is not none, mentions or all`,

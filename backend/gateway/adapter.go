@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"atrium/backend/hooks"
 )
 
 // Inbound is a message an adapter received, with the identity it derived.
@@ -126,6 +128,13 @@ type TypingStopper interface {
 type Acknowledger interface {
 	Working(ctx context.Context, m Inbound) error
 	Done(ctx context.Context, m Inbound, ok bool) error
+}
+
+// CommandMenu is an adapter whose platform lists the bot's slash
+// commands in a menu of its own (Discord's application commands): the
+// service gives it the registry's list, which it asks when it connects.
+type CommandMenu interface {
+	SetCommands(list func() []hooks.Command)
 }
 
 // Editor is an adapter that can edit a message it sent.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
+
+	"atrium/backend/hooks"
 )
 
 // DiscordOptions configure the Discord adapter. The behaviour in a server
@@ -57,6 +59,10 @@ type DiscordOptions struct {
 	ReplyToMode string
 	// Mentions the bot's messages may ping.
 	Mentions DiscordMentions
+	// SlashCommands: the commands (built-in and plugins') are registered
+	// as the application's slash commands when the adapter connects,
+	// replacing the ones it had (off: left as they are).
+	SlashCommands bool
 	// Client is the HTTP client (its Transport is kept; a timeout is set).
 	Client              *http.Client
 	RetryBase, RetryMax time.Duration
@@ -69,9 +75,10 @@ type DiscordMentions struct {
 
 // DiscordDefaults are the familiar gateway's defaults: mentions required,
 // mentions of others heeded, a thread for each @mention, reactions, the
-// first part a reply; no @everyone or role pings.
+// first part a reply, slash commands registered; no @everyone or role
+// pings.
 func DiscordDefaults() DiscordOptions {
-	return DiscordOptions{RequireMention: true, IgnoreNoMention: true, AutoThread: true, Reactions: true,
+	return DiscordOptions{RequireMention: true, IgnoreNoMention: true, AutoThread: true, Reactions: true, SlashCommands: true,
 		AllowBots: "none", ReplyToMode: "first", Mentions: DiscordMentions{Users: true, RepliedUser: true}}
 }
 
@@ -92,12 +99,14 @@ type Discord struct {
 	o DiscordOptions
 	s *discordgo.Session
 
-	mu      sync.Mutex
-	in      Inbox
-	me      *discordgo.User
-	threads map[string]bool // threads the bot takes part in
-	chans   map[string]*discordgo.Channel
-	homes   map[string]string // message id → its channel, for one a thread was opened from
+	mu       sync.Mutex
+	in       Inbox
+	me       *discordgo.User
+	app      string                 // the application's id (READY)
+	commands func() []hooks.Command // for the application's slash commands
+	threads  map[string]bool        // threads the bot takes part in
+	chans    map[string]*discordgo.Channel
+	homes    map[string]string // message id → its channel, for one a thread was opened from
 }
 
 // NewDiscord builds the adapter.
@@ -140,6 +149,13 @@ func NewDiscord(o DiscordOptions) *Discord {
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) { d.onReaction(r.MessageReaction, true) })
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) { d.onReaction(r.MessageReaction, false) })
 	s.AddHandler(func(_ *discordgo.Session, t *discordgo.ThreadCreate) { d.remember(t.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+		if r.Application != nil && r.Application.ID != "" {
+			d.mu.Lock()
+			d.app = r.Application.ID
+			d.mu.Unlock()
+		}
+	})
 	return d
 }
 
@@ -208,11 +224,17 @@ func (d *Discord) Run(ctx context.Context, in Inbox, report Reporter) error {
 		default:
 		}
 	})()
+	registered := false
 	for attempt := 1; ; {
 		err := d.s.Open()
 		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
 			attempt = 1
-			report(Connected, "@"+me.Username+" on Discord's gateway", nil)
+			detail := "@" + me.Username + " on Discord's gateway"
+			if !registered {
+				registered = true
+				detail += d.registerCommands(ctx)
+			}
+			report(Connected, detail, nil)
 			select {
 			case <-ctx.Done():
 				_ = d.s.Close()
@@ -237,6 +259,58 @@ func (d *Discord) Run(ctx context.Context, in Inbox, report Reporter) error {
 		}
 		attempt++
 	}
+}
+
+// SetCommands implements CommandMenu.
+func (d *Discord) SetCommands(list func() []hooks.Command) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.commands = list
+}
+
+// commandName is what Discord takes as a slash command's name.
+var discordCommandName = regexp.MustCompile(`^[-_\p{Ll}\p{Lo}\p{N}]{1,32}$`)
+
+// registerCommands makes the commands the application's slash commands
+// (a bulk overwrite: Discord keeps the ids of those that stay), each
+// with an optional args; what is said after the connection's detail when
+// it could not.
+func (d *Discord) registerCommands(ctx context.Context) string {
+	d.mu.Lock()
+	list, app := d.commands, d.app
+	if app == "" && d.me != nil {
+		app = d.me.ID
+	}
+	d.mu.Unlock()
+	if !d.o.SlashCommands || list == nil || app == "" {
+		return ""
+	}
+	var cmds []*discordgo.ApplicationCommand
+	seen := map[string]bool{}
+	for _, c := range list() {
+		name := strings.ToLower(c.Name)
+		if !discordCommandName.MatchString(name) || seen[name] || len(cmds) == 100 {
+			continue
+		}
+		seen[name] = true
+		desc := strings.TrimSpace(c.Description)
+		if desc == "" {
+			desc = "/" + name
+		}
+		hint := strings.TrimSpace(c.ArgsHint)
+		if hint == "" {
+			hint = "what to pass to /" + name
+		}
+		cmds = append(cmds, &discordgo.ApplicationCommand{Name: name, Description: clipRunes(desc, 100),
+			Options: []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: "args",
+				Description: clipRunes(hint, 100)}}})
+	}
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := d.s.ApplicationCommandBulkOverwrite(app, "", cmds, discordgo.WithContext(c)); err != nil {
+		return "; its slash commands were not registered (" + clipRunes(scrub(err, d.o.Token).Error(), 200) + "): typed as messages they still work"
+	}
+	return fmt.Sprintf("; %d slash commands", len(cmds))
 }
 
 // discordRefusal is what a close code the gateway ends a connection with
@@ -435,12 +509,14 @@ func discordName(u *discordgo.User, mem *discordgo.Member) string {
 	return u.Username
 }
 
-// onInteraction takes a tap on a button under one of the bot's messages:
+// onInteraction takes a tap on a button under one of the bot's messages,
 // acknowledged at once (Discord wants an answer within 3 seconds; the
-// message is edited after), then handed on.
+// message is edited after), or one of the application's slash commands,
+// answered at once to the person alone ("Running /new…"): the command is
+// the message that says it, and its answer comes in the channel.
 func (d *Discord) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionCreate) {
 	i := ic.Interaction
-	if i == nil || i.Type != discordgo.InteractionMessageComponent || i.Message == nil {
+	if i == nil || i.Type != discordgo.InteractionMessageComponent && i.Type != discordgo.InteractionApplicationCommand {
 		return
 	}
 	user := i.User
@@ -450,20 +526,43 @@ func (d *Discord) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionC
 	if user == nil || user.Bot {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	_ = d.s.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate},
-		discordgo.WithContext(ctx))
-	cancel()
-	in := Inbound{EventID: "tap:" + i.ID, UserID: user.ID, UserName: discordName(user, i.Member), ChatID: i.ChannelID, ChatType: "dm",
-		At: time.Now().UTC(), Tap: &Tap{ID: i.AppID + ":" + i.Token, MessageID: i.Message.ID, MessageText: i.Message.Content,
-			Data: i.MessageComponentData().CustomID}}
+	in := Inbound{UserID: user.ID, UserName: discordName(user, i.Member), ChatID: i.ChannelID, ChatType: "dm", At: time.Now().UTC()}
+	parent := i.ChannelID
 	if i.GuildID != "" {
 		in.ChatType = "group"
 		if c := d.channel(i.ChannelID); c != nil && c.IsThread() {
-			in.ChatType, in.ThreadID = "thread", i.ChannelID
+			in.ChatType, in.ThreadID, parent = "thread", i.ChannelID, c.ParentID
 		}
 	}
-	d.deliver(in)
+	answer := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
+	if i.Type == discordgo.InteractionMessageComponent {
+		if i.Message == nil {
+			return
+		}
+		in.EventID = "tap:" + i.ID
+		in.Tap = &Tap{ID: i.AppID + ":" + i.Token, MessageID: i.Message.ID, MessageText: i.Message.Content, Data: i.MessageComponentData().CustomID}
+	} else {
+		data := i.ApplicationCommandData()
+		in.EventID, in.Text = "command:"+i.ID, "/"+data.Name
+		for _, o := range data.Options {
+			if v, ok := o.Value.(string); ok && o.Name == "args" && strings.TrimSpace(v) != "" {
+				in.Text += " " + strings.TrimSpace(v)
+			}
+		}
+		say := "Running " + clipRunes(in.Text, 200) + "…"
+		if i.GuildID != "" && (slices.Contains(d.o.Ignored, i.ChannelID) || slices.Contains(d.o.Ignored, parent) ||
+			len(d.o.Allowed) > 0 && !slices.Contains(d.o.Allowed, i.ChannelID) && !slices.Contains(d.o.Allowed, parent)) {
+			say, in.Text = "I do not answer in this channel.", ""
+		}
+		answer = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Content: say, Flags: discordgo.MessageFlagsEphemeral}}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_ = d.s.InteractionRespond(i, answer, discordgo.WithContext(ctx))
+	cancel()
+	if in.Tap != nil || in.Text != "" {
+		d.deliver(in)
+	}
 }
 
 // onReaction tells of an emoji reaction someone (not the bot) added or

@@ -330,6 +330,50 @@ func TestDiscordReactionsReachTheEventHooksOnly(t *testing.T) {
 	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
 }
 
+// The commands (built-in and plugins') are registered as the
+// application's slash commands when the adapter connects, each with an
+// optional args; one used is answered at once to the person alone, and
+// is the message that says it: its answer comes in the channel.
+func TestDiscordSlashCommands(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	const dm, ada = "9001", "4242"
+	f, _ := e.discordDM(t, ada)
+	waitFor(t, "the commands registered", func() bool { app, cmds := f.Commands(); return app == f.BotID && len(cmds) > 0 })
+	_, cmds := f.Commands()
+	names := map[string]map[string]any{}
+	for _, c := range cmds {
+		names[c["name"].(string)] = c
+	}
+	for _, want := range []string{"whoami", "new", "compress", "title", "undo"} {
+		if names[want] == nil {
+			t.Fatalf("/%s not registered: %v", want, cmds)
+		}
+	}
+	opts, _ := names["title"]["options"].([]any)
+	if len(opts) != 1 || opts[0].(map[string]any)["name"] != "args" || opts[0].(map[string]any)["required"] != false || names["title"]["description"] == "" {
+		t.Fatalf("/title: %v", names["title"])
+	}
+	if e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'discord' AND detail LIKE ?`, fmt.Sprintf("%%; %d slash commands", len(cmds))) != 1 {
+		t.Fatal("the status does not say the commands were registered")
+	}
+
+	f.Dispatch("INTERACTION_CREATE", gatewaytest.DiscordCommand("c1", f.BotID, dm, "", ada, "whoami", ""))
+	p := postedTo(t, f, 1, "the answer to /whoami")
+	if p.Channel != dm || !strings.Contains(p.Content, "(4242) on discord") {
+		t.Fatalf("/whoami: %+v", p)
+	}
+	if !slices.Contains(f.Calls(), "callback c1 4 64 Running /whoami…") {
+		t.Fatalf("calls: %q", f.Calls())
+	}
+	f.Dispatch("INTERACTION_CREATE", gatewaytest.DiscordCommand("c2", f.BotID, dm, "", ada, "title", "Launch plan"))
+	p = postedTo(t, f, 2, "the answer to /title")
+	sid := e.route(t, "discord:dm:"+dm)
+	if s, err := e.sess.Get(context.Background(), sid); err != nil || s.Title != "Launch plan" || !strings.Contains(p.Content, "Launch plan") {
+		t.Fatalf("/title Launch plan: %+v %v; %q", s, err, p.Content)
+	}
+}
+
 // A connection that drops is resumed, and the conversation goes on; a
 // reply Discord rate-limits is sent when it says.
 func TestDiscordResumesAndWaitsOutARateLimit(t *testing.T) {

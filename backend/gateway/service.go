@@ -199,6 +199,9 @@ func (s *Service) Start(ctx context.Context) error {
 	for _, c := range s.o.Adapters {
 		c := c
 		p := c.Adapter.Platform()
+		if cm, ok := c.Adapter.(CommandMenu); ok {
+			cm.SetCommands(s.menu)
+		}
 		s.report(p, Starting, "", nil)
 		s.wg.Add(2)
 		go func() {
@@ -222,6 +225,26 @@ func (s *Service) Start(ctx context.Context) error {
 		s.housekeeping(run)
 	}()
 	return nil
+}
+
+// gatewayCommands are the commands the gateway answers itself, listed
+// in a platform's own menu of commands (CommandMenu) with the registry's.
+var gatewayCommands = []hooks.Command{
+	{Name: "approve", Description: "Approve the tool call waiting for you: once, or for the session, or always", ArgsHint: "[session|always]"},
+	{Name: "deny", Description: "Refuse the tool call waiting for you"},
+	{Name: "stop", Description: "Stop the turn under way (what it stored stays)"},
+	{Name: "verbose", Description: "Cycle how tool calls are shown here: off, new, all, verbose"},
+}
+
+// menu is the registry's commands with the gateway's own.
+func (s *Service) menu() []hooks.Command {
+	list := s.o.Bus.Commands().List()
+	for _, c := range gatewayCommands {
+		if !slices.ContainsFunc(list, func(r hooks.Command) bool { return r.Name == c.Name }) {
+			list = append(list, c)
+		}
+	}
+	return list
 }
 
 // Stop stops receiving, lets the turns in flight finish (bounded by ctx),

@@ -204,6 +204,7 @@ func DiscordOptions(d config.Discord) gateway.DiscordOptions {
 	set(&o.IgnoreNoMention, b.IgnoreNoMention)
 	set(&o.AutoThread, b.AutoThread)
 	set(&o.Reactions, b.Reactions)
+	set(&o.SlashCommands, b.SlashCommands)
 	set(&o.Mentions.Everyone, b.AllowMentions.Everyone)
 	set(&o.Mentions.Roles, b.AllowMentions.Roles)
 	set(&o.Mentions.Users, b.AllowMentions.Users)

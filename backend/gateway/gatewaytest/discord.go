@@ -29,21 +29,44 @@ type Discord struct {
 	// BotID and BotName are the bot's user.
 	BotID, BotName string
 
-	mu           sync.Mutex
-	posted       []DiscordPost
-	edited       []DiscordPost
-	calls        []string // "typing C", "react C M E", "unreact C M E", "delete C M", "thread C M NAME", "callback ID TYPE"
-	followups    []DiscordPost
-	channels     map[string]map[string]any
-	conns        map[*websocket.Conn]*sync.Mutex
-	connected    int
-	identified   int
-	resumed      int
-	intents      int64
-	closeWith    int // Identify is answered with this close code
-	limited      int // this many message posts answer 429
-	seq          int64
-	unauthorized bool
+	mu          sync.Mutex
+	posted      []DiscordPost
+	edited      []DiscordPost
+	calls       []string // "typing C", "react C M E", "unreact C M E", "delete C M", "thread C M NAME", "callback ID TYPE"
+	followups   []DiscordPost
+	channels    map[string]map[string]any
+	conns       map[*websocket.Conn]*sync.Mutex
+	connected   int
+	identified  int
+	resumed     int
+	intents     int64
+	closeWith   int // Identify is answered with this close code
+	limited     int // this many message posts answer 429
+	seq         int64
+	commands    []map[string]any
+	commandsApp string
+}
+
+// Commands are the application's slash commands as the bot last
+// registered them (PUT /applications/{app}/commands), and the app's id.
+func (f *Discord) Commands() (string, []map[string]any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commandsApp, f.commands
+}
+
+// DiscordCommand is an INTERACTION_CREATE of a slash command (name, with
+// args when not "") in channel.
+func DiscordCommand(id, app, channel, guild, user, name, args string) map[string]any {
+	i := DiscordTap(id, app, channel, guild, user, "", "", "")
+	delete(i, "message")
+	i["type"] = 2
+	opts := []any{}
+	if args != "" {
+		opts = append(opts, map[string]any{"name": "args", "type": 3, "value": args})
+	}
+	i["data"] = map[string]any{"id": "cmd-" + name, "name": name, "type": 1, "options": opts}
+	return i
 }
 
 // DiscordPost is a message the bot posted (or edited, or a follow-up).
@@ -240,9 +263,17 @@ func (f *Discord) serve(w http.ResponseWriter, r *http.Request) {
 	if parts[0] == "interactions" && len(parts) == 4 && parts[3] == "callback" {
 		var body struct {
 			Type int `json:"type"`
+			Data struct {
+				Content string `json:"content"`
+				Flags   int64  `json:"flags"`
+			} `json:"data"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
-		f.record(fmt.Sprintf("callback %s %d", parts[1], body.Type))
+		call := fmt.Sprintf("callback %s %d", parts[1], body.Type)
+		if body.Data.Content != "" {
+			call += fmt.Sprintf(" %d %s", body.Data.Flags, body.Data.Content)
+		}
+		f.record(call)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -251,6 +282,17 @@ func (f *Discord) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case parts[0] == "applications" && len(parts) == 3 && parts[2] == "commands" && r.Method == http.MethodPut:
+		var cmds []map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&cmds); err != nil {
+			f.fail(w, http.StatusBadRequest, 50035, "Invalid Form Body")
+			return
+		}
+		f.mu.Lock()
+		f.commands = cmds
+		f.commandsApp = parts[1]
+		f.mu.Unlock()
+		f.answer(w, cmds)
 	case path == "users/@me":
 		f.answer(w, map[string]any{"id": f.BotID, "username": f.BotName, "bot": true})
 	case parts[0] == "channels" && len(parts) == 2 && r.Method == http.MethodGet:
