@@ -185,6 +185,12 @@ type Config struct {
 	// Platforms is the familiar agent's platforms block, its enabled
 	// switches (GatewayWithFamiliarEnv).
 	Platforms map[string]Platform `yaml:"platforms"`
+	// GroupSessionsPerUser gives each person their own conversation with
+	// the agent in a shared chat that is not a thread (default true, as
+	// the familiar agent's); ThreadSessionsPerUser in a thread (default
+	// false: a thread reads as one conversation).
+	GroupSessionsPerUser  *bool `yaml:"group_sessions_per_user"`
+	ThreadSessionsPerUser *bool `yaml:"thread_sessions_per_user"`
 	// DiscordSection is the familiar agent's discord: section: how its
 	// Discord bot behaves in a server (Config.discordResolved).
 	DiscordSection DiscordBehaviour `yaml:"discord"`
@@ -206,6 +212,14 @@ func (c Config) AcceptsHooks() bool {
 		return Truthy(v)
 	}
 	return false
+}
+
+// SessionsPerUser is group_sessions_per_user (default true) and
+// thread_sessions_per_user (default false).
+func (c Config) SessionsPerUser() (group, thread bool) {
+	group = c.GroupSessionsPerUser == nil || *c.GroupSessionsPerUser
+	thread = c.ThreadSessionsPerUser != nil && *c.ThreadSessionsPerUser
+	return group, thread
 }
 
 // Truthy reads a switch written as text: 1, true, yes or on.

@@ -187,3 +187,24 @@ func TestDiscordFromTheFamiliarEnv(t *testing.T) {
 		t.Fatalf("no .env: %+v", g.Discord)
 	}
 }
+
+// group_sessions_per_user and thread_sessions_per_user as the familiar
+// agent reads them: a person's own conversation in a group by default,
+// one shared in a thread.
+func TestSessionsPerUser(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, th := c.SessionsPerUser(); !g || th {
+		t.Fatalf("defaults: %v %v", g, th)
+	}
+	c, err = load(t, "group_sessions_per_user: false\nthread_sessions_per_user: true\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, th := c.SessionsPerUser(); g || !th {
+		t.Fatalf("set: %v %v", g, th)
+	}
+}

@@ -233,7 +233,7 @@ func (s *Service) tapped(c Configured, m Inbound) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s.consumed(c, m)
-	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
+	src := s.source(m)
 	t := tap{s: s, c: c, m: m, ctx: ctx, key: SessionKey(c.Adapter.Platform(), src)}
 	kind, rest, _ := strings.Cut(m.Tap.Data, ":")
 	t.choice, t.id, _ = strings.Cut(rest, ":")

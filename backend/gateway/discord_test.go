@@ -330,6 +330,50 @@ func TestDiscordReactionsReachTheEventHooksOnly(t *testing.T) {
 	e.rec.Expect(t, e.bus, map[string]int{"*": 0})
 }
 
+// As the familiar gateway keeps them (group_sessions_per_user on,
+// thread_sessions_per_user off): two people in one server channel each
+// have their own conversation with the agent (the key ends in their id),
+// and /whoami says so; in a thread they share one; in a DM there is one
+// person anyway. The same on Telegram, in a group.
+func TestSessionsPerUserInSharedChats(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	e.perUser = [2]bool{true, false}
+	f := gatewaytest.NewDiscord(t, discordToken)
+	const guild, free, thread, ada, bob = "500", "601", "603", "4242", "4343"
+	f.AddChannel(free, 0, guild, "", "")
+	f.AddChannel(thread, 11, guild, free, "someone")
+	tg := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, discordOn(f, func(o *gateway.DiscordOptions) { o.FreeResponse = []string{free} }, ada, bob), telegram(tg, "1", "2"))
+	waitFor(t, "connected", func() bool { return f.Live() == 1 })
+	mention := "<@" + f.BotID + "> "
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("a1", free, guild, ada, "ada", "/whoami"))
+	postedTo(t, f, 1, "ada's answer")
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("b1", free, guild, bob, "bob", "/whoami"))
+	p := postedTo(t, f, 2, "bob's answer")
+	if !strings.Contains(p.Content, "key discord:group:"+free+":"+bob) || !strings.Contains(f.Posted()[0].Content, "key discord:group:"+free+":"+ada) {
+		t.Fatalf("the keys: %q / %q", f.Posted()[0].Content, p.Content)
+	}
+	a, b := e.route(t, "discord:group:"+free+":"+ada), e.route(t, "discord:group:"+free+":"+bob)
+	if a == "" || b == "" || a == b {
+		t.Fatalf("the sessions: %q %q", a, b)
+	}
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("a2", thread, guild, ada, "ada", mention+"in the thread", f.BotID))
+	postedTo(t, f, 3, "ada's answer in the thread")
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("b2", thread, guild, bob, "bob", "me too"))
+	postedTo(t, f, 4, "bob's answer in the thread")
+	if n := e.count(t, `SELECT COUNT(*) FROM gateway_routes WHERE session_key LIKE 'discord:thread:%'`); n != 1 {
+		t.Fatalf("%d conversations in one thread", n)
+	}
+
+	tg.Push(1, "Ada", -100, "group", "hello group")
+	tg.Push(2, "Bob", -100, "group", "hello group")
+	waitFor(t, "both answered on Telegram", func() bool { return len(tg.SentTexts()) == 2 })
+	if e.route(t, "telegram:group:-100:1") == "" || e.route(t, "telegram:group:-100:2") == "" || e.route(t, "telegram:group:-100") != "" {
+		t.Fatal("Telegram's group is not one conversation a person")
+	}
+}
+
 // The commands (built-in and plugins') are registered as the
 // application's slash commands when the adapter connects, each with an
 // optional args; one used is answered at once to the person alone, and

@@ -71,6 +71,8 @@ type env struct {
 	events *eventRecorder
 	// progress is the gateway's Progress (nil: none shown).
 	progress func(platform string) gateway.Progress
+	// perUser is its GroupSessionsPerUser and ThreadSessionsPerUser.
+	perUser [2]bool
 }
 
 // eventRecorder is gateway.EventHooks that keeps what it is told.
@@ -188,7 +190,8 @@ func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Servi
 	t.Helper()
 	g := gateway.New(gateway.Options{DB: e.db, Sessions: e.sess, Bus: e.bus, Loop: e.loop, Adapters: adapters,
 		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
-		ApprovalTimeout: e.approvalTimeout, TurnTimeout: e.turnTimeout, Parallel: e.parallel, Hooks: e.events, Progress: e.progress})
+		ApprovalTimeout: e.approvalTimeout, TurnTimeout: e.turnTimeout, Parallel: e.parallel, Hooks: e.events, Progress: e.progress,
+		GroupSessionsPerUser: e.perUser[0], ThreadSessionsPerUser: e.perUser[1]})
 	e.gw = g
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -60,6 +60,11 @@ type Options struct {
 	// as they are at each turn's start: how the chat is shown the turn's
 	// tool calls. nil: it is shown none.
 	Progress func(platform string) Progress
+	// GroupSessionsPerUser gives each sender their own conversation in a
+	// shared chat that is not a thread, ThreadSessionsPerUser in a thread
+	// (the familiar group_sessions_per_user, on there by default, and
+	// thread_sessions_per_user, off): the session key ends in their id.
+	GroupSessionsPerUser, ThreadSessionsPerUser bool
 	// Hooks are the familiar agent's gateway event hooks
 	// (gatewayhooks.Hooks): started and stopped with the gateway, told of
 	// its lifecycle points off the conversation's path. nil: none.
@@ -307,7 +312,18 @@ func (s *Service) report(platform, state, detail string, err error) {
 	}
 }
 
-// SessionKey is the conversation's key: <platform>:<chat_type>:<chat_id>[:<thread_id>].
+// source is who sent m, and where: in a shared chat, the sender's own
+// conversation when the options say so.
+func (s *Service) source(m Inbound) hooks.Source {
+	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
+	if m.ChatType != "" && m.ChatType != "dm" {
+		src.PerUser = m.ThreadID == "" && s.o.GroupSessionsPerUser || m.ThreadID != "" && s.o.ThreadSessionsPerUser
+	}
+	return src
+}
+
+// SessionKey is the conversation's key:
+// <platform>:<chat_type>:<chat_id>[:<thread_id>][:<user_id>].
 func SessionKey(platform string, src hooks.Source) string {
 	return hooks.GatewayContext(platform, "", src).SessionKey
 }
@@ -322,7 +338,7 @@ func (s *Service) accept(c Configured, m Inbound) {
 		s.tapped(c, m)
 		return
 	}
-	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
+	src := s.source(m)
 	key := SessionKey(c.Adapter.Platform(), src)
 	if s.answerApproval(c, key, m) || s.answerQuestion(c, key, m) || s.stopTurn(c, key, m) {
 		return
@@ -399,7 +415,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		return err
 	}
 	_ = s.store.count(ctx, platform, "received")
-	src := hooks.Source{UserID: m.UserID, ChatID: m.ChatID, ThreadID: m.ThreadID, ChatType: m.ChatType, UserName: m.UserName}
+	src := s.source(m)
 	key := SessionKey(platform, src)
 	out := Outbound{Platform: platform, ChatID: m.ChatID, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo}
 	if !c.Access.Allows(m.UserID, m.ChatID) {

@@ -22,12 +22,15 @@ type Source struct {
 	ThreadID string `json:"thread_id,omitempty"`
 	ChatType string `json:"chat_type,omitempty"`
 	UserName string `json:"user_name,omitempty"`
+	// PerUser: the conversation is the sender's own inside a shared chat
+	// (the familiar group_sessions_per_user): its key ends in their id.
+	PerUser bool `json:"-"`
 }
 
 // CommandContext tells a command which session called it.
 type CommandContext struct {
 	SessionID  string  `json:"session_id"`
-	SessionKey string  `json:"session_key"` // <platform>:<chat_type>:<chat_id>[:<thread_id>] or <platform>:<session_id>
+	SessionKey string  `json:"session_key"` // <platform>:<chat_type>:<chat_id>[:<thread_id>][:<user_id>] or <platform>:<session_id>
 	Platform   string  `json:"platform"`    // cli, desktop, dashboard, or a gateway's name
 	Source     *Source `json:"source"`      // nil on local surfaces
 }
@@ -42,6 +45,9 @@ func GatewayContext(platform, sessionID string, src Source) CommandContext {
 	key := platform + ":" + src.ChatType + ":" + src.ChatID
 	if src.ThreadID != "" {
 		key += ":" + src.ThreadID
+	}
+	if src.PerUser && src.UserID != "" {
+		key += ":" + src.UserID
 	}
 	return CommandContext{SessionID: sessionID, SessionKey: key, Platform: platform, Source: &src}
 }

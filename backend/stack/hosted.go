@@ -117,9 +117,10 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	// The familiar agent's gateway event hooks (<home>/hooks/*/HOOK.yaml +
 	// handler.py) run while this process runs the gateway.
 	eh := gatewayhooks.New(gatewayhooks.Options{Home: s.Home, Bus: s.Bus, Logger: lg, Timeout: s.Config.HookTimeout()})
+	group, thread := s.Config.SessionsPerUser()
 	gw = gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
 		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval, Hooks: eh,
-		Progress: s.ToolProgress})
+		Progress: s.ToolProgress, GroupSessionsPerUser: group, ThreadSessionsPerUser: thread})
 	s.TellEnds(FollowEnds(gw, lg))
 	return gw, nil
 }
