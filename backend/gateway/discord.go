@@ -185,6 +185,18 @@ func (r discordRewrite) RoundTrip(req *http.Request) (*http.Response, error) {
 	return next.RoundTrip(req)
 }
 
+// plain is err as a person should read it: the token never in it, and a
+// request sent elsewhere (api_url) named by where it went.
+func (d *Discord) plain(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if rest, ok := strings.CutPrefix(ue.URL, DiscordAPI+"/"); ok && strings.TrimRight(d.o.APIURL, "/") != DiscordAPI {
+			err = &url.Error{Op: ue.Op, URL: strings.TrimRight(d.o.APIURL, "/") + "/" + rest, Err: ue.Err}
+		}
+	}
+	return scrub(err, d.o.Token)
+}
+
 // Run implements Adapter: check the token (GET /users/@me), then hold the
 // gateway's WebSocket open, reconnecting (resuming) when it drops. A token
 // Discord refuses, or intents the application is not allowed, stop the
@@ -209,7 +221,7 @@ func (d *Discord) Run(ctx context.Context, in Inbox, report Reporter) error {
 		if restStatus(err) == http.StatusUnauthorized {
 			return Permanent(fmt.Errorf("discord: Discord refused the bot token in %s (401 Unauthorized): copy it again from the Developer Portal (Bot → Reset Token)", d.o.TokenEnv))
 		}
-		report(Retrying, "cannot reach Discord's API", scrub(err, d.o.Token))
+		report(Retrying, "cannot reach Discord's API", d.plain(err))
 		if !sleep(ctx, backoff(d.o.RetryBase, d.o.RetryMax, attempt)) {
 			return nil
 		}
@@ -253,7 +265,7 @@ func (d *Discord) Run(ctx context.Context, in Inbox, report Reporter) error {
 		if refusal := discordRefusal(err, d.o.TokenEnv); refusal != nil {
 			return Permanent(refusal)
 		}
-		report(Retrying, "cannot connect to Discord's gateway", scrub(err, d.o.Token))
+		report(Retrying, "cannot connect to Discord's gateway", d.plain(err))
 		if !sleep(ctx, backoff(d.o.RetryBase, d.o.RetryMax, attempt)) {
 			return nil
 		}
@@ -308,7 +320,7 @@ func (d *Discord) registerCommands(ctx context.Context) string {
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := d.s.ApplicationCommandBulkOverwrite(app, "", cmds, discordgo.WithContext(c)); err != nil {
-		return "; its slash commands were not registered (" + clipRunes(scrub(err, d.o.Token).Error(), 200) + "): typed as messages they still work"
+		return "; its slash commands were not registered (" + clipRunes(d.plain(err).Error(), 200) + "): typed as messages they still work"
 	}
 	return fmt.Sprintf("; %d slash commands", len(cmds))
 }
@@ -674,9 +686,9 @@ func (d *Discord) sendError(err error) error {
 	}
 	switch st := restStatus(err); {
 	case st == http.StatusBadRequest || st == http.StatusUnauthorized || st == http.StatusForbidden || st == http.StatusNotFound:
-		return Permanent(fmt.Errorf("discord: %w", scrub(err, d.o.Token)))
+		return Permanent(fmt.Errorf("discord: %w", d.plain(err)))
 	}
-	return fmt.Errorf("discord: %w", scrub(err, d.o.Token))
+	return fmt.Errorf("discord: %w", d.plain(err))
 }
 
 // AnswerTap implements Tapper. Discord shows no passing notice: the tap

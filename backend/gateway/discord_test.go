@@ -516,3 +516,17 @@ func BenchmarkDiscordInbound(b *testing.B) {
 		})
 	})
 }
+
+// Discord's API out of reach is retried, and the error names where the
+// requests went (api_url), not discord.com.
+func TestDiscordUnreachableSaysWhere(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	o := gateway.DiscordDefaults()
+	o.Token, o.APIURL, o.RetryBase, o.RetryMax = discordToken, "http://127.0.0.1:9/api/v9", 20*time.Millisecond, 50*time.Millisecond
+	e.start(t, gateway.Configured{Adapter: gateway.NewDiscord(o)})
+	waitFor(t, "retrying", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'discord' AND state = 'retrying'
+			AND last_error LIKE '%http://127.0.0.1:9/api/v9/users/@me%' AND last_error NOT LIKE '%discord.com%'`) == 1
+	})
+}
