@@ -43,6 +43,7 @@ type AdapterDTO struct {
 	Failed       int64      `json:"failed"`
 	AllowedUsers []string   `json:"allowed_users"`
 	AllowedChats []string   `json:"allowed_chats"`
+	AllowedRoles []string   `json:"allowed_roles"`
 	SecretEnv    []string   `json:"secret_env"`
 	MissingEnv   []string   `json:"missing_env"`
 	UpdatedAt    *time.Time `json:"updated_at"`

@@ -118,7 +118,7 @@ func printGateway(w io.Writer, rep stack.GatewayReport) {
 	}
 	fmt.Fprintln(w, "PLATFORM\tSTATE\tDETAIL\tIN\tOUT\tWAITING\tFAILED\tALLOWED\tLAST ERROR")
 	for _, a := range rep.Adapters {
-		allowed := strings.Join(append(append([]string{}, a.AllowedUsers...), prefixed("chat ", a.AllowedChats)...), ", ")
+		allowed := strings.Join(append(append(append([]string{}, a.AllowedUsers...), prefixed("chat ", a.AllowedChats)...), prefixed("role ", a.AllowedRoles)...), ", ")
 		if allowed == "" {
 			allowed = "nobody (deny by default)"
 		}

@@ -11,6 +11,9 @@ type Discord struct {
 	Access   `yaml:",inline"`
 	TokenEnv string `yaml:"token_env"` // default DISCORD_BOT_TOKEN
 	APIURL   string `yaml:"api_url"`   // default https://discord.com/api/v9
+	// AllowedRoles let in a server member who has one of these roles (the
+	// familiar DISCORD_ALLOWED_ROLES), in a server's channels and threads.
+	AllowedRoles IDList `yaml:"allowed_roles"`
 	// DiscordBehaviour is how the bot behaves in a server, keyed as the
 	// familiar agent's discord: section.
 	DiscordBehaviour `yaml:",inline"`
@@ -143,9 +146,6 @@ func discordEnv(getenv func(string) string) (b DiscordBehaviour, notes []string)
 	default:
 		notes = append(notes, fmt.Sprintf("DISCORD_COMMAND_SYNC_POLICY=%q is not safe, bulk or off; the commands are registered", v))
 	}
-	if v := strings.TrimSpace(getenv("DISCORD_ALLOWED_ROLES")); v != "" {
-		notes = append(notes, "DISCORD_ALLOWED_ROLES is not honoured: Atrium lets in the users listed (DISCORD_ALLOWED_USERS, GATEWAY_ALLOWED_USERS or gateway.discord.allowed_users) and the channels of gateway.discord.allowed_chats")
-	}
 	return b, notes
 }
 
@@ -155,5 +155,8 @@ func discordEnv(getenv func(string) string) (b DiscordBehaviour, notes []string)
 func (c Config) discordResolved(d Discord, getenv func(string) string) (Discord, []string) {
 	env, notes := discordEnv(getenv)
 	d.DiscordBehaviour = d.DiscordBehaviour.over(env.over(c.DiscordSection))
+	if d.AllowedRoles == nil && strings.TrimSpace(getenv("DISCORD_ALLOWED_ROLES")) != "" {
+		d.AllowedRoles = idsOf(getenv("DISCORD_ALLOWED_ROLES"))
+	}
 	return d, notes
 }

@@ -70,7 +70,7 @@ func (c Config) GatewayWithFamiliarEnv(getenv func(string) string) (g Gateway, n
 				notes = append(notes, fmt.Sprintf("%s is not honoured: Atrium lets in only the users listed (%s, GATEWAY_ALLOWED_USERS, or gateway.%s.allowed_users)", v, p.allowed, p.name))
 			}
 		}
-		if len(users) == 0 {
+		if len(users) == 0 && (p.name != "discord" || strings.TrimSpace(getenv("DISCORD_ALLOWED_ROLES")) == "") {
 			notes = append(notes, fmt.Sprintf("%s runs from the .env's %s, and lets nobody in yet: list their ids in %s (or GATEWAY_ALLOWED_USERS); each one refused is told their id",
 				p.name, strings.Join(p.enable, " and "), p.allowed))
 		}

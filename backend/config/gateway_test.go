@@ -129,7 +129,7 @@ func TestGatewayWithFamiliarEnv(t *testing.T) {
 // then the familiar discord: section (lists as a string between commas or
 // a YAML list), then the familiar defaults; a gateway.discord block's own
 // settings win over both. A value that is not one is said, and the
-// default holds; DISCORD_ALLOWED_ROLES is not honoured, and said.
+// default holds; DISCORD_ALLOWED_ROLES lets in members with those roles.
 func TestDiscordFromTheFamiliarEnv(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DISCORD_BOT_TOKEN": "tok", "DISCORD_ALLOWED_USERS": "284102345871466496, 198765432109876543",
@@ -151,8 +151,10 @@ func TestDiscordFromTheFamiliarEnv(t *testing.T) {
 		b.AllowBots != "" || !*b.AllowMentions.Everyone || b.AllowMentions.Users != nil || b.IgnoreNoMention != nil || *b.SlashCommands {
 		t.Fatalf("behaviour: %+v", b)
 	}
-	want := []string{`DISCORD_AUTO_THREAD="maybe" is neither true nor false`, `DISCORD_ALLOW_BOTS="sometimes" is not none, mentions or all`,
-		"DISCORD_ALLOWED_ROLES is not honoured"}
+	if strings.Join(d.AllowedRoles, ",") != "9" {
+		t.Fatalf("roles: %q", d.AllowedRoles)
+	}
+	want := []string{`DISCORD_AUTO_THREAD="maybe" is neither true nor false`, `DISCORD_ALLOW_BOTS="sometimes" is not none, mentions or all`}
 	if len(notes) != len(want) {
 		t.Fatalf("notes: %q", notes)
 	}

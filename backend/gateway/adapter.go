@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ type Inbound struct {
 	ChatType  string // dm, group, channel
 	ThreadID  string // "" when the platform or the chat has no threads
 	ReplyTo   string // where a threaded reply goes (Slack: the thread's ts)
+	Roles     []string // the sender's roles in the server (Discord), for Access.Roles
 	At        time.Time
 	// Reaction is set when this is an emoji reaction, not a message: it
 	// starts no turn, and only the event hooks hear of it.
@@ -193,9 +195,26 @@ func retryDelay(err error) (time.Duration, bool) {
 type Access struct {
 	Users []string
 	Chats []string
+	// Roles let in a member of a server who has one of them (Discord's
+	// role ids; known only where the platform says the sender's roles).
+	Roles []string
 }
 
-// Allows reports whether the sender may talk.
+// Admits reports whether the sender of m may talk: their id, the chat's,
+// or one of their roles is listed.
+func (a Access) Admits(m Inbound) bool {
+	if a.Allows(m.UserID, m.ChatID) {
+		return true
+	}
+	for _, r := range m.Roles {
+		if r != "" && slices.Contains(a.Roles, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Allows reports whether a sender may talk, by their id or the chat's.
 func (a Access) Allows(userID, chatID string) bool {
 	for _, u := range a.Users {
 		if u != "" && u == userID {

@@ -146,8 +146,8 @@ func NewDiscord(o DiscordOptions) *Discord {
 	d := &Discord{o: o, s: s, threads: map[string]bool{}, chans: map[string]*discordgo.Channel{}, homes: map[string]string{}}
 	s.AddHandler(d.onMessage)
 	s.AddHandler(d.onInteraction)
-	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) { d.onReaction(r.MessageReaction, true) })
-	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) { d.onReaction(r.MessageReaction, false) })
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) { d.onReaction(r.MessageReaction, r.Member, true) })
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) { d.onReaction(r.MessageReaction, nil, false) })
 	s.AddHandler(func(_ *discordgo.Session, t *discordgo.ThreadCreate) { d.remember(t.Channel) })
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
 		if r.Application != nil && r.Application.ID != "" {
@@ -427,7 +427,7 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 		return
 	}
 	in := Inbound{EventID: "message:" + m.ID, MessageID: m.ID, UserID: m.Author.ID, UserName: discordName(m.Author, m.Member),
-		ChatID: m.ChannelID, ChatType: "dm", ReplyTo: m.ID, At: m.Timestamp.UTC()}
+		ChatID: m.ChannelID, ChatType: "dm", ReplyTo: m.ID, Roles: memberRoles(m.Member), At: m.Timestamp.UTC()}
 	if d.o.ReplyToMode == "off" {
 		in.ReplyTo = ""
 	}
@@ -462,7 +462,7 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 			d.threads[m.ChannelID] = true
 			d.mu.Unlock()
 		}
-		if mentioned && !free && !thread && d.o.AutoThread && !here(d.o.NoThread) && d.o.Access.Allows(m.Author.ID, m.ChannelID) {
+		if mentioned && !free && !thread && d.o.AutoThread && !here(d.o.NoThread) && d.o.Access.Admits(in) {
 			if t := d.openThread(m); t != nil {
 				in.ChatID, in.ChatType, in.ThreadID, in.ReplyTo = t.ID, "thread", t.ID, ""
 				d.mu.Lock()
@@ -510,6 +510,14 @@ func (d *Discord) openThread(m *discordgo.Message) *discordgo.Channel {
 	return t
 }
 
+// memberRoles are a server member's role ids (none outside a server).
+func memberRoles(m *discordgo.Member) []string {
+	if m == nil {
+		return nil
+	}
+	return m.Roles
+}
+
 // discordName is the name a person shows in the server (or their own).
 func discordName(u *discordgo.User, mem *discordgo.Member) string {
 	if mem != nil && mem.Nick != "" {
@@ -538,7 +546,8 @@ func (d *Discord) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionC
 	if user == nil || user.Bot {
 		return
 	}
-	in := Inbound{UserID: user.ID, UserName: discordName(user, i.Member), ChatID: i.ChannelID, ChatType: "dm", At: time.Now().UTC()}
+	in := Inbound{UserID: user.ID, UserName: discordName(user, i.Member), ChatID: i.ChannelID, ChatType: "dm",
+		Roles: memberRoles(i.Member), At: time.Now().UTC()}
 	parent := i.ChannelID
 	if i.GuildID != "" {
 		in.ChatType = "group"
@@ -579,7 +588,7 @@ func (d *Discord) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionC
 
 // onReaction tells of an emoji reaction someone (not the bot) added or
 // removed.
-func (d *Discord) onReaction(r *discordgo.MessageReaction, added bool) {
+func (d *Discord) onReaction(r *discordgo.MessageReaction, member *discordgo.Member, added bool) {
 	if r == nil || r.UserID == "" || r.UserID == d.botID() {
 		return
 	}
@@ -591,7 +600,7 @@ func (d *Discord) onReaction(r *discordgo.MessageReaction, added bool) {
 	// Discord gives a reaction no id, and does not deliver one twice on a
 	// connection (a resumed one replays only what was missed).
 	in := Inbound{EventID: fmt.Sprintf("reaction:%s:%s:%s:%s:%d", kind, r.MessageID, r.UserID, r.Emoji.APIName(), time.Now().UnixNano()), UserID: r.UserID,
-		ChatID: r.ChannelID, ChatType: "dm", At: time.Now().UTC(),
+		ChatID: r.ChannelID, ChatType: "dm", Roles: memberRoles(member), At: time.Now().UTC(),
 		Reaction: &Reaction{Added: added, Name: r.Emoji.Name, ItemType: "message", MessageTS: r.MessageID, TeamID: r.GuildID,
 			EventTS: strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 6, 64), Raw: raw}}
 	if r.GuildID != "" {

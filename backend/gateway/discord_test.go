@@ -298,6 +298,32 @@ func TestDiscordApprovalButtons(t *testing.T) {
 	}
 }
 
+// A server member who has one of the allowed roles is let in there (a
+// thread opened for their @mention, the answer in it), and so are their
+// taps and reactions; the same person in a DM, where Discord says no
+// roles, is not.
+func TestDiscordAllowedRoles(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	f := gatewaytest.NewDiscord(t, discordToken)
+	const guild, general, dm, mod = "500", "600", "9001", "4545"
+	f.AddChannel(general, 0, guild, "", "")
+	f.AddChannel(dm, 1, "", "", "")
+	e.startDiscord(t, f, discordOn(f, func(o *gateway.DiscordOptions) { o.Access.Roles = []string{"777"} }))
+	msg := gatewaytest.DiscordMessage("g1", general, guild, mod, "mod", "<@"+f.BotID+"> summarize the incident", f.BotID)
+	msg["member"] = map[string]any{"roles": []string{"111", "777"}}
+	f.Dispatch("MESSAGE_CREATE", msg)
+	p := postedTo(t, f, 1, "the answer to the moderator")
+	if p.Channel == general || p.Content != "offline reply to: summarize the incident" {
+		t.Fatalf("the answer: %+v", p)
+	}
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("d1", dm, "", mod, "mod", "and in a DM?"))
+	p = postedTo(t, f, 2, "the refusal in the DM")
+	if p.Channel != dm || !strings.Contains(p.Content, "Your discord id is "+mod) {
+		t.Fatalf("in the DM: %+v", p)
+	}
+}
+
 // A reaction someone let in adds or removes reaches the event hooks
 // (reaction:added, reaction:removed), once each, and starts no turn; one
 // from someone not let in, or the bot's own 👀, does not.

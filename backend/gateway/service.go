@@ -418,7 +418,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	src := s.source(m)
 	key := SessionKey(platform, src)
 	out := Outbound{Platform: platform, ChatID: m.ChatID, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo}
-	if !c.Access.Allows(m.UserID, m.ChatID) {
+	if !c.Access.Admits(m) {
 		// Deny by default: nothing reaches the model or the plugins; the
 		// sender is told once.
 		first, err := s.store.Refuse(ctx, platform, m.UserID, m.UserName, m.ChatID)
@@ -590,7 +590,7 @@ func (s *Service) told(platform, key, sid, text, cmd string, isCmd bool, agent m
 // reaction:removed), once however often the platform delivers it; from a
 // sender who may not talk to the agent, nothing (deny by default).
 func (s *Service) reacted(c Configured, m Inbound) {
-	if s.o.Hooks == nil || !c.Access.Allows(m.UserID, m.ChatID) {
+	if s.o.Hooks == nil || !c.Access.Admits(m) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

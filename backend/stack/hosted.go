@@ -178,7 +178,8 @@ func GatewayAdapters(g config.Gateway) []gateway.Configured {
 			Listen: sl.Listen, APIURL: sl.APIURL}), Access: access(sl.Access)})
 	}
 	if d := g.Discord; d != nil {
-		out = append(out, gateway.Configured{Adapter: gateway.NewDiscord(DiscordOptions(*d)), Access: access(d.Access)})
+		o := DiscordOptions(*d)
+		out = append(out, gateway.Configured{Adapter: gateway.NewDiscord(o), Access: o.Access})
 	}
 	if w := g.Webhook; w != nil {
 		env, secret := config.Secret(w.SecretEnv, "ATRIUM_WEBHOOK_SECRET")
@@ -195,6 +196,7 @@ func DiscordOptions(d config.Discord) gateway.DiscordOptions {
 	o := gateway.DiscordDefaults()
 	o.TokenEnv, o.Token = config.Secret(d.TokenEnv, "DISCORD_BOT_TOKEN")
 	o.APIURL, o.Access = d.APIURL, access(d.Access)
+	o.Access.Roles = d.AllowedRoles
 	set := func(dst *bool, v *bool) {
 		if v != nil {
 			*dst = *v

@@ -26,6 +26,7 @@ type AdapterReport struct {
 	Failed       int64      `json:"failed"`
 	AllowedUsers []string   `json:"allowed_users"`
 	AllowedChats []string   `json:"allowed_chats"`
+	AllowedRoles []string   `json:"allowed_roles"` // Discord's role ids
 	SecretEnv    []string   `json:"secret_env"`  // the variables its secrets come from
 	MissingEnv   []string   `json:"missing_env"` // those of them not set in this process
 	UpdatedAt    *time.Time `json:"updated_at"`
@@ -82,7 +83,7 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 	}
 	add := func(name string, a config.Access, envs ...[2]string) {
 		r := AdapterReport{Platform: name, Configured: true, State: NotRunning, AllowedUsers: nonNil(a.AllowedUsers),
-			AllowedChats: nonNil(a.AllowedChats), SecretEnv: []string{}, MissingEnv: []string{}}
+			AllowedChats: nonNil(a.AllowedChats), AllowedRoles: []string{}, SecretEnv: []string{}, MissingEnv: []string{}}
 		for _, e := range envs {
 			env, val := config.Secret(e[0], e[1])
 			r.SecretEnv = append(r.SecretEnv, env)
@@ -106,6 +107,7 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 	}
 	if d := g.Discord; d != nil {
 		add("discord", d.Access, [2]string{d.TokenEnv, "DISCORD_BOT_TOKEN"})
+		rep.Adapters[len(rep.Adapters)-1].AllowedRoles = nonNil(d.AllowedRoles)
 	}
 	if w := g.Webhook; w != nil {
 		name := w.Name
@@ -118,7 +120,7 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 		if !slices.ContainsFunc(rep.Adapters, func(a AdapterReport) bool { return a.Platform == st.Platform }) {
 			// Seen before, no longer configured: shown with its history.
 			rep.Adapters = append(rep.Adapters, AdapterReport{Platform: st.Platform, State: NotRunning, AllowedUsers: []string{},
-				AllowedChats: []string{}, SecretEnv: []string{}, MissingEnv: []string{}})
+				AllowedChats: []string{}, AllowedRoles: []string{}, SecretEnv: []string{}, MissingEnv: []string{}})
 		}
 	}
 	for i := range rep.Adapters {

@@ -157,9 +157,11 @@ function adapterRow(a: AdapterDTO): HTMLElement {
   }
   const users = a.allowed_users ?? [];
   const chats = a.allowed_chats ?? [];
-  const allowed = users.length + chats.length === 0
+  const roles = a.allowed_roles ?? [];
+  const allowed = users.length + chats.length + roles.length === 0
     ? h('td', { class: 'muted' }, 'nobody (deny by default)')
-    : h('td', {}, ...users.map((u) => h('code', { class: 'chip selectable' }, u)), ...chats.map((c) => h('code', { class: 'chip selectable', title: 'a chat: everyone in it' }, `chat ${c}`)));
+    : h('td', {}, ...users.map((u) => h('code', { class: 'chip selectable' }, u)), ...chats.map((c) => h('code', { class: 'chip selectable', title: 'a chat: everyone in it' }, `chat ${c}`)),
+      ...roles.map((r) => h('code', { class: 'chip selectable', title: 'a role: every member of the server who has it' }, `role ${r}`)));
   const err = a.last_error
     ? h('td', { class: 'small' }, h('div', { class: 'danger-text selectable' }, a.last_error), a.last_error_at ? h('div', { class: 'muted', title: absolute(a.last_error_at) }, relative(a.last_error_at)) : '')
     : h('td', { class: 'muted' }, '–');

@@ -16,6 +16,7 @@ export interface AdapterDTO {
   failed: number;
   allowed_users: string[] | null;
   allowed_chats: string[] | null;
+  allowed_roles: string[] | null;
   secret_env: string[] | null;
   missing_env: string[] | null;
   updated_at: string | null;
