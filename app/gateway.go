@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"atrium/backend/apperr"
 	"atrium/backend/cron"
 	"atrium/backend/gateway"
 	"atrium/backend/hostlock"
@@ -67,6 +68,10 @@ type GatewayDTO struct {
 	Host      *HostDTO     `json:"host"`
 	Adapters  []AdapterDTO `json:"adapters"`
 	Refusals  []RefusalDTO `json:"refusals"`
+	// Pairing are the people waiting for their pairing code to be
+	// approved (the codes are never shown); Paired those pairing let in.
+	Pairing []PairingRequestDTO `json:"pairing"`
+	Paired  []PairedDTO         `json:"paired"`
 	// Hooks are the gateway event hooks (<home>/hooks/*/HOOK.yaml and
 	// handler.py) it loads when it starts; HookProblems why others are left
 	// out.
@@ -76,6 +81,32 @@ type GatewayDTO struct {
 	// agent's .env enables (one that lets nobody in yet, an allow-all
 	// switch Atrium does not honour).
 	Notes []string `json:"notes"`
+}
+
+// PairingRequestDTO is a person waiting for the owner to approve them.
+type PairingRequestDTO struct {
+	ID        string    `json:"id"`
+	Platform  string    `json:"platform"`
+	UserID    string    `json:"user_id"`
+	UserName  string    `json:"user_name"`
+	ChatID    string    `json:"chat_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// PairedDTO is a person pairing let in.
+type PairedDTO struct {
+	Platform   string    `json:"platform"`
+	UserID     string    `json:"user_id"`
+	UserName   string    `json:"user_name"`
+	ApprovedAt time.Time `json:"approved_at"`
+}
+
+// PairingAnswer approves a pairing request (by its id, as the page lists
+// it) or lets out a paired person (by their user id).
+type PairingAnswer struct {
+	Platform string `json:"platform"`
+	ID       string `json:"id"`      // the request's, to approve it
+	UserID   string `json:"user_id"` // a paired person's, to let them out
 }
 
 // GatewayHookDTO is one gateway event hook.
@@ -119,6 +150,13 @@ func (g *Gateway) Status() (GatewayDTO, error) {
 	for i, x := range r.Refusals {
 		out.Refusals[i] = RefusalDTO(x)
 	}
+	out.Pairing, out.Paired = make([]PairingRequestDTO, len(r.Pairing)), make([]PairedDTO, len(r.Paired))
+	for i, x := range r.Pairing {
+		out.Pairing[i] = PairingRequestDTO(x)
+	}
+	for i, x := range r.Paired {
+		out.Paired[i] = PairedDTO(x)
+	}
 	out.Hooks, out.HookProblems, out.Notes = make([]GatewayHookDTO, len(r.Hooks)), r.HookProblems, r.Notes
 	for i, h := range r.Hooks {
 		out.Hooks[i] = GatewayHookDTO(h)
@@ -132,6 +170,32 @@ func (g *Gateway) Retry(in RetryRequest) (RetryDTO, error) {
 	defer cancel()
 	n, err := gateway.NewStore(g.st.DB).Retry(ctx, in.Platform)
 	return RetryDTO{Requeued: n}, err
+}
+
+// ApprovePairing lets in the person of a pairing request (by its id: the
+// page never sees a code); the page as it is then.
+func (g *Gateway) ApprovePairing(in PairingAnswer) (GatewayDTO, error) {
+	ctx, cancel := g.with(writeTimeout)
+	_, err := gateway.NewStore(g.st.DB).ApprovePairingRequest(ctx, in.Platform, in.ID)
+	cancel()
+	if err != nil {
+		return GatewayDTO{}, err
+	}
+	return g.Status()
+}
+
+// RevokePairing lets out a person pairing let in; the page as it is then.
+func (g *Gateway) RevokePairing(in PairingAnswer) (GatewayDTO, error) {
+	ctx, cancel := g.with(writeTimeout)
+	gone, err := gateway.NewStore(g.st.DB).RevokePairing(ctx, in.Platform, in.UserID)
+	cancel()
+	if err == nil && !gone {
+		err = apperr.New(apperr.NotFound, "%s is not paired on %s", in.UserID, in.Platform)
+	}
+	if err != nil {
+		return GatewayDTO{}, err
+	}
+	return g.Status()
 }
 
 // Cron is the Cron page: the jobs, their next and last runs.

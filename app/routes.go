@@ -144,6 +144,8 @@ func (h *handler) routes() {
 	withBody(h, "POST /api/storage/import", func(_ *http.Request, in ImportRequest) (any, error) { return h.a.Storage.Import(in) })
 	h.route("GET /api/gateway", func(r *http.Request) (any, error) { return h.a.Gateway.Status() })
 	withBody(h, "POST /api/gateway/retry", func(_ *http.Request, in RetryRequest) (any, error) { return h.a.Gateway.Retry(in) })
+	withBody(h, "POST /api/gateway/pairing/approve", func(_ *http.Request, in PairingAnswer) (any, error) { return h.a.Gateway.ApprovePairing(in) })
+	withBody(h, "POST /api/gateway/pairing/revoke", func(_ *http.Request, in PairingAnswer) (any, error) { return h.a.Gateway.RevokePairing(in) })
 	h.route("GET /api/cron", func(r *http.Request) (any, error) { return h.a.Cron.List() })
 	withBody(h, "POST /api/cron", func(_ *http.Request, in CronAddRequest) (any, error) { return h.a.Cron.Add(in) })
 	h.route("POST /api/cron/{name}/pause", func(r *http.Request) (any, error) { return h.a.Cron.Pause(r.PathValue("name")) })

@@ -52,26 +52,8 @@ func (r *runner) gatewayCmd() *cobra.Command {
 			})
 		},
 	}
-	retry := &cobra.Command{
-		Use:   "retry [PLATFORM]",
-		Short: "Send again the replies that were given up (all platforms, or one)",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
-				p := ""
-				if len(args) == 1 {
-					p = args[0]
-				}
-				n, err := gateway.NewStore(st.DB).Retry(ctx, p)
-				if err != nil {
-					return err
-				}
-				return r.print(map[string]int64{"requeued": n}, func(w io.Writer) {
-					fmt.Fprintf(w, "%d repl(ies) queued again; the running gateway sends them now\n", n)
-				})
-			})
-		},
-	}
+	retry := r.platformCountCmd("retry [PLATFORM]", "Send again the replies that were given up (all platforms, or one)", "requeued",
+		"%d repl(ies) queued again; the running gateway sends them now\n", (*gateway.Store).Retry)
 	c.AddCommand(run, status, retry)
 	return c
 }
@@ -198,4 +180,27 @@ func (r *runner) services(st *stack.Stack, process string, f stack.ModelFlags) (
 		fmt.Fprintf(r.env.Stderr, "atrium: warning: gateway.autostart is on but %s\n", oneLine(err))
 	}
 	return h, nil
+}
+
+// platformCountCmd is a command on the gateway's store for one platform
+// (its optional argument) or all, that says how many it changed.
+func (r *runner) platformCountCmd(use, short, key, say string, op func(*gateway.Store, context.Context, string) (int64, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return r.with(cmd, func(ctx context.Context, st *stack.Stack) error {
+				p := ""
+				if len(args) == 1 {
+					p = args[0]
+				}
+				n, err := op(gateway.NewStore(st.DB), ctx, p)
+				if err != nil {
+					return err
+				}
+				return r.print(map[string]int64{key: n}, func(w io.Writer) { fmt.Fprintf(w, say, n) })
+			})
+		},
+	}
 }

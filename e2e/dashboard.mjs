@@ -210,8 +210,8 @@ function freePort() {
 let webhookURL = '';
 
 /** chat posts a signed message to the gateway's webhook. */
-async function chat(id, user, name, text) {
-  const body = JSON.stringify({ id, text, user_id: user, user_name: name, chat_id: `chat-${user}`, chat_type: 'dm' });
+async function chat(id, user, name, text, chatType = 'dm') {
+  const body = JSON.stringify({ id, text, user_id: user, user_name: name, chat_id: `chat-${user}`, chat_type: chatType });
   const ts = Math.floor(Date.now() / 1000);
   const r = await fetch(webhookURL, { method: 'POST', body, headers: { 'Content-Type': 'application/json', 'X-Atrium-Timestamp': String(ts), 'X-Atrium-Signature-256': sign(ts, body) } });
   eq(r.status, 202, `webhook POST ${id}`);
@@ -271,7 +271,7 @@ async function main() {
   process.env.ATRIUM_E2E_WEBHOOK_SECRET = webhookSecret;
   appendFileSync(
     join(home, 'config.yaml'),
-    `\ngateway:\n  autostart: true\n  webhook:\n    platform: bridge\n    secret_env: ATRIUM_E2E_WEBHOOK_SECRET\n    listen: 127.0.0.1:${hookPort}\n    reply_url: ${replyURL}\n    allowed_users: [u-alice]\n` +
+    `\ngateway:\n  autostart: true\n  webhook:\n    platform: bridge\n    secret_env: ATRIUM_E2E_WEBHOOK_SECRET\n    listen: 127.0.0.1:${hookPort}\n    reply_url: ${replyURL}\n    allowed_users: [u-alice]\n    unauthorized_dm_behavior: pair\n` +
       // a shell hook nobody approved: listed, never run, not approvable from a browser
       `hooks:\n  on_session_delete:\n    - command: ./never-approved.sh\n` +
       // where the agent's terminal and file tools work
@@ -1430,8 +1430,9 @@ async function main() {
   });
 
   await check('gateway page: the adapter is connected, counts in and out, the allowed user, the refused sender (told once)', async () => {
-    await chat('m2', 'u-mallory', 'Mallory', 'let me in');
-    await chat('m3', 'u-mallory', 'Mallory', 'please');
+    // in a group a stranger is told once; in a DM they would be given a pairing code (the next check)
+    await chat('m2', 'u-mallory', 'Mallory', 'let me in', 'group');
+    await chat('m3', 'u-mallory', 'Mallory', 'please', 'group');
     const [refusal] = await waitReply('chat-u-mallory', 1, 'refusal');
     assert(/only answers the people its owner allowed/.test(refusal.text), `refusal: ${refusal.text}`);
     await page.click('[data-testid=nav-gateway]');
@@ -1453,6 +1454,30 @@ async function main() {
     await page.screenshot({ path: join(artifacts, 'dashboard-gateway.png'), fullPage: true });
     eq(replies.filter((r) => r.chat_id === 'chat-u-mallory').length, 1, 'refusals sent');
     return rowText;
+  });
+
+  await check('gateway page: a stranger who writes in a DM is given a pairing code, waits on the page (no code shown), is approved there and answered, then revoked', async () => {
+    await chat('m4', 'u-trent', 'Trent', 'hi there');
+    const [offer] = await waitReply('chat-u-trent', 1, 'pairing code');
+    const code = /pairing code: `([A-Z2-9]{8})`/.exec(offer.text)?.[1];
+    assert(code && offer.text.includes(`atrium pairing approve bridge ${code}`), `offer: ${offer.text}`);
+    await page.click('[data-testid=nav-gateway]');
+    const waiting = page.locator('[data-testid=pairing-requests] tr', { hasText: 'u-trent' });
+    await waiting.waitFor({ timeout: 10_000 });
+    const pageText = await page.locator('[data-testid=gateway]').innerText();
+    assert(!pageText.includes(code), 'the page shows the code');
+    await waiting.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'dashboard-gateway-pairing.png') });
+    await waiting.locator('button', { hasText: 'Approve' }).click();
+    await page.locator('[data-testid=paired] tr', { hasText: 'u-trent' }).waitFor({ timeout: 10_000 });
+    await page.locator('[data-testid=pairing-none]').waitFor({ timeout: 10_000 });
+    await chat('m5', 'u-trent', 'Trent', 'am I in?');
+    const [, answer] = await waitReply('chat-u-trent', 2, 'the answer once paired');
+    assert(/am I in\?/.test(answer.text), `answer: ${answer.text}`);
+    await page.screenshot({ path: join(artifacts, 'dashboard-gateway-paired.png') });
+    await page.locator('[data-testid=paired] tr', { hasText: 'u-trent' }).locator('button', { hasText: 'Revoke' }).click();
+    await page.locator('[data-testid=paired]').waitFor({ state: 'detached', timeout: 10_000 });
+    return `offered, approved, answered: ${answer.text.slice(0, 40)}`;
   });
 
   await check('cron page: a job with its zone and next run; Run now runs it and links to its session', async () => {

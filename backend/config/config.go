@@ -190,6 +190,11 @@ type Config struct {
 	// the familiar agent's); ThreadSessionsPerUser in a thread (default
 	// false: a thread reads as one conversation).
 	GroupSessionsPerUser  *bool `yaml:"group_sessions_per_user"`
+	// UnauthorizedDMBehavior is the familiar unauthorized_dm_behavior: what
+	// a person not let in who writes to a chat platform's bot in a DM is
+	// answered (pair, ignore; Atrium's refuse), where the platform's block
+	// says nothing (Access.UnauthorizedDM).
+	UnauthorizedDMBehavior string `yaml:"unauthorized_dm_behavior"`
 	ThreadSessionsPerUser *bool `yaml:"thread_sessions_per_user"`
 	// DiscordSection is the familiar agent's discord: section: how its
 	// Discord bot behaves in a server (Config.discordResolved).
@@ -925,6 +930,9 @@ func (c Config) ReceiptTTL() time.Duration {
 // Validate checks values a YAML type check cannot.
 func (c Config) Validate() error {
 	if err := c.DiscordSection.validate("discord"); err != nil {
+		return err
+	}
+	if err := checkUnknownDM("unauthorized_dm_behavior", c.UnauthorizedDMBehavior); err != nil {
 		return err
 	}
 	switch strings.ToLower(c.Storage.Synchronous) {

@@ -38,6 +38,8 @@ type DiscordBehaviour struct {
 	// commands on connecting (default true; DISCORD_COMMAND_SYNC_POLICY=off
 	// leaves them as they are).
 	SlashCommands *bool `yaml:"slash_commands"`
+	// UnauthorizedDMBehavior is the familiar discord.unauthorized_dm_behavior.
+	UnauthorizedDMBehavior string `yaml:"unauthorized_dm_behavior"`
 }
 
 // DiscordPings are the pings the bot's messages may make.
@@ -59,7 +61,7 @@ func (b DiscordBehaviour) validate(field string) error {
 	default:
 		return fmt.Errorf("%s.reply_to_mode must be off, first or all, not %q", field, b.ReplyToMode)
 	}
-	return nil
+	return checkUnknownDM(field+".unauthorized_dm_behavior", b.UnauthorizedDMBehavior)
 }
 
 // over is b with what it leaves unset taken from under.

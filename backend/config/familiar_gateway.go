@@ -71,7 +71,7 @@ func (c Config) GatewayWithFamiliarEnv(getenv func(string) string) (g Gateway, n
 			}
 		}
 		if len(users) == 0 && (p.name != "discord" || strings.TrimSpace(getenv("DISCORD_ALLOWED_ROLES")) == "") {
-			notes = append(notes, fmt.Sprintf("%s runs from the .env's %s, and lets nobody in yet: list their ids in %s (or GATEWAY_ALLOWED_USERS); each one refused is told their id",
+			notes = append(notes, fmt.Sprintf("%s runs from the .env's %s, and lets nobody in yet: list their ids in %s (or GATEWAY_ALLOWED_USERS), or approve the pairing code a person who writes in a DM is given (atrium pairing)",
 				p.name, strings.Join(p.enable, " and "), p.allowed))
 		}
 	}
@@ -79,7 +79,54 @@ func (c Config) GatewayWithFamiliarEnv(getenv func(string) string) (g Gateway, n
 		d, more := c.discordResolved(*g.Discord, getenv)
 		g.Discord, notes = &d, append(notes, more...)
 	}
-	return g, notes
+	return g, append(notes, c.unknownDMs(&g, getenv)...)
+}
+
+// unknownDMs fills each platform block's unauthorized_dm_behavior it
+// leaves unset from the familiar ones: the platform's section (discord:),
+// then the top level, then HERMES_UNAUTHORIZED_DM_BEHAVIOR.
+func (c Config) unknownDMs(g *Gateway, getenv func(string) string) (notes []string) {
+	def := c.UnauthorizedDMBehavior
+	if def == "" {
+		v := strings.ToLower(strings.TrimSpace(getenv("HERMES_UNAUTHORIZED_DM_BEHAVIOR")))
+		if err := checkUnknownDM("HERMES_UNAUTHORIZED_DM_BEHAVIOR", v); err != nil {
+			notes = append(notes, err.Error()+"; the default holds")
+		} else {
+			def = v
+		}
+	}
+	// Copies: the blocks are the config's own.
+	if g.Telegram != nil {
+		t := *g.Telegram
+		t.UnauthorizedDM = firstSet(t.UnauthorizedDM, def)
+		g.Telegram = &t
+	}
+	if g.Slack != nil {
+		s := *g.Slack
+		s.UnauthorizedDM = firstSet(s.UnauthorizedDM, def)
+		g.Slack = &s
+	}
+	if g.Discord != nil {
+		d := *g.Discord
+		d.UnauthorizedDM = firstSet(d.UnauthorizedDM, c.DiscordSection.UnauthorizedDMBehavior, def)
+		g.Discord = &d
+	}
+	if g.Webhook != nil {
+		w := *g.Webhook
+		w.UnauthorizedDM = firstSet(w.UnauthorizedDM, def)
+		g.Webhook = &w
+	}
+	return notes
+}
+
+// firstSet is the first of vs that is not "".
+func firstSet(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // idsOf is a familiar allowlist: ids between commas (spaces around them

@@ -35,6 +35,21 @@ type Gateway struct {
 type Access struct {
 	AllowedUsers IDList `yaml:"allowed_users"`
 	AllowedChats IDList `yaml:"allowed_chats"`
+	// UnauthorizedDM is what a person not let in who writes in a DM is
+	// answered: pair (a pairing code), ignore (nothing) or refuse (told
+	// once, with their id). Unset: the familiar unauthorized_dm_behavior
+	// (top level, or the platform's section), else pair when the platform
+	// lets nobody in, refuse when it lists someone.
+	UnauthorizedDM string `yaml:"unauthorized_dm_behavior"`
+}
+
+// checkUnknownDM checks an unauthorized_dm_behavior.
+func checkUnknownDM(field, v string) error {
+	switch v {
+	case "", "pair", "ignore", "refuse":
+		return nil
+	}
+	return fmt.Errorf("%s must be pair, ignore or refuse, not %q", field, v)
 }
 
 // Telegram is the Telegram adapter (Bot API, long polling).
@@ -123,6 +138,13 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate checks the gateway section.
 func (g Gateway) Validate() error {
+	for name, a := range map[string]*Access{"telegram": accessOf(g.Telegram), "slack": accessOf(g.Slack), "discord": accessOf(g.Discord), "webhook": accessOf(g.Webhook)} {
+		if a != nil {
+			if err := checkUnknownDM("gateway."+name+".unauthorized_dm_behavior", a.UnauthorizedDM); err != nil {
+				return err
+			}
+		}
+	}
 	if d := g.DeliveryDeadlineMinutes; d != nil && *d <= 0 {
 		return fmt.Errorf("gateway.delivery_deadline_minutes must be positive")
 	}
@@ -229,4 +251,27 @@ func Secret(envVar, def string) (name, value string) {
 		envVar = def
 	}
 	return envVar, os.Getenv(envVar)
+}
+
+// accessOf is a platform block's Access (nil for no block).
+func accessOf[T interface{ *Telegram | *Slack | *Discord | *Webhook }](b T) *Access {
+	switch x := any(b).(type) {
+	case *Telegram:
+		if x != nil {
+			return &x.Access
+		}
+	case *Slack:
+		if x != nil {
+			return &x.Access
+		}
+	case *Discord:
+		if x != nil {
+			return &x.Access
+		}
+	case *Webhook:
+		if x != nil {
+			return &x.Access
+		}
+	}
+	return nil
 }

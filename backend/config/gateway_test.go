@@ -210,3 +210,39 @@ func TestSessionsPerUser(t *testing.T) {
 		t.Fatalf("set: %v %v", g, th)
 	}
 }
+
+// unauthorized_dm_behavior as the familiar agent reads it: a platform's
+// own block wins, then its section (discord:), then the top level, then
+// HERMES_UNAUTHORIZED_DM_BEHAVIOR; a value that is not one is refused in
+// the file and said of the variable.
+func TestUnauthorizedDMBehavior(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, "unauthorized_dm_behavior: ignore\ndiscord:\n  unauthorized_dm_behavior: refuse\ngateway:\n  telegram:\n    allowed_users: [1]\n  slack:\n    unauthorized_dm_behavior: pair\n  discord:\n    allowed_users: [2]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, notes := c.GatewayWithFamiliarEnv(func(string) string { return "" })
+	if g.Telegram.UnauthorizedDM != "ignore" || g.Slack.UnauthorizedDM != "pair" || g.Discord.UnauthorizedDM != "refuse" || len(notes) != 0 {
+		t.Fatalf("resolved: %q %q %q %q", g.Telegram.UnauthorizedDM, g.Slack.UnauthorizedDM, g.Discord.UnauthorizedDM, notes)
+	}
+	if c.Gateway.Telegram.UnauthorizedDM != "" {
+		t.Fatal("the config itself was changed")
+	}
+	c, _ = load(t, "gateway:\n  telegram:\n    allowed_users: [1]\n")
+	if g, _ := c.GatewayWithFamiliarEnv(func(k string) string {
+		return map[string]string{"HERMES_UNAUTHORIZED_DM_BEHAVIOR": "IGNORE"}[k]
+	}); g.Telegram.UnauthorizedDM != "ignore" {
+		t.Fatalf("from the .env: %q", g.Telegram.UnauthorizedDM)
+	}
+	if g, notes := c.GatewayWithFamiliarEnv(func(k string) string {
+		return map[string]string{"HERMES_UNAUTHORIZED_DM_BEHAVIOR": "welcome"}[k]
+	}); g.Telegram.UnauthorizedDM != "" || len(notes) != 1 || !strings.HasPrefix(notes[0], "HERMES_UNAUTHORIZED_DM_BEHAVIOR must be pair, ignore or refuse") {
+		t.Fatalf("a value that is not one: %q %q", g.Telegram.UnauthorizedDM, notes)
+	}
+	for _, bad := range []string{"unauthorized_dm_behavior: welcome\n", "gateway:\n  slack:\n    unauthorized_dm_behavior: open\n",
+		"discord:\n  unauthorized_dm_behavior: all\n"} {
+		if _, err := load(t, bad); err == nil {
+			t.Fatalf("accepted %q", bad)
+		}
+	}
+}

@@ -222,7 +222,7 @@ func (t tap) settle(label string) {
 
 // mine says whether the tapper is the sender the question waits on.
 func (t tap) mine(user string) bool {
-	return user == t.m.UserID && t.c.Access.Admits(t.m)
+	return user == t.m.UserID && t.s.admits(t.c, t.m)
 }
 
 // tapped takes a tap on a button under a question (an approval's, a
@@ -310,7 +310,7 @@ func (s *Service) answerApproval(c Configured, key string, m Inbound) bool {
 	s.mu.Lock()
 	ask := s.asks[key]
 	s.mu.Unlock()
-	if ask == nil || ask.user != m.UserID || !c.Access.Admits(m) {
+	if ask == nil || ask.user != m.UserID || !s.admits(c, m) {
 		return false
 	}
 	if answer == turns.AnswerAlways {
@@ -378,7 +378,7 @@ const (
 // session as usual, instead of waiting behind the turn.
 func (s *Service) stopTurn(c Configured, key string, m Inbound) bool {
 	name, _, isCmd := hooks.ParseCommand(strings.TrimSpace(stripBotName(m.Text)))
-	if !isCmd || (name != "stop" && name != "new" && name != "reset") || !c.Access.Admits(m) {
+	if !isCmd || (name != "stop" && name != "new" && name != "reset") || !s.admits(c, m) {
 		return false
 	}
 	s.mu.Lock()

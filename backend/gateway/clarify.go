@@ -139,7 +139,7 @@ func (s *Service) answerQuestion(c Configured, key string, m Inbound) bool {
 	s.mu.Lock()
 	pq := s.questions[key]
 	s.mu.Unlock()
-	if pq == nil || pq.user != m.UserID || !c.Access.Admits(m) {
+	if pq == nil || pq.user != m.UserID || !s.admits(c, m) {
 		return false
 	}
 	select {

@@ -104,6 +104,7 @@ type Discord struct {
 	me       *discordgo.User
 	app      string                 // the application's id (READY)
 	commands func() []hooks.Command // for the application's slash commands
+	admits   func(Inbound) bool     // who may talk (the service's; else Access)
 	threads  map[string]bool        // threads the bot takes part in
 	chans    map[string]*discordgo.Channel
 	homes    map[string]string // message id → its channel, for one a thread was opened from
@@ -271,6 +272,24 @@ func (d *Discord) Run(ctx context.Context, in Inbox, report Reporter) error {
 		}
 		attempt++
 	}
+}
+
+// SetAdmits implements Gatekeeper.
+func (d *Discord) SetAdmits(admits func(Inbound) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.admits = admits
+}
+
+// allowed says whether the sender of m may talk.
+func (d *Discord) allowed(m Inbound) bool {
+	d.mu.Lock()
+	admits := d.admits
+	d.mu.Unlock()
+	if admits != nil {
+		return admits(m)
+	}
+	return d.o.Access.Admits(m)
 }
 
 // SetCommands implements CommandMenu.
@@ -462,7 +481,7 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 			d.threads[m.ChannelID] = true
 			d.mu.Unlock()
 		}
-		if mentioned && !free && !thread && d.o.AutoThread && !here(d.o.NoThread) && d.o.Access.Admits(in) {
+		if mentioned && !free && !thread && d.o.AutoThread && !here(d.o.NoThread) && d.allowed(in) {
 			if t := d.openThread(m); t != nil {
 				in.ChatID, in.ChatType, in.ThreadID, in.ReplyTo = t.ID, "thread", t.ID, ""
 				d.mu.Lock()

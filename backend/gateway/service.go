@@ -25,6 +25,51 @@ import (
 type Configured struct {
 	Adapter Adapter
 	Access  Access
+	// UnknownDM is what a person not let in who writes in a DM is
+	// answered (the familiar unauthorized_dm_behavior): PairDM a pairing
+	// code, IgnoreDM nothing, RefuseDM one refusal that tells them their
+	// id. "": PairDM when Access lets nobody in, else RefuseDM.
+	UnknownDM string
+}
+
+// What a person not let in who writes in a DM is answered.
+const (
+	PairDM   = "pair"
+	IgnoreDM = "ignore"
+	RefuseDM = "refuse"
+)
+
+// unknownDM is c's answer to a DM from someone not let in.
+func (c Configured) unknownDM() string {
+	if c.UnknownDM != "" {
+		return c.UnknownDM
+	}
+	if len(c.Access.Users)+len(c.Access.Chats)+len(c.Access.Roles) == 0 {
+		return PairDM
+	}
+	return RefuseDM
+}
+
+// admits reports whether the sender of m may talk on c: listed, or let in
+// by pairing.
+func (s *Service) admits(c Configured, m Inbound) bool {
+	if c.Access.Admits(m) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	paired, err := s.store.IsPaired(ctx, c.Adapter.Platform(), m.UserID)
+	if err != nil {
+		s.log.Warn("gateway: cannot read who pairing let in", "error", err)
+	}
+	return paired
+}
+
+// Gatekeeper is an adapter that decides something by who may talk before
+// the service sees a message (Discord opens a thread only for them): the
+// service gives it its own decision.
+type Gatekeeper interface {
+	SetAdmits(admits func(Inbound) bool)
 }
 
 // Options configure a Service.
@@ -206,6 +251,9 @@ func (s *Service) Start(ctx context.Context) error {
 		p := c.Adapter.Platform()
 		if cm, ok := c.Adapter.(CommandMenu); ok {
 			cm.SetCommands(s.menu)
+		}
+		if g, ok := c.Adapter.(Gatekeeper); ok {
+			g.SetAdmits(func(m Inbound) bool { return s.admits(c, m) })
 		}
 		s.report(p, Starting, "", nil)
 		s.wg.Add(2)
@@ -403,6 +451,35 @@ func (s *Service) awaitIdle(ctx context.Context, sid, text string) error {
 	return nil
 }
 
+// What a person not let in is told in a DM when they are offered pairing,
+// in the familiar gateway's words (its command Atrium's).
+const (
+	PairingText     = "Hi~ I don't recognize you yet!\n\nHere's your pairing code: `%s`\n\nAsk the bot owner to run:\n`atrium pairing approve %s %s`"
+	PairingBusyText = "Too many pairing requests right now~ Please try again later!"
+)
+
+// offerPairing answers a DM from a person not let in with a pairing code
+// (not when they asked within the last 10 minutes; later when the platform
+// has too many waiting). The code is never logged.
+func (s *Service) offerPairing(ctx context.Context, platform string, m Inbound, out Outbound) error {
+	code, outcome, err := s.store.AskPairing(ctx, platform, m.UserID, m.UserName, m.ChatID)
+	if err != nil {
+		return err
+	}
+	switch outcome {
+	case PairingIssued:
+		s.log.Info("gateway: offered pairing to a sender who is not allowed", "platform", platform, "user_id", m.UserID)
+		out.Text = fmt.Sprintf(PairingText, code, platform, code)
+	case PairingBusy:
+		s.log.Info("gateway: a pairing request was refused: too many waiting, or approvals locked", "platform", platform, "user_id", m.UserID)
+		out.Text = PairingBusyText
+	default:
+		return nil
+	}
+	out.Origin = "pairing"
+	return s.enqueue(ctx, out)
+}
+
 // RefusalText is what an unknown sender is told, once.
 const RefusalText = "Sorry, this assistant only answers the people its owner allowed. Your %s id is %s; the owner can add it to gateway.%s.allowed_users."
 
@@ -418,10 +495,18 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	src := s.source(m)
 	key := SessionKey(platform, src)
 	out := Outbound{Platform: platform, ChatID: m.ChatID, ThreadID: m.ThreadID, ReplyTo: m.ReplyTo}
-	if !c.Access.Admits(m) {
-		// Deny by default: nothing reaches the model or the plugins; the
-		// sender is told once.
+	if !s.admits(c, m) {
+		// Deny by default: nothing reaches the model or the plugins. In a
+		// DM the sender is given a pairing code, or nothing, or (as in a
+		// group) told once.
+		if m.ChatType == "dm" && c.unknownDM() == PairDM {
+			return s.offerPairing(ctx, platform, m, out)
+		}
 		first, err := s.store.Refuse(ctx, platform, m.UserID, m.UserName, m.ChatID)
+		if m.ChatType == "dm" && c.unknownDM() == IgnoreDM {
+			s.log.Info("gateway: ignored a DM from a sender who is not allowed", "platform", platform, "user_id", m.UserID)
+			return err
+		}
 		s.log.Info("gateway: refused a sender who is not allowed", "platform", platform, "user_id", m.UserID, "first", first)
 		if err != nil || !first {
 			return err
@@ -590,7 +675,7 @@ func (s *Service) told(platform, key, sid, text, cmd string, isCmd bool, agent m
 // reaction:removed), once however often the platform delivers it; from a
 // sender who may not talk to the agent, nothing (deny by default).
 func (s *Service) reacted(c Configured, m Inbound) {
-	if s.o.Hooks == nil || !c.Access.Admits(m) {
+	if s.o.Hooks == nil || !s.admits(c, m) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

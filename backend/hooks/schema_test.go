@@ -58,10 +58,11 @@ func TestHookLogFromBefore0011KeepsEventsDeliveriesAndCounter(t *testing.T) {
 			fmt.Sprintf(`UPDATE sqlite_sequence SET seq = %d WHERE name = 'hook_events'`, counter),
 			fmt.Sprintf(`UPDATE hook_subscribers SET position = %d, inflight = %d WHERE name = 'recorder'`, counter, counter),
 			`DROP TABLE sidecar_pending`, `ALTER TABLE sessions DROP COLUMN start_source`, // 0013, 0017
-			`ALTER TABLE session_imports DROP COLUMN digest`,       // 0018
-			`ALTER TABLE session_imports DROP COLUMN last_message`, // 0019
-			`ALTER TABLE gateway_outbox DROP COLUMN buttons`,       // 0020
-			`DELETE FROM schema_migrations WHERE version >= 11`,    // 0011 onwards
+			`ALTER TABLE session_imports DROP COLUMN digest`,                                                        // 0018
+			`ALTER TABLE session_imports DROP COLUMN last_message`,                                                  // 0019
+			`ALTER TABLE gateway_outbox DROP COLUMN buttons`,                                                        // 0020
+			`DROP TABLE gateway_pairing_requests`, `DROP TABLE gateway_paired`, `DROP TABLE gateway_pairing_limits`, // 0021
+			`DELETE FROM schema_migrations WHERE version >= 11`, // 0011 onwards
 		} {
 			if _, err := tx.Exec(bg, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)

@@ -166,25 +166,24 @@ func GatewayAdapters(g config.Gateway) []gateway.Configured {
 	var out []gateway.Configured
 	if t := g.Telegram; t != nil {
 		env, token := config.Secret(t.TokenEnv, "TELEGRAM_BOT_TOKEN")
-		out = append(out, gateway.Configured{Adapter: gateway.NewTelegram(gateway.TelegramOptions{Token: token, TokenEnv: env,
-			BaseURL: t.BaseURL, PollTimeout: time.Duration(t.PollTimeoutSeconds) * time.Second}), Access: access(t.Access)})
+		out = append(out, configured(gateway.NewTelegram(gateway.TelegramOptions{Token: token, TokenEnv: env,
+			BaseURL: t.BaseURL, PollTimeout: time.Duration(t.PollTimeoutSeconds) * time.Second}), t.Access))
 	}
 	if sl := g.Slack; sl != nil {
 		tenv, token := config.Secret(sl.TokenEnv, "SLACK_BOT_TOKEN")
 		senv, secret := config.Secret(sl.SigningSecretEnv, "SLACK_SIGNING_SECRET")
 		aenv, app := config.Secret(sl.AppTokenEnv, "SLACK_APP_TOKEN")
-		out = append(out, gateway.Configured{Adapter: gateway.NewSlack(gateway.SlackOptions{Token: token, TokenEnv: tenv,
+		out = append(out, configured(gateway.NewSlack(gateway.SlackOptions{Token: token, TokenEnv: tenv,
 			SigningSecret: secret, SigningSecretEnv: senv, AppToken: app, AppTokenEnv: aenv, Mode: sl.Mode,
-			Listen: sl.Listen, APIURL: sl.APIURL}), Access: access(sl.Access)})
+			Listen: sl.Listen, APIURL: sl.APIURL}), sl.Access))
 	}
 	if d := g.Discord; d != nil {
-		o := DiscordOptions(*d)
-		out = append(out, gateway.Configured{Adapter: gateway.NewDiscord(o), Access: o.Access})
+		out = append(out, configured(gateway.NewDiscord(DiscordOptions(*d)), d.Access, d.AllowedRoles...))
 	}
 	if w := g.Webhook; w != nil {
 		env, secret := config.Secret(w.SecretEnv, "ATRIUM_WEBHOOK_SECRET")
-		out = append(out, gateway.Configured{Adapter: gateway.NewWebhook(gateway.WebhookOptions{Name: w.Name, Secret: secret,
-			SecretEnv: env, Listen: w.Listen, ReplyURL: w.ReplyURL}), Access: access(w.Access)})
+		out = append(out, configured(gateway.NewWebhook(gateway.WebhookOptions{Name: w.Name, Secret: secret,
+			SecretEnv: env, Listen: w.Listen, ReplyURL: w.ReplyURL}), w.Access))
 	}
 	return out
 }
@@ -220,6 +219,14 @@ func DiscordOptions(d config.Discord) gateway.DiscordOptions {
 		o.ReplyToMode = b.ReplyToMode
 	}
 	return o
+}
+
+// configured is an adapter with who may talk to it and how a stranger's
+// DM is answered.
+func configured(a gateway.Adapter, acc config.Access, roles ...string) gateway.Configured {
+	g := access(acc)
+	g.Roles = roles
+	return gateway.Configured{Adapter: a, Access: g, UnknownDM: acc.UnauthorizedDM}
 }
 
 func access(a config.Access) gateway.Access {

@@ -39,6 +39,10 @@ type GatewayReport struct {
 	Host      *hostlock.Holder  `json:"host"` // the process running it, nil when none
 	Adapters  []AdapterReport   `json:"adapters"`
 	Refusals  []gateway.Refusal `json:"refusals"`
+	// Pairing are the people waiting for the owner to approve their
+	// pairing code; Paired those pairing let in.
+	Pairing []gateway.PairingRequest `json:"pairing"`
+	Paired  []gateway.Paired         `json:"paired"`
 	// Hooks are the gateway event hooks of <home>/hooks/ the gateway loads
 	// when it starts; HookProblems why others are left out (read from the
 	// folder now; a handler that fails at import shows in the gateway's
@@ -144,11 +148,22 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 	for _, err := range skipped {
 		rep.HookProblems = append(rep.HookProblems, err.Error())
 	}
-	rep.Refusals, err = store.Refusals(ctx, 20)
-	if rep.Refusals == nil {
-		rep.Refusals = []gateway.Refusal{}
+	if rep.Refusals, err = store.Refusals(ctx, 20); err != nil {
+		return rep, err
 	}
+	if rep.Pairing, err = store.PairingRequests(ctx); err != nil {
+		return rep, err
+	}
+	rep.Paired, err = store.PairedUsers(ctx)
+	rep.Refusals, rep.Pairing, rep.Paired = nonNilOf(rep.Refusals), nonNilOf(rep.Pairing), nonNilOf(rep.Paired)
 	return rep, err
+}
+
+func nonNilOf[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
 }
 
 // CronReport is the scheduler as every surface shows it.

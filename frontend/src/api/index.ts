@@ -179,6 +179,12 @@ export const api = {
     status: () => call('Gateway', 'Status', [], { route: 'GET /api/gateway' }),
     /** retry sends again the replies that were given up (platform "" for all) */
     retry: (platform: string) => call('Gateway', 'Retry', [{ platform }], { route: 'POST /api/gateway/retry', body: { platform } }),
+    /** approvePairing lets in the person of a pairing request (by its id); the page as it is then */
+    approvePairing: (platform: string, id: string) =>
+      call('Gateway', 'ApprovePairing', [{ platform, id, user_id: '' }], { route: 'POST /api/gateway/pairing/approve', body: { platform, id, user_id: '' } }),
+    /** revokePairing lets out a person pairing let in; the page as it is then */
+    revokePairing: (platform: string, userID: string) =>
+      call('Gateway', 'RevokePairing', [{ platform, id: '', user_id: userID }], { route: 'POST /api/gateway/pairing/revoke', body: { platform, id: '', user_id: userID } }),
   },
   cron: {
     list: () => call('Cron', 'List', [], { route: 'GET /api/cron' }),

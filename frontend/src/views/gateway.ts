@@ -73,7 +73,7 @@ export class GatewayView implements View {
           h('p', {}, 'Add an adapter to config.yaml (tokens stay in environment variables):'),
           h('pre', { class: 'selectable code' }, 'gateway:\n  telegram:\n    token_env: TELEGRAM_BOT_TOKEN\n    allowed_users: [123456789]'),
           h('p', { class: 'muted small' }, 'Or, as the familiar agent takes them, keep TELEGRAM_BOT_TOKEN and TELEGRAM_ALLOWED_USERS (Slack: SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_ALLOWED_USERS; Discord: DISCORD_BOT_TOKEN, DISCORD_ALLOWED_USERS) in the profile’s .env.'),
-          h('p', { class: 'muted small' }, 'Nobody may talk to the agent until listed in allowed_users or allowed_chats: an unknown sender gets one polite refusal.'),
+          h('p', { class: 'muted small' }, 'Nobody may talk to the agent until listed in allowed_users or allowed_chats, or let in by pairing: a stranger who writes to the bot in a DM is given a code you approve here or with atrium pairing approve.'),
         ),
       );
       return;
@@ -107,7 +107,71 @@ export class GatewayView implements View {
     );
     // What a person should know of the platforms the familiar agent's .env enables.
     const notes = (g.notes ?? []).map((n) => h('p', { class: 'small warn-text selectable', 'data-testid': 'gateway-note' }, n));
-    this.body.replaceChildren(card('Adapters', running, h('div', { class: 'table-wrap' }, table), ...notes), refused, eventHooks(g));
+    this.body.replaceChildren(card('Adapters', running, h('div', { class: 'table-wrap' }, table), ...notes), this.pairing(g), refused, eventHooks(g));
+  }
+
+  /** Pairing: the people waiting for their code to be approved (the codes are never shown), and those it let in. */
+  private pairing(g: GatewayDTO): HTMLElement {
+    const waiting = g.pairing ?? [];
+    const paired = g.paired ?? [];
+    const act = async (what: () => Promise<GatewayDTO>, done: string) => {
+      try {
+        this.render(await what());
+        showMessage('ok', done);
+      } catch (e) {
+        showMessage('error', 'Pairing', toApiError(e).message);
+      }
+    };
+    return card(
+      'Pairing',
+      waiting.length === 0
+        ? h('p', { class: 'muted', 'data-testid': 'pairing-none' }, 'Nobody is waiting. A person not let in who writes to the bot in a DM is given a one-time code (it lasts an hour); they wait here until you approve them.')
+        : h(
+            'table',
+            { class: 'plugins', 'data-testid': 'pairing-requests' },
+            h('thead', {}, h('tr', {}, ...['Platform', 'User id', 'Name', 'Asked', ''].map((x) => h('th', {}, x)))),
+            h(
+              'tbody',
+              {},
+              ...waiting.map((r) =>
+                h(
+                  'tr',
+                  { 'data-request': r.id },
+                  h('td', {}, r.platform),
+                  h('td', {}, h('code', { class: 'selectable' }, r.user_id)),
+                  h('td', {}, r.user_name || '–'),
+                  h('td', { title: absolute(r.created_at) }, relative(r.created_at)),
+                  h('td', {}, button('Approve', { class: 'btn small primary', 'data-testid': `approve-${r.id}` }, () =>
+                    void act(() => api.gateway.approvePairing(r.platform, r.id), `${r.user_name || r.user_id} may now talk to the agent on ${r.platform}.`))),
+                ),
+              ),
+            ),
+          ),
+      paired.length === 0
+        ? ''
+        : h(
+            'table',
+            { class: 'plugins', 'data-testid': 'paired' },
+            h('thead', {}, h('tr', {}, ...['Platform', 'User id', 'Name', 'Let in', ''].map((x) => h('th', {}, x)))),
+            h(
+              'tbody',
+              {},
+              ...paired.map((p) =>
+                h(
+                  'tr',
+                  { 'data-paired': `${p.platform}:${p.user_id}` },
+                  h('td', {}, p.platform),
+                  h('td', {}, h('code', { class: 'selectable' }, p.user_id)),
+                  h('td', {}, p.user_name || '–'),
+                  h('td', { title: absolute(p.approved_at) }, relative(p.approved_at)),
+                  h('td', {}, button('Revoke', { class: 'btn small', 'data-testid': `revoke-${p.platform}-${p.user_id}` }, () =>
+                    void act(() => api.gateway.revokePairing(p.platform, p.user_id), `${p.user_name || p.user_id} is let out on ${p.platform}.`))),
+                ),
+              ),
+            ),
+          ),
+      h('p', { class: 'muted small' }, 'From a terminal: atrium pairing list, atrium pairing approve PLATFORM CODE, atrium pairing revoke PLATFORM USER_ID.'),
+    );
   }
 }
 

@@ -390,6 +390,12 @@ export interface GatewayDTO {
   adapters: AdapterDTO[] | null;
   refusals: RefusalDTO[] | null;
   /**
+   * Pairing are the people waiting for their pairing code to be
+   * approved (the codes are never shown); Paired those pairing let in.
+   */
+  pairing: PairingRequestDTO[] | null;
+  paired: PairedDTO[] | null;
+  /**
    * Hooks are the gateway event hooks (<home>/hooks/* /HOOK.yaml and
    * handler.py) it loads when it starts; HookProblems why others are left
    * out.
@@ -668,6 +674,38 @@ export interface OutcomeDTO {
 export interface PageDTO {
   sessions: SessionDTO[] | null;
   next?: string;
+}
+
+/** PairedDTO is a person pairing let in. */
+export interface PairedDTO {
+  platform: string;
+  user_id: string;
+  user_name: string;
+  approved_at: string;
+}
+
+/**
+ * PairingAnswer approves a pairing request (by its id, as the page lists
+ * it) or lets out a paired person (by their user id).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface PairingAnswer {
+  platform?: string;
+  /** the request's, to approve it */
+  id?: string;
+  /** a paired person's, to let them out */
+  user_id?: string;
+}
+
+/** PairingRequestDTO is a person waiting for the owner to approve them. */
+export interface PairingRequestDTO {
+  id: string;
+  platform: string;
+  user_id: string;
+  user_name: string;
+  chat_id: string;
+  created_at: string;
 }
 
 /** PartDTO is one part of a conversation. */

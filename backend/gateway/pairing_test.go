@@ -1,0 +1,178 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"atrium/backend/apperr"
+	"atrium/backend/db"
+	"atrium/backend/gateway"
+	"atrium/backend/gateway/gatewaytest"
+)
+
+var pairingCodeIn = regexp.MustCompile("pairing code: `([A-Z2-9]{8})`")
+
+// DM pairing, as the familiar gateway pairs, on a platform that lets
+// nobody in yet: a stranger's DM is answered with a one-time code and the
+// command that approves it; asking again within 10 minutes is answered by
+// nothing; a wrong code is refused; the right one (any case) lets them
+// in, in DMs and groups alike, and their messages reach the agent;
+// revoked, they are out again. The code is never logged, nor kept.
+func TestDMPairing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f))
+	sent := sentTo(t, f)
+	store := gateway.NewStore(e.db)
+	ctx := context.Background()
+
+	f.Push(777, "Mallory", 777, "private", "hello?")
+	got := sent(1, "the pairing code")
+	m := pairingCodeIn.FindStringSubmatch(got)
+	if m == nil || !strings.HasPrefix(got, "Hi~ I don't recognize you yet!") || !strings.Contains(got, "`atrium pairing approve telegram "+m[1]+"`") {
+		t.Fatalf("the offer: %q", got)
+	}
+	code := m[1]
+	f.Push(777, "Mallory", 777, "private", "please?")
+	waitFor(t, "the second message taken", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_inbound WHERE platform = 'telegram'`) == 2
+	})
+	reqs, err := store.PairingRequests(ctx)
+	if err != nil || len(reqs) != 1 || reqs[0].UserID != "777" || reqs[0].UserName != "Mallory" || len(reqs[0].ID) != 16 {
+		t.Fatalf("requests: %+v %v", reqs, err)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM gateway_pairing_requests WHERE code_hash LIKE ? OR salt LIKE ?`, "%"+code+"%", "%"+code+"%"); n != 0 {
+		t.Fatal("the code is kept")
+	}
+	if _, err := store.ApprovePairingCode(ctx, "telegram", "ABCDEFGH"); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("a wrong code: %v", err)
+	}
+	if _, err := store.ApprovePairingCode(ctx, "slack", code); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("the code on another platform: %v", err)
+	}
+	p, err := store.ApprovePairingCode(ctx, "telegram", " "+strings.ToLower(code)+" ")
+	if err != nil || p.UserID != "777" || p.UserName != "Mallory" {
+		t.Fatalf("approved: %+v %v", p, err)
+	}
+	if _, err := store.ApprovePairingCode(ctx, "telegram", code); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("a code used twice: %v", err)
+	}
+	f.Push(777, "Mallory", 777, "private", "now may I?")
+	if got := sent(2, "the answer once paired"); got != "offline reply to: now may I?" {
+		t.Fatalf("paired: %q", got)
+	}
+	f.Push(777, "Mallory", -5, "group", "and here?")
+	if got := sent(3, "the answer in a group"); got != "offline reply to: and here?" {
+		t.Fatalf("paired, in a group: %q", got)
+	}
+	if users, _ := store.PairedUsers(ctx); len(users) != 1 || users[0].UserID != "777" {
+		t.Fatalf("paired users: %+v", users)
+	}
+	if gone, err := store.RevokePairing(ctx, "telegram", "777"); !gone || err != nil {
+		t.Fatalf("revoke: %v %v", gone, err)
+	}
+	f.Push(777, "Mallory", 777, "private", "still?")
+	waitFor(t, "the message after the revocation taken", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_inbound WHERE platform = 'telegram'`) == 5
+	})
+	time.Sleep(50 * time.Millisecond) // nothing is coming: they asked for a code within 10 minutes
+	if n := len(f.SentTexts()); n != 3 {
+		t.Fatalf("%d messages sent: %q", n, f.SentTexts())
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content IN ('hello?', 'please?', 'still?')`); n != 0 {
+		t.Fatal("a stranger's message reached a session")
+	}
+	if strings.Contains(e.logs.String(), code) {
+		t.Fatal("the code reached the log")
+	}
+}
+
+// Pairing's limits, as the familiar gateway's: three requests wait at
+// most per platform (the fourth person is told to try later); a request
+// lasts an hour; five wrong codes in a row lock the platform's approvals
+// for an hour (a right code is not taken then); the window approves by
+// the request's id, outside the lockout; clearing drops what waits.
+func TestPairingLimits(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f))
+	store := gateway.NewStore(e.db)
+	ctx := context.Background()
+	codes := map[string]string{}
+	for i := 1; i <= 4; i++ {
+		id := int64(900 + i)
+		f.Push(id, fmt.Sprintf("P%d", i), id, "private", "hi")
+		got := sentTo(t, f)(i, "an answer")
+		if i == 4 {
+			if got != gateway.PairingBusyText {
+				t.Fatalf("the fourth: %q", got)
+			}
+			break
+		}
+		codes[fmt.Sprint(id)] = pairingCodeIn.FindStringSubmatch(got)[1]
+	}
+	// An hour on, the first request is gone.
+	if err := e.db.InTx(ctx, func(tx *db.Tx) error {
+		return tx.G.Exec(`UPDATE gateway_pairing_requests SET created_at = created_at - 3600001 WHERE user_id = '901'`).Error
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ApprovePairingCode(ctx, "telegram", codes["901"]); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("an expired code: %v", err)
+	}
+	reqs, _ := store.PairingRequests(ctx)
+	if len(reqs) != 2 {
+		t.Fatalf("waiting: %+v", reqs)
+	}
+	for range 4 { // with the expired one above, five in a row
+		if _, err := store.ApprovePairingCode(ctx, "telegram", "ZZZZZZZZ"); !apperr.Is(err, apperr.NotFound) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := store.ApprovePairingCode(ctx, "telegram", codes["902"]); !apperr.Is(err, apperr.Conflict) || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("during the lockout: %v", err)
+	}
+	if p, err := store.ApprovePairingRequest(ctx, "telegram", reqs[0].ID); err != nil || p.UserID != reqs[0].UserID {
+		t.Fatalf("by id: %+v %v", p, err)
+	}
+	if _, err := store.ApprovePairingRequest(ctx, "telegram", reqs[0].ID); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("by id twice: %v", err)
+	}
+	if n, err := store.ClearPairingRequests(ctx, ""); n != 1 || err != nil {
+		t.Fatalf("cleared %d %v", n, err)
+	}
+}
+
+// unknown_dm_behavior ignore: a stranger's DM is answered by nothing (the
+// Gateway page still lists them as refused); refuse: told once, with
+// their id, though the platform lets nobody in.
+func TestUnknownDMIgnoreAndRefuse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	quiet, loud := gatewaytest.NewTelegram(t, tgToken), gatewaytest.NewTelegram(t, tgToken)
+	q := telegram(quiet)
+	q.UnknownDM = gateway.IgnoreDM
+	l := telegram(loud)
+	l.UnknownDM = gateway.RefuseDM
+	e.start(t, q)
+	quiet.Push(777, "Mallory", 777, "private", "hello?")
+	waitFor(t, "the refusal recorded", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_refusals WHERE user_id = '777'`) == 1
+	})
+	time.Sleep(50 * time.Millisecond)
+	if len(quiet.SentTexts()) != 0 {
+		t.Fatalf("ignore answered %q", quiet.SentTexts())
+	}
+	e2 := newEnv(t, 8192, 0.9)
+	e2.start(t, l)
+	loud.Push(778, "Eve", 778, "private", "hello?")
+	if got := sentTo(t, loud)(1, "the refusal"); !strings.Contains(got, "Your telegram id is 778") {
+		t.Fatalf("refuse: %q", got)
+	}
+}
