@@ -29,9 +29,9 @@ type Inbound struct {
 	UserID    string
 	UserName  string
 	ChatID    string
-	ChatType  string // dm, group, channel
-	ThreadID  string // "" when the platform or the chat has no threads
-	ReplyTo   string // where a threaded reply goes (Slack: the thread's ts)
+	ChatType  string   // dm, group, channel
+	ThreadID  string   // "" when the platform or the chat has no threads
+	ReplyTo   string   // where a threaded reply goes (Slack: the thread's ts)
 	Roles     []string // the sender's roles in the server (Discord), for Access.Roles
 	At        time.Time
 	// Reaction is set when this is an emoji reaction, not a message: it

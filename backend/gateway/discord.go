@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -105,6 +106,7 @@ type Discord struct {
 	app      string                 // the application's id (READY)
 	commands func() []hooks.Command // for the application's slash commands
 	admits   func(Inbound) bool     // who may talk (the service's; else Access)
+	conn     net.Conn               // the gateway's connection last dialled
 	threads  map[string]bool        // threads the bot takes part in
 	chans    map[string]*discordgo.Channel
 	homes    map[string]string // message id → its channel, for one a thread was opened from
@@ -145,10 +147,15 @@ func NewDiscord(o DiscordOptions) *Discord {
 	s.Identify.Intents = discordIntents
 	s.SyncEvents = true // handled in the order they came: a conversation's messages stay in order
 	d := &Discord{o: o, s: s, threads: map[string]bool{}, chans: map[string]*discordgo.Channel{}, homes: map[string]string{}}
+	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: discordOpenTimeout, NetDialContext: d.dial}
 	s.AddHandler(d.onMessage)
 	s.AddHandler(d.onInteraction)
-	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) { d.onReaction(r.MessageReaction, r.Member, true) })
-	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) { d.onReaction(r.MessageReaction, nil, false) })
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) {
+		d.onReaction(r.MessageReaction, r.Member, true)
+	})
+	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionRemove) {
+		d.onReaction(r.MessageReaction, nil, false)
+	})
 	s.AddHandler(func(_ *discordgo.Session, t *discordgo.ThreadCreate) { d.remember(t.Channel) })
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
 		if r.Application != nil && r.Application.ID != "" {
@@ -162,6 +169,34 @@ func NewDiscord(o DiscordOptions) *Discord {
 
 // Platform implements Adapter.
 func (d *Discord) Platform() string { return "discord" }
+
+// discordOpenTimeout bounds opening the gateway's connection, from the
+// dial to READY (discordgo reads Hello and READY without a deadline).
+const discordOpenTimeout = 30 * time.Second
+
+// dial opens the gateway's connection with a deadline for the opening,
+// lifted once it is open (opened), and keeps it so that Run can close it
+// when it must stop while an opening hangs.
+func (d *Discord) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := (&net.Dialer{Timeout: discordOpenTimeout}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Now().Add(discordOpenTimeout))
+	d.mu.Lock()
+	d.conn = c
+	d.mu.Unlock()
+	return c, nil
+}
+
+// opened lifts the opening's deadline from the connection.
+func (d *Discord) opened() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.conn != nil {
+		_ = d.conn.SetDeadline(time.Time{})
+	}
+}
 
 // discordRewrite sends the REST calls discordgo makes to Discord's API to
 // another address (api_url: a proxy, a loopback fake).
@@ -230,6 +265,16 @@ func (d *Discord) Run(ctx context.Context, in Inbox, report Reporter) error {
 	d.mu.Lock()
 	d.me = me
 	d.mu.Unlock()
+	// Stopping while an opening hangs (Open holds discordgo's lock, and
+	// reads without a deadline): the connection is closed under it.
+	defer context.AfterFunc(ctx, func() {
+		d.mu.Lock()
+		c := d.conn
+		d.mu.Unlock()
+		if c != nil {
+			_ = c.Close()
+		}
+	})()
 	dropped := make(chan struct{}, 1)
 	defer d.s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
 		select {
@@ -241,6 +286,7 @@ func (d *Discord) Run(ctx context.Context, in Inbox, report Reporter) error {
 	for attempt := 1; ; {
 		err := d.s.Open()
 		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			d.opened()
 			attempt = 1
 			detail := "@" + me.Username + " on Discord's gateway"
 			if !registered {

@@ -556,3 +556,28 @@ func TestDiscordUnreachableSaysWhere(t *testing.T) {
 			AND last_error LIKE '%http://127.0.0.1:9/api/v9/users/@me%' AND last_error NOT LIKE '%discord.com%'`) == 1
 	})
 }
+
+// A gateway that accepts the connection and says nothing holds the
+// opening (discordgo reads without a deadline): stopping the adapter then
+// closes the connection under it, and Run returns at once.
+func TestDiscordStopsWhileTheGatewayHangs(t *testing.T) {
+	t.Parallel()
+	f := gatewaytest.NewDiscord(t, discordToken)
+	f.Silent(true)
+	o := gateway.DiscordDefaults()
+	o.Token, o.APIURL = discordToken, f.APIURL()
+	d := gateway.NewDiscord(o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx, func(gateway.Inbound) {}, func(string, string, error) {}) }()
+	waitFor(t, "the connection opened", func() bool { opened, _, _, _ := f.Connections(); return opened == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return while the opening hung")
+	}
+}

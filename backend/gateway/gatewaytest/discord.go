@@ -45,6 +45,15 @@ type Discord struct {
 	seq         int64
 	commands    []map[string]any
 	commandsApp string
+	silent      bool // the gateway says no Hello
+}
+
+// Silent has the gateway accept connections and say nothing (no Hello),
+// as a gateway that hangs.
+func (f *Discord) Silent(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.silent = on
 }
 
 // Commands are the application's slash commands as the bot last
@@ -407,7 +416,12 @@ func (f *Discord) socket(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.connected++
+	silent := f.silent
 	f.mu.Unlock()
+	if silent {
+		_, _, _ = c.ReadMessage() // until the client goes
+		return
+	}
 	if send(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": 45000}}) != nil {
 		return
 	}
