@@ -496,6 +496,15 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 	if d.o.ReplyToMode == "off" {
 		in.ReplyTo = ""
 	}
+	in.Text = strings.TrimSpace(mentionOf.ReplaceAllStringFunc(m.Content, func(s string) string {
+		if mentionOf.FindStringSubmatch(s)[1] == bot {
+			return ""
+		}
+		return s
+	}))
+	if in.Text == "" {
+		return // a bare mention, an image alone: nothing to answer
+	}
 	if m.GuildID != "" {
 		c := d.channel(m.ChannelID)
 		thread := c != nil && c.IsThread()
@@ -523,9 +532,7 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 			return
 		}
 		if mentioned && thread {
-			d.mu.Lock()
-			d.threads[m.ChannelID] = true
-			d.mu.Unlock()
+			d.takePart(m.ChannelID)
 		}
 		if mentioned && !free && !thread && d.o.AutoThread && !here(d.o.NoThread) && d.allowed(in) {
 			if t := d.openThread(m); t != nil {
@@ -539,16 +546,19 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 			}
 		}
 	}
-	in.Text = strings.TrimSpace(mentionOf.ReplaceAllStringFunc(m.Content, func(s string) string {
-		if mentionOf.FindStringSubmatch(s)[1] == bot {
-			return ""
-		}
-		return s
-	}))
-	if in.Text == "" {
-		return
-	}
 	d.deliver(in)
+}
+
+// takePart notes a thread the bot takes part in (it is answered there
+// without a mention; a thread it opened is known by its owner after a
+// restart).
+func (d *Discord) takePart(thread string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.threads) > 4096 {
+		clear(d.threads)
+	}
+	d.threads[thread] = true
 }
 
 // openThread opens a thread from a message that @mentioned the bot, named
@@ -569,9 +579,7 @@ func (d *Discord) openThread(m *discordgo.Message) *discordgo.Channel {
 		return nil
 	}
 	d.remember(t)
-	d.mu.Lock()
-	d.threads[t.ID] = true
-	d.mu.Unlock()
+	d.takePart(t.ID)
 	return t
 }
 

@@ -131,7 +131,8 @@ func TestDiscordDMConversation(t *testing.T) {
 }
 
 // In a server, as the familiar gateway behaves there: a message without a
-// mention is left alone; an @mention opens a thread from the message,
+// mention is left alone, and so is a bare mention; an @mention opens a
+// thread from the message,
 // named after it, and the conversation goes on there without mentions
 // (its own session); a free-response channel is answered inline without a
 // mention, unless the message @mentions someone else; an ignored channel
@@ -149,6 +150,7 @@ func TestDiscordServerChannels(t *testing.T) {
 	}, ada))
 	mention := "<@" + f.BotID + ">"
 
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("g0", general, guild, ada, "ada", mention, f.BotID)) // a bare mention: nothing to answer, no thread
 	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("g1", general, guild, ada, "ada", "talking among ourselves"))
 	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("g2", general, guild, ada, "ada", mention+" plan the launch\nwith details", f.BotID))
 	p := postedTo(t, f, 1, "the reply in a thread")
