@@ -21,7 +21,8 @@ var pairingCodeIn = regexp.MustCompile("pairing code: `([A-Z2-9]{8})`")
 // command that approves it; asking again within 10 minutes is answered by
 // nothing; a wrong code is refused; the right one (any case) lets them
 // in, in DMs and groups alike, and their messages reach the agent;
-// revoked, they are out again. The code is never logged, nor kept.
+// revoked, they are out again. The code is never logged, nor kept (the
+// outbox drops its message's text once delivered).
 func TestDMPairing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 8192, 0.9)
@@ -48,6 +49,12 @@ func TestDMPairing(t *testing.T) {
 	}
 	if n := e.count(t, `SELECT COUNT(*) FROM gateway_pairing_requests WHERE code_hash LIKE ? OR salt LIKE ?`, "%"+code+"%", "%"+code+"%"); n != 0 {
 		t.Fatal("the code is kept")
+	}
+	waitFor(t, "the offer's text dropped once sent", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_outbox WHERE origin = 'pairing' AND state = 'sent' AND text = ?`, gateway.PairingSentText) == 1
+	})
+	if n := e.count(t, `SELECT COUNT(*) FROM gateway_outbox WHERE text LIKE ?`, "%"+code+"%"); n != 0 {
+		t.Fatal("the outbox keeps the code")
 	}
 	if _, err := store.ApprovePairingCode(ctx, "telegram", "ABCDEFGH"); !apperr.Is(err, apperr.NotFound) {
 		t.Fatalf("a wrong code: %v", err)

@@ -255,13 +255,19 @@ func (s *Store) Deliveries(ctx context.Context, state string, limit int) ([]Deli
 	return out, err
 }
 
+// PairingSentText is what the outbox keeps of a pairing code's message
+// once it is delivered: the code itself is not kept.
+const PairingSentText = "(a pairing code was sent; codes are not kept)"
+
 // markSent records a delivered message; only a pending row changes, so two
-// workers never count one delivery twice.
+// workers never count one delivery twice. A pairing code's text is not
+// kept past its delivery.
 func (s *Store) markSent(ctx context.Context, id int64, messageID string) (bool, error) {
 	var ok bool
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
 		res := tx.G.WithContext(ctx).Exec(`UPDATE gateway_outbox SET state = 'sent', sent_at = ?, message_id = ?, attempts = attempts + 1,
-			last_error = '' WHERE id = ? AND state = 'pending'`, db.Ms(tx.Now), messageID, id)
+			last_error = '', text = CASE WHEN origin = 'pairing' THEN ? ELSE text END WHERE id = ? AND state = 'pending'`,
+			db.Ms(tx.Now), messageID, PairingSentText, id)
 		ok = res.RowsAffected == 1
 		return res.Error
 	})
