@@ -45,6 +45,8 @@ type AdapterDTO struct {
 	AllowedUsers []string   `json:"allowed_users"`
 	AllowedChats []string   `json:"allowed_chats"`
 	AllowedRoles []string   `json:"allowed_roles"`
+	HomeChannel  string     `json:"home_channel"` // chat_id[:thread_id]: where scheduled jobs delivering to the platform post
+	HomeFrom     string     `json:"home_from"`    // "/sethome by Ada", "config"
 	SecretEnv    []string   `json:"secret_env"`
 	MissingEnv   []string   `json:"missing_env"`
 	UpdatedAt    *time.Time `json:"updated_at"`

@@ -123,6 +123,11 @@ func printGateway(w io.Writer, rep stack.GatewayReport) {
 			fmt.Fprintf(w, "left out: %s\n", p)
 		}
 	}
+	for _, a := range rep.Adapters {
+		if a.HomeChannel != "" {
+			fmt.Fprintf(w, "home channel on %s: %s (%s)\n", a.Platform, a.HomeChannel, a.HomeFrom)
+		}
+	}
 	if len(rep.Refusals) > 0 {
 		fmt.Fprintln(w, "\nREFUSED\tUSER\tNAME\tCHAT\tTIMES\tLAST")
 		for _, x := range rep.Refusals {

@@ -170,7 +170,7 @@ func TestCronCommands(t *testing.T) {
 		{[]string{"cron", "add", "standup", "--schedule", "@daily", "--prompt", "x"}, 4, "already exists"},
 		{[]string{"cron", "add", "x", "--schedule", "0 25 * * *", "--prompt", "x"}, 2, "invalid schedule"},
 		{[]string{"cron", "add", "x", "--schedule", "0 9 * * *", "--tz", "Nowhere/City", "--prompt", "x"}, 2, "unknown time zone"},
-		{[]string{"cron", "add", "x", "--schedule", "0 9 * * *", "--prompt", "x", "--deliver", "telegram"}, 2, "invalid --deliver"},
+		{[]string{"cron", "add", "x", "--schedule", "0 9 * * *", "--prompt", "x", "--deliver", "telegram 42"}, 2, "invalid --deliver"},
 		{[]string{"cron", "pause", "nope"}, 3, "no cron job named"},
 		{[]string{"cron", "run", "nope"}, 3, "no cron job named"},
 	} {
@@ -712,7 +712,7 @@ func TestGatewayRunDiscord(t *testing.T) {
 func TestGatewayStatusOfTheFamiliarEnv(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	familiarEnv(t, home, "TELEGRAM_BOT_TOKEN=123456:familiar-env-token\nTELEGRAM_ALLOWED_USERS=42,43\nGATEWAY_ALLOW_ALL_USERS=true\n")
+	familiarEnv(t, home, "TELEGRAM_BOT_TOKEN=123456:familiar-env-token\nTELEGRAM_ALLOWED_USERS=42,43\nGATEWAY_ALLOW_ALL_USERS=true\nTELEGRAM_HOME_CHANNEL=-1001234567890\n")
 	// Processes of their own: the .env's token stays out of this one.
 	st := atriumExec(t, home, "", nil, "gateway", "status", "--json")
 	var rep struct {
@@ -735,7 +735,7 @@ func TestGatewayStatusOfTheFamiliarEnv(t *testing.T) {
 		t.Fatalf("notes: %q", rep.Notes)
 	}
 	if plain := atriumExec(t, home, "", nil, "gateway", "status"); !strings.Contains(plain.stdout, "note: GATEWAY_ALLOW_ALL_USERS is not honoured") ||
-		strings.Contains(plain.stdout, "familiar-env-token") {
+		!strings.Contains(plain.stdout, "home channel on telegram: -1001234567890 (config)") || strings.Contains(plain.stdout, "familiar-env-token") {
 		t.Fatalf("plain status: %+v", plain)
 	}
 	empty := t.TempDir()

@@ -52,7 +52,7 @@ func (r *runner) pairingCmd() *cobra.Command {
 					return err
 				}
 				return r.print(p, func(w io.Writer) {
-					fmt.Fprintf(w, "Approved: %s (%s) may now talk to the agent on %s.\n", orDash(p.UserName), p.UserID, p.Platform)
+					fmt.Fprintf(w, "Approved: %s (%s) may now talk to the agent on %s.\n", dash(p.UserName), p.UserID, p.Platform)
 				})
 			})
 		},
@@ -89,13 +89,6 @@ func nonNilList[T any](xs []T) []T {
 	return xs
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func printPairing(w io.Writer, waiting []gateway.PairingRequest, paired []gateway.Paired) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(waiting) == 0 {
@@ -103,13 +96,13 @@ func printPairing(w io.Writer, waiting []gateway.PairingRequest, paired []gatewa
 	} else {
 		fmt.Fprintln(tw, "WAITING\tPLATFORM\tUSER ID\tNAME\tASKED")
 		for _, q := range waiting {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", q.ID, q.Platform, q.UserID, orDash(q.UserName), time.Since(q.CreatedAt).Round(time.Minute))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", q.ID, q.Platform, q.UserID, dash(q.UserName), time.Since(q.CreatedAt).Round(time.Minute))
 		}
 	}
 	if len(paired) > 0 {
 		fmt.Fprintln(tw, "\nPAIRED\tPLATFORM\tUSER ID\tNAME\tSINCE")
 		for _, p := range paired {
-			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", p.Platform, p.UserID, orDash(p.UserName), p.ApprovedAt.Local().Format(time.DateTime))
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", p.Platform, p.UserID, dash(p.UserName), p.ApprovedAt.Local().Format(time.DateTime))
 		}
 	}
 	_ = tw.Flush()

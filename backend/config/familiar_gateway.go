@@ -79,13 +79,15 @@ func (c Config) GatewayWithFamiliarEnv(getenv func(string) string) (g Gateway, n
 		d, more := c.discordResolved(*g.Discord, getenv)
 		g.Discord, notes = &d, append(notes, more...)
 	}
-	return g, append(notes, c.unknownDMs(&g, getenv)...)
+	return g, append(notes, c.fillFamiliar(&g, getenv)...)
 }
 
-// unknownDMs fills each platform block's unauthorized_dm_behavior it
-// leaves unset from the familiar ones: the platform's section (discord:),
-// then the top level, then HERMES_UNAUTHORIZED_DM_BEHAVIOR.
-func (c Config) unknownDMs(g *Gateway, getenv func(string) string) (notes []string) {
+// fillFamiliar fills what each platform block leaves unset from the
+// familiar settings: its unauthorized_dm_behavior from the platform's
+// section (discord:), then the top level, then
+// HERMES_UNAUTHORIZED_DM_BEHAVIOR; its home channel from
+// <PLATFORM>_HOME_CHANNEL.
+func (c Config) fillFamiliar(g *Gateway, getenv func(string) string) (notes []string) {
 	def := c.UnauthorizedDMBehavior
 	if def == "" {
 		v := strings.ToLower(strings.TrimSpace(getenv("HERMES_UNAUTHORIZED_DM_BEHAVIOR")))
@@ -95,20 +97,32 @@ func (c Config) unknownDMs(g *Gateway, getenv func(string) string) (notes []stri
 			def = v
 		}
 	}
-	// Copies: the blocks are the config's own.
+	// Copies: the blocks are the config's own. A home channel a block
+	// leaves unset is the familiar <PLATFORM>_HOME_CHANNEL.
+	home := func(platform string) string {
+		v := strings.TrimSpace(getenv(strings.ToUpper(platform) + "_HOME_CHANNEL"))
+		if err := checkHome(strings.ToUpper(platform)+"_HOME_CHANNEL", v); err != nil {
+			notes = append(notes, err.Error()+"; it is not used")
+			return ""
+		}
+		return v
+	}
 	if g.Telegram != nil {
 		t := *g.Telegram
 		t.UnauthorizedDM = firstSet(t.UnauthorizedDM, def)
+		t.HomeChannel = firstSet(t.HomeChannel, home("telegram"))
 		g.Telegram = &t
 	}
 	if g.Slack != nil {
 		s := *g.Slack
 		s.UnauthorizedDM = firstSet(s.UnauthorizedDM, def)
+		s.HomeChannel = firstSet(s.HomeChannel, home("slack"))
 		g.Slack = &s
 	}
 	if g.Discord != nil {
 		d := *g.Discord
 		d.UnauthorizedDM = firstSet(d.UnauthorizedDM, c.DiscordSection.UnauthorizedDMBehavior, def)
+		d.HomeChannel = firstSet(d.HomeChannel, home("discord"))
 		g.Discord = &d
 	}
 	if g.Webhook != nil {
@@ -117,6 +131,25 @@ func (c Config) unknownDMs(g *Gateway, getenv func(string) string) (notes []stri
 		g.Webhook = &w
 	}
 	return notes
+}
+
+// HomeChannels are the home channels the gateway's blocks (and the
+// familiar .env) name, by platform: chat_id[:thread_id].
+func (g Gateway) HomeChannels() map[string]string {
+	out := map[string]string{}
+	for name, a := range map[string]*Access{"telegram": accessOf(g.Telegram), "slack": accessOf(g.Slack), "discord": accessOf(g.Discord)} {
+		if a != nil && a.HomeChannel != "" {
+			out[name] = a.HomeChannel
+		}
+	}
+	if g.Webhook != nil && g.Webhook.HomeChannel != "" {
+		name := g.Webhook.Name
+		if name == "" {
+			name = "webhook"
+		}
+		out[name] = g.Webhook.HomeChannel
+	}
+	return out
 }
 
 // firstSet is the first of vs that is not "".

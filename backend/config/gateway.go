@@ -41,7 +41,22 @@ type Access struct {
 	// (top level, or the platform's section), else pair when the platform
 	// lets nobody in, refuse when it lists someone.
 	UnauthorizedDM string `yaml:"unauthorized_dm_behavior"`
+	// HomeChannel is where the gateway speaks first on the platform
+	// (chat_id or chat_id:thread_id): a scheduled job delivering to the
+	// bare platform name posts there. A chat's /sethome wins over it;
+	// unset, the familiar <PLATFORM>_HOME_CHANNEL.
+	HomeChannel string `yaml:"home_channel"`
 }
+
+// homeChannel checks a home channel: chat_id[:thread_id], no spaces.
+func checkHome(field, v string) error {
+	if v != "" && !homePattern.MatchString(v) {
+		return fmt.Errorf("%s must be chat_id or chat_id:thread_id, not %q", field, v)
+	}
+	return nil
+}
+
+var homePattern = regexp.MustCompile(`^[^:\s]{1,128}(?::[^\s]{1,128})?$`)
 
 // checkUnknownDM checks an unauthorized_dm_behavior.
 func checkUnknownDM(field, v string) error {
@@ -141,6 +156,9 @@ func (g Gateway) Validate() error {
 	for name, a := range map[string]*Access{"telegram": accessOf(g.Telegram), "slack": accessOf(g.Slack), "discord": accessOf(g.Discord), "webhook": accessOf(g.Webhook)} {
 		if a != nil {
 			if err := checkUnknownDM("gateway."+name+".unauthorized_dm_behavior", a.UnauthorizedDM); err != nil {
+				return err
+			}
+			if err := checkHome("gateway."+name+".home_channel", a.HomeChannel); err != nil {
 				return err
 			}
 		}

@@ -246,3 +246,29 @@ func TestUnauthorizedDMBehavior(t *testing.T) {
 		}
 	}
 }
+
+// The familiar <PLATFORM>_HOME_CHANNEL fills a home channel a block
+// leaves unset; a block's own wins; a value that is not one is said and
+// not used; config.yaml refuses one.
+func TestHomeChannels(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, "gateway:\n  telegram:\n    allowed_users: [1]\n  discord:\n    home_channel: \"555:777\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, notes := c.GatewayWithFamiliarEnv(func(k string) string {
+		return map[string]string{"TELEGRAM_HOME_CHANNEL": "-1001234567890", "DISCORD_HOME_CHANNEL": "999"}[k]
+	})
+	if h := g.HomeChannels(); h["telegram"] != "-1001234567890" || h["discord"] != "555:777" || len(notes) != 0 {
+		t.Fatalf("homes: %v %q", h, notes)
+	}
+	g, notes = c.GatewayWithFamiliarEnv(func(k string) string {
+		return map[string]string{"TELEGRAM_HOME_CHANNEL": "my group"}[k]
+	})
+	if h := g.HomeChannels(); h["telegram"] != "" || len(notes) != 1 || !strings.HasPrefix(notes[0], "TELEGRAM_HOME_CHANNEL must be chat_id or chat_id:thread_id") {
+		t.Fatalf("a value that is not one: %v %q", h, notes)
+	}
+	if _, err := load(t, "gateway:\n  slack:\n    home_channel: \"#general ops\"\n"); err == nil {
+		t.Fatal("accepted a home channel with a space")
+	}
+}

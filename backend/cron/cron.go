@@ -37,7 +37,7 @@ type Job struct {
 	Schedule      string     `json:"schedule"`
 	Timezone      string     `json:"timezone"`
 	Prompt        string     `json:"prompt"`
-	Deliver       string     `json:"deliver"` // platform:chat_id[:thread_id], "" for none
+	Deliver       string     `json:"deliver"` // platform:chat_id[:thread_id], platform (its home channel), "" for none
 	Paused        bool       `json:"paused"`
 	CreatedAt     time.Time  `json:"created_at"`
 	LastTick      *time.Time `json:"last_tick"`
@@ -74,6 +74,10 @@ type Options struct {
 	// process (if it runs one) that something waits.
 	Outbox *gateway.Store
 	Wake   func(platform string)
+	// Home is a platform's home channel (a chat's /sethome, else its
+	// configured home_channel): where a job delivering to the bare
+	// platform name posts. nil: none.
+	Home func(ctx context.Context, platform string) (chat, thread string, ok bool)
 	Clock  Clock
 	Logger *slog.Logger
 	// Poll is the longest the scheduler sleeps before it looks at the
@@ -124,7 +128,7 @@ type AddParams struct {
 	Schedule string // five-field cron ("0 9 * * 1-5"), a descriptor ("@daily", "@every 2h"), optionally "CRON_TZ=Zone ..."
 	Timezone string // IANA name; "" means the machine's zone, resolved and stored by name
 	Prompt   string
-	Deliver  string // platform:chat_id[:thread_id]
+	Deliver  string // platform:chat_id[:thread_id], or platform for its home channel
 }
 
 // Parse parses a schedule in a time zone with robfig/cron's standard
@@ -180,14 +184,21 @@ func LocalZone() string {
 	return "UTC"
 }
 
-// ParseDeliver splits platform:chat_id[:thread_id].
+// ParseDeliver splits platform:chat_id[:thread_id]; a bare platform name
+// (the familiar --deliver telegram) is its home channel, chat "".
 func ParseDeliver(s string) (platform, chat, thread string, err error) {
-	m := deliverPattern.FindStringSubmatch(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	if platformPattern.MatchString(s) {
+		return s, "", "", nil
+	}
+	m := deliverPattern.FindStringSubmatch(s)
 	if m == nil {
-		return "", "", "", apperr.New(apperr.Invalid, "invalid --deliver %q: use platform:chat_id or platform:chat_id:thread_id (e.g. telegram:123456789)", s)
+		return "", "", "", apperr.New(apperr.Invalid, "invalid --deliver %q: use platform:chat_id or platform:chat_id:thread_id (e.g. telegram:123456789), or the platform alone for its home channel", s)
 	}
 	return m[1], m[2], m[3], nil
 }
+
+var platformPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
 
 // Add stores a new job; its first run is the schedule's first time after now.
 func (s *Service) Add(ctx context.Context, p AddParams) (Job, error) {
@@ -414,6 +425,10 @@ func (s *Service) run(ctx context.Context, j Job) (Result, error) {
 		if text != "" {
 			if id, err := s.deliver(ctx, j, res.FinalID, text); err != nil {
 				s.log.Warn("cron: the answer could not be queued for delivery", "job", j.Name, "error", err)
+				if runErr == nil { // the run's record says why nobody got its answer
+					runErr = fmt.Errorf("the answer was not delivered: %w", err)
+					res.Error = runErr.Error()
+				}
 			} else {
 				res.Delivered = id
 			}
@@ -429,6 +444,16 @@ func (s *Service) deliver(ctx context.Context, j Job, sessionID, text string) (i
 	platform, chat, thread, err := ParseDeliver(j.Deliver)
 	if err != nil {
 		return 0, err
+	}
+	if chat == "" {
+		ok := false
+		if s.o.Home != nil {
+			chat, thread, ok = s.o.Home(ctx, platform)
+		}
+		if !ok {
+			return 0, apperr.New(apperr.Invalid, "%s has no home channel to deliver to: type /sethome in the chat that should get it, or set %s_HOME_CHANNEL in the profile's .env (or gateway.%s.home_channel)",
+				platform, strings.ToUpper(platform), platform)
+		}
 	}
 	id, err := s.o.Outbox.Enqueue(context.WithoutCancel(ctx), gateway.Outbound{Platform: platform, ChatID: chat, ThreadID: thread,
 		Text: text, SessionID: sessionID, Origin: "cron:" + j.Name}, 0)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,8 +132,13 @@ func newEnv(t *testing.T, start time.Time) *env {
 
 func (e *env) scheduler(t *testing.T) *cron.Service {
 	t.Helper()
-	return cron.New(cron.Options{DB: e.db, Sessions: e.sess, Loop: e.loop, Outbox: gateway.NewStore(e.db), Clock: e.clock,
-		Poll: time.Hour})
+	store := gateway.NewStore(e.db)
+	return cron.New(cron.Options{DB: e.db, Sessions: e.sess, Loop: e.loop, Outbox: store, Clock: e.clock,
+		Poll: time.Hour, Home: func(ctx context.Context, platform string) (string, string, bool) {
+			homes, _ := store.Homes(ctx)
+			h, ok := homes[platform]
+			return h.ChatID, h.ThreadID, ok
+		}})
 }
 
 func (e *env) started(t *testing.T) *cron.Service {
@@ -299,7 +305,8 @@ func TestCronJobsAreManaged(t *testing.T) {
 		{Name: "x", Schedule: "0 9 * *", Prompt: "x"},
 		{Name: "x", Schedule: "0 9 * * *", Timezone: "Mars/Olympus", Prompt: "x"},
 		{Name: "x", Schedule: "0 9 * * *", Prompt: " "},
-		{Name: "x", Schedule: "0 9 * * *", Prompt: "x", Deliver: "telegram"},
+		{Name: "x", Schedule: "0 9 * * *", Prompt: "x", Deliver: "telegram 42"},
+		{Name: "x", Schedule: "0 9 * * *", Prompt: "x", Deliver: "Telegram"},
 	}
 	for _, p := range bad {
 		if _, err := s.Add(ctx, p); apperr.CodeOf(err) != apperr.Invalid {
@@ -328,5 +335,38 @@ func TestCronJobsAreManaged(t *testing.T) {
 	}
 	if err := s.Remove(ctx, "tz"); apperr.CodeOf(err) != apperr.NotFound {
 		t.Fatalf("remove twice: %v", err)
+	}
+}
+
+// A job delivering to the bare platform name (the familiar --deliver
+// telegram) posts to the platform's home channel, as a chat's /sethome
+// set it; with none, its run says so (the answer was not delivered, and
+// what sets one).
+func TestCronDeliversToTheHomeChannel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, monday)
+	s := e.scheduler(t)
+	ctx := context.Background()
+	if _, err := s.Add(ctx, cron.AddParams{Name: "digest", Schedule: "@daily", Prompt: "the digest", Deliver: "telegram"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx, "digest")
+	if err == nil || !strings.Contains(res.Error, "telegram has no home channel to deliver to: type /sethome") ||
+		!strings.Contains(res.Error, "TELEGRAM_HOME_CHANNEL") {
+		t.Fatalf("without a home channel: %+v %v", res, err)
+	}
+	if j := e.job(t, s, "digest"); j.LastStatus != "error" || !strings.Contains(j.LastError, "no home channel") {
+		t.Fatalf("the job's record: %+v", j)
+	}
+	if err := gateway.NewStore(e.db).SetHome(ctx, "telegram", "-100200", "17", "Ada"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Run(ctx, "digest")
+	if err != nil || res.Delivered == 0 {
+		t.Fatalf("with a home channel: %+v %v", res, err)
+	}
+	ds, _ := gateway.NewStore(e.db).Deliveries(ctx, "", 10)
+	if len(ds) != 1 || ds[0].ChatID != "-100200" || ds[0].ThreadID != "17" || ds[0].Origin != "cron:digest" {
+		t.Fatalf("delivery %+v", ds)
 	}
 }

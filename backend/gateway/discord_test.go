@@ -417,7 +417,7 @@ func TestDiscordSlashCommands(t *testing.T) {
 	for _, c := range cmds {
 		names[c["name"].(string)] = c
 	}
-	for _, want := range []string{"whoami", "new", "compress", "title", "undo"} {
+	for _, want := range []string{"whoami", "new", "compress", "title", "undo", "approve", "stop", "sethome"} {
 		if names[want] == nil {
 			t.Fatalf("/%s not registered: %v", want, cmds)
 		}

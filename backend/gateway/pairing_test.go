@@ -183,3 +183,24 @@ func TestUnknownDMIgnoreAndRefuse(t *testing.T) {
 		t.Fatalf("refuse: %q", got)
 	}
 }
+
+// /sethome, as the familiar gateway's: the chat (and thread) it is typed
+// in becomes the platform's home channel, kept in the store (a restart
+// keeps it), and the sender is told.
+func TestSetHome(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "42"))
+	f.Push(42, "Ada", -100200, "supergroup", "/sethome")
+	if got := sentTo(t, f)(1, "the answer"); got != fmt.Sprintf(gateway.HomeSetText, "telegram", "telegram") {
+		t.Fatalf("/sethome: %q", got)
+	}
+	homes, err := gateway.NewStore(e.db).Homes(context.Background())
+	if h := homes["telegram"]; err != nil || h.ChatID != "-100200" || h.ThreadID != "" || h.SetBy != "Ada" {
+		t.Fatalf("homes: %+v %v", homes, err)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content = '/sethome'`); n != 0 {
+		t.Fatal("/sethome reached a session")
+	}
+}

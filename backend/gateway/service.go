@@ -287,7 +287,11 @@ var gatewayCommands = []hooks.Command{
 	{Name: "deny", Description: "Refuse the tool call waiting for you"},
 	{Name: "stop", Description: "Stop the turn under way (what it stored stays)"},
 	{Name: "verbose", Description: "Cycle how tool calls are shown here: off, new, all, verbose"},
+	{Name: "sethome", Description: "Make this chat the home channel: where scheduled jobs delivering to this platform post"},
 }
+
+// HomeSetText is what /sethome answers.
+const HomeSetText = "📬 This chat is now the home channel on %s: scheduled jobs that deliver to %s post here."
 
 // menu is the registry's commands with the gateway's own.
 func (s *Service) menu() []hooks.Command {
@@ -546,6 +550,17 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	}
 	if s.builtin(text, "stop") {
 		out.Text, out.Origin = NothingToStopText, "reply"
+		return s.enqueue(ctx, out)
+	}
+	if s.builtin(text, "sethome") {
+		who := m.UserName
+		if who == "" {
+			who = m.UserID
+		}
+		if err := s.store.SetHome(ctx, platform, m.ChatID, m.ThreadID, who); err != nil {
+			return err
+		}
+		out.Text, out.Origin = fmt.Sprintf(HomeSetText, platform, platform), "reply"
 		return s.enqueue(ctx, out)
 	}
 	if s.builtin(text, "verbose") {

@@ -415,3 +415,38 @@ func clip(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// Home is a platform's home channel as a chat's /sethome set it.
+type Home struct {
+	Platform string    `json:"platform"`
+	ChatID   string    `json:"chat_id"`
+	ThreadID string    `json:"thread_id"`
+	SetBy    string    `json:"set_by"`
+	SetAt    time.Time `json:"set_at"`
+}
+
+// SetHome makes chat (and thread) platform's home channel.
+func (s *Store) SetHome(ctx context.Context, platform, chatID, threadID, setBy string) error {
+	return s.db.InTx(ctx, func(tx *db.Tx) error {
+		return tx.G.WithContext(ctx).Exec(`INSERT INTO gateway_homes (platform, chat_id, thread_id, set_by, set_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (platform) DO UPDATE SET chat_id = excluded.chat_id, thread_id = excluded.thread_id, set_by = excluded.set_by,
+			set_at = excluded.set_at`, platform, chatID, threadID, clip(setBy, 256), db.Ms(tx.Now)).Error
+	})
+}
+
+// Homes are the home channels chats set, by platform.
+func (s *Store) Homes(ctx context.Context) (map[string]Home, error) {
+	type row struct {
+		Platform, ChatID, ThreadID, SetBy string
+		SetAt                             int64
+	}
+	var rows []row
+	if err := s.db.Read.WithContext(ctx).Raw(`SELECT platform, chat_id, thread_id, set_by, set_at FROM gateway_homes`).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]Home, len(rows))
+	for _, r := range rows {
+		out[r.Platform] = Home{Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, SetBy: r.SetBy, SetAt: time.UnixMilli(r.SetAt).UTC()}
+	}
+	return out, nil
+}

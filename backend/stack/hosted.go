@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,7 +79,8 @@ func (s *Stack) Host(o HostOptions) (*Hosted, error) {
 	if h.gw != nil {
 		wake = h.gw.Wake
 	}
-	h.cr = cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Wake: wake, Logger: o.Logger})
+	h.cr = cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Wake: wake, Logger: o.Logger,
+		Home: s.HomeChannel})
 	return h, nil
 }
 
@@ -240,7 +242,24 @@ func (s *Stack) Cron(f ModelFlags) (*cron.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Logger: s.log}), nil
+	return cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Logger: s.log,
+		Home: s.HomeChannel}), nil
+}
+
+// HomeChannel is a platform's home channel: a chat's /sethome, else the
+// home_channel its block (or the familiar <PLATFORM>_HOME_CHANNEL) names.
+func (s *Stack) HomeChannel(ctx context.Context, platform string) (chat, thread string, ok bool) {
+	if homes, err := gateway.NewStore(s.DB).Homes(ctx); err == nil {
+		if h, set := homes[platform]; set {
+			return h.ChatID, h.ThreadID, true
+		}
+	}
+	g, _ := s.GatewayConfig()
+	if v := g.HomeChannels()[platform]; v != "" {
+		chat, thread, _ = strings.Cut(v, ":")
+		return chat, thread, true
+	}
+	return "", "", false
 }
 
 // cronLoop is the scheduler's turn loop: nobody sits at a scheduled run,

@@ -27,6 +27,11 @@ type AdapterReport struct {
 	AllowedUsers []string   `json:"allowed_users"`
 	AllowedChats []string   `json:"allowed_chats"`
 	AllowedRoles []string   `json:"allowed_roles"` // Discord's role ids
+	// HomeChannel is where the gateway speaks first on the platform
+	// (chat_id[:thread_id]); HomeFrom what set it ("/sethome by Ada",
+	// "config").
+	HomeChannel string `json:"home_channel"`
+	HomeFrom    string `json:"home_from"`
 	SecretEnv    []string   `json:"secret_env"`  // the variables its secrets come from
 	MissingEnv   []string   `json:"missing_env"` // those of them not set in this process
 	UpdatedAt    *time.Time `json:"updated_at"`
@@ -127,8 +132,21 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 				AllowedChats: []string{}, AllowedRoles: []string{}, SecretEnv: []string{}, MissingEnv: []string{}})
 		}
 	}
+	homes, err := store.Homes(ctx)
+	if err != nil {
+		return rep, err
+	}
+	configured := g.HomeChannels()
 	for i := range rep.Adapters {
 		a := &rep.Adapters[i]
+		if h, ok := homes[a.Platform]; ok {
+			a.HomeChannel, a.HomeFrom = h.ChatID, "/sethome by "+h.SetBy
+			if h.ThreadID != "" {
+				a.HomeChannel += ":" + h.ThreadID
+			}
+		} else if v := configured[a.Platform]; v != "" {
+			a.HomeChannel, a.HomeFrom = v, "config"
+		}
 		if st, ok := byName[a.Platform]; ok {
 			if rep.Running {
 				a.State, a.Detail = st.State, st.Detail

@@ -232,7 +232,15 @@ function adapterRow(a: AdapterDTO): HTMLElement {
   return h(
     'tr',
     { 'data-testid': `adapter-${a.platform}` },
-    h('td', {}, h('strong', {}, a.platform), a.configured ? '' : h('div', { class: 'muted small' }, 'no longer configured')),
+    h(
+      'td',
+      {},
+      h('strong', {}, a.platform),
+      a.configured ? '' : h('div', { class: 'muted small' }, 'no longer configured'),
+      a.home_channel
+        ? h('div', { class: 'muted small', 'data-testid': `home-${a.platform}`, title: `set ${a.home_from === 'config' ? 'in config.yaml or the .env' : `with ${a.home_from}`}: scheduled jobs delivering to ${a.platform} post here` }, `home ${a.home_channel}`)
+        : '',
+    ),
     stateCell,
     h('td', {}, `${num(a.received)} in`),
     replies,

@@ -17,6 +17,10 @@ export interface AdapterDTO {
   allowed_users: string[] | null;
   allowed_chats: string[] | null;
   allowed_roles: string[] | null;
+  /** chat_id[:thread_id]: where scheduled jobs delivering to the platform post */
+  home_channel: string;
+  /** "/sethome by Ada", "config" */
+  home_from: string;
   secret_env: string[] | null;
   missing_env: string[] | null;
   updated_at: string | null;
