@@ -189,13 +189,13 @@ type Config struct {
 	// the agent in a shared chat that is not a thread (default true, as
 	// the familiar agent's); ThreadSessionsPerUser in a thread (default
 	// false: a thread reads as one conversation).
-	GroupSessionsPerUser  *bool `yaml:"group_sessions_per_user"`
+	GroupSessionsPerUser *bool `yaml:"group_sessions_per_user"`
 	// UnauthorizedDMBehavior is the familiar unauthorized_dm_behavior: what
 	// a person not let in who writes to a chat platform's bot in a DM is
 	// answered (pair, ignore; Atrium's refuse), where the platform's block
 	// says nothing (Access.UnauthorizedDM).
 	UnauthorizedDMBehavior string `yaml:"unauthorized_dm_behavior"`
-	ThreadSessionsPerUser *bool `yaml:"thread_sessions_per_user"`
+	ThreadSessionsPerUser  *bool  `yaml:"thread_sessions_per_user"`
 	// DiscordSection is the familiar agent's discord: section: how its
 	// Discord bot behaves in a server (Config.discordResolved).
 	DiscordSection DiscordBehaviour `yaml:"discord"`

@@ -272,7 +272,9 @@ func Secret(envVar, def string) (name, value string) {
 }
 
 // accessOf is a platform block's Access (nil for no block).
-func accessOf[T interface{ *Telegram | *Slack | *Discord | *Webhook }](b T) *Access {
+func accessOf[T interface {
+	*Telegram | *Slack | *Discord | *Webhook
+}](b T) *Access {
 	switch x := any(b).(type) {
 	case *Telegram:
 		if x != nil {

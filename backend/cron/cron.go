@@ -77,7 +77,7 @@ type Options struct {
 	// Home is a platform's home channel (a chat's /sethome, else its
 	// configured home_channel): where a job delivering to the bare
 	// platform name posts. nil: none.
-	Home func(ctx context.Context, platform string) (chat, thread string, ok bool)
+	Home   func(ctx context.Context, platform string) (chat, thread string, ok bool)
 	Clock  Clock
 	Logger *slog.Logger
 	// Poll is the longest the scheduler sleeps before it looks at the

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

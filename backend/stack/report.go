@@ -30,11 +30,11 @@ type AdapterReport struct {
 	// HomeChannel is where the gateway speaks first on the platform
 	// (chat_id[:thread_id]); HomeFrom what set it ("/sethome by Ada",
 	// "config").
-	HomeChannel string `json:"home_channel"`
-	HomeFrom    string `json:"home_from"`
-	SecretEnv    []string   `json:"secret_env"`  // the variables its secrets come from
-	MissingEnv   []string   `json:"missing_env"` // those of them not set in this process
-	UpdatedAt    *time.Time `json:"updated_at"`
+	HomeChannel string     `json:"home_channel"`
+	HomeFrom    string     `json:"home_from"`
+	SecretEnv   []string   `json:"secret_env"`  // the variables its secrets come from
+	MissingEnv  []string   `json:"missing_env"` // those of them not set in this process
+	UpdatedAt   *time.Time `json:"updated_at"`
 }
 
 // GatewayReport is the gateway as every surface shows it.
