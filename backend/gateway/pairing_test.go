@@ -204,3 +204,30 @@ func TestSetHome(t *testing.T) {
 		t.Fatal("/sethome reached a session")
 	}
 }
+
+// On connecting, the Telegram bot's command menu (the / button) is set to
+// the commands, the familiar gateway's first (/new, /stop, /approve…), at
+// most 60, as it sets it there; the status says so.
+func TestTelegramCommandMenu(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "42"))
+	waitFor(t, "the menu", func() bool { return len(f.Commands()) > 0 })
+	menu := f.Commands()
+	if menu[0]["command"] != "new" || menu[1]["command"] != "stop" || menu[2]["command"] != "approve" || len(menu) > 60 {
+		t.Fatalf("the menu: %v", menu)
+	}
+	names := map[string]bool{}
+	for _, c := range menu {
+		names[c["command"].(string)] = true
+	}
+	for _, want := range []string{"whoami", "sethome", "undo", "title", "deny"} {
+		if !names[want] {
+			t.Fatalf("/%s not in the menu: %v", want, menu)
+		}
+	}
+	waitFor(t, "the status", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'telegram' AND detail LIKE ?`, fmt.Sprintf("%%; %d commands in its menu", len(menu))) == 1
+	})
+}

@@ -7,10 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"atrium/backend/hooks"
 )
 
 // TelegramOptions configure the Telegram adapter.
@@ -29,6 +34,9 @@ type TelegramOptions struct {
 // edits. The token is part of every URL: errors are scrubbed of it.
 type Telegram struct {
 	o TelegramOptions
+
+	mu       sync.Mutex
+	commands func() []hooks.Command // for the bot's command menu
 }
 
 // NewTelegram builds the adapter.
@@ -173,7 +181,7 @@ func (t *Telegram) Run(ctx context.Context, in Inbox, report Reporter) error {
 			return nil
 		}
 	}
-	report(Connected, "@"+me.Username, nil)
+	report(Connected, "@"+me.Username+t.setCommands(ctx), nil)
 	var offset int64
 	failures := 0
 	for ctx.Err() == nil {
@@ -295,6 +303,63 @@ func (t *Telegram) Send(ctx context.Context, m Message) (string, error) {
 		id = strconv.FormatInt(sent.MessageID, 10)
 	}
 	return id, nil
+}
+
+// SetCommands implements CommandMenu.
+func (t *Telegram) SetCommands(list func() []hooks.Command) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.commands = list
+}
+
+// tgMenuMax is how many commands the menu gets, as the familiar gateway
+// caps it (Telegram takes 100, but a large payload can fail).
+const tgMenuMax = 60
+
+// tgMenuFirst are listed first when the menu must be cut.
+var tgMenuFirst = []string{"new", "stop", "approve", "deny", "help", "status", "retry", "undo", "compress", "title", "sethome"}
+
+var tgCommandName = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// setCommands sets the bot's command menu (the / button) to the
+// commands, the familiar gateway's first, at most 60; what is said after
+// the connection's detail.
+func (t *Telegram) setCommands(ctx context.Context) string {
+	t.mu.Lock()
+	list := t.commands
+	t.mu.Unlock()
+	if list == nil {
+		return ""
+	}
+	cmds := list()
+	slices.SortStableFunc(cmds, func(a, b hooks.Command) int {
+		ai, bi := slices.Index(tgMenuFirst, a.Name), slices.Index(tgMenuFirst, b.Name)
+		switch {
+		case ai >= 0 && bi >= 0:
+			return ai - bi
+		case ai >= 0:
+			return -1
+		case bi >= 0:
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	var menu []map[string]string
+	for _, c := range cmds {
+		name := strings.ToLower(c.Name)
+		if !tgCommandName.MatchString(name) || len(menu) == tgMenuMax {
+			continue
+		}
+		desc := strings.TrimSpace(c.Description)
+		if desc == "" {
+			desc = "/" + name
+		}
+		menu = append(menu, map[string]string{"command": name, "description": clipRunes(desc, 256)})
+	}
+	if err := t.call(ctx, "setMyCommands", map[string]any{"commands": menu}, nil); err != nil {
+		return "; its command menu was not set (" + clipRunes(err.Error(), 200) + "): typed commands still work"
+	}
+	return fmt.Sprintf("; %d commands in its menu", len(menu))
 }
 
 // tgKeyboard is buttons as an inline keyboard (callback_data: at most 64

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,7 @@ type Telegram struct {
 	deletes   []map[string]any // deleteMessage bodies
 	answers   []map[string]any // answerCallbackQuery bodies
 	actions   int
+	commands  []map[string]any // the last setMyCommands' commands
 	// FailSend answers the next FailSend sendMessage calls with a 500;
 	// Down fails every one (an outage); RateLimit answers the next ones
 	// with 429 and retry_after 1. Change them with Set.
@@ -163,6 +165,24 @@ func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
 	case "sendChatAction":
 		f.mu.Lock()
 		f.actions++
+		f.mu.Unlock()
+		tgOK(w, true)
+	case "setMyCommands":
+		var cmds []map[string]any
+		if raw, ok := body["commands"]; ok {
+			b, _ := json.Marshal(raw)
+			_ = json.Unmarshal(b, &cmds)
+		}
+		for _, c := range cmds {
+			name, _ := c["command"].(string)
+			desc, _ := c["description"].(string)
+			if !tgCommand.MatchString(name) || desc == "" || len([]rune(desc)) > 256 {
+				tgErr(w, http.StatusBadRequest, "Bad Request: BOT_COMMAND_INVALID", 0)
+				return
+			}
+		}
+		f.mu.Lock()
+		f.commands = cmds
 		f.mu.Unlock()
 		tgOK(w, true)
 	default:
@@ -569,3 +589,8 @@ func SlackReaction(user, name, channel, ts, itemUser string, added bool) map[str
 		"event": map[string]any{"type": kind, "user": user, "reaction": name, "item_user": itemUser,
 			"item": map[string]any{"type": "message", "channel": channel, "ts": ts}, "event_ts": ets}}
 }
+
+var tgCommand = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+
+// Commands are the bot's command menu as setMyCommands last set it.
+func (f *Telegram) Commands() []map[string]any { return snapshot(&f.mu, &f.commands) }
