@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -40,6 +41,10 @@ type DiscordBehaviour struct {
 	SlashCommands *bool `yaml:"slash_commands"`
 	// UnauthorizedDMBehavior is the familiar discord.unauthorized_dm_behavior.
 	UnauthorizedDMBehavior string `yaml:"unauthorized_dm_behavior"`
+	// ChannelPrompts are instructions added to every turn in a channel
+	// or thread, by its id (a thread without one of its own takes its
+	// channel's).
+	ChannelPrompts map[string]string `yaml:"channel_prompts"`
 }
 
 // DiscordPings are the pings the bot's messages may make.
@@ -90,11 +95,24 @@ func (b DiscordBehaviour) over(under DiscordBehaviour) DiscordBehaviour {
 		Reactions: pick(b.Reactions, under.Reactions), IgnoredChannels: list(b.IgnoredChannels, under.IgnoredChannels),
 		AllowedChannels: list(b.AllowedChannels, under.AllowedChannels), NoThreadChannels: list(b.NoThreadChannels, under.NoThreadChannels),
 		AllowBots: str(b.AllowBots, under.AllowBots), ReplyToMode: str(b.ReplyToMode, under.ReplyToMode),
-		SlashCommands: pick(b.SlashCommands, under.SlashCommands),
+		SlashCommands: pick(b.SlashCommands, under.SlashCommands), ChannelPrompts: prompts(b.ChannelPrompts, under.ChannelPrompts),
 		AllowMentions: DiscordPings{Everyone: pick(b.AllowMentions.Everyone, under.AllowMentions.Everyone),
 			Roles: pick(b.AllowMentions.Roles, under.AllowMentions.Roles), Users: pick(b.AllowMentions.Users, under.AllowMentions.Users),
 			RepliedUser: pick(b.AllowMentions.RepliedUser, under.AllowMentions.RepliedUser)},
 	}
+}
+
+// prompts is a's channel prompts over under's.
+func prompts(a, under map[string]string) map[string]string {
+	if len(a) == 0 {
+		return under
+	}
+	out := maps.Clone(under)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, a)
+	return out
 }
 
 // discordEnv is the behaviour the familiar .env's DISCORD_* variables set

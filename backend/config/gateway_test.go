@@ -272,3 +272,18 @@ func TestHomeChannels(t *testing.T) {
 		t.Fatal("accepted a home channel with a space")
 	}
 }
+
+// The familiar discord.channel_prompts (ids as strings or numbers), with a
+// gateway.discord block's own over them, per channel.
+func TestDiscordChannelPrompts(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, "discord:\n  channel_prompts:\n    \"1234567890\": |\n      Research: cite sources.\n    9876543210: Be warm.\ngateway:\n  discord:\n    allowed_users: [1]\n    channel_prompts:\n      \"9876543210\": Be brief.\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := c.GatewayWithFamiliarEnv(func(string) string { return "" })
+	p := g.Discord.ChannelPrompts
+	if strings.TrimSpace(p["1234567890"]) != "Research: cite sources." || p["9876543210"] != "Be brief." || len(p) != 2 {
+		t.Fatalf("prompts: %q", p)
+	}
+}

@@ -33,6 +33,7 @@ type Inbound struct {
 	ThreadID  string   // "" when the platform or the chat has no threads
 	ReplyTo   string   // where a threaded reply goes (Slack: the thread's ts)
 	Roles     []string // the sender's roles in the server (Discord), for Access.Roles
+	Parent    string   // the channel a thread is in, when the platform says it (Discord)
 	At        time.Time
 	// Reaction is set when this is an emoji reaction, not a message: it
 	// starts no turn, and only the event hooks hear of it.

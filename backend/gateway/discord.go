@@ -511,7 +511,7 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 		parent := m.ChannelID
 		if thread {
 			parent = c.ParentID
-			in.ChatType, in.ThreadID = "thread", m.ChannelID
+			in.ChatType, in.ThreadID, in.Parent = "thread", m.ChannelID, c.ParentID
 		} else {
 			in.ChatType = "group"
 		}
@@ -536,7 +536,7 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 		}
 		if mentioned && !free && !thread && d.o.AutoThread && !here(d.o.NoThread) && d.allowed(in) {
 			if t := d.openThread(m); t != nil {
-				in.ChatID, in.ChatType, in.ThreadID, in.ReplyTo = t.ID, "thread", t.ID, ""
+				in.ChatID, in.ChatType, in.ThreadID, in.ReplyTo, in.Parent = t.ID, "thread", t.ID, "", m.ChannelID
 				d.mu.Lock()
 				if len(d.homes) > 4096 {
 					clear(d.homes)

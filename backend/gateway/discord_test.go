@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
+	"atrium/backend/llm"
+	"atrium/backend/turns"
 )
 
 const discordToken = "discord-test-token"
@@ -581,5 +584,65 @@ func TestDiscordStopsWhileTheGatewayHangs(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return while the opening hung")
+	}
+}
+
+// seenSystem is the offline model that keeps the system prompt of every
+// request it gets.
+type seenSystem struct {
+	llm.OfflineProvider
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *seenSystem) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	sys := ""
+	if len(req.Messages) > 0 && req.Messages[0].Role == "system" {
+		sys = req.Messages[0].Content
+	}
+	s.mu.Lock()
+	s.got = append(s.got, sys)
+	s.mu.Unlock()
+	return s.OfflineProvider.Complete(ctx, req)
+}
+
+func (s *seenSystem) systems() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
+
+// The familiar channel_prompts: a channel's prompt is added to the system
+// prompt of every model call in it, and in a thread opened there; a
+// thread's own wins; nothing of it is stored in the transcript, so it is
+// there once per call however long the conversation.
+func TestDiscordChannelPrompts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	model := &seenSystem{OfflineProvider: llm.OfflineProvider{Window: 8192}}
+	e.useLoop(t, turns.Options{Provider: model})
+	f := gatewaytest.NewDiscord(t, discordToken)
+	const guild, research, free, own, ada = "500", "600", "601", "603", "4242"
+	f.AddChannel(research, 0, guild, "", "")
+	f.AddChannel(free, 0, guild, "", "")
+	f.AddChannel(own, 11, guild, research, "someone")
+	c := discordOn(f, func(o *gateway.DiscordOptions) { o.FreeResponse = []string{free} }, ada)
+	c.ChannelPrompts = map[string]string{research: "RESEARCH: cite your sources.", free: "FREE: be brief.", own: "OWN: a thread of its own."}
+	e.startDiscord(t, f, c)
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("r1", research, guild, ada, "ada", "<@"+f.BotID+"> compare the two", f.BotID))
+	thread := postedTo(t, f, 1, "the answer in a thread").Channel
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("r2", thread, guild, ada, "ada", "and again"))
+	postedTo(t, f, 2, "the second answer")
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("f1", free, guild, ada, "ada", "hello"))
+	postedTo(t, f, 3, "the answer in the free channel")
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("o1", own, guild, ada, "ada", "<@"+f.BotID+"> here too", f.BotID))
+	postedTo(t, f, 4, "the answer in the thread with a prompt of its own")
+	got := model.systems()
+	if len(got) != 4 || !strings.HasSuffix(got[3], "OWN: a thread of its own.") || strings.Contains(got[3], "RESEARCH") || !strings.HasSuffix(got[0], "RESEARCH: cite your sources.") || !strings.HasSuffix(got[1], "RESEARCH: cite your sources.") ||
+		strings.Count(got[1], "RESEARCH") != 1 || !strings.HasSuffix(got[2], "FREE: be brief.") || strings.Contains(got[2], "RESEARCH") {
+		t.Fatalf("the system prompts: %q", got)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM messages WHERE content LIKE '%RESEARCH%' OR sent_content LIKE '%RESEARCH%'`); n != 0 {
+		t.Fatal("the channel prompt was stored")
 	}
 }

@@ -25,6 +25,10 @@ import (
 type Configured struct {
 	Adapter Adapter
 	Access  Access
+	// ChannelPrompts are instructions added to every turn in a chat (by
+	// the thread's id, else the chat's, else the parent channel's): the
+	// familiar channel_prompts.
+	ChannelPrompts map[string]string
 	// UnknownDM is what a person not let in who writes in a DM is
 	// answered (the familiar unauthorized_dm_behavior): PairDM a pairing
 	// code, IgnoreDM nothing, RefuseDM one refusal that tells them their
@@ -48,6 +52,17 @@ func (c Configured) unknownDM() string {
 		return PairDM
 	}
 	return RefuseDM
+}
+
+// channelPrompt is the prompt of m's thread, else its chat, else the
+// channel its thread is in.
+func channelPrompt(prompts map[string]string, m Inbound) string {
+	for _, id := range []string{m.ThreadID, m.ChatID, m.Parent} {
+		if p, ok := prompts[id]; ok && id != "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // admits reports whether the sender of m may talk on c: listed, or let in
@@ -614,6 +629,9 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	var progress *progressMsg
 	if !isCmd {
 		ctx, progress = s.progressContext(ctx, w, sid)
+	}
+	if p := channelPrompt(c.ChannelPrompts, m); p != "" {
+		ctx = turns.WithChannelPrompt(ctx, p)
 	}
 	t, err := s.o.Loop.Send(ctx, sid, text, hooks.GatewayContext(platform, sid, src))
 	progress.finish() // its last lines before the reply

@@ -180,7 +180,9 @@ func GatewayAdapters(g config.Gateway) []gateway.Configured {
 			Listen: sl.Listen, APIURL: sl.APIURL}), sl.Access))
 	}
 	if d := g.Discord; d != nil {
-		out = append(out, configured(gateway.NewDiscord(DiscordOptions(*d)), d.Access, d.AllowedRoles...))
+		c := configured(gateway.NewDiscord(DiscordOptions(*d)), d.Access, d.AllowedRoles...)
+		c.ChannelPrompts = d.ChannelPrompts
+		out = append(out, c)
 	}
 	if w := g.Webhook; w != nil {
 		env, secret := config.Secret(w.SecretEnv, "ATRIUM_WEBHOOK_SECRET")

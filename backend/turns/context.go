@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 
 	"atrium/backend/apperr"
 	"atrium/backend/hooks"
+	"atrium/backend/llm"
 	"atrium/backend/sessions"
 	"atrium/backend/tools"
 )
@@ -215,6 +217,32 @@ func (l *Loop) turnContext(ctx context.Context, tc *turnCtx, sess sessions.Sessi
 		extra = append(extra, left)
 	}
 	return extra, nil
+}
+
+type channelPromptKey struct{}
+
+// WithChannelPrompt adds prompt to the system prompt of every model call
+// a turn run with ctx makes (the familiar channel_prompts: a chat
+// platform's per-channel instructions): ephemeral, never stored, so
+// changing it changes the next call and it never piles up in the
+// transcript.
+func WithChannelPrompt(ctx context.Context, prompt string) context.Context {
+	return context.WithValue(ctx, channelPromptKey{}, strings.TrimSpace(prompt))
+}
+
+// withChannelPrompt is msgs with ctx's channel prompt added to their
+// system prompt (a copy; msgs is not changed).
+func withChannelPrompt(ctx context.Context, msgs []llm.Message) []llm.Message {
+	p, _ := ctx.Value(channelPromptKey{}).(string)
+	if p == "" {
+		return msgs
+	}
+	if len(msgs) > 0 && msgs[0].Role == "system" {
+		out := slices.Clone(msgs)
+		out[0].Content = strings.TrimSpace(out[0].Content + "\n\n" + p)
+		return out
+	}
+	return append([]llm.Message{{Role: "system", Content: p}}, msgs...)
 }
 
 // afterTurn tells the memory provider about the finished turn: sync_turn,

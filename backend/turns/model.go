@@ -26,6 +26,7 @@ import (
 // the next fallback model for the rest of the turn, and tries it alike.
 func (l *Loop) complete(ctx context.Context, tc *turnCtx, sessionID string, req llm.Request) (llm.Response, error) {
 	tc.apiCalls++
+	req.Messages = withChannelPrompt(ctx, req.Messages)
 	retries := l.maxRetries()
 	told := false // a status was told this call: the run's is cleared once the model answers
 	for attempt := 0; ; attempt++ {
