@@ -82,8 +82,14 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// expirePairing drops the requests older than an hour.
+// expirePairing drops the requests older than an hour, and the record of
+// an ask older than the 10 minutes it holds (so strangers who asked once
+// do not pile up).
 func expirePairing(ctx context.Context, tx *db.Tx) error {
+	if err := tx.G.WithContext(ctx).Exec(`DELETE FROM gateway_pairing_limits WHERE kind = 'asked' AND value <= ?`,
+		db.Ms(tx.Now.Add(-PairingRateLimit))).Error; err != nil {
+		return err
+	}
 	return tx.G.WithContext(ctx).Exec(`DELETE FROM gateway_pairing_requests WHERE created_at <= ?`,
 		db.Ms(tx.Now.Add(-PairingTTL))).Error
 }

@@ -154,6 +154,18 @@ func TestPairingLimits(t *testing.T) {
 	if n, err := store.ClearPairingRequests(ctx, ""); n != 1 || err != nil {
 		t.Fatalf("cleared %d %v", n, err)
 	}
+	// Ten minutes on, the record of who asked is dropped at the next ask.
+	if err := e.db.InTx(ctx, func(tx *db.Tx) error {
+		return tx.G.Exec(`UPDATE gateway_pairing_limits SET value = value - 600001 WHERE kind = 'asked'`).Error
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.AskPairing(ctx, "telegram", "999", "Late", "999"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM gateway_pairing_limits WHERE kind = 'asked'`); n != 1 {
+		t.Fatalf("%d asks remembered", n)
+	}
 }
 
 // unknown_dm_behavior ignore: a stranger's DM is answered by nothing (the
