@@ -1179,8 +1179,10 @@ async function main() {
       await sendIn('Payments refactor', 'how far did the refunds get?');
       const status = page.locator('[data-testid=model-status]');
       await status.waitFor({ timeout: 10_000 });
-      assert(/Rate limited\. Waiting 3\.0s \(attempt 1\/1\)/.test(await status.innerText()), `the status: ${await status.innerText()}`);
+      assert(/Rate limited\. Waiting (3\.0|[1-3])s \(attempt 1\/1\)/.test(await status.innerText()), `the status: ${await status.innerText()}`);
       await page.screenshot({ path: join(artifacts, 'dashboard-model-waited-on.png') });
+      // it counts down, a second at a time
+      await page.locator('[data-testid=model-status]', { hasText: /Waiting [12]s|Trying again now/ }).waitFor({ timeout: 5_000 });
       const reply = page.locator('[data-testid=reply]');
       await reply.waitFor({ timeout: 20_000 });
       const text = await reply.innerText();

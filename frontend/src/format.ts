@@ -91,3 +91,13 @@ export function runningWhere(platform: string): string {
 export function inWords(status: string): string {
   return status.replace(/^[^\p{L}\p{N}]+/u, '');
 }
+
+/** countdown is a model status that says how long the turn waits
+ * ("Waiting 4.2s") with the wait left after elapsedMs, in whole seconds,
+ * then "Trying again now"; any other status as it is. */
+export function countdown(status: string, elapsedMs: number): string {
+  const m = /Waiting (\d+(?:\.\d+)?)s/.exec(status);
+  if (!m || elapsedMs < 1000) return status;
+  const left = Math.ceil(Number(m[1]) - elapsedMs / 1000);
+  return status.replace(m[0], left > 0 ? `Waiting ${left}s` : 'Trying again now');
+}

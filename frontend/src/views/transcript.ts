@@ -3,7 +3,7 @@
 
 import { api, on, setWindowTitle, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
-import { absolute, inWords, num, plural, relative, runningWhere, shortID, shortTime } from '../format';
+import { absolute, countdown, inWords, num, plural, relative, runningWhere, shortID, shortTime } from '../format';
 import { archiveOrUnarchive, deleteSessions, renameSession, restoreSessions, sessionMenu, togglePin, type Target } from '../actions';
 import { loadMarkdown, markdownReady, markWords, onLinkClick, renderMarkdown } from '../markdown';
 import { openMenu } from '../menu';
@@ -28,6 +28,8 @@ export class TranscriptView implements View {
   private followTimer = 0; // a reload while a turn runs here elsewhere
   private stoppingElsewhere = ''; // the session whose turn elsewhere is being stopped
   private modelStatus = ''; // what the turn running in this session waits on (a rate limit, a fallback), from the runs event
+  private statusSince = 0; // when modelStatus last changed, for its countdown
+  private statusTimer = 0;
   /** the session a turn under way was sent to ('' when none) */
   private sentTo = '';
   private readonly composerRow: HTMLElement;
@@ -98,7 +100,11 @@ export class TranscriptView implements View {
       const s = this.store.session;
       if (!s) return;
       const run = (d.running ?? []).find((r) => r.session_id === s.id);
-      this.modelStatus = run?.status ?? '';
+      const status = run?.status ?? '';
+      if (status !== this.modelStatus) {
+        this.modelStatus = status;
+        this.statusSince = Date.now();
+      }
       this.showModelStatus();
       if (this.sending || this.store.error) return;
       const now = run?.platform ?? '';
@@ -501,12 +507,21 @@ export class TranscriptView implements View {
 
   /** showModelStatus shows, under the pending reply, what the turn waits
    * on when it waits on its model ("Rate limited. Waiting 4.2s (attempt
-   * 1/3)...", a switch to a fallback model); nothing otherwise. */
+   * 1/3)...", counting down each second, a switch to a fallback model);
+   * nothing otherwise. */
   private showModelStatus(): void {
+    window.clearInterval(this.statusTimer);
     const pending = this.reply.querySelector('.reply-pending');
     pending?.querySelector('[data-testid=model-status]')?.remove();
     if (!pending || !this.modelStatus) return;
-    pending.append(h('div', { class: 'muted small model-status', 'data-testid': 'model-status', role: 'status' }, inWords(this.modelStatus)));
+    const text = () => inWords(countdown(this.modelStatus, Date.now() - this.statusSince));
+    const line = h('div', { class: 'muted small model-status', 'data-testid': 'model-status', role: 'status' }, text());
+    pending.append(line);
+    if (!/Waiting \d/.test(this.modelStatus)) return;
+    this.statusTimer = window.setInterval(() => {
+      if (!line.isConnected) window.clearInterval(this.statusTimer);
+      else line.textContent = text();
+    }, 1000);
   }
 
   /** follow reloads the transcript every 2 s while a turn runs in it
