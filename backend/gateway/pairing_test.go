@@ -243,3 +243,49 @@ func TestTelegramCommandMenu(t *testing.T) {
 		return e.count(t, `SELECT COUNT(*) FROM gateway_status WHERE platform = 'telegram' AND detail LIKE ?`, fmt.Sprintf("%%; %d commands in its menu", len(menu))) == 1
 	})
 }
+
+// The outbox keeps what waits, and a delivered reply for 30 days (it is
+// in its session's transcript); refused senders not seen for 90 days
+// leave the Gateway page. Pending and given-up replies stay.
+func TestPruneDelivered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	store := gateway.NewStore(e.db)
+	ctx := context.Background()
+	now := e.db.Now()
+	old, recent := now.Add(-31*24*time.Hour), now.Add(-time.Hour)
+	if err := e.db.InTx(ctx, func(tx *db.Tx) error {
+		for i, r := range []struct {
+			state string
+			sent  *time.Time
+		}{{"sent", &old}, {"sent", &recent}, {"pending", nil}, {"failed", nil}} {
+			var at any
+			if r.sent != nil {
+				at = db.Ms(*r.sent)
+			}
+			if err := tx.G.Exec(`INSERT INTO gateway_outbox (platform, chat_id, text, origin, created_at, next_at, deadline, state, sent_at)
+				VALUES ('telegram', ?, 'x', 'reply', ?, ?, ?, ?, ?)`, fmt.Sprint(i), db.Ms(old), db.Ms(old), db.Ms(now), r.state, at).Error; err != nil {
+				return err
+			}
+		}
+		for i, seen := range []time.Time{now.Add(-91 * 24 * time.Hour), recent} {
+			if err := tx.G.Exec(`INSERT INTO gateway_refusals (platform, user_id, first_at, last_at) VALUES ('telegram', ?, ?, ?)`,
+				fmt.Sprint(i), db.Ms(seen), db.Ms(seen)).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sent, refused, err := store.PruneDelivered(ctx, now.Add(-gateway.DeliveredKept), now.Add(-gateway.RefusedKept))
+	if err != nil || sent != 1 || refused != 1 {
+		t.Fatalf("pruned %d replies, %d refusals: %v", sent, refused, err)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM gateway_outbox`); n != 3 {
+		t.Fatalf("%d outbox rows left", n)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM gateway_refusals`); n != 1 {
+		t.Fatalf("%d refusals left", n)
+	}
+}

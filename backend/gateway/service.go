@@ -990,9 +990,22 @@ func (s *Service) currentState(platform string) (string, string) {
 }
 
 // housekeeping forgets old inbound ids.
+// How long the outbox keeps a delivered reply, and the Gateway page a
+// refused sender not seen since.
+const (
+	DeliveredKept = 30 * 24 * time.Hour
+	RefusedKept   = 90 * 24 * time.Hour
+)
+
 func (s *Service) housekeeping(ctx context.Context) {
 	for {
-		_ = s.store.PruneInbound(ctx, s.o.DB.Now().Add(-7*24*time.Hour))
+		now := s.o.DB.Now()
+		_ = s.store.PruneInbound(ctx, now.Add(-7*24*time.Hour))
+		if sent, refused, err := s.store.PruneDelivered(ctx, now.Add(-DeliveredKept), now.Add(-RefusedKept)); err != nil {
+			s.log.Warn("gateway: cannot prune the outbox", "error", err)
+		} else if sent+refused > 0 {
+			s.log.Info("gateway: pruned delivered replies and old refusals", "replies", sent, "refusals", refused)
+		}
 		if !sleep(ctx, time.Hour) {
 			return
 		}

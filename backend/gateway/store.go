@@ -74,6 +74,23 @@ func (s *Store) PruneInbound(ctx context.Context, older time.Time) error {
 	})
 }
 
+// PruneDelivered drops the replies delivered before older (the outbox is
+// for what waits; a delivered reply is in its session's transcript) and
+// the refused senders last seen before refusedBefore; how many of each.
+func (s *Store) PruneDelivered(ctx context.Context, older, refusedBefore time.Time) (sent, refused int64, err error) {
+	err = s.db.InTx(ctx, func(tx *db.Tx) error {
+		res := tx.G.WithContext(ctx).Exec(`DELETE FROM gateway_outbox WHERE state = 'sent' AND sent_at < ?`, db.Ms(older))
+		if res.Error != nil {
+			return res.Error
+		}
+		sent = res.RowsAffected
+		res = tx.G.WithContext(ctx).Exec(`DELETE FROM gateway_refusals WHERE last_at < ?`, db.Ms(refusedBefore))
+		refused = res.RowsAffected
+		return res.Error
+	})
+	return sent, refused, err
+}
+
 // Refusal is a sender who was refused.
 type Refusal struct {
 	Platform string    `json:"platform"`
