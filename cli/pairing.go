@@ -36,7 +36,7 @@ func (r *runner) pairingCmd() *cobra.Command {
 				out := struct {
 					Pending  []gateway.PairingRequest `json:"pending"`
 					Approved []gateway.Paired         `json:"approved"`
-				}{nonNilList(waiting), nonNilList(paired)}
+				}{nonNil(waiting), nonNil(paired)}
 				return r.print(out, func(w io.Writer) { printPairing(w, waiting, paired) })
 			})
 		},
@@ -80,13 +80,6 @@ func (r *runner) pairingCmd() *cobra.Command {
 		"%d request(s) dropped\n", (*gateway.Store).ClearPairingRequests)
 	c.AddCommand(list, approve, revoke, clearPending)
 	return c
-}
-
-func nonNilList[T any](xs []T) []T {
-	if xs == nil {
-		return []T{}
-	}
-	return xs
 }
 
 func printPairing(w io.Writer, waiting []gateway.PairingRequest, paired []gateway.Paired) {

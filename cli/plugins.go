@@ -90,9 +90,10 @@ func extrasLines(x proc.Extras) []string {
 	return out
 }
 
-func nonNil(s []string) []string {
+// nonNil is s, or an empty list for none (JSON [] rather than null).
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -173,16 +173,10 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 		return rep, err
 	}
 	rep.Paired, err = store.PairedUsers(ctx)
-	rep.Refusals, rep.Pairing, rep.Paired = nonNilOf(rep.Refusals), nonNilOf(rep.Pairing), nonNilOf(rep.Paired)
+	rep.Refusals, rep.Pairing, rep.Paired = nonNil(rep.Refusals), nonNil(rep.Pairing), nonNil(rep.Paired)
 	return rep, err
 }
 
-func nonNilOf[T any](xs []T) []T {
-	if xs == nil {
-		return []T{}
-	}
-	return xs
-}
 
 // CronReport is the scheduler as every surface shows it.
 type CronReport struct {
@@ -206,9 +200,10 @@ func (s *Stack) CronStatus(ctx context.Context, c *cron.Service) (CronReport, er
 	return rep, err
 }
 
-func nonNil(xs []string) []string {
+// nonNil is xs, or an empty list for none (JSON [] rather than null).
+func nonNil[T any](xs []T) []T {
 	if xs == nil {
-		return []string{}
+		return []T{}
 	}
 	return xs
 }
