@@ -97,8 +97,8 @@ func (c Config) fillFamiliar(g *Gateway, getenv func(string) string) (notes []st
 			def = v
 		}
 	}
-	// Copies: the blocks are the config's own. A home channel a block
-	// leaves unset is the familiar <PLATFORM>_HOME_CHANNEL.
+	// A home channel a block leaves unset is the familiar
+	// <PLATFORM>_HOME_CHANNEL (the familiar agent has none for a webhook).
 	home := func(platform string) string {
 		v := strings.TrimSpace(getenv(strings.ToUpper(platform) + "_HOME_CHANNEL"))
 		if err := checkHome(strings.ToUpper(platform)+"_HOME_CHANNEL", v); err != nil {
@@ -107,47 +107,40 @@ func (c Config) fillFamiliar(g *Gateway, getenv func(string) string) (notes []st
 		}
 		return v
 	}
-	if g.Telegram != nil {
-		t := *g.Telegram
-		t.UnauthorizedDM = firstSet(t.UnauthorizedDM, def)
-		t.HomeChannel = firstSet(t.HomeChannel, home("telegram"))
-		g.Telegram = &t
-	}
-	if g.Slack != nil {
-		s := *g.Slack
-		s.UnauthorizedDM = firstSet(s.UnauthorizedDM, def)
-		s.HomeChannel = firstSet(s.HomeChannel, home("slack"))
-		g.Slack = &s
-	}
-	if g.Discord != nil {
-		d := *g.Discord
-		d.UnauthorizedDM = firstSet(d.UnauthorizedDM, c.DiscordSection.UnauthorizedDMBehavior, def)
-		d.HomeChannel = firstSet(d.HomeChannel, home("discord"))
-		g.Discord = &d
-	}
-	if g.Webhook != nil {
-		w := *g.Webhook
-		w.UnauthorizedDM = firstSet(w.UnauthorizedDM, def)
-		g.Webhook = &w
+	section := map[string]string{"discord": c.DiscordSection.UnauthorizedDMBehavior}
+	// Copies: the blocks are the config's own.
+	g.Telegram, g.Slack, g.Discord, g.Webhook = clone(g.Telegram), clone(g.Slack), clone(g.Discord), clone(g.Webhook)
+	for _, b := range g.blocks() {
+		b.access.UnauthorizedDM = firstSet(b.access.UnauthorizedDM, section[b.name], def)
+		if b.name != "webhook" {
+			b.access.HomeChannel = firstSet(b.access.HomeChannel, home(b.name))
+		}
 	}
 	return notes
 }
 
+// clone is a copy of *p (nil for nil).
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}
+
 // HomeChannels are the home channels the gateway's blocks (and the
-// familiar .env) name, by platform: chat_id[:thread_id].
+// familiar .env) name, by platform (a webhook's by the name it reports):
+// chat_id[:thread_id].
 func (g Gateway) HomeChannels() map[string]string {
 	out := map[string]string{}
-	for name, a := range map[string]*Access{"telegram": accessOf(g.Telegram), "slack": accessOf(g.Slack), "discord": accessOf(g.Discord)} {
-		if a != nil && a.HomeChannel != "" {
-			out[name] = a.HomeChannel
+	for _, b := range g.blocks() {
+		name := b.name
+		if name == "webhook" && g.Webhook.Name != "" {
+			name = g.Webhook.Name
 		}
-	}
-	if g.Webhook != nil && g.Webhook.HomeChannel != "" {
-		name := g.Webhook.Name
-		if name == "" {
-			name = "webhook"
+		if b.access.HomeChannel != "" {
+			out[name] = b.access.HomeChannel
 		}
-		out[name] = g.Webhook.HomeChannel
 	}
 	return out
 }

@@ -153,14 +153,12 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate checks the gateway section.
 func (g Gateway) Validate() error {
-	for name, a := range map[string]*Access{"telegram": accessOf(g.Telegram), "slack": accessOf(g.Slack), "discord": accessOf(g.Discord), "webhook": accessOf(g.Webhook)} {
-		if a != nil {
-			if err := checkUnknownDM("gateway."+name+".unauthorized_dm_behavior", a.UnauthorizedDM); err != nil {
-				return err
-			}
-			if err := checkHome("gateway."+name+".home_channel", a.HomeChannel); err != nil {
-				return err
-			}
+	for _, b := range g.blocks() {
+		if err := checkUnknownDM("gateway."+b.name+".unauthorized_dm_behavior", b.access.UnauthorizedDM); err != nil {
+			return err
+		}
+		if err := checkHome("gateway."+b.name+".home_channel", b.access.HomeChannel); err != nil {
+			return err
 		}
 	}
 	if d := g.DeliveryDeadlineMinutes; d != nil && *d <= 0 {
@@ -271,27 +269,28 @@ func Secret(envVar, def string) (name, value string) {
 	return envVar, os.Getenv(envVar)
 }
 
-// accessOf is a platform block's Access (nil for no block).
-func accessOf[T interface {
-	*Telegram | *Slack | *Discord | *Webhook
-}](b T) *Access {
-	switch x := any(b).(type) {
-	case *Telegram:
-		if x != nil {
-			return &x.Access
-		}
-	case *Slack:
-		if x != nil {
-			return &x.Access
-		}
-	case *Discord:
-		if x != nil {
-			return &x.Access
-		}
-	case *Webhook:
-		if x != nil {
-			return &x.Access
-		}
+// block is one platform block of the gateway section: its key under
+// gateway:, and the Access every block has.
+type block struct {
+	name   string
+	access *Access
+}
+
+// blocks are the platform blocks the section has, in a fixed order; each
+// Access is the block's own (changing it changes the block).
+func (g Gateway) blocks() []block {
+	var out []block
+	if g.Telegram != nil {
+		out = append(out, block{"telegram", &g.Telegram.Access})
 	}
-	return nil
+	if g.Slack != nil {
+		out = append(out, block{"slack", &g.Slack.Access})
+	}
+	if g.Discord != nil {
+		out = append(out, block{"discord", &g.Discord.Access})
+	}
+	if g.Webhook != nil {
+		out = append(out, block{"webhook", &g.Webhook.Access})
+	}
+	return out
 }
