@@ -14,8 +14,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"atrium/backend/hooks"
@@ -134,10 +136,72 @@ type Acknowledger interface {
 }
 
 // CommandMenu is an adapter whose platform lists the bot's slash
-// commands in a menu of its own (Discord's application commands): the
-// service gives it the registry's list, which it asks when it connects.
+// commands in a menu of its own (Discord's application commands,
+// Telegram's / menu): the service gives it the registry's list, which it
+// asks when it connects.
 type CommandMenu interface {
 	SetCommands(list func() []hooks.Command)
+}
+
+// menuSource is what a CommandMenu adapter keeps: the service's list of
+// commands, and how a platform's menu takes them.
+type menuSource struct {
+	mu   sync.Mutex
+	list func() []hooks.Command
+}
+
+// SetCommands implements CommandMenu.
+func (m *menuSource) SetCommands(list func() []hooks.Command) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.list = list
+}
+
+// menuEntry is a command as a platform's menu lists it: its name there,
+// a description (its own, else its name), its arguments' hint.
+type menuEntry struct{ name, description, hint string }
+
+// menu is the commands a platform's menu can list (false before the
+// service gave them): their names lower-cased, those valid takes, each
+// once; the names of first first, in that order (nil: the list's order);
+// at most max.
+func (m *menuSource) menu(valid *regexp.Regexp, first []string, max int) ([]menuEntry, bool) {
+	m.mu.Lock()
+	list := m.list
+	m.mu.Unlock()
+	if list == nil {
+		return nil, false
+	}
+	cmds := list()
+	if first != nil {
+		slices.SortStableFunc(cmds, func(a, b hooks.Command) int {
+			ai, bi := slices.Index(first, a.Name), slices.Index(first, b.Name)
+			switch {
+			case ai >= 0 && bi >= 0:
+				return ai - bi
+			case ai >= 0:
+				return -1
+			case bi >= 0:
+				return 1
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+	}
+	var out []menuEntry
+	seen := map[string]bool{}
+	for _, c := range cmds {
+		name := strings.ToLower(c.Name)
+		if !valid.MatchString(name) || seen[name] || len(out) == max {
+			continue
+		}
+		seen[name] = true
+		desc := strings.TrimSpace(c.Description)
+		if desc == "" {
+			desc = "/" + name
+		}
+		out = append(out, menuEntry{name: name, description: desc, hint: strings.TrimSpace(c.ArgsHint)})
+	}
+	return out, true
 }
 
 // Editor is an adapter that can edit a message it sent.

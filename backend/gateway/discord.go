@@ -17,8 +17,6 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
-
-	"atrium/backend/hooks"
 )
 
 // DiscordOptions configure the Discord adapter. The behaviour in a server
@@ -97,19 +95,19 @@ const discordIntents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages 
 // Discord is the Discord adapter: the gateway's WebSocket for events
 // (bwmarrin/discordgo), the REST API for replies.
 type Discord struct {
-	o DiscordOptions
-	s *discordgo.Session
+	o          DiscordOptions
+	s          *discordgo.Session
+	menuSource // the commands, for the application's slash commands
 
-	mu       sync.Mutex
-	in       Inbox
-	me       *discordgo.User
-	app      string                 // the application's id (READY)
-	commands func() []hooks.Command // for the application's slash commands
-	admits   func(Inbound) bool     // who may talk (the service's; else Access)
-	conn     net.Conn               // the gateway's connection last dialled
-	threads  map[string]bool        // threads the bot takes part in
-	chans    map[string]*discordgo.Channel
-	homes    map[string]string // message id → its channel, for one a thread was opened from
+	mu      sync.Mutex
+	in      Inbox
+	me      *discordgo.User
+	app     string             // the application's id (READY)
+	admits  func(Inbound) bool // who may talk (the service's; else Access)
+	conn    net.Conn           // the gateway's connection last dialled
+	threads map[string]bool    // threads the bot takes part in
+	chans   map[string]*discordgo.Channel
+	homes   map[string]string // message id → its channel, for one a thread was opened from
 }
 
 // NewDiscord builds the adapter.
@@ -338,13 +336,6 @@ func (d *Discord) allowed(m Inbound) bool {
 	return d.o.Access.Admits(m)
 }
 
-// SetCommands implements CommandMenu.
-func (d *Discord) SetCommands(list func() []hooks.Command) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.commands = list
-}
-
 // commandName is what Discord takes as a slash command's name.
 var discordCommandName = regexp.MustCompile(`^[-_\p{Ll}\p{Lo}\p{N}]{1,32}$`)
 
@@ -354,31 +345,25 @@ var discordCommandName = regexp.MustCompile(`^[-_\p{Ll}\p{Lo}\p{N}]{1,32}$`)
 // it could not.
 func (d *Discord) registerCommands(ctx context.Context) string {
 	d.mu.Lock()
-	list, app := d.commands, d.app
+	app := d.app
 	if app == "" && d.me != nil {
 		app = d.me.ID
 	}
 	d.mu.Unlock()
-	if !d.o.SlashCommands || list == nil || app == "" {
+	if !d.o.SlashCommands || app == "" {
 		return ""
 	}
-	var cmds []*discordgo.ApplicationCommand
-	seen := map[string]bool{}
-	for _, c := range list() {
-		name := strings.ToLower(c.Name)
-		if !discordCommandName.MatchString(name) || seen[name] || len(cmds) == 100 {
-			continue
-		}
-		seen[name] = true
-		desc := strings.TrimSpace(c.Description)
-		if desc == "" {
-			desc = "/" + name
-		}
-		hint := strings.TrimSpace(c.ArgsHint)
+	entries, ok := d.menu(discordCommandName, nil, 100)
+	if !ok {
+		return ""
+	}
+	cmds := make([]*discordgo.ApplicationCommand, 0, len(entries))
+	for _, e := range entries {
+		hint := e.hint
 		if hint == "" {
-			hint = "what to pass to /" + name
+			hint = "what to pass to /" + e.name
 		}
-		cmds = append(cmds, &discordgo.ApplicationCommand{Name: name, Description: clipRunes(desc, 100),
+		cmds = append(cmds, &discordgo.ApplicationCommand{Name: e.name, Description: clipRunes(e.description, 100),
 			Options: []*discordgo.ApplicationCommandOption{{Type: discordgo.ApplicationCommandOptionString, Name: "args",
 				Description: clipRunes(hint, 100)}}})
 	}

@@ -8,14 +8,10 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
-
-	"atrium/backend/hooks"
 )
 
 // TelegramOptions configure the Telegram adapter.
@@ -33,10 +29,8 @@ type TelegramOptions struct {
 // in, sendMessage out, sendChatAction for typing, editMessageText for
 // edits. The token is part of every URL: errors are scrubbed of it.
 type Telegram struct {
-	o TelegramOptions
-
-	mu       sync.Mutex
-	commands func() []hooks.Command // for the bot's command menu
+	o          TelegramOptions
+	menuSource // the commands, for the bot's command menu
 }
 
 // NewTelegram builds the adapter.
@@ -305,13 +299,6 @@ func (t *Telegram) Send(ctx context.Context, m Message) (string, error) {
 	return id, nil
 }
 
-// SetCommands implements CommandMenu.
-func (t *Telegram) SetCommands(list func() []hooks.Command) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.commands = list
-}
-
 // tgMenuMax is how many commands the menu gets, as the familiar gateway
 // caps it (Telegram takes 100, but a large payload can fail).
 const tgMenuMax = 60
@@ -325,36 +312,13 @@ var tgCommandName = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 // commands, the familiar gateway's first, at most 60; what is said after
 // the connection's detail.
 func (t *Telegram) setCommands(ctx context.Context) string {
-	t.mu.Lock()
-	list := t.commands
-	t.mu.Unlock()
-	if list == nil {
+	entries, ok := t.menu(tgCommandName, tgMenuFirst, tgMenuMax)
+	if !ok {
 		return ""
 	}
-	cmds := list()
-	slices.SortStableFunc(cmds, func(a, b hooks.Command) int {
-		ai, bi := slices.Index(tgMenuFirst, a.Name), slices.Index(tgMenuFirst, b.Name)
-		switch {
-		case ai >= 0 && bi >= 0:
-			return ai - bi
-		case ai >= 0:
-			return -1
-		case bi >= 0:
-			return 1
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	var menu []map[string]string
-	for _, c := range cmds {
-		name := strings.ToLower(c.Name)
-		if !tgCommandName.MatchString(name) || len(menu) == tgMenuMax {
-			continue
-		}
-		desc := strings.TrimSpace(c.Description)
-		if desc == "" {
-			desc = "/" + name
-		}
-		menu = append(menu, map[string]string{"command": name, "description": clipRunes(desc, 256)})
+	menu := make([]map[string]string, 0, len(entries))
+	for _, e := range entries {
+		menu = append(menu, map[string]string{"command": e.name, "description": clipRunes(e.description, 256)})
 	}
 	if err := t.call(ctx, "setMyCommands", map[string]any{"commands": menu}, nil); err != nil {
 		return "; its command menu was not set (" + clipRunes(err.Error(), 200) + "): typed commands still work"
