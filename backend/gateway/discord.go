@@ -457,6 +457,34 @@ func (d *Discord) channel(id string) *discordgo.Channel {
 	return c
 }
 
+// place says where a message, a tap or a reaction came from: a DM (no
+// server), a server's channel, or a thread (its parent kept); the
+// channel, when Discord says what it is (nil in a DM).
+func (d *Discord) place(in *Inbound, guild, channel string) *discordgo.Channel {
+	if guild == "" {
+		in.ChatType = "dm"
+		return nil
+	}
+	in.ChatType = "group"
+	c := d.channel(channel)
+	if c != nil && c.IsThread() {
+		in.ChatType, in.ThreadID, in.Parent = "thread", channel, c.ParentID
+	}
+	return c
+}
+
+// inAny reports whether list names channel, or the channel a thread is
+// in (parent, "" for none).
+func inAny(list []string, channel, parent string) bool {
+	return slices.Contains(list, channel) || parent != "" && slices.Contains(list, parent)
+}
+
+// closed reports whether the bot answers nothing in channel: an ignored
+// one (or a thread of one), or one outside allowed_channels.
+func (d *Discord) closed(channel, parent string) bool {
+	return inAny(d.o.Ignored, channel, parent) || len(d.o.Allowed) > 0 && !inAny(d.o.Allowed, channel, parent)
+}
+
 // mentionOf matches a mention of a user (<@id>, <@!id>).
 var mentionOf = regexp.MustCompile(`<@!?(\d+)>`)
 
@@ -477,7 +505,7 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 		return
 	}
 	in := Inbound{EventID: "message:" + m.ID, MessageID: m.ID, UserID: m.Author.ID, UserName: discordName(m.Author, m.Member),
-		ChatID: m.ChannelID, ChatType: "dm", ReplyTo: m.ID, Roles: memberRoles(m.Member), At: m.Timestamp.UTC()}
+		ChatID: m.ChannelID, ReplyTo: m.ID, Roles: memberRoles(m.Member), At: m.Timestamp.UTC()}
 	if d.o.ReplyToMode == "off" {
 		in.ReplyTo = ""
 	}
@@ -490,20 +518,10 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 	if in.Text == "" {
 		return // a bare mention, an image alone: nothing to answer
 	}
-	if m.GuildID != "" {
-		c := d.channel(m.ChannelID)
-		thread := c != nil && c.IsThread()
-		parent := m.ChannelID
-		if thread {
-			parent = c.ParentID
-			in.ChatType, in.ThreadID, in.Parent = "thread", m.ChannelID, c.ParentID
-		} else {
-			in.ChatType = "group"
-		}
-		here := func(list []string) bool {
-			return slices.Contains(list, m.ChannelID) || parent != "" && slices.Contains(list, parent)
-		}
-		if here(d.o.Ignored) || len(d.o.Allowed) > 0 && !here(d.o.Allowed) {
+	if c := d.place(&in, m.GuildID, m.ChannelID); m.GuildID != "" {
+		thread := in.ThreadID != ""
+		here := func(list []string) bool { return inAny(list, m.ChannelID, in.Parent) }
+		if d.closed(m.ChannelID, in.Parent) {
 			return
 		}
 		free := !d.o.RequireMention || here(d.o.FreeResponse)
@@ -604,15 +622,8 @@ func (d *Discord) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionC
 	if user == nil || user.Bot {
 		return
 	}
-	in := Inbound{UserID: user.ID, UserName: discordName(user, i.Member), ChatID: i.ChannelID, ChatType: "dm",
-		Roles: memberRoles(i.Member), At: time.Now().UTC()}
-	parent := i.ChannelID
-	if i.GuildID != "" {
-		in.ChatType = "group"
-		if c := d.channel(i.ChannelID); c != nil && c.IsThread() {
-			in.ChatType, in.ThreadID, parent = "thread", i.ChannelID, c.ParentID
-		}
-	}
+	in := Inbound{UserID: user.ID, UserName: discordName(user, i.Member), ChatID: i.ChannelID, Roles: memberRoles(i.Member), At: time.Now().UTC()}
+	d.place(&in, i.GuildID, i.ChannelID)
 	answer := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
 	if i.Type == discordgo.InteractionMessageComponent {
 		if i.Message == nil {
@@ -629,8 +640,7 @@ func (d *Discord) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionC
 			}
 		}
 		say := "Running " + clipRunes(in.Text, 200) + "…"
-		if i.GuildID != "" && (slices.Contains(d.o.Ignored, i.ChannelID) || slices.Contains(d.o.Ignored, parent) ||
-			len(d.o.Allowed) > 0 && !slices.Contains(d.o.Allowed, i.ChannelID) && !slices.Contains(d.o.Allowed, parent)) {
+		if i.GuildID != "" && d.closed(i.ChannelID, in.Parent) {
 			say, in.Text = "I do not answer in this channel.", ""
 		}
 		answer = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
@@ -658,15 +668,10 @@ func (d *Discord) onReaction(r *discordgo.MessageReaction, member *discordgo.Mem
 	// Discord gives a reaction no id, and does not deliver one twice on a
 	// connection (a resumed one replays only what was missed).
 	in := Inbound{EventID: fmt.Sprintf("reaction:%s:%s:%s:%s:%d", kind, r.MessageID, r.UserID, r.Emoji.APIName(), time.Now().UnixNano()), UserID: r.UserID,
-		ChatID: r.ChannelID, ChatType: "dm", Roles: memberRoles(member), At: time.Now().UTC(),
+		ChatID: r.ChannelID, Roles: memberRoles(member), At: time.Now().UTC(),
 		Reaction: &Reaction{Added: added, Name: r.Emoji.Name, ItemType: "message", MessageTS: r.MessageID, TeamID: r.GuildID,
 			EventTS: strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 6, 64), Raw: raw}}
-	if r.GuildID != "" {
-		in.ChatType = "group"
-		if c := d.channel(r.ChannelID); c != nil && c.IsThread() {
-			in.ChatType, in.ThreadID = "thread", r.ChannelID
-		}
-	}
+	d.place(&in, r.GuildID, r.ChannelID)
 	d.deliver(in)
 }
 
