@@ -160,6 +160,15 @@ type pairingRow struct {
 	CreatedAt                                              int64
 }
 
+// waitingOn are the requests waiting on platform (only request id, when
+// not ""), with their codes' hashes.
+func waitingOn(ctx context.Context, tx *db.Tx, platform, id string) ([]pairingRow, error) {
+	var rows []pairingRow
+	err := tx.G.WithContext(ctx).Raw(`SELECT id, platform, user_id, user_name, chat_id, code_hash, salt, created_at
+		FROM gateway_pairing_requests WHERE platform = ? AND (? = '' OR id = ?)`, platform, id, id).Scan(&rows).Error
+	return rows, err
+}
+
 // finishPairing lets in the person of request r.
 func finishPairing(ctx context.Context, tx *db.Tx, r pairingRow) (Paired, error) {
 	if err := tx.G.WithContext(ctx).Exec(`DELETE FROM gateway_pairing_requests WHERE id = ?`, r.ID).Error; err != nil {
@@ -190,9 +199,8 @@ func (s *Store) ApprovePairingCode(ctx context.Context, platform, code string) (
 		if locked, err = lockedOut(ctx, tx, platform); err != nil || locked {
 			return err
 		}
-		var rows []pairingRow
-		if err := tx.G.WithContext(ctx).Raw(`SELECT id, platform, user_id, user_name, chat_id, code_hash, salt, created_at
-			FROM gateway_pairing_requests WHERE platform = ?`, platform).Scan(&rows).Error; err != nil {
+		rows, err := waitingOn(ctx, tx, platform, "")
+		if err != nil {
 			return err
 		}
 		for _, r := range rows {
@@ -235,17 +243,16 @@ func (s *Store) ApprovePairingCode(ctx context.Context, platform, code string) (
 func (s *Store) ApprovePairingRequest(ctx context.Context, platform, id string) (Paired, error) {
 	var p Paired
 	found := false
+	id = strings.ToLower(strings.TrimSpace(id))
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
-		if err := expirePairing(ctx, tx); err != nil {
+		if err := expirePairing(ctx, tx); err != nil || id == "" {
 			return err
 		}
-		var rows []pairingRow
-		if err := tx.G.WithContext(ctx).Raw(`SELECT id, platform, user_id, user_name, chat_id, code_hash, salt, created_at
-			FROM gateway_pairing_requests WHERE platform = ? AND id = ?`, platform, strings.ToLower(strings.TrimSpace(id))).Scan(&rows).Error; err != nil || len(rows) == 0 {
+		rows, err := waitingOn(ctx, tx, platform, id)
+		if err != nil || len(rows) == 0 {
 			return err
 		}
 		found = true
-		var err error
 		p, err = finishPairing(ctx, tx, rows[0])
 		return err
 	})

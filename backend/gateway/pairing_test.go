@@ -151,6 +151,9 @@ func TestPairingLimits(t *testing.T) {
 	if _, err := store.ApprovePairingRequest(ctx, "telegram", reqs[0].ID); !apperr.Is(err, apperr.NotFound) {
 		t.Fatalf("by id twice: %v", err)
 	}
+	if _, err := store.ApprovePairingRequest(ctx, "telegram", " "); !apperr.Is(err, apperr.NotFound) {
+		t.Fatalf("by no id: %v", err)
+	}
 	if n, err := store.ClearPairingRequests(ctx, ""); n != 1 || err != nil {
 		t.Fatalf("cleared %d %v", n, err)
 	}

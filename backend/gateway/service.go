@@ -518,11 +518,15 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		// Deny by default: nothing reaches the model or the plugins. In a
 		// DM the sender is given a pairing code, or nothing, or (as in a
 		// group) told once.
-		if m.ChatType == "dm" && c.unknownDM() == PairDM {
+		answer := RefuseDM // in a group
+		if m.ChatType == "dm" {
+			answer = c.unknownDM()
+		}
+		if answer == PairDM {
 			return s.offerPairing(ctx, platform, m, out)
 		}
 		first, err := s.store.Refuse(ctx, platform, m.UserID, m.UserName, m.ChatID)
-		if m.ChatType == "dm" && c.unknownDM() == IgnoreDM {
+		if answer == IgnoreDM {
 			s.log.Info("gateway: ignored a DM from a sender who is not allowed", "platform", platform, "user_id", m.UserID)
 			return err
 		}
