@@ -24,13 +24,7 @@ func TestFallbackProvidersFromATerminal(t *testing.T) {
 	var seen []asked
 	tries := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Model    string `json:"model"`
-			Messages []struct {
-				Content string `json:"content"`
-			} `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
+		req := readChat(r)
 		text := req.Messages[len(req.Messages)-1].Content
 		path := strings.TrimSuffix(r.URL.Path, "/v1/chat/completions")
 		mu.Lock()

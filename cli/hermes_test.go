@@ -1230,14 +1230,7 @@ func TestHermesExecutionMiddleware(t *testing.T) {
 	var mu sync.Mutex
 	var models []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Model    string `json:"model"`
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
+		req := readChat(r)
 		mu.Lock()
 		models = append(models, req.Model)
 		mu.Unlock()

@@ -110,14 +110,7 @@ func TestSmartApprovalsReviewerOfItsOwn(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string // "<path> <model> <key>"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Model    string `json:"model"`
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
+		req := readChat(r)
 		path := strings.TrimSuffix(r.URL.Path, "/v1/chat/completions")
 		mu.Lock()
 		seen = append(seen, path+" "+req.Model+" "+r.Header.Get("Authorization"))
@@ -179,6 +172,23 @@ func tidyTurn(role, content string) map[string]any {
 	args, _ := json.Marshal(map[string]string{"command": "rm -r " + strings.TrimPrefix(content, "tidy ")})
 	return map[string]any{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
 		"function": map[string]any{"name": "terminal", "arguments": string(args)}}}}
+}
+
+// chatRequest is what the loopback models of these tests read of a chat
+// completion request.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+}
+
+// readChat reads a chat completion request.
+func readChat(r *http.Request) chatRequest {
+	var req chatRequest
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	return req
 }
 
 // writeAnswer answers a chat completion with message.
