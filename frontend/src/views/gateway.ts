@@ -126,53 +126,55 @@ export class GatewayView implements View {
       'Pairing',
       waiting.length === 0
         ? h('p', { class: 'muted', 'data-testid': 'pairing-none' }, 'Nobody is waiting. A person not let in who writes to the bot in a DM is given a one-time code (it lasts an hour); they wait here until you approve them.')
-        : h(
-            'table',
-            { class: 'plugins', 'data-testid': 'pairing-requests' },
-            h('thead', {}, h('tr', {}, ...['Platform', 'User id', 'Name', 'Asked', ''].map((x) => h('th', {}, x)))),
-            h(
-              'tbody',
-              {},
-              ...waiting.map((r) =>
-                h(
-                  'tr',
-                  { 'data-request': r.id },
-                  h('td', {}, r.platform),
-                  h('td', {}, h('code', { class: 'selectable' }, r.user_id)),
-                  h('td', {}, r.user_name || '–'),
-                  h('td', { title: absolute(r.created_at) }, relative(r.created_at)),
-                  h('td', {}, button('Approve', { class: 'btn small primary', 'data-testid': `approve-${r.id}` }, () =>
-                    void act(() => api.gateway.approvePairing(r.platform, r.id), `${r.user_name || r.user_id} may now talk to the agent on ${r.platform}.`))),
-                ),
-              ),
-            ),
-          ),
+        : peopleTable('pairing-requests', 'Asked', waiting.map((r) => ({
+            attrs: { 'data-request': r.id }, platform: r.platform, userID: r.user_id, name: r.user_name, at: r.created_at,
+            action: button('Approve', { class: 'btn small primary', 'data-testid': `approve-${r.id}` }, () =>
+              void act(() => api.gateway.approvePairing(r.platform, r.id), `${r.user_name || r.user_id} may now talk to the agent on ${r.platform}.`)),
+          }))),
       paired.length === 0
         ? ''
-        : h(
-            'table',
-            { class: 'plugins', 'data-testid': 'paired' },
-            h('thead', {}, h('tr', {}, ...['Platform', 'User id', 'Name', 'Let in', ''].map((x) => h('th', {}, x)))),
-            h(
-              'tbody',
-              {},
-              ...paired.map((p) =>
-                h(
-                  'tr',
-                  { 'data-paired': `${p.platform}:${p.user_id}` },
-                  h('td', {}, p.platform),
-                  h('td', {}, h('code', { class: 'selectable' }, p.user_id)),
-                  h('td', {}, p.user_name || '–'),
-                  h('td', { title: absolute(p.approved_at) }, relative(p.approved_at)),
-                  h('td', {}, button('Revoke', { class: 'btn small', 'data-testid': `revoke-${p.platform}-${p.user_id}` }, () =>
-                    void act(() => api.gateway.revokePairing(p.platform, p.user_id), `${p.user_name || p.user_id} is let out on ${p.platform}.`))),
-                ),
-              ),
-            ),
-          ),
+        : peopleTable('paired', 'Let in', paired.map((p) => ({
+            attrs: { 'data-paired': `${p.platform}:${p.user_id}` }, platform: p.platform, userID: p.user_id, name: p.user_name, at: p.approved_at,
+            action: button('Revoke', { class: 'btn small', 'data-testid': `revoke-${p.platform}-${p.user_id}` }, () =>
+              void act(() => api.gateway.revokePairing(p.platform, p.user_id), `${p.user_name || p.user_id} is let out on ${p.platform}.`)),
+          }))),
       h('p', { class: 'muted small' }, 'From a terminal: atrium pairing list, atrium pairing approve PLATFORM CODE, atrium pairing revoke PLATFORM USER_ID.'),
     );
   }
+}
+
+/** A person on a platform, as a row of a table of people. */
+interface Person {
+  attrs: Record<string, string>;
+  platform: string;
+  userID: string;
+  name: string;
+  at: string;
+  action: HTMLElement;
+}
+
+/** peopleTable lists people: platform, user id, name, when (headed when), and a button. */
+function peopleTable(testid: string, when: string, people: Person[]): HTMLElement {
+  return h(
+    'table',
+    { class: 'plugins', 'data-testid': testid },
+    h('thead', {}, h('tr', {}, ...['Platform', 'User id', 'Name', when, ''].map((x) => h('th', {}, x)))),
+    h(
+      'tbody',
+      {},
+      ...people.map((p) =>
+        h(
+          'tr',
+          p.attrs,
+          h('td', {}, p.platform),
+          h('td', {}, h('code', { class: 'selectable' }, p.userID)),
+          h('td', {}, p.name || '–'),
+          h('td', { title: absolute(p.at) }, relative(p.at)),
+          h('td', {}, p.action),
+        ),
+      ),
+    ),
+  );
 }
 
 /** The gateway event hooks of <home>/hooks/ (the familiar agent's HOOK.yaml + handler.py). */
