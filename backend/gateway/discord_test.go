@@ -304,9 +304,8 @@ func TestDiscordApprovalButtons(t *testing.T) {
 }
 
 // A server member who has one of the allowed roles is let in there (a
-// thread opened for their @mention, the answer in it), and so are their
-// taps and reactions; the same person in a DM, where Discord says no
-// roles, is not.
+// thread opened for their @mention, the answer in it); the same person in
+// a DM, where Discord says no roles, is not.
 func TestDiscordAllowedRoles(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 8192, 0.9)
