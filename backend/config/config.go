@@ -98,6 +98,15 @@ func (h Home) MemoriesDir() string { return filepath.Join(h.Dir, "memories") }
 // environment of every Atrium process of the profile when it starts.
 func (h Home) EnvPath() string { return filepath.Join(h.Dir, ".env") }
 
+// MediaDir is where the gateway saves the files people send it.
+func (h Home) MediaDir() string { return filepath.Join(h.Dir, "cache", "gateway") }
+
+// Protected are the profile's files the agent's replies may not send to a
+// chat as attachments: its configuration, secrets and store.
+func (h Home) Protected() []string {
+	return []string{h.ConfigPath(), h.EnvPath(), h.StatePath(), h.StatePath() + "-wal", filepath.Join(h.Dir, "auth.json")}
+}
+
 // Ensure creates the profile's folders if they are missing, private to
 // their owner (0700: transcripts and sidecar files are nobody else's). A
 // home that exists but cannot be written (a read-only file system) is left

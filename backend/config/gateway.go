@@ -28,6 +28,17 @@ type Gateway struct {
 	// waits for the sender's /approve or /deny in the chat before it is
 	// refused (default 5).
 	ApprovalTimeoutMinutes *float64 `yaml:"approval_timeout_minutes"`
+	// MaxFileMB bounds a file a person sends that the gateway saves for
+	// the agent (default 20; at most 2048).
+	MaxFileMB *float64 `yaml:"max_file_mb"`
+}
+
+// MaxFileBytes is MaxFileMB in bytes (0: the gateway's default).
+func (g Gateway) MaxFileBytes() int64 {
+	if g.MaxFileMB == nil {
+		return 0
+	}
+	return int64(*g.MaxFileMB * (1 << 20))
 }
 
 // Access is who may talk to an adapter. Deny by default: with both lists
@@ -163,6 +174,9 @@ func (g Gateway) Validate() error {
 	}
 	if d := g.DeliveryDeadlineMinutes; d != nil && *d <= 0 {
 		return fmt.Errorf("gateway.delivery_deadline_minutes must be positive")
+	}
+	if m := g.MaxFileMB; m != nil && (*m <= 0 || *m > 2048) {
+		return fmt.Errorf("gateway.max_file_mb must be more than 0 and at most 2048")
 	}
 	if d := g.ApprovalTimeoutMinutes; d != nil && (*d <= 0 || *d > 60) {
 		return fmt.Errorf("gateway.approval_timeout_minutes must be more than 0 and at most 60")

@@ -77,9 +77,12 @@ type Options struct {
 	// Home is a platform's home channel (a chat's /sethome, else its
 	// configured home_channel): where a job delivering to the bare
 	// platform name posts. nil: none.
-	Home   func(ctx context.Context, platform string) (chat, thread string, ok bool)
-	Clock  Clock
-	Logger *slog.Logger
+	Home func(ctx context.Context, platform string) (chat, thread string, ok bool)
+	// Protected are files a delivered answer's MEDIA: tags may not send
+	// (gateway.SplitReply).
+	Protected []string
+	Clock     Clock
+	Logger    *slog.Logger
 	// Poll is the longest the scheduler sleeps before it looks at the
 	// jobs again (jobs added by another process; default 30 s).
 	Poll time.Duration
@@ -455,12 +458,20 @@ func (s *Service) deliver(ctx context.Context, j Job, sessionID, text string) (i
 				platform, strings.ToUpper(platform), platform)
 		}
 	}
-	id, err := s.o.Outbox.Enqueue(context.WithoutCancel(ctx), gateway.Outbound{Platform: platform, ChatID: chat, ThreadID: thread,
-		Text: text, SessionID: sessionID, Origin: "cron:" + j.Name}, 0)
-	if err == nil && s.o.Wake != nil {
+	// The answer's text, then the files its MEDIA: tags name.
+	msgs := gateway.SplitReply(gateway.Outbound{Platform: platform, ChatID: chat, ThreadID: thread,
+		Text: text, SessionID: sessionID, Origin: "cron:" + j.Name}, s.o.Protected)
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	ids, err := s.o.Outbox.EnqueueAll(context.WithoutCancel(ctx), msgs, 0)
+	if err != nil {
+		return 0, err
+	}
+	if s.o.Wake != nil {
 		s.o.Wake(platform)
 	}
-	return id, err
+	return ids[0], nil
 }
 
 // mark records that a run started (its session, status running).

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -44,6 +45,21 @@ type Inbound struct {
 	// messages (Telegram's callback_query), not a message: it starts no
 	// turn.
 	Tap *Tap
+	// Files are what the message carries (photos, documents, voice
+	// messages): the service saves them for the agent when the sender is
+	// let in, and tells the agent where.
+	Files []InFile
+}
+
+// InFile is a file a person sent: what the platform says of it, and how
+// to fetch it (the adapter's: it knows the platform's authentication).
+type InFile struct {
+	Name     string // the file's name (one made up when the platform gives none)
+	MIME     string // its type, when the platform says
+	Kind     string // image, video, audio, voice, document
+	Size     int64  // bytes, 0 when the platform does not say
+	Duration int    // seconds, for a voice message, when the platform says
+	Fetch    func(ctx context.Context) (io.ReadCloser, error)
 }
 
 // Tap is a person's tap on a button under a message of the bot's.
@@ -91,6 +107,8 @@ type Message struct {
 	// Buttons, in rows, go under the message on a platform that has them
 	// (a Tapper); elsewhere the text alone says how to answer.
 	Buttons [][]Button
+	// File is a file to send (a FileSender's SendFile), Text its caption.
+	File *OutFile
 }
 
 // Inbox is where an adapter hands what it received; it returns at once

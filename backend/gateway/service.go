@@ -129,6 +129,15 @@ type Options struct {
 	// (gatewayhooks.Hooks): started and stopped with the gateway, told of
 	// its lifecycle points off the conversation's path. nil: none.
 	Hooks EventHooks
+	// Protected are files a reply's MEDIA: tag may not send (the
+	// profile's .env, its config).
+	Protected []string
+	// MediaDir is where files people send are saved (each platform in a
+	// folder of its own), for the agent to read; "": they are not saved,
+	// and the agent is told so. MaxInboundFile bounds one file (default
+	// DefaultMaxInboundFile).
+	MediaDir       string
+	MaxInboundFile int64
 }
 
 // EventHooks hear of the gateway's lifecycle points, in the familiar
@@ -553,7 +562,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		}
 		text = d.Text
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && len(m.Files) == 0 {
 		return nil
 	}
 	if name, _, ok := hooks.ParseCommand(text); ok && name == "start" {
@@ -612,6 +621,11 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 				}
 			}
 		}
+	}
+	if len(m.Files) > 0 {
+		// Saved only now: for a sender let in, a message the plugins let
+		// through, and not a command the gateway answered itself.
+		text = strings.TrimSpace(s.receiveFiles(ctx, platform, m.Files) + "\n\n" + text)
 	}
 	w := &turnInfo{c: c, m: m, key: key}
 	ctx = context.WithValue(ctx, turnKey{}, w)
@@ -676,7 +690,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 	if err == nil && stopped == nil {
 		after = progress.afterReply() // a failed or stopped turn keeps its lines
 	}
-	if eerr := s.enqueueThen(ctx, out, after); eerr != nil {
+	if eerr := s.enqueueReply(ctx, out, after); eerr != nil {
 		return eerr
 	}
 	return nil
@@ -878,17 +892,29 @@ func (s *Service) typing(ctx context.Context, w *turnInfo) func() {
 	}
 }
 
-func (s *Service) enqueue(ctx context.Context, o Outbound) error { return s.enqueueThen(ctx, o, nil) }
+func (s *Service) enqueue(ctx context.Context, o Outbound) error {
+	return s.enqueueThen(ctx, []Outbound{o}, nil)
+}
 
-// enqueueThen is enqueue, then after, once this process delivered o
-// (never when it is given up, or delivered by another process).
-func (s *Service) enqueueThen(ctx context.Context, o Outbound, after func()) error {
+// enqueueReply enqueues the agent's reply: its text, then the files its
+// MEDIA: tags name (SplitReply); after as enqueueThen.
+func (s *Service) enqueueReply(ctx context.Context, o Outbound, after func()) error {
+	return s.enqueueThen(ctx, SplitReply(o, s.o.Protected), after)
+}
+
+// enqueueThen is enqueue, then after, once this process delivered the
+// first of msgs (never when it is given up, or delivered by another
+// process).
+func (s *Service) enqueueThen(ctx context.Context, msgs []Outbound, after func()) error {
+	if len(msgs) == 0 {
+		return nil
+	}
 	if after != nil {
 		s.afterMu.Lock()
 		defer s.afterMu.Unlock()
 	}
 	// The reply is stored even if the turn's ctx ran out meanwhile.
-	id, err := s.store.Enqueue(context.WithoutCancel(ctx), o, s.o.Deadline)
+	ids, err := s.store.EnqueueAll(context.WithoutCancel(ctx), msgs, s.o.Deadline)
 	if err != nil {
 		return err
 	}
@@ -896,9 +922,9 @@ func (s *Service) enqueueThen(ctx context.Context, o Outbound, after func()) err
 		if s.afterSent == nil {
 			s.afterSent = map[int64]func(){}
 		}
-		s.afterSent[id] = after
+		s.afterSent[ids[0]] = after
 	}
-	s.Wake(o.Platform)
+	s.Wake(msgs[0].Platform)
 	return nil
 }
 
@@ -954,11 +980,10 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 		if now.After(d.Deadline) {
 			_ = s.store.markFailed(ctx, d.ID, "gave up: "+d.LastError, now, true)
 			s.delivered(d.ID, false)
+			s.fileFailed(ctx, d, errors.New(d.LastError))
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		mid, err := a.Send(sctx, Message{ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, Text: d.Text, Buttons: d.Buttons})
-		cancel()
+		mid, err := s.send(ctx, a, d)
 		if err == nil {
 			if ok, _ := s.store.markSent(context.WithoutCancel(ctx), d.ID, mid); ok {
 				_ = s.store.count(context.WithoutCancel(ctx), platform, "sent")
@@ -977,9 +1002,51 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 		_ = s.store.markFailed(ctx, d.ID, err.Error(), now.Add(delay), final)
 		if final {
 			s.delivered(d.ID, false)
+			s.fileFailed(ctx, d, err)
 		}
 		state, detail := s.currentState(platform)
 		s.report(platform, state, detail, fmt.Errorf("delivery failed (attempt %d): %w", d.Attempts+1, err))
+	}
+}
+
+// send sends one delivery: its text, or its file (a platform that
+// cannot send files is sent a line naming it).
+func (s *Service) send(ctx context.Context, a Adapter, d Delivery) (string, error) {
+	// A file's upload may take longer than a message's round trip.
+	timeout := 30 * time.Second
+	if d.File != nil {
+		timeout = 5 * time.Minute
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	m := Message{ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, Text: d.Text, Buttons: d.Buttons, File: d.File}
+	if d.File == nil {
+		return a.Send(sctx, m)
+	}
+	if fs, ok := a.(FileSender); ok {
+		return fs.SendFile(sctx, m)
+	}
+	m.File, m.Text = nil, "📎 File: "+d.File.Path
+	return a.Send(sctx, m)
+}
+
+// FileFailedText tells a chat a file of a reply could not be sent.
+const FileFailedText = "⚠️ Could not send %s: %s"
+
+// fileFailed tells the chat that a file it was to get was given up (a
+// text's failure is on the Gateway page only: it could not be told).
+func (s *Service) fileFailed(ctx context.Context, d Delivery, err error) {
+	if d.File == nil {
+		return
+	}
+	reason := err.Error()
+	if i := strings.LastIndex(reason, ": "); i >= 0 && strings.HasPrefix(reason, d.File.Name) {
+		reason = reason[i+2:]
+	}
+	o := Outbound{Platform: d.Platform, ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, SessionID: d.SessionID,
+		Origin: "file-failed", Text: fmt.Sprintf(FileFailedText, d.File.Name, clipRunes(reason, 300))}
+	if _, err := s.store.Enqueue(context.WithoutCancel(ctx), o, s.o.Deadline); err != nil {
+		s.log.Warn("gateway: cannot tell a chat a file was not sent", "platform", d.Platform, "error", err)
 	}
 }
 
@@ -1009,6 +1076,11 @@ func (s *Service) housekeeping(ctx context.Context) {
 			s.log.Warn("gateway: cannot prune the outbox", "error", err)
 		} else if sent+refused > 0 {
 			s.log.Info("gateway: pruned delivered replies and old refusals", "replies", sent, "refusals", refused)
+		}
+		if n, err := pruneMedia(s.o.MediaDir, now.Add(-MediaKept)); err != nil {
+			s.log.Warn("gateway: cannot prune the files people sent", "error", err)
+		} else if n > 0 {
+			s.log.Info("gateway: pruned files people sent", "files", n)
 		}
 		if !sleep(ctx, time.Hour) {
 			return

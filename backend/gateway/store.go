@@ -158,6 +158,7 @@ type Delivery struct {
 	SentAt    *time.Time `json:"sent_at"`
 	MessageID string     `json:"message_id"`
 	Buttons   [][]Button `json:"buttons,omitempty"`
+	File      *OutFile   `json:"file,omitempty"`
 }
 
 // Outbound is a message to send.
@@ -170,6 +171,7 @@ type Outbound struct {
 	SessionID string
 	Origin    string
 	Buttons   [][]Button // under the message, where the platform has them
+	File      *OutFile   // a file to send instead of text (SplitReply)
 }
 
 // Delivery states.
@@ -186,30 +188,62 @@ const DefaultDeadline = 24 * time.Hour
 // committed; the host's delivery worker of its platform sends it (and
 // retries it) from there. deadline <= 0 means DefaultDeadline.
 func (s *Store) Enqueue(ctx context.Context, o Outbound, deadline time.Duration) (int64, error) {
-	if strings.TrimSpace(o.Platform) == "" || strings.TrimSpace(o.ChatID) == "" {
-		return 0, apperr.New(apperr.Invalid, "a delivery needs a platform and a chat id")
+	ids, err := s.EnqueueAll(ctx, []Outbound{o}, deadline)
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// EnqueueAll adds messages to the outbox in one transaction, in order (a
+// reply's text and its files: SplitReply): all or none.
+func (s *Store) EnqueueAll(ctx context.Context, msgs []Outbound, deadline time.Duration) ([]int64, error) {
+	if len(msgs) == 0 {
+		return nil, apperr.New(apperr.Invalid, "nothing to deliver")
+	}
+	for _, o := range msgs {
+		if strings.TrimSpace(o.Platform) == "" || strings.TrimSpace(o.ChatID) == "" {
+			return nil, apperr.New(apperr.Invalid, "a delivery needs a platform and a chat id")
+		}
 	}
 	if deadline <= 0 {
 		deadline = DefaultDeadline
 	}
-	var id int64
+	ids := make([]int64, 0, len(msgs))
 	err := s.db.InTx(ctx, func(tx *db.Tx) error {
-		buttons := ""
-		if len(o.Buttons) > 0 {
-			b, err := json.Marshal(o.Buttons)
+		ids = ids[:0]
+		for _, o := range msgs {
+			buttons, err := jsonOrEmpty(len(o.Buttons) > 0, o.Buttons)
 			if err != nil {
 				return err
 			}
-			buttons = string(b)
+			file, err := jsonOrEmpty(o.File != nil, o.File)
+			if err != nil {
+				return err
+			}
+			if err := tx.G.WithContext(ctx).Exec(`INSERT INTO gateway_outbox (platform, chat_id, thread_id, reply_to, text, session_id, origin,
+			created_at, next_at, deadline, buttons, file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.Platform, o.ChatID, o.ThreadID, o.ReplyTo, o.Text,
+				o.SessionID, o.Origin, db.Ms(tx.Now), db.Ms(tx.Now), db.Ms(tx.Now.Add(deadline)), buttons, file).Error; err != nil {
+				return err
+			}
+			var id int64
+			if err := tx.G.WithContext(ctx).Raw(`SELECT last_insert_rowid()`).Scan(&id).Error; err != nil {
+				return err
+			}
+			ids = append(ids, id)
 		}
-		if err := tx.G.WithContext(ctx).Exec(`INSERT INTO gateway_outbox (platform, chat_id, thread_id, reply_to, text, session_id, origin,
-			created_at, next_at, deadline, buttons) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.Platform, o.ChatID, o.ThreadID, o.ReplyTo, o.Text,
-			o.SessionID, o.Origin, db.Ms(tx.Now), db.Ms(tx.Now), db.Ms(tx.Now.Add(deadline)), buttons).Error; err != nil {
-			return err
-		}
-		return tx.G.WithContext(ctx).Raw(`SELECT last_insert_rowid()`).Scan(&id).Error
+		return nil
 	})
-	return id, err
+	return ids, err
+}
+
+// jsonOrEmpty is v as JSON when set, else "".
+func jsonOrEmpty(set bool, v any) (string, error) {
+	if !set {
+		return "", nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
 }
 
 type deliveryRow struct {
@@ -221,7 +255,7 @@ type deliveryRow struct {
 	LastError, State                          string
 	SentAt                                    *int64
 	MessageID                                 string
-	Buttons                                   string
+	Buttons, File                             string
 }
 
 func (r deliveryRow) delivery() Delivery {
@@ -235,13 +269,19 @@ func (r deliveryRow) delivery() Delivery {
 	if r.Buttons != "" {
 		_ = json.Unmarshal([]byte(r.Buttons), &d.Buttons) // written by Enqueue: no reason to fail
 	}
+	if r.File != "" {
+		var f OutFile
+		if json.Unmarshal([]byte(r.File), &f) == nil {
+			d.File = &f
+		}
+	}
 	return d
 }
 
 func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 const deliveryCols = `id, platform, chat_id, thread_id, reply_to, text, session_id, origin, created_at, next_at, deadline, attempts,
-	last_error, state, sent_at, message_id, buttons`
+	last_error, state, sent_at, message_id, buttons, file`
 
 // next returns the oldest pending delivery of platform (due or not): the
 // outbox of one platform goes out in order.

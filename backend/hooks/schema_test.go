@@ -61,6 +61,7 @@ func TestHookLogFromBefore0011KeepsEventsDeliveriesAndCounter(t *testing.T) {
 			`ALTER TABLE session_imports DROP COLUMN digest`,                                                        // 0018
 			`ALTER TABLE session_imports DROP COLUMN last_message`,                                                  // 0019
 			`ALTER TABLE gateway_outbox DROP COLUMN buttons`,                                                        // 0020
+			`ALTER TABLE gateway_outbox DROP COLUMN file`,                                                           // 0023
 			`DROP TABLE gateway_homes`,                                                                              // 0022
 			`DROP TABLE gateway_pairing_requests`, `DROP TABLE gateway_paired`, `DROP TABLE gateway_pairing_limits`, // 0021
 			`DELETE FROM schema_migrations WHERE version >= 11`, // 0011 onwards

@@ -80,7 +80,7 @@ func (s *Stack) Host(o HostOptions) (*Hosted, error) {
 		wake = h.gw.Wake
 	}
 	h.cr = cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Wake: wake, Logger: o.Logger,
-		Home: s.HomeChannel})
+		Home: s.HomeChannel, Protected: s.Home.Protected()})
 	return h, nil
 }
 
@@ -122,7 +122,8 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	group, thread := s.Config.SessionsPerUser()
 	gw = gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
 		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval, Hooks: eh,
-		Progress: s.ToolProgress, GroupSessionsPerUser: group, ThreadSessionsPerUser: thread})
+		Progress: s.ToolProgress, GroupSessionsPerUser: group, ThreadSessionsPerUser: thread,
+		Protected: s.Home.Protected(), MediaDir: s.Home.MediaDir(), MaxInboundFile: s.Config.Gateway.MaxFileBytes()})
 	s.TellEnds(FollowEnds(gw, lg))
 	return gw, nil
 }

@@ -177,7 +177,6 @@ func (s *Stack) GatewayStatus(ctx context.Context) (GatewayReport, error) {
 	return rep, err
 }
 
-
 // CronReport is the scheduler as every surface shows it.
 type CronReport struct {
 	Running  bool             `json:"running"`

@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseMedia(t *testing.T) {
+	for _, c := range []struct {
+		name, in, cleaned string
+		paths             []string
+		voice             []bool
+		asDoc             bool
+	}{
+		{"none", "just text", "just text", nil, nil, false},
+		{"the familiar TTS tool's", "[[audio_as_voice]]\nMEDIA:/tmp/tts_1.ogg", "", []string{"/tmp/tts_1.ogg"}, []bool{true}, false},
+		{"after text", "Here is the chart.\n\nMEDIA:/tmp/chart.png", "Here is the chart.", []string{"/tmp/chart.png"}, []bool{false}, false},
+		{"inline with punctuation", "See MEDIA:/tmp/a.png, and MEDIA: /tmp/b.pdf.", "See , and .", []string{"/tmp/a.png", "/tmp/b.pdf"}, []bool{false, false}, false},
+		{"quoted", "Saved: \"MEDIA:/tmp/my report.pdf\" there", "Saved:  there", []string{"/tmp/my report.pdf"}, []bool{false}, false},
+		{"backticked path", "MEDIA:`/tmp/x y.csv`", "", []string{"/tmp/x y.csv"}, []bool{false}, false},
+		{"bare path with a space", "MEDIA:/tmp/my photos/cat.jpg is the cat", "is the cat", []string{"/tmp/my photos/cat.jpg"}, []bool{false}, false},
+		{"home", "MEDIA:~/out/a.mp3 [[audio_as_voice]]", "", []string{"~/out/a.mp3"}, []bool{true}, false},
+		{"voice only for audio", "[[audio_as_voice]] MEDIA:/tmp/a.png MEDIA:/tmp/b.opus", "", []string{"/tmp/a.png", "/tmp/b.opus"}, []bool{false, true}, false},
+		{"as document", "[[as_document]]\nMEDIA:/tmp/big.png", "", []string{"/tmp/big.png"}, []bool{false}, true},
+		{"once each", "MEDIA:/tmp/a.png\nMEDIA:/tmp/a.png", "", []string{"/tmp/a.png"}, []bool{false}, false},
+		{"in a code block", "Write it as:\n```\nMEDIA:/tmp/a.png\n```", "Write it as:\n```\nMEDIA:/tmp/a.png\n```", nil, nil, false},
+		{"empty tag", "MEDIA: \nok", "MEDIA: \nok", nil, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			refs, cleaned, asDoc := ParseMedia(c.in)
+			var paths []string
+			var voice []bool
+			for _, r := range refs {
+				paths = append(paths, r.Path)
+				voice = append(voice, r.Voice)
+			}
+			if !reflect.DeepEqual(paths, c.paths) || !reflect.DeepEqual(voice, c.voice) || cleaned != c.cleaned || asDoc != c.asDoc {
+				t.Fatalf("ParseMedia(%q) = %q %v %q %v; want %q %v %q %v", c.in, paths, voice, cleaned, asDoc, c.paths, c.voice, c.cleaned, c.asDoc)
+			}
+		})
+	}
+}
+
+func TestSplitReply(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	chart, voice, doc, env := write("chart.png", "png"), write("note.ogg", "ogg"), write("r.pdf", "pdf"), write(".env", "SECRET=1")
+	if err := os.WriteFile(filepath.Join(dir, "empty.txt"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := Outbound{Platform: "telegram", ChatID: "1", ReplyTo: "9", SessionID: "s", Origin: "reply"}
+
+	o := base
+	o.Text = "Done.\nMEDIA:" + chart + "\n[[audio_as_voice]]\nMEDIA:" + voice + "\nMEDIA:" + doc + "\nMEDIA:" + filepath.Join(dir, "gone.png") +
+		"\nMEDIA:" + dir + "\nMEDIA:" + env + "\nMEDIA:" + filepath.Join(dir, "empty.txt")
+	got := SplitReply(o, []string{env})
+	if len(got) != 4 {
+		t.Fatalf("got %d messages, want the text and 3 files: %+v", len(got), got)
+	}
+	want := "Done.\n\n⚠️ Could not send gone.png: no such file\n⚠️ Could not send " + filepath.Base(dir) +
+		": it is a folder\n⚠️ Could not send .env: it holds the profile's configuration or secrets\n⚠️ Could not send empty.txt: it is empty"
+	if got[0].Text != want || got[0].File != nil {
+		t.Fatalf("text = %q, want %q", got[0].Text, want)
+	}
+	for i, w := range []OutFile{{Path: chart, Name: "chart.png", Kind: KindImage, Size: 3}, {Path: voice, Name: "note.ogg", Kind: KindVoice, Size: 3},
+		{Path: doc, Name: "r.pdf", Kind: KindDocument, Size: 3}} {
+		f := got[i+1]
+		if f.File == nil || *f.File != w || f.Text != "" || f.ChatID != "1" || f.ReplyTo != "9" || f.SessionID != "s" || f.Origin != "reply" {
+			t.Fatalf("file %d = %+v %+v, want %+v", i, f, f.File, w)
+		}
+	}
+
+	o = base
+	o.Text = "[[as_document]] MEDIA:" + chart
+	got = SplitReply(o, nil)
+	if len(got) != 1 || got[0].File == nil || got[0].File.Kind != KindDocument {
+		t.Fatalf("an image as a document: %+v", got)
+	}
+
+	o = base
+	o.Text = "no tags here"
+	if got := SplitReply(o, nil); len(got) != 1 || !reflect.DeepEqual(got[0], o) {
+		t.Fatalf("a reply without tags changed: %+v", got)
+	}
+}
+
+func TestSafeFileName(t *testing.T) {
+	for in, want := range map[string]string{
+		"report.pdf":                      "report.pdf",
+		"../../etc/passwd":                "passwd",
+		`C:\Users\x\photo.jpg`:            "photo.jpg",
+		"a\x00b:c?.txt":                   "a_b_c_.txt",
+		"..":                              "file",
+		"":                                "file",
+		strings.Repeat("é", 150) + ".png": strings.Repeat("é", 96) + ".png",
+	} {
+		if got := SafeFileName(in); got != want {
+			t.Errorf("SafeFileName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
