@@ -73,6 +73,11 @@ type env struct {
 	progress func(platform string) gateway.Progress
 	// perUser is its GroupSessionsPerUser and ThreadSessionsPerUser.
 	perUser [2]bool
+	// mediaDir, protected, maxInbound are its MediaDir, Protected and
+	// MaxInboundFile.
+	mediaDir   string
+	protected  []string
+	maxInbound int64
 }
 
 // eventRecorder is gateway.EventHooks that keeps what it is told.
@@ -191,7 +196,8 @@ func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Servi
 	g := gateway.New(gateway.Options{DB: e.db, Sessions: e.sess, Bus: e.bus, Loop: e.loop, Adapters: adapters,
 		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
 		ApprovalTimeout: e.approvalTimeout, TurnTimeout: e.turnTimeout, Parallel: e.parallel, Hooks: e.events, Progress: e.progress,
-		GroupSessionsPerUser: e.perUser[0], ThreadSessionsPerUser: e.perUser[1]})
+		GroupSessionsPerUser: e.perUser[0], ThreadSessionsPerUser: e.perUser[1], MediaDir: e.mediaDir, Protected: e.protected,
+		MaxInboundFile: e.maxInbound})
 	e.gw = g
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -6,8 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
+	"path"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,8 +96,27 @@ type tgMessage struct {
 	Date           int64      `json:"date"`
 	Text           string     `json:"text"`
 	Caption        string     `json:"caption"`
+	Photo          []tgFile   `json:"photo"` // the sizes of one photo, smallest first
+	Document       *tgFile    `json:"document"`
+	Audio          *tgFile    `json:"audio"`
+	Voice          *tgFile    `json:"voice"`
+	Video          *tgFile    `json:"video"`
+	VideoNote      *tgFile    `json:"video_note"`
+	Animation      *tgFile    `json:"animation"`
 	ReplyToMessage *tgMessage `json:"reply_to_message"`
 	IsTopicMessage bool       `json:"is_topic_message"`
+}
+
+// tgFile is what the Bot API says of a file in a message (a PhotoSize,
+// Document, Audio, Voice, Video, VideoNote or Animation), and getFile's
+// answer (its file_path).
+type tgFile struct {
+	FileID   string `json:"file_id"`
+	FileName string `json:"file_name"`
+	MimeType string `json:"mime_type"`
+	FileSize int64  `json:"file_size"`
+	Duration int    `json:"duration"`
+	FilePath string `json:"file_path"`
 }
 
 type tgUpdate struct {
@@ -116,6 +141,11 @@ func (t *Telegram) call(ctx context.Context, method string, body any, out any) e
 		return Permanent(scrub(err, t.o.Token))
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return t.do(req, method, out)
+}
+
+// do sends a Bot API request and reads its answer into out.
+func (t *Telegram) do(req *http.Request, method string, out any) error {
 	resp, err := t.o.Client.Do(req)
 	if err != nil {
 		return scrub(fmt.Errorf("telegram %s: %w", method, err), t.o.Token)
@@ -127,6 +157,9 @@ func (t *Telegram) call(ctx context.Context, method string, body any, out any) e
 	}
 	var env tgResponse
 	if err := json.Unmarshal(data, &env); err != nil {
+		if resp.StatusCode == http.StatusRequestEntityTooLarge {
+			return Permanent(fmt.Errorf("telegram %s: HTTP 413: larger than Telegram takes from a bot", method))
+		}
 		return fmt.Errorf("telegram %s: HTTP %d, not a Bot API answer", method, resp.StatusCode)
 	}
 	if !env.OK {
@@ -138,6 +171,8 @@ func (t *Telegram) call(ctx context.Context, method string, body any, out any) e
 				after = time.Duration(env.Parameters.RetryAfter) * time.Second
 			}
 			return RetryAfter(e, after)
+		case env.ErrorCode == http.StatusRequestEntityTooLarge:
+			return Permanent(fmt.Errorf("%w (larger than Telegram takes from a bot)", e))
 		case env.ErrorCode == http.StatusUnauthorized || env.ErrorCode == http.StatusNotFound:
 			return Permanent(fmt.Errorf("%w (is %s the bot's token?)", e, t.o.TokenEnv))
 		case env.ErrorCode >= 400 && env.ErrorCode < 500 && env.ErrorCode != http.StatusConflict:
@@ -233,12 +268,13 @@ func (t *Telegram) Run(ctx context.Context, in Inbox, report Reporter) error {
 			if text == "" {
 				text = m.Caption
 			}
-			if strings.TrimSpace(text) == "" {
+			files := t.files(m)
+			if strings.TrimSpace(text) == "" && len(files) == 0 {
 				continue
 			}
 			msg := Inbound{EventID: strconv.FormatInt(u.UpdateID, 10), MessageID: strconv.FormatInt(m.MessageID, 10), Text: text,
 				UserID: strconv.FormatInt(m.From.ID, 10), UserName: tgName(m.From), ChatID: strconv.FormatInt(m.Chat.ID, 10),
-				ChatType: tgChatType(m.Chat.Type), ReplyTo: strconv.FormatInt(m.MessageID, 10), At: time.Unix(m.Date, 0).UTC()}
+				ChatType: tgChatType(m.Chat.Type), ReplyTo: strconv.FormatInt(m.MessageID, 10), At: time.Unix(m.Date, 0).UTC(), Files: files}
 			if m.IsTopicMessage && m.MessageThreadID != 0 {
 				msg.ThreadID = strconv.FormatInt(m.MessageThreadID, 10)
 			}
@@ -388,4 +424,169 @@ func splitText(text string, limit int) []string {
 		out = append(out, text)
 	}
 	return out
+}
+
+// files are the files of a message: a photo (its largest size), a
+// document, an audio file, a voice message, a video, a round video or an
+// animation. Telegram names only documents, audio, videos and animations;
+// the others get a name from their kind and message.
+func (t *Telegram) files(m *tgMessage) []InFile {
+	var out []InFile
+	add := func(f *tgFile, kind, name, mimeType string) {
+		if f == nil || f.FileID == "" {
+			return
+		}
+		if f.FileName != "" {
+			name = f.FileName
+		}
+		if f.MimeType != "" {
+			mimeType = f.MimeType
+		}
+		if kind == "" {
+			kind = kindOf(mimeType, name)
+		}
+		id := f.FileID
+		out = append(out, InFile{Name: name, MIME: mimeType, Kind: kind, Size: f.FileSize, Duration: f.Duration,
+			Fetch: func(ctx context.Context) (io.ReadCloser, error) { return t.fetch(ctx, id) }})
+	}
+	n := strconv.FormatInt(m.MessageID, 10)
+	if len(m.Photo) > 0 {
+		largest := m.Photo[0]
+		for _, p := range m.Photo[1:] {
+			if p.FileSize >= largest.FileSize {
+				largest = p
+			}
+		}
+		add(&largest, KindImage, "photo-"+n+".jpg", "image/jpeg")
+	}
+	add(m.Document, "", "document-"+n, "")
+	add(m.Audio, KindAudio, "audio-"+n+".mp3", "audio/mpeg")
+	add(m.Voice, KindVoice, "voice-"+n+".ogg", "audio/ogg")
+	add(m.Video, KindVideo, "video-"+n+".mp4", "video/mp4")
+	add(m.VideoNote, KindVideo, "video-note-"+n+".mp4", "video/mp4")
+	if m.Document == nil { // an animation comes with its document too
+		add(m.Animation, KindVideo, "animation-"+n+".mp4", "video/mp4")
+	}
+	return out
+}
+
+// fetch downloads a file a person sent: getFile, then the file from the
+// Bot API's file URL (which carries the token: errors are scrubbed).
+func (t *Telegram) fetch(ctx context.Context, fileID string) (io.ReadCloser, error) {
+	var f tgFile
+	if err := t.call(ctx, "getFile", map[string]any{"file_id": fileID}, &f); err != nil {
+		return nil, err
+	}
+	if f.FilePath == "" {
+		return nil, fmt.Errorf("telegram getFile: no file path (a file over 20 MB cannot be fetched by a bot)")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.o.BaseURL+"/file/bot"+t.o.Token+"/"+strings.TrimLeft(f.FilePath, "/"), nil)
+	if err != nil {
+		return nil, scrub(err, t.o.Token)
+	}
+	resp, err := t.o.Client.Do(req)
+	if err != nil {
+		return nil, scrub(fmt.Errorf("telegram file download: %w", err), t.o.Token)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("telegram file download: HTTP %d", resp.StatusCode)
+	}
+	return resp.Body, nil
+}
+
+// Telegram's limits on what a bot uploads: any file 50 MB, a photo 10 MB
+// (a larger one goes as a document).
+const (
+	tgFileMax  = 50 << 20
+	tgPhotoMax = 10 << 20
+)
+
+// tgMethod is the Bot API method, and its file field, that sends a file
+// of kind: sendPhoto, sendVideo, sendVoice (Opus in Ogg only), sendAudio
+// (MP3 and M4A only), else sendDocument.
+func tgMethod(f *OutFile) (method, field string) {
+	ext := strings.ToLower(filepath.Ext(f.Name))
+	switch {
+	case f.Kind == KindImage && f.Size <= tgPhotoMax:
+		return "sendPhoto", "photo"
+	case f.Kind == KindVideo:
+		return "sendVideo", "video"
+	case f.Kind == KindVoice && (ext == ".ogg" || ext == ".opus"):
+		return "sendVoice", "voice"
+	case (f.Kind == KindAudio || f.Kind == KindVoice) && (ext == ".mp3" || ext == ".m4a"):
+		return "sendAudio", "audio"
+	}
+	return "sendDocument", "document"
+}
+
+// SendFile implements FileSender: the file in a message of its own, by
+// the method its kind takes; a photo Telegram refuses (its dimensions) is
+// sent again as a document.
+func (t *Telegram) SendFile(ctx context.Context, m Message) (string, error) {
+	method, field := tgMethod(m.File)
+	id, err := t.upload(ctx, m, method, field)
+	if err != nil && method == "sendPhoto" && IsPermanent(err) && strings.Contains(err.Error(), " 400 ") {
+		id, err = t.upload(ctx, m, "sendDocument", "document")
+	}
+	return id, err
+}
+
+// upload POSTs the file as multipart/form-data, streamed from the disk
+// with its length known.
+func (t *Telegram) upload(ctx context.Context, m Message, method, field string) (string, error) {
+	fh, size, err := openFile(m.File, "Telegram", tgFileMax)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	fields := map[string]string{"chat_id": m.ChatID}
+	if m.ThreadID != "" {
+		fields["message_thread_id"] = m.ThreadID
+	}
+	if m.Text != "" {
+		fields["caption"] = clipRunes(m.Text, 1024)
+	}
+	body, length, ctype := multipartFile(fields, field, m.File.Name, fh, size)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.o.BaseURL+"/bot"+t.o.Token+"/"+method, body)
+	if err != nil {
+		return "", Permanent(scrub(err, t.o.Token))
+	}
+	req.ContentLength = length
+	req.Header.Set("Content-Type", ctype)
+	var raw json.RawMessage
+	if err := t.do(req, method, &raw); err != nil {
+		return "", err
+	}
+	var sent struct {
+		MessageID int64 `json:"message_id"`
+	}
+	_ = json.Unmarshal(raw, &sent)
+	return strconv.FormatInt(sent.MessageID, 10), nil
+}
+
+// multipartFile is a multipart/form-data body of fields and one file
+// (size bytes from r) under field: the body, its length, its content type.
+// The file is streamed, not held in memory.
+func multipartFile(fields map[string]string, field, name string, r io.Reader, size int64) (io.Reader, int64, string) {
+	var head bytes.Buffer
+	mw := multipart.NewWriter(&head)
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		_ = mw.WriteField(k, fields[k]) // into a buffer: cannot fail
+	}
+	h := make(textproto.MIMEHeader)
+	h.Set("Content-Disposition", mime.FormatMediaType("form-data", map[string]string{"name": field, "filename": name}))
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	_, _ = mw.CreatePart(h)
+	tail := "\r\n--" + mw.Boundary() + "--\r\n"
+	return io.MultiReader(bytes.NewReader(head.Bytes()), r, strings.NewReader(tail)), int64(head.Len()) + size + int64(len(tail)), mw.FormDataContentType()
 }

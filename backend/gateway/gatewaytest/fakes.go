@@ -51,6 +51,7 @@ type Telegram struct {
 	// FloodEdits answers the next FloodEdits editMessageText calls with
 	// 429 (flood control), as the real API answers edits that come fast.
 	FloodEdits int
+	tgFiles
 }
 
 func NewTelegram(t testing.TB, token string) *Telegram {
@@ -82,6 +83,9 @@ func tgErr(w http.ResponseWriter, code int, desc string, retryAfter int) {
 }
 
 func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
+	if f.serveFiles(w, r) {
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/bot")
 	token, method, ok := strings.Cut(path, "/")
 	if !ok || token != f.token {
