@@ -758,3 +758,64 @@ func familiarEnv(t *testing.T, home, text string) {
 	}
 	t.Cleanup(func() { _ = os.Remove(path) })
 }
+
+// `atrium gateway run` with files both ways: a photo a person sends is
+// saved in the profile's cache/gateway folder and the model told where;
+// gateway.max_file_mb bounds what is fetched; the reply's MEDIA: tag sends
+// a file, and one naming the profile's .env is refused in the text.
+func TestGatewayRunFiles(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var asked []string
+	home, work := t.TempDir(), t.TempDir()
+	chart := filepath.Join(work, "chart.png")
+	if err := os.WriteFile(chart, []byte("PNG-chart"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := readChat(r)
+		mu.Lock()
+		asked = append(asked, req.Messages[len(req.Messages)-1].Content)
+		mu.Unlock()
+		writeAnswer(w, map[string]any{"role": "assistant", "content": "Here.\nMEDIA:" + filepath.Join(home, ".env") + "\nMEDIA:" + chart})
+	}))
+	defer srv.Close()
+	tg := gatewaytest.NewTelegram(t, cliTGToken)
+	cfg := fmt.Sprintf("model:\n  provider: custom\n  base_url: %s/v1\n  default: m\n  api_key_env: ATRIUM_T_FILES_KEY\n"+
+		"gateway:\n  max_file_mb: 0.001\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", srv.URL, tg.URL)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".env"), []byte("ATRIUM_T_FILES_KEY=sk-files\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, logs := gatewayRun(t, home)
+	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
+
+	tg.PushFile(42, "Ada", 42, "private", "what is this?", "photo", nil, []byte("JPEG-photo"))
+	tg.PushFile(42, "Ada", 42, "private", "", "document", map[string]any{"file_name": "big.bin"}, bytes.Repeat([]byte("b"), 2048))
+	waitFor(t, "both replies and their files", 30*time.Second, func() bool { return len(tg.SentTexts()) == 2 && len(tg.Uploads()) == 2 })
+	if got := tg.SentTexts()[0]; got != "Here.\n\n⚠️ Could not send .env: it holds the profile's configuration or secrets" {
+		t.Fatalf("reply %q", got)
+	}
+	if u := tg.Uploads()[0]; u.Method != "sendPhoto" || string(u.Data) != "PNG-chart" {
+		t.Fatalf("upload %+v", u)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	dir := filepath.Join(home, "cache", "gateway", "telegram")
+	prefix := "[The user sent an image: '"
+	if len(asked) != 2 || !strings.HasPrefix(asked[0], prefix) || !strings.Contains(asked[0], "It is saved at: "+dir+string(filepath.Separator)) {
+		t.Fatalf("the model was asked %q", asked)
+	}
+	saved := strings.TrimSuffix(strings.SplitN(asked[0], "It is saved at: ", 2)[1], ". Look at it with your tools if you need to see it.]\n\nwhat is this?")
+	if b, err := os.ReadFile(saved); err != nil || string(b) != "JPEG-photo" {
+		t.Fatalf("the saved photo %q: %q %v", saved, b, err)
+	}
+	if !strings.HasPrefix(asked[1], "[The user sent a file: 'big.bin' (2 KB). It was not saved: the gateway takes files up to 1 KB.]") {
+		t.Fatalf("the large file's note %q", asked[1])
+	}
+	if tg.Downloads() != 1 || strings.Contains(logs.String(), cliTGToken) {
+		t.Fatalf("%d downloads (want 1); or the token was logged", tg.Downloads())
+	}
+}
