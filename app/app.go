@@ -12,7 +12,6 @@ import (
 
 	"atrium/backend/apperr"
 	"atrium/backend/cron"
-	"atrium/backend/gateway"
 	"atrium/backend/maintenance"
 	"atrium/backend/plugins"
 	"atrium/backend/sessions"
@@ -82,7 +81,7 @@ func New(ctx context.Context, st *stack.Stack, loop *turns.Loop, mgr *plugins.Ma
 		o.Emitter = nopEmitter{}
 	}
 	if o.Cron == nil {
-		o.Cron = cron.New(cron.Options{DB: st.DB, Sessions: st.Sessions, Loop: loop, Outbox: gateway.NewStore(st.DB), Logger: st.Logger()})
+		o.Cron = cron.New(st.CronOptions(loop))
 	}
 	if o.Approvals == nil {
 		o.Approvals = NewApprovals(0)

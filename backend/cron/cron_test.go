@@ -3,6 +3,7 @@ package cron_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -368,5 +369,57 @@ func TestCronDeliversToTheHomeChannel(t *testing.T) {
 	ds, _ := gateway.NewStore(e.db).Deliveries(ctx, "", 10)
 	if len(ds) != 1 || ds[0].ChatID != "-100200" || ds[0].ThreadID != "17" || ds[0].Origin != "cron:digest" {
 		t.Fatalf("delivery %+v", ds)
+	}
+}
+
+// answering is a model that answers every message with its text.
+type answering struct {
+	llm.OfflineProvider
+	text string
+}
+
+func (a answering) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{Content: a.text}, nil
+}
+
+// A job's answer delivered to a chat sends the files its MEDIA: tags
+// name after its text, as a gateway reply does; the profile's protected
+// files are refused in the text.
+func TestCronDeliversTheFilesAnAnswerNames(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, monday)
+	dir := t.TempDir()
+	chart, secret := filepath.Join(dir, "chart.png"), filepath.Join(dir, ".env")
+	for _, p := range []string{chart, secret} {
+		if err := os.WriteFile(p, []byte("data"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng := compaction.NewEngine(e.db, e.sess, e.bus, llm.OfflineSummarizer{}, compaction.DefaultConfig())
+	loop, err := turns.New(e.db, e.sess, eng, e.bus, turns.Options{Provider: answering{OfflineProvider: llm.OfflineProvider{Window: 9000},
+		text: "Today's chart.\nMEDIA:" + chart + "\nMEDIA:" + secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cron.New(cron.Options{DB: e.db, Sessions: e.sess, Loop: loop, Outbox: gateway.NewStore(e.db), Clock: e.clock, Poll: time.Hour,
+		Protected: []string{secret}})
+	ctx := context.Background()
+	if _, err := s.Add(ctx, cron.AddParams{Name: "chart", Schedule: "@daily", Prompt: "draw it", Deliver: "telegram:-100200"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(ctx, "chart")
+	if err != nil || res.Delivered == 0 {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	ds, _ := gateway.NewStore(e.db).Deliveries(ctx, "", 10)
+	if len(ds) != 2 {
+		t.Fatalf("deliveries %+v, want the text and the file", ds)
+	}
+	text, file := ds[1], ds[0] // newest first
+	if text.ID != res.Delivered || text.File != nil || text.Text != "Today's chart.\n\n⚠️ Could not send .env: it holds the profile's configuration or secrets" {
+		t.Fatalf("text %+v (delivered %d)", text, res.Delivered)
+	}
+	if file.File == nil || file.File.Path != chart || file.File.Kind != gateway.KindImage || file.ChatID != "-100200" || file.Origin != "cron:chart" {
+		t.Fatalf("file %+v %+v", file, file.File)
 	}
 }

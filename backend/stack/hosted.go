@@ -79,8 +79,9 @@ func (s *Stack) Host(o HostOptions) (*Hosted, error) {
 	if h.gw != nil {
 		wake = h.gw.Wake
 	}
-	h.cr = cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Wake: wake, Logger: o.Logger,
-		Home: s.HomeChannel, Protected: s.Home.Protected()})
+	co := s.CronOptions(loop)
+	co.Wake, co.Logger = wake, o.Logger
+	h.cr = cron.New(co)
 	return h, nil
 }
 
@@ -245,8 +246,16 @@ func (s *Stack) Cron(f ModelFlags) (*cron.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cron.New(cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Logger: s.log,
-		Home: s.HomeChannel}), nil
+	return cron.New(s.CronOptions(loop)), nil
+}
+
+// CronOptions are the scheduler's options on this stack with loop: its
+// answers delivered through the gateway's outbox, to a platform's home
+// channel when a job names only the platform, never sending the
+// profile's own files.
+func (s *Stack) CronOptions(loop *turns.Loop) cron.Options {
+	return cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Logger: s.log,
+		Home: s.HomeChannel, Protected: s.Home.Protected()}
 }
 
 // HomeChannel is a platform's home channel: a chat's /sethome, else the
