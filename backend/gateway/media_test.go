@@ -1,11 +1,16 @@
 package gateway
 
 import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseMedia(t *testing.T) {
@@ -106,5 +111,60 @@ func TestSafeFileName(t *testing.T) {
 		if got := SafeFileName(in); got != want {
 			t.Errorf("SafeFileName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// What the agent is told of a file that could not be saved, and that a
+// partial file is never left behind; old saved files are pruned.
+func TestReceiveFileFailures(t *testing.T) {
+	dir := t.TempDir()
+	s := &Service{o: Options{MediaDir: dir, MaxInboundFile: 1024}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	body := func(data string) func(context.Context) (io.ReadCloser, error) {
+		return func(context.Context) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(data)), nil }
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		f    InFile
+		want string
+	}{
+		{InFile{Name: "a.pdf", Fetch: func(context.Context) (io.ReadCloser, error) {
+			return nil, errors.New("telegram getFile: 400 Bad Request")
+		}},
+			"[The user sent a file: 'a.pdf'. It could not be saved: telegram getFile: 400 Bad Request.]"},
+		{InFile{Name: "b.bin", Fetch: body(strings.Repeat("x", 1025))}, // the platform did not say its size
+			"[The user sent a file: 'b.bin' (over 1 KB). It was not saved: the gateway takes files up to 1 KB.]"},
+		{InFile{Name: "c.txt", Fetch: body("")}, "[The user sent a file: 'c.txt'. It could not be saved: the platform sent an empty file.]"},
+		{InFile{Name: "d.png"}, "[The user sent a file: 'd.png'. It could not be fetched from telegram.]"},
+	} {
+		if got := s.receiveFile(ctx, "telegram", c.f); got != c.want {
+			t.Errorf("%s: %q, want %q", c.f.Name, got, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "telegram")); len(ents) != 0 {
+		t.Fatalf("partial files left: %v", ents)
+	}
+	none := &Service{o: Options{}, log: s.log}
+	if got := none.receiveFile(ctx, "telegram", InFile{Name: "e.png", Fetch: body("x")}); got != "[The user sent a file: 'e.png'. It was not saved: this gateway keeps no files.]" {
+		t.Fatalf("without a media folder: %q", got)
+	}
+
+	// A binary file that claims to be text is not included.
+	got := s.receiveFile(ctx, "telegram", InFile{Name: "f.txt", MIME: "text/plain", Fetch: body("a\x00b")})
+	if !strings.HasPrefix(got, "[The user sent a document: 'f.txt'.") {
+		t.Fatalf("a NUL in a text file: %q", got)
+	}
+	old := filepath.Join(dir, "telegram", "old.bin")
+	if err := os.WriteFile(old, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-MediaKept - time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := pruneMedia(dir, time.Now().Add(-MediaKept)); n != 1 || err != nil {
+		t.Fatalf("pruned %d, %v; want the old file only", n, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "telegram")); len(ents) != 1 {
+		t.Fatalf("left %v, want the new file", ents)
 	}
 }
