@@ -3,6 +3,9 @@ package gatewaytest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -22,7 +25,10 @@ import (
 // Resume (op 6), answers READY or RESUMED, acknowledges heartbeats (op 1
 // → op 11), and pushes what Dispatch is given as op 0 events with their
 // sequence numbers. It records what the bot posts, edits, deletes,
-// reacts, types, the threads it opens and its answers to interactions.
+// reacts, types, the threads it opens and its answers to interactions;
+// the files it uploads (a message posted as multipart/form-data,
+// payload_json and files[n]); and it serves attachments, as Discord's CDN
+// does, at /attachments/... (Attach).
 type Discord struct {
 	*httptest.Server
 	token string
@@ -32,7 +38,7 @@ type Discord struct {
 	mu          sync.Mutex
 	posted      []DiscordPost
 	edited      []DiscordPost
-	calls       []string // "typing C", "react C M E", "unreact C M E", "delete C M", "thread C M NAME", "callback ID TYPE"
+	calls       []string // "typing C", "react C M E", "unreact C M E", "delete C M", "thread C M NAME", "callback ID TYPE", "too large C"
 	followups   []DiscordPost
 	channels    map[string]map[string]any
 	conns       map[*websocket.Conn]*sync.Mutex
@@ -46,6 +52,49 @@ type Discord struct {
 	commands    []map[string]any
 	commandsApp string
 	silent      bool // the gateway says no Hello
+	uploads     []DiscordFile
+	uploadLimit int64             // a message whose files are larger answers 413 (0: any)
+	attachments map[string][]byte // the CDN's files, by path
+	fetched     int               // GETs of an attachment
+}
+
+// DiscordFile is a file the bot uploaded, with the message it came with.
+type DiscordFile struct {
+	Message, Channel  string
+	Name, ContentType string
+	Data              []byte
+}
+
+// Uploads are the files the bot uploaded, in order.
+func (f *Discord) Uploads() []DiscordFile { return snapshot(&f.mu, &f.uploads) }
+
+// UploadLimit has a message whose files are larger than n bytes answer
+// 413 with Discord's code 40005, as a channel that takes less does (0:
+// any size).
+func (f *Discord) UploadLimit(n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.uploadLimit = n
+}
+
+// Attach serves data as an attachment named name and returns it as a
+// message's attachment (id, filename, content_type, size, url), for
+// DiscordMessage's "attachments".
+func (f *Discord) Attach(name, contentType string, data []byte) map[string]any {
+	id := DiscordID()
+	path := "/attachments/" + id + "/" + name
+	f.mu.Lock()
+	f.attachments[path] = data
+	f.mu.Unlock()
+	return map[string]any{"id": id, "filename": name, "content_type": contentType, "size": len(data),
+		"url": f.URL + path + "?ex=1&is=2&hm=signed", "proxy_url": f.URL + path}
+}
+
+// Fetched is how many times an attachment was asked for.
+func (f *Discord) Fetched() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fetched
 }
 
 // Silent has the gateway accept connections and say nothing (no Hello),
@@ -97,7 +146,7 @@ func DiscordID() string { return strconv.FormatInt(1_300_000_000_000_000_000+dis
 // NewDiscord starts the fake; the bot's token is token.
 func NewDiscord(t testing.TB, token string) *Discord {
 	f := &Discord{token: token, BotID: DiscordID(), BotName: "atrium-bot", channels: map[string]map[string]any{},
-		conns: map[*websocket.Conn]*sync.Mutex{}}
+		conns: map[*websocket.Conn]*sync.Mutex{}, attachments: map[string][]byte{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(func() {
 		f.Drop()
@@ -251,6 +300,10 @@ func (f *Discord) serve(w http.ResponseWriter, r *http.Request) {
 		f.socket(w, r)
 		return
 	}
+	if strings.HasPrefix(r.URL.Path, "/attachments/") {
+		f.attachment(w, r)
+		return
+	}
 	path, ok := strings.CutPrefix(r.URL.Path, "/api/v9/")
 	if !ok {
 		http.NotFound(w, r)
@@ -262,7 +315,7 @@ func (f *Discord) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if parts[0] == "webhooks" && len(parts) == 3 && r.Method == http.MethodPost { // an interaction's follow-up
-		p := f.post(r, parts[2])
+		p, _ := f.post(r, parts[2])
 		f.mu.Lock()
 		f.followups = append(f.followups, p)
 		f.mu.Unlock()
@@ -333,14 +386,27 @@ func (f *Discord) serve(w http.ResponseWriter, r *http.Request) {
 		case !known:
 			f.fail(w, http.StatusNotFound, 10003, "Unknown Channel")
 		default:
-			p := f.post(r, parts[1])
+			p, files := f.post(r, parts[1])
+			size := int64(0)
+			for _, file := range files {
+				size += int64(len(file.Data))
+			}
 			f.mu.Lock()
-			f.posted = append(f.posted, p)
+			tooLarge := f.uploadLimit > 0 && size > f.uploadLimit
+			if !tooLarge {
+				f.posted = append(f.posted, p)
+				f.uploads = append(f.uploads, files...)
+			}
 			f.mu.Unlock()
+			if tooLarge {
+				f.record("too large " + parts[1])
+				f.fail(w, http.StatusRequestEntityTooLarge, 40005, "Request entity too large")
+				return
+			}
 			f.answer(w, map[string]any{"id": p.ID, "channel_id": p.Channel, "content": p.Content})
 		}
 	case parts[0] == "channels" && len(parts) == 4 && parts[2] == "messages" && r.Method == http.MethodPatch:
-		p := f.post(r, parts[1])
+		p, _ := f.post(r, parts[1])
 		p.ID = parts[3]
 		f.mu.Lock()
 		f.edited = append(f.edited, p)
@@ -380,7 +446,9 @@ func (f *Discord) record(call string) {
 	f.calls = append(f.calls, call)
 }
 
-func (f *Discord) post(r *http.Request, channel string) DiscordPost {
+// post reads a message the bot sends: JSON, or multipart/form-data with
+// its JSON in payload_json and its files in files[n].
+func (f *Discord) post(r *http.Request, channel string) (DiscordPost, []DiscordFile) {
 	var body struct {
 		Content    string          `json:"content"`
 		Components json.RawMessage `json:"components"`
@@ -390,12 +458,49 @@ func (f *Discord) post(r *http.Request, channel string) DiscordPost {
 			MessageID string `json:"message_id"`
 		} `json:"message_reference"`
 	}
-	_ = json.NewDecoder(r.Body).Decode(&body)
-	p := DiscordPost{Channel: channel, ID: DiscordID(), Content: body.Content, Components: body.Components, Mentions: body.Mentions, Flags: body.Flags}
+	id := DiscordID()
+	var files []DiscordFile
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		mr, err := r.MultipartReader()
+		for err == nil {
+			var part *multipart.Part
+			if part, err = mr.NextPart(); err != nil {
+				break
+			}
+			switch name := part.FormName(); {
+			case name == "payload_json":
+				_ = json.NewDecoder(part).Decode(&body)
+			case strings.HasPrefix(name, "files["):
+				data, _ := io.ReadAll(part)
+				files = append(files, DiscordFile{Message: id, Channel: channel, Name: part.FileName(), ContentType: part.Header.Get("Content-Type"), Data: data})
+			}
+		}
+	} else {
+		_ = json.NewDecoder(r.Body).Decode(&body)
+	}
+	p := DiscordPost{Channel: channel, ID: id, Content: body.Content, Components: body.Components, Mentions: body.Mentions, Flags: body.Flags}
 	if body.Reference != nil {
 		p.ReplyTo = body.Reference.MessageID
 	}
-	return p
+	return p, files
+}
+
+// attachment serves an attachment's bytes, as Discord's CDN does: with
+// no token (the URL is signed), which it refuses, so that a test sees
+// the bot never sends its token there.
+func (f *Discord) attachment(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.fetched++
+	data, ok := f.attachments[r.URL.Path]
+	f.mu.Unlock()
+	switch {
+	case r.Header.Get("Authorization") != "":
+		http.Error(w, "the CDN takes no token", http.StatusForbidden)
+	case !ok:
+		http.NotFound(w, r)
+	default:
+		_, _ = w.Write(data)
+	}
 }
 
 var discordUpgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
