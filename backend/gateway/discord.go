@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -108,6 +110,7 @@ type Discord struct {
 	threads map[string]bool    // threads the bot takes part in
 	chans   map[string]*discordgo.Channel
 	homes   map[string]string // message id → its channel, for one a thread was opened from
+	cdn     *http.Client      // fetches attachments
 }
 
 // NewDiscord builds the adapter.
@@ -144,9 +147,19 @@ func NewDiscord(o DiscordOptions) *Discord {
 	s.ShouldRetryOnRateLimit = false // a 429 goes back to the outbox, which waits
 	s.Identify.Intents = discordIntents
 	s.SyncEvents = true // handled in the order they came: a conversation's messages stay in order
-	d := &Discord{o: o, s: s, threads: map[string]bool{}, chans: map[string]*discordgo.Channel{}, homes: map[string]string{}}
+	d := &Discord{o: o, s: s, threads: map[string]bool{}, chans: map[string]*discordgo.Channel{}, homes: map[string]string{},
+		// An attachment's download is bounded by the service's context,
+		// not the 30 seconds a REST call gets: a large file takes longer.
+		cdn: &http.Client{Transport: client.Transport}}
 	s.Dialer = &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: discordOpenTimeout, NetDialContext: d.dial}
-	s.AddHandler(d.onMessage)
+	// A message is taken as the event came (discordgo's Message has no
+	// duration_secs, a voice message's length), with discordgo's reading
+	// of it.
+	s.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) {
+		if mc, ok := e.Struct.(*discordgo.MessageCreate); ok && e.Type == "MESSAGE_CREATE" {
+			d.onMessage(mc, e.RawData)
+		}
+	})
 	s.AddHandler(d.onInteraction)
 	s.AddHandler(func(_ *discordgo.Session, r *discordgo.MessageReactionAdd) {
 		d.onReaction(r.MessageReaction, r.Member, true)
@@ -488,9 +501,10 @@ func (d *Discord) closed(channel, parent string) bool {
 // mentionOf matches a mention of a user (<@id>, <@!id>).
 var mentionOf = regexp.MustCompile(`<@!?(\d+)>`)
 
-// onMessage takes a message: who may be answered where, as the familiar
-// gateway decides it, then the thread an @mention opens.
-func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
+// onMessage takes a message (raw: its event's data): who may be answered
+// where, as the familiar gateway decides it, then the thread an @mention
+// opens; its attachments go with it, for the service to fetch.
+func (d *Discord) onMessage(mc *discordgo.MessageCreate, raw json.RawMessage) {
 	m := mc.Message
 	bot := d.botID()
 	if m == nil || m.Author == nil || bot == "" || m.Author.ID == bot {
@@ -515,8 +529,8 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 		}
 		return s
 	}))
-	if in.Text == "" {
-		return // a bare mention, an image alone: nothing to answer
+	if in.Text == "" && len(m.Attachments) == 0 {
+		return // a bare mention: nothing to answer
 	}
 	if c := d.place(&in, m.GuildID, m.ChannelID); m.GuildID != "" {
 		thread := in.ThreadID != ""
@@ -549,7 +563,77 @@ func (d *Discord) onMessage(_ *discordgo.Session, mc *discordgo.MessageCreate) {
 			}
 		}
 	}
+	// Only a message the adapter answers carries its files: one it left
+	// alone is never downloaded.
+	in.Files = d.attachments(m, raw)
 	d.deliver(in)
+}
+
+// attachments are a message's files, each fetched from its URL when the
+// service saves it. A voice message's audio is a voice message, its length
+// read from the event (raw), which says it as duration_secs.
+func (d *Discord) attachments(m *discordgo.Message, raw json.RawMessage) []InFile {
+	if len(m.Attachments) == 0 {
+		return nil
+	}
+	voice := m.Flags&discordgo.MessageFlagsIsVoiceMessage != 0
+	seconds := map[string]float64{}
+	if voice {
+		var ev struct {
+			Attachments []struct {
+				ID       string  `json:"id"`
+				Duration float64 `json:"duration_secs"`
+			} `json:"attachments"`
+		}
+		if json.Unmarshal(raw, &ev) == nil {
+			for _, a := range ev.Attachments {
+				seconds[a.ID] = a.Duration
+			}
+		}
+	}
+	var out []InFile
+	for _, a := range m.Attachments {
+		if a == nil || a.URL == "" {
+			continue
+		}
+		name := a.Filename
+		if name == "" {
+			name = "attachment-" + a.ID
+		}
+		f := InFile{Name: name, MIME: a.ContentType, Kind: kindOf(a.ContentType, name), Size: int64(a.Size), Fetch: d.fetch(a.URL)}
+		if voice && f.Kind == KindAudio {
+			f.Kind, f.Duration = KindVoice, int(math.Round(seconds[a.ID]))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// fetch GETs an attachment from Discord's CDN. Its URL is signed: the bot
+// token is not sent (it is Discord's API's, and the URL came from an
+// event).
+func (d *Discord) fetch(u string) func(ctx context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return nil, fmt.Errorf("its address is not one to fetch (%v)", err)
+		}
+		resp, err := d.cdn.Do(req)
+		if err != nil {
+			// Go's error repeats the URL, whose signature says nothing
+			// to a person.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return nil, fmt.Errorf("cannot reach Discord's CDN (%v)", err)
+		}
+		if resp.StatusCode/100 != 2 {
+			resp.Body.Close()
+			return nil, fmt.Errorf("fetching it from Discord's CDN answered %s", resp.Status)
+		}
+		return resp.Body, nil
+	}
 }
 
 // takePart notes a thread the bot takes part in (it is answered there

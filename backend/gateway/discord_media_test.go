@@ -1,0 +1,183 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"atrium/backend/gateway/gatewaytest"
+	"atrium/backend/llm"
+	"atrium/backend/turns"
+)
+
+// filesModel answers every message with reply (the offline model's
+// answer when it is ""), and keeps the last user message of each
+// request: what the agent was told.
+type filesModel struct {
+	llm.OfflineProvider
+	reply string
+	mu    sync.Mutex
+	asked []string
+}
+
+func (m *filesModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			m.mu.Lock()
+			m.asked = append(m.asked, req.Messages[i].Content)
+			m.mu.Unlock()
+			break
+		}
+	}
+	if m.reply == "" {
+		return m.OfflineProvider.Complete(ctx, req)
+	}
+	return llm.Response{Content: m.reply}, nil
+}
+
+func (m *filesModel) told() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.asked)
+}
+
+// mediaEnv is a gateway env (not started) whose model answers reply,
+// keeping files people send under its media folder.
+func mediaEnv(t *testing.T, reply string) (*env, *filesModel) {
+	t.Helper()
+	e := newEnv(t, 8192, 0.9)
+	model := &filesModel{OfflineProvider: llm.OfflineProvider{Window: 8192}, reply: reply}
+	e.useLoop(t, turns.Options{Provider: model})
+	e.mediaDir = filepath.Join(t.TempDir(), "media")
+	return e, model
+}
+
+// saved is the one file saved under dir (the media folder's platform
+// folder): its path and bytes.
+func saved(t *testing.T, dir string) (string, []byte) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("saved in %s: %v %v", dir, entries, err)
+	}
+	p := filepath.Join(dir, entries[0].Name())
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, data
+}
+
+// A DM of an image alone (no text) is answered: the image is saved under
+// the media folder's discord folder, its bytes exact, and the agent is
+// told where.
+func TestDiscordReceivesAnImage(t *testing.T) {
+	t.Parallel()
+	e, model := mediaEnv(t, "")
+	const dm, ada = "9001", "4242"
+	f, _ := e.discordDM(t, ada)
+	data := []byte("\x89PNG\r\n\x1a\n\x00cat")
+	msg := gatewaytest.DiscordMessage("m1", dm, "", ada, "ada", "")
+	msg["attachments"] = []any{f.Attach("cat.png", "image/png", data)}
+	f.Dispatch("MESSAGE_CREATE", msg)
+	postedTo(t, f, 1, "the answer")
+	path, got := saved(t, filepath.Join(e.mediaDir, "discord"))
+	if !bytes.Equal(got, data) || !strings.HasSuffix(path, "-cat.png") || f.Fetched() != 1 {
+		t.Fatalf("saved %s (%q), fetched %d times", path, got, f.Fetched())
+	}
+	note := "[The user sent an image: 'cat.png'. It is saved at: " + path + ". Look at it with your tools if you need to see it.]"
+	if told := model.told(); len(told) != 1 || !strings.Contains(told[0], note) {
+		t.Fatalf("the agent was told %q, want %q", told, note)
+	}
+}
+
+// In a server channel where mentions are required, a message with an
+// attachment and no mention is left alone: nothing is downloaded, no turn
+// runs. An @mention with an image alone opens a thread as a mention with
+// text does (named after the sender), and its image is saved.
+func TestDiscordServerAttachmentsFollowTheRules(t *testing.T) {
+	t.Parallel()
+	e, model := mediaEnv(t, "")
+	f := gatewaytest.NewDiscord(t, discordToken)
+	const guild, general, ada = "500", "600", "4242"
+	f.AddChannel(general, 0, guild, "", "")
+	e.startDiscord(t, f, discordOn(f, nil, ada))
+	ignored := gatewaytest.DiscordMessage("g1", general, guild, ada, "ada", "")
+	ignored["attachments"] = []any{f.Attach("ignored.png", "image/png", []byte("not for the bot"))}
+	f.Dispatch("MESSAGE_CREATE", ignored)
+	mentioned := gatewaytest.DiscordMessage("g2", general, guild, ada, "ada", "<@"+f.BotID+">", f.BotID)
+	mentioned["attachments"] = []any{f.Attach("mentioned.png", "image/png", []byte("for the bot"))}
+	f.Dispatch("MESSAGE_CREATE", mentioned)
+	p := postedTo(t, f, 1, "the answer in a thread")
+	if calls := f.Calls(); len(calls) == 0 || calls[0] != "thread "+general+" g2 Conversation with Ada" || p.Channel == general {
+		t.Fatalf("calls %q, the answer %+v", calls, p)
+	}
+	// Events are handled in order: g1 was left alone before g2 came.
+	path, got := saved(t, filepath.Join(e.mediaDir, "discord"))
+	if f.Fetched() != 1 || string(got) != "for the bot" {
+		t.Fatalf("fetched %d times, saved %s", f.Fetched(), path)
+	}
+	if told := model.told(); len(told) != 1 || strings.Contains(told[0], "ignored.png") || !strings.Contains(told[0], path) {
+		t.Fatalf("the agent was told %q", told)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM gateway_inbound WHERE platform = 'discord' AND event_id = 'message:g1'`); n != 0 {
+		t.Fatal("the message without a mention reached the gateway")
+	}
+}
+
+// A file larger than the gateway takes (max_file_mb) is not downloaded,
+// and one Discord's CDN will not give is not saved: the agent is told of
+// each, and of the message's text.
+func TestDiscordInboundFileNotSaved(t *testing.T) {
+	t.Parallel()
+	e, model := mediaEnv(t, "")
+	e.maxInbound = 1024
+	const dm, ada = "9001", "4242"
+	f, _ := e.discordDM(t, ada)
+	gone := f.Attach("gone.png", "image/png", []byte("x"))
+	gone["url"] = f.URL + "/attachments/0/gone.png"
+	msg := gatewaytest.DiscordMessage("m1", dm, "", ada, "ada", "what is in these?")
+	msg["attachments"] = []any{f.Attach("big.zip", "application/zip", bytes.Repeat([]byte("z"), 2048)), gone}
+	f.Dispatch("MESSAGE_CREATE", msg)
+	postedTo(t, f, 1, "the answer")
+	want := "[The user sent a file: 'big.zip' (2 KB). It was not saved: the gateway takes files up to 1 KB.]\n\n" +
+		"[The user sent a file: 'gone.png'. It could not be saved: fetching it from Discord's CDN answered 404 Not Found.]\n\n" +
+		"what is in these?"
+	if told := model.told(); len(told) != 1 || !strings.Contains(told[0], want) {
+		t.Fatalf("the agent was told %q, want %q", told, want)
+	}
+	if f.Fetched() != 1 {
+		t.Fatalf("fetched %d times: only gone.png should have been asked for", f.Fetched())
+	}
+	if entries, _ := os.ReadDir(filepath.Join(e.mediaDir, "discord")); len(entries) != 0 {
+		t.Fatalf("saved: %v", entries)
+	}
+}
+
+// A voice message (flag IS_VOICE_MESSAGE, its length in duration_secs)
+// is saved and told as one, with its length.
+func TestDiscordReceivesAVoiceMessage(t *testing.T) {
+	t.Parallel()
+	e, model := mediaEnv(t, "")
+	const dm, ada = "9001", "4242"
+	f, _ := e.discordDM(t, ada)
+	voice := f.Attach("voice-message.ogg", "audio/ogg", []byte("OggS voice"))
+	voice["duration_secs"], voice["waveform"] = 7.2, "AAAA"
+	msg := gatewaytest.DiscordMessage("m1", dm, "", ada, "ada", "")
+	msg["flags"], msg["attachments"] = 1<<13, []any{voice}
+	f.Dispatch("MESSAGE_CREATE", msg)
+	postedTo(t, f, 1, "the answer")
+	path, got := saved(t, filepath.Join(e.mediaDir, "discord"))
+	if string(got) != "OggS voice" {
+		t.Fatalf("saved %q", got)
+	}
+	note := "[The user sent a voice message: " + path + " (duration: 0:07)]"
+	if told := model.told(); len(told) != 1 || !strings.Contains(told[0], note) {
+		t.Fatalf("the agent was told %q, want %q", told, note)
+	}
+}
