@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
 	"atrium/backend/llm"
 	"atrium/backend/turns"
@@ -57,6 +58,16 @@ func mediaEnv(t *testing.T, reply string) (*env, *filesModel) {
 	return e, model
 }
 
+// writeFile writes data to name in dir; its path.
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // saved is the one file saved under dir (the media folder's platform
 // folder): its path and bytes.
 func saved(t *testing.T, dir string) (string, []byte) {
@@ -71,6 +82,106 @@ func saved(t *testing.T, dir string) (string, []byte) {
 		t.Fatal(err)
 	}
 	return p, data
+}
+
+// A reply with MEDIA: tags in a DM: its text first, without the tags (a
+// reply to the message), then a message for each file with the file
+// attached, its name, type and bytes as they are on disk.
+func TestDiscordSendsTheFilesOfAReply(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	chartData := []byte("\x89PNG\r\n\x1a\n\x00\x00chart")
+	reportData := []byte("%PDF-1.4\n\x00binary report\n")
+	chart, report := writeFile(t, dir, "chart.png", chartData), writeFile(t, dir, "report.pdf", reportData)
+	e, _ := mediaEnv(t, "Here are the chart and the report.\nMEDIA:"+chart+"\nMEDIA:"+report)
+	const dm, ada = "9001", "4242"
+	f, _ := e.discordDM(t, ada)
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("m1", dm, "", ada, "ada", "send me the chart and the report"))
+	postedTo(t, f, 3, "the text and the two files")
+	posts := f.Posted()
+	if p := posts[0]; p.Channel != dm || p.ReplyTo != "m1" || p.Content != "Here are the chart and the report." {
+		t.Fatalf("the text: %+v", p)
+	}
+	ups := f.Uploads()
+	if len(posts) != 3 || len(ups) != 2 {
+		t.Fatalf("%d posts, %d files: %+v", len(posts), len(ups), ups)
+	}
+	for i, want := range []gatewaytest.DiscordFile{
+		{Message: posts[1].ID, Channel: dm, Name: "chart.png", ContentType: "image/png", Data: chartData},
+		{Message: posts[2].ID, Channel: dm, Name: "report.pdf", ContentType: "application/pdf", Data: reportData},
+	} {
+		got := ups[i]
+		if got.Message != want.Message || got.Channel != want.Channel || got.Name != want.Name || got.ContentType != want.ContentType || !bytes.Equal(got.Data, want.Data) {
+			t.Fatalf("file %d: %+v, want %+v", i, got, want)
+		}
+		if p := posts[i+1]; p.Channel != dm || p.Content != "" || p.ReplyTo != "" {
+			t.Fatalf("the message of file %d: %+v", i, p)
+		}
+	}
+	for _, p := range posts {
+		if strings.Contains(p.Content, "MEDIA:") {
+			t.Fatalf("a tag reached the chat: %q", p.Content)
+		}
+	}
+	waitFor(t, "every row sent", func() bool {
+		return e.count(t, `SELECT COUNT(*) FROM gateway_outbox WHERE platform = 'discord' AND state = 'sent'`) == 3
+	})
+}
+
+// A tag naming a file that is not there is said in the text; nothing is
+// uploaded.
+func TestDiscordSaysAMissingFile(t *testing.T) {
+	t.Parallel()
+	e, _ := mediaEnv(t, "Here it is.\nMEDIA:"+filepath.Join(t.TempDir(), "x.png"))
+	const dm, ada = "9001", "4242"
+	f, _ := e.discordDM(t, ada)
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("m1", dm, "", ada, "ada", "the picture, please"))
+	if p := postedTo(t, f, 1, "the text"); p.Content != "Here it is.\n\n⚠️ Could not send x.png: no such file" {
+		t.Fatalf("the text: %q", p.Content)
+	}
+	// The reply's rows are written at once: the text is all there is.
+	if n := e.count(t, `SELECT COUNT(*) FROM gateway_outbox WHERE platform = 'discord'`); n != 1 || len(f.Uploads()) != 0 {
+		t.Fatalf("%d outbox rows, %d uploads", n, len(f.Uploads()))
+	}
+}
+
+// A file larger than max_file_size is not uploaded; one Discord refuses
+// as too large (413, code 40005: the channel takes less) is not tried
+// again. Each row is given up, and the chat is told why.
+func TestDiscordFileTooLarge(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	huge, mid := writeFile(t, dir, "huge.bin", bytes.Repeat([]byte("h"), 8192)), writeFile(t, dir, "mid.bin", bytes.Repeat([]byte("m"), 2048))
+	e, _ := mediaEnv(t, "Two files.\nMEDIA:"+huge+"\nMEDIA:"+mid)
+	const dm, ada = "9001", "4242"
+	f := gatewaytest.NewDiscord(t, discordToken)
+	f.AddChannel(dm, 1, "", "", "")
+	f.UploadLimit(1024)
+	e.startDiscord(t, f, discordOn(f, func(o *gateway.DiscordOptions) { o.MaxFileSize = 4096 }, ada))
+	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("m1", dm, "", ada, "ada", "both files"))
+	postedTo(t, f, 3, "the text and what became of the files")
+	want := []string{"Two files.",
+		"⚠️ Could not send huge.bin: huge.bin is 8 KB, larger than the 4 KB Discord takes from a bot",
+		"⚠️ Could not send mid.bin: mid.bin is 2 KB, larger than Discord takes in this channel (HTTP 413)"}
+	var got []string
+	for _, p := range f.Posted() {
+		got = append(got, p.Content)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the chat was told %q, want %q", got, want)
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM gateway_outbox WHERE platform = 'discord' AND file != '' AND state = 'failed' AND attempts = 1`); n != 2 {
+		t.Fatalf("%d file rows given up on their first attempt", n)
+	}
+	tried := 0
+	for _, c := range f.Calls() {
+		if c == "too large "+dm {
+			tried++
+		}
+	}
+	if len(f.Uploads()) != 0 || tried != 1 {
+		t.Fatalf("%d uploads, %d refused: only mid.bin should have been tried", len(f.Uploads()), tried)
+	}
 }
 
 // A DM of an image alone (no text) is answered: the image is saved under
