@@ -15,6 +15,9 @@ type Discord struct {
 	// AllowedRoles let in a server member who has one of these roles (the
 	// familiar DISCORD_ALLOWED_ROLES), in a server's channels and threads.
 	AllowedRoles IDList `yaml:"allowed_roles"`
+	// UploadLimitMB bounds a file the bot sends (default 10: what a
+	// server without boosts takes; a boosted server takes 50 or 100).
+	UploadLimitMB *float64 `yaml:"upload_limit_mb"`
 	// DiscordBehaviour is how the bot behaves in a server, keyed as the
 	// familiar agent's discord: section.
 	DiscordBehaviour `yaml:",inline"`

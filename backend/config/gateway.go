@@ -220,6 +220,9 @@ func (g Gateway) Validate() error {
 		if err := d.validate("gateway.discord"); err != nil {
 			return err
 		}
+		if m := d.UploadLimitMB; m != nil && (*m <= 0 || *m > 500) {
+			return fmt.Errorf("gateway.discord.upload_limit_mb must be more than 0 and at most 500")
+		}
 	}
 	if w := g.Webhook; w != nil {
 		if err := checkEnv("gateway.webhook.secret_env", w.SecretEnv); err != nil {

@@ -40,7 +40,10 @@ func TestGatewayConfig(t *testing.T) {
   webhook:
     secret_env: HOOK_SECRET
     reply_url: http://127.0.0.1:9000/replies
+  discord:
+    upload_limit_mb: 50
   approval_timeout_minutes: 2.5
+  max_file_mb: 8
 model:
   native_compaction: true
   native_compaction_threshold: 0.5
@@ -51,7 +54,7 @@ model:
 	g := c.Gateway
 	if !g.Autostart || g.Telegram == nil || strings.Join(g.Telegram.AllowedUsers, ",") != "123456789,987" ||
 		g.Slack.AllowedChats[0] != "C1" || g.Slack.Mode != "socket" || g.Slack.AppTokenEnv != "SLACK_APP_TOKEN" || g.Webhook.ReplyURL == "" || !c.Model.NativeCompaction || *c.Model.NativeThreshold != 0.5 ||
-		g.ApprovalTimeoutMinutes == nil || *g.ApprovalTimeoutMinutes != 2.5 {
+		g.ApprovalTimeoutMinutes == nil || *g.ApprovalTimeoutMinutes != 2.5 || g.MaxFileBytes() != 8<<20 || *g.Discord.UploadLimitMB != 50 {
 		t.Fatalf("parsed %+v %+v", g, c.Model)
 	}
 	for _, bad := range []string{
@@ -64,6 +67,9 @@ model:
 		"model:\n  native_compaction_threshold: 2\n",
 		"gateway:\n  approval_timeout_minutes: 0\n",
 		"gateway:\n  approval_timeout_minutes: 61\n",
+		"gateway:\n  max_file_mb: 0\n",
+		"gateway:\n  max_file_mb: 4096\n",
+		"gateway:\n  discord:\n    upload_limit_mb: -1\n",
 	} {
 		_, err := load(t, bad)
 		if apperr.CodeOf(err) != apperr.Invalid || strings.Contains(err.Error(), "AAE-secret") {

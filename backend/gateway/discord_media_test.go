@@ -161,8 +161,8 @@ func TestDiscordFileTooLarge(t *testing.T) {
 	f.Dispatch("MESSAGE_CREATE", gatewaytest.DiscordMessage("m1", dm, "", ada, "ada", "both files"))
 	postedTo(t, f, 3, "the text and what became of the files")
 	want := []string{"Two files.",
-		"⚠️ Could not send huge.bin: huge.bin is 8 KB, larger than the 4 KB Discord takes from a bot",
-		"⚠️ Could not send mid.bin: mid.bin is 2 KB, larger than Discord takes in this channel (HTTP 413)"}
+		"⚠️ Could not send huge.bin: it is 8 KB, larger than the 4 KB Discord takes from a bot",
+		"⚠️ Could not send mid.bin: it is 2 KB, larger than Discord takes in this channel (HTTP 413)"}
 	var got []string
 	for _, p := range f.Posted() {
 		got = append(got, p.Content)

@@ -1039,9 +1039,12 @@ func (s *Service) fileFailed(ctx context.Context, d Delivery, err error) {
 	if d.File == nil {
 		return
 	}
-	reason := err.Error()
-	if i := strings.LastIndex(reason, ": "); i >= 0 && strings.HasPrefix(reason, d.File.Name) {
-		reason = reason[i+2:]
+	// Said once: "Could not send a.png: it is 60 MB, larger than …".
+	reason, name := err.Error(), d.File.Name
+	if rest, ok := strings.CutPrefix(reason, name+": "); ok {
+		reason = rest
+	} else if rest, ok := strings.CutPrefix(reason, name+" is "); ok {
+		reason = "it is " + rest
 	}
 	o := Outbound{Platform: d.Platform, ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, SessionID: d.SessionID,
 		Origin: "file-failed", Text: fmt.Sprintf(FileFailedText, d.File.Name, clipRunes(reason, 300))}

@@ -139,7 +139,7 @@ func TestTelegramFileFailures(t *testing.T) {
 	}
 	notices := strings.Join(got[1:], "\n")
 	for _, w := range []string{
-		"⚠️ Could not send huge.zip: huge.zip is 51.0 MB, larger than the 50.0 MB Telegram takes from a bot",
+		"⚠️ Could not send huge.zip: it is 51.0 MB, larger than the 50.0 MB Telegram takes from a bot",
 		"⚠️ Could not send mid.bin: telegram sendDocument: HTTP 413: larger than Telegram takes from a bot",
 		"⚠️ Could not send gone.pdf: no such file or directory",
 	} {

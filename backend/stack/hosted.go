@@ -202,6 +202,9 @@ func DiscordOptions(d config.Discord) gateway.DiscordOptions {
 	o.TokenEnv, o.Token = config.Secret(d.TokenEnv, "DISCORD_BOT_TOKEN")
 	o.APIURL, o.Access = d.APIURL, access(d.Access)
 	o.Access.Roles = d.AllowedRoles
+	if m := d.UploadLimitMB; m != nil {
+		o.MaxFileSize = int64(*m * (1 << 20))
+	}
 	set := func(dst *bool, v *bool) {
 		if v != nil {
 			*dst = *v
