@@ -338,8 +338,10 @@ func (f *Telegram) Set(fn func(f *Telegram)) {
 
 // SlackAPI is a loopback fake of the Slack Web API methods the adapter
 // uses (auth.test, users.info, chat.postMessage, chat.update,
-// assistant.threads.setStatus): form-encoded POSTs to /api/<method>
-// carrying the bot token, answered {"ok": ...}.
+// assistant.threads.setStatus, files.getUploadURLExternal,
+// files.completeUploadExternal): form-encoded POSTs to /api/<method>
+// carrying the bot token, answered {"ok": ...}. It also serves the upload
+// URLs it hands out, and the private URLs of the files AddFile shares.
 type SlackAPI struct {
 	*httptest.Server
 	token string
@@ -352,6 +354,40 @@ type SlackAPI struct {
 	calls     []string // "<method> <channel> <thread_ts> <status>", in order
 	statusErr string   // setStatus answers this error when set
 	sock      *slackSocket
+
+	// files are the private files AddFile shared, by URL path; fileGets
+	// the bearer token each GET of one carried ("" for none); noFilesRead:
+	// the token lacks files:read.
+	files       map[string]slackHosted
+	fileGets    []string
+	noFilesRead bool
+	// upload: files asked for (files.getUploadURLExternal), by id, not
+	// yet shared; uploads the shared ones, in order; filesErr the error
+	// a files method answers, by method.
+	upload   map[string]*SlackUpload
+	uploads  []SlackUpload
+	asked    int // files.getUploadURLExternal calls
+	filesErr map[string]string
+}
+
+// slackHosted is a file the fake serves at a private URL.
+type slackHosted struct {
+	mime string
+	data []byte
+}
+
+// SlackUpload is a file the adapter sent: what files.getUploadURLExternal
+// was told (Filename, Length), the bytes posted to the upload URL, and
+// where files.completeUploadExternal shared it.
+type SlackUpload struct {
+	ID, Filename string
+	Length       int
+	Data         []byte
+	Uploaded     bool // the upload URL got its bytes
+	Title        string
+	Channel      string
+	ThreadTS     string
+	Comment      string // initial_comment
 }
 
 // Updated is every chat.update received: channel, ts, text, blocks.
@@ -370,9 +406,10 @@ func (f *SlackAPI) ResponseURL() string {
 	return f.URL + "/api/response/" + strconv.FormatInt(slackSeq.Add(1), 10)
 }
 
-// Calls lists the chat.postMessage and assistant.threads.setStatus calls
-// in the order they came, as "postMessage CHANNEL THREAD" and
-// "setStatus CHANNEL THREAD STATUS".
+// Calls lists the chat.postMessage, assistant.threads.setStatus and
+// files.completeUploadExternal calls in the order they came, as
+// "postMessage CHANNEL THREAD", "setStatus CHANNEL THREAD STATUS" and
+// "upload CHANNEL THREAD TITLE".
 func (f *SlackAPI) Calls() []string {
 	return snapshot(&f.mu, &f.calls)
 }
@@ -417,6 +454,18 @@ func (f *SlackAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path == "/socket" && f.sock != nil {
 		f.serveSocket(w, r)
+		return
+	}
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/files-pri/"):
+		f.serveFile(w, r)
+		return
+	case r.URL.Path == "/signin":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, "<!DOCTYPE html><html><head><title>Sign in | Slack</title></head><body>Sign in to Acme</body></html>")
+		return
+	case strings.HasPrefix(r.URL.Path, "/upload/v1/"):
+		f.receiveUpload(w, r)
 		return
 	}
 	if err := r.ParseForm(); err != nil {
@@ -486,9 +535,196 @@ func (f *SlackAPI) serve(w http.ResponseWriter, r *http.Request) {
 		default:
 			slackJSON(w, map[string]any{"ok": true})
 		}
+	case "files.getUploadURLExternal":
+		f.getUploadURL(w, r)
+	case "files.completeUploadExternal":
+		f.completeUpload(w, r)
 	default:
 		slackJSON(w, map[string]any{"ok": false, "error": "unknown_method"})
 	}
+}
+
+// AddFile hosts a file a person shares (name, its type, its bytes) and
+// returns its file object, as a message event carries it: its private
+// URLs answer the bot token alone; anything else gets the sign-in page.
+func (f *SlackAPI) AddFile(name, mimeType string, data []byte) map[string]any {
+	id := fmt.Sprintf("F%08d", slackSeq.Add(1))
+	base := "/files-pri/T1-" + id + "/"
+	f.mu.Lock()
+	if f.files == nil {
+		f.files = map[string]slackHosted{}
+	}
+	f.files[base+name] = slackHosted{mime: mimeType, data: data}
+	f.files[base+"download/"+name] = slackHosted{mime: mimeType, data: data}
+	f.mu.Unlock()
+	ext := ""
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		ext = name[i+1:]
+	}
+	return map[string]any{"id": id, "created": time.Now().Unix(), "timestamp": time.Now().Unix(), "name": name, "title": name,
+		"mimetype": mimeType, "filetype": ext, "pretty_type": strings.ToUpper(ext), "user": "U1", "user_team": "T1", "editable": false,
+		"size": len(data), "mode": "hosted", "is_external": false, "external_type": "", "is_public": false, "public_url_shared": false,
+		"url_private": f.URL + base + url.PathEscape(name), "url_private_download": f.URL + base + "download/" + url.PathEscape(name),
+		"permalink": "https://acme.slack.com/files/U1/" + id + "/" + name}
+}
+
+// RefuseFileReads has the private file URLs answer the sign-in page even
+// to the bot token, as Slack does when the app lacks files:read.
+func (f *SlackAPI) RefuseFileReads(refuse bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noFilesRead = refuse
+}
+
+// FileGets are the bearer tokens the GETs of private file URLs carried,
+// in order ("" for a GET without one).
+func (f *SlackAPI) FileGets() []string { return snapshot(&f.mu, &f.fileGets) }
+
+// serveFile serves a private file URL: the bytes to the bot token (with
+// files:read), else a redirect to the sign-in page, as Slack answers.
+func (f *SlackAPI) serveFile(w http.ResponseWriter, r *http.Request) {
+	tok := ""
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		tok = strings.TrimPrefix(h, "Bearer ")
+	}
+	f.mu.Lock()
+	f.fileGets = append(f.fileGets, tok)
+	file, ok := f.files[r.URL.Path]
+	refuse := f.noFilesRead
+	f.mu.Unlock()
+	switch {
+	case r.Method != http.MethodGet:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	case tok != f.token || refuse:
+		http.Redirect(w, r, "/signin?redir="+url.QueryEscape(r.URL.Path), http.StatusFound)
+	case !ok:
+		http.NotFound(w, r)
+	default:
+		w.Header().Set("Content-Type", file.mime)
+		w.Header().Set("Content-Length", strconv.Itoa(len(file.data)))
+		_, _ = w.Write(file.data)
+	}
+}
+
+// RefuseFiles has method (files.getUploadURLExternal,
+// files.completeUploadExternal) answer {"ok": false, "error": err} (""
+// accepts again): missing_scope is a token without files:write.
+func (f *SlackAPI) RefuseFiles(method, err string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.filesErr == nil {
+		f.filesErr = map[string]string{}
+	}
+	f.filesErr[method] = err
+}
+
+// Uploads are the files shared by files.completeUploadExternal, in order.
+func (f *SlackAPI) Uploads() []SlackUpload { return snapshot(&f.mu, &f.uploads) }
+
+// UploadURLsAsked counts the files.getUploadURLExternal calls.
+func (f *SlackAPI) UploadURLsAsked() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.asked
+}
+
+// getUploadURL answers files.getUploadURLExternal: an upload URL on the
+// fake for a file of that name and length.
+func (f *SlackAPI) getUploadURL(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked++
+	if e := f.filesErr["files.getUploadURLExternal"]; e != "" {
+		slackJSON(w, map[string]any{"ok": false, "error": e})
+		return
+	}
+	n, err := strconv.Atoi(r.Form.Get("length"))
+	name := r.Form.Get("filename")
+	if err != nil || n <= 0 || name == "" {
+		slackJSON(w, map[string]any{"ok": false, "error": "missing_argument"})
+		return
+	}
+	id := fmt.Sprintf("F%08d", slackSeq.Add(1))
+	if f.upload == nil {
+		f.upload = map[string]*SlackUpload{}
+	}
+	f.upload[id] = &SlackUpload{ID: id, Filename: name, Length: n}
+	slackJSON(w, map[string]any{"ok": true, "upload_url": f.URL + "/upload/v1/" + id, "file_id": id})
+}
+
+// receiveUpload takes a file's bytes at its upload URL, raw or as a
+// multipart form's file, as Slack's upload service does.
+func (f *SlackAPI) receiveUpload(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimPrefix(r.URL.Path, "/upload/v1/")
+	var data []byte
+	var err error
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		var part io.ReadCloser
+		if part, _, err = r.FormFile("file"); err == nil {
+			data, err = io.ReadAll(part)
+			part.Close()
+		}
+	} else {
+		data, err = io.ReadAll(r.Body)
+	}
+	f.mu.Lock()
+	u, ok := f.upload[id]
+	if ok && err == nil && r.Method == http.MethodPost {
+		u.Data, u.Uploaded = data, true
+	}
+	f.mu.Unlock()
+	switch {
+	case r.Method != http.MethodPost:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	case !ok:
+		http.NotFound(w, r)
+	case err != nil:
+		w.WriteHeader(http.StatusBadRequest)
+	default:
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintf(w, "OK - %d", len(data))
+	}
+}
+
+// completeUpload answers files.completeUploadExternal: each file listed
+// must have had its bytes; each is shared in channel_id (thread_ts).
+func (f *SlackAPI) completeUpload(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.filesErr["files.completeUploadExternal"]; e != "" {
+		slackJSON(w, map[string]any{"ok": false, "error": e})
+		return
+	}
+	var files []struct {
+		ID    string `json:"id"`
+		Title string `json:"title"`
+	}
+	if err := json.Unmarshal([]byte(r.Form.Get("files")), &files); err != nil || len(files) == 0 {
+		slackJSON(w, map[string]any{"ok": false, "error": "invalid_arguments"})
+		return
+	}
+	channel := r.Form.Get("channel_id")
+	if channel == "CGONE" {
+		slackJSON(w, map[string]any{"ok": false, "error": "channel_not_found"})
+		return
+	}
+	var out []map[string]any
+	for _, fl := range files {
+		u, ok := f.upload[fl.ID]
+		if !ok || !u.Uploaded {
+			slackJSON(w, map[string]any{"ok": false, "error": "file_not_found"})
+			return
+		}
+		out = append(out, map[string]any{"id": fl.ID, "title": fl.Title})
+	}
+	for _, fl := range files {
+		u := f.upload[fl.ID]
+		delete(f.upload, fl.ID)
+		u.Title, u.Channel, u.ThreadTS, u.Comment = fl.Title, channel, r.Form.Get("thread_ts"), r.Form.Get("initial_comment")
+		f.uploads = append(f.uploads, *u)
+		f.calls = append(f.calls, strings.TrimSpace(fmt.Sprintf("upload %s %s %s", channel, u.ThreadTS, fl.Title)))
+	}
+	slackJSON(w, map[string]any{"ok": true, "files": out})
 }
 
 // Texts are the texts posted, in order.
@@ -576,6 +812,21 @@ func SlackMessage(user, channel, channelType, text string) map[string]any {
 	return map[string]any{"token": "verification-token-unused", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
 		"event_id": fmt.Sprintf("Ev%06d", n), "event_time": time.Now().Unix(),
 		"event": map[string]any{"type": "message", "user": user, "text": text, "ts": ts, "channel": channel, "channel_type": channelType, "event_ts": ts}}
+}
+
+// SlackFileShare is a message event callback (subtype file_share) from
+// user in channel sharing files (AddFile's objects) with text ("" for
+// files alone).
+func SlackFileShare(user, channel, channelType, text string, files ...map[string]any) map[string]any {
+	ev := SlackMessage(user, channel, channelType, text)
+	e := ev["event"].(map[string]any)
+	e["subtype"], e["upload"], e["display_as_bot"] = "file_share", false, false
+	list := make([]any, len(files))
+	for i, fl := range files {
+		list[i] = fl
+	}
+	e["files"] = list
+	return ev
 }
 
 // SlackReaction is a reaction_added (or, added false, reaction_removed)
