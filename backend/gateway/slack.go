@@ -57,10 +57,14 @@ const (
 // signature verified with the signing secret, through slack-go), and
 // answers with the Web API (chat.postMessage, chat.update;
 // assistant.threads.setStatus while a turn runs in a thread) through
-// slack-go's client.
+// slack-go's client; the files people share are fetched (slack_files.go).
 type Slack struct {
 	o   SlackOptions
 	api *slack.Client
+	// fileClient is o.Client without its overall timeout, for a file's
+	// bytes: a large one takes longer than a Web API call, and the
+	// caller's context bounds it.
+	fileClient *http.Client
 
 	mu     sync.Mutex
 	names  map[string]string
@@ -113,7 +117,9 @@ func NewSlack(o SlackOptions) *Slack {
 	}
 	api := slack.New(o.Token, slack.OptionAPIURL(strings.TrimRight(o.APIURL, "/")+"/"), slack.OptionHTTPClient(o.Client),
 		slack.OptionAppLevelToken(o.AppToken))
-	return &Slack{o: o, api: api, names: map[string]string{}, kinds: map[string]string{}, events: make(chan Inbound, 256), status: map[string]time.Time{}}
+	fc := *o.Client
+	fc.Timeout = 0
+	return &Slack{o: o, api: api, fileClient: &fc, names: map[string]string{}, kinds: map[string]string{}, events: make(chan Inbound, 256), status: map[string]time.Time{}}
 }
 
 // Platform implements Adapter.
@@ -317,7 +323,7 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reaction; body is the event as it came); false when the queue is full:
 // Slack sends it again.
 func (s *Slack) take(ev slackevents.EventsAPIEvent, body []byte) bool {
-	m, ok := s.inbound(ev)
+	m, ok := s.inbound(ev, body)
 	if !ok {
 		m, ok = s.reaction(ev, body)
 	}
@@ -334,11 +340,15 @@ func (s *Slack) queue(m Inbound) bool {
 	}
 }
 
-// inbound turns a callback event into a message, or false for one that is
-// not a person's message (bots, edits, joins, the bot itself).
-func (s *Slack) inbound(ev slackevents.EventsAPIEvent) (Inbound, bool) {
+// inbound turns a callback event (body: the callback as it came) into a
+// message, or false for one that is not a person's message (bots, edits,
+// joins, the bot itself). The files a message carries come with it
+// (file_share, or files on a plain message); a message of files alone,
+// without text, is one.
+func (s *Slack) inbound(ev slackevents.EventsAPIEvent, body []byte) (Inbound, bool) {
 	var m Inbound
 	var channelType string
+	hasFiles := false
 	switch e := ev.InnerEvent.Data.(type) {
 	case *slackevents.MessageEvent:
 		if e.BotID != "" || (e.SubType != "" && e.SubType != "file_share" && e.SubType != "thread_broadcast") {
@@ -346,11 +356,13 @@ func (s *Slack) inbound(ev slackevents.EventsAPIEvent) (Inbound, bool) {
 		}
 		m = Inbound{UserID: e.User, ChatID: e.Channel, Text: e.Text, MessageID: e.TimeStamp, ThreadID: e.ThreadTimeStamp}
 		channelType = e.ChannelType
+		hasFiles = e.Message != nil && len(e.Message.Files) > 0
 	case *slackevents.AppMentionEvent:
 		if e.BotID != "" {
 			return m, false
 		}
 		m = Inbound{UserID: e.User, ChatID: e.Channel, Text: e.Text, MessageID: e.TimeStamp, ThreadID: e.ThreadTimeStamp}
+		hasFiles = len(e.Files) > 0
 		channelType = "channel"
 		if strings.HasPrefix(e.Channel, "D") {
 			channelType = "im"
@@ -365,6 +377,9 @@ func (s *Slack) inbound(ev slackevents.EventsAPIEvent) (Inbound, bool) {
 		return m, false
 	}
 	m.Text = strings.TrimSpace(mentionRE.ReplaceAllString(m.Text, ""))
+	if hasFiles {
+		m.Files = s.inFiles(body)
+	}
 	// A message and its app_mention are one message: dedupe on channel+ts.
 	m.EventID = m.ChatID + ":" + m.MessageID
 	m.ReplyTo = m.ThreadID
@@ -377,7 +392,7 @@ func (s *Slack) inbound(ev slackevents.EventsAPIEvent) (Inbound, bool) {
 		_, _ = fmt.Sscan(ts[0], &sec)
 		m.At = time.Unix(sec, 0).UTC()
 	}
-	return m, m.Text != ""
+	return m, m.Text != "" || len(m.Files) > 0
 }
 
 // reaction turns a reaction_added or reaction_removed callback into an

@@ -1,0 +1,247 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"atrium/backend/gateway/gatewaytest"
+	"atrium/backend/llm"
+	"atrium/backend/turns"
+)
+
+// filesModel answers as reply says for a message it knows (a reply with
+// MEDIA: tags), else as the offline model does, and keeps the last user
+// message of every request it was asked.
+type filesModel struct {
+	llm.OfflineProvider
+	reply func(last string) (string, bool)
+
+	mu    sync.Mutex
+	asked []string
+}
+
+func (m *filesModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	last := ""
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			last = req.Messages[i].Content
+			break
+		}
+	}
+	m.mu.Lock()
+	m.asked = append(m.asked, last)
+	m.mu.Unlock()
+	if m.reply != nil {
+		if text, ok := m.reply(last); ok {
+			return llm.Response{Content: text}, nil
+		}
+	}
+	return m.OfflineProvider.Complete(ctx, req)
+}
+
+// lastAsked is the last user message the model was asked ("" before any).
+func (m *filesModel) lastAsked() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.asked) == 0 {
+		return ""
+	}
+	return m.asked[len(m.asked)-1]
+}
+
+// slackFilesEnv is a gateway env (not started) on model, saving the files
+// people send under a media folder of its own, which it returns.
+func slackFilesEnv(t *testing.T, reply func(last string) (string, bool)) (*env, *filesModel, string) {
+	t.Helper()
+	e := newEnv(t, 8192, 0.9)
+	model := &filesModel{OfflineProvider: llm.OfflineProvider{Window: 8192}, reply: reply}
+	e.useLoop(t, turns.Options{Provider: model})
+	e.mediaDir = filepath.Join(t.TempDir(), "media")
+	return e, model, e.mediaDir
+}
+
+// savedFiles are the files the gateway saved in dir, by the name the
+// sender gave (the time and random part it prefixes taken off), with
+// their paths.
+func savedFiles(t *testing.T, dir string) (data map[string][]byte, paths map[string]string) {
+	t.Helper()
+	data, paths = map[string][]byte{}, map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return data, paths
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		parts := strings.SplitN(en.Name(), "-", 4)
+		if len(parts) != 4 {
+			t.Fatalf("a saved file named %q", en.Name())
+		}
+		p := filepath.Join(dir, en.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[parts[3]], paths[parts[3]] = b, p
+	}
+	return data, paths
+}
+
+var (
+	pngBytes = append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0, 1, 2, 0xfe, 0xff}, 400)...)
+	pdfBytes = []byte("%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n%%EOF\n")
+)
+
+// A DM of files alone (file_share, no text) is a message: each file is
+// fetched with the bot token, saved under the media folder's slack/ with
+// its bytes, and the agent is told where (a clip recorded in Slack as a
+// voice message, with its length); a file Slack hides (beyond a free
+// workspace's storage, deleted) is skipped.
+func TestSlackSavesTheFilesAPersonSends(t *testing.T) {
+	t.Parallel()
+	e, model, media := slackFilesEnv(t, nil)
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	url := e.startSlack(t, api)
+	clip := []byte("\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00voice")
+	voice := api.AddFile("audio_message.m4a", "audio/mp4", clip)
+	voice["subtype"], voice["duration_ms"] = "slack_audio", 4200
+	hidden := map[string]any{"id": "F0HIDDEN", "mode": "hidden_by_limit"}
+	deleted := api.AddFile("gone.txt", "text/plain", []byte("deleted"))
+	deleted["mode"] = "tombstone"
+	ev := gatewaytest.SlackFileShare("U1", "D1", "im", "", api.AddFile("cat.png", "image/png", pngBytes), voice, hidden, deleted)
+	if code := gatewaytest.SlackEvent(t, url, slackSecret, ev, false); code != 200 {
+		t.Fatalf("file_share: %d", code)
+	}
+	waitFor(t, "the reply", func() bool { return len(api.Posted()) == 1 })
+	data, paths := savedFiles(t, filepath.Join(media, "slack"))
+	if len(data) != 2 || !bytes.Equal(data["cat.png"], pngBytes) || !bytes.Equal(data["audio_message.m4a"], clip) {
+		t.Fatalf("saved %d files: %v", len(data), paths)
+	}
+	asked := model.lastAsked()
+	for _, note := range []string{"[The user sent an image: 'cat.png'. It is saved at: " + paths["cat.png"] + ".",
+		"[The user sent a voice message: " + paths["audio_message.m4a"] + " (duration: 0:04)]"} {
+		if !strings.Contains(asked, note) {
+			t.Fatalf("the model was asked %q, without %q", asked, note)
+		}
+	}
+	if strings.Count(asked, "[The user sent") != 2 {
+		t.Fatalf("a file Slack hides was told: %q", asked)
+	}
+	if gets := api.FileGets(); !slices.Equal(gets, []string{slackToken, slackToken}) {
+		t.Fatalf("the downloads carried %q", gets)
+	}
+}
+
+// A token Slack will not hand files to (no files:read: the sign-in page)
+// saves nothing; the agent is told the file could not be saved and what
+// the app needs, and the message's turn runs.
+func TestSlackFileNotReadableWithoutFilesRead(t *testing.T) {
+	t.Parallel()
+	e, model, media := slackFilesEnv(t, nil)
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	url := e.startSlack(t, api)
+	api.RefuseFileReads(true)
+	ev := gatewaytest.SlackFileShare("U1", "D1", "im", "what is in this?", api.AddFile("doc.pdf", "application/pdf", pdfBytes))
+	delete(ev["event"].(map[string]any), "subtype") // files on a plain message, as Slack sends some
+	if code := gatewaytest.SlackEvent(t, url, slackSecret, ev, false); code != 200 {
+		t.Fatalf("file_share: %d", code)
+	}
+	waitFor(t, "the reply", func() bool { return len(api.Posted()) == 1 })
+	asked := model.lastAsked()
+	if !strings.Contains(asked, "[The user sent a file: 'doc.pdf'. It could not be saved: ") || !strings.Contains(asked, "files:read") ||
+		!strings.HasSuffix(asked, "what is in this?") {
+		t.Fatalf("the model was asked %q", asked)
+	}
+	if data, _ := savedFiles(t, filepath.Join(media, "slack")); len(data) != 0 {
+		t.Fatalf("saved from a sign-in page: %v", data)
+	}
+	if gets := api.FileGets(); !slices.Equal(gets, []string{slackToken}) {
+		t.Fatalf("the download carried %q", gets)
+	}
+}
+
+// Files of a message the gateway does not take are never fetched: a
+// sender not allowed (refused in the channel), a bot's share, an edit.
+func TestSlackFilesOfMessagesNotTakenAreNotFetched(t *testing.T) {
+	t.Parallel()
+	e, model, media := slackFilesEnv(t, nil)
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	url := e.startSlack(t, api)
+	bot := gatewaytest.SlackFileShare("U1", "C1", "channel", "", api.AddFile("bot.png", "image/png", pngBytes))
+	bot["event"].(map[string]any)["bot_id"] = "B2"
+	edit := gatewaytest.SlackFileShare("U1", "C1", "channel", "", api.AddFile("edit.png", "image/png", pngBytes))
+	edit["event"].(map[string]any)["subtype"] = "message_changed"
+	stranger := gatewaytest.SlackFileShare("U9", "C1", "channel", "<@UBOT> look at this", api.AddFile("secret.pdf", "application/pdf", pdfBytes))
+	for _, ev := range []map[string]any{bot, edit, stranger} {
+		if code := gatewaytest.SlackEvent(t, url, slackSecret, ev, false); code != 200 {
+			t.Fatalf("file_share: %d", code)
+		}
+	}
+	waitFor(t, "the refusal", func() bool { return len(api.Posted()) == 1 })
+	if got := api.Texts()[0]; !strings.Contains(got, "U9") {
+		t.Fatalf("the refusal: %q", got)
+	}
+	if gets := api.FileGets(); len(gets) != 0 {
+		t.Fatalf("%d files fetched of messages not taken", len(gets))
+	}
+	if data, _ := savedFiles(t, filepath.Join(media, "slack")); len(data) != 0 || model.lastAsked() != "" {
+		t.Fatalf("saved %v, the model asked %q", data, model.lastAsked())
+	}
+}
+
+// Over Socket Mode a file a person sends is saved and told the same way.
+func TestSlackSocketModeSavesTheFilesAPersonSends(t *testing.T) {
+	t.Parallel()
+	e, model, media := slackFilesEnv(t, nil)
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	e.startSlackSocket(t, api)
+	api.SocketPush("events_api", gatewaytest.SlackFileShare("U1", "D1", "im", "", api.AddFile("cat.png", "image/png", pngBytes)))
+	waitFor(t, "the reply", func() bool { return len(api.Posted()) == 1 })
+	data, paths := savedFiles(t, filepath.Join(media, "slack"))
+	if len(data) != 1 || !bytes.Equal(data["cat.png"], pngBytes) {
+		t.Fatalf("saved %v", paths)
+	}
+	if asked := model.lastAsked(); !strings.Contains(asked, "[The user sent an image: 'cat.png'. It is saved at: "+paths["cat.png"]+".") {
+		t.Fatalf("the model was asked %q", asked)
+	}
+	if gets := api.FileGets(); !slices.Equal(gets, []string{slackToken}) {
+		t.Fatalf("the download carried %q", gets)
+	}
+}
+
+// The bot token goes to Slack's own addresses alone: a file whose URL is
+// elsewhere is not fetched, and the agent is told it could not be saved.
+func TestSlackBotTokenGoesToSlackAlone(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write(pngBytes)
+	}))
+	t.Cleanup(elsewhere.Close)
+	e, model, media := slackFilesEnv(t, nil)
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	url := e.startSlack(t, api)
+	f := api.AddFile("cat.png", "image/png", pngBytes)
+	f["url_private"], f["url_private_download"] = elsewhere.URL+"/cat.png", elsewhere.URL+"/download/cat.png"
+	if code := gatewaytest.SlackEvent(t, url, slackSecret, gatewaytest.SlackFileShare("U1", "D1", "im", "see", f), false); code != 200 {
+		t.Fatalf("file_share: %d", code)
+	}
+	waitFor(t, "the reply", func() bool { return len(api.Posted()) == 1 })
+	if asked := model.lastAsked(); !strings.Contains(asked, "[The user sent a file: 'cat.png'. It could not be saved: ") || !strings.Contains(asked, "not Slack's") {
+		t.Fatalf("the model was asked %q", asked)
+	}
+	if data, _ := savedFiles(t, filepath.Join(media, "slack")); len(data) != 0 || hits.Load() != 0 {
+		t.Fatalf("fetched from elsewhere: %d requests, saved %v", hits.Load(), data)
+	}
+}
