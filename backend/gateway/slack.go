@@ -56,13 +56,13 @@ const (
 // address needed) or from the Events API over HTTP (every request's
 // signature verified with the signing secret, through slack-go), and
 // answers with the Web API (chat.postMessage, chat.update;
-// assistant.threads.setStatus while a turn runs in a thread) through
-// slack-go's client; the files people share are fetched (slack_files.go).
+// assistant.threads.setStatus while a turn runs in a thread; files both
+// ways, slack_files.go) through slack-go's client.
 type Slack struct {
 	o   SlackOptions
 	api *slack.Client
-	// fileClient is o.Client without its overall timeout, for a file's
-	// bytes: a large one takes longer than a Web API call, and the
+	// fileClient is o.Client without its overall timeout, for a file's bytes
+	// both ways: a large one takes longer than a Web API call, and the
 	// caller's context bounds it.
 	fileClient *http.Client
 
