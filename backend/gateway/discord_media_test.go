@@ -2,87 +2,15 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
-	"atrium/backend/llm"
-	"atrium/backend/turns"
 )
-
-// filesModel answers every message with reply (the offline model's
-// answer when it is ""), and keeps the last user message of each
-// request: what the agent was told.
-type filesModel struct {
-	llm.OfflineProvider
-	reply string
-	mu    sync.Mutex
-	asked []string
-}
-
-func (m *filesModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			m.mu.Lock()
-			m.asked = append(m.asked, req.Messages[i].Content)
-			m.mu.Unlock()
-			break
-		}
-	}
-	if m.reply == "" {
-		return m.OfflineProvider.Complete(ctx, req)
-	}
-	return llm.Response{Content: m.reply}, nil
-}
-
-func (m *filesModel) told() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.asked)
-}
-
-// mediaEnv is a gateway env (not started) whose model answers reply,
-// keeping files people send under its media folder.
-func mediaEnv(t *testing.T, reply string) (*env, *filesModel) {
-	t.Helper()
-	e := newEnv(t, 8192, 0.9)
-	model := &filesModel{OfflineProvider: llm.OfflineProvider{Window: 8192}, reply: reply}
-	e.useLoop(t, turns.Options{Provider: model})
-	e.mediaDir = filepath.Join(t.TempDir(), "media")
-	return e, model
-}
-
-// writeFile writes data to name in dir; its path.
-func writeFile(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// saved is the one file saved under dir (the media folder's platform
-// folder): its path and bytes.
-func saved(t *testing.T, dir string) (string, []byte) {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) != 1 {
-		t.Fatalf("saved in %s: %v %v", dir, entries, err)
-	}
-	p := filepath.Join(dir, entries[0].Name())
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, data
-}
 
 // A reply with MEDIA: tags in a DM: its text first, without the tags (a
 // reply to the message), then a message for each file with the file

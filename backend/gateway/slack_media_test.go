@@ -2,110 +2,16 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"atrium/backend/gateway/gatewaytest"
-	"atrium/backend/llm"
-	"atrium/backend/turns"
 )
-
-// filesModel answers as reply says for a message it knows (a reply with
-// MEDIA: tags), else as the offline model does, and keeps the last user
-// message of every request it was asked.
-type filesModel struct {
-	llm.OfflineProvider
-	reply func(last string) (string, bool)
-
-	mu    sync.Mutex
-	asked []string
-}
-
-func (m *filesModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
-	last := ""
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			last = req.Messages[i].Content
-			break
-		}
-	}
-	m.mu.Lock()
-	m.asked = append(m.asked, last)
-	m.mu.Unlock()
-	if m.reply != nil {
-		if text, ok := m.reply(last); ok {
-			return llm.Response{Content: text}, nil
-		}
-	}
-	return m.OfflineProvider.Complete(ctx, req)
-}
-
-// lastAsked is the last user message the model was asked ("" before any).
-func (m *filesModel) lastAsked() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.asked) == 0 {
-		return ""
-	}
-	return m.asked[len(m.asked)-1]
-}
-
-// slackFilesEnv is a gateway env (not started) on model, saving the files
-// people send under a media folder of its own, which it returns.
-func slackFilesEnv(t *testing.T, reply func(last string) (string, bool)) (*env, *filesModel, string) {
-	t.Helper()
-	e := newEnv(t, 8192, 0.9)
-	model := &filesModel{OfflineProvider: llm.OfflineProvider{Window: 8192}, reply: reply}
-	e.useLoop(t, turns.Options{Provider: model})
-	e.mediaDir = filepath.Join(t.TempDir(), "media")
-	return e, model, e.mediaDir
-}
-
-// writeFile writes data to name in dir and returns its path.
-func writeFile(t *testing.T, dir, name string, data []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// savedFiles are the files the gateway saved in dir, by the name the
-// sender gave (the time and random part it prefixes taken off), with
-// their paths.
-func savedFiles(t *testing.T, dir string) (data map[string][]byte, paths map[string]string) {
-	t.Helper()
-	data, paths = map[string][]byte{}, map[string]string{}
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return data, paths
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, en := range entries {
-		parts := strings.SplitN(en.Name(), "-", 4)
-		if len(parts) != 4 {
-			t.Fatalf("a saved file named %q", en.Name())
-		}
-		p := filepath.Join(dir, en.Name())
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data[parts[3]], paths[parts[3]] = b, p
-	}
-	return data, paths
-}
 
 // sent lists the posts and the shared files of api, in order, as
 // "postMessage CHANNEL THREAD" and "upload CHANNEL THREAD TITLE" (the
@@ -128,7 +34,7 @@ func TestSlackSendsTheFilesAReplyNames(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	chart, report := writeFile(t, dir, "chart.png", pngBytes), writeFile(t, dir, "report.pdf", pdfBytes)
-	e, _, _ := slackFilesEnv(t, func(last string) (string, bool) {
+	e, _, _ := filesEnv(t, func(last string) (string, bool) {
 		switch {
 		case strings.Contains(last, "the chart and the report"):
 			return "Here they are.\nMEDIA:" + chart + "\nMEDIA:" + report, true
@@ -188,7 +94,7 @@ func TestSlackSendsTheFilesAReplyNames(t *testing.T) {
 func TestSlackSaysAFileIsMissing(t *testing.T) {
 	t.Parallel()
 	gone := filepath.Join(t.TempDir(), "x.png")
-	e, _, _ := slackFilesEnv(t, func(string) (string, bool) { return "Here it is: MEDIA:" + gone, true })
+	e, _, _ := filesEnv(t, func(string) (string, bool) { return "Here it is: MEDIA:" + gone, true })
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	url := e.startSlack(t, api)
 	if code := gatewaytest.SlackEvent(t, url, slackSecret, gatewaytest.SlackMessage("U1", "D1", "im", "the picture?"), false); code != 200 {
@@ -213,7 +119,7 @@ func TestSlackFileRefusedWithoutFilesWrite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	a, b := writeFile(t, dir, "a.png", pngBytes), writeFile(t, dir, "b.pdf", pdfBytes)
-	e, _, _ := slackFilesEnv(t, func(last string) (string, bool) {
+	e, _, _ := filesEnv(t, func(last string) (string, bool) {
 		switch {
 		case strings.Contains(last, "first"):
 			return "Sending it.\nMEDIA:" + a, true
@@ -259,7 +165,7 @@ func TestSlackFileRefusedWithoutFilesWrite(t *testing.T) {
 // workspace's storage, deleted) is skipped.
 func TestSlackSavesTheFilesAPersonSends(t *testing.T) {
 	t.Parallel()
-	e, model, media := slackFilesEnv(t, nil)
+	e, model, media := filesEnv(t, nil)
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	url := e.startSlack(t, api)
 	clip := []byte("\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00voice")
@@ -297,7 +203,7 @@ func TestSlackSavesTheFilesAPersonSends(t *testing.T) {
 // the app needs, and the message's turn runs.
 func TestSlackFileNotReadableWithoutFilesRead(t *testing.T) {
 	t.Parallel()
-	e, model, media := slackFilesEnv(t, nil)
+	e, model, media := filesEnv(t, nil)
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	url := e.startSlack(t, api)
 	api.RefuseFileReads(true)
@@ -324,7 +230,7 @@ func TestSlackFileNotReadableWithoutFilesRead(t *testing.T) {
 // sender not allowed (refused in the channel), a bot's share, an edit.
 func TestSlackFilesOfMessagesNotTakenAreNotFetched(t *testing.T) {
 	t.Parallel()
-	e, model, media := slackFilesEnv(t, nil)
+	e, model, media := filesEnv(t, nil)
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	url := e.startSlack(t, api)
 	bot := gatewaytest.SlackFileShare("U1", "C1", "channel", "", api.AddFile("bot.png", "image/png", pngBytes))
@@ -352,7 +258,7 @@ func TestSlackFilesOfMessagesNotTakenAreNotFetched(t *testing.T) {
 // Over Socket Mode a file a person sends is saved and told the same way.
 func TestSlackSocketModeSavesTheFilesAPersonSends(t *testing.T) {
 	t.Parallel()
-	e, model, media := slackFilesEnv(t, nil)
+	e, model, media := filesEnv(t, nil)
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	e.startSlackSocket(t, api)
 	api.SocketPush("events_api", gatewaytest.SlackFileShare("U1", "D1", "im", "", api.AddFile("cat.png", "image/png", pngBytes)))
@@ -379,7 +285,7 @@ func TestSlackBotTokenGoesToSlackAlone(t *testing.T) {
 		_, _ = w.Write(pngBytes)
 	}))
 	t.Cleanup(elsewhere.Close)
-	e, model, media := slackFilesEnv(t, nil)
+	e, model, media := filesEnv(t, nil)
 	api := gatewaytest.NewSlackAPI(t, slackToken)
 	url := e.startSlack(t, api)
 	f := api.AddFile("cat.png", "image/png", pngBytes)

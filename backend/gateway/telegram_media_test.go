@@ -2,62 +2,15 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
-	"atrium/backend/llm"
-	"atrium/backend/turns"
 )
-
-// fixedReply is a model that answers every message with reply, keeping
-// the last user message it was given.
-type fixedReply struct {
-	llm.OfflineProvider
-	reply string
-	mu    sync.Mutex
-	users []string
-}
-
-func (m *fixedReply) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			m.mu.Lock()
-			m.users = append(m.users, req.Messages[i].Content)
-			m.mu.Unlock()
-			break
-		}
-	}
-	return llm.Response{Content: m.reply}, nil
-}
-
-func (m *fixedReply) seen() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.users...)
-}
-
-// files writes each name's content into a new folder; it returns their
-// paths by name.
-func files(t *testing.T, contents map[string]string) map[string]string {
-	t.Helper()
-	dir := t.TempDir()
-	out := map[string]string{}
-	for name, c := range contents {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		out[name] = p
-	}
-	return out
-}
 
 // The agent's MEDIA: tags on Telegram: the text first, without the tags,
 // with a line for each file that cannot go; then each file by the method
@@ -71,8 +24,7 @@ func TestTelegramSendsTheFilesAReplyNames(t *testing.T) {
 	reply := "Here you go.\nMEDIA:" + p["chart.png"] + "\nMEDIA:" + p["r.pdf"] + "\n[[audio_as_voice]]\nMEDIA:" + p["note.ogg"] +
 		"\nMEDIA:" + p["song.mp3"] + "\nMEDIA:" + p["clip.mp4"] + "\nMEDIA:" + filepath.Join(filepath.Dir(p["r.pdf"]), "missing.png") +
 		"\nMEDIA:" + p[".env"]
-	e := newEnv(t, 8192, 0.9)
-	e.useLoop(t, turns.Options{Provider: &fixedReply{OfflineProvider: llm.OfflineProvider{Window: 8192}, reply: reply}})
+	e, _ := mediaEnv(t, reply)
 	e.protected = []string{p[".env"]}
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
@@ -116,13 +68,10 @@ func TestTelegramFileFailures(t *testing.T) {
 	if err := os.Truncate(huge, 51<<20); err != nil { // sparse: no 51 MB written
 		t.Fatal(err)
 	}
-	model := &fixedReply{OfflineProvider: llm.OfflineProvider{Window: 8192}}
-	e := newEnv(t, 8192, 0.9)
-	e.useLoop(t, turns.Options{Provider: model})
+	e, _ := mediaEnv(t, "Files: MEDIA:"+p["wide.png"]+" MEDIA:"+huge+" MEDIA:"+p["mid.bin"]+" MEDIA:"+p["gone.pdf"])
 	f := gatewaytest.NewTelegram(t, tgToken)
 	f.Set(func(f *gatewaytest.Telegram) { f.PhotoInvalid, f.MaxUpload, f.Down = true, 2048, true })
 	e.start(t, telegram(f, "5"))
-	model.reply = "Files: MEDIA:" + p["wide.png"] + " MEDIA:" + huge + " MEDIA:" + p["mid.bin"] + " MEDIA:" + p["gone.pdf"]
 	f.Push(5, "Ada", 5, "private", "send them")
 	// The text cannot go while Telegram is down: the files wait behind it,
 	// and one of them is removed meanwhile.
@@ -162,24 +111,19 @@ func TestTelegramFileFailures(t *testing.T) {
 // not fetched; a stranger's never fetched.
 func TestTelegramSavesTheFilesPeopleSend(t *testing.T) {
 	t.Parallel()
-	model := &fixedReply{OfflineProvider: llm.OfflineProvider{Window: 8192}, reply: "seen"}
-	e := newEnv(t, 8192, 0.9)
-	e.useLoop(t, turns.Options{Provider: model})
-	e.mediaDir, e.maxInbound = t.TempDir(), 1024
+	e, model := mediaEnv(t, "seen")
+	e.maxInbound = 1024
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	photo := bytes.Repeat([]byte{0xff, 0xd8}, 300)
 
 	f.PushFile(5, "Ada", 5, "private", "what is this?", "photo", map[string]any{"width": 800, "height": 600}, photo)
-	waitFor(t, "the photo's turn", func() bool { return len(model.seen()) == 1 })
-	saved := savedFiles(t, filepath.Join(e.mediaDir, "telegram"))
-	if len(saved) != 1 || !strings.HasSuffix(saved[0], ".jpg") {
-		t.Fatalf("saved %q", saved)
+	waitFor(t, "the photo's turn", func() bool { return len(model.told()) == 1 })
+	path, b := saved(t, filepath.Join(e.mediaDir, "telegram"))
+	if !strings.HasSuffix(path, ".jpg") || !bytes.Equal(b, photo) {
+		t.Fatalf("saved %s: not its largest size's bytes", path)
 	}
-	if b, _ := os.ReadFile(saved[0]); !bytes.Equal(b, photo) {
-		t.Fatal("the saved photo is not its largest size's bytes")
-	}
-	if got, want := model.seen()[0], "[The user sent an image: '"+filepath.Base(saved[0])[25:]+"'. It is saved at: "+saved[0]+
+	if got, want := model.told()[0], "[The user sent an image: '"+filepath.Base(path)[25:]+"'. It is saved at: "+path+
 		". Look at it with your tools if you need to see it.]\n\nwhat is this?"; got != want {
 		t.Fatalf("the model was given\n%q\nwant\n%q", got, want)
 	}
@@ -188,9 +132,9 @@ func TestTelegramSavesTheFilesPeopleSend(t *testing.T) {
 	f.PushFile(5, "Ada", 5, "private", "summarize", "document", map[string]any{"file_name": "paper.pdf", "mime_type": "application/pdf"}, []byte("%PDF-1.7 ..."))
 	f.PushFile(5, "Ada", 5, "private", "", "voice", map[string]any{"duration": 7, "mime_type": "audio/ogg"}, []byte("OggS"))
 	f.PushFile(5, "Ada", 5, "private", "", "document", map[string]any{"file_name": "big.iso"}, bytes.Repeat([]byte("z"), 2000))
-	waitFor(t, "four more turns", func() bool { return len(model.seen()) == 5 })
+	waitFor(t, "four more turns", func() bool { return len(model.told()) == 5 })
 	dir := filepath.Join(e.mediaDir, "telegram")
-	seen := model.seen()
+	seen := model.told()
 	for i, want := range []string{
 		"[The user sent a text document: 'notes.txt'. Its content has been included below. The file is also saved at: " + dir + "/",
 		"[The user sent a document: 'paper.pdf'. It is saved at: " + dir + "/",
@@ -205,14 +149,14 @@ func TestTelegramSavesTheFilesPeopleSend(t *testing.T) {
 		!strings.HasSuffix(seen[3], ".ogg (duration: 0:07)]") {
 		t.Fatalf("the notes: %q", seen[1:4])
 	}
-	if n := len(savedFiles(t, dir)); n != 4 || f.Downloads() != 4 {
-		t.Fatalf("%d files saved, %d downloads; want 4 and 4 (not the one over the limit)", n, f.Downloads())
+	if _, paths := savedFiles(t, dir); len(paths) != 4 || f.Downloads() != 4 {
+		t.Fatalf("%d files saved, %d downloads; want 4 and 4 (not the one over the limit)", len(paths), f.Downloads())
 	}
 
 	// A stranger's file is never fetched.
 	f.PushFile(666, "Mallory", 666, "private", "", "document", map[string]any{"file_name": "x.pdf"}, []byte("%PDF"))
 	waitFor(t, "the refusal", func() bool { return len(f.SentTexts()) == 6 })
-	if f.Downloads() != 4 || len(savedFiles(t, dir)) != 4 {
+	if _, paths := savedFiles(t, dir); f.Downloads() != 4 || len(paths) != 4 {
 		t.Fatal("a stranger's file was fetched")
 	}
 	if strings.Contains(e.logs.String(), tgToken) {
@@ -220,27 +164,12 @@ func TestTelegramSavesTheFilesPeopleSend(t *testing.T) {
 	}
 }
 
-// savedFiles are the files in dir, oldest name first.
-func savedFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, filepath.Join(dir, e.Name()))
-	}
-	return out
-}
-
 // A platform that cannot carry files (the generic webhook) is sent a line
 // naming each file's path, in the familiar gateway's words.
 func TestWebhookIsToldTheFilesPath(t *testing.T) {
 	t.Parallel()
 	p := files(t, map[string]string{"chart.png": "PNG"})
-	e := newEnv(t, 8192, 0.9)
-	e.useLoop(t, turns.Options{Provider: &fixedReply{OfflineProvider: llm.OfflineProvider{Window: 8192}, reply: "The chart:\nMEDIA:" + p["chart.png"]}})
+	e, _ := mediaEnv(t, "The chart:\nMEDIA:"+p["chart.png"])
 	recv := newReplyReceiver(t, "hook-secret", 0)
 	wh := webhookAdapter(t, "hook-secret", recv.URL)
 	e.start(t, gateway.Configured{Adapter: wh, Access: gateway.Access{Chats: []string{"room-1"}}})
