@@ -1573,6 +1573,35 @@ async function main() {
     return line.split('\n')[0];
   });
 
+  await check("a chat's files show as files: a photo a person sent, one not saved, the files the agent sent; what the model read one click away", async () => {
+    const sid = (await atrium('sessions', 'create', '--title', 'Telegram · Ada (files)')).id;
+    const saved = join(home, 'cache', 'gateway', 'telegram', '20261207-142502-9f2c41aa-photo-4410.jpg');
+    await atrium('messages', 'append', sid, '--role', 'user', '--content',
+      `[The user sent an image: 'photo-4410.jpg'. It is saved at: ${saved}. Look at it with your tools if you need to see it.]\n\n` +
+      "[The user sent a file: 'backup.iso' (45.0 MB). It was not saved: the gateway takes files up to 20.0 MB.]\n\nA chart like this one, please.");
+    await atrium('messages', 'append', sid, '--role', 'assistant', '--content', 'Here it is.\n\nMEDIA:/tmp/signups.png\nMEDIA:"/tmp/week 49.pdf"');
+    // Made by another process without a turn (no hook fires): the page
+    // learns of it when it loads the list again.
+    await page.reload();
+    await page.click('[data-testid=nav-sessions]');
+    const row = page.locator(`${rowSel}[data-id="${sid}"]`);
+    await row.waitFor({ timeout: 15_000 });
+    await row.dblclick();
+    await page.locator('[data-testid=attachments]').first().waitFor({ timeout: 10_000 });
+    const chips = await page.$$eval('[data-testid=attachment]', (els) => els.map((e) => [e.getAttribute('data-kind'), e.querySelector('.attachment-name')?.textContent, e.getAttribute('title'), e.classList.contains('missing')]));
+    eq(chips, [
+      ['image', 'photo-4410.jpg', `Saved at ${saved}`, false],
+      ['file', 'backup.iso', '45.0 MB · the gateway takes files up to 20.0 MB', true],
+      ['image', 'signups.png', 'Sent from /tmp/signups.png', false],
+      ['document', 'week 49.pdf', 'Sent from /tmp/week 49.pdf', false],
+    ], 'the files');
+    const texts = await page.locator('.messages [data-testid=message] .content.md > p').allInnerTexts();
+    eq(texts, ['A chart like this one, please.', 'Here it is.'], 'the words, without the notes and tags');
+    assert((await page.locator('.messages details.tool-raw').first().innerText()).includes('As the model reads it'), 'the raw message one click away');
+    await page.screenshot({ path: join(artifacts, 'dashboard-chat-files.png') });
+    await page.keyboard.press('Escape');
+  });
+
   await check('no errors in the page console', async () => {
     // 401s are the token check's own; the reset is the response the retry
     // check drops on purpose; the 400s are the refusals checks asked for.

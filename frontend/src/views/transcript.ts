@@ -11,6 +11,7 @@ import { runBulk } from '../ops';
 import { app, type OpenAt, type View } from '../state';
 import { TranscriptStore } from '../stores/transcript';
 import type { CommandDTO, MessageDTO, SessionDTO, TurnDTO } from '../types';
+import { attachmentsView, replyFiles, sentFiles } from './attachments';
 import { processEnds, processEndsView, subagentStatus, toolCall, toolResult } from './toolview';
 
 const shownAtFirst = 400;
@@ -674,7 +675,15 @@ function content(m: MessageDTO): HTMLElement {
     }
   }
   if (m.role === 'tool' || m.marker === 'stub') return h('div', { class: 'content plain' }, m.content);
+  // Files sent on a chat platform, either way, as files.
+  const files = m.marker ? null : m.role === 'user' ? sentFiles(m.content) : m.role === 'assistant' ? replyFiles(m.content) : null;
   const el = h('div', { class: 'content md' });
+  if (files) {
+    el.append(attachmentsView(files.files, m.role === 'user' ? 'person' : 'agent'));
+    if (files.text) el.append(renderMarkdown(files.text));
+    el.append(h('details', { class: 'tool-raw' }, h('summary', {}, m.role === 'user' ? 'As the model reads it' : 'As the model wrote it'), h('div', { class: 'content plain' }, m.content)));
+    return el;
+  }
   el.append(renderMarkdown(m.content));
   return el;
 }

@@ -1,0 +1,75 @@
+// @vitest-environment jsdom
+import { describe, expect, it } from 'vitest';
+import { attachmentsView, replyFiles, sentFiles } from './attachments';
+
+describe('sentFiles', () => {
+  it('reads the gateway notes before a person’s words', () => {
+    const note =
+      "[The user sent an image: 'Ada's photo.jpg'. It is saved at: /h/cache/gateway/telegram/1-Ada's photo.jpg. Look at it with your tools if you need to see it.]\n\n" +
+      '[The user sent a voice message: /h/cache/gateway/telegram/2-voice-7.ogg (duration: 0:07)]\n\n' +
+      "[The user sent a video: 'clip.mp4'. The file is saved at: /h/v/clip.mp4.]\n\n" +
+      "[The user sent a file: 'big.iso' (45.0 MB). It was not saved: the gateway takes files up to 20.0 MB.]\n\n" +
+      'what are these?';
+    expect(sentFiles(note)).toEqual({
+      files: [
+        { kind: 'image', name: "Ada's photo.jpg", path: "/h/cache/gateway/telegram/1-Ada's photo.jpg", note: '' },
+        { kind: 'voice', name: '2-voice-7.ogg', path: '/h/cache/gateway/telegram/2-voice-7.ogg', note: '0:07' },
+        { kind: 'video', name: 'clip.mp4', path: '/h/v/clip.mp4', note: '' },
+        { kind: 'file', name: 'big.iso', path: '', note: '45.0 MB · the gateway takes files up to 20.0 MB' },
+      ],
+      text: 'what are these?',
+    });
+  });
+
+  it('keeps a text document’s content in the words, and needs no words', () => {
+    const doc = "[The user sent a text document: 'n.txt'. Its content has been included below. The file is also saved at: /h/n.txt]\n\nline one";
+    expect(sentFiles(doc)).toEqual({ files: [{ kind: 'document', name: 'n.txt', path: '/h/n.txt', note: '' }], text: 'line one' });
+    const pdf =
+      "[The user sent a document: 'p.pdf'. It is saved at: /h/p.pdf. Its text is not inlined here (it's a binary format such as PDF or DOCX). To read it, extract the document's text yourself with your tools before answering, instead of asking the user to paste the contents.]";
+    expect(sentFiles(pdf)).toEqual({ files: [{ kind: 'document', name: 'p.pdf', path: '/h/p.pdf', note: '' }], text: '' });
+    expect(sentFiles("[The user sent a file: 'a.pdf'. It could not be saved: telegram getFile: 400 Bad Request.]")?.files[0]?.note).toBe(
+      'telegram getFile: 400 Bad Request',
+    );
+  });
+
+  it('leaves a message without a note alone', () => {
+    expect(sentFiles('hello [The user sent an image: x]')).toBeNull();
+    expect(sentFiles('[The user sent nothing]')).toBeNull();
+  });
+});
+
+describe('replyFiles', () => {
+  it('reads the MEDIA tags of a reply as the gateway sends them', () => {
+    const reply = 'Here is the chart.\n\n[[audio_as_voice]]\nMEDIA:/tmp/chart.png\nMEDIA: "/tmp/my report.pdf", and MEDIA:`/tmp/n.ogg`\nMEDIA:/tmp/chart.png';
+    expect(replyFiles(reply)).toEqual({
+      files: [
+        { kind: 'image', name: 'chart.png', path: '/tmp/chart.png', note: '' },
+        { kind: 'document', name: 'my report.pdf', path: '/tmp/my report.pdf', note: '' },
+        { kind: 'audio', name: 'n.ogg', path: '/tmp/n.ogg', note: '' },
+      ],
+      text: 'Here is the chart.\n\n, and',
+    });
+  });
+
+  it('leaves a tag in a code block, and a reply without one', () => {
+    expect(replyFiles('Write:\n```\nMEDIA:/tmp/a.png\n```')).toBeNull();
+    expect(replyFiles('no files')).toBeNull();
+  });
+});
+
+describe('attachmentsView', () => {
+  it('shows each file, its path on hover, why one was not saved', () => {
+    const el = attachmentsView(
+      [
+        { kind: 'image', name: 'a.png', path: '/h/a.png', note: '' },
+        { kind: 'file', name: 'b.iso', path: '', note: 'too large' },
+      ],
+      'person',
+    );
+    const chips = el.querySelectorAll('[data-testid="attachment"]');
+    expect(chips.length).toBe(2);
+    expect(chips[0]?.getAttribute('title')).toBe('Saved at /h/a.png');
+    expect(chips[1]?.classList.contains('missing')).toBe(true);
+    expect(chips[1]?.textContent).toContain('not saved: too large');
+  });
+});

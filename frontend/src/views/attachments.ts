@@ -1,0 +1,120 @@
+// Files in a chat's transcript, shown as files. A file a person sent on a
+// chat platform reaches the model as the gateway's note before their words
+// ("[The user sent an image: 'photo.jpg'. It is saved at: /…]"); a file the
+// agent sent is a MEDIA:<path> tag in its reply. Both read as a line of
+// machinery; here they are a row of attachments, the words below them, and
+// what the model read one click away.
+
+import { h } from '../dom';
+
+export interface Attachment {
+  kind: 'image' | 'voice' | 'audio' | 'video' | 'document' | 'file';
+  name: string;
+  path: string; // where it is saved (a person's) or was read from (the agent's); '' when it was not saved
+  note: string; // why it was not saved, or its duration
+}
+
+const kinds: Record<string, Attachment['kind']> = {
+  'an image': 'image',
+  'an audio file': 'audio',
+  'a video': 'video',
+  'a text document': 'document',
+  'a document': 'document',
+  'a file': 'file',
+};
+
+// One note of the gateway's, at the start of what is left of the message.
+const namedRE = /^\[The user sent (an image|an audio file|a video|a text document|a document|a file): '(.+?)'(?: \(([^)\n]*)\))?\. (.*?)\](?:\n\n|$)/s;
+const voiceRE = /^\[The user sent a voice message: (.+?)(?: \(duration: (\d+:\d\d)\))?\](?:\n\n|$)/;
+const savedRE = /(?:It is|The file is(?: also)?) saved at: (.+?)(?:\. |\.$|$)/;
+
+/** sentFiles reads the gateway's notes at the start of a person's
+ * message: the files, and the words after them (null when there is no
+ * note). A text document's content stays in the words. */
+export function sentFiles(content: string): { files: Attachment[]; text: string } | null {
+  const files: Attachment[] = [];
+  let rest = content;
+  for (;;) {
+    const v = voiceRE.exec(rest);
+    if (v) {
+      const path = v[1] ?? '';
+      files.push({ kind: 'voice', name: basename(path), path, note: v[2] ? v[2] : '' });
+      rest = rest.slice(v[0].length);
+      continue;
+    }
+    const m = namedRE.exec(rest);
+    if (!m) break;
+    const tail = m[4] ?? '';
+    const saved = savedRE.exec(tail);
+    const problem = saved ? '' : tail.replace(/^It (?:was not saved|could not be (?:saved|fetched))(?::| from)\s*/, '').replace(/\.$/, '');
+    files.push({ kind: kinds[m[1] ?? ''] ?? 'file', name: m[2] ?? '', path: saved?.[1] ?? '', note: saved ? '' : [m[3], problem].filter(Boolean).join(' · ') });
+    rest = rest.slice(m[0].length);
+  }
+  return files.length ? { files, text: rest } : null;
+}
+
+const mediaRE = /[`"']?MEDIA:[ \t]*(?:`([^`\n]+)`|"([^"\n]+)"|'([^'\n]+)'|(\S+))/g;
+const imageExt = /\.(png|jpe?g|gif|webp)$/i;
+const videoExt = /\.(mp4|mov|avi|mkv|webm)$/i;
+const audioExt = /\.(ogg|opus|mp3|wav|m4a|flac)$/i;
+
+/** replyFiles reads the MEDIA:<path> tags of the agent's reply, as the
+ * gateway sends them (not inside a fenced code block): the files, and the
+ * words without the tags and the [[audio_as_voice]] / [[as_document]]
+ * directives (null when there is no tag). */
+export function replyFiles(content: string): { files: Attachment[]; text: string } | null {
+  if (!content.includes('MEDIA:')) return null;
+  const files: Attachment[] = [];
+  const seen = new Set<string>();
+  let fence = false;
+  const lines = content.split('\n').map((line) => {
+    if (line.trim().startsWith('```')) fence = !fence;
+    if (fence || !line.includes('MEDIA:')) return line;
+    return line.replace(mediaRE, (all, a?: string, b?: string, c?: string, bare?: string) => {
+      const path = (a ?? b ?? c ?? bare ?? '').trim().replace(/[`"',.;:)}\]]+$/, '');
+      if (!path) return all;
+      if (!seen.has(path)) {
+        seen.add(path);
+        files.push({ kind: imageExt.test(path) ? 'image' : videoExt.test(path) ? 'video' : audioExt.test(path) ? 'audio' : 'document', name: basename(path), path, note: '' });
+      }
+      return '';
+    });
+  });
+  if (!files.length) return null;
+  const text = lines
+    .join('\n')
+    .replaceAll('[[audio_as_voice]]', '')
+    .replaceAll('[[as_document]]', '')
+    .replace(/[ \t]+$/gm, '')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+  return { files, text };
+}
+
+function basename(path: string): string {
+  const i = Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\'));
+  return i >= 0 ? path.slice(i + 1) : path;
+}
+
+/** attachmentsView is a row of files: each its kind, its name, its
+ * duration or why it was not saved; its path on hover. */
+export function attachmentsView(files: Attachment[], sent: 'person' | 'agent'): HTMLElement {
+  return h(
+    'div',
+    { class: 'attachments', 'data-testid': 'attachments' },
+    ...files.map((f) =>
+      h(
+        'span',
+        {
+          class: `attachment${f.path ? '' : ' missing'}`,
+          'data-testid': 'attachment',
+          'data-kind': f.kind,
+          title: f.path ? `${sent === 'person' ? 'Saved at' : 'Sent from'} ${f.path}` : f.note,
+        },
+        h('span', { class: 'badge attachment-kind' }, f.kind), // words, not emoji: a system without an emoji font shows boxes
+        h('span', { class: 'attachment-name' }, f.name),
+        f.note ? h('span', { class: 'muted small' }, f.path ? f.note : `not saved: ${f.note}`) : null,
+      ),
+    ),
+  );
+}
