@@ -74,6 +74,9 @@ type mediaRef struct {
 func ParseMedia(text string) (refs []mediaRef, cleaned string, asDocument bool) {
 	voice := strings.Contains(text, voiceDirective)
 	asDocument = strings.Contains(text, documentDirective)
+	if !voice && !asDocument && !strings.Contains(text, "MEDIA:") {
+		return nil, text, false // most replies: nothing to take out
+	}
 	var b strings.Builder
 	seen := map[string]bool{}
 	inFence := false

@@ -84,7 +84,7 @@ func mediaEnv(t *testing.T, reply string) (*env, *filesModel) {
 }
 
 // writeFile writes data to name in dir and returns its path.
-func writeFile(t *testing.T, dir, name string, data []byte) string {
+func writeFile(t testing.TB, dir, name string, data []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, data, 0o600); err != nil {
