@@ -1045,6 +1045,8 @@ func (s *Service) fileFailed(ctx context.Context, d Delivery, err error) {
 		reason = rest
 	} else if rest, ok := strings.CutPrefix(reason, name+" is "); ok {
 		reason = "it is " + rest
+	} else if strings.TrimSpace(reason) == "" {
+		reason = "it was not sent within the delivery deadline" // no attempt was made (no worker ran)
 	}
 	o := Outbound{Platform: d.Platform, ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, SessionID: d.SessionID,
 		Origin: "file-failed", Text: fmt.Sprintf(FileFailedText, d.File.Name, clipRunes(reason, 300))}
