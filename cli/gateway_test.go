@@ -762,7 +762,8 @@ func familiarEnv(t *testing.T, home, text string) {
 // `atrium gateway run` with files both ways: a photo a person sends is
 // saved in the profile's cache/gateway folder and the model told where;
 // gateway.max_file_mb bounds what is fetched; the reply's MEDIA: tag sends
-// a file, and one naming the profile's .env is refused in the text.
+// a file, and one naming the profile's .env or a system file is refused in
+// the text.
 func TestGatewayRunFiles(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -777,7 +778,7 @@ func TestGatewayRunFiles(t *testing.T) {
 		mu.Lock()
 		asked = append(asked, req.Messages[len(req.Messages)-1].Content)
 		mu.Unlock()
-		writeAnswer(w, map[string]any{"role": "assistant", "content": "Here.\nMEDIA:" + filepath.Join(home, ".env") + "\nMEDIA:" + chart})
+		writeAnswer(w, map[string]any{"role": "assistant", "content": "Here.\nMEDIA:" + filepath.Join(home, ".env") + "\nMEDIA:/etc/passwd\nMEDIA:" + chart})
 	}))
 	defer srv.Close()
 	tg := gatewaytest.NewTelegram(t, cliTGToken)
@@ -795,7 +796,7 @@ func TestGatewayRunFiles(t *testing.T) {
 	tg.PushFile(42, "Ada", 42, "private", "what is this?", "photo", nil, []byte("JPEG-photo"))
 	tg.PushFile(42, "Ada", 42, "private", "", "document", map[string]any{"file_name": "big.bin"}, bytes.Repeat([]byte("b"), 2048))
 	waitFor(t, "both replies and their files", 30*time.Second, func() bool { return len(tg.SentTexts()) == 2 && len(tg.Uploads()) == 2 })
-	if got := tg.SentTexts()[0]; got != "Here.\n\n⚠️ Could not send .env: it holds the profile's configuration or secrets" {
+	if got := tg.SentTexts()[0]; got != "Here.\n\n⚠️ Could not send .env: it holds the profile's configuration or secrets\n⚠️ Could not send passwd: files are never sent from /etc" {
 		t.Fatalf("reply %q", got)
 	}
 	if u := tg.Uploads()[0]; u.Method != "sendPhoto" || string(u.Data) != "PNG-chart" {

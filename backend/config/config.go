@@ -101,10 +101,13 @@ func (h Home) EnvPath() string { return filepath.Join(h.Dir, ".env") }
 // MediaDir is where the gateway saves the files people send it.
 func (h Home) MediaDir() string { return filepath.Join(h.Dir, "cache", "gateway") }
 
-// Protected are the profile's files the agent's replies may not send to a
-// chat as attachments: its configuration, secrets and store.
+// Protected are the profile's files and folders the agent's replies may
+// never send to a chat as attachments: its configuration, secrets, store
+// (and the store's journals), its sessions' sidecar files, its locks.
 func (h Home) Protected() []string {
-	return []string{h.ConfigPath(), h.EnvPath(), h.StatePath(), h.StatePath() + "-wal", filepath.Join(h.Dir, "auth.json")}
+	st := h.StatePath()
+	return []string{h.ConfigPath(), h.EnvPath(), filepath.Join(h.Dir, "auth.json"), st, st + "-wal", st + "-shm", st + "-journal",
+		h.SessionsDir(), filepath.Join(h.Dir, "run")}
 }
 
 // Ensure creates the profile's folders if they are missing, private to

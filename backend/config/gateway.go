@@ -5,9 +5,11 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Gateway is config.yaml's gateway section: the chat platforms the agent
@@ -31,6 +33,87 @@ type Gateway struct {
 	// MaxFileMB bounds a file a person sends that the gateway saves for
 	// the agent (default 20; at most 2048).
 	MaxFileMB *float64 `yaml:"max_file_mb"`
+	// Which local files a reply's MEDIA: tags may send, in the familiar
+	// gateway's keys: Strict sends only files in the profile's media
+	// folder or MediaAllowDirs, or made within TrustRecentSeconds (default
+	// 600) unless TrustRecentFiles is false; else (the default) any file
+	// not in a system or credentials folder. Over HERMES_MEDIA_DELIVERY_STRICT,
+	// HERMES_MEDIA_ALLOW_DIRS, HERMES_MEDIA_TRUST_RECENT_FILES and
+	// HERMES_MEDIA_TRUST_RECENT_SECONDS.
+	Strict             *bool    `yaml:"strict"`
+	MediaAllowDirs     IDList   `yaml:"media_delivery_allow_dirs"`
+	TrustRecentFiles   *bool    `yaml:"trust_recent_files"`
+	TrustRecentSeconds *float64 `yaml:"trust_recent_files_seconds"`
+}
+
+// MediaDelivery is the policy of a reply's files (see Strict), the
+// config's keys over the familiar variables getenv reads: strict mode,
+// the folders always allowed, strict mode's trust in a file just made
+// (0: none); and what is wrong with a variable (its default holds).
+func (g Gateway) MediaDelivery(getenv func(string) string) (strict bool, allow []string, recent time.Duration, notes []string) {
+	flag := func(name string, def bool) bool {
+		switch v := strings.ToLower(strings.TrimSpace(getenv(name))); v {
+		case "":
+			return def
+		case "1", "true", "yes", "on":
+			return true
+		case "0", "false", "no", "off":
+			return false
+		default:
+			notes = append(notes, fmt.Sprintf("%s=%q is not a yes or a no; %v holds", name, v, def))
+			return def
+		}
+	}
+	strict = flag("HERMES_MEDIA_DELIVERY_STRICT", false)
+	if g.Strict != nil {
+		strict = *g.Strict
+	}
+	dirs := []string(g.MediaAllowDirs)
+	if dirs == nil {
+		dirs = []string{getenv("HERMES_MEDIA_ALLOW_DIRS")}
+	}
+	for _, chunk := range dirs {
+		for _, part := range strings.FieldsFunc(chunk, func(r rune) bool { return r == os.PathListSeparator || r == ',' }) {
+			d := expandHome(strings.TrimSpace(part))
+			if d == "" {
+				continue
+			}
+			if !filepath.IsAbs(d) {
+				notes = append(notes, fmt.Sprintf("media_delivery_allow_dirs: %q is not an absolute path; left out", d))
+				continue
+			}
+			allow = append(allow, d)
+		}
+	}
+	trust := flag("HERMES_MEDIA_TRUST_RECENT_FILES", true)
+	if g.TrustRecentFiles != nil {
+		trust = *g.TrustRecentFiles
+	}
+	seconds := 600.0
+	if v := strings.TrimSpace(getenv("HERMES_MEDIA_TRUST_RECENT_SECONDS")); v != "" {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
+			seconds = f
+		} else {
+			notes = append(notes, fmt.Sprintf("HERMES_MEDIA_TRUST_RECENT_SECONDS=%q is not a number of seconds; 600 holds", v))
+		}
+	}
+	if g.TrustRecentSeconds != nil {
+		seconds = *g.TrustRecentSeconds
+	}
+	if trust {
+		recent = time.Duration(seconds * float64(time.Second))
+	}
+	return strict, allow, recent, notes
+}
+
+// expandHome is p with a leading ~/ as the user's home.
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+	}
+	return p
 }
 
 // MaxFileBytes is MaxFileMB in bytes (0: the gateway's default).
@@ -174,6 +257,16 @@ func (g Gateway) Validate() error {
 	}
 	if d := g.DeliveryDeadlineMinutes; d != nil && *d <= 0 {
 		return fmt.Errorf("gateway.delivery_deadline_minutes must be positive")
+	}
+	for _, d := range g.MediaAllowDirs {
+		for _, part := range strings.FieldsFunc(d, func(r rune) bool { return r == os.PathListSeparator || r == ',' }) {
+			if p := expandHome(strings.TrimSpace(part)); p != "" && !filepath.IsAbs(p) {
+				return fmt.Errorf("gateway.media_delivery_allow_dirs: %q is not an absolute path", p)
+			}
+		}
+	}
+	if s := g.TrustRecentSeconds; s != nil && *s < 0 {
+		return fmt.Errorf("gateway.trust_recent_files_seconds must not be negative")
 	}
 	if m := g.MaxFileMB; m != nil && (*m <= 0 || *m > 2048) {
 		return fmt.Errorf("gateway.max_file_mb must be more than 0 and at most 2048")

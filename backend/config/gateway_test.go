@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"atrium/backend/apperr"
 	"atrium/backend/config"
@@ -291,5 +292,46 @@ func TestDiscordChannelPrompts(t *testing.T) {
 	p := g.Discord.ChannelPrompts
 	if strings.TrimSpace(p["1234567890"]) != "Research: cite sources." || p["9876543210"] != "Be brief." || len(p) != 2 {
 		t.Fatalf("prompts: %q", p)
+	}
+}
+
+// Which files a reply may send: the familiar gateway's keys in
+// config.yaml over its variables in the .env; defaults off-strict with
+// ten minutes of trust; a bad variable said, its default kept; a relative
+// folder refused in the config, left out (and said) from the .env.
+func TestMediaDelivery(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	c, err := load(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, allow, recent, notes := c.Gateway.MediaDelivery(getenv)
+	if strict || allow != nil || recent != 10*time.Minute || notes != nil {
+		t.Fatalf("defaults: %v %v %v %v", strict, allow, recent, notes)
+	}
+	env = map[string]string{"HERMES_MEDIA_DELIVERY_STRICT": "true", "HERMES_MEDIA_ALLOW_DIRS": "/srv/out:/tmp/a,relative",
+		"HERMES_MEDIA_TRUST_RECENT_SECONDS": "30"}
+	strict, allow, recent, notes = c.Gateway.MediaDelivery(getenv)
+	if !strict || strings.Join(allow, " ") != "/srv/out /tmp/a" || recent != 30*time.Second || len(notes) != 1 || !strings.Contains(notes[0], `"relative" is not an absolute path`) {
+		t.Fatalf("from the .env: %v %v %v %v", strict, allow, recent, notes)
+	}
+	env["HERMES_MEDIA_TRUST_RECENT_FILES"] = "maybe"
+	if _, _, recent, notes = c.Gateway.MediaDelivery(getenv); recent != 30*time.Second || len(notes) != 2 || !strings.Contains(notes[1], "HERMES_MEDIA_TRUST_RECENT_FILES") {
+		t.Fatalf("a bad switch: %v %v", recent, notes)
+	}
+	c, err = load(t, "gateway:\n  strict: false\n  media_delivery_allow_dirs: [/data/reports]\n  trust_recent_files: false\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, allow, recent, _ = c.Gateway.MediaDelivery(getenv)
+	if strict || strings.Join(allow, " ") != "/data/reports" || recent != 0 {
+		t.Fatalf("config.yaml over the .env: %v %v %v", strict, allow, recent)
+	}
+	for _, bad := range []string{"gateway:\n  media_delivery_allow_dirs: [reports]\n", "gateway:\n  trust_recent_files_seconds: -1\n"} {
+		if _, err := load(t, bad); apperr.CodeOf(err) != apperr.Invalid {
+			t.Fatalf("%q: %v", bad, err)
+		}
 	}
 }

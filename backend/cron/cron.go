@@ -78,11 +78,11 @@ type Options struct {
 	// configured home_channel): where a job delivering to the bare
 	// platform name posts. nil: none.
 	Home func(ctx context.Context, platform string) (chat, thread string, ok bool)
-	// Protected are files a delivered answer's MEDIA: tags may not send
-	// (gateway.SplitReply).
-	Protected []string
-	Clock     Clock
-	Logger    *slog.Logger
+	// Media is which local files a delivered answer's MEDIA: tags may
+	// send (gateway.SplitReply).
+	Media  gateway.MediaPolicy
+	Clock  Clock
+	Logger *slog.Logger
 	// Poll is the longest the scheduler sleeps before it looks at the
 	// jobs again (jobs added by another process; default 30 s).
 	Poll time.Duration
@@ -460,7 +460,7 @@ func (s *Service) deliver(ctx context.Context, j Job, sessionID, text string) (i
 	}
 	// The answer's text, then the files its MEDIA: tags name.
 	msgs := gateway.SplitReply(gateway.Outbound{Platform: platform, ChatID: chat, ThreadID: thread,
-		Text: text, SessionID: sessionID, Origin: "cron:" + j.Name}, s.o.Protected)
+		Text: text, SessionID: sessionID, Origin: "cron:" + j.Name}, s.o.Media)
 	if len(msgs) == 0 {
 		return 0, nil
 	}

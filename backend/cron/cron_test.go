@@ -402,7 +402,7 @@ func TestCronDeliversTheFilesAnAnswerNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := cron.New(cron.Options{DB: e.db, Sessions: e.sess, Loop: loop, Outbox: gateway.NewStore(e.db), Clock: e.clock, Poll: time.Hour,
-		Protected: []string{secret}})
+		Media: gateway.MediaPolicy{Denied: []string{secret}}})
 	ctx := context.Background()
 	if _, err := s.Add(ctx, cron.AddParams{Name: "chart", Schedule: "@daily", Prompt: "draw it", Deliver: "telegram:-100200"}); err != nil {
 		t.Fatal(err)

@@ -73,10 +73,10 @@ type env struct {
 	progress func(platform string) gateway.Progress
 	// perUser is its GroupSessionsPerUser and ThreadSessionsPerUser.
 	perUser [2]bool
-	// mediaDir, protected, maxInbound are its MediaDir, Protected and
+	// mediaDir, media, maxInbound are its MediaDir, Media and
 	// MaxInboundFile.
 	mediaDir   string
-	protected  []string
+	media      gateway.MediaPolicy
 	maxInbound int64
 }
 
@@ -196,7 +196,7 @@ func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Servi
 	g := gateway.New(gateway.Options{DB: e.db, Sessions: e.sess, Bus: e.bus, Loop: e.loop, Adapters: adapters,
 		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
 		ApprovalTimeout: e.approvalTimeout, TurnTimeout: e.turnTimeout, Parallel: e.parallel, Hooks: e.events, Progress: e.progress,
-		GroupSessionsPerUser: e.perUser[0], ThreadSessionsPerUser: e.perUser[1], MediaDir: e.mediaDir, Protected: e.protected,
+		GroupSessionsPerUser: e.perUser[0], ThreadSessionsPerUser: e.perUser[1], MediaDir: e.mediaDir, Media: e.media,
 		MaxInboundFile: e.maxInbound})
 	e.gw = g
 	if err := g.Start(context.Background()); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -228,9 +229,9 @@ func fileKind(path string, voice, asDocument bool) string {
 
 // SplitReply turns a reply into what the outbox sends: its text (without
 // the tags, with a line for each file that cannot go: missing, a folder,
-// one of protected), then a message per file. A reply without tags is
+// one policy refuses), then a message per file. A reply without tags is
 // itself. The files are read when they are sent.
-func SplitReply(o Outbound, protected []string) []Outbound {
+func SplitReply(o Outbound, policy MediaPolicy) []Outbound {
 	refs, cleaned, asDoc := ParseMedia(o.Text)
 	if len(refs) == 0 && cleaned == o.Text {
 		return []Outbound{o}
@@ -240,7 +241,7 @@ func SplitReply(o Outbound, protected []string) []Outbound {
 	var files []Outbound
 	var problems []string
 	for _, r := range refs {
-		f, err := outFile(r, asDoc, protected)
+		f, err := policy.outFile(r, asDoc)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("⚠️ Could not send %s: %v", filepath.Base(r.Path), err))
 			continue
@@ -259,24 +260,54 @@ func SplitReply(o Outbound, protected []string) []Outbound {
 	return append(out, files...)
 }
 
+// MediaPolicy is which local files a reply's MEDIA: tags may send, as the
+// familiar gateway decides it (the path is the model's to write, so this
+// is where a prompt-injected "MEDIA:~/.ssh/id_rsa" stops). A file under
+// Allowed always goes. Otherwise, by default, any file goes that is not
+// under a system folder (/etc, /proc, /sys, /dev, /root, /boot, /var/log,
+// /var/lib, /var/run), a credentials folder of the home (~/.ssh, ~/.aws,
+// ~/.gnupg, ~/.kube, ~/.docker, ~/.config, ~/.azure, ~/.gcloud,
+// ~/Library/Keychains), or one of Denied; in strict mode only a file
+// made within Recent does (for a bot strangers talk to). Symbolic links
+// are followed before any of it.
+type MediaPolicy struct {
+	Allowed []string      // always sent from: the profile's media folder, gateway.media_delivery_allow_dirs
+	Denied  []string      // never sent: the profile's own files and folders (its config, .env, store)
+	Strict  bool          // gateway.strict: beyond Allowed, only files made within Recent
+	Recent  time.Duration // strict mode's trust in a file just made (0: none)
+	Home    string        // the user's home folder ("": the process's)
+}
+
+var (
+	deniedSystem = []string{"/etc", "/proc", "/sys", "/dev", "/root", "/boot", "/var/log", "/var/lib", "/var/run"}
+	deniedInHome = []string{".ssh", ".aws", ".gnupg", ".kube", ".docker", ".config", ".azure", ".gcloud", "Library/Keychains"}
+)
+
 // outFile checks a tag's file now (it is read again when sent).
-func outFile(r mediaRef, asDoc bool, protected []string) (OutFile, error) {
-	p := strings.TrimPrefix(r.Path, "file://")
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return OutFile{}, fmt.Errorf("no home folder to read %s from", p)
+func (p MediaPolicy) outFile(r mediaRef, asDoc bool) (OutFile, error) {
+	home := p.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	path := strings.TrimPrefix(r.Path, "file://")
+	if path == "~" || strings.HasPrefix(path, "~/") {
+		if home == "" {
+			return OutFile{}, fmt.Errorf("there is no home folder to find %s in", path)
 		}
-		p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		path = filepath.Join(home, strings.TrimPrefix(path, "~"))
 	}
-	p, err := filepath.Abs(p)
+	if !filepath.IsAbs(path) {
+		return OutFile{}, fmt.Errorf("%s is not an absolute path", path)
+	}
+	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return OutFile{}, err
+		if os.IsNotExist(err) {
+			return OutFile{}, fmt.Errorf("no such file")
+		}
+		return OutFile{}, fmt.Errorf("cannot read it (%v)", unwrapPath(err))
 	}
-	fi, err := os.Stat(p)
+	fi, err := os.Stat(real)
 	switch {
-	case os.IsNotExist(err):
-		return OutFile{}, fmt.Errorf("no such file")
 	case err != nil:
 		return OutFile{}, fmt.Errorf("cannot read it (%v)", unwrapPath(err))
 	case fi.IsDir():
@@ -286,31 +317,75 @@ func outFile(r mediaRef, asDoc bool, protected []string) (OutFile, error) {
 	case fi.Size() == 0:
 		return OutFile{}, fmt.Errorf("it is empty")
 	}
-	if isProtected(p, protected) {
-		return OutFile{}, fmt.Errorf("it holds the profile's configuration or secrets")
+	if err := p.may(real, fi, home); err != nil {
+		return OutFile{}, err
 	}
-	return OutFile{Path: p, Name: filepath.Base(p), Kind: fileKind(p, r.Voice, asDoc), Size: fi.Size()}, nil
+	return OutFile{Path: real, Name: filepath.Base(path), Kind: fileKind(path, r.Voice, asDoc), Size: fi.Size()}, nil
 }
 
-// isProtected: p is one of protected (symbolic links followed).
-func isProtected(p string, protected []string) bool {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		real = p
-	}
-	for _, q := range protected {
-		if q == "" {
-			continue
-		}
-		rq, err := filepath.EvalSymlinks(q)
-		if err != nil {
-			rq = q
-		}
-		if real == rq || p == q {
-			return true
+// may says why the file at real (symbolic links followed) may not go.
+func (p MediaPolicy) may(real string, fi os.FileInfo, home string) error {
+	for _, root := range p.Allowed {
+		if within(real, resolved(root)) {
+			return nil
 		}
 	}
-	return false
+	for _, d := range p.Denied {
+		if within(real, resolved(d)) {
+			return fmt.Errorf("it holds the profile's configuration or secrets")
+		}
+	}
+	rhome := ""
+	if home != "" {
+		rhome = resolved(home)
+	}
+	for _, d := range deniedSystem {
+		// The user's own home (/root, for a gateway run as root) is not
+		// denied as a whole: its credential folders are, below.
+		if rd := resolved(d); rd != rhome && within(real, rd) {
+			return fmt.Errorf("files are never sent from %s", d)
+		}
+	}
+	if rhome != "" {
+		for _, sub := range deniedInHome {
+			if within(real, filepath.Join(rhome, filepath.FromSlash(sub))) {
+				return fmt.Errorf("files are never sent from ~/%s, where credentials are kept", sub)
+			}
+		}
+	}
+	if p.Strict && (p.Recent <= 0 || time.Since(fi.ModTime()) > p.Recent) {
+		only := "gateway.strict sends only files in the profile's media folder or gateway.media_delivery_allow_dirs"
+		if p.Recent > 0 {
+			return fmt.Errorf("%s, or made in the last %s", only, humanDuration(p.Recent))
+		}
+		return fmt.Errorf("%s", only)
+	}
+	return nil
+}
+
+// resolved is p with its symbolic links followed, as far as they exist.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// within: p is root or under it.
+func within(p, root string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// humanDuration is d as a person says it ("10 minutes", "minute").
+func humanDuration(d time.Duration) string {
+	switch {
+	case d == time.Minute:
+		return "minute"
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d minutes", int(d/time.Minute))
+	}
+	return fmt.Sprintf("%d seconds", int(d/time.Second))
 }
 
 // unwrapPath is an os error without the path it repeats.

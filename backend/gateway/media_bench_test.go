@@ -27,14 +27,15 @@ func BenchmarkReplyToOutbox(b *testing.B) {
 	store := gateway.NewStore(d)
 	dir := b.TempDir()
 	chart, report := writeFile(b, dir, "chart.png", []byte("PNG")), writeFile(b, dir, "report.pdf", []byte("%PDF"))
-	protected := []string{filepath.Join(dir, ".env"), filepath.Join(dir, "config.yaml"), filepath.Join(dir, "state.db")}
+	policy := gateway.MediaPolicy{Allowed: []string{filepath.Join(dir, "cache")},
+		Denied: []string{filepath.Join(dir, ".env"), filepath.Join(dir, "config.yaml"), filepath.Join(dir, "state.db")}}
 	text := strings.Repeat("A line of the agent's answer, with a few words in it.\n", 75)
 	out := gateway.Outbound{Platform: "telegram", ChatID: "42", ReplyTo: "7", SessionID: "s", Origin: "reply"}
 	b.Run("scan-only", func(b *testing.B) { // SplitReply alone, on the reply without tags
 		o := out
 		o.Text = text
 		for b.Loop() {
-			_ = gateway.SplitReply(o, protected)
+			_ = gateway.SplitReply(o, policy)
 		}
 	})
 	for _, c := range []struct {
@@ -53,7 +54,7 @@ func BenchmarkReplyToOutbox(b *testing.B) {
 			for b.Loop() {
 				msgs := []gateway.Outbound{o}
 				if c.split {
-					msgs = gateway.SplitReply(o, protected)
+					msgs = gateway.SplitReply(o, policy)
 				}
 				if len(msgs) != c.rows {
 					b.Fatalf("%d rows, want %d", len(msgs), c.rows)

@@ -67,7 +67,7 @@ func TestSplitReply(t *testing.T) {
 	o := base
 	o.Text = "Done.\nMEDIA:" + chart + "\n[[audio_as_voice]]\nMEDIA:" + voice + "\nMEDIA:" + doc + "\nMEDIA:" + filepath.Join(dir, "gone.png") +
 		"\nMEDIA:" + dir + "\nMEDIA:" + env + "\nMEDIA:" + filepath.Join(dir, "empty.txt")
-	got := SplitReply(o, []string{env})
+	got := SplitReply(o, MediaPolicy{Denied: []string{env}})
 	if len(got) != 4 {
 		t.Fatalf("got %d messages, want the text and 3 files: %+v", len(got), got)
 	}
@@ -86,14 +86,14 @@ func TestSplitReply(t *testing.T) {
 
 	o = base
 	o.Text = "[[as_document]] MEDIA:" + chart
-	got = SplitReply(o, nil)
+	got = SplitReply(o, MediaPolicy{})
 	if len(got) != 1 || got[0].File == nil || got[0].File.Kind != KindDocument {
 		t.Fatalf("an image as a document: %+v", got)
 	}
 
 	o = base
 	o.Text = "no tags here"
-	if got := SplitReply(o, nil); len(got) != 1 || !reflect.DeepEqual(got[0], o) {
+	if got := SplitReply(o, MediaPolicy{}); len(got) != 1 || !reflect.DeepEqual(got[0], o) {
 		t.Fatalf("a reply without tags changed: %+v", got)
 	}
 }
@@ -166,5 +166,74 @@ func TestReceiveFileFailures(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(dir, "telegram")); len(ents) != 1 {
 		t.Fatalf("left %v, want the new file", ents)
+	}
+}
+
+// Which files a reply may send, as the familiar gateway decides it: a
+// relative path never; by default anything but a system folder, a
+// credentials folder of the home (a symbolic link followed) and the
+// profile's own files, unless it is in an allowed folder; in strict mode
+// only an allowed folder or a file just made.
+func TestMediaPolicy(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	write := func(p, data string) string {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key := write(filepath.Join(home, ".ssh", "id_ed25519"), "KEY")
+	cloud := write(filepath.Join(home, ".config", "gcloud", "token.json"), "TOKEN")
+	media := write(filepath.Join(home, ".config", "atrium", "cache", "gateway", "telegram", "photo.jpg"), "JPEG")
+	report := write(filepath.Join(work, "report.pdf"), "%PDF")
+	old := write(filepath.Join(work, "old.csv"), "a,b")
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	env := write(filepath.Join(work, "profile", ".env"), "SECRET=1")
+	link := filepath.Join(work, "innocent.txt")
+	if err := os.Symlink(key, link); err != nil {
+		t.Fatal(err)
+	}
+	base := MediaPolicy{Home: home, Allowed: []string{filepath.Dir(filepath.Dir(media))}, Denied: []string{filepath.Dir(env)}}
+	strict := base
+	strict.Strict, strict.Recent = true, 10*time.Minute
+	noTrust := strict
+	noTrust.Recent = 0
+	for _, c := range []struct {
+		policy MediaPolicy
+		path   string
+		want   string // "" sent
+	}{
+		{base, report, ""},
+		{base, old, ""},
+		{base, "~/.ssh/id_ed25519", "files are never sent from ~/.ssh, where credentials are kept"},
+		{base, cloud, "files are never sent from ~/.config, where credentials are kept"},
+		{base, link, "files are never sent from ~/.ssh, where credentials are kept"},
+		{base, media, ""}, // allowed, though under ~/.config
+		{base, env, "it holds the profile's configuration or secrets"},
+		{base, "/etc/passwd", "files are never sent from /etc"},
+		{base, "notes/report.pdf", "notes/report.pdf is not an absolute path"},
+		{strict, report, ""}, // just made
+		{strict, old, "gateway.strict sends only files in the profile's media folder or gateway.media_delivery_allow_dirs, or made in the last 10 minutes"},
+		{strict, media, ""},
+		{strict, key, "files are never sent from ~/.ssh, where credentials are kept"},
+		{noTrust, report, "gateway.strict sends only files in the profile's media folder or gateway.media_delivery_allow_dirs"},
+	} {
+		_, err := c.policy.outFile(mediaRef{Path: c.path}, false)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("strict=%v %s: %q, want %q", c.policy.Strict, c.path, got, c.want)
+		}
+	}
+	if f, err := base.outFile(mediaRef{Path: "file://" + report}, false); err != nil || f.Path != report || f.Name != "report.pdf" {
+		t.Fatalf("a file:// path: %+v %v", f, err)
 	}
 }

@@ -129,9 +129,8 @@ type Options struct {
 	// (gatewayhooks.Hooks): started and stopped with the gateway, told of
 	// its lifecycle points off the conversation's path. nil: none.
 	Hooks EventHooks
-	// Protected are files a reply's MEDIA: tag may not send (the
-	// profile's .env, its config).
-	Protected []string
+	// Media is which local files a reply's MEDIA: tags may send.
+	Media MediaPolicy
 	// MediaDir is where files people send are saved (each platform in a
 	// folder of its own), for the agent to read; "": they are not saved,
 	// and the agent is told so. MaxInboundFile bounds one file (default
@@ -899,7 +898,7 @@ func (s *Service) enqueue(ctx context.Context, o Outbound) error {
 // enqueueReply enqueues the agent's reply: its text, then the files its
 // MEDIA: tags name (SplitReply); after as enqueueThen.
 func (s *Service) enqueueReply(ctx context.Context, o Outbound, after func()) error {
-	return s.enqueueThen(ctx, SplitReply(o, s.o.Protected), after)
+	return s.enqueueThen(ctx, SplitReply(o, s.o.Media), after)
 }
 
 // enqueueThen is enqueue, then after, once this process delivered the

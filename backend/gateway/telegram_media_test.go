@@ -25,7 +25,7 @@ func TestTelegramSendsTheFilesAReplyNames(t *testing.T) {
 		"\nMEDIA:" + p["song.mp3"] + "\nMEDIA:" + p["clip.mp4"] + "\nMEDIA:" + filepath.Join(filepath.Dir(p["r.pdf"]), "missing.png") +
 		"\nMEDIA:" + p[".env"]
 	e, _ := mediaEnv(t, reply)
-	e.protected = []string{p[".env"]}
+	e.media = gateway.MediaPolicy{Denied: []string{p[".env"]}}
 	f := gatewaytest.NewTelegram(t, tgToken)
 	e.start(t, telegram(f, "5"))
 	f.Push(5, "Ada", 5, "private", "the report, please")

@@ -124,7 +124,7 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	gw = gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
 		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval, Hooks: eh,
 		Progress: s.ToolProgress, GroupSessionsPerUser: group, ThreadSessionsPerUser: thread,
-		Protected: s.Home.Protected(), MediaDir: s.Home.MediaDir(), MaxInboundFile: s.Config.Gateway.MaxFileBytes()})
+		Media: s.MediaPolicy(lg), MediaDir: s.Home.MediaDir(), MaxInboundFile: s.Config.Gateway.MaxFileBytes()})
 	s.TellEnds(FollowEnds(gw, lg))
 	return gw, nil
 }
@@ -258,7 +258,21 @@ func (s *Stack) Cron(f ModelFlags) (*cron.Service, error) {
 // profile's own files.
 func (s *Stack) CronOptions(loop *turns.Loop) cron.Options {
 	return cron.Options{DB: s.DB, Sessions: s.Sessions, Loop: loop, Outbox: gateway.NewStore(s.DB), Logger: s.log,
-		Home: s.HomeChannel, Protected: s.Home.Protected()}
+		Home: s.HomeChannel, Media: s.MediaPolicy(s.log)}
+}
+
+// MediaPolicy is which local files a reply's MEDIA: tags may send: the
+// profile's media folder (files people sent) and gateway.media_delivery_allow_dirs
+// always, the profile's own files never, gateway.strict and its recency
+// window as config.yaml (over the familiar .env) says. What is wrong with
+// a variable is logged to lg.
+func (s *Stack) MediaPolicy(lg *slog.Logger) gateway.MediaPolicy {
+	_ = s.Home.RefreshEnv()
+	strict, allow, recent, notes := s.Config.Gateway.MediaDelivery(os.Getenv)
+	for _, n := range notes {
+		lg.Warn("gateway: " + n)
+	}
+	return gateway.MediaPolicy{Allowed: append([]string{s.Home.MediaDir()}, allow...), Denied: s.Home.Protected(), Strict: strict, Recent: recent}
 }
 
 // HomeChannel is a platform's home channel: a chat's /sethome, else the
