@@ -982,7 +982,7 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 			s.fileFailed(ctx, d, errors.New(d.LastError))
 			continue
 		}
-		mid, err := s.send(ctx, a, d)
+		mid, err := send(ctx, a, d)
 		if err == nil {
 			if ok, _ := s.store.markSent(context.WithoutCancel(ctx), d.ID, mid); ok {
 				_ = s.store.count(context.WithoutCancel(ctx), platform, "sent")
@@ -1010,7 +1010,7 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 
 // send sends one delivery: its text, or its file (a platform that
 // cannot send files is sent a line naming it).
-func (s *Service) send(ctx context.Context, a Adapter, d Delivery) (string, error) {
+func send(ctx context.Context, a Adapter, d Delivery) (string, error) {
 	// A file's upload may take longer than a message's round trip.
 	timeout := 30 * time.Second
 	if d.File != nil {
@@ -1035,8 +1035,16 @@ const FileFailedText = "⚠️ Could not send %s: %s"
 // fileFailed tells the chat that a file it was to get was given up (a
 // text's failure is on the Gateway page only: it could not be told).
 func (s *Service) fileFailed(ctx context.Context, d Delivery, err error) {
+	if _, ferr := s.store.tellFileFailed(ctx, d, err, s.o.Deadline); ferr != nil {
+		s.log.Warn("gateway: cannot tell a chat a file was not sent", "platform", d.Platform, "error", ferr)
+	}
+}
+
+// tellFileFailed queues the chat's notice of a file of d given up for err
+// and returns its row (nothing when d is no file).
+func (st *Store) tellFileFailed(ctx context.Context, d Delivery, err error, deadline time.Duration) (int64, error) {
 	if d.File == nil {
-		return
+		return 0, nil
 	}
 	// Said once: "Could not send a.png: it is 60 MB, larger than …".
 	reason, name := err.Error(), d.File.Name
@@ -1049,9 +1057,76 @@ func (s *Service) fileFailed(ctx context.Context, d Delivery, err error) {
 	}
 	o := Outbound{Platform: d.Platform, ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, SessionID: d.SessionID,
 		Origin: "file-failed", Text: fmt.Sprintf(FileFailedText, d.File.Name, clipRunes(reason, 300))}
-	if _, err := s.store.Enqueue(context.WithoutCancel(ctx), o, s.o.Deadline); err != nil {
-		s.log.Warn("gateway: cannot tell a chat a file was not sent", "platform", d.Platform, "error", err)
+	return st.Enqueue(context.WithoutCancel(ctx), o, deadline)
+}
+
+// SendNow sends the outbox rows ids (of a's platform) now, in order, each
+// once: for a process that holds the profile's gateway lock but runs no
+// gateway (the send_message tool in a terminal). A row sent is marked
+// sent; one that fails for good is given up (a file's failure told to the
+// chat, sent too); one that fails for now stays queued for the next
+// gateway, and so do the rows after it (the outbox of a platform goes out
+// in order). It returns the rows as they are after.
+func (st *Store) SendNow(ctx context.Context, a Adapter, ids []int64) ([]Delivery, error) {
+	now := func() time.Time { return st.db.Now() }
+	rows, err := st.Rows(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
+	var extra []int64
+	for _, d := range rows {
+		if d.State != StatePending || d.Platform != a.Platform() {
+			continue
+		}
+		mid, err := send(ctx, a, d)
+		if err == nil {
+			if ok, _ := st.markSent(context.WithoutCancel(ctx), d.ID, mid); ok {
+				_ = st.count(context.WithoutCancel(ctx), d.Platform, "sent")
+			}
+			continue
+		}
+		final := IsPermanent(err)
+		delay := time.Second
+		if ra, ok := retryDelay(err); ok {
+			delay = ra
+		}
+		_ = st.markFailed(ctx, d.ID, err.Error(), now().Add(delay), final)
+		if !final {
+			break
+		}
+		if id, terr := st.tellFileFailed(ctx, d, err, 0); terr == nil && id != 0 {
+			extra = append(extra, id)
+		}
+	}
+	if len(extra) > 0 {
+		if _, err := st.SendNow(ctx, a, extra); err != nil {
+			return nil, err
+		}
+	}
+	return st.Rows(ctx, ids)
+}
+
+// Rows are the outbox rows ids, in the order of ids (one no longer there
+// left out).
+func (st *Store) Rows(ctx context.Context, ids []int64) ([]Delivery, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []deliveryRow
+	if err := st.db.Read.WithContext(ctx).Raw(`SELECT `+deliveryCols+` FROM gateway_outbox WHERE id IN ?`, ids).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	byID := map[int64]Delivery{}
+	for _, r := range rows {
+		byID[r.ID] = r.delivery()
+	}
+	out := make([]Delivery, 0, len(ids))
+	for _, id := range ids {
+		if d, ok := byID[id]; ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 func (s *Service) currentState(platform string) (string, string) {

@@ -28,6 +28,24 @@ type Route struct {
 	UpdatedAt  time.Time
 }
 
+// Routes are the conversations the gateway has had, the most recent first,
+// at most limit.
+func (s *Store) Routes(ctx context.Context, limit int) ([]Route, error) {
+	var rows []struct {
+		SessionKey, Platform, SessionID string
+		UpdatedAt                       int64
+	}
+	if err := s.db.Read.WithContext(ctx).Raw(`SELECT session_key, platform, session_id, updated_at FROM gateway_routes
+		ORDER BY updated_at DESC, session_key` + db.Limit(limit)).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]Route, len(rows))
+	for i, r := range rows {
+		out[i] = Route{SessionKey: r.SessionKey, Platform: r.Platform, SessionID: r.SessionID, UpdatedAt: ms(r.UpdatedAt)}
+	}
+	return out, nil
+}
+
 // Route returns the session a conversation is in ("" when it has none).
 func (s *Store) Route(ctx context.Context, key string) (string, error) {
 	var ids []string
