@@ -104,7 +104,7 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 		list = append(list, "web")
 	}
 	// What has no switch is kept as it was: recall, the task list, the
-	// person's answer, the subagents.
+	// person's answer, the subagents, messages to chat platforms.
 	on, _ := tools.Listed(cfg.Toolsets)
 	for _, kept := range []string{tools.SessionSearch, tools.TodoTool, tools.ClarifyTool} {
 		if on[kept] && !slices.Contains(list, kept) {
@@ -113,6 +113,9 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	}
 	if on[tools.DelegateTool] && !slices.Contains(list, tools.DelegateToolset) {
 		list = append(list, tools.DelegateToolset)
+	}
+	if on[tools.SendMessageTool] && !slices.Contains(list, "messaging") {
+		list = append(list, "messaging")
 	}
 	var toolsets any = list
 	if in.Terminal && in.Files && in.Memory && in.Web && cfg.Toolsets == nil {

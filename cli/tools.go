@@ -57,6 +57,8 @@ func (r *runner) toolsCmd() *cobra.Command {
 					st.Why = s.TerminalProblem()
 				case (name == tools.WebSearchTool || name == tools.WebExtractTool) && !on[name]:
 					st.Why = s.Web.Problem()
+				case name == tools.SendMessageTool && !on[name]:
+					st.Why = s.Messaging.Problem()
 				case name == tools.MemoryTool && !s.Memory.On():
 					st.Offered, st.Why = false, "memory.memory_enabled and memory.user_profile_enabled are off"
 				case name == tools.ClarifyTool:

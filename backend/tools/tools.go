@@ -72,7 +72,8 @@ func (t Tool) Run(ctx context.Context, c *Call) string {
 
 // All is every tool of the machine, in the order they are offered.
 func All() []Tool {
-	return []Tool{terminalTool(), processTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool(), webSearchTool(), webExtractTool()}
+	return []Tool{terminalTool(), processTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool(), webSearchTool(), webExtractTool(),
+		sendMessageTool()}
 }
 
 // Names is the names of All.
@@ -135,6 +136,8 @@ type Settings struct {
 	// Web is the web tools' provider (web.backend, its key) and what
 	// web_extract may name (security.allow_private_urls).
 	Web Web
+	// Messaging is how send_message reaches the chat platforms.
+	Messaging Messaging
 }
 
 // secret says whether path is one of Settings.Secrets (through a link
@@ -180,13 +183,14 @@ var toolsetsOf = map[string][]string{
 	DelegateToolset: {DelegateTool},
 	"web":           {WebSearchTool, WebExtractTool},
 	"search":        {WebSearchTool},
+	"messaging":     {SendMessageTool},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
 // (web search, a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
 var elsewhere = []string{"browser", "vision", "image_gen", "skills",
-	"code_execution", "cronjob", "tts", "moa", "rl", "homeassistant", "messaging",
+	"code_execution", "cronjob", "tts", "moa", "rl", "homeassistant",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
 // Toolset is what name stands for in a toolsets list: the tools it offers
@@ -232,6 +236,17 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 		delete(on, WebSearchTool)
 		delete(on, WebExtractTool)
 		if namedWeb {
+			warnings = append(warnings, problem)
+		}
+	}
+	// send_message needs a chat platform: without one it is not offered,
+	// said only where the list names it.
+	if problem := s.Messaging.Problem(); on[SendMessageTool] && problem != "" {
+		delete(on, SendMessageTool)
+		if slices.ContainsFunc(list, func(name string) bool {
+			n := strings.ToLower(strings.TrimSpace(name))
+			return n == "messaging" || n == SendMessageTool
+		}) {
 			warnings = append(warnings, problem)
 		}
 	}

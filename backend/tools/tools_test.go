@@ -116,10 +116,10 @@ func keys(m map[string]bool) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// The eight tools are offered in order, each with a description and a JSON-object schema.
+// The nine tools are offered in order, each with a description and a JSON-object schema.
 func TestAllToolsOfferedWithValidSchemas(t *testing.T) {
 	t.Parallel()
-	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract"}
+	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract", "send_message"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
