@@ -252,7 +252,9 @@ func (s *Stack) fallbacks() []turns.Fallback {
 // (the last config that loaded, when the file does not load now).
 func (s *Stack) machine() tools.Settings {
 	cfg, _ := s.watch.current()
-	return ToolsOf(s.Home, cfg)
+	set := ToolsOf(s.Home, cfg)
+	set.Messaging = s.messaging(cfg)
+	return set
 }
 
 // ToolsOf is the agent's tools as cfg, the profile's config.yaml, sets
@@ -269,7 +271,15 @@ func ToolsOf(home config.Home, cfg config.Config) tools.Settings {
 		Cwd: cfg.Terminal.Cwd, Timeout: time.Duration(cfg.Terminal.Timeout) * time.Second, MaxReadChars: cfg.FileReadMaxChars,
 		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()},
 		Secrets: []string{home.EnvPath()}, Memory: MemoryOf(home, cfg),
-		Web: tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs(), Secrets: secretValues(os.Environ())}}
+		Web:       tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs(), Secrets: secretValues(os.Environ())},
+		Messaging: tools.Messaging{Platforms: platformsOf(gatewayOf(cfg))}}
+}
+
+// gatewayOf is cfg's gateway as it runs: its blocks, else the familiar
+// .env's tokens.
+func gatewayOf(cfg config.Config) config.Gateway {
+	g, _ := cfg.GatewayWithFamiliarEnv(os.Getenv)
+	return g
 }
 
 // secretValues are the values of the keys' and tokens' variables in env
