@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"strings"
 	"testing"
 
 	"atrium/backend/config"
@@ -70,5 +71,29 @@ func TestMessageTargets(t *testing.T) {
 		if got, _, ok := routeTarget(key, "42"); !ok || got != want {
 			t.Errorf("%s: %q, want %q", key, got, want)
 		}
+	}
+}
+
+// What send_message tells the model of its rows: the first message's id,
+// the home channel used, a file that did not go, what still waits and
+// where; the text refused for good is an error.
+func TestSendResult(t *testing.T) {
+	file := &gateway.OutFile{Name: "chart.png"}
+	sent := gateway.Delivery{State: gateway.StateSent, MessageID: "5001"}
+	got := sendResult([]gateway.Delivery{sent, {State: gateway.StateFailed, File: file, LastError: "larger than Telegram takes"}}, "telegram", "-100", "", true, "")
+	if got["success"] != true || got["message_id"] != "5001" || got["queued"] != nil ||
+		got["note"] != "Sent to telegram home channel (chat_id: -100); chart.png was not sent: larger than Telegram takes" {
+		t.Fatalf("a file refused: %v", got)
+	}
+	got = sendResult([]gateway.Delivery{{State: gateway.StatePending, LastError: "502 Bad Gateway"}}, "telegram", "42", "", false, "")
+	if got["queued"] != true || !strings.Contains(got["note"].(string), "the message is not sent yet: 502 Bad Gateway; the message waits in the gateway's outbox: no gateway runs") {
+		t.Fatalf("not sent, no gateway: %v", got)
+	}
+	got = sendResult([]gateway.Delivery{{State: gateway.StatePending}}, "telegram", "42", "7", false, "atrium gateway run (pid 9)")
+	if got["thread_id"] != "7" || !strings.HasSuffix(got["note"].(string), "atrium gateway run (pid 9) sends it, retrying for up to a day") {
+		t.Fatalf("waiting for the gateway: %v", got)
+	}
+	if got := sendResult([]gateway.Delivery{{State: gateway.StateFailed, LastError: "telegram sendMessage: 400 Bad Request: chat not found"}}, "telegram", "1", "", false, ""); got["error"] != "Send failed: telegram sendMessage: 400 Bad Request: chat not found" {
+		t.Fatalf("refused: %v", got)
 	}
 }

@@ -210,11 +210,12 @@ func sendResult(rows []gateway.Delivery, platform, chat, thread string, home boo
 	}
 	if len(waiting) > 0 {
 		out["queued"] = true
-		who := "the process that runs the gateway"
 		if gatewayBy != "" {
-			who = gatewayBy
+			notes = append(notes, fmt.Sprintf("%s waits in the gateway's outbox: %s sends it, retrying for up to a day", strings.Join(waiting, ", "), gatewayBy))
+		} else {
+			notes = append(notes, fmt.Sprintf("%s waits in the gateway's outbox: no gateway runs for this profile now; it goes when one does "+
+				"(atrium gateway run, or the window or atrium serve with gateway.autostart), for up to a day", strings.Join(waiting, ", ")))
 		}
-		notes = append(notes, fmt.Sprintf("%s waits in the gateway's outbox: %s sends it, retrying for up to a day", strings.Join(waiting, ", "), who))
 	}
 	if len(notes) > 0 {
 		out["note"] = strings.Join(notes, "; ")
