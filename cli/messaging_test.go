@@ -83,9 +83,12 @@ func TestSendMessageFromATerminal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The session is made in this process before the .env is written: an
+	// in-process command loads the home's .env into this process, where
+	// every parallel test's commands would see its familiar names.
+	sid := create(t, home, "--title", "ops")
 	familiarEnv(t, home, "ATRIUM_T_MSG_KEY=sk-msg\nTELEGRAM_HOME_CHANNEL=-100999\n")
 	env := []string{"TG_TEST_TOKEN=" + cliTGToken}
-	sid := create(t, home, "--title", "ops")
 	send := func(text string) map[string]any {
 		t.Helper()
 		return toolSaid(t, atriumExec(t, home, "", env, "send", sid, text))
