@@ -32,6 +32,10 @@ describe('sentFiles', () => {
     );
   });
 
+  it('names a voice message as it was sent, not as it was saved', () => {
+    expect(sentFiles('[The user sent a voice message: /h/telegram/20261207-142510-1c2d3e4f-voice-4420.ogg (duration: 0:07)]')?.files[0]?.name).toBe('voice-4420.ogg');
+  });
+
   it('leaves a message without a note alone', () => {
     expect(sentFiles('hello [The user sent an image: x]')).toBeNull();
     expect(sentFiles('[The user sent nothing]')).toBeNull();

@@ -38,7 +38,9 @@ export function sentFiles(content: string): { files: Attachment[]; text: string 
     const v = voiceRE.exec(rest);
     if (v) {
       const path = v[1] ?? '';
-      files.push({ kind: 'voice', name: basename(path), path, note: v[2] ? v[2] : '' });
+      // The note names only the saved file: its name without the time and
+      // random part the gateway put before it.
+      files.push({ kind: 'voice', name: basename(path).replace(/^\d{8}-\d{6}-[0-9a-f]{8}-/, ''), path, note: v[2] ? v[2] : '' });
       rest = rest.slice(v[0].length);
       continue;
     }
