@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -28,7 +29,10 @@ type TelegramOptions struct {
 	PollTimeout time.Duration // long-polling timeout (default 30 s)
 	RetryBase   time.Duration // backoff after a failed poll (default 1 s, doubling up to RetryMax)
 	RetryMax    time.Duration // default 1 min
-	Client      *http.Client
+	// AlbumWait is how long an album's parts are waited for after the
+	// last one came (default 1 s): its photos are one message.
+	AlbumWait time.Duration
+	Client    *http.Client
 }
 
 // Telegram talks to the Telegram Bot API over HTTP: getUpdates long polling
@@ -56,6 +60,9 @@ func NewTelegram(o TelegramOptions) *Telegram {
 	}
 	if o.TokenEnv == "" {
 		o.TokenEnv = "TELEGRAM_BOT_TOKEN"
+	}
+	if o.AlbumWait <= 0 {
+		o.AlbumWait = time.Second
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{}
@@ -105,6 +112,7 @@ type tgMessage struct {
 	Animation      *tgFile    `json:"animation"`
 	ReplyToMessage *tgMessage `json:"reply_to_message"`
 	IsTopicMessage bool       `json:"is_topic_message"`
+	MediaGroupID   string     `json:"media_group_id"` // the album a photo or a video is part of
 }
 
 // tgFile is what the Bot API says of a file in a message (a PhotoSize,
@@ -211,6 +219,8 @@ func (t *Telegram) Run(ctx context.Context, in Inbox, report Reporter) error {
 		}
 	}
 	report(Connected, "@"+me.Username+t.setCommands(ctx), nil)
+	albums := newAlbums(in, t.o.AlbumWait)
+	defer albums.flush()
 	var offset int64
 	failures := 0
 	for ctx.Err() == nil {
@@ -278,10 +288,79 @@ func (t *Telegram) Run(ctx context.Context, in Inbox, report Reporter) error {
 			if m.IsTopicMessage && m.MessageThreadID != 0 {
 				msg.ThreadID = strconv.FormatInt(m.MessageThreadID, 10)
 			}
+			if m.MediaGroupID != "" {
+				albums.add(msg.ChatID+"/"+m.MediaGroupID, msg)
+				continue
+			}
 			in(msg)
 		}
 	}
 	return nil
+}
+
+// albums gathers the parts of each album (Telegram sends every photo or
+// video of one as a message of its own, sharing a media_group_id) into
+// one message, as the familiar gateway does: handed on once no part came
+// for wait. It takes the first part's ids and the caption of whichever
+// part has one.
+type albums struct {
+	in   Inbox
+	wait time.Duration
+	mu   sync.Mutex
+	open map[string]*album
+}
+
+type album struct {
+	msg   Inbound
+	timer *time.Timer
+}
+
+func newAlbums(in Inbox, wait time.Duration) *albums {
+	return &albums{in: in, wait: wait, open: map[string]*album{}}
+}
+
+func (a *albums) add(key string, part Inbound) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	al := a.open[key]
+	if al == nil {
+		al = &album{msg: part}
+		a.open[key] = al
+		al.timer = time.AfterFunc(a.wait, func() { a.hand(key, al) })
+		return
+	}
+	al.msg.Files = append(al.msg.Files, part.Files...)
+	if strings.TrimSpace(al.msg.Text) == "" {
+		al.msg.Text = part.Text
+	} else if strings.TrimSpace(part.Text) != "" {
+		al.msg.Text += "\n\n" + part.Text
+	}
+	al.timer.Reset(a.wait)
+}
+
+// hand passes an album on, once.
+func (a *albums) hand(key string, al *album) {
+	a.mu.Lock()
+	if a.open[key] != al {
+		a.mu.Unlock()
+		return
+	}
+	delete(a.open, key)
+	msg := al.msg
+	a.mu.Unlock()
+	a.in(msg)
+}
+
+// flush passes on every album still gathering (the adapter stops).
+func (a *albums) flush() {
+	a.mu.Lock()
+	open := a.open
+	a.open = map[string]*album{}
+	a.mu.Unlock()
+	for _, al := range open {
+		al.timer.Stop()
+		a.in(al.msg)
+	}
 }
 
 func tgName(u tgUser) string {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
@@ -177,5 +178,40 @@ func TestWebhookIsToldTheFilesPath(t *testing.T) {
 	waitFor(t, "two replies", func() bool { return len(recv.replies()) == 2 })
 	if r := recv.replies(); r[0].Text != "The chart:" || r[1].Text != "📎 File: "+p["chart.png"] {
 		t.Fatalf("replies %+v", r)
+	}
+}
+
+// An album (three photos sent together, each its own message sharing a
+// media_group_id, the caption on one) is one message to the agent: one
+// turn, the three photos' notes in order, then the caption; one reply.
+func TestTelegramAlbumIsOneMessage(t *testing.T) {
+	t.Parallel()
+	e, model := mediaEnv(t, "three cats")
+	f := gatewaytest.NewTelegram(t, tgToken)
+	c := telegram(f, "5")
+	c.Adapter = gateway.NewTelegram(gateway.TelegramOptions{Token: tgToken, BaseURL: f.URL, PollTimeout: time.Second,
+		RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, AlbumWait: 300 * time.Millisecond})
+	e.start(t, c)
+	f.PushAlbum(5, "Ada", 5, "private", "album-1", "which is the fluffiest?", 1, []byte("cat-one"), []byte("cat-two"), []byte("cat-three"))
+	waitFor(t, "the reply", func() bool { return len(f.SentTexts()) == 1 })
+	told := model.told()
+	if len(told) != 1 || strings.Count(told[0], "[The user sent an image: ") != 3 || !strings.HasSuffix(told[0], "]\n\nwhich is the fluffiest?") {
+		t.Fatalf("the model was told %q", told)
+	}
+	data, paths := savedFiles(t, filepath.Join(e.mediaDir, "telegram"))
+	if len(paths) != 3 {
+		t.Fatalf("saved %v", paths)
+	}
+	var order []string
+	for _, p := range strings.Split(told[0], "It is saved at: ")[1:] {
+		path := p[:strings.Index(p, ". Look at it")]
+		for name, q := range paths {
+			if q == path {
+				order = append(order, string(data[name]))
+			}
+		}
+	}
+	if strings.Join(order, " ") != "cat-one cat-two cat-three" {
+		t.Fatalf("the photos in the notes: %q", order)
 	}
 }

@@ -174,3 +174,23 @@ func (f *Telegram) serveFiles(w http.ResponseWriter, r *http.Request) bool {
 	tgOK(w, map[string]any{"message_id": id, "chat": map[string]any{"id": chat}, "date": time.Now().Unix()})
 	return true
 }
+
+// PushAlbum queues an album from a user: one message per photo, sharing a
+// media_group_id, as Telegram sends one; caption goes with the part
+// numbered captioned (from 0).
+func (f *Telegram) PushAlbum(userID int64, first string, chatID int64, chatType, group, caption string, captioned int, photos ...[]byte) {
+	for i, data := range photos {
+		c := ""
+		if i == captioned {
+			c = caption
+		}
+		id := f.PushFile(userID, first, chatID, chatType, c, "photo", map[string]any{"width": 800, "height": 600}, data)
+		f.mu.Lock()
+		for _, u := range f.updates {
+			if u["update_id"] == id {
+				u["message"].(map[string]any)["media_group_id"] = group
+			}
+		}
+		f.mu.Unlock()
+	}
+}
