@@ -48,7 +48,8 @@ type Gateway struct {
 
 // MediaDelivery is the policy of a reply's files (see Strict), the
 // config's keys over the familiar variables getenv reads: strict mode,
-// the folders always allowed, strict mode's trust in a file just made
+// the folders always allowed (a leading ~/ left for the gateway to
+// expand), strict mode's trust in a file just made
 // (0: none); and what is wrong with a variable (its default holds).
 func (g Gateway) MediaDelivery(getenv func(string) string) (strict bool, allow []string, recent time.Duration, notes []string) {
 	flag := func(name string, def bool) bool {
@@ -68,22 +69,13 @@ func (g Gateway) MediaDelivery(getenv func(string) string) (strict bool, allow [
 	if g.Strict != nil {
 		strict = *g.Strict
 	}
-	dirs := []string(g.MediaAllowDirs)
-	if dirs == nil {
-		dirs = []string{getenv("HERMES_MEDIA_ALLOW_DIRS")}
+	chunks := []string(g.MediaAllowDirs)
+	if chunks == nil {
+		chunks = []string{getenv("HERMES_MEDIA_ALLOW_DIRS")}
 	}
-	for _, chunk := range dirs {
-		for _, part := range strings.FieldsFunc(chunk, func(r rune) bool { return r == os.PathListSeparator || r == ',' }) {
-			d := expandHome(strings.TrimSpace(part))
-			if d == "" {
-				continue
-			}
-			if !filepath.IsAbs(d) {
-				notes = append(notes, fmt.Sprintf("media_delivery_allow_dirs: %q is not an absolute path; left out", d))
-				continue
-			}
-			allow = append(allow, d)
-		}
+	allow, relative := mediaDirs(chunks)
+	for _, d := range relative {
+		notes = append(notes, fmt.Sprintf("media_delivery_allow_dirs: %q is not an absolute path; left out", d))
 	}
 	trust := flag("HERMES_MEDIA_TRUST_RECENT_FILES", true)
 	if g.TrustRecentFiles != nil {
@@ -106,14 +98,23 @@ func (g Gateway) MediaDelivery(getenv func(string) string) (strict bool, allow [
 	return strict, allow, recent, notes
 }
 
-// expandHome is p with a leading ~/ as the user's home.
-func expandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+// mediaDirs are the folders media_delivery_allow_dirs lists (each entry
+// may hold several between the path list separator or commas, as the
+// familiar HERMES_MEDIA_ALLOW_DIRS does): those absolute (or in the home,
+// ~/...; the gateway expands it), and those not.
+func mediaDirs(chunks []string) (dirs, relative []string) {
+	for _, chunk := range chunks {
+		for _, part := range strings.FieldsFunc(chunk, func(r rune) bool { return r == os.PathListSeparator || r == ',' }) {
+			switch d := strings.TrimSpace(part); {
+			case d == "":
+			case filepath.IsAbs(d) || d == "~" || strings.HasPrefix(d, "~/"):
+				dirs = append(dirs, d)
+			default:
+				relative = append(relative, d)
+			}
 		}
 	}
-	return p
+	return dirs, relative
 }
 
 // MaxFileBytes is MaxFileMB in bytes (0: the gateway's default).
@@ -258,12 +259,8 @@ func (g Gateway) Validate() error {
 	if d := g.DeliveryDeadlineMinutes; d != nil && *d <= 0 {
 		return fmt.Errorf("gateway.delivery_deadline_minutes must be positive")
 	}
-	for _, d := range g.MediaAllowDirs {
-		for _, part := range strings.FieldsFunc(d, func(r rune) bool { return r == os.PathListSeparator || r == ',' }) {
-			if p := expandHome(strings.TrimSpace(part)); p != "" && !filepath.IsAbs(p) {
-				return fmt.Errorf("gateway.media_delivery_allow_dirs: %q is not an absolute path", p)
-			}
-		}
+	if _, relative := mediaDirs(g.MediaAllowDirs); len(relative) > 0 {
+		return fmt.Errorf("gateway.media_delivery_allow_dirs: %q is not an absolute path", relative[0])
 	}
 	if s := g.TrustRecentSeconds; s != nil && *s < 0 {
 		return fmt.Errorf("gateway.trust_recent_files_seconds must not be negative")

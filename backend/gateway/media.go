@@ -271,7 +271,7 @@ func SplitReply(o Outbound, policy MediaPolicy) []Outbound {
 // made within Recent does (for a bot strangers talk to). Symbolic links
 // are followed before any of it.
 type MediaPolicy struct {
-	Allowed []string      // always sent from: the profile's media folder, gateway.media_delivery_allow_dirs
+	Allowed []string      // always sent from: the profile's media folder, gateway.media_delivery_allow_dirs (~/ is home)
 	Denied  []string      // never sent: the profile's own files and folders (its config, .env, store)
 	Strict  bool          // gateway.strict: beyond Allowed, only files made within Recent
 	Recent  time.Duration // strict mode's trust in a file just made (0: none)
@@ -290,12 +290,10 @@ func (p MediaPolicy) outFile(r mediaRef, asDoc bool) (OutFile, error) {
 		home, _ = os.UserHomeDir()
 	}
 	path := strings.TrimPrefix(r.Path, "file://")
-	if path == "~" || strings.HasPrefix(path, "~/") {
-		if home == "" {
-			return OutFile{}, fmt.Errorf("there is no home folder to find %s in", path)
-		}
-		path = filepath.Join(home, strings.TrimPrefix(path, "~"))
+	if home == "" && inHome(path) {
+		return OutFile{}, fmt.Errorf("there is no home folder to find %s in", path)
 	}
+	path = tilde(path, home)
 	if !filepath.IsAbs(path) {
 		return OutFile{}, fmt.Errorf("%s is not an absolute path", path)
 	}
@@ -326,7 +324,7 @@ func (p MediaPolicy) outFile(r mediaRef, asDoc bool) (OutFile, error) {
 // may says why the file at real (symbolic links followed) may not go.
 func (p MediaPolicy) may(real string, fi os.FileInfo, home string) error {
 	for _, root := range p.Allowed {
-		if within(real, resolved(root)) {
+		if within(real, resolved(tilde(root, home))) {
 			return nil
 		}
 	}
@@ -361,6 +359,17 @@ func (p MediaPolicy) may(real string, fi os.FileInfo, home string) error {
 		return fmt.Errorf("%s", only)
 	}
 	return nil
+}
+
+// inHome: p is written from the home folder (~ or ~/...).
+func inHome(p string) bool { return p == "~" || strings.HasPrefix(p, "~/") }
+
+// tilde is p with a leading ~ as home (p itself without a home).
+func tilde(p, home string) string {
+	if home == "" || !inHome(p) {
+		return p
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~"))
 }
 
 // resolved is p with its symbolic links followed, as far as they exist.

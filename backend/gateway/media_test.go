@@ -204,6 +204,7 @@ func TestMediaPolicy(t *testing.T) {
 	strict.Strict, strict.Recent = true, 10*time.Minute
 	noTrust := strict
 	noTrust.Recent = 0
+	homeAllowed := MediaPolicy{Home: home, Allowed: []string{"~/.config/atrium"}} // as media_delivery_allow_dirs writes it
 	for _, c := range []struct {
 		policy MediaPolicy
 		path   string
@@ -223,6 +224,8 @@ func TestMediaPolicy(t *testing.T) {
 		{strict, media, ""},
 		{strict, key, "files are never sent from ~/.ssh, where credentials are kept"},
 		{noTrust, report, "gateway.strict sends only files in the profile's media folder or gateway.media_delivery_allow_dirs"},
+		{homeAllowed, media, ""},
+		{homeAllowed, cloud, "files are never sent from ~/.config, where credentials are kept"},
 	} {
 		_, err := c.policy.outFile(mediaRef{Path: c.path}, false)
 		got := ""
