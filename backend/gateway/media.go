@@ -211,20 +211,17 @@ func tidy(s string) string {
 	return strings.TrimSpace(strings.Join(out, "\n"))
 }
 
-// fileKind is how a file is sent.
+// fileKind is how a file is sent: its kind by its name (kindOf), an image
+// as a document when asked, audio as a voice message when asked.
 func fileKind(path string, voice, asDocument bool) string {
-	ext := strings.ToLower(filepath.Ext(path))
-	switch {
-	case imageExts[ext] && !asDocument:
-		return KindImage
-	case audioExts[ext] && voice:
+	switch k := kindOf("", path); {
+	case k == KindImage && asDocument:
+		return KindDocument
+	case k == KindAudio && voice:
 		return KindVoice
-	case audioExts[ext]:
-		return KindAudio
-	case videoExts[ext]:
-		return KindVideo
+	default:
+		return k
 	}
-	return KindDocument
 }
 
 // SplitReply turns a reply into what the outbox sends: its text (without
