@@ -982,23 +982,20 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 			s.fileFailed(ctx, d, errors.New(d.LastError))
 			continue
 		}
-		mid, err := send(ctx, a, d)
-		if err == nil {
-			if ok, _ := s.store.markSent(context.WithoutCancel(ctx), d.ID, mid); ok {
-				_ = s.store.count(context.WithoutCancel(ctx), platform, "sent")
+		final, err := s.store.attempt(ctx, a, d, func(err error) (time.Time, bool) {
+			delay := backoff(s.o.RetryBase, s.o.RetryMax, d.Attempts+1)
+			if ra, ok := retryDelay(err); ok {
+				delay = max(ra, s.o.RetryBase)
 			}
+			return now.Add(delay), IsPermanent(err) || now.Add(delay).After(d.Deadline)
+		})
+		if err == nil {
 			s.delivered(d.ID, true)
 			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		delay := backoff(s.o.RetryBase, s.o.RetryMax, d.Attempts+1)
-		if ra, ok := retryDelay(err); ok {
-			delay = max(ra, s.o.RetryBase)
-		}
-		final := IsPermanent(err) || now.Add(delay).After(d.Deadline)
-		_ = s.store.markFailed(ctx, d.ID, err.Error(), now.Add(delay), final)
 		if final {
 			s.delivered(d.ID, false)
 			s.fileFailed(ctx, d, err)
@@ -1006,6 +1003,26 @@ func (s *Service) deliver(ctx context.Context, a Adapter) {
 		state, detail := s.currentState(platform)
 		s.report(platform, state, detail, fmt.Errorf("delivery failed (attempt %d): %w", d.Attempts+1, err))
 	}
+}
+
+// attempt sends d once with a and records how it went: sent (its
+// message's id kept, counted), or failed, to be tried again at the time
+// retry gives unless retry says the failure is final. A send ctx cut off
+// is not recorded.
+func (st *Store) attempt(ctx context.Context, a Adapter, d Delivery, retry func(error) (next time.Time, final bool)) (final bool, err error) {
+	mid, err := send(ctx, a, d)
+	if err == nil {
+		if ok, _ := st.markSent(context.WithoutCancel(ctx), d.ID, mid); ok {
+			_ = st.count(context.WithoutCancel(ctx), d.Platform, "sent")
+		}
+		return false, nil
+	}
+	if ctx.Err() != nil {
+		return false, err
+	}
+	next, final := retry(err)
+	_ = st.markFailed(ctx, d.ID, err.Error(), next, final)
+	return final, err
 }
 
 // send sends one delivery: its text, or its file (a platform that
@@ -1068,7 +1085,6 @@ func (st *Store) tellFileFailed(ctx context.Context, d Delivery, err error, dead
 // gateway, and so do the rows after it (the outbox of a platform goes out
 // in order). It returns the rows as they are after.
 func (st *Store) SendNow(ctx context.Context, a Adapter, ids []int64) ([]Delivery, error) {
-	now := func() time.Time { return st.db.Now() }
 	rows, err := st.Rows(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -1078,19 +1094,16 @@ func (st *Store) SendNow(ctx context.Context, a Adapter, ids []int64) ([]Deliver
 		if d.State != StatePending || d.Platform != a.Platform() {
 			continue
 		}
-		mid, err := send(ctx, a, d)
-		if err == nil {
-			if ok, _ := st.markSent(context.WithoutCancel(ctx), d.ID, mid); ok {
-				_ = st.count(context.WithoutCancel(ctx), d.Platform, "sent")
+		final, err := st.attempt(ctx, a, d, func(err error) (time.Time, bool) {
+			delay := time.Second
+			if ra, ok := retryDelay(err); ok {
+				delay = ra
 			}
+			return st.db.Now().Add(delay), IsPermanent(err)
+		})
+		if err == nil {
 			continue
 		}
-		final := IsPermanent(err)
-		delay := time.Second
-		if ra, ok := retryDelay(err); ok {
-			delay = ra
-		}
-		_ = st.markFailed(ctx, d.ID, err.Error(), now().Add(delay), final)
 		if !final {
 			break
 		}
