@@ -253,7 +253,7 @@ func (s *Stack) fallbacks() []turns.Fallback {
 func (s *Stack) machine() tools.Settings {
 	cfg, _ := s.watch.current()
 	set := ToolsOf(s.Home, cfg)
-	set.Messaging = s.messaging(cfg)
+	set.Messaging = s.messaging(set.Messaging, cfg)
 	return set
 }
 

@@ -26,14 +26,16 @@ import (
 // its message before it says the message is queued.
 const sendWait = 20 * time.Second
 
-// messaging is send_message's way to the chat platforms cfg configures.
-func (s *Stack) messaging(cfg config.Config) tools.Messaging {
-	g := gatewayOf(cfg)
-	return tools.Messaging{Platforms: platformsOf(g),
-		Send: func(ctx context.Context, target, message string) (map[string]any, error) {
-			return s.sendMessage(ctx, g, target, message)
-		},
-		Targets: func(ctx context.Context) (map[string]any, error) { return s.messageTargets(ctx, g) }}
+// messaging is send_message's way to the chat platforms cfg configures:
+// m (ToolsOf's, which says which) with the sending. The gateway's
+// configuration is read again only when the tool is called, not at every
+// turn's start.
+func (s *Stack) messaging(m tools.Messaging, cfg config.Config) tools.Messaging {
+	m.Send = func(ctx context.Context, target, message string) (map[string]any, error) {
+		return s.sendMessage(ctx, gatewayOf(cfg), target, message)
+	}
+	m.Targets = func(ctx context.Context) (map[string]any, error) { return s.messageTargets(ctx, gatewayOf(cfg)) }
+	return m
 }
 
 // platformsOf are the platforms g configures, by the names their adapters
