@@ -86,9 +86,18 @@ func TestTelegramApprovalButtons(t *testing.T) {
 	if a := answers(4)[3]; a["text"] != "✅ Approved for session" {
 		t.Fatalf("the sender's tap: %v", a)
 	}
-	waitFor(t, "the card edited", func() bool { return len(f.Edits()) > 0 })
-	edits := f.Edits()
-	last := edits[len(edits)-1]
+	// The stale tap above settled the card too (its own edit, which may
+	// land before or after this one): the approval's edit is looked for.
+	var last map[string]any
+	waitFor(t, "the card edited to say how it was answered", func() bool {
+		for _, e := range f.Edits() {
+			if e["text"] == card+"\n\n✅ Approved for session" {
+				last = e
+				return true
+			}
+		}
+		return false
+	})
 	if fmt.Sprint(last["message_id"]) != fmt.Sprint(cardID) || last["text"] != card+"\n\n✅ Approved for session" || last["reply_markup"] != nil {
 		t.Fatalf("the card after the tap: %v", last)
 	}
