@@ -18,6 +18,10 @@ type Message struct {
 	ToolName   string     `json:"tool_name,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"` // on assistant messages that asked for tools
+	// Images are pictures a user message shows the model, each a data: URL
+	// (data:image/png;base64,...), after its Content. Only a side call
+	// that looks at an image sends them (vision); transcripts hold text.
+	Images []string `json:"images,omitempty"`
 }
 
 // ToolCall is a model's request to run a tool.

@@ -188,11 +188,22 @@ type (
 		MaxTokens   int         `json:"max_tokens,omitempty"`
 	}
 	oaMessage struct {
-		Role       string       `json:"role"`
-		Content    string       `json:"content"`
+		Role string `json:"role"`
+		// Content is the text, or []oaPart for a message with images.
+		Content    any          `json:"content"`
 		ToolCallID string       `json:"tool_call_id,omitempty"`
 		Name       string       `json:"name,omitempty"`
 		ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
+	}
+	// oaPart is one part of a message's content: text, or an image
+	// (image_url with a data: URL).
+	oaPart struct {
+		Type     string      `json:"type"`
+		Text     string      `json:"text,omitempty"`
+		ImageURL *oaImageURL `json:"image_url,omitempty"`
+	}
+	oaImageURL struct {
+		URL string `json:"url"`
 	}
 	oaToolCall struct {
 		ID       string `json:"id"`
@@ -281,6 +292,13 @@ func (p *OpenAIProvider) encode(req Request) ([]byte, error) {
 	out := oaRequest{Model: model, Messages: make([]oaMessage, 0, len(req.Messages)), Temperature: req.Temperature, MaxTokens: req.MaxTokens}
 	for _, m := range req.Messages {
 		om := oaMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		if len(m.Images) > 0 {
+			parts := []oaPart{{Type: "text", Text: m.Content}}
+			for _, u := range m.Images {
+				parts = append(parts, oaPart{Type: "image_url", ImageURL: &oaImageURL{URL: u}})
+			}
+			om.Content = parts
+		}
 		if m.Role == "tool" {
 			om.Name = m.ToolName
 		}

@@ -515,3 +515,23 @@ func TestOpenAIRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// A message with images is sent as the familiar vision call sends one: its
+// text, then each image as an image_url part; a message without images
+// keeps a plain string.
+func TestOpenAISendsImages(t *testing.T) {
+	t.Parallel()
+	srv, seen := openAIServer(t, jsonReply(200, textReply))
+	p := newTestProvider(t, srv, nil)
+	req := Request{Messages: []Message{{Role: "system", Content: "be brief"},
+		{Role: "user", Content: "What is in it?", Images: []string{"data:image/png;base64,iVBORw0KGgo=", "data:image/jpeg;base64,/9j/4AAQ"}}}}
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	got := <-seen
+	want := `"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"What is in it?"},` +
+		`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/4AAQ"}}]}]`
+	if !strings.Contains(string(got.Body), want) {
+		t.Fatalf("body:\n%s\nwant it to hold:\n%s", got.Body, want)
+	}
+}
