@@ -600,11 +600,58 @@ type Approvals struct {
 }
 
 // Auxiliary is the familiar agent's auxiliary block: the models of its side
-// tasks. Atrium has one, approval (the reviewer of approvals.mode: smart),
-// asked of the main provider unless it names its own (the other tasks are
-// not read, and config show says so).
+// tasks. Atrium has two, approval (the reviewer of approvals.mode: smart)
+// and vision (the model that looks at images), each asked of the main
+// provider unless it names its own (the other tasks are not read, and
+// config show says so).
 type Auxiliary struct {
-	Approval AuxiliaryTask `yaml:"approval"`
+	Approval AuxiliaryTask   `yaml:"approval"`
+	Vision   AuxiliaryVision `yaml:"vision"`
+}
+
+// AuxiliaryVision is auxiliary.vision: the model vision_analyze and the
+// gateway's look at a photo ask, with the familiar agent's own keys.
+type AuxiliaryVision struct {
+	AuxiliaryTask `yaml:",inline"`
+	// Temperature is the call's temperature (nil: 0.1, the familiar
+	// agent's).
+	Temperature *float64 `yaml:"temperature"`
+	// DownloadTimeout is how many seconds an image's download may take (0:
+	// 30); $HERMES_VISION_DOWNLOAD_TIMEOUT wins, as there.
+	DownloadTimeout float64 `yaml:"download_timeout"`
+}
+
+// Vision's defaults, as the familiar agent's vision tools have them.
+const (
+	DefaultVisionTimeout         = 120 * time.Second // a local vision model can take well over 30 s
+	DefaultVisionTemperature     = 0.1
+	DefaultVisionDownloadTimeout = 30 * time.Second
+)
+
+// Vision is auxiliary.vision as the vision calls ask it: the task (its
+// endpoint when it names its own), its model ("": the main model, or
+// $AUXILIARY_VISION_MODEL, the familiar agent's older override), the
+// call's time and temperature, and an image download's time.
+func (c Config) Vision(getenv func(string) string) (task AuxiliaryTask, model string, timeout time.Duration, temperature float64, download time.Duration) {
+	v := c.Auxiliary.Vision
+	task, model = v.AuxiliaryTask, strings.TrimSpace(v.Model)
+	if model == "" {
+		model = strings.TrimSpace(getenv("AUXILIARY_VISION_MODEL"))
+	}
+	timeout, temperature, download = DefaultVisionTimeout, DefaultVisionTemperature, DefaultVisionDownloadTimeout
+	if v.Timeout > 0 {
+		timeout = time.Duration(v.Timeout * float64(time.Second))
+	}
+	if v.Temperature != nil {
+		temperature = *v.Temperature
+	}
+	if v.DownloadTimeout > 0 {
+		download = time.Duration(v.DownloadTimeout * float64(time.Second))
+	}
+	if d, err := strconv.ParseFloat(strings.TrimSpace(getenv("HERMES_VISION_DOWNLOAD_TIMEOUT")), 64); err == nil && d > 0 && d <= 600 {
+		download = time.Duration(d * float64(time.Second))
+	}
+	return task, model, timeout, temperature, download
 }
 
 // AuxiliaryTask is one side task's model, as the familiar agent's
@@ -683,6 +730,20 @@ func (a AuxiliaryTask) validate(key string) error {
 		return fmt.Errorf("%s.model must name the model to ask of %s", key, map[bool]string{true: "its base_url", false: "provider " + p}[a.BaseURL != ""])
 	}
 	return nil
+}
+
+// validate refuses an auxiliary.vision no call could be made with.
+func (v AuxiliaryVision) validate() error {
+	if t := v.Timeout; t < 0 || t > 3600 || math.IsNaN(t) {
+		return fmt.Errorf("auxiliary.vision.timeout must be 0 (120 seconds) to 3600 seconds, not %v", t)
+	}
+	if t := v.DownloadTimeout; t < 0 || t > 600 || math.IsNaN(t) {
+		return fmt.Errorf("auxiliary.vision.download_timeout must be 0 (30 seconds) to 600 seconds, not %v", t)
+	}
+	if t := v.Temperature; t != nil && (*t < 0 || *t > 2 || math.IsNaN(*t)) {
+		return fmt.Errorf("auxiliary.vision.temperature must be 0 to 2, not %v", *t)
+	}
+	return v.AuxiliaryTask.validate("auxiliary.vision")
 }
 
 // DefaultAuxiliaryTimeout is an auxiliary task's timeout when unset, as
@@ -978,6 +1039,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("auxiliary.approval.timeout must be 0 (30 seconds) to 600 seconds, not %v", t)
 	}
 	if err := c.Auxiliary.Approval.validate("auxiliary.approval"); err != nil {
+		return err
+	}
+	if err := c.Auxiliary.Vision.validate(); err != nil {
 		return err
 	}
 	if err := checkToolProgress("display", c.Display.ToolProgress, c.Display.ToolProgressGrouping, c.Display.ToolPreviewLength); err != nil {

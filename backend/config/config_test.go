@@ -276,6 +276,51 @@ func TestAuxiliaryApproval(t *testing.T) {
 	}
 }
 
+// auxiliary.vision is read in the familiar agent's keys (its endpoint, its
+// model, its time, temperature and download time, with the familiar
+// variables), with the familiar defaults when unset; bad values are refused
+// with their range.
+func TestAuxiliaryVision(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	text := "auxiliary:\n  vision:\n    provider: openrouter\n    model: google/gemini-flash\n    timeout: 45\n    temperature: 0.3\n    download_timeout: 12\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, warnings, err := Load(path)
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("%v %q", err, warnings)
+	}
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	task, model, timeout, temp, download := cfg.Vision(getenv)
+	if !task.Own() || task.Provider != "openrouter" || model != "google/gemini-flash" || timeout != 45*time.Second || temp != 0.3 || download != 12*time.Second {
+		t.Fatalf("%+v %q %v %v %v", task, model, timeout, temp, download)
+	}
+	env["HERMES_VISION_DOWNLOAD_TIMEOUT"], env["AUXILIARY_VISION_MODEL"] = "7", "ignored-when-the-file-names-one"
+	if _, model, _, _, download := cfg.Vision(getenv); download != 7*time.Second || model != "google/gemini-flash" {
+		t.Fatalf("the variable wins the download time, the file the model: %v %q", download, model)
+	}
+	unset, err := loadYAML(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, model, timeout, temp, download = unset.Vision(getenv)
+	if task.Own() || model != "ignored-when-the-file-names-one" || timeout != DefaultVisionTimeout || temp != DefaultVisionTemperature || download != 7*time.Second {
+		t.Fatalf("unset: %+v %q %v %v %v", task, model, timeout, temp, download)
+	}
+	for text, want := range map[string]string{
+		"auxiliary:\n  vision:\n    timeout: -1\n":           "auxiliary.vision.timeout must be 0 (120 seconds) to 3600 seconds, not -1",
+		"auxiliary:\n  vision:\n    download_timeout: 900\n": "auxiliary.vision.download_timeout must be 0 (30 seconds) to 600 seconds, not 900",
+		"auxiliary:\n  vision:\n    temperature: 3\n":        "auxiliary.vision.temperature must be 0 to 2, not 3",
+		"auxiliary:\n  vision:\n    provider: nosuch\n":      "auxiliary.vision.provider must be auto, main, or one of model.provider's",
+		"auxiliary:\n  vision:\n    provider: openrouter\n":  "auxiliary.vision.model must name the model to ask of provider openrouter",
+	} {
+		if _, err := loadYAML(t, text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
+
 // display.tool_progress is read as the familiar agent reads it, YAML's off
 // included; a value it does not know is refused with the ones it knows.
 func TestToolProgress(t *testing.T) {
