@@ -17,7 +17,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/wailsapp/wails/v2 v2.9.2
 	golang.org/x/term v0.48.0
-	golang.org/x/text v0.22.0
+	golang.org/x/text v0.44.0
 	golang.org/x/time v0.16.0
 	gorm.io/driver/sqlite v1.6.0
 	gorm.io/gorm v1.31.2
@@ -49,6 +49,7 @@ require (
 	github.com/wailsapp/go-webview2 v1.0.16 // indirect
 	github.com/wailsapp/mimetype v1.4.1 // indirect
 	golang.org/x/crypto v0.23.0 // indirect
+	golang.org/x/image v0.48.0 // indirect
 	golang.org/x/net v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )

@@ -73,7 +73,7 @@ func (t Tool) Run(ctx context.Context, c *Call) string {
 // All is every tool of the machine, in the order they are offered.
 func All() []Tool {
 	return []Tool{terminalTool(), processTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool(), webSearchTool(), webExtractTool(),
-		sendMessageTool()}
+		sendMessageTool(), visionAnalyzeTool()}
 }
 
 // Names is the names of All.
@@ -138,6 +138,8 @@ type Settings struct {
 	Web Web
 	// Messaging is how send_message reaches the chat platforms.
 	Messaging Messaging
+	// Vision is how vision_analyze reaches a model that can see.
+	Vision Vision
 }
 
 // secret says whether path is one of Settings.Secrets (through a link
@@ -184,19 +186,20 @@ var toolsetsOf = map[string][]string{
 	"web":           {WebSearchTool, WebExtractTool},
 	"search":        {WebSearchTool},
 	"messaging":     {SendMessageTool},
+	"vision":        {VisionAnalyzeTool},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
-// (web search, a browser, image generation, ...): named in a list, they
+// (a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
-var elsewhere = []string{"browser", "vision", "image_gen", "skills",
+var elsewhere = []string{"browser", "image_gen", "skills",
 	"code_execution", "cronjob", "tts", "moa", "rl", "homeassistant",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
 // Toolset is what name stands for in a toolsets list: the tools it offers
 // and true when Atrium resolves it (all, *, hermes-*, one of its toolsets,
 // or one of its tools named alone); known says the name is one of the
-// familiar agent's toolsets of tools Atrium does not have (web, vision,
+// familiar agent's toolsets of tools Atrium does not have (a browser, image generation,
 // ...), which offers nothing and is no mistake.
 func Toolset(name string) (tools []string, ours, known bool) {
 	n := strings.ToLower(strings.TrimSpace(name))
@@ -250,6 +253,17 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 			warnings = append(warnings, problem)
 		}
 	}
+	// vision_analyze needs a model that can see: without one it is not
+	// offered, said only where the list names it.
+	if problem := s.Vision.Problem(); on[VisionAnalyzeTool] && problem != "" {
+		delete(on, VisionAnalyzeTool)
+		if slices.ContainsFunc(list, func(name string) bool {
+			n := strings.ToLower(strings.TrimSpace(name))
+			return n == "vision" || n == VisionAnalyzeTool
+		}) {
+			warnings = append(warnings, problem)
+		}
+	}
 	if problem := s.TerminalProblem(); on["terminal"] && problem != "" {
 		delete(on, "terminal")
 		delete(on, "process")
@@ -297,7 +311,7 @@ func Listed(list []string) (map[string]bool, []string) {
 			on[t] = true
 		}
 		if !ours && !known {
-			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, web, memory, todo, session_search, clarify and delegation; all, debugging and hermes-* take them in)")
+			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, web, messaging, vision, memory, todo, session_search, clarify and delegation; all, debugging and hermes-* take them in)")
 		}
 	}
 	return on, warnings

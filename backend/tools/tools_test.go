@@ -116,10 +116,10 @@ func keys(m map[string]bool) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// The nine tools are offered in order, each with a description and a JSON-object schema.
+// The ten tools are offered in order, each with a description and a JSON-object schema.
 func TestAllToolsOfferedWithValidSchemas(t *testing.T) {
 	t.Parallel()
-	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract", "send_message"}
+	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract", "send_message", "vision_analyze"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -166,6 +166,9 @@ func envOf(name, value string) func(string) string {
 	}
 }
 
+// seeing is a vision model that answers.
+var seeing = Vision{Ask: func(context.Context, string, string) (string, error) { return "a cat", nil }}
+
 // toolsets and platform_toolsets decide which tools a platform's turn offers, as the familiar agent reads them.
 func TestSettingsEnabled(t *testing.T) {
 	t.Parallel()
@@ -191,8 +194,11 @@ func TestSettingsEnabled(t *testing.T) {
 		{"session_search alone", Settings{Toolsets: []string{"session_search"}}, "cli", []string{"session_search"}, 0, ""},
 		{"case and spaces", Settings{Toolsets: []string{" FILE "}}, "cli", file, 0, ""},
 		{"a tool named alone", Settings{Toolsets: []string{"read_file"}}, "cli", []string{"read_file"}, 0, ""},
-		{"vision offers nothing", Settings{Toolsets: []string{"vision"}}, "cli", nil, 0, ""},
-		{"web without a key says so", Settings{Toolsets: []string{"web", "vision"}, Web: Web{Getenv: noEnv}}, "cli", nil, 1, "FIRECRAWL_API_KEY"},
+		{"vision without a model says so", Settings{Toolsets: []string{"vision"}}, "cli", nil, 1, "vision_analyze needs a model that can see images"},
+		{"vision with a model", Settings{Toolsets: []string{"vision"}, Vision: seeing}, "cli", []string{"vision_analyze"}, 0, ""},
+		{"vision offline says why", Settings{Toolsets: []string{"vision_analyze"}, Vision: Vision{Unavailable: "the main model is offline"}}, "cli", nil, 1, "offline"},
+		{"all with vision", Settings{Vision: seeing}, "cli", append(slices.Clone(all[:10]), "vision_analyze", "write_file"), 0, ""},
+		{"web without a key says so", Settings{Toolsets: []string{"web", "browser"}, Web: Web{Getenv: noEnv}}, "cli", nil, 1, "FIRECRAWL_API_KEY"},
 		{"web with a key", Settings{Toolsets: []string{"web"}, Web: Web{Getenv: envOf("TAVILY_API_KEY", "k")}}, "cli", []string{"web_extract", "web_search"}, 0, ""},
 		{"search is web_search", Settings{Toolsets: []string{"search"}, Web: Web{Getenv: envOf("FIRECRAWL_API_URL", "http://fc")}}, "cli", []string{"web_search"}, 0, ""},
 		{"a provider Atrium has not", Settings{Toolsets: []string{"web"}, Web: Web{Backend: "exa", Getenv: envOf("EXA_API_KEY", "k")}}, "cli", nil, 1, "exa (web.backend) is not a provider"},

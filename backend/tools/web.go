@@ -464,16 +464,22 @@ func (w Web) unsafe(ctx context.Context, u string) string {
 		}
 	}
 	for _, a := range addrs {
-		a = a.Unmap()
-		if slices.Contains(metadataAddrs, a) || linkLocal.Contains(a) {
-			return blocked
-		}
-		if !w.AllowPrivateURLs && (a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-			a.IsMulticast() || a.IsUnspecified() || cgnat.Contains(a) || !a.IsGlobalUnicast()) {
+		if blockedAddr(a.Unmap(), w.AllowPrivateURLs) {
 			return blocked
 		}
 	}
 	return ""
+}
+
+// blockedAddr says a is no address to fetch from: a cloud's metadata
+// service or link-local always; a private, loopback, reserved or other
+// non-public one unless allowPrivate.
+func blockedAddr(a netip.Addr, allowPrivate bool) bool {
+	if slices.Contains(metadataAddrs, a) || linkLocal.Contains(a) {
+		return true
+	}
+	return !allowPrivate && (a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsMulticast() || a.IsUnspecified() || cgnat.Contains(a) || !a.IsGlobalUnicast())
 }
 
 // proxied says this process reaches the web through a proxy (HTTPS_PROXY,
