@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
+	"atrium/backend/tools"
 )
 
 type lockedBuf struct {
@@ -760,7 +762,9 @@ func familiarEnv(t *testing.T, home, text string) {
 }
 
 // `atrium gateway run` with files both ways: a photo a person sends is
-// saved in the profile's cache/gateway folder and the model told where;
+// saved in the profile's cache/gateway folder, looked at by
+// auxiliary.vision's model and the agent told what it shows and where it
+// is, in the familiar gateway's words;
 // gateway.max_file_mb bounds what is fetched; the reply's MEDIA: tag sends
 // a file, and one naming the profile's .env or a system file is refused in
 // the text.
@@ -768,12 +772,22 @@ func TestGatewayRunFiles(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var asked []string
+	var looked []visionCall
 	home, work := t.TempDir(), t.TempDir()
 	chart := filepath.Join(work, "chart.png")
 	if err := os.WriteFile(chart, []byte("PNG-chart"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	photo := tinyPNG(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/vision/") {
+			call := readVisionCall(t, r)
+			mu.Lock()
+			looked = append(looked, call)
+			mu.Unlock()
+			writeAnswer(w, map[string]any{"role": "assistant", "content": "A red square on white."})
+			return
+		}
 		req := readChat(r)
 		mu.Lock()
 		asked = append(asked, req.Messages[len(req.Messages)-1].Content)
@@ -783,7 +797,8 @@ func TestGatewayRunFiles(t *testing.T) {
 	defer srv.Close()
 	tg := gatewaytest.NewTelegram(t, cliTGToken)
 	cfg := fmt.Sprintf("model:\n  provider: custom\n  base_url: %s/v1\n  default: m\n  api_key_env: ATRIUM_T_FILES_KEY\n"+
-		"gateway:\n  max_file_mb: 0.001\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", srv.URL, tg.URL)
+		"auxiliary:\n  vision:\n    base_url: %s/vision/v1\n    model: eyes\n    api_key_env: ATRIUM_T_FILES_KEY\n"+
+		"gateway:\n  max_file_mb: 0.001\n  telegram:\n    token_env: TG_TEST_TOKEN\n    base_url: %s\n    allowed_users: [42]\n    poll_timeout_seconds: 1\n", srv.URL, srv.URL, tg.URL)
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -793,7 +808,7 @@ func TestGatewayRunFiles(t *testing.T) {
 	_, logs := gatewayRun(t, home)
 	waitFor(t, "the gateway connected", 30*time.Second, func() bool { return strings.Contains(logs.String(), `"state":"connected"`) })
 
-	tg.PushFile(42, "Ada", 42, "private", "what is this?", "photo", nil, []byte("JPEG-photo"))
+	tg.PushFile(42, "Ada", 42, "private", "what is this?", "photo", nil, photo)
 	tg.PushFile(42, "Ada", 42, "private", "", "document", map[string]any{"file_name": "big.bin"}, bytes.Repeat([]byte("b"), 2048))
 	waitFor(t, "both replies and their files", 30*time.Second, func() bool { return len(tg.SentTexts()) == 2 && len(tg.Uploads()) == 2 })
 	if got := tg.SentTexts()[0]; got != "Here.\n\n⚠️ Could not send .env: it holds the profile's configuration or secrets\n⚠️ Could not send passwd: files are never sent from /etc" {
@@ -805,13 +820,21 @@ func TestGatewayRunFiles(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	dir := filepath.Join(home, "cache", "gateway", "telegram")
-	prefix := "[The user sent an image: '"
-	if len(asked) != 2 || !strings.HasPrefix(asked[0], prefix) || !strings.Contains(asked[0], "It is saved at: "+dir+string(filepath.Separator)) {
+	prefix := "[The user sent an image~ Here's what I can see:\nA red square on white.]\n[If you need a closer look, use vision_analyze with image_url: "
+	if len(asked) != 2 || !strings.HasPrefix(asked[0], prefix+dir+string(filepath.Separator)) || !strings.HasSuffix(asked[0], " ~]\n\nwhat is this?") {
 		t.Fatalf("the model was asked %q", asked)
 	}
-	saved := strings.TrimSuffix(strings.SplitN(asked[0], "It is saved at: ", 2)[1], ". Look at it with your tools if you need to see it.]\n\nwhat is this?")
-	if b, err := os.ReadFile(saved); err != nil || string(b) != "JPEG-photo" {
+	saved := strings.TrimSuffix(strings.TrimPrefix(asked[0], prefix), " ~]\n\nwhat is this?")
+	if b, err := os.ReadFile(saved); err != nil || !bytes.Equal(b, photo) {
 		t.Fatalf("the saved photo %q: %q %v", saved, b, err)
+	}
+	if len(looked) != 1 {
+		t.Fatalf("the vision model was asked %d times", len(looked))
+	}
+	want := visionCall{Path: "/vision/v1/chat/completions", Auth: "Bearer sk-files", Model: "eyes", Temperature: 0.1, Prompt: tools.DescribeImagePrompt,
+		Image: "data:image/png;base64," + base64.StdEncoding.EncodeToString(photo)}
+	if looked[0] != want {
+		t.Fatalf("the vision model was asked\n%+v\nwant\n%+v", looked[0], want)
 	}
 	if !strings.HasPrefix(asked[1], "[The user sent a file: 'big.bin' (2 KB). It was not saved: the gateway takes files up to 1 KB.]") {
 		t.Fatalf("the large file's note %q", asked[1])

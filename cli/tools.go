@@ -23,7 +23,8 @@ type toolStatus struct {
 
 // toolsCmd says which of the agent's tools a turn on a platform offers,
 // and why each other one is not: toolsets leave it out, the terminal's
-// backend is not Atrium's, the web has no provider's key, memory is off.
+// backend is not Atrium's, the web has no provider's key, no model can
+// see images, memory is off.
 func (r *runner) toolsCmd() *cobra.Command {
 	var platform string
 	c := &cobra.Command{
@@ -59,6 +60,8 @@ func (r *runner) toolsCmd() *cobra.Command {
 					st.Why = s.Web.Problem()
 				case name == tools.SendMessageTool && !on[name]:
 					st.Why = s.Messaging.Problem()
+				case name == tools.VisionAnalyzeTool && !on[name]:
+					st.Why = s.Vision.Problem()
 				case name == tools.MemoryTool && !s.Memory.On():
 					st.Offered, st.Why = false, "memory.memory_enabled and memory.user_profile_enabled are off"
 				case name == tools.ClarifyTool:

@@ -129,7 +129,7 @@ func TestDiscordReceivesAnImage(t *testing.T) {
 	if !bytes.Equal(got, data) || !strings.HasSuffix(path, "-cat.png") || f.Fetched() != 1 {
 		t.Fatalf("saved %s (%q), fetched %d times", path, got, f.Fetched())
 	}
-	note := "[The user sent an image: 'cat.png'. It is saved at: " + path + ". Look at it with your tools if you need to see it.]"
+	note := "[The user sent an image: 'cat.png'. It is saved at: " + path + ".]"
 	if told := model.told(); len(told) != 1 || !strings.Contains(told[0], note) {
 		t.Fatalf("the agent was told %q, want %q", told, note)
 	}

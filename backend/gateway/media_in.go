@@ -72,7 +72,7 @@ func (s *Service) receiveFile(ctx context.Context, platform string, f InFile) st
 	}
 	switch f.Kind {
 	case KindImage:
-		return fmt.Sprintf("[The user sent an image: '%s'. It is saved at: %s. Look at it with your tools if you need to see it.]", name, path)
+		return s.seeImage(ctx, name, path)
 	case KindVoice:
 		d := ""
 		if f.Duration > 0 {
@@ -89,6 +89,27 @@ func (s *Service) receiveFile(ctx context.Context, platform string, f InFile) st
 	}
 	return fmt.Sprintf("[The user sent a document: '%s'. It is saved at: %s. Its text is not inlined here (it's a binary format such as PDF or DOCX). "+
 		"To read it, extract the document's text yourself with your tools before answering, instead of asking the user to paste the contents.]", name, path)
+}
+
+// seeImage is the note of a saved photo: what the vision model sees in
+// it, with where it is for a closer look, in the familiar gateway's words;
+// a look that failed is said, with the path; with no model that can see,
+// where it is saved.
+func (s *Service) seeImage(ctx context.Context, name, path string) string {
+	if s.o.SeeImage == nil {
+		return fmt.Sprintf("[The user sent an image: '%s'. It is saved at: %s.]", name, path)
+	}
+	description, err := s.o.SeeImage(ctx, path)
+	switch {
+	case errors.Is(err, ErrCannotSee):
+		return fmt.Sprintf("[The user sent an image: '%s'. It is saved at: %s.]", name, path)
+	case err != nil:
+		s.log.Warn("gateway: the vision model could not look at a photo a person sent", "file", name, "error", err)
+		return "[The user sent an image but I couldn't quite see it this time (>_<) You can try looking at it yourself " +
+			"with vision_analyze using image_url: " + path + "]"
+	}
+	return "[The user sent an image~ Here's what I can see:\n" + strings.TrimSpace(description) + "]\n" +
+		"[If you need a closer look, use vision_analyze with image_url: " + path + " ~]"
 }
 
 // inlineText is a saved text document's content, when it is one small

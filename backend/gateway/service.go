@@ -137,7 +137,15 @@ type Options struct {
 	// DefaultMaxInboundFile).
 	MediaDir       string
 	MaxInboundFile int64
+	// SeeImage describes a photo a person sent (the vision model, asked
+	// as the familiar gateway asks it), for the agent to know what it
+	// shows before it answers. nil, or ErrCannotSee: the agent is told
+	// where the photo is saved.
+	SeeImage func(ctx context.Context, path string) (string, error)
 }
+
+// ErrCannotSee is SeeImage's error when no model can look at an image.
+var ErrCannotSee = errors.New("no model can look at images here")
 
 // EventHooks hear of the gateway's lifecycle points, in the familiar
 // agent's names and context keys: gateway:startup, session:start,

@@ -125,7 +125,7 @@ func TestTelegramSavesTheFilesPeopleSend(t *testing.T) {
 		t.Fatalf("saved %s: not its largest size's bytes", path)
 	}
 	if got, want := model.told()[0], "[The user sent an image: '"+filepath.Base(path)[25:]+"'. It is saved at: "+path+
-		". Look at it with your tools if you need to see it.]\n\nwhat is this?"; got != want {
+		".]\n\nwhat is this?"; got != want {
 		t.Fatalf("the model was given\n%q\nwant\n%q", got, want)
 	}
 
@@ -204,7 +204,7 @@ func TestTelegramAlbumIsOneMessage(t *testing.T) {
 	}
 	var order []string
 	for _, p := range strings.Split(told[0], "It is saved at: ")[1:] {
-		path := p[:strings.Index(p, ". Look at it")]
+		path := p[:strings.Index(p, ".]")]
 		for name, q := range paths {
 			if q == path {
 				order = append(order, string(data[name]))

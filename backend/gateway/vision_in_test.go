@@ -1,0 +1,98 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"atrium/backend/gateway"
+	"atrium/backend/gateway/gatewaytest"
+)
+
+// A photo a person sends is looked at before the agent answers: the agent
+// is told what it shows and where it is for a closer look, in the familiar
+// gateway's words, an album's photos each in order; a look that fails is
+// said with the path; with no model that can see, the path alone.
+func TestPhotosAreLookedAt(t *testing.T) {
+	t.Parallel()
+	e, model := mediaEnv(t, "seen")
+	var mu sync.Mutex
+	var looked []string
+	answers := map[string]func(path string) (string, error){
+		"cat": func(path string) (string, error) {
+			b, err := os.ReadFile(path) // saved before it is looked at
+			return fmt.Sprintf("  A cat on a mat (%d bytes).\n", len(b)), err
+		},
+		"lost": func(string) (string, error) { return "", errors.New("auxiliary.vision: HTTP 503") },
+		"blind": func(string) (string, error) {
+			return "", fmt.Errorf("%w: the main model is offline", gateway.ErrCannotSee)
+		},
+		"one": func(string) (string, error) { return "the first photo", nil },
+		"two": func(string) (string, error) { return "the second photo", nil },
+	}
+	e.seeImage = func(_ context.Context, path string) (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		mu.Lock()
+		looked = append(looked, path)
+		mu.Unlock()
+		return answers[string(b[:strings.IndexByte(string(b), '|')])](path)
+	}
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	dir := filepath.Join(e.mediaDir, "telegram")
+	pathOf := func(data string) string {
+		t.Helper()
+		contents, paths := savedFiles(t, dir)
+		for name, c := range contents {
+			if string(c) == data {
+				return paths[name]
+			}
+		}
+		t.Fatalf("%q was not saved", data)
+		return ""
+	}
+
+	f.PushFile(5, "Ada", 5, "private", "what is this?", "photo", nil, []byte("cat|jpeg"))
+	waitFor(t, "the photo's turn", func() bool { return len(model.told()) == 1 })
+	cat := pathOf("cat|jpeg")
+	if got, want := model.told()[0], "[The user sent an image~ Here's what I can see:\nA cat on a mat (8 bytes).]\n"+
+		"[If you need a closer look, use vision_analyze with image_url: "+cat+" ~]\n\nwhat is this?"; got != want {
+		t.Fatalf("the model was given\n%q\nwant\n%q", got, want)
+	}
+
+	f.PushFile(5, "Ada", 5, "private", "", "photo", nil, []byte("lost|jpeg"))
+	waitFor(t, "the second turn", func() bool { return len(model.told()) == 2 })
+	if got, want := model.told()[1], "[The user sent an image but I couldn't quite see it this time (>_<) You can try looking at it yourself "+
+		"with vision_analyze using image_url: "+pathOf("lost|jpeg")+"]"; got != want {
+		t.Fatalf("a failed look: the model was given\n%q\nwant\n%q", got, want)
+	}
+
+	f.PushFile(5, "Ada", 5, "private", "and this", "photo", nil, []byte("blind|jpeg"))
+	waitFor(t, "the third turn", func() bool { return len(model.told()) == 3 })
+	blind := pathOf("blind|jpeg")
+	if got, want := model.told()[2], "[The user sent an image: '"+filepath.Base(blind)[25:]+"'. It is saved at: "+blind+".]\n\nand this"; got != want {
+		t.Fatalf("no model that can see: the model was given\n%q\nwant\n%q", got, want)
+	}
+
+	f.PushAlbum(5, "Ada", 5, "private", "g1", "which is better?", 0, []byte("one|jpeg"), []byte("two|jpeg"))
+	waitFor(t, "the album's turn", func() bool { return len(model.told()) == 4 })
+	want := "[The user sent an image~ Here's what I can see:\nthe first photo]\n[If you need a closer look, use vision_analyze with image_url: " + pathOf("one|jpeg") + " ~]\n\n" +
+		"[The user sent an image~ Here's what I can see:\nthe second photo]\n[If you need a closer look, use vision_analyze with image_url: " + pathOf("two|jpeg") + " ~]\n\n" +
+		"which is better?"
+	if got := model.told()[3]; got != want {
+		t.Fatalf("an album: the model was given\n%q\nwant\n%q", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(looked) != 5 {
+		t.Fatalf("%d looks, want one per photo: %q", len(looked), looked)
+	}
+}
