@@ -88,7 +88,7 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	var list []string
 	for _, n := range cfg.Toolsets {
 		if _, ours, _ := tools.Toolset(n); !ours {
-			list = append(list, n) // a toolset of tools Atrium does not have (web, vision, ...)
+			list = append(list, n) // a toolset of tools Atrium does not have (browser, image_gen, ...)
 		}
 	}
 	if in.Terminal {
@@ -104,7 +104,8 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 		list = append(list, "web")
 	}
 	// What has no switch is kept as it was: recall, the task list, the
-	// person's answer, the subagents, messages to chat platforms.
+	// person's answer, the subagents, messages to chat platforms, the look
+	// at an image.
 	on, _ := tools.Listed(cfg.Toolsets)
 	for _, kept := range []string{tools.SessionSearch, tools.TodoTool, tools.ClarifyTool} {
 		if on[kept] && !slices.Contains(list, kept) {
@@ -116,6 +117,9 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	}
 	if on[tools.SendMessageTool] && !slices.Contains(list, "messaging") {
 		list = append(list, "messaging")
+	}
+	if on[tools.VisionAnalyzeTool] && !slices.Contains(list, "vision") {
+		list = append(list, "vision")
 	}
 	var toolsets any = list
 	if in.Terminal && in.Files && in.Memory && in.Web && cfg.Toolsets == nil {
