@@ -36,6 +36,22 @@ describe('sentFiles', () => {
     expect(sentFiles('[The user sent a voice message: /h/telegram/20261207-142510-1c2d3e4f-voice-4420.ogg (duration: 0:07)]')?.files[0]?.name).toBe('voice-4420.ogg');
   });
 
+  it('reads a photo the vision model looked at, or could not see', () => {
+    const seen =
+      "[The user sent an image~ Here's what I can see:\nA red [square] on white.\nNo text.]\n[If you need a closer look, use vision_analyze with image_url: /h/telegram/20261207-142510-1c2d3e4f-cat.jpg ~]\n\n" +
+      "[The user sent an image but I couldn't quite see it this time (>_<) You can try looking at it yourself with vision_analyze using image_url: /h/telegram/20261207-142511-0a0b0c0d-dog.png]\n\n" +
+      'which is cuter?';
+    expect(sentFiles(seen)).toEqual({
+      files: [
+        { kind: 'image', name: 'cat.jpg', path: '/h/telegram/20261207-142510-1c2d3e4f-cat.jpg', note: '', seen: 'A red [square] on white.\nNo text.' },
+        { kind: 'image', name: 'dog.png', path: '/h/telegram/20261207-142511-0a0b0c0d-dog.png', note: 'the vision model could not see it' },
+      ],
+      text: 'which is cuter?',
+    });
+    const chip = attachmentsView(sentFiles(seen)?.files ?? [], 'person').querySelector('[data-testid="attachment"]');
+    expect(chip?.getAttribute('title')).toBe('Saved at /h/telegram/20261207-142510-1c2d3e4f-cat.jpg\nWhat the vision model saw: A red [square] on white.\nNo text.');
+  });
+
   it('leaves a message without a note alone', () => {
     expect(sentFiles('hello [The user sent an image: x]')).toBeNull();
     expect(sentFiles('[The user sent nothing]')).toBeNull();

@@ -12,6 +12,7 @@ export interface Attachment {
   name: string;
   path: string; // where it is saved (a person's) or was read from (the agent's); '' when it was not saved
   note: string; // why it was not saved, or its duration
+  seen?: string; // what the vision model saw in it, as the agent was told
 }
 
 const kinds: Record<string, Attachment['kind']> = {
@@ -27,6 +28,15 @@ const kinds: Record<string, Attachment['kind']> = {
 const namedRE = /^\[The user sent (an image|an audio file|a video|a text document|a document|a file): '(.+?)'(?: \(([^)\n]*)\))?\. (.*?)\](?:\n\n|$)/s;
 const voiceRE = /^\[The user sent a voice message: (.+?)(?: \(duration: (\d+:\d\d)\))?\](?:\n\n|$)/;
 const savedRE = /(?:It is|The file is(?: also)?) saved at: (.+?)(?:\. |\.$|$)/;
+// A photo the vision model looked at, and one it could not see.
+const seenRE = /^\[The user sent an image~ Here's what I can see:\n([\s\S]*?)\]\n\[If you need a closer look, use vision_analyze with image_url: (.+?) ~\](?:\n\n|$)/;
+const unseenRE = /^\[The user sent an image but I couldn't quite see it this time \(>_<\) You can try looking at it yourself with vision_analyze using image_url: (.+?)\](?:\n\n|$)/;
+
+// savedName is a saved file's name as it was sent: without the time and
+// random part the gateway put before it.
+function savedName(path: string): string {
+  return basename(path).replace(/^\d{8}-\d{6}-[0-9a-f]{8}-/, '');
+}
 
 /** sentFiles reads the gateway's notes at the start of a person's
  * message: the files, and the words after them (null when there is no
@@ -38,10 +48,23 @@ export function sentFiles(content: string): { files: Attachment[]; text: string 
     const v = voiceRE.exec(rest);
     if (v) {
       const path = v[1] ?? '';
-      // The note names only the saved file: its name without the time and
-      // random part the gateway put before it.
-      files.push({ kind: 'voice', name: basename(path).replace(/^\d{8}-\d{6}-[0-9a-f]{8}-/, ''), path, note: v[2] ? v[2] : '' });
+      // The note names only the saved file.
+      files.push({ kind: 'voice', name: savedName(path), path, note: v[2] ? v[2] : '' });
       rest = rest.slice(v[0].length);
+      continue;
+    }
+    const seen = seenRE.exec(rest);
+    if (seen) {
+      const path = seen[2] ?? '';
+      files.push({ kind: 'image', name: savedName(path), path, note: '', seen: (seen[1] ?? '').trim() });
+      rest = rest.slice(seen[0].length);
+      continue;
+    }
+    const unseen = unseenRE.exec(rest);
+    if (unseen) {
+      const path = unseen[1] ?? '';
+      files.push({ kind: 'image', name: savedName(path), path, note: 'the vision model could not see it' });
+      rest = rest.slice(unseen[0].length);
       continue;
     }
     const m = namedRE.exec(rest);
@@ -111,7 +134,7 @@ export function attachmentsView(files: Attachment[], sent: 'person' | 'agent'): 
           class: `attachment${f.path ? '' : ' missing'}`,
           'data-testid': 'attachment',
           'data-kind': f.kind,
-          title: f.path ? `${sent === 'person' ? 'Saved at' : 'Sent from'} ${f.path}` : f.note,
+          title: (f.path ? `${sent === 'person' ? 'Saved at' : 'Sent from'} ${f.path}` : f.note) + (f.seen ? `\nWhat the vision model saw: ${f.seen}` : ''),
         },
         h('span', { class: 'badge attachment-kind' }, f.kind), // words, not emoji: a system without an emoji font shows boxes
         h('span', { class: 'attachment-name' }, f.name),
