@@ -11,7 +11,10 @@ import (
 type Discord struct {
 	Access   `yaml:",inline"`
 	TokenEnv string `yaml:"token_env"` // default DISCORD_BOT_TOKEN
-	APIURL   string `yaml:"api_url"`   // default https://discord.com/api/v9
+	// TextBatch is how a person's quick text messages are gathered
+	// (GatewayWithFamiliarEnv fills it).
+	TextBatch TextBatch `yaml:"-"`
+	APIURL    string    `yaml:"api_url"` // default https://discord.com/api/v9
 	// AllowedRoles let in a server member who has one of these roles (the
 	// familiar DISCORD_ALLOWED_ROLES), in a server's channels and threads.
 	AllowedRoles IDList `yaml:"allowed_roles"`

@@ -79,6 +79,18 @@ func (c Config) GatewayWithFamiliarEnv(getenv func(string) string) (g Gateway, n
 		d, more := c.discordResolved(*g.Discord, getenv)
 		g.Discord, notes = &d, append(notes, more...)
 	}
+	// Quick text messages are gathered as the familiar variables say.
+	if g.Telegram != nil {
+		t := *g.Telegram
+		var more []string
+		t.TextBatch, more = textBatchOf("telegram", getenv)
+		g.Telegram, notes = &t, append(notes, more...)
+	}
+	if g.Discord != nil {
+		var more []string
+		g.Discord.TextBatch, more = textBatchOf("discord", getenv)
+		notes = append(notes, more...)
+	}
 	return g, append(notes, c.fillFamiliar(&g, getenv)...)
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -168,6 +169,51 @@ type Telegram struct {
 	TokenEnv           string `yaml:"token_env"` // default TELEGRAM_BOT_TOKEN
 	BaseURL            string `yaml:"base_url"`  // default https://api.telegram.org
 	PollTimeoutSeconds int    `yaml:"poll_timeout_seconds"`
+	// TextBatch is how a person's quick text messages are gathered
+	// (GatewayWithFamiliarEnv fills it).
+	TextBatch TextBatch `yaml:"-"`
+}
+
+// TextBatch is the familiar gateway's text batching on a platform: a
+// person's text messages in a chat that come within Wait of each other
+// are one message to the agent, and after a long part (a message the
+// client split) the next is waited for SplitWait. Zero: none gathered.
+type TextBatch struct {
+	Wait, SplitWait time.Duration
+}
+
+// Text batching's defaults, the familiar gateway's.
+const (
+	DefaultTextBatchWait      = 600 * time.Millisecond
+	DefaultTextBatchSplitWait = 2 * time.Second
+)
+
+// textBatchOf is platform's text batching as the familiar variables set it
+// ($HERMES_<PLATFORM>_TEXT_BATCH_DELAY_SECONDS, 0.6; 0 gathers none, and
+// _SPLIT_DELAY_SECONDS, 2.0), with a note for a value that is no number
+// of seconds from 0 to 10 (the default holds).
+func textBatchOf(platform string, getenv func(string) string) (b TextBatch, notes []string) {
+	b = TextBatch{Wait: DefaultTextBatchWait, SplitWait: DefaultTextBatchSplitWait}
+	for _, v := range []struct {
+		name string
+		to   *time.Duration
+	}{{"DELAY", &b.Wait}, {"SPLIT_DELAY", &b.SplitWait}} {
+		name := "HERMES_" + strings.ToUpper(platform) + "_TEXT_BATCH_" + v.name + "_SECONDS"
+		raw := strings.TrimSpace(getenv(name))
+		if raw == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(raw, 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f > 10 {
+			notes = append(notes, fmt.Sprintf("%s=%s is not a number of seconds from 0 to 10: the default holds", name, raw))
+			continue
+		}
+		*v.to = time.Duration(f * float64(time.Second))
+	}
+	if b.Wait == 0 {
+		b.SplitWait = 0
+	}
+	return b, notes
 }
 
 // Slack is the Slack adapter (events in Socket Mode or from the Events API

@@ -335,3 +335,37 @@ func TestMediaDelivery(t *testing.T) {
 		}
 	}
 }
+
+// Quick text messages are gathered as the familiar variables say, on
+// Telegram and Discord (0.6 s, and 2 s after a part a client split; 0
+// gathers none); a value that is no number of seconds from 0 to 10 keeps
+// the default and is said.
+func TestTextBatchFromTheFamiliarEnv(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, "gateway:\n  telegram:\n    allowed_users: [1]\n  discord:\n    allowed_users: [2]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	g, notes := c.GatewayWithFamiliarEnv(getenv)
+	def := config.TextBatch{Wait: config.DefaultTextBatchWait, SplitWait: config.DefaultTextBatchSplitWait}
+	if g.Telegram.TextBatch != def || g.Discord.TextBatch != def || len(notes) != 0 {
+		t.Fatalf("defaults: %+v %+v %q", g.Telegram.TextBatch, g.Discord.TextBatch, notes)
+	}
+	env["HERMES_TELEGRAM_TEXT_BATCH_DELAY_SECONDS"], env["HERMES_TELEGRAM_TEXT_BATCH_SPLIT_DELAY_SECONDS"] = "0.25", "1.5"
+	env["HERMES_DISCORD_TEXT_BATCH_DELAY_SECONDS"], env["HERMES_DISCORD_TEXT_BATCH_SPLIT_DELAY_SECONDS"] = "0", "soon"
+	g, notes = c.GatewayWithFamiliarEnv(getenv)
+	if want := (config.TextBatch{Wait: 250 * time.Millisecond, SplitWait: 1500 * time.Millisecond}); g.Telegram.TextBatch != want {
+		t.Fatalf("telegram: %+v", g.Telegram.TextBatch)
+	}
+	if g.Discord.TextBatch != (config.TextBatch{}) {
+		t.Fatalf("discord with a zero delay gathers nothing: %+v", g.Discord.TextBatch)
+	}
+	if len(notes) != 1 || notes[0] != "HERMES_DISCORD_TEXT_BATCH_SPLIT_DELAY_SECONDS=soon is not a number of seconds from 0 to 10: the default holds" {
+		t.Fatalf("notes %q", notes)
+	}
+	if c.Gateway.Telegram.TextBatch != (config.TextBatch{}) {
+		t.Fatal("the loaded config was changed")
+	}
+}

@@ -32,6 +32,8 @@ type DiscordOptions struct {
 	// APIURL is Discord's REST API (default https://discord.com/api/v9);
 	// the gateway's WebSocket address is asked of it.
 	APIURL string
+	// TextBatch gathers a person's quick text messages (zero: none are).
+	TextBatch TextBatch
 	// Access is who may talk (the service checks it too): a thread is
 	// opened only for a message the agent will answer.
 	Access Access
@@ -112,7 +114,7 @@ type Discord struct {
 	menuSource // the commands, for the application's slash commands
 
 	mu      sync.Mutex
-	in      Inbox
+	texts   *texts // the service's inbox, a person's quick texts gathered
 	me      *discordgo.User
 	app     string             // the application's id (READY)
 	admits  func(Inbound) bool // who may talk (the service's; else Access)
@@ -265,8 +267,10 @@ func (d *Discord) Run(ctx context.Context, in Inbox, report Reporter) error {
 	if d.o.Token == "" {
 		return errMissingSecret("discord", d.o.TokenEnv)
 	}
+	texts := newTexts(in, d.o.TextBatch)
+	defer texts.flush()
 	d.mu.Lock()
-	d.in = in
+	d.texts = texts
 	d.mu.Unlock()
 	var me *discordgo.User
 	for attempt := 1; ; attempt++ {
@@ -438,13 +442,14 @@ func (d *Discord) botID() string {
 	return d.me.ID
 }
 
-// deliver hands a message to the service (nothing before Run).
+// deliver hands a message to the service (nothing before Run), a
+// person's quick text messages gathered into one (TextBatch).
 func (d *Discord) deliver(m Inbound) {
 	d.mu.Lock()
-	in := d.in
+	texts := d.texts
 	d.mu.Unlock()
-	if in != nil {
-		in(m)
+	if texts != nil {
+		texts.deliver(m)
 	}
 }
 

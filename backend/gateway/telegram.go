@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -32,6 +31,8 @@ type TelegramOptions struct {
 	// AlbumWait is how long an album's parts are waited for after the
 	// last one came (default 1 s): its photos are one message.
 	AlbumWait time.Duration
+	// TextBatch gathers a person's quick text messages (zero: none are).
+	TextBatch TextBatch
 	Client    *http.Client
 }
 
@@ -219,8 +220,13 @@ func (t *Telegram) Run(ctx context.Context, in Inbox, report Reporter) error {
 		}
 	}
 	report(Connected, "@"+me.Username+t.setCommands(ctx), nil)
-	albums := newAlbums(in, t.o.AlbumWait)
+	// An album's parts are one message, gathered until none came for
+	// AlbumWait (it takes the first part's ids, every part's files, and
+	// whichever caption it has), as the familiar gateway gathers them; a
+	// person's quick text messages are one too (TextBatch).
+	albums, texts := newGatherer(in), newTexts(in, t.o.TextBatch)
 	defer albums.flush()
+	defer texts.flush()
 	var offset int64
 	failures := 0
 	for ctx.Err() == nil {
@@ -267,7 +273,7 @@ func (t *Telegram) Run(ctx context.Context, in Inbox, report Reporter) error {
 				if q.Message.IsTopicMessage && q.Message.MessageThreadID != 0 {
 					msg.ThreadID = strconv.FormatInt(q.Message.MessageThreadID, 10)
 				}
-				in(msg)
+				texts.deliver(msg)
 				continue
 			}
 			m := u.Message
@@ -289,78 +295,14 @@ func (t *Telegram) Run(ctx context.Context, in Inbox, report Reporter) error {
 				msg.ThreadID = strconv.FormatInt(m.MessageThreadID, 10)
 			}
 			if m.MediaGroupID != "" {
-				albums.add(msg.ChatID+"/"+m.MediaGroupID, msg)
+				texts.handNow(textKey(msg))
+				albums.add(msg.ChatID+"/"+m.MediaGroupID, msg, mergeAlbum, t.o.AlbumWait)
 				continue
 			}
-			in(msg)
+			texts.deliver(msg)
 		}
 	}
 	return nil
-}
-
-// albums gathers the parts of each album (Telegram sends every photo or
-// video of one as a message of its own, sharing a media_group_id) into
-// one message, as the familiar gateway does: handed on once no part came
-// for wait. It takes the first part's ids and the caption of whichever
-// part has one.
-type albums struct {
-	in   Inbox
-	wait time.Duration
-	mu   sync.Mutex
-	open map[string]*album
-}
-
-type album struct {
-	msg   Inbound
-	timer *time.Timer
-}
-
-func newAlbums(in Inbox, wait time.Duration) *albums {
-	return &albums{in: in, wait: wait, open: map[string]*album{}}
-}
-
-func (a *albums) add(key string, part Inbound) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	al := a.open[key]
-	if al == nil {
-		al = &album{msg: part}
-		a.open[key] = al
-		al.timer = time.AfterFunc(a.wait, func() { a.hand(key, al) })
-		return
-	}
-	al.msg.Files = append(al.msg.Files, part.Files...)
-	if strings.TrimSpace(al.msg.Text) == "" {
-		al.msg.Text = part.Text
-	} else if strings.TrimSpace(part.Text) != "" {
-		al.msg.Text += "\n\n" + part.Text
-	}
-	al.timer.Reset(a.wait)
-}
-
-// hand passes an album on, once.
-func (a *albums) hand(key string, al *album) {
-	a.mu.Lock()
-	if a.open[key] != al {
-		a.mu.Unlock()
-		return
-	}
-	delete(a.open, key)
-	msg := al.msg
-	a.mu.Unlock()
-	a.in(msg)
-}
-
-// flush passes on every album still gathering (the adapter stops).
-func (a *albums) flush() {
-	a.mu.Lock()
-	open := a.open
-	a.open = map[string]*album{}
-	a.mu.Unlock()
-	for _, al := range open {
-		al.timer.Stop()
-		a.in(al.msg)
-	}
 }
 
 func tgName(u tgUser) string {

@@ -171,7 +171,8 @@ func GatewayAdapters(g config.Gateway) []gateway.Configured {
 	if t := g.Telegram; t != nil {
 		env, token := config.Secret(t.TokenEnv, "TELEGRAM_BOT_TOKEN")
 		out = append(out, configured(gateway.NewTelegram(gateway.TelegramOptions{Token: token, TokenEnv: env,
-			BaseURL: t.BaseURL, PollTimeout: time.Duration(t.PollTimeoutSeconds) * time.Second}), t.Access))
+			BaseURL: t.BaseURL, PollTimeout: time.Duration(t.PollTimeoutSeconds) * time.Second,
+			TextBatch: gateway.TextBatch{Wait: t.TextBatch.Wait, SplitWait: t.TextBatch.SplitWait, SplitAt: gateway.TelegramSplitAt}}), t.Access))
 	}
 	if sl := g.Slack; sl != nil {
 		tenv, token := config.Secret(sl.TokenEnv, "SLACK_BOT_TOKEN")
@@ -202,6 +203,7 @@ func DiscordOptions(d config.Discord) gateway.DiscordOptions {
 	o.TokenEnv, o.Token = config.Secret(d.TokenEnv, "DISCORD_BOT_TOKEN")
 	o.APIURL, o.Access = d.APIURL, access(d.Access)
 	o.Access.Roles = d.AllowedRoles
+	o.TextBatch = gateway.TextBatch{Wait: d.TextBatch.Wait, SplitWait: d.TextBatch.SplitWait, SplitAt: gateway.DiscordSplitAt}
 	if m := d.UploadLimitMB; m != nil {
 		o.MaxFileSize = int64(*m * (1 << 20))
 	}
