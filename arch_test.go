@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"backend/tools": {"backend/atomicfile", "backend/limits"},
 	// The gateway and the scheduler run turns; they reach plugins only
 	// through the hook bus.
-	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
+	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/atomicfile"},
 	"backend/cron":    {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
 	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "backend/webhooks", "backend/yamledit", "plugins"},
 	// Edits a YAML text in place; knows nothing of Atrium.

@@ -19,7 +19,6 @@ import (
 
 	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
-	"atrium/backend/tools"
 )
 
 type lockedBuf struct {
@@ -831,7 +830,7 @@ func TestGatewayRunFiles(t *testing.T) {
 	if len(looked) != 1 {
 		t.Fatalf("the vision model was asked %d times", len(looked))
 	}
-	want := visionCall{Path: "/vision/v1/chat/completions", Auth: "Bearer sk-files", Model: "eyes", Temperature: 0.1, Prompt: tools.DescribeImagePrompt,
+	want := visionCall{Path: "/vision/v1/chat/completions", Auth: "Bearer sk-files", Model: "eyes", Temperature: 0.1, Prompt: gateway.DescribeImagePrompt,
 		Image: "data:image/png;base64," + base64.StdEncoding.EncodeToString(photo)}
 	if looked[0] != want {
 		t.Fatalf("the vision model was asked\n%+v\nwant\n%+v", looked[0], want)

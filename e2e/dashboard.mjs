@@ -1573,12 +1573,13 @@ async function main() {
     return line.split('\n')[0];
   });
 
-  await check("a chat's files show as files: a photo a person sent, one not saved, the files the agent sent; what the model read one click away", async () => {
+  await check("a chat's files show as files: a photo a person sent (what the vision model saw on hover), one not saved, a sticker, the files the agent sent; what the model read one click away", async () => {
     const sid = (await atrium('sessions', 'create', '--title', 'Telegram · Ada (files)')).id;
     const saved = join(home, 'cache', 'gateway', 'telegram', '20261207-142502-9f2c41aa-photo-4410.jpg');
     await atrium('messages', 'append', sid, '--role', 'user', '--content',
-      `[The user sent an image: 'photo-4410.jpg'. It is saved at: ${saved}. Look at it with your tools if you need to see it.]\n\n` +
+      `[The user sent an image~ Here's what I can see:\nA bar chart of weekly sign-ups, rising from 120 to 340.]\n[If you need a closer look, use vision_analyze with image_url: ${saved} ~]\n\n` +
       "[The user sent a file: 'backup.iso' (45.0 MB). It was not saved: the gateway takes files up to 20.0 MB.]\n\nA chart like this one, please.");
+    await atrium('messages', 'append', sid, '--role', 'user', '--content', '[The user sent a sticker 😀 from "Cats"~ It shows: "A cat waving" (=^.w.^=)]');
     await atrium('messages', 'append', sid, '--role', 'assistant', '--content', 'Here it is.\n\nMEDIA:/tmp/signups.png\nMEDIA:"/tmp/week 49.pdf"');
     // Made by another process without a turn (no hook fires): the page
     // learns of it when it loads the list again.
@@ -1590,8 +1591,9 @@ async function main() {
     await page.locator('[data-testid=attachments]').first().waitFor({ timeout: 10_000 });
     const chips = await page.$$eval('[data-testid=attachment]', (els) => els.map((e) => [e.getAttribute('data-kind'), e.querySelector('.attachment-name')?.textContent, e.getAttribute('title'), e.classList.contains('missing')]));
     eq(chips, [
-      ['image', 'photo-4410.jpg', `Saved at ${saved}`, false],
+      ['image', 'photo-4410.jpg', `Saved at ${saved}\nWhat the vision model saw: A bar chart of weekly sign-ups, rising from 120 to 340.`, false],
       ['file', 'backup.iso', '45.0 MB · the gateway takes files up to 20.0 MB', true],
+      ['sticker', '😀 Cats', 'What the vision model saw: A cat waving', false],
       ['image', 'signups.png', 'Sent from /tmp/signups.png', false],
       ['document', 'week 49.pdf', 'Sent from /tmp/week 49.pdf', false],
     ], 'the files');

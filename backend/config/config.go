@@ -101,6 +101,10 @@ func (h Home) EnvPath() string { return filepath.Join(h.Dir, ".env") }
 // MediaDir is where the gateway saves the files people send it.
 func (h Home) MediaDir() string { return filepath.Join(h.Dir, "cache", "gateway") }
 
+// StickerCachePath is where the descriptions of the stickers people sent
+// are kept, as the familiar agent keeps them (sticker_cache.json).
+func (h Home) StickerCachePath() string { return filepath.Join(h.Dir, "sticker_cache.json") }
+
 // Protected are the profile's files and folders the agent's replies may
 // never send to a chat as attachments: its configuration, secrets, store
 // (and the store's journals), its sessions' sidecar files, its locks.

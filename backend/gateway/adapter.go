@@ -60,6 +60,16 @@ type InFile struct {
 	Size     int64  // bytes, 0 when the platform does not say
 	Duration int    // seconds, for a voice message, when the platform says
 	Fetch    func(ctx context.Context) (io.ReadCloser, error)
+	// Sticker is what the platform says of a sticker (Kind sticker).
+	Sticker *Sticker
+}
+
+// Sticker is a sticker a person sent: its emoji, its set, the platform's
+// lasting id of its image (Telegram's file_unique_id), and whether it
+// moves (an animated or video sticker, which cannot be looked at).
+type Sticker struct {
+	Emoji, Set, ID string
+	Animated       bool
 }
 
 // Tap is a person's tap on a button under a message of the bot's.

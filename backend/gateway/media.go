@@ -25,6 +25,7 @@ const (
 	KindAudio    = "audio"
 	KindVoice    = "voice" // audio sent as a voice message ([[audio_as_voice]])
 	KindDocument = "document"
+	KindSticker  = "sticker" // a Telegram sticker a person sent
 )
 
 // OutFile is a file a reply carries.

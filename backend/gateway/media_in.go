@@ -47,6 +47,9 @@ func (s *Service) receiveFiles(ctx context.Context, platform string, files []InF
 }
 
 func (s *Service) receiveFile(ctx context.Context, platform string, f InFile) string {
+	if f.Kind == KindSticker && f.Sticker != nil {
+		return s.receiveSticker(ctx, platform, f)
+	}
 	name := f.Name
 	limit := s.o.MaxInboundFile
 	if limit <= 0 {
@@ -99,7 +102,7 @@ func (s *Service) seeImage(ctx context.Context, name, path string) string {
 	if s.o.SeeImage == nil {
 		return fmt.Sprintf("[The user sent an image: '%s'. It is saved at: %s.]", name, path)
 	}
-	description, err := s.o.SeeImage(ctx, path)
+	description, err := s.o.SeeImage(ctx, path, DescribeImagePrompt)
 	switch {
 	case errors.Is(err, ErrCannotSee):
 		return fmt.Sprintf("[The user sent an image: '%s'. It is saved at: %s.]", name, path)

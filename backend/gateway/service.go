@@ -137,11 +137,15 @@ type Options struct {
 	// DefaultMaxInboundFile).
 	MediaDir       string
 	MaxInboundFile int64
-	// SeeImage describes a photo a person sent (the vision model, asked
-	// as the familiar gateway asks it), for the agent to know what it
-	// shows before it answers. nil, or ErrCannotSee: the agent is told
-	// where the photo is saved.
-	SeeImage func(ctx context.Context, path string) (string, error)
+	// SeeImage describes a photo or a sticker a person sent (the vision
+	// model, asked prompt), for the agent to know what it shows before it
+	// answers. nil, or ErrCannotSee: the agent is told where the photo is
+	// saved.
+	SeeImage func(ctx context.Context, path, prompt string) (string, error)
+	// StickerCache is where the descriptions of stickers are kept (the
+	// familiar sticker_cache.json), so a sticker is looked at once; "":
+	// each time.
+	StickerCache string
 }
 
 // ErrCannotSee is SeeImage's error when no model can look at an image.
@@ -171,6 +175,8 @@ type Service struct {
 	store *Store
 	log   *slog.Logger
 	sem   chan struct{}
+	// stickers are the descriptions of stickers people sent.
+	stickers *stickerCache
 
 	mu     sync.Mutex
 	convos map[string]*convo
@@ -239,7 +245,8 @@ func New(o Options) *Service {
 		o.Profile = "default"
 	}
 	s := &Service{o: o, store: NewStore(o.DB), log: o.Logger, sem: make(chan struct{}, o.Parallel),
-		convos: map[string]*convo{}, asks: map[string]*pendingAsk{}, questions: map[string]*pendingQuestion{}, running: map[string]context.CancelCauseFunc{}, wake: map[string]chan struct{}{}, state: map[string]string{}}
+		stickers: &stickerCache{path: o.StickerCache},
+		convos:   map[string]*convo{}, asks: map[string]*pendingAsk{}, questions: map[string]*pendingQuestion{}, running: map[string]context.CancelCauseFunc{}, wake: map[string]chan struct{}{}, state: map[string]string{}}
 	for _, c := range o.Adapters {
 		s.wake[c.Adapter.Platform()] = make(chan struct{}, 1)
 	}

@@ -101,16 +101,24 @@ type tgMessage struct {
 		ID   int64  `json:"id"`
 		Type string `json:"type"`
 	} `json:"chat"`
-	Date           int64      `json:"date"`
-	Text           string     `json:"text"`
-	Caption        string     `json:"caption"`
-	Photo          []tgFile   `json:"photo"` // the sizes of one photo, smallest first
-	Document       *tgFile    `json:"document"`
-	Audio          *tgFile    `json:"audio"`
-	Voice          *tgFile    `json:"voice"`
-	Video          *tgFile    `json:"video"`
-	VideoNote      *tgFile    `json:"video_note"`
-	Animation      *tgFile    `json:"animation"`
+	Date      int64    `json:"date"`
+	Text      string   `json:"text"`
+	Caption   string   `json:"caption"`
+	Photo     []tgFile `json:"photo"` // the sizes of one photo, smallest first
+	Document  *tgFile  `json:"document"`
+	Audio     *tgFile  `json:"audio"`
+	Voice     *tgFile  `json:"voice"`
+	Video     *tgFile  `json:"video"`
+	VideoNote *tgFile  `json:"video_note"`
+	Animation *tgFile  `json:"animation"`
+	Sticker   *struct {
+		tgFile
+		FileUniqueID string `json:"file_unique_id"`
+		Emoji        string `json:"emoji"`
+		SetName      string `json:"set_name"`
+		IsAnimated   bool   `json:"is_animated"`
+		IsVideo      bool   `json:"is_video"`
+	} `json:"sticker"`
 	ReplyToMessage *tgMessage `json:"reply_to_message"`
 	IsTopicMessage bool       `json:"is_topic_message"`
 	MediaGroupID   string     `json:"media_group_id"` // the album a photo or a video is part of
@@ -487,6 +495,10 @@ func (t *Telegram) files(m *tgMessage) []InFile {
 	add(m.VideoNote, KindVideo, "video-note-"+n+".mp4", "video/mp4")
 	if m.Document == nil { // an animation comes with its document too
 		add(m.Animation, KindVideo, "animation-"+n+".mp4", "video/mp4")
+	}
+	if st := m.Sticker; st != nil && st.FileID != "" {
+		add(&st.tgFile, KindSticker, "sticker-"+n+".webp", "image/webp")
+		out[len(out)-1].Sticker = &Sticker{Emoji: st.Emoji, Set: st.SetName, ID: st.FileUniqueID, Animated: st.IsAnimated || st.IsVideo}
 	}
 	return out
 }

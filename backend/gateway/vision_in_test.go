@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,7 +36,10 @@ func TestPhotosAreLookedAt(t *testing.T) {
 		"one": func(string) (string, error) { return "the first photo", nil },
 		"two": func(string) (string, error) { return "the second photo", nil },
 	}
-	e.seeImage = func(_ context.Context, path string) (string, error) {
+	e.seeImage = func(_ context.Context, path, prompt string) (string, error) {
+		if prompt != gateway.DescribeImagePrompt {
+			t.Errorf("a photo was asked %q", prompt)
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return "", err
@@ -94,5 +98,80 @@ func TestPhotosAreLookedAt(t *testing.T) {
 	defer mu.Unlock()
 	if len(looked) != 5 {
 		t.Fatalf("%d looks, want one per photo: %q", len(looked), looked)
+	}
+}
+
+// A sticker is looked at once, as the familiar gateway does: the agent is
+// told what it shows in the familiar words, and the description kept in
+// sticker_cache.json (the familiar file, whose entries are read) so the
+// same sticker again is neither fetched nor looked at; an animated one is
+// its emoji; a look that failed is its emoji too, and is not kept.
+func TestStickersAreLookedAtOnce(t *testing.T) {
+	t.Parallel()
+	e, model := mediaEnv(t, "seen")
+	e.stickerCache = filepath.Join(t.TempDir(), "sticker_cache.json")
+	familiar := `{"S9": {"description": "A dog shrugging", "emoji": "🤷", "set_name": "Dogs", "cached_at": 1733500000.5}}`
+	if err := os.WriteFile(e.stickerCache, []byte(familiar), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	looks := 0
+	e.seeImage = func(_ context.Context, path, prompt string) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		looks++
+		if prompt != gateway.StickerPrompt {
+			t.Errorf("a sticker was asked %q", prompt)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || filepath.Ext(path) != ".webp" {
+			return "", fmt.Errorf("saved %q: %v", path, err)
+		}
+		if string(b) == "sad" {
+			return "", errors.New("HTTP 503")
+		}
+		return "A cat waving", nil
+	}
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	turn := func(n int) string {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("turn %d", n), func() bool { return len(model.told()) == n })
+		return model.told()[n-1]
+	}
+	sticker := map[string]any{"file_unique_id": "S1", "emoji": "😀", "set_name": "Cats", "width": 512, "height": 512}
+	f.PushFile(5, "Ada", 5, "private", "", "sticker", sticker, []byte("cat"))
+	want := `[The user sent a sticker 😀 from "Cats"~ It shows: "A cat waving" (=^.w.^=)]`
+	if got := turn(1); got != want {
+		t.Fatalf("the model was given %q, want %q", got, want)
+	}
+	f.PushFile(5, "Ada", 5, "private", "", "sticker", sticker, []byte("cat"))
+	if got := turn(2); got != want || f.Downloads() != 1 {
+		t.Fatalf("the same sticker again: %q after %d downloads", got, f.Downloads())
+	}
+	f.PushFile(5, "Ada", 5, "private", "", "sticker", map[string]any{"file_unique_id": "S9", "emoji": "🤷"}, []byte("dog"))
+	if got := turn(3); got != `[The user sent a sticker 🤷 from "Dogs"~ It shows: "A dog shrugging" (=^.w.^=)]` {
+		t.Fatalf("a sticker the familiar cache knows: %q", got)
+	}
+	f.PushFile(5, "Ada", 5, "private", "", "sticker", map[string]any{"file_unique_id": "S2", "emoji": "🎉", "is_animated": true}, []byte("tgs"))
+	if got := turn(4); got != "[The user sent an animated sticker 🎉~ I can't see animated ones yet, but the emoji suggests: 🎉]" {
+		t.Fatalf("an animated sticker: %q", got)
+	}
+	for n := 5; n <= 6; n++ {
+		f.PushFile(5, "Ada", 5, "private", "", "sticker", map[string]any{"file_unique_id": "S3", "emoji": "😢"}, []byte("sad"))
+		if got := turn(n); got != `[The user sent a sticker 😢~ It shows: "a sticker with emoji 😢" (=^.w.^=)]` {
+			t.Fatalf("a failed look: %q", got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if looks != 3 || f.Downloads() != 3 {
+		t.Fatalf("%d looks and %d downloads, want 3 and 3 (the failed one twice)", looks, f.Downloads())
+	}
+	var kept map[string]map[string]any
+	b, _ := os.ReadFile(e.stickerCache)
+	if err := json.Unmarshal(b, &kept); err != nil || len(kept) != 2 || kept["S1"]["description"] != "A cat waving" ||
+		kept["S1"]["emoji"] != "😀" || kept["S1"]["set_name"] != "Cats" || kept["S1"]["cached_at"].(float64) < 1.7e9 || kept["S9"] == nil {
+		t.Fatalf("the cache: %s %v", b, err)
 	}
 }

@@ -124,7 +124,8 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	gw = gateway.New(gateway.Options{DB: s.DB, Sessions: s.Sessions, Bus: s.Bus, Loop: loop, Adapters: adapters,
 		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval, Hooks: eh,
 		Progress: s.ToolProgress, GroupSessionsPerUser: group, ThreadSessionsPerUser: thread,
-		Media: s.MediaPolicy(lg), MediaDir: s.Home.MediaDir(), MaxInboundFile: s.Config.Gateway.MaxFileBytes(), SeeImage: s.seeImage})
+		Media: s.MediaPolicy(lg), MediaDir: s.Home.MediaDir(), MaxInboundFile: s.Config.Gateway.MaxFileBytes(), SeeImage: s.seeImage,
+		StickerCache: s.Home.StickerCachePath()})
 	s.TellEnds(FollowEnds(gw, lg))
 	return gw, nil
 }

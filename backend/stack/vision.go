@@ -49,15 +49,15 @@ func VisionOf(home config.Home, cfg config.Config) tools.Vision {
 	return v
 }
 
-// seeImage is the gateway's look at a photo a person sent: the vision
-// model's description of it, in the familiar gateway's words asked, as
-// config.yaml says now (gateway.ErrCannotSee when nothing can look).
-func (s *Stack) seeImage(ctx context.Context, path string) (string, error) {
+// seeImage is the gateway's look at a photo or a sticker a person sent:
+// the vision model's answer to prompt, as config.yaml says now
+// (gateway.ErrCannotSee when nothing can look).
+func (s *Stack) seeImage(ctx context.Context, path, prompt string) (string, error) {
 	cfg, _ := s.watch.current()
 	set := ToolsOf(s.Home, cfg)
 	if p := set.Vision.Problem(); p != "" {
 		return "", fmt.Errorf("%w: %s", gateway.ErrCannotSee, p)
 	}
-	description, _, err := set.AnalyzeImage(ctx, "", path, tools.DescribeImagePrompt, nil)
+	description, _, err := set.AnalyzeImage(ctx, "", path, prompt, nil)
 	return description, err
 }

@@ -36,12 +36,6 @@ import (
 // VisionAnalyzeTool is the tool's name; its toolset is vision.
 const VisionAnalyzeTool = "vision_analyze"
 
-// DescribeImagePrompt is what the gateway asks of a photo a person sends,
-// in the familiar gateway's words.
-const DescribeImagePrompt = "Describe everything visible in this image in thorough detail. " +
-	"Include any text, code, data, objects, people, layout, colors, " +
-	"and any other notable visual information."
-
 // Vision is how the vision tools reach a model that can see (the stack
 // wires it from auxiliary.vision and the main model).
 type Vision struct {

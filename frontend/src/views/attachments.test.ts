@@ -52,6 +52,27 @@ describe('sentFiles', () => {
     expect(chip?.getAttribute('title')).toBe('Saved at /h/telegram/20261207-142510-1c2d3e4f-cat.jpg\nWhat the vision model saw: A red [square] on white.\nNo text.');
   });
 
+  it('reads a sticker, what the vision model saw in it, and an animated one', () => {
+    const notes =
+      '[The user sent a sticker 😀 from "Cats"~ It shows: "A cat waving" (=^.w.^=)]\n\n' +
+      '[The user sent a sticker~ It shows: "a sticker" (=^.w.^=)]\n\n' +
+      "[The user sent an animated sticker 🎉~ I can't see animated ones yet, but the emoji suggests: 🎉]";
+    expect(sentFiles(notes)).toEqual({
+      files: [
+        { kind: 'sticker', name: '😀 Cats', path: '', note: '', seen: 'A cat waving' },
+        { kind: 'sticker', name: 'sticker', path: '', note: '', seen: 'a sticker' },
+        { kind: 'sticker', name: '🎉', path: '', note: 'animated' },
+      ],
+      text: '',
+    });
+    const chips = attachmentsView(sentFiles(notes)?.files ?? [], 'person').querySelectorAll('[data-testid="attachment"]');
+    expect([...chips].map((c) => [c.className, c.getAttribute('title'), c.textContent])).toEqual([
+      ['attachment', 'What the vision model saw: A cat waving', 'sticker😀 Cats'],
+      ['attachment', 'What the vision model saw: a sticker', 'stickersticker'],
+      ['attachment', 'animated', 'sticker🎉animated'],
+    ]);
+  });
+
   it('leaves a message without a note alone', () => {
     expect(sentFiles('hello [The user sent an image: x]')).toBeNull();
     expect(sentFiles('[The user sent nothing]')).toBeNull();

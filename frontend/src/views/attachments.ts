@@ -8,7 +8,7 @@
 import { h } from '../dom';
 
 export interface Attachment {
-  kind: 'image' | 'voice' | 'audio' | 'video' | 'document' | 'file';
+  kind: 'image' | 'voice' | 'audio' | 'video' | 'document' | 'file' | 'sticker';
   name: string;
   path: string; // where it is saved (a person's) or was read from (the agent's); '' when it was not saved
   note: string; // why it was not saved, or its duration
@@ -31,6 +31,11 @@ const savedRE = /(?:It is|The file is(?: also)?) saved at: (.+?)(?:\. |\.$|$)/;
 // A photo the vision model looked at, and one it could not see.
 const seenRE = /^\[The user sent an image~ Here's what I can see:\n([\s\S]*?)\]\n\[If you need a closer look, use vision_analyze with image_url: (.+?) ~\](?:\n\n|$)/;
 const unseenRE = /^\[The user sent an image but I couldn't quite see it this time \(>_<\) You can try looking at it yourself with vision_analyze using image_url: (.+?)\](?:\n\n|$)/;
+
+// A sticker (its emoji and set, what the vision model saw in it), and an
+// animated one, which it cannot see.
+const stickerRE = /^\[The user sent a sticker(?: (\S+?)(?: from "(.*?)")?)?~ It shows: "([\s\S]*?)" \(=\^\.w\.\^=\)\](?:\n\n|$)/;
+const animatedRE = /^\[The user sent an animated sticker(?: (\S+?))?~ I can't see animated ones yet(?:, but the emoji suggests: \S+?)?\](?:\n\n|$)/;
 
 // savedName is a saved file's name as it was sent: without the time and
 // random part the gateway put before it.
@@ -58,6 +63,14 @@ export function sentFiles(content: string): { files: Attachment[]; text: string 
       const path = seen[2] ?? '';
       files.push({ kind: 'image', name: savedName(path), path, note: '', seen: (seen[1] ?? '').trim() });
       rest = rest.slice(seen[0].length);
+      continue;
+    }
+    const sticker = stickerRE.exec(rest) ?? animatedRE.exec(rest);
+    if (sticker) {
+      const animated = sticker[0].startsWith('[The user sent an animated');
+      const name = [sticker[1], animated ? '' : sticker[2]].filter(Boolean).join(' ') || 'sticker';
+      files.push({ kind: 'sticker', name, path: '', note: animated ? 'animated' : '', ...(animated ? {} : { seen: sticker[3] ?? '' }) });
+      rest = rest.slice(sticker[0].length);
       continue;
     }
     const unseen = unseenRE.exec(rest);
@@ -131,14 +144,16 @@ export function attachmentsView(files: Attachment[], sent: 'person' | 'agent'): 
       h(
         'span',
         {
-          class: `attachment${f.path ? '' : ' missing'}`,
+          class: `attachment${f.path || f.kind === 'sticker' ? '' : ' missing'}`,
           'data-testid': 'attachment',
           'data-kind': f.kind,
-          title: (f.path ? `${sent === 'person' ? 'Saved at' : 'Sent from'} ${f.path}` : f.note) + (f.seen ? `\nWhat the vision model saw: ${f.seen}` : ''),
+          title: [f.path ? `${sent === 'person' ? 'Saved at' : 'Sent from'} ${f.path}` : f.note, f.seen ? `What the vision model saw: ${f.seen}` : '']
+            .filter(Boolean)
+            .join('\n'),
         },
         h('span', { class: 'badge attachment-kind' }, f.kind), // words, not emoji: a system without an emoji font shows boxes
         h('span', { class: 'attachment-name' }, f.name),
-        f.note ? h('span', { class: 'muted small' }, f.path ? f.note : `not saved: ${f.note}`) : null,
+        f.note ? h('span', { class: 'muted small' }, f.path || f.kind === 'sticker' ? f.note : `not saved: ${f.note}`) : null,
       ),
     ),
   );
