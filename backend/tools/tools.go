@@ -228,40 +228,30 @@ func (s Settings) TerminalProblem() string {
 func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 	list := s.listOf(platform)
 	on, warnings := Listed(list)
-	namedWeb := slices.ContainsFunc(list, func(name string) bool {
-		n := strings.ToLower(strings.TrimSpace(name))
-		return n == "web" || n == "search" || n == WebSearchTool || n == WebExtractTool
-	})
-	// The web tools need a provider: without one they are not offered (as
-	// the familiar agent checks for a key), said only where the list
-	// names them.
-	if problem := s.Web.Problem(); (on[WebSearchTool] || on[WebExtractTool]) && problem != "" {
-		delete(on, WebSearchTool)
-		delete(on, WebExtractTool)
-		if namedWeb {
-			warnings = append(warnings, problem)
+	// A tool that cannot work here is not offered, said only where the
+	// list names it (or its toolset): the web tools without a provider (as
+	// the familiar agent checks for a key), send_message without a chat
+	// platform, vision_analyze without a model that can see.
+	for _, c := range []struct {
+		problem string
+		tools   []string
+		names   []string
+	}{
+		{s.Web.Problem(), []string{WebSearchTool, WebExtractTool}, []string{"web", "search"}},
+		{s.Messaging.Problem(), []string{SendMessageTool}, []string{"messaging"}},
+		{s.Vision.Problem(), []string{VisionAnalyzeTool}, []string{"vision"}},
+	} {
+		if c.problem == "" || !slices.ContainsFunc(c.tools, func(t string) bool { return on[t] }) {
+			continue
 		}
-	}
-	// send_message needs a chat platform: without one it is not offered,
-	// said only where the list names it.
-	if problem := s.Messaging.Problem(); on[SendMessageTool] && problem != "" {
-		delete(on, SendMessageTool)
+		for _, t := range c.tools {
+			delete(on, t)
+		}
 		if slices.ContainsFunc(list, func(name string) bool {
 			n := strings.ToLower(strings.TrimSpace(name))
-			return n == "messaging" || n == SendMessageTool
+			return slices.Contains(c.names, n) || slices.Contains(c.tools, n)
 		}) {
-			warnings = append(warnings, problem)
-		}
-	}
-	// vision_analyze needs a model that can see: without one it is not
-	// offered, said only where the list names it.
-	if problem := s.Vision.Problem(); on[VisionAnalyzeTool] && problem != "" {
-		delete(on, VisionAnalyzeTool)
-		if slices.ContainsFunc(list, func(name string) bool {
-			n := strings.ToLower(strings.TrimSpace(name))
-			return n == "vision" || n == VisionAnalyzeTool
-		}) {
-			warnings = append(warnings, problem)
+			warnings = append(warnings, c.problem)
 		}
 	}
 	if problem := s.TerminalProblem(); on["terminal"] && problem != "" {
