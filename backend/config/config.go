@@ -194,6 +194,9 @@ type Config struct {
 	Display          Display             `yaml:"display"`
 	Delegation       Delegation          `yaml:"delegation"`
 	Auxiliary        Auxiliary           `yaml:"auxiliary"`
+	// STT is the familiar agent's stt block: how voice messages people
+	// send on the chat platforms are transcribed (backend/stt).
+	STT STT `yaml:"stt"`
 	// FallbackProviders and FallbackModel are the familiar agent's chain of
 	// models a turn turns to when its own fails (FallbackChain).
 	FallbackProviders []Fallback `yaml:"fallback_providers"`
@@ -1122,6 +1125,9 @@ func (c Config) Validate() error {
 	if err := c.validateFallbacks(); err != nil {
 		return err
 	}
+	if err := c.STT.validate(); err != nil {
+		return err
+	}
 	return c.Gateway.Validate()
 }
 
@@ -1180,6 +1186,7 @@ func Parse(data []byte, path string) (Config, []string, error) {
 		warnings = append(warnings, fmt.Sprintf("config %s: model.provider %s is the familiar agent's and not an API Atrium speaks: turns will fail until it is custom (with model.base_url) or openrouter", path, p))
 	}
 	warnings = append(warnings, c.fallbackWarnings(path)...)
+	warnings = append(warnings, c.STT.sttWarnings(path)...)
 	return c, warnings, nil
 }
 

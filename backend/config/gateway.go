@@ -45,7 +45,14 @@ type Gateway struct {
 	MediaAllowDirs     IDList   `yaml:"media_delivery_allow_dirs"`
 	TrustRecentFiles   *bool    `yaml:"trust_recent_files"`
 	TrustRecentSeconds *float64 `yaml:"trust_recent_files_seconds"`
+	// STTEchoTranscripts sends the chat what a voice message was heard to
+	// say (🎙️ "…") before the agent's answer, as the familiar gateway's
+	// stt_echo_transcripts (default true).
+	STTEchoTranscripts *bool `yaml:"stt_echo_transcripts"`
 }
+
+// EchoTranscripts is stt_echo_transcripts (default true).
+func (g Gateway) EchoTranscripts() bool { return g.STTEchoTranscripts == nil || *g.STTEchoTranscripts }
 
 // MediaDelivery is the policy of a reply's files (see Strict), the
 // config's keys over the familiar variables getenv reads: strict mode,

@@ -32,6 +32,22 @@ func SecretVariable(name string) bool {
 		strings.HasSuffix(up, "_SECRET") || strings.HasPrefix(up, "TERMINAL_SSH")
 }
 
+// CommandEnv is the environment a command the agent's machine runs for it
+// gets (a terminal command, a transcription command): env without the
+// keys' and tokens' variables (the profile's .env among them) unless
+// passthrough names them.
+func CommandEnv(env, passthrough []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if SecretVariable(name) && !slices.ContainsFunc(passthrough, func(p string) bool { return strings.EqualFold(strings.TrimSpace(p), name) }) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
 // programVariables are names that change how programs start or where they
 // look for code: never written to .env on a plugin's or a page's say.
 var programVariables = []string{"PATH", "HOME", "SHELL", "USER", "IFS", "ENV", "BASH_ENV", "NODE_OPTIONS", "PERL5OPT",

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -269,7 +268,7 @@ func ToolsOf(home config.Home, cfg config.Config) tools.Settings {
 	}
 	return tools.Settings{Toolsets: cfg.Toolsets, PlatformToolsets: platforms, Backend: cfg.Terminal.Backend,
 		Cwd: cfg.Terminal.Cwd, Timeout: time.Duration(cfg.Terminal.Timeout) * time.Second, MaxReadChars: cfg.FileReadMaxChars,
-		Env: commandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()},
+		Env: config.CommandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()},
 		Secrets: []string{home.EnvPath()}, Memory: MemoryOf(home, cfg),
 		Web:       tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs(), Secrets: secretValues(os.Environ())},
 		Messaging: tools.Messaging{Platforms: platformsOf(gatewayOf(cfg))}, Vision: VisionOf(home, cfg)}
@@ -324,21 +323,6 @@ func ChangeMemory(m tools.Memory, change func(tools.Memory, string, string) erro
 
 // off says whether a switch is set to false (unset is on).
 func off(b *bool) bool { return b != nil && !*b }
-
-// commandEnv is the environment a terminal command runs with: this
-// process's, without the keys' and tokens' variables (the profile's .env
-// among them) unless terminal.env_passthrough names them.
-func commandEnv(env, passthrough []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if config.SecretVariable(name) && !slices.ContainsFunc(passthrough, func(p string) bool { return strings.EqualFold(p, name) }) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
 
 // TellEnds adds a surface of this process that runs some conversations'
 // turns (tools.Listener): the ends of their background processes started
