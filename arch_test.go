@@ -34,6 +34,9 @@ var allowed = map[string][]string{
 	// The gateway and the scheduler run turns; they reach plugins only
 	// through the hook bus.
 	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/atomicfile"},
+	// Transcribes audio as config.yaml's stt block says; the gateway is
+	// handed it as a function by the stack.
+	"backend/stt":     {"backend/config", "backend/apperr"},
 	"backend/cron":    {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
 	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "backend/webhooks", "backend/yamledit", "plugins"},
 	// Edits a YAML text in place; knows nothing of Atrium.

@@ -144,6 +144,7 @@ type STTAPI struct {
 	Language string
 	KeyVars  []string
 	Key      string // "" when none of KeyVars is set
+	KeyVar   string // the one of KeyVars Key was read from
 }
 
 // The familiar agent's models of each API, when neither its section nor
@@ -192,6 +193,7 @@ func (s STT) API(provider string, getenv func(string) string) (STTAPI, bool) {
 	a.Language = s.language(sec.Language, getenv)
 	for _, v := range a.KeyVars {
 		if a.Key = strings.TrimSpace(getenv(v)); a.Key != "" {
+			a.KeyVar = v
 			break
 		}
 	}

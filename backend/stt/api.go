@@ -1,0 +1,243 @@
+package stt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"atrium/backend/config"
+)
+
+// apiTimeout bounds one request to a transcription API (the caller's
+// context may end it sooner).
+const apiTimeout = 5 * time.Minute
+
+// maxAnswer bounds what is read of an API's answer.
+const maxAnswer = 4 << 20
+
+// viaAPI posts path to a's audio/transcriptions endpoint, as the OpenAI
+// SDK does for the familiar agent (Groq's and Mistral's take the same
+// form): multipart file, model, language when set, response_format.
+func (t *Transcriber) viaAPI(ctx context.Context, a config.STTAPI, path string) (string, error) {
+	if strings.EqualFold(filepath.Ext(path), ".caf") {
+		// The APIs take no CAF (iMessage's voice notes): WAV, as the
+		// familiar agent converts it.
+		dir, err := os.MkdirTemp("", "atrium-stt-")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(dir)
+		if path, err = t.toWAV(ctx, path, dir, "CAF audio must be converted to WAV for "+a.Provider); err != nil {
+			return "", err
+		}
+	}
+	format := responseFormat(a)
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	body, ctype, err := multipartBody(path, a, format)
+	if err != nil {
+		return "", err
+	}
+	defer body.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.BaseURL+"/audio/transcriptions", body)
+	if err != nil {
+		return "", fmt.Errorf("%s transcription: the API address %q is not a URL", a.Provider, a.BaseURL)
+	}
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("Authorization", "Bearer "+a.Key)
+	req.Header.Set("Accept", "application/json, text/plain")
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%s transcription: cannot reach %s: %s", a.Provider, a.BaseURL, scrub(unwrapURL(err), a.Key))
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return "", fmt.Errorf("%s transcription: the answer was cut off: %s", a.Provider, scrub(err.Error(), a.Key))
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", apiError(a, resp.StatusCode, raw)
+	}
+	text, err := transcriptOf(raw, resp.Header.Get("Content-Type"), format)
+	if err != nil {
+		return "", fmt.Errorf("%s transcription: %s", a.Provider, scrub(err.Error(), a.Key))
+	}
+	return stripASRPrefix(text), nil
+}
+
+// responseFormat is the response_format asked for, as the familiar agent
+// asks: text of Groq and of OpenAI's whisper-1, json of OpenAI's newer
+// models, none of Mistral (which answers JSON).
+func responseFormat(a config.STTAPI) string {
+	switch {
+	case a.Provider == config.STTGroq, a.Provider == config.STTOpenAI && a.Model == "whisper-1":
+		return "text"
+	case a.Provider == config.STTOpenAI:
+		return "json"
+	}
+	return ""
+}
+
+// multipartBody streams the form: the file, then the fields.
+func multipartBody(path string, a config.STTAPI, format string) (io.ReadCloser, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot read the audio file: %w", err)
+	}
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		defer f.Close()
+		err := func() error {
+			for _, kv := range [][2]string{{"model", a.Model}, {"language", a.Language}, {"response_format", format}} {
+				if kv[1] != "" {
+					if err := mw.WriteField(kv[0], kv[1]); err != nil {
+						return err
+					}
+				}
+			}
+			part, err := mw.CreatePart(fileHeader(filepath.Base(path)))
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(part, f); err != nil {
+				return err
+			}
+			return mw.Close()
+		}()
+		pw.CloseWithError(err)
+	}()
+	return pr, mw.FormDataContentType(), nil
+}
+
+// fileHeader is the form part of the audio file: its name and type.
+func fileHeader(name string) map[string][]string {
+	ctype := mime.TypeByExtension(strings.ToLower(filepath.Ext(name)))
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	disposition := mime.FormatMediaType("form-data", map[string]string{"name": "file", "filename": name})
+	return map[string][]string{"Content-Disposition": {disposition}, "Content-Type": {ctype}}
+}
+
+// transcriptOf reads an answer: the text itself (response_format text),
+// or JSON with a text field.
+func transcriptOf(raw []byte, ctype, format string) (string, error) {
+	mt, _, _ := mime.ParseMediaType(ctype)
+	if format == "text" && mt != "application/json" {
+		return string(raw), nil
+	}
+	var v struct {
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		if format == "text" {
+			return string(raw), nil // a text answer labelled JSON
+		}
+		return "", fmt.Errorf("the answer is not JSON (%s)", snippet(raw))
+	}
+	if v.Text == nil {
+		return "", fmt.Errorf("the answer has no text (%s)", snippet(raw))
+	}
+	return *v.Text, nil
+}
+
+// apiError says why an API refused: its status, and its message.
+func apiError(a config.STTAPI, status int, raw []byte) error {
+	msg := scrub(errorMessage(raw), a.Key)
+	var hint string
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		hint = fmt.Sprintf(" (the key in %s was refused)", a.KeyVar)
+	case status == http.StatusTooManyRequests:
+		hint = " (rate-limited or out of quota: try again later)"
+	case status >= 500:
+		hint = " (the provider failed: try again later)"
+	}
+	return fmt.Errorf("%s transcription failed: HTTP %d%s: %s", a.Provider, status, hint, msg)
+}
+
+// errorMessage is an error answer's message: error.message (or error,
+// message, detail) of JSON, else its text.
+func errorMessage(raw []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(raw, &v) == nil {
+		var nested struct {
+			Message string `json:"message"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(v.Error, &nested) == nil && nested.Message != "":
+			return clip(nested.Message)
+		case json.Unmarshal(v.Error, &s) == nil && s != "":
+			return clip(s)
+		case v.Message != "":
+			return clip(v.Message)
+		case json.Unmarshal(v.Detail, &s) == nil && s != "":
+			return clip(s)
+		case len(v.Detail) > 0:
+			return clip(string(v.Detail))
+		}
+	}
+	return snippet(raw)
+}
+
+// snippet is the start of an answer, on one line.
+func snippet(raw []byte) string {
+	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(raw), "\uFFFD")), " ")
+	if s == "" {
+		return "an empty answer"
+	}
+	return clip(s)
+}
+
+func clip(s string) string {
+	if r := []rune(s); len(r) > 300 {
+		return string(r[:300]) + "…"
+	}
+	return s
+}
+
+// scrub takes key out of s, wherever a server or a library echoed it.
+func scrub(s, key string) string {
+	if len(key) < 4 {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "[key]")
+}
+
+// unwrapURL is a transport error without the *url.Error's method and URL
+// ("dial tcp …: connection refused", not "Post \"http://…\": dial tcp …").
+func unwrapURL(err error) string {
+	var u *url.Error
+	if errors.As(err, &u) && u.Err != nil {
+		return u.Err.Error()
+	}
+	return err.Error()
+}
+
+// asrPrefix is the language preamble some models put before the text
+// (language en<asr_text>…), which the familiar agent takes off.
+var asrPrefix = regexp.MustCompile(`(?is)^\s*language\s+[\w.-]+(?:\s*<audio_language>[^<]*</audio_language>)?\s*<asr_text>\s*(.*)$`)
+
+func stripASRPrefix(text string) string {
+	if m := asrPrefix.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return text
+}
