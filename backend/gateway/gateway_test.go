@@ -81,6 +81,9 @@ type env struct {
 	// seeImage and stickerCache are its SeeImage and StickerCache.
 	seeImage     func(ctx context.Context, path, prompt string) (string, error)
 	stickerCache string
+	// transcribe and echo are its Transcribe and EchoTranscripts.
+	transcribe func(ctx context.Context, path string) (string, error)
+	echo       bool
 }
 
 // eventRecorder is gateway.EventHooks that keeps what it is told.
@@ -200,7 +203,7 @@ func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Servi
 		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
 		ApprovalTimeout: e.approvalTimeout, TurnTimeout: e.turnTimeout, Parallel: e.parallel, Hooks: e.events, Progress: e.progress,
 		GroupSessionsPerUser: e.perUser[0], ThreadSessionsPerUser: e.perUser[1], MediaDir: e.mediaDir, Media: e.media,
-		MaxInboundFile: e.maxInbound, SeeImage: e.seeImage, StickerCache: e.stickerCache})
+		MaxInboundFile: e.maxInbound, SeeImage: e.seeImage, StickerCache: e.stickerCache, Transcribe: e.transcribe, EchoTranscripts: e.echo})
 	e.gw = g
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -77,6 +77,11 @@ func (s *Service) receiveFile(ctx context.Context, platform string, f InFile) st
 	case KindImage:
 		return s.seeImage(ctx, name, path)
 	case KindVoice:
+		if s.o.Transcribe != nil {
+			if note, ok := s.hear(ctx, platform, path); ok {
+				return note
+			}
+		}
 		d := ""
 		if f.Duration > 0 {
 			d = fmt.Sprintf(" (duration: %d:%02d)", f.Duration/60, f.Duration%60)

@@ -146,6 +146,13 @@ type Options struct {
 	// familiar sticker_cache.json), so a sticker is looked at once; "":
 	// each time.
 	StickerCache string
+	// Transcribe turns a voice message saved at path into the text
+	// spoken, for the agent to read (bounded by TranscribeTimeout); nil
+	// (stt.enabled: false): the agent is told where the file is.
+	// EchoTranscripts sends the chat what was heard before the answer
+	// (the familiar stt_echo_transcripts).
+	Transcribe      func(ctx context.Context, path string) (string, error)
+	EchoTranscripts bool
 }
 
 // ErrCannotSee is SeeImage's error when no model can look at an image.
@@ -636,13 +643,13 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 			}
 		}
 	}
+	w := &turnInfo{c: c, m: m, key: key}
+	ctx = context.WithValue(ctx, turnKey{}, w)
 	if len(m.Files) > 0 {
 		// Saved only now: for a sender let in, a message the plugins let
 		// through, and not a command the gateway answered itself.
 		text = strings.TrimSpace(s.receiveFiles(ctx, platform, m.Files) + "\n\n" + text)
 	}
-	w := &turnInfo{c: c, m: m, key: key}
-	ctx = context.WithValue(ctx, turnKey{}, w)
 	cmd, isCmd := commandName(text)
 	agent := map[string]any{"platform": platform, "user_id": m.UserID, "chat_id": m.ChatID, "thread_id": m.ThreadID,
 		"chat_type": m.ChatType, "session_id": sid, "message": clipRunes(text, 500)}
