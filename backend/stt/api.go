@@ -1,6 +1,7 @@
 package stt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,7 +46,7 @@ func (t *Transcriber) viaAPI(ctx context.Context, a config.STTAPI, path string) 
 	format := responseFormat(a)
 	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
 	defer cancel()
-	body, ctype, err := multipartBody(path, a, format)
+	body, size, ctype, err := multipartBody(path, a, format)
 	if err != nil {
 		return "", err
 	}
@@ -54,6 +55,7 @@ func (t *Transcriber) viaAPI(ctx context.Context, a config.STTAPI, path string) 
 	if err != nil {
 		return "", fmt.Errorf("%s transcription: the API address %q is not a URL", a.Provider, a.BaseURL)
 	}
+	req.ContentLength = size
 	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("Authorization", "Bearer "+a.Key)
 	req.Header.Set("Accept", "application/json, text/plain")
@@ -89,36 +91,33 @@ func responseFormat(a config.STTAPI) string {
 	return ""
 }
 
-// multipartBody streams the form: the file, then the fields.
-func multipartBody(path string, a config.STTAPI, format string) (io.ReadCloser, string, error) {
+// multipartBody is the form, read from the file as it is sent, and its
+// length (the APIs are sent it as the OpenAI SDK sends it, not chunked):
+// the fields, then the file.
+func multipartBody(path string, a config.STTAPI, format string) (io.ReadCloser, int64, string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot read the audio file: %w", err)
+		return nil, 0, "", fmt.Errorf("cannot read the audio file: %w", err)
 	}
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		defer f.Close()
-		err := func() error {
-			for _, kv := range [][2]string{{"model", a.Model}, {"language", a.Language}, {"response_format", format}} {
-				if kv[1] != "" {
-					if err := mw.WriteField(kv[0], kv[1]); err != nil {
-						return err
-					}
-				}
-			}
-			part, err := mw.CreatePart(fileHeader(filepath.Base(path)))
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(part, f); err != nil {
-				return err
-			}
-			return mw.Close()
-		}()
-		pw.CloseWithError(err)
-	}()
-	return pr, mw.FormDataContentType(), nil
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, "", fmt.Errorf("cannot read the audio file: %w", err)
+	}
+	var head bytes.Buffer
+	mw := multipart.NewWriter(&head)
+	for _, kv := range [][2]string{{"model", a.Model}, {"language", a.Language}, {"response_format", format}} {
+		if kv[1] != "" {
+			_ = mw.WriteField(kv[0], kv[1]) // into memory: no error
+		}
+	}
+	_, _ = mw.CreatePart(fileHeader(filepath.Base(path)))
+	tail := "\r\n--" + mw.Boundary() + "--\r\n" // what mw.Close would write after the file
+	body := struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(&head, f, strings.NewReader(tail)), f}
+	return body, int64(head.Len()) + fi.Size() + int64(len(tail)), mw.FormDataContentType(), nil
 }
 
 // fileHeader is the form part of the audio file: its name and type.

@@ -22,6 +22,7 @@ type apiCall struct {
 	fileName   string
 	fileType   string
 	file       string
+	length     int64 // Content-Length (-1: chunked)
 }
 
 // fakeAPI is a loopback transcription API answering with answer.
@@ -36,7 +37,7 @@ func newFakeAPI(t *testing.T, answer func(w http.ResponseWriter, c apiCall)) *fa
 	t.Helper()
 	f := &fakeAPI{answer: answer}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := apiCall{path: r.URL.Path, auth: r.Header.Get("Authorization"), fields: map[string]string{}}
+		c := apiCall{path: r.URL.Path, auth: r.Header.Get("Authorization"), fields: map[string]string{}, length: r.ContentLength}
 		mr, err := r.MultipartReader()
 		if err != nil {
 			http.Error(w, "not multipart: "+err.Error(), http.StatusBadRequest)
@@ -103,7 +104,7 @@ func TestOpenAIAndGroq(t *testing.T) {
 	}
 	c := api.got()[0]
 	if c.path != "/v1/audio/transcriptions" || c.auth != "Bearer sk-voice-123" || c.fields["model"] != "whisper-1" || c.fields["language"] != "de" ||
-		c.fields["response_format"] != "text" || c.fileName != "voice-12.ogg" || c.fileType != "audio/ogg" || c.file != "OggS-fake-audio" || len(c.fields) != 3 {
+		c.fields["response_format"] != "text" || c.fileName != "voice-12.ogg" || c.fileType != "audio/ogg" || c.file != "OggS-fake-audio" || len(c.fields) != 3 || c.length <= 0 {
 		t.Fatalf("openai was sent %+v", c)
 	}
 
