@@ -519,6 +519,21 @@ type Clarify struct {
 	Timeout any `yaml:"timeout"`
 }
 
+// yamlNumber is v as a number, when the YAML parser read a number.
+func yamlNumber(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
 // maxClarifySeconds is the longest clarify timeout kept as a limit: a
 // year.
 const maxClarifySeconds = 365 * 24 * 3600
@@ -532,23 +547,16 @@ func (c Config) ClarifyTimeout() (time.Duration, bool) {
 	if raw == nil {
 		raw = c.Agent.ClarifyTimeout
 	}
-	var secs float64
-	switch v := raw.(type) {
-	case int:
-		secs = float64(v)
-	case int64:
-		secs = float64(v)
-	case uint64:
-		secs = float64(v)
-	case float64:
-		secs = math.Trunc(v) // whole seconds, as int() takes them
-	case string:
-		n, err := strconv.Atoi(strings.TrimSpace(v))
+	secs, ok := yamlNumber(raw)
+	secs = math.Trunc(secs) // whole seconds, as int() takes them
+	if s, isText := raw.(string); isText {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
 			return 0, false
 		}
-		secs = float64(n)
-	default:
+		secs, ok = float64(n), true
+	}
+	if !ok {
 		return 0, false
 	}
 	if secs <= 0 || secs > maxClarifySeconds {

@@ -283,25 +283,19 @@ func (c STTCommand) timeout() (secs float64, ok bool, bad string) {
 	if raw == nil {
 		raw = c.TimeoutSeconds
 	}
-	switch v := raw.(type) {
-	case nil:
+	if raw == nil {
 		return 0, false, ""
-	case int:
-		secs = float64(v)
-	case int64:
-		secs = float64(v)
-	case uint64:
-		secs = float64(v)
-	case float64:
-		secs = v
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	}
+	secs, ok = yamlNumber(raw)
+	if s, isText := raw.(string); isText {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil {
-			return 0, false, fmt.Sprintf("%q is not a number of seconds", v)
+			return 0, false, fmt.Sprintf("%q is not a number of seconds", s)
 		}
-		secs = f
-	default:
-		return 0, false, fmt.Sprintf("%v is not a number of seconds", v)
+		secs, ok = f, true
+	}
+	if !ok {
+		return 0, false, fmt.Sprintf("%v is not a number of seconds", raw)
 	}
 	if secs <= 0 || secs > 86400 || math.IsNaN(secs) {
 		return 0, false, fmt.Sprintf("must be more than 0 and at most 86400 seconds, not %v", secs)
