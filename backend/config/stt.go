@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -170,21 +171,21 @@ func (s STT) API(provider string, getenv func(string) string) (STTAPI, bool) {
 	case STTOpenAI:
 		sec = s.OpenAI
 		a = STTAPI{BaseURL: env("STT_OPENAI_BASE_URL", "https://api.openai.com/v1"), KeyVars: []string{"VOICE_TOOLS_OPENAI_KEY", "OPENAI_API_KEY"}}
-		a.Model = firstOf(sec.Model, env("STT_OPENAI_MODEL", "whisper-1"))
+		a.Model = cmp.Or(sec.Model, env("STT_OPENAI_MODEL", "whisper-1"))
 		if slices.Contains(groqSTTModels, a.Model) { // Groq's, as the familiar agent corrects it
 			a.Model = env("STT_OPENAI_MODEL", "whisper-1")
 		}
 	case STTGroq:
 		sec = s.Groq
 		a = STTAPI{BaseURL: env("GROQ_BASE_URL", "https://api.groq.com/openai/v1"), KeyVars: []string{"GROQ_API_KEY"}}
-		a.Model = firstOf(sec.Model, env("STT_GROQ_MODEL", "whisper-large-v3-turbo"))
+		a.Model = cmp.Or(sec.Model, env("STT_GROQ_MODEL", "whisper-large-v3-turbo"))
 		if slices.Contains(openAISTTModels, a.Model) {
 			a.Model = env("STT_GROQ_MODEL", "whisper-large-v3-turbo")
 		}
 	case STTMistral:
 		sec = s.Mistral
 		a = STTAPI{BaseURL: "https://api.mistral.ai/v1", KeyVars: []string{"MISTRAL_API_KEY"}}
-		a.Model = firstOf(sec.Model, env("STT_MISTRAL_MODEL", "voxtral-mini-latest"))
+		a.Model = cmp.Or(sec.Model, env("STT_MISTRAL_MODEL", "voxtral-mini-latest"))
 	default:
 		return STTAPI{}, false
 	}
@@ -210,7 +211,7 @@ func (s STT) LocalCommand(getenv func(string) string) (command, model, language 
 	if model == "" || slices.Contains(openAISTTModels, model) || slices.Contains(groqSTTModels, model) {
 		model = defaultLocalSTTModel
 	}
-	language = firstOf(s.language(s.Local.Language, getenv), defaultCommandLanguage)
+	language = cmp.Or(s.language(s.Local.Language, getenv), defaultCommandLanguage)
 	return strings.TrimSpace(getenv("HERMES_LOCAL_STT_COMMAND")), model, language
 }
 
@@ -241,7 +242,7 @@ func (s STT) CommandProvider(name string, getenv func(string) string) (STTComman
 		format = "txt"
 	}
 	return STTCommandSpec{Name: key, Command: strings.TrimSpace(c.Command), IdleTimeout: timeout, Format: format,
-		Passthrough: c.EnvPassthrough, Language: firstOf(strings.TrimSpace(c.Language), s.language("", getenv), defaultCommandLanguage),
+		Passthrough: c.EnvPassthrough, Language: cmp.Or(strings.TrimSpace(c.Language), s.language("", getenv), defaultCommandLanguage),
 		Model: strings.TrimSpace(c.Model)}, true
 }
 
@@ -259,16 +260,7 @@ func (s STT) commandNamed(name string) (string, STTCommand, bool) {
 // language is a provider's language hint: its own, else stt.language,
 // else HERMES_LOCAL_STT_LANGUAGE ("": none).
 func (s STT) language(own string, getenv func(string) string) string {
-	return firstOf(strings.TrimSpace(own), strings.TrimSpace(s.Language), strings.TrimSpace(getenv("HERMES_LOCAL_STT_LANGUAGE")))
-}
-
-func firstOf(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
+	return cmp.Or(strings.TrimSpace(own), strings.TrimSpace(s.Language), strings.TrimSpace(getenv("HERMES_LOCAL_STT_LANGUAGE")))
 }
 
 func isCommandType(t string) bool {
@@ -306,8 +298,8 @@ func (c STTCommand) timeout() (secs float64, ok bool, bad string) {
 // format is format (else output_format) in lower case, without a dot
 // ("txt" when neither is set).
 func (c STTCommand) format() string {
-	f := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(firstOf(strings.TrimSpace(c.Format), strings.TrimSpace(c.OutputFormat)))), ".")
-	return firstOf(f, "txt")
+	f := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(cmp.Or(strings.TrimSpace(c.Format), strings.TrimSpace(c.OutputFormat)))), ".")
+	return cmp.Or(f, "txt")
 }
 
 // validate checks the stt block.

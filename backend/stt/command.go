@@ -2,6 +2,7 @@ package stt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,7 +53,7 @@ func (t *Transcriber) viaLocal(ctx context.Context, template, path string) (stri
 	case res.timedOut:
 		return "", fmt.Errorf("local transcription failed: the command gave no output for %s and was stopped", localIdle)
 	case res.code != 0:
-		return "", fmt.Errorf("local STT failed (exit code %d): %s", res.code, firstOf(res.stderr, res.stdout, "no output"))
+		return "", fmt.Errorf("local STT failed (exit code %d): %s", res.code, cmp.Or(res.stderr, res.stdout, "no output"))
 	}
 	txts, _ := filepath.Glob(filepath.Join(dir, "*.txt"))
 	sort.Strings(txts)
@@ -95,7 +96,7 @@ func (t *Transcriber) viaCommand(ctx context.Context, c config.STTCommandSpec, p
 		if res.stdout != "" {
 			detail = append(detail, "stdout: "+res.stdout)
 		}
-		return "", fmt.Errorf("STT command provider '%s' exited with code %d: %s", c.Name, res.code, firstOf(strings.Join(detail, "; "), "no command output"))
+		return "", fmt.Errorf("STT command provider '%s' exited with code %d: %s", c.Name, res.code, cmp.Or(strings.Join(detail, "; "), "no command output"))
 	}
 	if b, err := os.ReadFile(out); err == nil && len(bytes.TrimSpace(b)) > 0 {
 		return strings.ToValidUTF8(string(b), "\uFFFD"), nil
@@ -114,7 +115,7 @@ func (t *Transcriber) toWAV(ctx context.Context, path, dir, missing string) (str
 		return "", fmt.Errorf("%s, but ffmpeg was not found", missing)
 	}
 	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	out := filepath.Join(dir, firstOf(stem, "audio")+".wav")
+	out := filepath.Join(dir, cmp.Or(stem, "audio")+".wav")
 	res := t.run(ctx, shellQuote(ffmpeg)+" -nostdin -y -i "+shellQuote(path)+" "+shellQuote(out), nil, localIdle)
 	switch {
 	case res.err != nil:
@@ -122,7 +123,7 @@ func (t *Transcriber) toWAV(ctx context.Context, path, dir, missing string) (str
 	case res.timedOut:
 		return "", errors.New("the audio conversion timed out")
 	case res.code != 0:
-		return "", fmt.Errorf("failed to convert the audio: %s", firstOf(res.stderr, res.stdout, fmt.Sprintf("ffmpeg exited with code %d", res.code)))
+		return "", fmt.Errorf("failed to convert the audio: %s", cmp.Or(res.stderr, res.stdout, fmt.Sprintf("ffmpeg exited with code %d", res.code)))
 	}
 	return out, nil
 }
@@ -315,12 +316,3 @@ func shellQuote(v string) string {
 }
 
 var unsafeWord = regexp.MustCompile(`[^\w@%+=:,./-]`)
-
-func firstOf(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
