@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -88,6 +89,9 @@ const (
 	defaultLocalSTTModel     = "base"
 	defaultCommandLanguage   = "en"
 )
+
+// sttName is what a command provider may be named.
+var sttName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // sttFormats are the formats a command provider may write.
 var sttFormats = []string{"txt", "json", "srt", "vtt"}
@@ -321,8 +325,8 @@ func (s STT) validate() error {
 	for _, name := range names {
 		c, key := s.Providers[name], "stt.providers."+name
 		switch {
-		case strings.TrimSpace(name) == "":
-			return fmt.Errorf("stt.providers: a provider needs a name")
+		case !sttName.MatchString(name):
+			return fmt.Errorf("stt.providers: %q is no name for a provider: letters, digits, '_', '-' or '.'", name)
 		case STTBuiltIn(name):
 			return fmt.Errorf("%s: %s is a built-in provider; a command provider needs a name of its own", key, strings.ToLower(name))
 		case !isCommandType(c.Type):

@@ -160,6 +160,7 @@ func TestSTTValidation(t *testing.T) {
 		{"stt:\n  providers:\n    groq: {command: x}\n", "stt.providers.groq: groq is a built-in provider"},
 		{"stt:\n  providers:\n    mine: {command: x, env_passthrough: [\"sk-abcdefgh\"]}\n", `stt.providers.mine.env_passthrough: "sk-…" is not the name`},
 		{"stt:\n  enabled: maybe\n", `stt.enabled must be true or false, not "maybe"`},
+		{"stt:\n  providers:\n    \"../x\": {command: x}\n", `stt.providers: "../x" is no name for a provider`},
 	} {
 		_, _, err := loadText(t, c.text)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
