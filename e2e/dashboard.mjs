@@ -1573,13 +1573,14 @@ async function main() {
     return line.split('\n')[0];
   });
 
-  await check("a chat's files show as files: a photo a person sent (what the vision model saw on hover), one not saved, a sticker, the files the agent sent; what the model read one click away", async () => {
+  await check("a chat's files show as files: a photo a person sent (what the vision model saw on hover), one not saved, a sticker, a voice message transcribed, the files the agent sent; what the model read one click away", async () => {
     const sid = (await atrium('sessions', 'create', '--title', 'Telegram · Ada (files)')).id;
     const saved = join(home, 'cache', 'gateway', 'telegram', '20261207-142502-9f2c41aa-photo-4410.jpg');
     await atrium('messages', 'append', sid, '--role', 'user', '--content',
       `[The user sent an image~ Here's what I can see:\nA bar chart of weekly sign-ups, rising from 120 to 340.]\n[If you need a closer look, use vision_analyze with image_url: ${saved} ~]\n\n` +
       "[The user sent a file: 'backup.iso' (45.0 MB). It was not saved: the gateway takes files up to 20.0 MB.]\n\nA chart like this one, please.");
     await atrium('messages', 'append', sid, '--role', 'user', '--content', '[The user sent a sticker 😀 from "Cats"~ It shows: "A cat waving" (=^.w.^=)]');
+    await atrium('messages', 'append', sid, '--role', 'user', '--content', '[The user sent a voice message~ Here\'s what they said: "And make the bars blue."]');
     await atrium('messages', 'append', sid, '--role', 'assistant', '--content', 'Here it is.\n\nMEDIA:/tmp/signups.png\nMEDIA:"/tmp/week 49.pdf"');
     // Made by another process without a turn (no hook fires): the page
     // learns of it when it loads the list again.
@@ -1594,11 +1595,12 @@ async function main() {
       ['image', 'photo-4410.jpg', `Saved at ${saved}\nWhat the vision model saw: A bar chart of weekly sign-ups, rising from 120 to 340.`, false],
       ['file', 'backup.iso', '45.0 MB · the gateway takes files up to 20.0 MB', true],
       ['sticker', '😀 Cats', 'What the vision model saw: A cat waving', false],
+      ['voice', 'voice message', 'transcribed', false],
       ['image', 'signups.png', 'Sent from /tmp/signups.png', false],
       ['document', 'week 49.pdf', 'Sent from /tmp/week 49.pdf', false],
     ], 'the files');
     const texts = await page.locator('.messages [data-testid=message] .content.md > p').allInnerTexts();
-    eq(texts, ['A chart like this one, please.', 'Here it is.'], 'the words, without the notes and tags');
+    eq(texts, ['A chart like this one, please.', 'And make the bars blue.', 'Here it is.'], 'the words, without the notes and tags; a voice message\'s, transcribed');
     assert((await page.locator('.messages details.tool-raw').first().innerText()).includes('As the model reads it'), 'the raw message one click away');
     await page.screenshot({ path: join(artifacts, 'dashboard-chat-files.png') });
     await page.keyboard.press('Escape');

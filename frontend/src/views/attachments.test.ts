@@ -73,6 +73,20 @@ describe('sentFiles', () => {
     ]);
   });
 
+  it('reads a transcribed voice message as the person’s words, and one that could not be', () => {
+    const said = '[The user sent a voice message~ Here\'s what they said: "Book the "blue" room for Friday."]\n\nand lunch too';
+    expect(sentFiles(said)).toEqual({
+      files: [{ kind: 'voice', name: 'voice message', path: '', note: 'transcribed' }],
+      text: 'Book the "blue" room for Friday.\n\nand lunch too',
+    });
+    const chip = attachmentsView(sentFiles(said)?.files ?? [], 'person').querySelector('[data-testid="attachment"]');
+    expect([chip?.className, chip?.textContent]).toEqual(['attachment', 'voicevoice messagetranscribed']);
+    expect(sentFiles('[voice message could not be transcribed]')).toEqual({
+      files: [{ kind: 'voice', name: 'voice message', path: '', note: 'could not be transcribed' }],
+      text: '',
+    });
+  });
+
   it('leaves a message without a note alone', () => {
     expect(sentFiles('hello [The user sent an image: x]')).toBeNull();
     expect(sentFiles('[The user sent nothing]')).toBeNull();

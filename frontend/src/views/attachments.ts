@@ -37,6 +37,11 @@ const unseenRE = /^\[The user sent an image but I couldn't quite see it this tim
 const stickerRE = /^\[The user sent a sticker(?: (\S+?)(?: from "(.*?)")?)?~ It shows: "([\s\S]*?)" \(=\^\.w\.\^=\)\](?:\n\n|$)/;
 const animatedRE = /^\[The user sent an animated sticker(?: (\S+?))?~ I can't see animated ones yet(?:, but the emoji suggests: \S+?)?\](?:\n\n|$)/;
 
+// A voice message the gateway transcribed (its words are the person's),
+// and one it could not.
+const heardRE = /^\[The user sent a voice message~ Here's what they said: "([\s\S]*?)"\](?:\n\n|$)/;
+const unheardRE = /^\[voice message could not be transcribed\](?:\n\n|$)/;
+
 // savedName is a saved file's name as it was sent: without the time and
 // random part the gateway put before it.
 function savedName(path: string): string {
@@ -48,8 +53,22 @@ function savedName(path: string): string {
  * note). A text document's content stays in the words. */
 export function sentFiles(content: string): { files: Attachment[]; text: string } | null {
   const files: Attachment[] = [];
+  const heard: string[] = [];
   let rest = content;
   for (;;) {
+    const said = heardRE.exec(rest);
+    if (said) {
+      files.push({ kind: 'voice', name: 'voice message', path: '', note: 'transcribed' });
+      heard.push(said[1] ?? '');
+      rest = rest.slice(said[0].length);
+      continue;
+    }
+    const unheard = unheardRE.exec(rest);
+    if (unheard) {
+      files.push({ kind: 'voice', name: 'voice message', path: '', note: 'could not be transcribed' });
+      rest = rest.slice(unheard[0].length);
+      continue;
+    }
     const v = voiceRE.exec(rest);
     if (v) {
       const path = v[1] ?? '';
@@ -88,7 +107,9 @@ export function sentFiles(content: string): { files: Attachment[]; text: string 
     files.push({ kind: kinds[m[1] ?? ''] ?? 'file', name: m[2] ?? '', path: saved?.[1] ?? '', note: saved ? '' : [m[3], problem].filter(Boolean).join(' · ') });
     rest = rest.slice(m[0].length);
   }
-  return files.length ? { files, text: rest } : null;
+  // What a voice message said is the person's words, before any they typed.
+  const text = [...heard, rest].filter(Boolean).join('\n\n');
+  return files.length ? { files, text } : null;
 }
 
 const mediaRE = /[`"']?MEDIA:[ \t]*(?:`([^`\n]+)`|"([^"\n]+)"|'([^'\n]+)'|(\S+))/g;
@@ -134,6 +155,12 @@ function basename(path: string): string {
   return i >= 0 ? path.slice(i + 1) : path;
 }
 
+// kept says a file reached the agent: saved, or a sticker or voice message
+// that the gateway turned into words (neither names a saved file).
+function kept(f: Attachment): boolean {
+  return f.path !== '' || f.kind === 'sticker' || f.kind === 'voice';
+}
+
 /** attachmentsView is a row of files: each its kind, its name, its
  * duration or why it was not saved; its path on hover. */
 export function attachmentsView(files: Attachment[], sent: 'person' | 'agent'): HTMLElement {
@@ -144,7 +171,7 @@ export function attachmentsView(files: Attachment[], sent: 'person' | 'agent'): 
       h(
         'span',
         {
-          class: `attachment${f.path || f.kind === 'sticker' ? '' : ' missing'}`,
+          class: `attachment${kept(f) ? '' : ' missing'}`,
           'data-testid': 'attachment',
           'data-kind': f.kind,
           title: [f.path ? `${sent === 'person' ? 'Saved at' : 'Sent from'} ${f.path}` : f.note, f.seen ? `What the vision model saw: ${f.seen}` : '']
@@ -153,7 +180,7 @@ export function attachmentsView(files: Attachment[], sent: 'person' | 'agent'): 
         },
         h('span', { class: 'badge attachment-kind' }, f.kind), // words, not emoji: a system without an emoji font shows boxes
         h('span', { class: 'attachment-name' }, f.name),
-        f.note ? h('span', { class: 'muted small' }, f.path || f.kind === 'sticker' ? f.note : `not saved: ${f.note}`) : null,
+        f.note ? h('span', { class: 'muted small' }, kept(f) ? f.note : `not saved: ${f.note}`) : null,
       ),
     ),
   );
