@@ -147,6 +147,33 @@ func TestSendMessageFromATerminal(t *testing.T) {
 	if dm, _ := targets[1].(map[string]any); dm["target"] != "telegram:42" || dm["type"] != "dm" || !strings.Contains(fmt.Sprint(dm["name"]), "Ada") {
 		t.Fatalf("Ada's DM in the list: %v", targets[1])
 	}
+	// Now that her DM is a conversation, a message sent there is mirrored
+	// into its session, as the agent's words, for when she answers; the
+	// terminal's own session has it only as the tool's call.
+	if got = send("while it runs"); got["success"] != true {
+		t.Fatalf("to Ada's DM: %v", got)
+	}
+	var page struct {
+		Sessions []struct{ ID, Title string } `json:"sessions"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "sessions", "list", "--json"), &page)
+	var ada string
+	for _, s := range page.Sessions {
+		if s.ID != sid {
+			ada = s.ID
+		}
+	}
+	var msgs []struct{ Role, Content string }
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", ada, "--json"), &msgs)
+	if n := len(msgs); n < 3 || msgs[n-1].Role != "assistant" || msgs[n-1].Content != "From the terminal, while the gateway runs." || msgs[n-3].Content != "hello" {
+		t.Fatalf("Ada's conversation: %+v", msgs)
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "messages", "list", sid, "--json"), &msgs)
+	for _, m := range msgs {
+		if m.Role == "assistant" && m.Content == "From the terminal, while the gateway runs." {
+			t.Fatal("the message was mirrored into the session that sent it")
+		}
+	}
 	if strings.Contains(logs.String(), cliTGToken) {
 		t.Fatal("the token reached the log")
 	}

@@ -468,6 +468,15 @@ func (s *Service) deliver(ctx context.Context, j Job, sessionID, text string) (i
 	if err != nil {
 		return 0, err
 	}
+	// The chat's own conversation learns what the job sent there, as the
+	// familiar scheduler mirrors it: a message of the person's side, named
+	// as the job's (the agent did not say it there).
+	if s.o.Sessions != nil {
+		if _, err := s.o.Outbox.Mirror(context.WithoutCancel(ctx), s.o.Sessions, platform, chat, thread, sessionID,
+			sessions.NewMessage{Role: "user", Content: "[Cron delivery: " + j.Name + "]\n" + text}); err != nil {
+			s.log.Warn("cron: the answer was queued, and not mirrored into the chat's conversation", "job", j.Name, "error", err)
+		}
+	}
 	if s.o.Wake != nil {
 		s.o.Wake(platform)
 	}

@@ -370,6 +370,24 @@ func TestCronDeliversToTheHomeChannel(t *testing.T) {
 	if len(ds) != 1 || ds[0].ChatID != "-100200" || ds[0].ThreadID != "17" || ds[0].Origin != "cron:digest" {
 		t.Fatalf("delivery %+v", ds)
 	}
+
+	// Once the topic is a conversation, the answer is mirrored into its
+	// session as the familiar scheduler mirrors it: the person's side,
+	// named as the job's.
+	topic, err := e.sess.Create(ctx, sessions.CreateParams{Title: "the topic", Source: "gateway", SenderID: "42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gateway.NewStore(e.db).SetRoute(ctx, "telegram:group:-100200:17:42", "telegram", topic.ID); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = s.Run(ctx, "digest"); err != nil || res.Delivered == 0 {
+		t.Fatalf("into the topic: %+v %v", res, err)
+	}
+	ms, err := e.sess.Messages(ctx, topic.ID, true)
+	if err != nil || len(ms) != 1 || ms[0].Role != "user" || ms[0].Content != "[Cron delivery: digest]\n"+ds[0].Text {
+		t.Fatalf("the topic's conversation: %+v %v", ms, err)
+	}
 }
 
 // answering is a model that answers every message with its text.

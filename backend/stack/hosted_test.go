@@ -68,7 +68,7 @@ func TestMessageTargets(t *testing.T) {
 		"discord:thread:555:555":                    "discord:555",
 		"slack:channel:C0123456789:1700000000.0001": "slack:C0123456789:1700000000.0001",
 	} {
-		if got, _, ok := routeTarget(key, "42"); !ok || got != want {
+		if got, _, ok := gateway.RouteTarget(key, "42"); !ok || got != want {
 			t.Errorf("%s: %q, want %q", key, got, want)
 		}
 	}

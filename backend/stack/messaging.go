@@ -12,7 +12,9 @@ import (
 	"atrium/backend/config"
 	"atrium/backend/gateway"
 	"atrium/backend/hostlock"
+	"atrium/backend/sessions"
 	"atrium/backend/tools"
+	"atrium/backend/turns"
 )
 
 // send_message, the familiar agent's tool, on Atrium's gateway: the
@@ -134,7 +136,17 @@ func (s *Stack) sendMessage(ctx context.Context, g config.Gateway, target, messa
 	if err != nil {
 		return nil, err
 	}
-	return sendResult(rows, platform, chat, thread, home, by), nil
+	out := sendResult(rows, platform, chat, thread, home, by)
+	if out["error"] == nil {
+		// The chat's own conversation learns what was sent there, as the
+		// agent's words (the familiar send_message's mirror); not the
+		// conversation that sent it.
+		if _, err := store.Mirror(ctx, s.Sessions, platform, chat, thread, turns.SessionOf(ctx),
+			sessions.NewMessage{Role: "assistant", Content: message}); err != nil {
+			s.log.Warn("send_message: the message was sent, and not mirrored into the chat's conversation", "target", platform+":"+chat, "error", err)
+		}
+	}
+	return out, nil
 }
 
 // deliverNow sends the rows ids itself when no process runs the gateway
@@ -257,7 +269,7 @@ func (s *Stack) messageTargets(ctx context.Context, g config.Gateway) (map[strin
 		if err != nil {
 			continue // the conversation's session was deleted
 		}
-		target, kind, ok := routeTarget(r.SessionKey, sess.SenderID)
+		target, kind, ok := gateway.RouteTarget(r.SessionKey, sess.SenderID)
 		if !ok || seen[target] {
 			continue
 		}
@@ -269,24 +281,4 @@ func (s *Stack) messageTargets(ctx context.Context, g config.Gateway) (map[strin
 		}
 	}
 	return map[string]any{"targets": targets}, nil
-}
-
-// routeTarget is the send_message target of a conversation's key
-// (<platform>:<chat_type>:<chat_id>[:<thread_id>][:<user_id>]; the user's
-// id ends it in a shared chat kept a conversation per person, which is
-// its session's sender).
-func routeTarget(key, sender string) (target, kind string, ok bool) {
-	parts := strings.Split(key, ":")
-	if len(parts) < 3 || parts[2] == "" {
-		return "", "", false
-	}
-	rest := parts[3:]
-	if parts[1] != "dm" && len(rest) > 0 && sender != "" && rest[len(rest)-1] == sender {
-		rest = rest[:len(rest)-1]
-	}
-	target = parts[0] + ":" + parts[2]
-	if len(rest) > 0 && rest[0] != parts[2] {
-		target += ":" + rest[0]
-	}
-	return target, parts[1], true
 }

@@ -393,11 +393,21 @@ type turnCtx struct {
 	offered map[string]bool
 }
 
+type sessionKey struct{}
+
+// SessionOf is the session whose turn ctx runs (the one Send was given),
+// "" outside a turn: a tool that writes to other sessions leaves it alone.
+func SessionOf(ctx context.Context) string {
+	id, _ := ctx.Value(sessionKey{}).(string)
+	return id
+}
+
 // Send runs one user turn, or a slash command when text starts with "/".
 func (l *Loop) Send(ctx context.Context, sessionID, text string, cc hooks.CommandContext) (Turn, error) {
 	if cc.Platform == "" {
 		cc.Platform = "cli"
 	}
+	ctx = context.WithValue(ctx, sessionKey{}, sessionID)
 	if l.opts.Runs == nil {
 		return l.send(ctx, sessionID, text, cc, nil)
 	}

@@ -943,3 +943,29 @@ func TestTodoListFollowsTheConversation(t *testing.T) {
 		t.Fatalf("todo offered without its toolset: %+v", turn)
 	}
 }
+
+// A tool run in a turn knows whose turn it is (SessionOf): send_message
+// mirrors a message into the chat's conversation, never into the session
+// that sent it.
+func TestAToolKnowsTheSessionOfItsTurn(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	m := newMachineEnv(t, func(s *tools.Settings) {
+		s.Messaging = tools.Messaging{Platforms: []string{"telegram"}, Send: func(ctx context.Context, _, _ string) (map[string]any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, turns.SessionOf(ctx))
+			return map[string]any{"success": true}, nil
+		}}
+	}, nil)
+	s := m.MustCreate(t, sessions.CreateParams{Title: "ops"})
+	if _, out := m.call(t, "cli", s.ID, tools.SendMessageTool, map[string]any{"target": "telegram", "message": "hi"}); out["success"] != true {
+		t.Fatalf("%v", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != s.ID || turns.SessionOf(context.Background()) != "" {
+		t.Fatalf("the tool saw %q, want %q", seen, s.ID)
+	}
+}
