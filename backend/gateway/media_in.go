@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -37,14 +38,27 @@ var textExts = map[string]bool{".txt": true, ".md": true, ".markdown": true, ".c
 // receiveFiles saves the files of a message and returns the notes that
 // tell the agent of them, one per file, in order ("" when there are
 // none). A file that cannot be saved is said, and the message still goes
-// to the agent.
+// to the agent. An album's files are fetched, looked at and heard
+// filesAtOnce at a time: its photos take the time of the slowest look,
+// not of all of them.
 func (s *Service) receiveFiles(ctx context.Context, platform string, files []InFile) string {
-	var notes []string
-	for _, f := range files {
-		notes = append(notes, s.receiveFile(ctx, platform, f))
+	notes := make([]string, len(files))
+	slots := make(chan struct{}, filesAtOnce)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			notes[i] = s.receiveFile(ctx, platform, f)
+		}()
 	}
+	wg.Wait()
 	return strings.Join(notes, "\n\n")
 }
+
+// filesAtOnce bounds the files of one message received at the same time.
+const filesAtOnce = 4
 
 func (s *Service) receiveFile(ctx context.Context, platform string, f InFile) string {
 	if f.Kind == KindSticker && f.Sticker != nil {

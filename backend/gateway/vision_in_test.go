@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"atrium/backend/gateway"
 	"atrium/backend/gateway/gatewaytest"
@@ -173,5 +174,42 @@ func TestStickersAreLookedAtOnce(t *testing.T) {
 	if err := json.Unmarshal(b, &kept); err != nil || len(kept) != 2 || kept["S1"]["description"] != "A cat waving" ||
 		kept["S1"]["emoji"] != "😀" || kept["S1"]["set_name"] != "Cats" || kept["S1"]["cached_at"].(float64) < 1.7e9 || kept["S9"] == nil {
 		t.Fatalf("the cache: %s %v", b, err)
+	}
+}
+
+// An album's photos are looked at together, not one after another: each
+// look here waits until all three are under way (one at a time, they
+// never would be), and the notes keep the album's order.
+func TestAnAlbumsPhotosAreLookedAtTogether(t *testing.T) {
+	t.Parallel()
+	e, model := mediaEnv(t, "seen")
+	var mu sync.Mutex
+	inFlight := 0
+	all := make(chan struct{})
+	e.seeImage = func(ctx context.Context, path, _ string) (string, error) {
+		mu.Lock()
+		inFlight++
+		if inFlight == 3 {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(20 * time.Second):
+			return "", errors.New("looked at one at a time")
+		}
+		b, err := os.ReadFile(path)
+		return "photo " + string(b), err
+	}
+	f := gatewaytest.NewTelegram(t, tgToken)
+	e.start(t, telegram(f, "5"))
+	f.PushAlbum(5, "Ada", 5, "private", "g7", "three", 0, []byte("1"), []byte("2"), []byte("3"))
+	waitFor(t, "the album's turn", func() bool { return len(model.told()) == 1 })
+	got := model.told()[0]
+	if strings.Count(got, "Here's what I can see:") != 3 || !(strings.Index(got, "photo 1]") < strings.Index(got, "photo 2]") &&
+		strings.Index(got, "photo 2]") < strings.Index(got, "photo 3]")) || !strings.HasSuffix(got, "\n\nthree") {
+		t.Fatalf("the model was given %q", got)
 	}
 }
