@@ -6,13 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"atrium/backend/cmdprovider"
 	"atrium/backend/config"
 )
 
@@ -84,48 +84,6 @@ func gone(pid int) bool {
 		return true
 	}
 	return syscall.Kill(pid, 0) != nil
-}
-
-// A placeholder's value is quoted for where it stands, bare, in single
-// quotes or in double quotes: the shell hands the command the value
-// itself, and nothing in it runs.
-func TestRenderQuotesForTheShell(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	value := filepath.Join(dir, hostile)
-	tmpl := `printf '%s\n' {input_path} '{input_path}' "{input_path}" "x {input_path} y" 'a'{input_path}'b' {{input_path}}`
-	cmd, unknown := render(tmpl, map[string]string{"input_path": value})
-	if len(unknown) != 0 {
-		t.Fatalf("unknown %q", unknown)
-	}
-	c := exec.Command("/bin/sh", "-c", cmd)
-	c.Dir = dir
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", cmd, err, out)
-	}
-	want := strings.Join([]string{value, value, value, "x " + value + " y", "a" + value + "b", value}, "\n") + "\n"
-	if string(out) != want {
-		t.Fatalf("the shell got\n%q\nwant\n%q\n(command %s)", out, want, cmd)
-	}
-	for _, f := range []string{"pwned", "pwned2"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			t.Fatalf("the file name ran a command (%s)", f)
-		}
-	}
-
-	// {{ and }} are braces; ${name} is the shell's; an unknown {name} is
-	// left and said.
-	cmd, unknown = render(`echo {{"a": {model}}} ${model} {nope} {{nope}}`, map[string]string{"model": "tiny"})
-	if cmd != `echo {"a": tiny} ${model} {nope} {nope}` || !slices.Equal(unknown, []string{"nope"}) {
-		t.Fatalf("%q %q", cmd, unknown)
-	}
-	if got := shellQuote(""); got != "''" {
-		t.Fatalf("empty: %s", got)
-	}
-	if got := shellQuote("/tmp/a_b-c.ogg"); got != "/tmp/a_b-c.ogg" {
-		t.Fatalf("safe: %s", got)
-	}
 }
 
 // A command provider (a real child process) gets the placeholders, its
@@ -201,7 +159,7 @@ func TestCommandProviderIdleTimeout(t *testing.T) {
 	in := audio(t, dir, "v.ogg")
 	pidFile := filepath.Join(dir, "child")
 	cfg := config.STT{Provider: "hang", Providers: map[string]config.STTCommand{
-		"hang": {Command: `sleep 300 & echo $! > ` + shellQuote(pidFile) + `; echo started; wait`, Timeout: 0.5}}}
+		"hang": {Command: `sleep 300 & echo $! > ` + cmdprovider.ShellQuote(pidFile) + `; echo started; wait`, Timeout: 0.5}}}
 	start := time.Now()
 	_, err := testTranscriber(t, cfg, nil, "").Transcribe(context.Background(), in)
 	if err == nil || err.Error() != "STT command provider 'hang' timed out after 0.5s without output" {

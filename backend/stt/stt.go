@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"atrium/backend/cmdprovider"
 	"atrium/backend/config"
 )
 
@@ -162,7 +163,7 @@ func (t *Transcriber) localTemplate() (string, bool) {
 		return cmd, true
 	}
 	if bin := t.findBinary("whisper"); bin != "" {
-		return shellQuote(bin) + " {input_path} --model {model} --output_format txt --output_dir {output_dir} --language {language}", true
+		return cmdprovider.ShellQuote(bin) + " {input_path} --model {model} --output_format txt --output_dir {output_dir} --language {language}", true
 	}
 	return "", false
 }
