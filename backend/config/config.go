@@ -197,6 +197,9 @@ type Config struct {
 	// STT is the familiar agent's stt block: how voice messages people
 	// send on the chat platforms are transcribed (backend/stt).
 	STT STT `yaml:"stt"`
+	// TTS is the familiar agent's tts block: how the text_to_speech tool
+	// speaks (backend/tts).
+	TTS TTS `yaml:"tts"`
 	// FallbackProviders and FallbackModel are the familiar agent's chain of
 	// models a turn turns to when its own fails (FallbackChain).
 	FallbackProviders []Fallback `yaml:"fallback_providers"`
@@ -1136,6 +1139,9 @@ func (c Config) Validate() error {
 	if err := c.STT.validate(); err != nil {
 		return err
 	}
+	if err := c.TTS.validate(); err != nil {
+		return err
+	}
 	return c.Gateway.Validate()
 }
 
@@ -1195,6 +1201,7 @@ func Parse(data []byte, path string) (Config, []string, error) {
 	}
 	warnings = append(warnings, c.fallbackWarnings(path)...)
 	warnings = append(warnings, c.STT.sttWarnings(path)...)
+	warnings = append(warnings, c.TTS.ttsWarnings(path)...)
 	return c, warnings, nil
 }
 

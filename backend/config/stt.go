@@ -275,9 +275,20 @@ func isCommandType(t string) bool {
 // timeout is timeout (else timeout_seconds) in seconds; ok is false when
 // neither is set, bad says what is wrong with the one set.
 func (c STTCommand) timeout() (secs float64, ok bool, bad string) {
-	raw := c.Timeout
+	return commandTimeout(c.Timeout, c.TimeoutSeconds)
+}
+
+// format is format (else output_format) in lower case, without a dot
+// ("txt" when neither is set).
+func (c STTCommand) format() string { return commandFormat(c.Format, c.OutputFormat, "txt") }
+
+// commandTimeout is a command provider's timeout (else timeout_seconds)
+// in seconds; ok is false when neither is set, bad says what is wrong with
+// the one set.
+func commandTimeout(timeout, timeoutSeconds any) (secs float64, ok bool, bad string) {
+	raw := timeout
 	if raw == nil {
-		raw = c.TimeoutSeconds
+		raw = timeoutSeconds
 	}
 	if raw == nil {
 		return 0, false, ""
@@ -299,11 +310,11 @@ func (c STTCommand) timeout() (secs float64, ok bool, bad string) {
 	return secs, true, ""
 }
 
-// format is format (else output_format) in lower case, without a dot
-// ("txt" when neither is set).
-func (c STTCommand) format() string {
-	f := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(cmp.Or(strings.TrimSpace(c.Format), strings.TrimSpace(c.OutputFormat)))), ".")
-	return cmp.Or(f, "txt")
+// commandFormat is a command provider's format (else output_format) in
+// lower case, without a dot (def when neither is set).
+func commandFormat(format, outputFormat, def string) string {
+	f := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(cmp.Or(strings.TrimSpace(format), strings.TrimSpace(outputFormat)))), ".")
+	return cmp.Or(f, def)
 }
 
 // validate checks the stt block.
@@ -340,10 +351,8 @@ func (s STT) validate() error {
 		if f := c.format(); !slices.Contains(sttFormats, f) {
 			return fmt.Errorf("%s.format must be txt, json, srt or vtt, not %q", key, f)
 		}
-		for _, v := range c.EnvPassthrough {
-			if !envName.MatchString(strings.TrimSpace(v)) {
-				return fmt.Errorf("%s.env_passthrough: %q is not the name of an environment variable", key, clipSecret(v))
-			}
+		if err := checkPassthrough(key, c.EnvPassthrough); err != nil {
+			return err
 		}
 	}
 	name, explicit := s.Chosen()
