@@ -36,13 +36,15 @@ var allowed = map[string][]string{
 	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/atomicfile"},
 	// Transcribes audio as config.yaml's stt block says; the gateway is
 	// handed it as a function by the stack.
-	"backend/stt": {"backend/config", "backend/apperr", "backend/cmdprovider"},
+	"backend/stt": {"backend/config", "backend/apperr", "backend/cmdprovider", "backend/apianswer"},
+	// Reads an API's refusal; knows nothing of Atrium.
+	"backend/apianswer": {},
 	// Runs the familiar command providers (stt's, tts's): knows nothing
 	// of Atrium.
 	"backend/cmdprovider": {},
 	// Speaks text as config.yaml's tts block says; the tools are handed
 	// it as a function by the stack.
-	"backend/tts":     {"backend/config", "backend/cmdprovider"},
+	"backend/tts":     {"backend/config", "backend/cmdprovider", "backend/apianswer"},
 	"backend/cron":    {"backend/gateway", "backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr"},
 	"backend/plugins": {"backend/config", "backend/apperr", "backend/hooks", "backend/limits", "backend/atomicfile", "backend/plugins/proc", "backend/plugins/runner", "backend/shellhooks", "backend/webhooks", "backend/yamledit", "plugins"},
 	// Edits a YAML text in place; knows nothing of Atrium.

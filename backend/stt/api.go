@@ -4,19 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
+	"atrium/backend/apianswer"
 	"atrium/backend/config"
 )
 
@@ -61,19 +60,19 @@ func (t *Transcriber) viaAPI(ctx context.Context, a config.STTAPI, path string) 
 	req.Header.Set("Accept", "application/json, text/plain")
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("%s transcription: cannot reach %s: %s", a.Provider, a.BaseURL, scrub(unwrapURL(err), a.Key))
+		return "", fmt.Errorf("%s transcription: cannot reach %s: %s", a.Provider, a.BaseURL, apianswer.Scrub(apianswer.Transport(err), a.Key))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return "", fmt.Errorf("%s transcription: the answer was cut off: %s", a.Provider, scrub(err.Error(), a.Key))
+		return "", fmt.Errorf("%s transcription: the answer was cut off: %s", a.Provider, apianswer.Scrub(err.Error(), a.Key))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", apiError(a, resp.StatusCode, raw)
 	}
 	text, err := transcriptOf(raw, resp.Header.Get("Content-Type"), format)
 	if err != nil {
-		return "", fmt.Errorf("%s transcription: %s", a.Provider, scrub(err.Error(), a.Key))
+		return "", fmt.Errorf("%s transcription: %s", a.Provider, apianswer.Scrub(err.Error(), a.Key))
 	}
 	return stripASRPrefix(text), nil
 }
@@ -144,17 +143,17 @@ func transcriptOf(raw []byte, ctype, format string) (string, error) {
 		if format == "text" {
 			return string(raw), nil // a text answer labelled JSON
 		}
-		return "", fmt.Errorf("the answer is not JSON (%s)", snippet(raw))
+		return "", fmt.Errorf("the answer is not JSON (%s)", apianswer.Snippet(raw))
 	}
 	if v.Text == nil {
-		return "", fmt.Errorf("the answer has no text (%s)", snippet(raw))
+		return "", fmt.Errorf("the answer has no text (%s)", apianswer.Snippet(raw))
 	}
 	return *v.Text, nil
 }
 
 // apiError says why an API refused: its status, and its message.
 func apiError(a config.STTAPI, status int, raw []byte) error {
-	msg := scrub(errorMessage(raw), a.Key)
+	msg := apianswer.Scrub(apianswer.Message(raw), a.Key)
 	var hint string
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -165,69 +164,6 @@ func apiError(a config.STTAPI, status int, raw []byte) error {
 		hint = " (the provider failed: try again later)"
 	}
 	return fmt.Errorf("%s transcription failed: HTTP %d%s: %s", a.Provider, status, hint, msg)
-}
-
-// errorMessage is an error answer's message: error.message (or error,
-// message, detail) of JSON, else its text.
-func errorMessage(raw []byte) string {
-	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
-	}
-	if json.Unmarshal(raw, &v) == nil {
-		var nested struct {
-			Message string `json:"message"`
-		}
-		var s string
-		switch {
-		case json.Unmarshal(v.Error, &nested) == nil && nested.Message != "":
-			return clip(nested.Message)
-		case json.Unmarshal(v.Error, &s) == nil && s != "":
-			return clip(s)
-		case v.Message != "":
-			return clip(v.Message)
-		case json.Unmarshal(v.Detail, &s) == nil && s != "":
-			return clip(s)
-		case len(v.Detail) > 0:
-			return clip(string(v.Detail))
-		}
-	}
-	return snippet(raw)
-}
-
-// snippet is the start of an answer, on one line.
-func snippet(raw []byte) string {
-	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(raw), "\uFFFD")), " ")
-	if s == "" {
-		return "an empty answer"
-	}
-	return clip(s)
-}
-
-func clip(s string) string {
-	if r := []rune(s); len(r) > 300 {
-		return string(r[:300]) + "…"
-	}
-	return s
-}
-
-// scrub takes key out of s, wherever a server or a library echoed it.
-func scrub(s, key string) string {
-	if len(key) < 4 {
-		return s
-	}
-	return strings.ReplaceAll(s, key, "[key]")
-}
-
-// unwrapURL is a transport error without the *url.Error's method and URL
-// ("dial tcp …: connection refused", not "Post \"http://…\": dial tcp …").
-func unwrapURL(err error) string {
-	var u *url.Error
-	if errors.As(err, &u) && u.Err != nil {
-		return u.Err.Error()
-	}
-	return err.Error()
 }
 
 // asrPrefix is the language preamble some models put before the text
