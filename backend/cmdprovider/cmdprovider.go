@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -131,6 +133,22 @@ func (w *watched) Write(p []byte) (int, error) {
 }
 
 func (w *watched) String() string { return strings.ToValidUTF8(w.buf.String(), "\uFFFD") }
+
+// Find is the program name's path: in dirs (where Homebrew and local
+// installs put it, searched first), else lookPath's ("" when it is
+// nowhere).
+func Find(name string, dirs []string, lookPath func(string) (string, error)) string {
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	if p, err := lookPath(name); err == nil {
+		return p
+	}
+	return ""
+}
 
 // Render fills template's placeholders as the familiar agent's command
 // providers do: {name} (or {{name}}) takes the value, quoted for where it

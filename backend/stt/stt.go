@@ -171,16 +171,7 @@ func (t *Transcriber) localTemplate() (string, bool) {
 // findBinary is name's path: in binDirs (where Homebrew and local
 // installs put it), else on PATH ("" when it is nowhere).
 func (t *Transcriber) findBinary(name string) string {
-	for _, d := range t.binDirs {
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p
-		}
-	}
-	if p, err := t.lookPath(name); err == nil {
-		return p
-	}
-	return ""
+	return cmdprovider.Find(name, t.binDirs, t.lookPath)
 }
 
 // checkAudio refuses what is not an audio file a provider may be given
