@@ -105,7 +105,7 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	}
 	// What has no switch is kept as it was: recall, the task list, the
 	// person's answer, the subagents, messages to chat platforms, the look
-	// at an image.
+	// at an image, speech.
 	on, _ := tools.Listed(cfg.Toolsets)
 	for _, kept := range []string{tools.SessionSearch, tools.TodoTool, tools.ClarifyTool} {
 		if on[kept] && !slices.Contains(list, kept) {
@@ -120,6 +120,9 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	}
 	if on[tools.VisionAnalyzeTool] && !slices.Contains(list, "vision") {
 		list = append(list, "vision")
+	}
+	if on[tools.TextToSpeechTool] && !slices.Contains(list, "tts") {
+		list = append(list, "tts")
 	}
 	var toolsets any = list
 	if in.Terminal && in.Files && in.Memory && in.Web && cfg.Toolsets == nil {

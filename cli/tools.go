@@ -24,7 +24,7 @@ type toolStatus struct {
 // toolsCmd says which of the agent's tools a turn on a platform offers,
 // and why each other one is not: toolsets leave it out, the terminal's
 // backend is not Atrium's, the web has no provider's key, no model can
-// see images, memory is off.
+// see images, no TTS provider can speak, memory is off.
 func (r *runner) toolsCmd() *cobra.Command {
 	var platform string
 	c := &cobra.Command{
@@ -62,6 +62,8 @@ func (r *runner) toolsCmd() *cobra.Command {
 					st.Why = s.Messaging.Problem()
 				case name == tools.VisionAnalyzeTool && !on[name]:
 					st.Why = s.Vision.Problem()
+				case name == tools.TextToSpeechTool && !on[name]:
+					st.Why = s.Speech.Problem()
 				case name == tools.MemoryTool && !s.Memory.On():
 					st.Offered, st.Why = false, "memory.memory_enabled and memory.user_profile_enabled are off"
 				case name == tools.ClarifyTool:

@@ -960,7 +960,7 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
-  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, web, session_search, todo, clarify, delegation, messaging, vision]; the tool calls a chat is shown saved as display.tool_progress', async () => {
+  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, web, session_search, todo, clarify, delegation, messaging, vision, tts]; the tool calls a chat is shown saved as display.tool_progress', async () => {
     try {
       await settingsTools();
     } finally {
@@ -981,7 +981,7 @@ async function main() {
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
     eq((await atrium('config', 'get', 'display.tool_progress')).value, 'new', 'display.tool_progress after Save');
     // web, on by default, has its switch; session_search, todo, clarify, delegation, messaging and vision, on by default with no switch of their own, stay in the list
-    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","web","session_search","todo","clarify","delegation","messaging","vision"]', 'toolsets after Save');
+    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","web","session_search","todo","clarify","delegation","messaging","vision","tts"]', 'toolsets after Save');
     eq((await atrium('config', 'get', 'agent.max_turns')).value, 30, 'agent.max_turns after Save');
     await tools.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'dashboard-settings-tools.png') });

@@ -271,7 +271,7 @@ func ToolsOf(home config.Home, cfg config.Config) tools.Settings {
 		Env: config.CommandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()},
 		Secrets: []string{home.EnvPath()}, Memory: MemoryOf(home, cfg),
 		Web:       tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs(), Secrets: secretValues(os.Environ())},
-		Messaging: tools.Messaging{Platforms: platformsOf(gatewayOf(cfg))}, Vision: VisionOf(home, cfg)}
+		Messaging: tools.Messaging{Platforms: platformsOf(gatewayOf(cfg))}, Vision: VisionOf(home, cfg), Speech: SpeechOf(home, cfg)}
 }
 
 // gatewayOf is cfg's gateway as it runs: its blocks, else the familiar

@@ -49,6 +49,9 @@ type Call struct {
 	// Owner is the conversation they belong to (its session key).
 	Processes *Processes
 	Owner     string
+	// Platform is the conversation's platform (cli, desktop, telegram,
+	// ...; "": not known).
+	Platform string
 	// Changed are the files the call wrote, moved or deleted (write_file,
 	// patch).
 	Changed []string
@@ -73,7 +76,7 @@ func (t Tool) Run(ctx context.Context, c *Call) string {
 // All is every tool of the machine, in the order they are offered.
 func All() []Tool {
 	return []Tool{terminalTool(), processTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool(), webSearchTool(), webExtractTool(),
-		sendMessageTool(), visionAnalyzeTool()}
+		sendMessageTool(), visionAnalyzeTool(), textToSpeechTool()}
 }
 
 // Names is the names of All.
@@ -140,6 +143,8 @@ type Settings struct {
 	Messaging Messaging
 	// Vision is how vision_analyze reaches a model that can see.
 	Vision Vision
+	// Speech is how text_to_speech reaches a provider that speaks.
+	Speech Speech
 }
 
 // secret says whether path is one of Settings.Secrets (through a link
@@ -187,13 +192,14 @@ var toolsetsOf = map[string][]string{
 	"search":        {WebSearchTool},
 	"messaging":     {SendMessageTool},
 	"vision":        {VisionAnalyzeTool},
+	"tts":           {TextToSpeechTool},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
 // (a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
 var elsewhere = []string{"browser", "image_gen", "skills",
-	"code_execution", "cronjob", "tts", "moa", "rl", "homeassistant",
+	"code_execution", "cronjob", "moa", "rl", "homeassistant",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
 // Toolset is what name stands for in a toolsets list: the tools it offers
@@ -231,7 +237,8 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 	// A tool that cannot work here is not offered, said only where the
 	// list names it (or its toolset): the web tools without a provider (as
 	// the familiar agent checks for a key), send_message without a chat
-	// platform, vision_analyze without a model that can see.
+	// platform, vision_analyze without a model that can see,
+	// text_to_speech without a provider that can speak.
 	for _, c := range []struct {
 		problem string
 		tools   []string
@@ -240,6 +247,7 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 		{s.Web.Problem(), []string{WebSearchTool, WebExtractTool}, []string{"web", "search"}},
 		{s.Messaging.Problem(), []string{SendMessageTool}, []string{"messaging"}},
 		{s.Vision.Problem(), []string{VisionAnalyzeTool}, []string{"vision"}},
+		{s.Speech.Problem(), []string{TextToSpeechTool}, []string{"tts"}},
 	} {
 		if c.problem == "" || !slices.ContainsFunc(c.tools, func(t string) bool { return on[t] }) {
 			continue
@@ -301,7 +309,7 @@ func Listed(list []string) (map[string]bool, []string) {
 			on[t] = true
 		}
 		if !ours && !known {
-			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, web, messaging, vision, memory, todo, session_search, clarify and delegation; all, debugging and hermes-* take them in)")
+			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, web, messaging, vision, tts, memory, todo, session_search, clarify and delegation; all, debugging and hermes-* take them in)")
 		}
 	}
 	return on, warnings

@@ -116,10 +116,10 @@ func keys(m map[string]bool) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// The ten tools are offered in order, each with a description and a JSON-object schema.
+// The eleven tools are offered in order, each with a description and a JSON-object schema.
 func TestAllToolsOfferedWithValidSchemas(t *testing.T) {
 	t.Parallel()
-	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract", "send_message", "vision_analyze"}
+	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract", "send_message", "vision_analyze", "text_to_speech"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -169,6 +169,8 @@ func envOf(name, value string) func(string) string {
 // seeing is a vision model that answers.
 var seeing = Vision{Ask: func(context.Context, string, string) (string, error) { return "a cat", nil }}
 
+var speaking = Speech{Speak: func(context.Context, SpeechRequest) (SpeechResult, error) { return SpeechResult{}, nil }}
+
 // toolsets and platform_toolsets decide which tools a platform's turn offers, as the familiar agent reads them.
 func TestSettingsEnabled(t *testing.T) {
 	t.Parallel()
@@ -196,6 +198,9 @@ func TestSettingsEnabled(t *testing.T) {
 		{"a tool named alone", Settings{Toolsets: []string{"read_file"}}, "cli", []string{"read_file"}, 0, ""},
 		{"vision without a model says so", Settings{Toolsets: []string{"vision"}}, "cli", nil, 1, "vision_analyze needs a model that can see images"},
 		{"vision with a model", Settings{Toolsets: []string{"vision"}, Vision: seeing}, "cli", []string{"vision_analyze"}, 0, ""},
+		{"tts without a provider says so", Settings{Toolsets: []string{"tts"}, Speech: Speech{Unavailable: "the TTS provider is edge"}}, "cli", nil, 1, "edge"},
+		{"tts with a provider", Settings{Toolsets: []string{"tts"}, Speech: speaking}, "cli", []string{"text_to_speech"}, 0, ""},
+		{"all leaves tts out quietly", Settings{Toolsets: []string{"all"}, Speech: Speech{Unavailable: "no"}, Vision: seeing}, "cli", append(slices.Clone(all[:10]), "vision_analyze", "write_file"), 0, ""},
 		{"vision offline says why", Settings{Toolsets: []string{"vision_analyze"}, Vision: Vision{Unavailable: "the main model is offline"}}, "cli", nil, 1, "offline"},
 		{"all with vision", Settings{Vision: seeing}, "cli", append(slices.Clone(all[:10]), "vision_analyze", "write_file"), 0, ""},
 		{"web without a key says so", Settings{Toolsets: []string{"web", "browser"}, Web: Web{Getenv: noEnv}}, "cli", nil, 1, "FIRECRAWL_API_KEY"},
