@@ -42,6 +42,8 @@ var allowed = map[string][]string{
 	// Runs the familiar command providers (stt's, tts's): knows nothing
 	// of Atrium.
 	"backend/cmdprovider": {},
+	// What the command providers' tests wait on.
+	"backend/cmdprovider/proctest": {},
 	// Speaks text as config.yaml's tts block says; the tools are handed
 	// it as a function by the stack.
 	"backend/tts":     {"backend/config", "backend/cmdprovider", "backend/apianswer"},

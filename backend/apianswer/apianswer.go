@@ -6,6 +6,8 @@ package apianswer
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -74,4 +76,18 @@ func Transport(err error) string {
 		return u.Err.Error()
 	}
 	return err.Error()
+}
+
+// Hint says what an error status means for the person: the key in keyVar
+// refused, a rate limit, the provider down ("" for any other).
+func Hint(status int, keyVar string) string {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return fmt.Sprintf(" (the key in %s was refused)", keyVar)
+	case status == http.StatusTooManyRequests:
+		return " (rate-limited or out of quota: try again later)"
+	case status >= 500:
+		return " (the provider failed: try again later)"
+	}
+	return ""
 }

@@ -41,4 +41,10 @@ func TestMessage(t *testing.T) {
 	if got := Transport(errors.New("plain")); got != "plain" {
 		t.Fatal(got)
 	}
+	for status, want := range map[int]string{401: " (the key in X_KEY was refused)", 403: " (the key in X_KEY was refused)",
+		429: " (rate-limited or out of quota: try again later)", 502: " (the provider failed: try again later)", 400: ""} {
+		if got := Hint(status, "X_KEY"); got != want {
+			t.Errorf("%d: %q", status, got)
+		}
+	}
 }

@@ -9,9 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"atrium/backend/cmdprovider/proctest"
 )
 
 // hostile is a value that would run a command if it were not quoted.
@@ -87,7 +88,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	waitFor(t, "the child it started gone", func() bool { return gone(pid) })
+	proctest.WaitFor(t, "the child it started gone", func() bool { return proctest.Gone(pid) })
 
 	res = Run(context.Background(), `i=0; while [ $i -lt 6 ]; do echo tick >&2; sleep 0.2; i=$((i+1)); done; echo done`, env, time.Second)
 	if res.TimedOut || res.Code != 0 || res.Stdout != "done" {
@@ -99,30 +100,4 @@ func TestRun(t *testing.T) {
 	if res = Run(ctx, `sleep 300`, env, time.Minute); !errors.Is(res.Err, context.DeadlineExceeded) {
 		t.Fatalf("the context's end: %+v", res)
 	}
-}
-
-// waitFor waits for cond, failing after a while.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// gone reports whether process pid has ended (a zombie has).
-func gone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err == nil {
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) {
-			return b[i+2] == 'Z' || b[i+2] == 'X'
-		}
-	}
-	if os.IsNotExist(err) {
-		return true
-	}
-	return syscall.Kill(pid, 0) != nil
 }

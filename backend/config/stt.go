@@ -129,14 +129,35 @@ func (s STT) Chosen() (name string, explicit bool) {
 }
 
 // STTBuiltIn reports whether name is a built-in provider (any case).
-func STTBuiltIn(name string) bool {
-	return slices.Contains(sttBuiltIn, strings.ToLower(strings.TrimSpace(name)))
-}
+func STTBuiltIn(name string) bool { return named(sttBuiltIn, name) }
 
 // STTFamiliarOnly reports whether name is a provider of the familiar
 // agent's that Atrium does not speak.
-func STTFamiliarOnly(name string) bool {
-	return slices.Contains(sttFamiliarOnly, strings.ToLower(strings.TrimSpace(name)))
+func STTFamiliarOnly(name string) bool { return named(sttFamiliarOnly, name) }
+
+// named reports whether name, in any case, is one of list.
+func named(list []string, name string) bool {
+	return slices.Contains(list, strings.ToLower(strings.TrimSpace(name)))
+}
+
+// FirstSet is the value of the first of vars getenv has set (trimmed),
+// and its name; "" and "" when none is.
+func FirstSet(vars []string, getenv func(string) string) (value, name string) {
+	for _, v := range vars {
+		if value = strings.TrimSpace(getenv(v)); value != "" {
+			return value, v
+		}
+	}
+	return "", ""
+}
+
+// Unset says that none of vars is set: "X is not set", "neither X nor Y
+// is set".
+func Unset(vars []string) string {
+	if len(vars) == 1 {
+		return vars[0] + " is not set"
+	}
+	return "neither " + strings.Join(vars, " nor ") + " is set"
 }
 
 // STTAPI is a transcription API as config.yaml and the environment give
@@ -196,12 +217,7 @@ func (s STT) API(provider string, getenv func(string) string) (STTAPI, bool) {
 	a.Provider = provider
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
 	a.Language = s.language(sec.Language, getenv)
-	for _, v := range a.KeyVars {
-		if a.Key = strings.TrimSpace(getenv(v)); a.Key != "" {
-			a.KeyVar = v
-			break
-		}
-	}
+	a.Key, a.KeyVar = FirstSet(a.KeyVars, getenv)
 	return a, true
 }
 

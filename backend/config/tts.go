@@ -131,15 +131,11 @@ func (t TTS) Chosen(name string) string {
 }
 
 // TTSBuiltIn reports whether name is a built-in provider Atrium speaks.
-func TTSBuiltIn(name string) bool {
-	return slices.Contains(ttsBuiltIn, strings.ToLower(strings.TrimSpace(name)))
-}
+func TTSBuiltIn(name string) bool { return named(ttsBuiltIn, name) }
 
 // TTSFamiliarOnly reports whether name is a provider of the familiar
 // agent's that Atrium does not speak.
-func TTSFamiliarOnly(name string) bool {
-	return slices.Contains(ttsFamiliarOnly, strings.ToLower(strings.TrimSpace(name)))
-}
+func TTSFamiliarOnly(name string) bool { return named(ttsFamiliarOnly, name) }
 
 // TTSAPI is a speech API as config.yaml and the environment give it.
 type TTSAPI struct {
@@ -185,12 +181,7 @@ func (t TTS) API(provider string, speed float64, getenv func(string) string) (TT
 	}
 	a.Provider = provider
 	a.BaseURL = strings.TrimRight(a.BaseURL, "/")
-	for _, v := range a.KeyVars {
-		if a.Key = strings.TrimSpace(getenv(v)); a.Key != "" {
-			a.KeyVar = v
-			break
-		}
-	}
+	a.Key, a.KeyVar = FirstSet(a.KeyVars, getenv)
 	return a, true
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"atrium/backend/cmdprovider/proctest"
 	"atrium/backend/config"
 )
 
@@ -144,7 +145,7 @@ func TestCAFIsSentAsWAV(t *testing.T) {
 		err.Error() != "CAF audio must be converted to WAV for groq, but ffmpeg was not found" {
 		t.Fatalf("no ffmpeg: %v", err)
 	}
-	script(t, bin, "ffmpeg", `for a in "$@"; do out="$a"; done; cp "$4" "$out"`)
+	proctest.Script(t, bin, "ffmpeg", `for a in "$@"; do out="$a"; done; cp "$4" "$out"`)
 	got, err := testTranscriber(t, config.STT{Provider: "groq"}, env, bin).Transcribe(context.Background(), in)
 	if err != nil || got != "from a caf" {
 		t.Fatalf("caf: %q %v", got, err)
@@ -245,7 +246,7 @@ func TestAPIErrors(t *testing.T) {
 func TestChoosingTheProvider(t *testing.T) {
 	t.Parallel()
 	bin := t.TempDir()
-	script(t, bin, "whisper", "exit 0\n")
+	proctest.Script(t, bin, "whisper", "exit 0\n")
 	for _, c := range []struct {
 		name string
 		cfg  config.STT

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"atrium/backend/cmdprovider"
+	"atrium/backend/cmdprovider/proctest"
 	"atrium/backend/config"
 )
 
@@ -25,29 +25,13 @@ const hostile = `my 'voice' "note" $(touch pwned) ` + "`touch pwned2`" + ` \x.og
 func testTranscriber(t *testing.T, cfg config.STT, env map[string]string, bin string) *Transcriber {
 	t.Helper()
 	tr := New(cfg, func(k string) string { return env[k] })
-	tr.environ = func() []string {
-		out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-		for k, v := range env {
-			out = append(out, k+"="+v)
-		}
-		return out
-	}
+	tr.environ = proctest.Environ(t, env)
 	tr.binDirs = nil
 	if bin != "" {
 		tr.binDirs = []string{bin}
 	}
 	tr.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
 	return tr
-}
-
-// script writes an executable shell script.
-func script(t *testing.T, dir, name, body string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // audio writes a small file that stands for a recording.
@@ -60,32 +44,6 @@ func audio(t *testing.T, dir, name string) string {
 	return p
 }
 
-// waitFor waits for cond, failing after a while.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// gone reports whether process pid has ended (a zombie has).
-func gone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err == nil {
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) {
-			return b[i+2] == 'Z' || b[i+2] == 'X'
-		}
-	}
-	if os.IsNotExist(err) {
-		return true
-	}
-	return syscall.Kill(pid, 0) != nil
-}
-
 // A command provider (a real child process) gets the placeholders, its
 // transcript read from {output_path}, else its output; the keys of the
 // environment are not its unless env_passthrough names them.
@@ -94,7 +52,7 @@ func TestCommandProvider(t *testing.T) {
 	dir := t.TempDir()
 	in := audio(t, dir, hostile)
 	args := filepath.Join(dir, "args")
-	sh := script(t, dir, "transcribe.sh", `for a in "$@"; do printf '%s\n' "$a"; done > "`+args+`"
+	sh := proctest.Script(t, dir, "transcribe.sh", `for a in "$@"; do printf '%s\n' "$a"; done > "`+args+`"
 printf 'hello from %s\n' "$(basename "$1")" > "$2"
 `)
 	cfg := config.STT{Provider: "mine", Language: "de", Providers: map[string]config.STTCommand{
@@ -173,7 +131,7 @@ func TestCommandProviderIdleTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	waitFor(t, "the child it started gone", func() bool { return gone(pid) })
+	proctest.WaitFor(t, "the child it started gone", func() bool { return proctest.Gone(pid) })
 
 	// Output resets the clock: ten lines 0.3 s apart outlive a 2 s idle
 	// timeout.
@@ -198,7 +156,7 @@ func TestLocalWhisper(t *testing.T) {
 	t.Parallel()
 	dir, bin := t.TempDir(), t.TempDir()
 	args := filepath.Join(dir, "args")
-	script(t, bin, "whisper", `for a in "$@"; do printf '%s\n' "$a"; done > "`+args+`"
+	proctest.Script(t, bin, "whisper", `for a in "$@"; do printf '%s\n' "$a"; done > "`+args+`"
 out=""; prev=""
 for a in "$@"; do [ "$prev" = "--output_dir" ] && out="$a"; prev="$a"; done
 stem=$(basename "$1"); stem=${stem%.*}
@@ -224,7 +182,7 @@ printf ' local words \n' > "$out/$stem.txt"
 		err.Error() != "Local STT fallback requires ffmpeg for non-WAV inputs, but ffmpeg was not found" {
 		t.Fatalf("no ffmpeg: %v", err)
 	}
-	script(t, bin, "ffmpeg", `for a in "$@"; do out="$a"; done; cp "$4" "$out"`)
+	proctest.Script(t, bin, "ffmpeg", `for a in "$@"; do out="$a"; done; cp "$4" "$out"`)
 	if got, err := testTranscriber(t, cfg, nil, bin).Transcribe(context.Background(), ogg); err != nil || got != "local words" {
 		t.Fatalf("converted: %q %v", got, err)
 	}

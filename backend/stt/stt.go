@@ -131,11 +131,7 @@ func (t *Transcriber) choose() (provider, error) {
 	}
 	if a, ok := t.apiOf(name); ok {
 		if a.Key == "" {
-			unset := a.KeyVars[0] + " is not set"
-			if len(a.KeyVars) > 1 {
-				unset = "neither " + strings.Join(a.KeyVars, " nor ") + " is set"
-			}
-			return provider{}, fmt.Errorf("%w: stt.provider is %s, but %s (in the environment or the profile's .env)", ErrUnavailable, name, unset)
+			return provider{}, fmt.Errorf("%w: stt.provider is %s, but %s (in the environment or the profile's .env)", ErrUnavailable, name, config.Unset(a.KeyVars))
 		}
 		return provider{name: name, api: &a}, nil
 	}

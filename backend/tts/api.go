@@ -138,14 +138,6 @@ func saveAudio(path string, r io.Reader) error {
 // apiError says why an API refused: its status, and its message.
 func apiError(a config.TTSAPI, status int, raw []byte) error {
 	msg := apianswer.Scrub(apianswer.Message(raw), a.Key)
-	var hint string
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		hint = fmt.Sprintf(" (the key in %s was refused)", a.KeyVar)
-	case status == http.StatusTooManyRequests:
-		hint = " (rate-limited or out of quota: try again later)"
-	case status >= 500:
-		hint = " (the provider failed: try again later)"
-	}
+	hint := apianswer.Hint(status, a.KeyVar)
 	return fmt.Errorf("HTTP %d%s: %s", status, hint, msg)
 }

@@ -156,11 +156,7 @@ func (s *Speaker) choose(name string, speed float64) (provider, error) {
 			a.BaseURL = base
 		}
 		if a.Key == "" {
-			unset := a.KeyVars[0] + " is not set"
-			if len(a.KeyVars) > 1 {
-				unset = "neither " + strings.Join(a.KeyVars, " nor ") + " is set"
-			}
-			return provider{}, fmt.Errorf("%w: the TTS provider is %s, but %s (in the environment or the profile's .env)", ErrUnavailable, chosen, unset)
+			return provider{}, fmt.Errorf("%w: the TTS provider is %s, but %s (in the environment or the profile's .env)", ErrUnavailable, chosen, config.Unset(a.KeyVars))
 		}
 		return provider{name: chosen, api: &a}, nil
 	}

@@ -14,10 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"atrium/backend/cmdprovider/proctest"
 	"atrium/backend/config"
 )
 
@@ -27,13 +27,7 @@ import (
 func testSpeaker(t *testing.T, cfg config.TTS, env map[string]string, dir, bin string) *Speaker {
 	t.Helper()
 	s := New(cfg, dir, func(k string) string { return env[k] })
-	s.environ = func() []string {
-		out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-		for k, v := range env {
-			out = append(out, k+"="+v)
-		}
-		return out
-	}
+	s.environ = proctest.Environ(t, env)
 	s.binDirs = nil
 	if bin != "" {
 		s.binDirs = []string{bin}
@@ -324,16 +318,6 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-// script writes an executable shell script.
-func script(t *testing.T, dir, name, body string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // hostile is text that would run a command if it reached a shell.
 const hostile = `Say 'it' "loud" $(touch pwned) ` + "`touch pwned2`" + ` \n; touch pwned3`
 
@@ -344,7 +328,7 @@ func TestCommandProvider(t *testing.T) {
 	t.Parallel()
 	work, dir := t.TempDir(), t.TempDir()
 	args := filepath.Join(work, "args")
-	sh := script(t, work, "speak.sh", `cd "`+work+`"
+	sh := proctest.Script(t, work, "speak.sh", `cd "`+work+`"
 for a in "$@"; do printf '%s\n' "$a"; done > "`+args+`"
 printf 'OggS:%s:%s:%s' "$(cat "$1")" "$OPENAI_API_KEY" "$HF_TOKEN" > "$2"
 `)
@@ -432,7 +416,7 @@ func TestCommandProviderFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	waitFor(t, "the child it started gone", func() bool { return gone(pid) })
+	proctest.WaitFor(t, "the child it started gone", func() bool { return proctest.Gone(pid) })
 	if f := files(t, dir); len(f) != 0 {
 		t.Fatalf("left behind: %v", f)
 	}
@@ -467,7 +451,7 @@ func TestOpusConversion(t *testing.T) {
 		t.Fatalf("no ffmpeg: %+v %v", res, err)
 	}
 	// A fake ffmpeg: its output is "OggS" and what it read.
-	script(t, bin, "ffmpeg", `for a in "$@"; do out="$a"; done
+	proctest.Script(t, bin, "ffmpeg", `for a in "$@"; do out="$a"; done
 in=""; prev=""
 for a in "$@"; do [ "$prev" = "-i" ] && in="$a"; prev="$a"; done
 printf 'OggS<' > "$out"; cat "$in" >> "$out"
@@ -531,30 +515,4 @@ func TestAudioDir(t *testing.T) {
 	if got := AudioDir(home); got != filepath.Join(home, "audio_cache") {
 		t.Fatal(got)
 	}
-}
-
-// waitFor waits for cond, failing after a while.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// gone reports whether process pid has ended (a zombie has).
-func gone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err == nil {
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) {
-			return b[i+2] == 'Z' || b[i+2] == 'X'
-		}
-	}
-	if os.IsNotExist(err) {
-		return true
-	}
-	return syscall.Kill(pid, 0) != nil
 }

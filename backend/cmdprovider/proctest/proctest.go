@@ -1,0 +1,63 @@
+// Package proctest helps tests of the command providers see a process
+// end: they wait on the condition, never a fixed time.
+package proctest
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// WaitFor waits for cond, failing t after 20 s.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Gone reports whether process pid has ended (a zombie has).
+func Gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err == nil {
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) {
+			return b[i+2] == 'Z' || b[i+2] == 'X'
+		}
+	}
+	if os.IsNotExist(err) {
+		return true
+	}
+	return syscall.Kill(pid, 0) != nil
+}
+
+// Environ is the environment a command of a test starts from: this
+// process's PATH, a home of its own, and env (nothing else).
+func Environ(t testing.TB, env map[string]string) func() []string {
+	home := t.TempDir()
+	return func() []string {
+		out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+		for k, v := range env {
+			out = append(out, k+"="+v)
+		}
+		return out
+	}
+}
+
+// Script writes an executable shell script, dir/name, and returns its
+// path.
+func Script(t testing.TB, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
