@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,16 +78,11 @@ func TestRun(t *testing.T) {
 	}
 
 	pidFile := filepath.Join(dir, "child")
-	res = Run(context.Background(), `sleep 300 & echo $! > `+ShellQuote(pidFile)+`; echo started; wait`, env, 300*time.Millisecond)
+	res = Run(context.Background(), proctest.Hang(pidFile), env, 300*time.Millisecond)
 	if !res.TimedOut || res.Code != -1 || res.Stdout != "started" {
 		t.Fatalf("hang: %+v", res)
 	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	proctest.WaitFor(t, "the child it started gone", func() bool { return proctest.Gone(pid) })
+	proctest.WaitKilled(t, pidFile)
 
 	res = Run(context.Background(), `i=0; while [ $i -lt 6 ]; do echo tick >&2; sleep 0.2; i=$((i+1)); done; echo done`, env, time.Second)
 	if res.TimedOut || res.Code != 0 || res.Stdout != "done" {

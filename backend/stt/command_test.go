@@ -6,12 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"atrium/backend/cmdprovider"
 	"atrium/backend/cmdprovider/proctest"
 	"atrium/backend/config"
 )
@@ -117,7 +115,7 @@ func TestCommandProviderIdleTimeout(t *testing.T) {
 	in := audio(t, dir, "v.ogg")
 	pidFile := filepath.Join(dir, "child")
 	cfg := config.STT{Provider: "hang", Providers: map[string]config.STTCommand{
-		"hang": {Command: `sleep 300 & echo $! > ` + cmdprovider.ShellQuote(pidFile) + `; echo started; wait`, Timeout: 0.5}}}
+		"hang": {Command: proctest.Hang(pidFile), Timeout: 0.5}}}
 	start := time.Now()
 	_, err := testTranscriber(t, cfg, nil, "").Transcribe(context.Background(), in)
 	if err == nil || err.Error() != "STT command provider 'hang' timed out after 0.5s without output" {
@@ -126,12 +124,7 @@ func TestCommandProviderIdleTimeout(t *testing.T) {
 	if time.Since(start) > 15*time.Second {
 		t.Fatalf("killed after %s", time.Since(start))
 	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	proctest.WaitFor(t, "the child it started gone", func() bool { return proctest.Gone(pid) })
+	proctest.WaitKilled(t, pidFile)
 
 	// Output resets the clock: ten lines 0.3 s apart outlive a 2 s idle
 	// timeout.

@@ -402,7 +402,7 @@ func TestCommandProviderFailures(t *testing.T) {
 	}
 
 	pidFile := filepath.Join(work, "child")
-	cfg.Providers["bad"] = config.TTSCommand{Command: `sleep 300 & echo $! > '` + pidFile + `'; echo started; wait`, Timeout: 0.5}
+	cfg.Providers["bad"] = config.TTSCommand{Command: proctest.Hang(pidFile), Timeout: 0.5}
 	start := time.Now()
 	_, err = testSpeaker(t, cfg, nil, dir, "").Speak(context.Background(), Request{Text: "hi"})
 	if err == nil || err.Error() != "TTS generation failed (bad): TTS provider 'bad' timed out after 0.5s without output" {
@@ -411,12 +411,7 @@ func TestCommandProviderFailures(t *testing.T) {
 	if time.Since(start) > 15*time.Second {
 		t.Fatalf("killed after %s", time.Since(start))
 	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	proctest.WaitFor(t, "the child it started gone", func() bool { return proctest.Gone(pid) })
+	proctest.WaitKilled(t, pidFile)
 	if f := files(t, dir); len(f) != 0 {
 		t.Fatalf("left behind: %v", f)
 	}

@@ -61,3 +61,24 @@ func Script(t testing.TB, dir, name, body string) string {
 	}
 	return p
 }
+
+// Hang is a command that starts a child which would sleep for five
+// minutes, writes the child's pid to pidFile, prints a line and waits.
+func Hang(pidFile string) string {
+	return `sleep 300 & echo $! > '` + strings.ReplaceAll(pidFile, `'`, `'\''`) + `'; echo started; wait`
+}
+
+// WaitKilled waits for the child Hang started (its pid in pidFile) to be
+// gone, failing t after 20 s.
+func WaitKilled(t testing.TB, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", pidFile, err)
+	}
+	WaitFor(t, "the child it started gone", func() bool { return Gone(pid) })
+}
