@@ -119,7 +119,6 @@ func (c *Call) textToSpeech(ctx context.Context) any {
 	if len(res.Paths) == 0 {
 		return fail("TTS generation produced no output (provider: " + res.Provider + ")")
 	}
-	c.Changed = append(c.Changed, res.Paths...)
 	var tag strings.Builder
 	if res.VoiceCompatible {
 		tag.WriteString("[[audio_as_voice]]\n")
