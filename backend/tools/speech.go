@@ -14,7 +14,9 @@ import (
 // audio file, and hands the reply the MEDIA: tag that sends it (with
 // [[audio_as_voice]], on Telegram as a voice message). The person chooses
 // the provider and the voice in config.yaml's tts block; the model sends
-// the text.
+// the text. Its description is the familiar one but for a sentence that is
+// not Atrium's (the familiar CLI saves to ~/voice-memos/; Atrium keeps the
+// audio in the profile's audio folder everywhere).
 
 // TextToSpeechTool is the tool's name; its toolset is tts.
 const TextToSpeechTool = "text_to_speech"
@@ -72,7 +74,7 @@ func (s Speech) Problem() string {
 func textToSpeechTool() Tool {
 	return Tool{Name: TextToSpeechTool, Toolset: "tts", run: func(ctx context.Context, c *Call) any { return c.textToSpeech(ctx) },
 		Description: "Convert text to speech audio. Returns a MEDIA: path that the platform delivers as native audio. Compatible providers render as a voice bubble on Telegram; " +
-			"otherwise audio is sent as a regular attachment. In CLI mode, saves to ~/voice-memos/. Voice and provider are user-configured (built-in providers like edge/openai " +
+			"otherwise audio is sent as a regular attachment. Voice and provider are user-configured (built-in providers like edge/openai " +
 			"or custom command providers under tts.providers.<name>), not model-selected.",
 		Parameters: `{"type":"object","properties":{` +
 			`"text":{"type":"string","description":"The text to convert to speech. Provider-specific per-request character caps apply automatically (OpenAI 4096, xAI 15000, MiniMax 10000, ElevenLabs 5k-40k depending on model); longer input is split into ordered chunks without silent truncation."},` +
