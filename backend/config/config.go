@@ -522,21 +522,6 @@ type Clarify struct {
 	Timeout any `yaml:"timeout"`
 }
 
-// yamlNumber is v as a number, when the YAML parser read a number.
-func yamlNumber(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case float64:
-		return n, true
-	}
-	return 0, false
-}
-
 // maxClarifySeconds is the longest clarify timeout kept as a limit: a
 // year.
 const maxClarifySeconds = 365 * 24 * 3600
@@ -550,7 +535,7 @@ func (c Config) ClarifyTimeout() (time.Duration, bool) {
 	if raw == nil {
 		raw = c.Agent.ClarifyTimeout
 	}
-	secs, ok := yamlNumber(raw)
+	secs, ok := limits.YAMLNumber(raw)
 	secs = math.Trunc(secs) // whole seconds, as int() takes them
 	if s, isText := raw.(string); isText {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"atrium/backend/limits"
 )
 
 // STT is the familiar agent's stt block: how the voice messages people send
@@ -309,7 +311,7 @@ func commandTimeout(timeout, timeoutSeconds any) (secs float64, ok bool, bad str
 	if raw == nil {
 		return 0, false, ""
 	}
-	secs, ok = yamlNumber(raw)
+	secs, ok = limits.YAMLNumber(raw)
 	if s, isText := raw.(string); isText {
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil {

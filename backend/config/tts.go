@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"atrium/backend/limits"
 )
 
 // TTS is the familiar agent's tts block: how the text_to_speech tool
@@ -250,7 +252,7 @@ func speedOf(v any) (float64, bool) {
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 	}
-	f, ok := yamlNumber(v)
+	f, ok := limits.YAMLNumber(v)
 	return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
 }
 
@@ -258,7 +260,7 @@ func formatSpeed(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) 
 
 // positiveInt is v when it is a whole number above 0 (0 otherwise).
 func positiveInt(v any) int {
-	f, ok := yamlNumber(v)
+	f, ok := limits.YAMLNumber(v)
 	if !ok || f <= 0 || f != math.Trunc(f) || f > math.MaxInt32 {
 		return 0
 	}

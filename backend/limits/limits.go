@@ -102,6 +102,22 @@ func Size(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// YAMLNumber is v as a number, when the YAML parser read a number (an
+// integer decodes as int, int64 or uint64).
+func YAMLNumber(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
 // ErrTooDeep is wrapped by CheckYAMLDepth's error.
 var ErrTooDeep = errors.New("nested too deeply")
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"atrium/backend/hooks"
+	"atrium/backend/limits"
 )
 
 // Dialect is the shape a hook was written in.
@@ -291,20 +292,9 @@ func timeoutOf(at string, v any, warn func(string, ...any)) time.Duration {
 	return time.Duration(secs * float64(time.Second))
 }
 
-// Number reads a YAML number (an integer decodes as int64 or uint64).
-func Number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case float64:
-		return n, true
-	}
-	return 0, false
-}
+// Number reads a YAML number (limits.YAMLNumber), for the webhooks'
+// settings too.
+var Number = limits.YAMLNumber
 
 var namesOnly = regexp.MustCompile(`^[A-Za-z0-9_|-]+$`)
 
