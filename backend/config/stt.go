@@ -3,15 +3,9 @@ package config
 import (
 	"cmp"
 	"fmt"
-	"math"
-	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
-
-	"atrium/backend/limits"
 )
 
 // STT is the familiar agent's stt block: how the voice messages people send
@@ -92,11 +86,17 @@ const (
 	defaultCommandLanguage   = "en"
 )
 
-// sttName is what a command provider may be named.
-var sttName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-
 // sttFormats are the formats a command provider may write.
 var sttFormats = []string{"txt", "json", "srt", "vtt"}
+
+// sttCommands are the rules of stt.providers.
+var sttCommands = commandRules{block: "stt", builtIn: STTBuiltIn, formats: sttFormats, def: "txt", formatsSaid: "txt, json, srt or vtt",
+	does: "the shell command that transcribes {input_path} (writing {output_path}, or printing the text)", timeout: DefaultSTTCommandTimeout}
+
+// common is what c shares with every command provider.
+func (c STTCommand) common() commandCommon {
+	return commandCommon{c.Type, c.Command, c.Timeout, c.TimeoutSeconds, c.Format, c.OutputFormat, c.EnvPassthrough}
+}
 
 // On reports stt.enabled (default true).
 func (s STT) On() bool {
@@ -251,88 +251,23 @@ type STTCommandSpec struct {
 // CommandProvider is the command provider stt.providers names name (any
 // case); false when there is none.
 func (s STT) CommandProvider(name string, getenv func(string) string) (STTCommandSpec, bool) {
-	key, c, ok := s.commandNamed(name)
-	if !ok || STTBuiltIn(key) || strings.TrimSpace(c.Command) == "" || !isCommandType(c.Type) {
+	key, c, ok := commandNamed(s.Providers, name)
+	if !ok {
 		return STTCommandSpec{}, false
 	}
-	timeout := DefaultSTTCommandTimeout
-	if secs, ok, _ := c.timeout(); ok {
-		timeout = time.Duration(secs * float64(time.Second))
+	command, timeout, format, ok := sttCommands.resolve(key, c.common())
+	if !ok {
+		return STTCommandSpec{}, false
 	}
-	format := c.format()
-	if !slices.Contains(sttFormats, format) {
-		format = "txt"
-	}
-	return STTCommandSpec{Name: key, Command: strings.TrimSpace(c.Command), IdleTimeout: timeout, Format: format,
+	return STTCommandSpec{Name: key, Command: command, IdleTimeout: timeout, Format: format,
 		Passthrough: c.EnvPassthrough, Language: cmp.Or(strings.TrimSpace(c.Language), s.language("", getenv), defaultCommandLanguage),
 		Model: strings.TrimSpace(c.Model)}, true
-}
-
-// commandNamed is the entry of stt.providers named name, in any case.
-func (s STT) commandNamed(name string) (string, STTCommand, bool) {
-	want := strings.ToLower(strings.TrimSpace(name))
-	for k, c := range s.Providers {
-		if strings.ToLower(strings.TrimSpace(k)) == want {
-			return want, c, true
-		}
-	}
-	return "", STTCommand{}, false
 }
 
 // language is a provider's language hint: its own, else stt.language,
 // else HERMES_LOCAL_STT_LANGUAGE ("": none).
 func (s STT) language(own string, getenv func(string) string) string {
 	return cmp.Or(strings.TrimSpace(own), strings.TrimSpace(s.Language), strings.TrimSpace(getenv("HERMES_LOCAL_STT_LANGUAGE")))
-}
-
-func isCommandType(t string) bool {
-	t = strings.ToLower(strings.TrimSpace(t))
-	return t == "" || t == "command"
-}
-
-// timeout is timeout (else timeout_seconds) in seconds; ok is false when
-// neither is set, bad says what is wrong with the one set.
-func (c STTCommand) timeout() (secs float64, ok bool, bad string) {
-	return commandTimeout(c.Timeout, c.TimeoutSeconds)
-}
-
-// format is format (else output_format) in lower case, without a dot
-// ("txt" when neither is set).
-func (c STTCommand) format() string { return commandFormat(c.Format, c.OutputFormat, "txt") }
-
-// commandTimeout is a command provider's timeout (else timeout_seconds)
-// in seconds; ok is false when neither is set, bad says what is wrong with
-// the one set.
-func commandTimeout(timeout, timeoutSeconds any) (secs float64, ok bool, bad string) {
-	raw := timeout
-	if raw == nil {
-		raw = timeoutSeconds
-	}
-	if raw == nil {
-		return 0, false, ""
-	}
-	secs, ok = limits.YAMLNumber(raw)
-	if s, isText := raw.(string); isText {
-		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil {
-			return 0, false, fmt.Sprintf("%q is not a number of seconds", s)
-		}
-		secs, ok = f, true
-	}
-	if !ok {
-		return 0, false, fmt.Sprintf("%v is not a number of seconds", raw)
-	}
-	if secs <= 0 || secs > 86400 || math.IsNaN(secs) {
-		return 0, false, fmt.Sprintf("must be more than 0 and at most 86400 seconds, not %v", secs)
-	}
-	return secs, true, ""
-}
-
-// commandFormat is a command provider's format (else output_format) in
-// lower case, without a dot (def when neither is set).
-func commandFormat(format, outputFormat, def string) string {
-	f := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(cmp.Or(strings.TrimSpace(format), strings.TrimSpace(outputFormat)))), ".")
-	return cmp.Or(f, def)
 }
 
 // validate checks the stt block.
@@ -346,42 +281,14 @@ func (s STT) validate() error {
 	default:
 		return fmt.Errorf("stt.enabled must be true or false, not %v", v)
 	}
-	names := make([]string, 0, len(s.Providers))
-	for k := range s.Providers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		c, key := s.Providers[name], "stt.providers."+name
-		switch {
-		case !sttName.MatchString(name):
-			return fmt.Errorf("stt.providers: %q is no name for a provider: letters, digits, '_', '-' or '.'", name)
-		case STTBuiltIn(name):
-			return fmt.Errorf("%s: %s is a built-in provider; a command provider needs a name of its own", key, strings.ToLower(name))
-		case !isCommandType(c.Type):
-			return fmt.Errorf("%s.type must be command, not %q", key, c.Type)
-		case strings.TrimSpace(c.Command) == "":
-			return fmt.Errorf("%s.command is missing: the shell command that transcribes {input_path} (writing {output_path}, or printing the text)", key)
-		}
-		if _, _, bad := c.timeout(); bad != "" {
-			return fmt.Errorf("%s.timeout %s", key, bad)
-		}
-		if f := c.format(); !slices.Contains(sttFormats, f) {
-			return fmt.Errorf("%s.format must be txt, json, srt or vtt, not %q", key, f)
-		}
-		if err := checkPassthrough(key, c.EnvPassthrough); err != nil {
-			return err
-		}
+	if err := checkCommands(sttCommands, s.Providers, STTCommand.common, nil); err != nil {
+		return err
 	}
 	name, explicit := s.Chosen()
-	if !explicit || STTBuiltIn(name) || STTFamiliarOnly(name) {
+	if !explicit {
 		return nil
 	}
-	if _, _, ok := s.commandNamed(name); !ok {
-		return fmt.Errorf("stt.provider %q is neither a built-in provider (%s) nor a command provider declared under stt.providers.%s",
-			s.Provider, strings.Join(sttBuiltIn, ", "), name)
-	}
-	return nil
+	return checkChosen(sttCommands, s.Provider, name, func(n string) bool { return STTBuiltIn(n) || STTFamiliarOnly(n) }, sttBuiltIn, s.Providers)
 }
 
 // sttWarnings say what of the stt block Atrium will not do.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -117,6 +116,20 @@ const (
 // ttsFormats are the formats a command provider may write.
 var ttsFormats = []string{"mp3", "wav", "ogg", "flac", "m4a", "aac", "amr", "opus"}
 
+// ttsKnown says name is a provider of the familiar tts block (Atrium's or
+// not): no command provider's name.
+func ttsKnown(name string) bool { return TTSBuiltIn(name) || TTSFamiliarOnly(name) }
+
+// ttsCommands are the rules of tts.providers.
+var ttsCommands = commandRules{block: "tts", builtIn: ttsKnown, formats: ttsFormats, def: defaultTTSCommandFormat,
+	formatsSaid: "one of " + strings.Join(ttsFormats, ", "), does: "the shell command that speaks the text of {input_path} into {output_path}",
+	timeout: DefaultTTSCommandTimeout}
+
+// common is what c shares with every command provider.
+func (c TTSCommand) common() commandCommon {
+	return commandCommon{c.Type, c.Command, c.Timeout, c.TimeoutSeconds, c.Format, c.OutputFormat, c.EnvPassthrough}
+}
+
 // elevenLabsMaxLength is how much text each ElevenLabs model takes in one
 // request, as the familiar agent has it.
 var elevenLabsMaxLength = map[string]int{
@@ -204,19 +217,15 @@ type TTSCommandSpec struct {
 // case), speed the call's own (0: the provider's, else tts.speed); false
 // when there is none.
 func (t TTS) CommandProvider(name string, speed float64) (TTSCommandSpec, bool) {
-	key, c, ok := t.commandNamed(name)
-	if !ok || TTSBuiltIn(key) || TTSFamiliarOnly(key) || strings.TrimSpace(c.Command) == "" || !isCommandType(c.Type) {
+	key, c, ok := commandNamed(t.Providers, name)
+	if !ok {
 		return TTSCommandSpec{}, false
 	}
-	timeout := DefaultTTSCommandTimeout
-	if secs, ok, _ := commandTimeout(c.Timeout, c.TimeoutSeconds); ok {
-		timeout = time.Duration(secs * float64(time.Second))
+	command, timeout, format, ok := ttsCommands.resolve(key, c.common())
+	if !ok {
+		return TTSCommandSpec{}, false
 	}
-	format := commandFormat(c.Format, c.OutputFormat, defaultTTSCommandFormat)
-	if !slices.Contains(ttsFormats, format) {
-		format = defaultTTSCommandFormat
-	}
-	spec := TTSCommandSpec{Name: key, Command: strings.TrimSpace(c.Command), IdleTimeout: timeout, Format: format, Passthrough: c.EnvPassthrough,
+	spec := TTSCommandSpec{Name: key, Command: command, IdleTimeout: timeout, Format: format, Passthrough: c.EnvPassthrough,
 		Voice: strings.TrimSpace(c.Voice), Model: strings.TrimSpace(c.Model), MaxText: cmp.Or(positiveInt(c.MaxTextLength), defaultTTSCommandMaxLength)}
 	spec.VoiceCompatible, _ = switchOf(c.VoiceCompatible)
 	// The provider's speed, else the call's, else tts.speed, as the
@@ -233,17 +242,6 @@ func (t TTS) CommandProvider(name string, speed float64) (TTSCommandSpec, bool) 
 
 // TTSFormats are the formats a command provider may write.
 func TTSFormats() []string { return slices.Clone(ttsFormats) }
-
-// commandNamed is the entry of tts.providers named name, in any case.
-func (t TTS) commandNamed(name string) (string, TTSCommand, bool) {
-	want := strings.ToLower(strings.TrimSpace(name))
-	for k, c := range t.Providers {
-		if strings.ToLower(strings.TrimSpace(k)) == want {
-			return want, c, true
-		}
-	}
-	return "", TTSCommand{}, false
-}
 
 // speedOf reads a speed (a number, or its text); false when unset or no
 // number.
@@ -308,29 +306,7 @@ func (t TTS) validate() error {
 	if err := checkURL("tts.elevenlabs.base_url", strings.TrimSpace(t.ElevenLabs.BaseURL)); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(t.Providers))
-	for k := range t.Providers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		c, key := t.Providers[name], "tts.providers."+name
-		switch {
-		case !sttName.MatchString(name):
-			return fmt.Errorf("tts.providers: %q is no name for a provider: letters, digits, '_', '-' or '.'", name)
-		case TTSBuiltIn(name) || TTSFamiliarOnly(name):
-			return fmt.Errorf("%s: %s is a built-in provider's name; a command provider needs a name of its own", key, strings.ToLower(name))
-		case !isCommandType(c.Type):
-			return fmt.Errorf("%s.type must be command, not %q", key, c.Type)
-		case strings.TrimSpace(c.Command) == "":
-			return fmt.Errorf("%s.command is missing: the shell command that speaks the text of {input_path} into {output_path}", key)
-		}
-		if _, _, bad := commandTimeout(c.Timeout, c.TimeoutSeconds); bad != "" {
-			return fmt.Errorf("%s.timeout %s", key, bad)
-		}
-		if f := commandFormat(c.Format, c.OutputFormat, defaultTTSCommandFormat); !slices.Contains(ttsFormats, f) {
-			return fmt.Errorf("%s.format must be one of %s, not %q", key, strings.Join(ttsFormats, ", "), f)
-		}
+	if err := checkCommands(ttsCommands, t.Providers, TTSCommand.common, func(key string, c TTSCommand) error {
 		if err := checkSpeed(key+".speed", c.Speed); err != nil {
 			return err
 		}
@@ -340,19 +316,11 @@ func (t TTS) validate() error {
 		if c.MaxTextLength != nil && positiveInt(c.MaxTextLength) == 0 {
 			return fmt.Errorf("%s.max_text_length must be a whole number of characters above 0, not %v", key, c.MaxTextLength)
 		}
-		if err := checkPassthrough(key, c.EnvPassthrough); err != nil {
-			return err
-		}
-	}
-	name := t.Chosen("")
-	if TTSBuiltIn(name) || TTSFamiliarOnly(name) {
 		return nil
+	}); err != nil {
+		return err
 	}
-	if _, _, ok := t.commandNamed(name); !ok {
-		return fmt.Errorf("tts.provider %q is neither a built-in provider (%s) nor a command provider declared under tts.providers.%s",
-			t.Provider, strings.Join(ttsBuiltIn, ", "), name)
-	}
-	return nil
+	return checkChosen(ttsCommands, t.Provider, t.Chosen(""), ttsKnown, ttsBuiltIn, t.Providers)
 }
 
 // checkSpeed checks a speed setting: unset, or a number from 0.25 to 4.
@@ -362,16 +330,6 @@ func checkSpeed(key string, v any) error {
 	}
 	if f, ok := speedOf(v); !ok || f < 0.25 || f > 4 {
 		return fmt.Errorf("%s must be a number from 0.25 to 4 (1 is normal), not %v", key, v)
-	}
-	return nil
-}
-
-// checkPassthrough checks a command provider's env_passthrough.
-func checkPassthrough(key string, names []string) error {
-	for _, v := range names {
-		if !envName.MatchString(strings.TrimSpace(v)) {
-			return fmt.Errorf("%s.env_passthrough: %q is not the name of an environment variable", key, clipSecret(v))
-		}
 	}
 	return nil
 }
