@@ -118,10 +118,11 @@ func (s *Service) receiveFile(ctx context.Context, platform string, f InFile) st
 // a look that failed is said, with the path; with no model that can see,
 // where it is saved.
 func (s *Service) seeImage(ctx context.Context, name, path string) string {
-	if s.o.SeeImage == nil {
-		return fmt.Sprintf("[The user sent an image: '%s'. It is saved at: %s.]", name, path)
+	var description string
+	err := ErrCannotSee // no model is asked
+	if s.o.SeeImage != nil {
+		description, err = s.o.SeeImage(ctx, path, DescribeImagePrompt)
 	}
-	description, err := s.o.SeeImage(ctx, path, DescribeImagePrompt)
 	switch {
 	case errors.Is(err, ErrCannotSee):
 		return fmt.Sprintf("[The user sent an image: '%s'. It is saved at: %s.]", name, path)

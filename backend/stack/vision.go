@@ -54,7 +54,10 @@ func VisionOf(home config.Home, cfg config.Config) tools.Vision {
 // (gateway.ErrCannotSee when nothing can look).
 func (s *Stack) seeImage(ctx context.Context, path, prompt string) (string, error) {
 	cfg, _ := s.watch.current()
-	set := ToolsOf(s.Home, cfg)
+	// The photo is a file the gateway saved: of the agent's tool settings
+	// only the model that sees, and the profile's secrets it never reads,
+	// are needed (not the terminal's environment, the web's, the gateway's).
+	set := tools.Settings{Vision: VisionOf(s.Home, cfg), Secrets: []string{s.Home.EnvPath()}}
 	if p := set.Vision.Problem(); p != "" {
 		return "", fmt.Errorf("%w: %s", gateway.ErrCannotSee, p)
 	}
