@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	// of Atrium.
 	"backend/cmdprovider": {},
 	// What the command providers' tests wait on.
-	"backend/cmdprovider/proctest": {},
+	"backend/cmdprovider/proctest": {"backend/cmdprovider"},
 	// Speaks text as config.yaml's tts block says; the tools are handed
 	// it as a function by the stack.
 	"backend/tts":     {"backend/config", "backend/cmdprovider", "backend/apianswer"},

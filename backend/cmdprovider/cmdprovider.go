@@ -134,17 +134,32 @@ func (w *watched) Write(p []byte) (int, error) {
 
 func (w *watched) String() string { return strings.ToValidUTF8(w.buf.String(), "\uFFFD") }
 
-// Find is the program name's path: in dirs (where Homebrew and local
-// installs put it, searched first), else lookPath's ("" when it is
-// nowhere).
-func Find(name string, dirs []string, lookPath func(string) (string, error)) string {
-	for _, d := range dirs {
+// Machine is where a provider's commands run: the environment they start
+// from, before the keys are taken out of it (Environ), and where programs
+// are looked for (BinDirs, where Homebrew and local installs put them,
+// then LookPath). Local is this machine; a test changes its parts.
+type Machine struct {
+	Environ  func() []string
+	BinDirs  []string
+	LookPath func(string) (string, error)
+}
+
+// Local is this machine: this process's environment, /opt/homebrew/bin and
+// /usr/local/bin, then PATH.
+func Local() Machine {
+	return Machine{Environ: os.Environ, BinDirs: []string{"/opt/homebrew/bin", "/usr/local/bin"}, LookPath: exec.LookPath}
+}
+
+// Find is the program name's path: in BinDirs first, else LookPath's (""
+// when it is nowhere).
+func (m Machine) Find(name string) string {
+	for _, d := range m.BinDirs {
 		p := filepath.Join(d, name)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
 			return p
 		}
 	}
-	if p, err := lookPath(name); err == nil {
+	if p, err := m.LookPath(name); err == nil {
 		return p
 	}
 	return ""

@@ -1,4 +1,4 @@
-package cmdprovider
+package cmdprovider_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"atrium/backend/cmdprovider"
 	"atrium/backend/cmdprovider/proctest"
 )
 
@@ -25,7 +26,7 @@ func TestRenderQuotesForTheShell(t *testing.T) {
 	dir := t.TempDir()
 	value := filepath.Join(dir, hostile)
 	tmpl := `printf '%s\n' {input_path} '{input_path}' "{input_path}" "x {input_path} y" 'a'{input_path}'b' {{input_path}}`
-	cmd, unknown := Render(tmpl, map[string]string{"input_path": value})
+	cmd, unknown := cmdprovider.Render(tmpl, map[string]string{"input_path": value})
 	if len(unknown) != 0 {
 		t.Fatalf("unknown %q", unknown)
 	}
@@ -47,14 +48,14 @@ func TestRenderQuotesForTheShell(t *testing.T) {
 
 	// {{ and }} are braces; ${name} is the shell's; an unknown {name} is
 	// left and said.
-	cmd, unknown = Render(`echo {{"a": {model}}} ${model} {nope} {{nope}}`, map[string]string{"model": "tiny"})
+	cmd, unknown = cmdprovider.Render(`echo {{"a": {model}}} ${model} {nope} {{nope}}`, map[string]string{"model": "tiny"})
 	if cmd != `echo {"a": tiny} ${model} {nope} {nope}` || !slices.Equal(unknown, []string{"nope"}) {
 		t.Fatalf("%q %q", cmd, unknown)
 	}
-	if got := ShellQuote(""); got != "''" {
+	if got := cmdprovider.ShellQuote(""); got != "''" {
 		t.Fatalf("empty: %s", got)
 	}
-	if got := ShellQuote("/tmp/a_b-c.ogg"); got != "/tmp/a_b-c.ogg" {
+	if got := cmdprovider.ShellQuote("/tmp/a_b-c.ogg"); got != "/tmp/a_b-c.ogg" {
 		t.Fatalf("safe: %s", got)
 	}
 }
@@ -66,32 +67,32 @@ func TestRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	env := []string{"PATH=" + os.Getenv("PATH"), "ONLY=this"}
-	res := Run(context.Background(), `printf '%s|%s' "$ONLY" "$HOME"; echo oops >&2; exit 3`, env, 5*time.Second)
+	res := cmdprovider.Run(context.Background(), `printf '%s|%s' "$ONLY" "$HOME"; echo oops >&2; exit 3`, env, 5*time.Second)
 	if res.Err != nil || res.Code != 3 || res.Stdout != "this|" || res.Stderr != "oops" || res.TimedOut {
 		t.Fatalf("%+v", res)
 	}
 	if got := res.Detail(); got != "stderr: oops; stdout: this|" {
 		t.Fatalf("detail %q", got)
 	}
-	if got := (Result{}).Detail(); got != "" {
+	if got := (cmdprovider.Result{}).Detail(); got != "" {
 		t.Fatalf("nothing printed: %q", got)
 	}
 
 	pidFile := filepath.Join(dir, "child")
-	res = Run(context.Background(), proctest.Hang(pidFile), env, 300*time.Millisecond)
+	res = cmdprovider.Run(context.Background(), proctest.Hang(pidFile), env, 300*time.Millisecond)
 	if !res.TimedOut || res.Code != -1 || res.Stdout != "started" {
 		t.Fatalf("hang: %+v", res)
 	}
 	proctest.WaitKilled(t, pidFile)
 
-	res = Run(context.Background(), `i=0; while [ $i -lt 6 ]; do echo tick >&2; sleep 0.2; i=$((i+1)); done; echo done`, env, time.Second)
+	res = cmdprovider.Run(context.Background(), `i=0; while [ $i -lt 6 ]; do echo tick >&2; sleep 0.2; i=$((i+1)); done; echo done`, env, time.Second)
 	if res.TimedOut || res.Code != 0 || res.Stdout != "done" {
 		t.Fatalf("a slow command that prints: %+v", res)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if res = Run(ctx, `sleep 300`, env, time.Minute); !errors.Is(res.Err, context.DeadlineExceeded) {
+	if res = cmdprovider.Run(ctx, `sleep 300`, env, time.Minute); !errors.Is(res.Err, context.DeadlineExceeded) {
 		t.Fatalf("the context's end: %+v", res)
 	}
 }

@@ -101,7 +101,7 @@ func (t *Transcriber) viaCommand(ctx context.Context, c config.STTCommandSpec, p
 // toWAV converts path to a WAV file in dir with ffmpeg; missing says what
 // needs it when ffmpeg is not found.
 func (t *Transcriber) toWAV(ctx context.Context, path, dir, missing string) (string, error) {
-	ffmpeg := t.findBinary("ffmpeg")
+	ffmpeg := t.machine.Find("ffmpeg")
 	if ffmpeg == "" {
 		return "", fmt.Errorf("%s, but ffmpeg was not found", missing)
 	}
@@ -122,5 +122,5 @@ func (t *Transcriber) toWAV(ctx context.Context, path, dir, missing string) (str
 // run runs script as cmdprovider.Run does, its environment this
 // process's without the keys (but those passthrough names).
 func (t *Transcriber) run(ctx context.Context, script string, passthrough []string, idle time.Duration) cmdprovider.Result {
-	return cmdprovider.Run(ctx, script, config.CommandEnv(t.environ(), passthrough), idle)
+	return cmdprovider.Run(ctx, script, config.CommandEnv(t.machine.Environ(), passthrough), idle)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,12 +22,7 @@ const hostile = `my 'voice' "note" $(touch pwned) ` + "`touch pwned2`" + ` \x.og
 func testTranscriber(t *testing.T, cfg config.STT, env map[string]string, bin string) *Transcriber {
 	t.Helper()
 	tr := New(cfg, func(k string) string { return env[k] })
-	tr.environ = proctest.Environ(t, env)
-	tr.binDirs = nil
-	if bin != "" {
-		tr.binDirs = []string{bin}
-	}
-	tr.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
+	tr.machine = proctest.Machine(t, env, bin)
 	return tr
 }
 

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,20 +38,16 @@ var ErrNoSpeech = errors.New("the provider heard no speech in the audio")
 type Transcriber struct {
 	cfg    config.STT
 	getenv func(string) string
-	// environ is the environment commands start from (before the keys
-	// are taken out); binDirs are searched for whisper and ffmpeg before
-	// lookPath; apiBase overrides an API's base URL (tests).
-	environ  func() []string
-	binDirs  []string
-	lookPath func(string) (string, error)
-	client   *http.Client
-	apiBase  map[string]string
+	// machine is where commands run and whisper and ffmpeg are found;
+	// apiBase overrides an API's base URL (tests).
+	machine cmdprovider.Machine
+	client  *http.Client
+	apiBase map[string]string
 }
 
 // New is a Transcriber of cfg, its variables read with getenv.
 func New(cfg config.STT, getenv func(string) string) *Transcriber {
-	return &Transcriber{cfg: cfg, getenv: getenv, environ: os.Environ, binDirs: []string{"/opt/homebrew/bin", "/usr/local/bin"},
-		lookPath: exec.LookPath, client: http.DefaultClient}
+	return &Transcriber{cfg: cfg, getenv: getenv, machine: cmdprovider.Local(), client: http.DefaultClient}
 }
 
 // Transcribe is the text spoken in the audio file at path. Its error says
@@ -158,16 +153,10 @@ func (t *Transcriber) localTemplate() (string, bool) {
 	if cmd, _, _ := t.cfg.LocalCommand(t.getenv); cmd != "" {
 		return cmd, true
 	}
-	if bin := t.findBinary("whisper"); bin != "" {
+	if bin := t.machine.Find("whisper"); bin != "" {
 		return cmdprovider.ShellQuote(bin) + " {input_path} --model {model} --output_format txt --output_dir {output_dir} --language {language}", true
 	}
 	return "", false
-}
-
-// findBinary is name's path: in binDirs (where Homebrew and local
-// installs put it), else on PATH ("" when it is nowhere).
-func (t *Transcriber) findBinary(name string) string {
-	return cmdprovider.Find(name, t.binDirs, t.lookPath)
 }
 
 // checkAudio refuses what is not an audio file a provider may be given

@@ -35,7 +35,7 @@ func (s *Speaker) viaCommand(ctx context.Context, c config.TTSCommandSpec, text,
 	defer os.Remove(out)
 	cmd, _ := cmdprovider.Render(c.Command, map[string]string{"input_path": input, "text_path": input, "output_path": out,
 		"format": formatOf(path, c.Format), "voice": c.Voice, "model": c.Model, "speed": c.Speed})
-	res := cmdprovider.Run(ctx, cmd, config.CommandEnv(s.environ(), c.Passthrough), c.IdleTimeout)
+	res := cmdprovider.Run(ctx, cmd, config.CommandEnv(s.machine.Environ(), c.Passthrough), c.IdleTimeout)
 	switch {
 	case res.Err != nil:
 		return fmt.Errorf("TTS provider '%s' failed: %w", c.Name, res.Err)
@@ -84,7 +84,7 @@ func (s *Speaker) toOpus(ctx context.Context, path string) (string, error) {
 
 // ffmpeg converts in to Ogg/Opus at out, whole or not at all.
 func (s *Speaker) ffmpeg(ctx context.Context, in, out string) error {
-	bin := s.findBinary("ffmpeg")
+	bin := s.machine.Find("ffmpeg")
 	if bin == "" {
 		return errors.New("ffmpeg was not found")
 	}
@@ -95,7 +95,7 @@ func (s *Speaker) ffmpeg(ctx context.Context, in, out string) error {
 	for i := range args {
 		args[i] = cmdprovider.ShellQuote(args[i])
 	}
-	res := cmdprovider.Run(ctx, strings.Join(args, " "), config.CommandEnv(s.environ(), nil), ffmpegIdle)
+	res := cmdprovider.Run(ctx, strings.Join(args, " "), config.CommandEnv(s.machine.Environ(), nil), ffmpegIdle)
 	switch {
 	case res.Err != nil:
 		return res.Err
@@ -159,10 +159,4 @@ func sniff(path string) string {
 		return "flac"
 	}
 	return ""
-}
-
-// findBinary is name's path: in binDirs (where Homebrew and local
-// installs put it), else on PATH ("" when it is nowhere).
-func (s *Speaker) findBinary(name string) string {
-	return cmdprovider.Find(name, s.binDirs, s.lookPath)
 }

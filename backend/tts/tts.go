@@ -12,13 +12,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"atrium/backend/cmdprovider"
 	"atrium/backend/config"
 )
 
@@ -37,22 +37,18 @@ type Speaker struct {
 	cfg    config.TTS
 	dir    string // where audio goes when no path is given
 	getenv func(string) string
-	// environ is the environment commands start from (before the keys
-	// are taken out); binDirs are searched for ffmpeg before lookPath;
-	// apiBase overrides an API's base URL (tests).
-	environ  func() []string
-	binDirs  []string
-	lookPath func(string) (string, error)
-	client   *http.Client
-	apiBase  map[string]string
-	now      func() time.Time
+	// machine is where commands run and ffmpeg is found; apiBase
+	// overrides an API's base URL (tests).
+	machine cmdprovider.Machine
+	client  *http.Client
+	apiBase map[string]string
+	now     func() time.Time
 }
 
 // New is a Speaker of cfg that keeps its audio in dir (AudioDir), its
 // variables read with getenv.
 func New(cfg config.TTS, dir string, getenv func(string) string) *Speaker {
-	return &Speaker{cfg: cfg, dir: dir, getenv: getenv, environ: os.Environ, binDirs: []string{"/opt/homebrew/bin", "/usr/local/bin"},
-		lookPath: exec.LookPath, client: http.DefaultClient, now: time.Now}
+	return &Speaker{cfg: cfg, dir: dir, getenv: getenv, machine: cmdprovider.Local(), client: http.DefaultClient, now: time.Now}
 }
 
 // AudioDir is where a profile (its folder) keeps the audio it speaks, as

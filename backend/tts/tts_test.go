@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,12 +26,7 @@ import (
 func testSpeaker(t *testing.T, cfg config.TTS, env map[string]string, dir, bin string) *Speaker {
 	t.Helper()
 	s := New(cfg, dir, func(k string) string { return env[k] })
-	s.environ = proctest.Environ(t, env)
-	s.binDirs = nil
-	if bin != "" {
-		s.binDirs = []string{bin}
-	}
-	s.lookPath = func(string) (string, error) { return "", exec.ErrNotFound }
+	s.machine = proctest.Machine(t, env, bin)
 	return s
 }
 

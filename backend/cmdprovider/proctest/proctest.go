@@ -4,12 +4,15 @@ package proctest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"atrium/backend/cmdprovider"
 )
 
 // WaitFor waits for cond, failing t after 20 s.
@@ -36,6 +39,16 @@ func Gone(pid int) bool {
 		return true
 	}
 	return syscall.Kill(pid, 0) != nil
+}
+
+// Machine is where a test's commands run: from Environ's environment,
+// finding programs only in bin ("": nowhere).
+func Machine(t testing.TB, env map[string]string, bin string) cmdprovider.Machine {
+	m := cmdprovider.Machine{Environ: Environ(t, env), LookPath: func(string) (string, error) { return "", exec.ErrNotFound }}
+	if bin != "" {
+		m.BinDirs = []string{bin}
+	}
+	return m
 }
 
 // Environ is the environment a command of a test starts from: this
