@@ -434,8 +434,12 @@ func Int(args map[string]any, name string, def int) int {
 	return (&Call{Args: args}).integer(name, def)
 }
 
-func (c *Call) integer(name string, def int) int {
-	switch v := c.Args[name].(type) {
+func (c *Call) integer(name string, def int) int { return intValue(c.Args[name], def) }
+
+// intValue is a whole number as a model sends it (a number, or text), def
+// when it is none.
+func intValue(v any, def int) int {
+	switch v := v.(type) {
 	case float64:
 		return int(v)
 	case int:

@@ -92,7 +92,7 @@ func (c *Call) visionAnalyze(ctx context.Context) any {
 			return map[string]any{"success": false, "error": "region must be [x1, y1, x2, y2]: four whole numbers, in the original image's pixels"}
 		}
 		for i := range l {
-			n := (&Call{Args: map[string]any{"n": l[i]}}).integer("n", -1)
+			n := intValue(l[i], -1)
 			if n < 0 {
 				return map[string]any{"success": false, "error": "region must be [x1, y1, x2, y2]: four whole numbers of 0 or more, in the original image's pixels"}
 			}
