@@ -223,3 +223,35 @@ func BenchmarkBackgroundEnd(b *testing.B) {
 		}
 	})
 }
+
+// What watch_patterns costs a background process's output: a 32 KiB chunk
+// of log lines (as the pipe hands them over) written to a process with no
+// watch, and to one watching for 3 and for 32 strings that none of its
+// lines hold (the common case: a server's log between its rare signals).
+// Run with -bench 'WatchedOutput' (docs/benchmarks.md, "watch_patterns").
+func BenchmarkWatchedOutput(b *testing.B) {
+	var chunk []byte
+	for i := 0; len(chunk) < 32<<10; i++ {
+		chunk = fmt.Appendf(chunk, "2026-12-07T12:00:%02d.%03dZ INFO http: GET /api/items/%d 200 in %dms (worker %d)\n", i%60, i%1000, i, i%97, i%8)
+	}
+	chunk = chunk[:32<<10]
+	for _, n := range []int{0, 3, 32} {
+		b.Run(fmt.Sprintf("patterns-%d", n), func(b *testing.B) {
+			ps := NewProcesses()
+			p := &proc{ps: ps, id: "proc_bench", out: capped{limit: logBytes}, deliver: func(Completion) { b.Fatal("told") }}
+			if n > 0 {
+				w := &watcher{}
+				for i := range n {
+					w.patterns = append(w.patterns, fmt.Sprintf("Application startup complete %d", i))
+				}
+				p.watch = w
+			}
+			b.SetBytes(int64(len(chunk)))
+			for b.Loop() {
+				if _, err := p.Write(chunk); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -40,13 +40,18 @@ type Processes struct {
 	procs     map[string]*proc
 	closed    bool
 	listeners []*Listener // in the order they listened
+
+	now    func() time.Time // the watches' clock
+	gateMu sync.Mutex
+	gate   watchGate
 }
 
 // A Listener is a surface of this Atrium process that runs the turns of
 // some conversations (the window's, a chat platform's, a terminal
 // chat's): asked when a conversation starts a process with
-// notify_on_complete, it returns what delivers that process's
-// Completion to the conversation, or nil when the conversation is not its.
+// notify_on_complete or watch_patterns, it returns what delivers that
+// process's notices (Completion) to the conversation, or nil when the
+// conversation is not its.
 type Listener func(owner string) func(Completion)
 
 // Listen adds l; stop takes it away (a process started before keeps the
@@ -75,9 +80,10 @@ func (ps *Processes) deliveryFor(owner string) func(Completion) {
 }
 
 // NewProcesses is an empty set.
-func NewProcesses() *Processes { return &Processes{procs: map[string]*proc{}} }
+func NewProcesses() *Processes { return &Processes{procs: map[string]*proc{}, now: time.Now} }
 
 type proc struct {
+	ps                      *Processes
 	id, owner, command, dir string
 	started                 time.Time
 	cmd                     *exec.Cmd
@@ -91,17 +97,25 @@ type proc struct {
 	exitCode int
 	exited   time.Time
 	killed   bool
-	// notify delivers the completion (notify_on_complete), unless the
-	// conversation learnt of the end itself first (seen).
-	notify func(Completion)
-	seen   bool
+	// deliver hands the conversation its notices: the end when notifyEnd
+	// (notify_on_complete, or a watch that ended), unless the conversation
+	// learnt of the end itself first (seen), and the watch's.
+	deliver   func(Completion)
+	notifyEnd bool
+	seen      bool
+	watch     *watcher // watch_patterns
 }
 
 func (p *proc) Write(b []byte) (int, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.written += len(b)
-	return p.out.Write(b)
+	n, err := p.out.Write(b)
+	deliver, notices := p.watched(b)
+	p.mu.Unlock()
+	if len(notices) > 0 {
+		p.tellWatched(deliver, notices)
+	}
+	return n, err
 }
 
 func newID() string {
@@ -111,8 +125,9 @@ func newID() string {
 }
 
 // start runs cmd (command's shell) in the background for owner (a
-// conversation).
-func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd, notify bool) (*proc, error) {
+// conversation), telling it of the end (notify) or of the lines that
+// match watch.
+func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd, notify bool, watch []string) (*proc, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
@@ -127,9 +142,13 @@ func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd, notify boo
 	if running >= MaxProcesses {
 		return nil, fmt.Errorf("%d background processes run already, the most one Atrium process keeps: kill one with the process tool first", running)
 	}
-	p := &proc{id: newID(), owner: owner, command: command, dir: dir, started: time.Now(), done: make(chan struct{}), out: capped{limit: logBytes}}
-	if notify {
-		p.notify = ps.deliveryFor(owner)
+	p := &proc{ps: ps, id: newID(), owner: owner, command: command, dir: dir, started: time.Now(), done: make(chan struct{}),
+		out: capped{limit: logBytes}, notifyEnd: notify}
+	if notify || len(watch) > 0 {
+		p.deliver = ps.deliveryFor(owner)
+	}
+	if len(watch) > 0 {
+		p.watch = &watcher{patterns: watch}
 	}
 	cmd.Stdout, cmd.Stderr = p, p
 	stdin, err := cmd.StdinPipe()
@@ -152,7 +171,10 @@ func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd, notify boo
 			}
 		}
 		p.exited = time.Now()
-		deliver := p.notify
+		var deliver func(Completion)
+		if p.notifyEnd {
+			deliver = p.deliver
+		}
 		p.mu.Unlock()
 		close(p.done)
 		if deliver != nil {
@@ -165,11 +187,12 @@ func (ps *Processes) start(owner, command, dir string, cmd *exec.Cmd, notify boo
 	return p, nil
 }
 
-// notifies says whether p's end will be told to its conversation.
+// notifies says whether p's conversation will be told of it (its end,
+// its watch).
 func (p *proc) notifies() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.notify != nil
+	return p.deliver != nil
 }
 
 // saw records that the conversation learnt of p's end itself (when it has
@@ -224,7 +247,7 @@ func (ps *Processes) Close() {
 	procs := make([]*proc, 0, len(ps.procs))
 	for _, p := range ps.procs {
 		p.mu.Lock()
-		p.notify = nil // the surfaces stop with this process: nobody to tell
+		p.deliver = nil // the surfaces stop with this process: nobody to tell
 		p.mu.Unlock()
 		procs = append(procs, p)
 	}
@@ -379,7 +402,7 @@ func runProcess(ctx context.Context, c *Call) any {
 		return s
 	case "kill":
 		p.mu.Lock()
-		p.notify = nil // the conversation ended it: nothing to tell it
+		p.notifyEnd = false // the conversation ended it: nothing to tell it
 		p.mu.Unlock()
 		p.kill()
 		return p.status()

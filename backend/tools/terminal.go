@@ -28,7 +28,8 @@ func terminalTool() Tool {
 		Parameters: `{"type":"object","properties":{` +
 			`"command":{"type":"string","description":"The command to execute"},` +
 			`"background":{"type":"boolean","description":"Run in the background (servers, watchers, long builds): returns a session_id at once; the process tool polls, reads, waits for and kills it","default":false},` +
-			`"notify_on_complete":{"type":"boolean","description":"With background=true: you are told in this conversation when the process exits (its exit code and the end of its output), so you need not poll. For long builds, test runs and deploys that end on their own.","default":false},` +
+			`"notify_on_complete":{"type":"boolean","description":"With background=true: you are told in this conversation when the process exits (its exit code and the end of its output), so you need not poll. For long builds, test runs and deploys that end on their own. Set it or watch_patterns, not both (watch_patterns is then left out).","default":false},` +
+			`"watch_patterns":{"type":"array","items":{"type":"string"},"description":"With background=true: strings to look for in the output of a process that runs on (a server, a daemon); when a line holds one you are told in this conversation, with the matching lines. At most one notice every 15 seconds a process (matches in between are dropped and counted); after 3 windows in a row with drops, or 8 notices, the watch ends and you are told when the process exits instead. For rare one-off signals such as 'Application startup complete'; not for an end marker (use notify_on_complete) nor for errors a loop prints again and again."},` +
 			`"timeout":{"type":"integer","description":"Max seconds to wait (default: 180, max: 600). Returns as soon as the command finishes.","minimum":1},` +
 			`"workdir":{"type":"string","description":"Working directory for this command (absolute, or relative to the conversation's). Defaults to the conversation's working directory."},` +
 			`"pty":{"type":"boolean","description":"Run in a pseudo-terminal (not available in Atrium: the command runs without one)","default":false}` +
@@ -97,22 +98,38 @@ func startBackground(c *Call, command, dir string) any {
 		return terminalFailure("background processes are not available here: run the command in the foreground with a timeout (at most 600 seconds)")
 	}
 	notify := c.boolean("notify_on_complete")
-	p, err := c.Processes.start(c.Owner, command, dir, c.shellCommand(context.Background(), command, dir), notify)
+	watch, err := watchPatterns(c.Args["watch_patterns"])
+	if err != nil {
+		return terminalFailure(err.Error())
+	}
+	ignored := notify && len(watch) > 0
+	if ignored {
+		watch = nil // the familiar agent's choice: one notice, at the end
+	}
+	p, err := c.Processes.start(c.Owner, command, dir, c.shellCommand(context.Background(), command, dir), notify, watch)
 	if err != nil {
 		return terminalFailure("the background process could not be started: " + err.Error())
 	}
 	out := map[string]any{"output": "Background process started", "session_id": p.id, "pid": p.cmd.Process.Pid,
 		"exit_code": 0, "error": nil, "hint": "Use the process tool (poll, log, wait, kill) with this session_id."}
+	if ignored {
+		out["watch_patterns_ignored"] = watchIgnored
+	}
+	const nobody = " is not available here (nobody's conversation runs on to be told: a scheduled run, a one-shot send, a piped chat)"
 	var notes []string
 	switch {
 	case notify && p.notifies():
 		out["notify_on_complete"] = true
 		out["hint"] = "You will be told in this conversation when it exits; meanwhile the process tool (poll, log, wait, kill) takes this session_id."
 	case notify:
-		notes = append(notes, "notify_on_complete is not available here (nobody's conversation runs on to be told: a scheduled run, a one-shot send, a piped chat)")
-	}
-	if c.Args["watch_patterns"] != nil {
-		notes = append(notes, "watch_patterns is not available in Atrium")
+		notes = append(notes, "notify_on_complete"+nobody)
+	case len(watch) > 0 && p.notifies():
+		out["watch_patterns"] = watch
+		out["hint"] = fmt.Sprintf("You will be told in this conversation when a line of its output holds one of watch_patterns "+
+			"(at most once every %d seconds; after %d such notices, or a flood, it is watched no more and told when it exits); "+
+			"meanwhile the process tool (poll, log, wait, kill) takes this session_id.", int(WatchMinInterval/time.Second), WatchLifetimeMaxHits)
+	case len(watch) > 0:
+		notes = append(notes, "watch_patterns"+nobody)
 	}
 	if len(notes) > 0 {
 		out["note"] = strings.Join(notes, "; ") + ": poll or wait with the process tool"
