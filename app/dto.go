@@ -378,10 +378,11 @@ type ToolsSettingsDTO struct {
 	WebProvider string       `json:"web_provider"`
 	WebKey      KeyStatusDTO `json:"web_key"`
 	WebProblem  string       `json:"web_problem,omitempty"`
-	// ProcessEnds is display.background_process_notifications: which ends
-	// of background processes started with notify_on_complete are told to
-	// their conversation: all (the default), result (the same), error
-	// (failures only) or off. "" in a Set leaves it as it is.
+	// ProcessEnds is display.background_process_notifications: what of
+	// their background processes conversations are told: all (the
+	// default: the ends of those started with notify_on_complete and the
+	// lines watch_patterns match), result (the ends only), error (failed
+	// ends only) or off. "" in a Set leaves it as it is.
 	ProcessEnds string `json:"process_ends"`
 	// ToolProgress is display.tool_progress: how a chat platform (and a
 	// terminal chat) is shown a turn's tool calls as they start: all (the

@@ -16,10 +16,10 @@ import (
 const idleEvery = 250 * time.Millisecond
 
 // tellEnds tells this surface's conversations of the ends of the
-// background processes they started with notify_on_complete: a turn in
-// the session, once no turn runs there (in any process), whose message is
-// the familiar agent's notification; ends that wait at once are told in
-// one turn. The window and the dashboard show that turn as they show any
+// background processes they started with notify_on_complete, and of the
+// lines watch_patterns matched: a turn in the session, once no turn runs
+// there (in any process), whose message is the familiar agent's
+// notification; notices that wait at once are told in one turn. The window and the dashboard show that turn as they show any
 // turn that runs in an open session.
 func (s *Sessions) tellEnds() *Sessions {
 	if s.loop == nil || s.st == nil || s.st.Processes == nil {
@@ -58,7 +58,7 @@ func (s *Sessions) tell(id string) {
 		// A conversation closed since (/new, /exit, deleted) is not told,
 		// as the familiar agent drops what it would be told.
 		if sess, err := s.st.Sessions.Get(s.ctx, id); err != nil || sess.Ended() || sess.Trashed() {
-			slog.Info("a background process ended after its conversation was closed; not told", "session_id", id, "processes", len(cs))
+			slog.Info("a background process's notice came after its conversation was closed; not told", "session_id", id, "notices", len(cs))
 			continue
 		}
 		ctx, cancel := turns.WithBudget(s.ctx, turnTimeout)

@@ -180,3 +180,22 @@ func TestSettingsChooseWhichEndsAreTold(t *testing.T) {
 		}
 	}
 }
+
+// A line of a watched process's output that holds one of its
+// watch_patterns is told to the window's conversation while the process
+// runs: a turn whose message is the familiar agent's notice, which the
+// model answers.
+func TestAWatchedLineIsToldToItsSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.mustCreate(t, sessions.CreateParams{ID: "srv"})
+	if _, err := e.app.Sessions.Send("srv", `use tool terminal: {"command": "echo booting; echo listening on :8080; sleep 60", "background": true, "watch_patterns": ["listening on"]}`); err != nil {
+		t.Fatal(err)
+	}
+	proc := startedID(t, e, "srv")
+	told, replies := notices(t, e, "srv", 1)
+	want := "[IMPORTANT: Background process " + proc + " matched watch pattern \"listening on\".\nCommand: echo booting; echo listening on :8080; sleep 60\nMatched output:\nlistening on :8080]"
+	if len(told) != 1 || told[0] != want || replies[0] == "" {
+		t.Fatalf("told %q, replied %q; want %q", told, replies, want)
+	}
+}

@@ -295,7 +295,7 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 				continue
 			}
 			for _, c := range cs {
-				fmt.Fprintf(r.env.Stdout, "\n(background process %s ended with exit code %d: %s)\n", c.ID, c.ExitCode, c.Command)
+				fmt.Fprintf(r.env.Stdout, "\n(%s)\n", c.Summary())
 			}
 			line, told = tools.CompletionsText(cs), true
 		}

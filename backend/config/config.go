@@ -516,6 +516,12 @@ func (c Config) NotifiesOfEnd(failed bool) bool {
 	return true
 }
 
+// NotifiesWhileRunning says whether a background process's notices while it
+// runs (a watch_patterns match, and what the watch's limits did) are told:
+// only in the mode that tells running output (all), as the familiar
+// agent's running-output updates.
+func (c Config) NotifiesWhileRunning() bool { return c.ProcessNotifications() == NotifyAll }
+
 // Clarify is the familiar agent's older clarify block: its timeout, when
 // set, is taken over agent.clarify_timeout.
 type Clarify struct {

@@ -180,25 +180,27 @@ func TestClarifyTimeout(t *testing.T) {
 // the four it may be.
 func TestProcessNotifications(t *testing.T) {
 	for _, c := range []struct {
-		yaml, want     string
-		failed, passed bool // told of a failed end, of a good one
+		yaml, want              string
+		failed, passed, running bool // told of a failed end, of a good one, of a watch's match
 	}{
-		{"", "all", true, true},
-		{"display:\n  background_process_notifications: all\n", "all", true, true},
-		{"display:\n  background_process_notifications: result\n", "result", true, true},
-		{"display:\n  background_process_notifications: ERROR\n", "error", true, false},
-		{"display:\n  background_process_notifications: off\n", "off", false, false},
-		{"display:\n  background_process_notifications: false\n", "off", false, false},
-		{"display:\n  background_process_notifications: \"off\"\n", "off", false, false},
-		{"display:\n  background_process_notifications: on\n", "all", true, true},
-		{"display:\n  skin: dark\n", "all", true, true},
+		{"", "all", true, true, true},
+		{"display:\n  background_process_notifications: all\n", "all", true, true, true},
+		{"display:\n  background_process_notifications: result\n", "result", true, true, false},
+		{"display:\n  background_process_notifications: ERROR\n", "error", true, false, false},
+		{"display:\n  background_process_notifications: off\n", "off", false, false, false},
+		{"display:\n  background_process_notifications: false\n", "off", false, false, false},
+		{"display:\n  background_process_notifications: \"off\"\n", "off", false, false, false},
+		{"display:\n  background_process_notifications: on\n", "all", true, true, true},
+		{"display:\n  skin: dark\n", "all", true, true, true},
 	} {
 		cfg, err := loadYAML(t, c.yaml)
 		if err != nil {
 			t.Fatalf("%q: %v", c.yaml, err)
 		}
-		if got := cfg.ProcessNotifications(); got != c.want || cfg.NotifiesOfEnd(true) != c.failed || cfg.NotifiesOfEnd(false) != c.passed {
-			t.Errorf("%q: %q %v %v, want %q %v %v", c.yaml, got, cfg.NotifiesOfEnd(true), cfg.NotifiesOfEnd(false), c.want, c.failed, c.passed)
+		if got := cfg.ProcessNotifications(); got != c.want || cfg.NotifiesOfEnd(true) != c.failed || cfg.NotifiesOfEnd(false) != c.passed ||
+			cfg.NotifiesWhileRunning() != c.running {
+			t.Errorf("%q: %q %v %v %v, want %q %v %v %v", c.yaml, got, cfg.NotifiesOfEnd(true), cfg.NotifiesOfEnd(false),
+				cfg.NotifiesWhileRunning(), c.want, c.failed, c.passed, c.running)
 		}
 	}
 	if _, err := loadYAML(t, "display:\n  background_process_notifications: loud\n"); err == nil || !strings.Contains(err.Error(), "display.background_process_notifications must be all, result, error or off, not loud") {

@@ -325,8 +325,9 @@ func ChangeMemory(m tools.Memory, change func(tools.Memory, string, string) erro
 func off(b *bool) bool { return b != nil && !*b }
 
 // TellEnds adds a surface of this process that runs some conversations'
-// turns (tools.Listener): the ends of their background processes started
-// with notify_on_complete are handed to it, those that
+// turns (tools.Listener): the notices of their background processes (the
+// ends of those started with notify_on_complete, the matches of
+// watch_patterns) are handed to it, those that
 // display.background_process_notifications (as config.yaml has it then)
 // lets through. stop takes it away.
 func (s *Stack) TellEnds(l tools.Listener) (stop func()) {
@@ -336,9 +337,10 @@ func (s *Stack) TellEnds(l tools.Listener) (stop func()) {
 			return nil
 		}
 		return func(c tools.Completion) {
-			if cfg, _ := s.watch.current(); !cfg.NotifiesOfEnd(c.Failed()) {
-				s.log.Info("a background process ended; display.background_process_notifications leaves it untold",
-					"process", c.ID, "exit_code", c.ExitCode, "mode", cfg.ProcessNotifications())
+			cfg, _ := s.watch.current()
+			if c.Kind == tools.NoticeEnd && !cfg.NotifiesOfEnd(c.Failed()) || c.Kind != tools.NoticeEnd && !cfg.NotifiesWhileRunning() {
+				s.log.Info("a background process's notice; display.background_process_notifications leaves it untold",
+					"process", c.ID, "kind", c.Kind, "exit_code", c.ExitCode, "mode", cfg.ProcessNotifications())
 				return
 			}
 			deliver(c)

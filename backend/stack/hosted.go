@@ -130,11 +130,12 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 	return gw, nil
 }
 
-// FollowEnds is the gateway's side of notify_on_complete: a background
-// process a chat's turn started is told to the chat when it ends, in a
-// turn from the sender whose message started it (gateway.Service.Follow;
-// one that stopped follows no more), unless the conversation was reset
-// since; ends that wait together are told in one turn.
+// FollowEnds is the gateway's side of notify_on_complete and
+// watch_patterns: a background process a chat's turn started is told to
+// the chat when it ends (or prints a watched line), in a turn from the
+// sender whose message started it (gateway.Service.Follow; one that
+// stopped follows no more), unless the conversation was reset since;
+// notices that wait together are told in one turn.
 func FollowEnds(gw *gateway.Service, lg *slog.Logger) tools.Listener {
 	var untold tools.Untold
 	return func(owner string) func(tools.Completion) {
@@ -144,7 +145,7 @@ func FollowEnds(gw *gateway.Service, lg *slog.Logger) tools.Listener {
 		}
 		return func(c tools.Completion) {
 			if reset() {
-				lg.Info("gateway: a background process ended after its conversation was reset; not told", "process", c.ID, "conversation", owner)
+				lg.Info("gateway: a background process's notice came after its conversation was reset; not told", "process", c.ID, "kind", c.Kind, "conversation", owner)
 				return
 			}
 			if untold.Add(c.Owner, c) {
