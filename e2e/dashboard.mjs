@@ -810,6 +810,23 @@ async function main() {
     await backToList();
   });
 
+  await check('a background server watched for a line: the conversation is told when it prints it, and the transcript shows the line, its pattern and command', async () => {
+    await sendIn('Cache warmup', 'use tool terminal: {"command": "sleep 0.3; echo booting; echo listening on :8080; sleep 300", "background": true, "watch_patterns": ["listening on"]}');
+    const match = page.locator('[role=log] [data-testid=process-match]').last();
+    await match.waitFor({ timeout: 30_000 }).catch(async () => {
+      throw new Error(`transcript: ${(await page.locator('[role=log]').innerText()).slice(-400)}`);
+    });
+    const status = (await match.locator('.tool-status').innerText()).trim();
+    assert(/^Output matched .?listening on.? · proc_[0-9a-f]{12} · still running$/.test(status), `status: ${status}`);
+    eq((await match.locator('pre').allInnerTexts()).map((t) => t.trim()), ['$ sleep 0.3; echo booting; echo listening on :8080; sleep 300', 'listening on :8080'], 'the command and the matched line');
+    const told = page.locator('[role=log] [data-testid=message]').filter({ has: page.locator('[data-testid=process-match]') }).last();
+    eq((await told.locator('.badge.marker').innerText()).trim(), 'watched output matched', 'the badge');
+    // The model answered the notice, in its own turn.
+    await page.locator('[role=log] [data-testid=message][data-role=assistant]').last().waitFor({ timeout: 30_000 });
+    await told.screenshot({ path: join(artifacts, 'dashboard-watched-line.png') });
+    await backToList();
+  });
+
   await check('"Always allow" keeps the rule: another process runs the call unasked; Settings lists it and Revoke asks again', async () => {
     await sendIn('Cache warmup', 'use tool read_notes: {"ask": true, "always": true}');
     const dlg = page.locator('[data-testid=approval]');

@@ -301,7 +301,7 @@ describe('settings: the agent\'s tools', () => {
   it('chooses which background process ends are told, and keeps result when the file says it', async () => {
     const v = await shown();
     const ends = q<HTMLSelectElement>(v, 'set-tools-process-ends');
-    expect(Array.from(ends.options, (o) => o.value)).toEqual(['all', 'error', 'off']);
+    expect(Array.from(ends.options, (o) => o.value)).toEqual(['all', 'result', 'error', 'off']);
     expect(ends.value).toBe('all');
     ends.value = 'error';
     q<HTMLButtonElement>(v, 'settings-save').click();
@@ -312,7 +312,7 @@ describe('settings: the agent\'s tools', () => {
     const kept = await shown();
     const again = q<HTMLSelectElement>(kept, 'set-tools-process-ends');
     expect(again.value).toBe('result');
-    expect(again.selectedOptions[0]!.textContent).toBe('Tell the model of every end (result)');
+    expect(again.selectedOptions[0]!.textContent).toBe('Tell it of every end, not of watched lines');
   });
 
   it('chooses how a chat is shown the tool calls (display.tool_progress)', async () => {

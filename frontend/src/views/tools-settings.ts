@@ -17,7 +17,8 @@ type Key = 'terminal' | 'files' | 'memory' | 'web' | 'web_backend' | 'cwd' | 'ti
 
 /** The values of display.background_process_notifications. */
 const processEnds: Array<[string, string]> = [
-  ['all', 'Tell the model of every end'],
+  ['all', 'Tell the model of every end and watched line'],
+  ['result', 'Tell it of every end, not of watched lines'],
   ['error', 'Tell it only of failures (a non-zero exit code)'],
   ['off', 'Do not tell it: it polls or waits'],
 ];
@@ -113,7 +114,7 @@ export class ToolsSection {
         'set-tools-process-ends',
         'When a background process ends',
         this.ends,
-        'A command the model ran in the background asking to hear of its end (notify_on_complete) starts a turn that tells it (display.background_process_notifications).',
+        'A command the model ran in the background asking to hear of its end (notify_on_complete), or of lines it watches for in its output (watch_patterns), starts a turn that tells it (display.background_process_notifications).',
         'process_ends',
       ),
       this.field(
@@ -157,7 +158,7 @@ export class ToolsSection {
     this.timeout.value = String(t.timeout_seconds);
     this.maxTurns.value = String(t.max_turns);
     const ends = [...processEnds];
-    if (!ends.some(([v]) => v === t.process_ends)) ends.push([t.process_ends, t.process_ends === 'result' ? 'Tell the model of every end (result)' : t.process_ends]);
+    if (!ends.some(([v]) => v === t.process_ends)) ends.push([t.process_ends, t.process_ends]);
     replace(this.ends, ...ends.map(([v, label]) => h('option', { value: v }, label)));
     this.ends.value = t.process_ends;
     replace(this.progress, ...toolProgress.map(([v, label]) => h('option', { value: v }, label)));

@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 import { describe, expect, it } from 'vitest';
-import { processEnds, processEndsView, toolCall, toolResult } from './toolview';
+import { processNotices, processNoticesSummary, processNoticesView, toolCall, toolResult } from './toolview';
 
 describe('toolView', () => {
   it('shows a terminal call as its command line, and its result as output with the exit code', () => {
@@ -166,27 +166,53 @@ describe('toolView', () => {
   });
 });
 
-describe('processEnds', () => {
+describe('processNotices', () => {
   const one = '[IMPORTANT: Background process proc_0a1b completed normally (exit code 0).\nCommand: make test\nOutput:\nok 42 [passed]]';
   const two = '[IMPORTANT: Background process proc_ff exited (exit code -15, SIGTERM).\nCommand: npm run dev\nOutput:\n]';
+  const match = '[IMPORTANT: Background process proc_c0 matched watch pattern "listening on".\nCommand: npm run dev\nMatched output:\nlistening on :5173\n(3 earlier matches were suppressed by rate limit)]';
+  const off =
+    "[IMPORTANT: Watch patterns disabled for process proc_c0 — reached the lifetime cap of 8 delivered matches. Falling back to notify_on_complete semantics; you'll get exactly one notification when the process exits.]";
+  const header = '[IMPORTANT: 2 background processes completed. Treat these results as one batch and give one consolidated response; preserve failures and actionable results.]';
   it('reads one end and a batch as Atrium tells them, and nothing else', () => {
-    expect(processEnds(one)).toEqual([{ id: 'proc_0a1b', command: 'make test', code: 0, output: 'ok 42 [passed]' }]);
-    const batch = `[IMPORTANT: 2 background processes completed. Treat these results as one batch and give one consolidated response; preserve failures and actionable results.]\n\n${one}\n\n${two}`;
-    expect(processEnds(batch)!.map((e) => [e.id, e.code, e.output])).toEqual([
+    expect(processNotices(one)).toEqual([{ kind: 'end', id: 'proc_0a1b', command: 'make test', code: 0, output: 'ok 42 [passed]' }]);
+    const batch = `${header}\n\n${one}\n\n${two}`;
+    expect(processNotices(batch)!.map((e) => (e.kind === 'end' ? [e.id, e.code, e.output] : null))).toEqual([
       ['proc_0a1b', 0, 'ok 42 [passed]'],
       ['proc_ff', -15, ''],
     ]);
-    expect(processEnds('[IMPORTANT: Background process proc_1 finished]')).toBeNull();
-    expect(processEnds(`please read this: ${one}`)).toBeNull();
-    expect(processEnds(`[IMPORTANT: 3 background processes completed. x]\n\n${one}\n\n${two}`)).toBeNull();
+    expect(processNotices('[IMPORTANT: Background process proc_1 finished]')).toBeNull();
+    expect(processNotices(`please read this: ${one}`)).toBeNull();
+    expect(processNotices(`[IMPORTANT: 3 background processes completed. x]\n\n${one}\n\n${two}`)).toBeNull();
+    expect(processNotices(`${one}\n\n${two}`)).toBeNull(); // two ends come under the header
+    expect(processNotices(`${header}\n\n${one}`)).toBeNull();
+  });
+  it('reads a watched line and what the watch limits did, alone and beside ends', () => {
+    expect(processNotices(match)).toEqual([{ kind: 'match', id: 'proc_c0', pattern: 'listening on', command: 'npm run dev', output: 'listening on :5173', suppressed: 3 }]);
+    expect(processNotices(match.replace('\n(3 earlier matches were suppressed by rate limit)', ''))![0]).toMatchObject({ output: 'listening on :5173', suppressed: 0 });
+    expect(processNotices(off)).toEqual([{ kind: 'note', id: 'proc_c0', text: off.slice('[IMPORTANT: '.length, -1) }]);
+    const mixed = processNotices(`${match}\n\n${off}\n\n${header}\n\n${one}\n\n${two}`)!;
+    expect(mixed.map((n) => n.kind)).toEqual(['match', 'note', 'end', 'end']);
+    expect(processNoticesSummary(mixed)).toBe('2 background processes ended · watched output matched');
+    expect(processNoticesSummary(processNotices(off)!)).toBe('background process watch');
+    expect(processNotices('[IMPORTANT: Watch-pattern notifications resumed. 2 match event(s) were suppressed during the flood.]')![0]!.kind).toBe('note');
   });
   it('shows each end as finished or failed, its command and the end of its output', () => {
-    const v = processEndsView(processEnds(`[IMPORTANT: 2 background processes completed. Treat them as one.]\n\n${one}\n\n${two}`)!);
+    const v = processNoticesView(processNotices(`[IMPORTANT: 2 background processes completed. Treat them as one.]\n\n${one}\n\n${two}`)!);
     const [first, second, ...rest] = Array.from(v.querySelectorAll('[data-testid=process-end]'));
     expect(rest.length).toBe(0);
     expect(first!.querySelector('.good')!.textContent).toBe('Finished · proc_0a1b');
     expect(Array.from(first!.querySelectorAll('pre'), (p) => p.textContent)).toEqual(['$ make test', 'ok 42 [passed]']);
     expect(second!.querySelector('.bad')!.textContent).toBe('Failed (exit -15) · proc_ff');
     expect(second!.textContent).toContain('(no output)');
+  });
+  it('shows a watched line with its pattern and command, and the watch notes as text', () => {
+    const v = processNoticesView(processNotices(`${match}\n\n${off}`)!);
+    const m = v.querySelector('[data-testid=process-match]')!;
+    expect(m.querySelector('.tool-status')!.textContent).toBe('Output matched listening on · proc_c0 · still running');
+    expect(Array.from(m.querySelectorAll('pre'), (p) => p.textContent)).toEqual(['$ npm run dev', 'listening on :5173']);
+    expect(m.textContent).toContain('3 earlier matches were dropped by the rate limit');
+    expect(v.querySelector('[data-testid=process-note]')!.textContent).toContain('reached the lifetime cap of 8 delivered matches');
+    const hostile = processNoticesView(processNotices(match.replace('listening on :5173', '<img src=x onerror=alert(1)>'))!);
+    expect(hostile.querySelector('img')).toBeNull();
   });
 });

@@ -356,48 +356,92 @@ function diffLines(diff: string): HTMLElement[] {
   });
 }
 
-/** ProcessEnd is one background process's end as a notification told it
- * to the model (terminal's notify_on_complete). */
-export interface ProcessEnd {
-  id: string;
-  command: string;
-  code: number;
-  output: string;
-}
+/** ProcessNotice is what Atrium told the model of one of its background
+ * processes: its end (terminal's notify_on_complete), a line of its output
+ * that matched watch_patterns, or what the watch's limits did. */
+export type ProcessNotice =
+  | { kind: 'end'; id: string; command: string; code: number; output: string }
+  | { kind: 'match'; id: string; command: string; pattern: string; output: string; suppressed: number }
+  | { kind: 'note'; id: string; text: string };
 
 const endRE = /^\[IMPORTANT: Background process (proc_[0-9a-f]+) (?:completed normally|exited) \(exit code (-?\d+)(?:, SIGTERM)?\)\.\nCommand: ([^\n]*)\nOutput:\n([\s\S]*)\]$/;
+const matchRE = /^\[IMPORTANT: Background process (proc_[0-9a-f]+) matched watch pattern "([^\n]*)"\.\nCommand: ([^\n]*)\nMatched output:\n([\s\S]*?)(?:\n\((\d+) earlier matches were suppressed by rate limit\))?\]$/;
+const noteRE = /^\[IMPORTANT: ((?:Watch patterns disabled for process (proc_[0-9a-f]+) — |Watch-pattern overflow: |Watch-pattern notifications resumed\. )[^\n]*)\]$/;
 const batchRE = /^\[IMPORTANT: (\d+) background processes completed\. [^\n]*\]$/;
 
-/** processEnds reads a message Atrium wrote to tell the model of
- * background processes' ends (one, or a batch); null for any other. */
-export function processEnds(content: string): ProcessEnd[] | null {
-  const parts = content.split('\n\n[IMPORTANT: Background process ');
-  const batch = batchRE.exec(parts[0] ?? '');
-  if (batch) parts.shift();
-  if (parts.length !== (batch ? Number(batch[1]) : 1)) return null;
-  const ends: ProcessEnd[] = [];
-  for (const [i, part] of parts.entries()) {
-    const m = endRE.exec(batch || i > 0 ? `[IMPORTANT: Background process ${part}` : part);
-    if (!m) return null;
-    ends.push({ id: m[1] ?? '', command: m[3] ?? '', code: Number(m[2]), output: m[4] ?? '' });
+/** processNotices reads a message Atrium wrote to tell the model of its
+ * background processes (one notice, or several: ends under the batch
+ * header, a watch's notices beside them); null for any other. */
+export function processNotices(content: string): ProcessNotice[] | null {
+  const parts = content.split('\n\n[IMPORTANT: ').map((p, i) => (i > 0 ? `[IMPORTANT: ${p}` : p));
+  let batch = -1;
+  const out: ProcessNotice[] = [];
+  for (const part of parts) {
+    const b = batchRE.exec(part);
+    if (b && batch < 0) {
+      batch = Number(b[1]);
+      continue;
+    }
+    let m = endRE.exec(part);
+    if (m) {
+      out.push({ kind: 'end', id: m[1] ?? '', command: m[3] ?? '', code: Number(m[2]), output: m[4] ?? '' });
+      continue;
+    }
+    if ((m = matchRE.exec(part))) {
+      out.push({ kind: 'match', id: m[1] ?? '', pattern: m[2] ?? '', command: m[3] ?? '', output: m[4] ?? '', suppressed: Number(m[5] ?? 0) });
+      continue;
+    }
+    if ((m = noteRE.exec(part))) {
+      out.push({ kind: 'note', id: m[2] ?? '', text: m[1] ?? '' });
+      continue;
+    }
+    return null;
   }
-  return ends;
+  const ends = out.filter((n) => n.kind === 'end').length;
+  if (out.length === 0 || (batch >= 0 ? batch !== ends || ends < 2 : ends > 1)) return null;
+  return out;
 }
 
-/** processEndsView shows process ends as a person reads them: which
- * command finished or failed, and the end of its output. */
-export function processEndsView(ends: ProcessEnd[]): HTMLElement {
+/** processNoticesSummary is a short label of notices, for a badge. */
+export function processNoticesSummary(ns: ProcessNotice[]): string {
+  const ends = ns.filter((n) => n.kind === 'end').length;
+  const matches = ns.filter((n) => n.kind === 'match').length;
+  const parts: string[] = [];
+  if (ends) parts.push(ends === 1 ? 'background process ended' : `${ends} background processes ended`);
+  if (matches) parts.push(matches === 1 ? 'watched output matched' : `${matches} watched outputs matched`);
+  if (!parts.length) parts.push('background process watch');
+  return parts.join(' · ');
+}
+
+/** processNoticesView shows the notices as a person reads them: which
+ * command finished or failed and the end of its output; which watched
+ * line came, from which command; what the watch's limits did. */
+export function processNoticesView(ns: ProcessNotice[]): HTMLElement {
   return h(
     'div',
     { class: 'tool-view', 'data-testid': 'process-ends' },
-    ...ends.map((e) =>
-      h(
-        'div',
-        { class: 'process-end', 'data-testid': 'process-end' },
-        h('div', { class: `tool-status ${e.code === 0 ? 'good' : 'bad'}` }, e.code === 0 ? 'Finished' : `Failed (exit ${e.code})`, h('span', { class: 'muted' }, ` · ${e.id}`)),
-        h('pre', { class: 'tool-output' }, `$ ${e.command}`),
-        e.output ? h('pre', { class: 'tool-output' }, e.output) : h('div', { class: 'muted small' }, '(no output)'),
-      ),
-    ),
+    ...ns.map((n) => {
+      switch (n.kind) {
+        case 'end':
+          return h(
+            'div',
+            { class: 'process-end', 'data-testid': 'process-end' },
+            h('div', { class: `tool-status ${n.code === 0 ? 'good' : 'bad'}` }, n.code === 0 ? 'Finished' : `Failed (exit ${n.code})`, h('span', { class: 'muted' }, ` · ${n.id}`)),
+            h('pre', { class: 'tool-output' }, `$ ${n.command}`),
+            n.output ? h('pre', { class: 'tool-output' }, n.output) : h('div', { class: 'muted small' }, '(no output)'),
+          );
+        case 'match':
+          return h(
+            'div',
+            { class: 'process-end', 'data-testid': 'process-match' },
+            h('div', { class: 'tool-status' }, 'Output matched ', h('q', {}, n.pattern), h('span', { class: 'muted' }, ` · ${n.id} · still running`)),
+            h('pre', { class: 'tool-output' }, `$ ${n.command}`),
+            h('pre', { class: 'tool-output' }, n.output),
+            n.suppressed ? h('div', { class: 'muted small' }, `${n.suppressed} earlier ${n.suppressed === 1 ? 'match was' : 'matches were'} dropped by the rate limit`) : null,
+          );
+        default:
+          return h('div', { class: 'process-end muted', 'data-testid': 'process-note' }, n.text);
+      }
+    }),
   );
 }

@@ -12,7 +12,7 @@ import { app, type OpenAt, type View } from '../state';
 import { TranscriptStore } from '../stores/transcript';
 import type { CommandDTO, MessageDTO, SessionDTO, TurnDTO } from '../types';
 import { attachmentsView, replyFiles, sentFiles } from './attachments';
-import { processEnds, processEndsView, subagentStatus, toolCall, toolResult } from './toolview';
+import { processNotices, processNoticesSummary, processNoticesView, subagentStatus, toolCall, toolResult } from './toolview';
 
 const shownAtFirst = 400;
 
@@ -636,15 +636,16 @@ function message(m: MessageDTO): HTMLElement {
   const cls = ['msg', `role-${m.role.replace(/[^a-z_-]/gi, '')}`];
   if (m.marker) cls.push(`marker-${m.marker.replace(/[^a-z_-]/gi, '')}`);
   else if (m.compaction) cls.push('marker-other');
-  // A background process's end, told to the model in the person's place.
-  const ends = m.role === 'user' && !m.marker ? processEnds(m.content) : null;
+  // A background process's end or watched line, told to the model in the
+  // person's place.
+  const ends = m.role === 'user' && !m.marker ? processNotices(m.content) : null;
   if (ends) cls.push('marker-process-end');
   const head = h(
     'div',
     { class: 'msg-head' },
     h('span', { class: 'role' }, ends ? 'Atrium' : m.marker === 'hook_feedback' ? 'hook' : m.role),
     ends
-      ? h('span', { class: 'badge marker', title: 'A background process the model started ended; Atrium told the model so, in your place' }, ends.length === 1 ? 'background process ended' : `${ends.length} background processes ended`)
+      ? h('span', { class: 'badge marker', title: 'A background process the model started ended, or printed a line it watches for; Atrium told the model so, in your place' }, processNoticesSummary(ends))
       : null,
     m.tool_name ? h('span', { class: 'badge tool' }, m.tool_name) : null,
     m.marker === 'hook_feedback' ? h('span', { class: 'badge marker', title: 'A Stop hook kept the turn going with this instruction; the person did not write it' }, 'Stop hook feedback') : null,
@@ -654,7 +655,7 @@ function message(m: MessageDTO): HTMLElement {
     h('time', { class: 'muted small', title: absolute(m.created_at) }, shortTime(m.created_at)),
   );
   const body = ends
-    ? h('div', { class: 'content' }, processEndsView(ends), h('details', { class: 'tool-raw' }, h('summary', {}, 'As the model reads it'), h('div', { class: 'content plain' }, m.content)))
+    ? h('div', { class: 'content' }, processNoticesView(ends), h('details', { class: 'tool-raw' }, h('summary', {}, 'As the model reads it'), h('div', { class: 'content plain' }, m.content)))
     : content(m);
   const el = h('article', { class: cls.join(' '), 'data-testid': 'message', 'data-role': m.role, 'data-message-id': m.id }, head, body);
   if (m.sent_content !== null && m.sent_content !== m.content) {

@@ -1151,10 +1151,11 @@ export interface ToolsSettingsDTO {
   web_key: KeyStatusDTO;
   web_problem?: string;
   /**
-   * ProcessEnds is display.background_process_notifications: which ends
-   * of background processes started with notify_on_complete are told to
-   * their conversation: all (the default), result (the same), error
-   * (failures only) or off. "" in a Set leaves it as it is.
+   * ProcessEnds is display.background_process_notifications: what of
+   * their background processes conversations are told: all (the
+   * default: the ends of those started with notify_on_complete and the
+   * lines watch_patterns match), result (the ends only), error (failed
+   * ends only) or off. "" in a Set leaves it as it is.
    */
   process_ends: string;
   /**
