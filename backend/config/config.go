@@ -94,6 +94,10 @@ func (h Home) PluginsDir() string { return filepath.Join(h.Dir, "plugins") }
 // where the familiar agent keeps it in its home.
 func (h Home) MemoriesDir() string { return filepath.Join(h.Dir, "memories") }
 
+// SkillsDir is the profile's skills: a folder each, with its SKILL.md, as
+// the familiar agent keeps them in ~/.hermes/skills.
+func (h Home) SkillsDir() string { return filepath.Join(h.Dir, "skills") }
+
 // EnvPath is the profile's .env: keys and tokens, read into the
 // environment of every Atrium process of the profile when it starts.
 func (h Home) EnvPath() string { return filepath.Join(h.Dir, ".env") }
@@ -173,6 +177,7 @@ type Config struct {
 	Compaction  Compaction  `yaml:"compaction"`
 	Model       Model       `yaml:"model"`
 	Memory      Memory      `yaml:"memory"`
+	Skills      Skills      `yaml:"skills"`
 	Gateway     Gateway     `yaml:"gateway"`
 	Approvals   Approvals   `yaml:"approvals"`
 	// CommandAllowlist is the familiar agent's standing approvals: the
@@ -812,6 +817,15 @@ type Memory struct {
 	UserProfileEnabled *bool `yaml:"user_profile_enabled"`
 	MemoryCharLimit    int   `yaml:"memory_char_limit"`
 	UserCharLimit      int   `yaml:"user_char_limit"`
+}
+
+// Skills is the familiar agent's skills block: skill folders shared from
+// elsewhere (read, never written), and skills not offered, everywhere or
+// on one platform (telegram, discord, cli, ...).
+type Skills struct {
+	ExternalDirs     []string            `yaml:"external_dirs"`
+	Disabled         []string            `yaml:"disabled"`
+	PlatformDisabled map[string][]string `yaml:"platform_disabled"`
 }
 
 // Compaction settings; nil means the default.

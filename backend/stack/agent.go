@@ -271,7 +271,23 @@ func ToolsOf(home config.Home, cfg config.Config) tools.Settings {
 		Env: config.CommandEnv(os.Environ(), cfg.Terminal.EnvPassthrough), Protected: []string{home.ConfigPath(), home.EnvPath(), home.StatePath()},
 		Secrets: []string{home.EnvPath()}, Memory: MemoryOf(home, cfg),
 		Web:       tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs(), Secrets: secretValues(os.Environ())},
-		Messaging: tools.Messaging{Platforms: platformsOf(gatewayOf(cfg))}, Vision: VisionOf(home, cfg), Speech: SpeechOf(home, cfg)}
+		Messaging: tools.Messaging{Platforms: platformsOf(gatewayOf(cfg))}, Vision: VisionOf(home, cfg), Speech: SpeechOf(home, cfg),
+		Skills: SkillsOf(home, cfg)}
+}
+
+// LoadSkills is the profile's skills as its config.yaml sets them now.
+func LoadSkills(home config.Home) (tools.Skills, error) {
+	cfg, _, err := config.Load(home.ConfigPath())
+	if err != nil {
+		return tools.Skills{}, err
+	}
+	return SkillsOf(home, cfg), nil
+}
+
+// SkillsOf is the profile's skills as cfg sets them (skills.*).
+func SkillsOf(home config.Home, cfg config.Config) tools.Skills {
+	return tools.Skills{Dir: home.SkillsDir(), External: cfg.Skills.ExternalDirs, Disabled: cfg.Skills.Disabled,
+		PlatformDisabled: cfg.Skills.PlatformDisabled}
 }
 
 // gatewayOf is cfg's gateway as it runs: its blocks, else the familiar

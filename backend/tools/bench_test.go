@@ -255,3 +255,45 @@ func BenchmarkWatchedOutput(b *testing.B) {
 		})
 	}
 }
+
+// What the skills cost a conversation's first turn: the system prompt's
+// index of 200 skills in 12 categories, each SKILL.md ~3 KB (the familiar
+// agent ships about a hundred), built from the folder as a first turn
+// builds it. Run with -bench 'SkillIndex' (docs/benchmarks.md, "Skills").
+// SKILL_BENCH_DIR=<dir> keeps the folder there (for the familiar agent's
+// index on the same files).
+func BenchmarkSkillIndex(b *testing.B) {
+	dir := b.TempDir()
+	if d := os.Getenv("SKILL_BENCH_DIR"); d != "" {
+		dir = d
+	}
+	body := strings.Repeat("A step of the procedure, with the exact command to run and what to check after it.\n", 36)
+	for i := range 200 {
+		sk := filepath.Join(dir, fmt.Sprintf("category-%02d", i%12), fmt.Sprintf("skill-%03d", i))
+		if err := os.MkdirAll(sk, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		md := fmt.Sprintf("---\nname: skill-%03d\ndescription: Does task number %d the way that worked last time, with its pitfalls\n"+
+			"version: 1.0.0\nmetadata:\n  hermes:\n    tags: [one, two]\n---\n\n# Skill %d\n\n%s", i, i, i, body)
+		if err := os.WriteFile(filepath.Join(sk, "SKILL.md"), []byte(md), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := Skills{Dir: dir}
+	// cold: every frontmatter parsed (a process's first listing); warm: the
+	// files unchanged since the last listing.
+	for _, cold := range []bool{true, false} {
+		b.Run(map[bool]string{true: "cold", false: "warm"}[cold], func(b *testing.B) {
+			for b.Loop() {
+				if cold {
+					skillHeads.Lock()
+					clear(skillHeads.m)
+					skillHeads.Unlock()
+				}
+				if idx := s.SkillIndex("cli", true); !strings.Contains(idx, "skill-199: Does task number 199") {
+					b.Fatal(idx)
+				}
+			}
+		})
+	}
+}

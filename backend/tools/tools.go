@@ -76,7 +76,7 @@ func (t Tool) Run(ctx context.Context, c *Call) string {
 // All is every tool of the machine, in the order they are offered.
 func All() []Tool {
 	return []Tool{terminalTool(), processTool(), readFileTool(), writeFileTool(), patchTool(), searchFilesTool(), webSearchTool(), webExtractTool(),
-		sendMessageTool(), visionAnalyzeTool(), textToSpeechTool()}
+		sendMessageTool(), visionAnalyzeTool(), textToSpeechTool(), skillsListTool(), skillViewTool(), skillManageTool()}
 }
 
 // Names is the names of All.
@@ -145,6 +145,9 @@ type Settings struct {
 	Vision Vision
 	// Speech is how text_to_speech reaches a provider that speaks.
 	Speech Speech
+	// Skills are the profile's skills (skills.*): what skills_list,
+	// skill_view and skill_manage read and write.
+	Skills Skills
 }
 
 // secret says whether path is one of Settings.Secrets (through a link
@@ -193,12 +196,13 @@ var toolsetsOf = map[string][]string{
 	"messaging":     {SendMessageTool},
 	"vision":        {VisionAnalyzeTool},
 	"tts":           {TextToSpeechTool},
+	"skills":        {SkillsListTool, SkillViewTool, SkillManageTool},
 }
 
 // elsewhere are the familiar agent's toolsets of tools Atrium does not have
 // (a browser, image generation, ...): named in a list, they
 // offer nothing and are not an error.
-var elsewhere = []string{"browser", "image_gen", "skills",
+var elsewhere = []string{"browser", "image_gen",
 	"code_execution", "cronjob", "moa", "rl", "homeassistant",
 	"safe", "research", "spotify", "kanban", "discord", "feishu", "mcp", "computer_use"}
 
@@ -248,6 +252,7 @@ func (s Settings) Enabled(platform string) (map[string]bool, []string) {
 		{s.Messaging.Problem(), []string{SendMessageTool}, []string{"messaging"}},
 		{s.Vision.Problem(), []string{VisionAnalyzeTool}, []string{"vision"}},
 		{s.Speech.Problem(), []string{TextToSpeechTool}, []string{"tts"}},
+		{s.Skills.Problem(), []string{SkillsListTool, SkillViewTool, SkillManageTool}, []string{"skills"}},
 	} {
 		if c.problem == "" || !slices.ContainsFunc(c.tools, func(t string) bool { return on[t] }) {
 			continue
@@ -309,7 +314,7 @@ func Listed(list []string) (map[string]bool, []string) {
 			on[t] = true
 		}
 		if !ours && !known {
-			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, web, messaging, vision, tts, memory, todo, session_search, clarify and delegation; all, debugging and hermes-* take them in)")
+			warnings = append(warnings, "toolsets: no toolset "+name+" (Atrium has terminal, file, web, messaging, vision, tts, skills, memory, todo, session_search, clarify and delegation; all, debugging and hermes-* take them in)")
 		}
 	}
 	return on, warnings

@@ -116,10 +116,11 @@ func keys(m map[string]bool) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// The eleven tools are offered in order, each with a description and a JSON-object schema.
+// The fourteen tools are offered in order, each with a description and a JSON-object schema.
 func TestAllToolsOfferedWithValidSchemas(t *testing.T) {
 	t.Parallel()
-	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract", "send_message", "vision_analyze", "text_to_speech"}
+	want := []string{"terminal", "process", "read_file", "write_file", "patch", "search_files", "web_search", "web_extract", "send_message",
+		"vision_analyze", "text_to_speech", "skills_list", "skill_view", "skill_manage"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
