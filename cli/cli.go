@@ -140,7 +140,7 @@ func NewRoot(env Env) *cobra.Command {
 			return r.print(map[string]string{"version": env.Version}, func(w io.Writer) { fmt.Fprintln(w, env.Version) })
 		},
 	})
-	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.storageCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.hooksCmd(), r.approvalsCmd(), r.memoryCmd(), r.toolsCmd(), r.configCmd(), r.serveCmd(), r.gatewayCmd(), r.pairingCmd(), r.cronCmd(), r.devCmd())
+	root.AddCommand(r.sessionsCmd(), r.messagesCmd(), r.eventsCmd(), r.maintenanceCmd(), r.storageCmd(), r.chatCmd(), r.sendCmd(), r.compactCmd(), r.pluginsCmd(), r.hooksCmd(), r.approvalsCmd(), r.memoryCmd(), r.skillsCmd(), r.toolsCmd(), r.configCmd(), r.serveCmd(), r.gatewayCmd(), r.pairingCmd(), r.cronCmd(), r.devCmd())
 	return root
 }
 

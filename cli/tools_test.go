@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"atrium/backend/tools"
 )
 
 // A chat from the command line runs the machine's tools as the familiar
@@ -425,4 +427,47 @@ func TestAChatAtATerminalShowsItsSubagentsAtWork(t *testing.T) {
 	waitSay("  ├─ terminal", 1)
 	waitSay("✓ [1/1] use tool terminal:", 1)
 	end()
+}
+
+// `atrium skills` lists the profile's skills (one the agent wrote with
+// skill_manage among them), says which are not offered and why, and shows
+// one as the agent loads it; an unknown one exits 3.
+func TestSkillsCommand(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	id := create(t, home, "--title", "skills")
+	mustSend(t, home, id, `use tool skill_manage: {"action": "create", "name": "weekly-report", "category": "data", "content": "---\nname: weekly-report\ndescription: Turn the CSV export into the weekly report\n---\n\n1. Sum by week\n"}`)
+	mustSend(t, home, id, `use tool skill_manage: {"action": "write_file", "name": "weekly-report", "file_path": "templates/report.md", "file_content": "# Week {{n}}\n"}`)
+	dir := filepath.Join(home, "skills", "old-way")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: old-way\ndescription: The way before\n---\nx\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("skills:\n  disabled: [old-way]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := atriumExec(t, home, "", nil, "skills", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "  /data/weekly-report  Turn the CSV export into the weekly report\n") ||
+		!strings.Contains(r.stdout, "  /old-way  The way before  (not offered: disabled (skills.disabled))\n") {
+		t.Fatalf("list: %+v", r)
+	}
+	var listed struct {
+		Skills []tools.SkillInfo `json:"skills"`
+	}
+	mustJSON(t, atriumExec(t, home, "", nil, "skills", "list", "--json"), &listed)
+	if len(listed.Skills) != 2 || listed.Skills[0].Name != "old-way" || listed.Skills[1].Path != filepath.Join(home, "skills", "data", "weekly-report", "SKILL.md") {
+		t.Fatalf("list --json: %+v", listed)
+	}
+	if r := atriumExec(t, home, "", nil, "skills", "show", "weekly-report"); r.code != 0 || !strings.HasPrefix(r.stdout, "---\nname: weekly-report\n") ||
+		!strings.Contains(r.stdout, "files beside it:\n  templates/report.md\n") {
+		t.Fatalf("show: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "skills", "show", "weekly-report", "templates/report.md"); r.code != 0 || r.stdout != "# Week {{n}}\n\n" {
+		t.Fatalf("show a file: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "skills", "show", "nope"); r.code != 3 || !strings.Contains(r.stderr, "Skill 'nope' not found.") {
+		t.Fatalf("unknown: %+v", r)
+	}
 }

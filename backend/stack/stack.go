@@ -125,7 +125,8 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 		}
 		return m.Name
 	}
-	if err := turns.RegisterCommands(bus, sess, turns.CommandOptions{MemoryProvider: cfg.Memory.Provider, Model: model}); err != nil {
+	skills := func(platform string) [][2]string { return st.machine().Skills.SkillCommands(platform) }
+	if err := turns.RegisterCommands(bus, sess, turns.CommandOptions{MemoryProvider: cfg.Memory.Provider, Model: model, SkillCommands: skills}); err != nil {
 		return fail(err)
 	}
 	if opts.Register != nil {

@@ -10,6 +10,7 @@ import (
 	"atrium/backend/apperr"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
+	"atrium/backend/tools"
 )
 
 type switchKey struct{}
@@ -106,6 +107,9 @@ type CommandOptions struct {
 	// Model says the model a turn would ask now, for /status ("" leaves
 	// it out).
 	Model func() string
+	// SkillCommands are the skills' commands on a platform (name,
+	// description), for /help (nil: none).
+	SkillCommands func(platform string) [][2]string
 }
 
 // RegisterCommands adds the lifecycle commands the turn loop owns (/new
@@ -113,7 +117,7 @@ type CommandOptions struct {
 // registry. Call it before plugins register, so
 // no plugin can take their names. It is idempotent.
 func RegisterCommands(bus *hooks.Bus, s *sessions.Service, o CommandOptions) error {
-	c := &lifecycle{bus: bus, sessions: s, memory: o.MemoryProvider, model: o.Model}
+	c := &lifecycle{bus: bus, sessions: s, memory: o.MemoryProvider, model: o.Model, skills: o.SkillCommands}
 	cmds := bus.Commands()
 	for _, cmd := range []struct {
 		name, desc, hint string
@@ -143,6 +147,7 @@ type lifecycle struct {
 	sessions *sessions.Service
 	memory   string
 	model    func() string
+	skills   func(platform string) [][2]string
 }
 
 // tellMemory tells the memory provider about a session boundary; a failure
@@ -345,7 +350,7 @@ func (l *lifecycle) cmdTitle(ctx context.Context, args string, cc hooks.CommandC
 	return "Title set: " + s.Title, nil
 }
 
-func (l *lifecycle) cmdHelp(_ context.Context, _ string, _ hooks.CommandContext) (string, error) {
+func (l *lifecycle) cmdHelp(_ context.Context, _ string, cc hooks.CommandContext) (string, error) {
 	var b strings.Builder
 	for _, c := range l.bus.Commands().List() {
 		owner := ""
@@ -358,5 +363,38 @@ func (l *lifecycle) cmdHelp(_ context.Context, _ string, _ hooks.CommandContext)
 		}
 		fmt.Fprintf(&b, "/%s%s - %s%s\n", c.Name, hint, c.Description, owner)
 	}
-	return strings.TrimRight(b.String(), "\n"), nil
+	out := strings.TrimRight(b.String(), "\n")
+	if l.skills == nil {
+		return out, nil
+	}
+	// A skill's command runs it: its SKILL.md is sent in the person's
+	// place (a command above of the same name wins).
+	var skills []string
+	for _, sc := range l.skills(cc.Platform) {
+		if _, taken := l.bus.Commands().Lookup(sc[0]); !taken {
+			desc := []rune(strings.Join(strings.Fields(sc[1]), " "))
+			if len(desc) > 80 {
+				desc = append(desc[:77], []rune("...")...)
+			}
+			skills = append(skills, fmt.Sprintf("/%s [instruction] - %s", sc[0], string(desc)))
+		}
+	}
+	if len(skills) > 0 {
+		out += "\n\nSkills:\n" + strings.Join(skills, "\n")
+	}
+	return out, nil
+}
+
+// skillCommand is the message a person's /<name> sends in their place when
+// name is no command of the registry but a skill's offered on their
+// platform (tools.Skills.Invocation): the skill's SKILL.md, and args as
+// their instruction.
+func (l *Loop) skillCommand(name, args string, cc hooks.CommandContext) (string, bool) {
+	if l.opts.Machine == nil {
+		return "", false
+	}
+	if _, known := l.bus.Commands().Lookup(name); known {
+		return "", false
+	}
+	return l.opts.Machine().Skills.Invocation(tools.SkillCommand(name), args, cc.Platform)
 }

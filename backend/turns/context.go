@@ -100,10 +100,11 @@ func (l *Loop) engineWantsCompaction(ctx context.Context, tc *turnCtx, eng hooks
 	return false
 }
 
-// systemPrompt assembles the plugin part of a session's system prompt: the
-// memory provider's block, then the plugins' sections in id order, each
-// under its heading, within the caps (32 sections, 8,000 characters). ""
-// when there is nothing.
+// systemPrompt assembles a session's system prompt: the curated memory,
+// the memory provider's block, the skills (the guidance to record them,
+// their index), then the plugins' sections in id order, each under its
+// heading, within the caps (32 sections, 8,000 characters). "" when there
+// is nothing.
 func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Session) string {
 	var parts []string
 	if notes := l.notesPrompt(tc); notes != "" {
@@ -112,6 +113,18 @@ func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Sess
 	if tc.mem != nil {
 		if block := strings.TrimSpace(l.callMemory(ctx, tc, "system_prompt_block", nil, nil).Text()); block != "" {
 			parts = append(parts, block)
+		}
+	}
+	// The skills, as the familiar agent lists them: to record what worked
+	// with skill_manage, and what to load with skill_view. A profile
+	// without skills has neither (skill_manage's own description says
+	// when to write the first).
+	if tc.offered[tools.SkillViewTool] {
+		if index := tc.machine.Skills.SkillIndex(tc.platform, tc.offered[tools.SkillManageTool]); index != "" {
+			if tc.offered[tools.SkillManageTool] {
+				parts = append(parts, tools.SkillsGuidance)
+			}
+			parts = append(parts, index)
 		}
 	}
 	caps := l.bus.Capabilities(hooks.CapSystemPromptSection)

@@ -430,15 +430,20 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	if cc.SessionKey == "" {
 		cc.SessionKey = cc.Platform + ":" + sessionID
 	}
+	toModel := "" // what the model reads of text, when not text itself
 	if name, args, ok := hooks.ParseCommand(text); ok {
-		if name != "retry" {
+		switch msg, skill := l.skillCommand(name, args, cc); {
+		case skill:
+			toModel = msg // a skill's command: its SKILL.md, in the person's place
+		case name != "retry":
 			return l.command(ctx, name, args, cc)
+		default:
+			again, err := l.retry(ctx, args, cc)
+			if err != nil {
+				return Turn{SessionID: sessionID, Command: name}, err
+			}
+			text = again // the person's last message, its answer taken back, sent again
 		}
-		again, err := l.retry(ctx, args, cc)
-		if err != nil {
-			return Turn{SessionID: sessionID, Command: name}, err
-		}
-		text = again // the person's last message, its answer taken back, sent again
 	}
 	if strings.TrimSpace(text) == "" {
 		return Turn{}, apperr.New(apperr.Invalid, "empty message")
@@ -512,13 +517,16 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	}
 	// pre_llm_call and the memory provider's prefetch: every string or
 	// {"context": ...} answer is added to this turn as sent to the model.
-	extra, err := l.turnContext(ctx, tc, sess, text, history, first, start)
+	if toModel == "" {
+		toModel = text
+	}
+	extra, err := l.turnContext(ctx, tc, sess, toModel, history, first, start)
 	if err != nil {
 		return Turn{}, err
 	}
-	sent := text
+	sent := toModel
 	if len(extra) > 0 {
-		sent = text + "\n\n" + strings.Join(extra, "\n\n")
+		sent = toModel + "\n\n" + strings.Join(extra, "\n\n")
 	}
 	t.SentText = sent
 	err = l.db.InTx(ctx, func(tx *db.Tx) error {
@@ -559,7 +567,7 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	// (a Claude Code Stop hook among them) the turn ends only when they let
 	// it: on_session_end then follows in a transaction of its own.
 	gate := l.bus.HasSync(hooks.PreTurnEnd) || l.bus.HasSync(hooks.PreVerify)
-	asked := text
+	asked := toModel
 	for {
 		if out, ok := l.transformReply(ctx, tc, t.SessionID, reply); ok {
 			reply = out
@@ -593,7 +601,7 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	if sub != nil {
 		sub.exit = exit
 	}
-	l.afterTurn(ctx, tc, &t, text, reply)
+	l.afterTurn(ctx, tc, &t, toModel, reply)
 	// Between turns: prune stale tool output first, then the soft threshold.
 	// prune_tool_results' own plan decides whether there is anything to prune.
 	if _, err := l.compact(ctx, &t, tc, compaction.KindPruneToolResults, compaction.ReasonProactivePrune); err != nil {

@@ -1,0 +1,95 @@
+package stack_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"atrium/backend/hooks"
+	"atrium/backend/sessions"
+	"atrium/backend/stack"
+	"atrium/backend/tools"
+)
+
+// A profile's skills reach its conversations as the familiar agent's do:
+// the first turn's system prompt lists them (and says to record what
+// works); the model loads one with skill_view; a person's /<skill> sends
+// the skill in their place, the message stored as they typed it and sent
+// as the skill; /help lists the skills' commands; a command of the same
+// name wins; skills.disabled (config.yaml, read at each turn) takes one
+// out.
+func TestSkillsReachTheConversation(t *testing.T) {
+	ctx := context.Background()
+	home, write := newHome(t)
+	skill := filepath.Join(home.SkillsDir(), "devops", "git-cleanup")
+	if err := os.MkdirAll(skill, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := "---\nname: git-cleanup\ndescription: Prune merged branches safely\n---\n\n1. git fetch --prune\n"
+	if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status := filepath.Join(home.SkillsDir(), "status")
+	_ = os.MkdirAll(status, 0o755)
+	_ = os.WriteFile(filepath.Join(status, "SKILL.md"), []byte("---\nname: status\ndescription: a skill named as a command\n---\nbody\n"), 0o644)
+	st, err := stack.Open(ctx, home, stack.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	loop, err := st.Loop(stack.ModelFlags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.Sessions.Create(ctx, sessions.CreateParams{Title: "repo chores"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := hooks.LocalContext("cli", s.ID)
+	if _, err := loop.Send(ctx, s.ID, `use tool skill_view: {"name": "git-cleanup"}`, cc); err != nil {
+		t.Fatal(err)
+	}
+	turn, err := loop.Send(ctx, s.ID, "/git-cleanup only the origin remote", cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	invocation := `[SYSTEM: The user has invoked the "git-cleanup" skill`
+	if !strings.HasPrefix(turn.Reply, "offline reply to: "+invocation) {
+		t.Fatalf("the skill's command: %q", turn.Reply)
+	}
+	msgs, err := st.Sessions.Messages(ctx, s.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	system := msgs[0].Content
+	if msgs[0].Role != "system" || !strings.HasPrefix(system, tools.SkillsGuidance+"\n\n## Skills (mandatory)\n") ||
+		!strings.Contains(system, "  devops:\n    - git-cleanup: Prune merged branches safely\n") {
+		t.Fatalf("system prompt: %q", system)
+	}
+	var viewed, asked bool
+	for _, m := range msgs {
+		viewed = viewed || m.Role == "tool" && strings.Contains(m.Content, `"name":"git-cleanup"`) && strings.Contains(m.Content, "git fetch --prune")
+		if m.Role == "user" && m.Content == "/git-cleanup only the origin remote" {
+			asked = m.SentContent != nil && strings.HasPrefix(*m.SentContent, invocation) &&
+				strings.HasSuffix(*m.SentContent, "alongside the skill invocation: only the origin remote")
+		}
+	}
+	if !viewed || !asked {
+		t.Fatalf("viewed %v, stored as typed and sent as the skill %v: %+v", viewed, asked, msgs)
+	}
+	help, err := loop.Send(ctx, s.ID, "/help", cc)
+	if err != nil || !strings.Contains(help.Output, "\n\nSkills:\n/git-cleanup [instruction] - Prune merged branches safely") ||
+		strings.Contains(help.Output, "a skill named as a command") {
+		t.Fatalf("/help: %q %v", help.Output, err)
+	}
+	if out, err := loop.Send(ctx, s.ID, "/status", cc); err != nil || out.Command != "status" {
+		t.Fatalf("/status runs the command: %+v %v", out, err)
+	}
+	write("skills:\n  disabled: [git-cleanup]\n")
+	if _, err := loop.Send(ctx, s.ID, "/git-cleanup", cc); err == nil || !strings.Contains(err.Error(), "unknown command /git-cleanup") {
+		t.Fatalf("a disabled skill's command: %v", err)
+	}
+}
