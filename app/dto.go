@@ -471,6 +471,47 @@ type MemoryRequest struct {
 	Text   string `json:"text"`
 }
 
+// SkillsDTO is the profile's skills: the folder they are kept in and each
+// one found, with what could not be read.
+type SkillsDTO struct {
+	Dir      string     `json:"dir"`
+	Skills   []SkillDTO `json:"skills"`
+	Problems []string   `json:"problems"`
+}
+
+// SkillDTO is one skill: its name, description and category, its SKILL.md,
+// whether it is shared from skills.external_dirs (read only), and why the
+// model is not offered it in the window ("" when it is).
+type SkillDTO struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Category    string `json:"category"`
+	Path        string `json:"path"`
+	External    bool   `json:"external"`
+	NotOffered  string `json:"not_offered"`
+	// Disabled: skills.disabled names it (Offer takes it off or puts it on).
+	Disabled bool `json:"disabled"`
+}
+
+// SkillViewDTO is a skill's SKILL.md (or one of its files) as the model
+// loads it with skill_view.
+type SkillViewDTO struct {
+	Name    string              `json:"name"`
+	File    string              `json:"file"` // "" for SKILL.md
+	Content string              `json:"content"`
+	Linked  map[string][]string `json:"linked"` // the files beside it, by folder
+	Binary  bool                `json:"binary"`
+}
+
+// SkillRequest is the body of POST /api/skills/view (a skill, and one of
+// its files: "" for SKILL.md) and /api/skills/offer (offered: whether
+// skills.disabled leaves it out).
+type SkillRequest struct {
+	Name    string `json:"name"`
+	File    string `json:"file"`
+	Offered bool   `json:"offered"`
+}
+
 // RevokeApprovalRequest is the body of POST /api/approvals/standing/revoke.
 type RevokeApprovalRequest struct {
 	Rule string `json:"rule"`

@@ -323,7 +323,7 @@ func TestSettingsToolsApplyToTheNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, _, err := config.Load(e.st.Home.ConfigPath())
-	if err != nil || fmt.Sprint(cfg.Toolsets) != "[file memory web session_search todo clarify delegation messaging vision tts]" || cfg.Terminal.Cwd != work || cfg.Terminal.Timeout != 60 || cfg.Agent.MaxTurns != 40 {
+	if err != nil || fmt.Sprint(cfg.Toolsets) != "[file memory web session_search todo clarify delegation messaging vision tts skills]" || cfg.Terminal.Cwd != work || cfg.Terminal.Timeout != 60 || cfg.Agent.MaxTurns != 40 {
 		t.Fatalf("config.yaml: %+v %+v %v", cfg.Toolsets, cfg.Terminal, err)
 	}
 	e.mustCreate(t, sessions.CreateParams{ID: "tools"})
@@ -348,7 +348,7 @@ func TestSettingsToolsApplyToTheNextTurn(t *testing.T) {
 	if _, err := e.app.Settings.Set(s); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, _, _ := config.Load(e.st.Home.ConfigPath()); fmt.Sprint(cfg.Toolsets) != "[terminal memory web session_search todo clarify delegation messaging vision tts]" || cfg.Terminal.Backend != "docker" {
+	if cfg, _, _ := config.Load(e.st.Home.ConfigPath()); fmt.Sprint(cfg.Toolsets) != "[terminal memory web session_search todo clarify delegation messaging vision tts skills]" || cfg.Terminal.Backend != "docker" {
 		t.Fatalf("toolsets: %v, backend %q", cfg.Toolsets, cfg.Terminal.Backend)
 	}
 	before, _ := os.ReadFile(e.st.Home.ConfigPath())
@@ -389,7 +389,7 @@ func TestSettingsSetsUpTheWebTools(t *testing.T) {
 		t.Fatalf("tavily, off: %+v %v", s.Tools, err)
 	}
 	cfg, _, _ := config.Load(e.st.Home.ConfigPath())
-	if cfg.Web.Backend != "tavily" || slices.Contains(cfg.Toolsets, "web") || fmt.Sprint(cfg.Toolsets) != "[terminal file memory session_search todo clarify delegation messaging vision tts]" {
+	if cfg.Web.Backend != "tavily" || slices.Contains(cfg.Toolsets, "web") || fmt.Sprint(cfg.Toolsets) != "[terminal file memory session_search todo clarify delegation messaging vision tts skills]" {
 		t.Fatalf("config.yaml: %+v %v", cfg.Web, cfg.Toolsets)
 	}
 	if _, err := e.app.Settings.SetKey(app.KeyRequest{Name: "TAVILY_API_KEY", Value: "tvly-from-settings"}); err != nil {

@@ -161,6 +161,9 @@ func (h *handler) routes() {
 	h.route("GET /api/memory", func(r *http.Request) (any, error) { return h.a.Settings.Memory() })
 	withBody(h, "POST /api/memory/remember", func(_ *http.Request, in MemoryRequest) (any, error) { return h.a.Settings.Remember(in) })
 	withBody(h, "POST /api/memory/forget", func(_ *http.Request, in MemoryRequest) (any, error) { return h.a.Settings.Forget(in) })
+	h.route("GET /api/skills", func(r *http.Request) (any, error) { return h.a.Settings.Skills() })
+	withBody(h, "POST /api/skills/view", func(_ *http.Request, in SkillRequest) (any, error) { return h.a.Settings.Skill(in) })
+	withBody(h, "POST /api/skills/offer", func(_ *http.Request, in SkillRequest) (any, error) { return h.a.Settings.OfferSkill(in) })
 	h.route("GET /api/approvals/standing", func(r *http.Request) (any, error) { return h.a.Settings.StandingApprovals(), nil })
 	withBody(h, "POST /api/approvals/standing/revoke", func(_ *http.Request, in RevokeApprovalRequest) (any, error) {
 		return h.a.Settings.RevokeStandingApproval(in.Rule)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -105,7 +106,7 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	}
 	// What has no switch is kept as it was: recall, the task list, the
 	// person's answer, the subagents, messages to chat platforms, the look
-	// at an image, speech.
+	// at an image, speech, the skills.
 	on, _ := tools.Listed(cfg.Toolsets)
 	for _, kept := range []string{tools.SessionSearch, tools.TodoTool, tools.ClarifyTool} {
 		if on[kept] && !slices.Contains(list, kept) {
@@ -123,6 +124,9 @@ func toolsEdits(cfg config.Config, in ToolsSettingsDTO) []plugins.ConfigEdit {
 	}
 	if on[tools.TextToSpeechTool] && !slices.Contains(list, "tts") {
 		list = append(list, "tts")
+	}
+	if on[tools.SkillViewTool] && !slices.Contains(list, "skills") {
+		list = append(list, "skills")
 	}
 	var toolsets any = list
 	if in.Terminal && in.Files && in.Memory && in.Web && cfg.Toolsets == nil {
@@ -319,6 +323,77 @@ func (s *Settings) changeMemory(in MemoryRequest, change func(tools.Memory, stri
 		return MemoryDTO{}, err
 	}
 	return s.Memory()
+}
+
+// Skills is the profile's skills as the window's conversations are offered
+// them.
+func (s *Settings) Skills() (SkillsDTO, error) {
+	sk, err := stack.LoadSkills(s.home)
+	if err != nil {
+		return SkillsDTO{}, err
+	}
+	infos, problems := sk.Listing("desktop")
+	out := SkillsDTO{Dir: sk.Dir, Skills: make([]SkillDTO, 0, len(infos)), Problems: problems}
+	for _, i := range infos {
+		out.Skills = append(out.Skills, SkillDTO{Name: i.Name, Description: i.Description, Category: i.Category, Path: i.Path,
+			External: i.External, NotOffered: i.NotOffered, Disabled: slices.Contains(sk.Disabled, i.Name)})
+	}
+	if out.Problems == nil {
+		out.Problems = []string{}
+	}
+	return out, nil
+}
+
+// Skill is a skill's SKILL.md, or one of the files beside it, as the model
+// loads it.
+func (s *Settings) Skill(in SkillRequest) (SkillViewDTO, error) {
+	sk, err := stack.LoadSkills(s.home)
+	if err != nil {
+		return SkillViewDTO{}, err
+	}
+	out := sk.View(in.Name, in.File, "")
+	if out["success"] != true {
+		return SkillViewDTO{}, apperr.New(apperr.NotFound, "%v", out["error"])
+	}
+	v := SkillViewDTO{Name: fmt.Sprint(out["name"]), File: in.File, Binary: out["is_binary"] == true}
+	v.Content, _ = out["content"].(string)
+	v.Linked, _ = out["linked_files"].(map[string][]string)
+	return v, nil
+}
+
+// OfferSkill takes a skill off skills.disabled (offered) or puts it on:
+// every conversation started from now on, on every platform, sees the
+// change.
+func (s *Settings) OfferSkill(in SkillRequest) (SkillsDTO, error) {
+	name := strings.TrimSpace(in.Name)
+	sk, err := stack.LoadSkills(s.home)
+	if err != nil {
+		return SkillsDTO{}, err
+	}
+	if infos, _ := sk.Listing(""); !in.Offered && !slices.ContainsFunc(infos, func(i tools.SkillInfo) bool { return i.Name == name }) {
+		return SkillsDTO{}, apperr.New(apperr.NotFound, "no skill %q in %s", limits.Echo(name), sk.Dir)
+	}
+	err = plugins.UpdateConfigPath(s.home.ConfigPath(), []string{"skills", "disabled"}, func(current any) (any, error) {
+		var list []string
+		if cur, ok := current.([]any); ok {
+			for _, v := range cur {
+				if n, ok := v.(string); ok && n != name {
+					list = append(list, n)
+				}
+			}
+		}
+		if !in.Offered {
+			list = append(list, name)
+		}
+		if list == nil {
+			return []string{}, nil
+		}
+		return list, nil
+	})
+	if err != nil {
+		return SkillsDTO{}, err
+	}
+	return s.Skills()
 }
 
 // maxMemoryEntry bounds an entry a person sends (the files' budgets are far

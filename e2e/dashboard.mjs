@@ -977,7 +977,7 @@ async function main() {
     await page.click('[data-testid=nav-sessions]');
   });
 
-  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, web, session_search, todo, clarify, delegation, messaging, vision, tts]; the tool calls a chat is shown saved as display.tool_progress', async () => {
+  await check('Settings, Agent tools: the file tools switched off are not offered at the next turn; config.yaml says toolsets: [terminal, memory, web, session_search, todo, clarify, delegation, messaging, vision, tts, skills]; the tool calls a chat is shown saved as display.tool_progress', async () => {
     try {
       await settingsTools();
     } finally {
@@ -998,7 +998,7 @@ async function main() {
     await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
     eq((await atrium('config', 'get', 'display.tool_progress')).value, 'new', 'display.tool_progress after Save');
     // web, on by default, has its switch; session_search, todo, clarify, delegation, messaging and vision, on by default with no switch of their own, stay in the list
-    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","web","session_search","todo","clarify","delegation","messaging","vision","tts"]', 'toolsets after Save');
+    eq(JSON.stringify((await atrium('config', 'get', 'toolsets')).value), '["terminal","memory","web","session_search","todo","clarify","delegation","messaging","vision","tts","skills"]', 'toolsets after Save');
     eq((await atrium('config', 'get', 'agent.max_turns')).value, 30, 'agent.max_turns after Save');
     await tools.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'dashboard-settings-tools.png') });
@@ -1107,6 +1107,45 @@ async function main() {
     await page.locator('[data-testid=result] button', { hasText: 'Undo' }).click();
     await entry.waitFor({ timeout: 10_000 });
     eq(readFileSync(join(dir, 'USER.md'), 'utf8'), 'Prefers metric units', 'USER.md after Undo');
+  }
+
+  await check('skills: the agent writes one with skill_manage; Settings lists it, shows it as the model reads it, takes it off (config.yaml) and puts it back; /name runs it', async () => {
+    try {
+      await settingsSkills();
+    } finally {
+      await page.click('[data-testid=nav-sessions]').catch(() => undefined);
+    }
+  });
+  async function settingsSkills() {
+    const md = '---\\nname: release-notes\\ndescription: Write the release notes from the merged pull requests\\n---\\n\\n1. List the merged pull requests\\n2. Group them by area\\n';
+    await sendIn('Payments refactor', `use tool skill_manage: {"action": "create", "name": "release-notes", "category": "writing", "content": "${md}"}`);
+    const profile = dirname((await atrium('config', 'show')).env_file.path);
+    const written = join(profile, 'skills', 'writing', 'release-notes', 'SKILL.md');
+    for (let i = 0; i < 600 && !existsSync(written); i++) await new Promise((r) => setTimeout(r, 50));
+    assert(existsSync(written), 'the SKILL.md the tool wrote');
+    await page.locator('[role=log] [data-testid=message][data-role=assistant]').last().waitFor({ timeout: 30_000 });
+    await backToList();
+    await page.click('[data-testid=nav-settings]');
+    const row = page.locator('[data-testid=settings-skills] [data-skill=release-notes]');
+    await row.waitFor({ timeout: 10_000 });
+    assert(/Write the release notes from the merged pull requests/.test(await row.innerText()), `the row: ${await row.innerText()}`);
+    await row.locator('[data-testid=skill-show]').click();
+    const text = row.locator('[data-testid=skill-text]');
+    await text.waitFor({ timeout: 10_000 });
+    assert((await text.innerText()).includes('2. Group them by area'), 'the SKILL.md shown');
+    await page.locator('[data-testid=settings-skills]').scrollIntoViewIfNeeded();
+    await page.locator('[data-testid=settings-skills]').screenshot({ path: join(artifacts, 'dashboard-settings-skills.png') });
+    await row.locator('[data-testid=skill-offered]').uncheck();
+    const disabledIn = () => /skills:\s*\n\s+disabled:\s*\n\s+- release-notes|disabled: \[release-notes\]/.test(readFileSync(join(profile, 'config.yaml'), 'utf8'));
+    for (let i = 0; i < 100 && !disabledIn(); i++) await new Promise((r) => setTimeout(r, 50));
+    assert(disabledIn(), `config.yaml after Off: ${readFileSync(join(profile, 'config.yaml'), 'utf8')}`);
+    const sent = await atrium('send', ids['Payments refactor'], '/release-notes').catch((e) => e);
+    assert(/unknown command \/release-notes/.test(String(sent.stderr ?? sent.message ?? sent)), `a disabled skill's command: ${JSON.stringify(sent).slice(0, 300)}`);
+    await page.locator('[data-testid=settings-skills] [data-skill=release-notes] [data-testid=skill-offered]').check();
+    for (let i = 0; i < 100 && disabledIn(); i++) await new Promise((r) => setTimeout(r, 50));
+    assert(!disabledIn(), 'config.yaml after On');
+    const ran = await atrium('send', ids['Payments refactor'], '/release-notes for 2.4');
+    assert(/^offline reply to: \[SYSTEM: The user has invoked the "release-notes" skill/.test(ran.reply ?? ''), `the skill's command: ${JSON.stringify(ran).slice(0, 300)}`);
   }
 
   await check('the task list: a todo call shows as a checklist, and another process reads the same list', async () => {

@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { AnswerClarifyRequest, CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, MemoryRequest, PluginEnvRequest, ShellHookRequest, ListFilter, SettingsDTO } from './gen/dto';
+import type { AnswerClarifyRequest, CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, MemoryRequest, PluginEnvRequest, ShellHookRequest, ListFilter, SettingsDTO, SkillRequest } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -214,6 +214,12 @@ export const api = {
     remember: (req: MemoryRequest) => call('Settings', 'Remember', [req], { route: 'POST /api/memory/remember', body: req }),
     /** forget removes exactly that entry */
     forget: (req: MemoryRequest) => call('Settings', 'Forget', [req], { route: 'POST /api/memory/forget', body: req }),
+    /** skills: the profile's skills (skills/ and skills.external_dirs), and which are not offered */
+    skills: () => call('Settings', 'Skills', [], { route: 'GET /api/skills' }),
+    /** skill: a skill's SKILL.md, or one of its files, as the model loads it */
+    skill: (req: SkillRequest) => call('Settings', 'Skill', [req], { route: 'POST /api/skills/view', body: req }),
+    /** offerSkill takes a skill off skills.disabled (offered) or puts it on */
+    offerSkill: (req: SkillRequest) => call('Settings', 'OfferSkill', [req], { route: 'POST /api/skills/offer', body: req }),
     /** ready tells the backend the first page is painted (the window then starts plugin processes). */
     ready: () => call('Settings', 'Ready', [], { route: 'POST /api/ready' }),
   },

@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { SettingsDTO } from '../types';
-import type { KeyRequest, KeyStatusDTO, MemoryDTO, MemoryFileDTO, MemoryRequest, ModelSettingsDTO, ToolsSettingsDTO } from '../api/gen/dto';
+import type { KeyRequest, KeyStatusDTO, MemoryDTO, MemoryFileDTO, MemoryRequest, ModelSettingsDTO, SkillRequest, SkillsDTO, ToolsSettingsDTO } from '../api/gen/dto';
 
 const envPath = '/home/p/.env';
 const model = (over: Partial<ModelSettingsDTO> = {}): ModelSettingsDTO => ({
@@ -70,13 +70,25 @@ const forget = vi.fn(async (r: MemoryRequest) => {
   m.user.entries = m.user.entries!.filter((e) => e !== r.text);
   return m;
 });
+const skillsState = (disabled: string[] = []): SkillsDTO => ({
+  dir: '/home/skills',
+  skills: [
+    { name: 'deploy-staging', description: 'Deploy to staging and check it', category: 'devops', path: '/home/skills/devops/deploy-staging/SKILL.md', external: false, not_offered: '', disabled: false },
+    { name: 'mac-only', description: 'Uses launchctl', category: '', path: '/home/skills/mac-only/SKILL.md', external: false, not_offered: 'not for this machine (its platforms: macos)', disabled: false },
+    { name: 'team-review', description: 'Review the team’s way', category: 'shared', path: '/team/shared/team-review/SKILL.md', external: true, not_offered: '', disabled: false },
+  ].map((sk) => (disabled.includes(sk.name) ? { ...sk, disabled: true, not_offered: 'disabled (skills.disabled)' } : sk)),
+  problems: [],
+});
+const skills = vi.fn(async () => skillsState());
+const skill = vi.fn(async (r: SkillRequest) => ({ name: r.name ?? '', file: '', content: '---\nname: deploy-staging\n---\n1. ship', linked: { scripts: ['scripts/check.sh'] }, binary: false }));
+const offerSkill = vi.fn(async (r: SkillRequest) => skillsState(r.offered ? [] : [r.name ?? '']));
 const showAction = vi.fn();
 const setKey = vi.fn(async (r: KeyRequest): Promise<KeyStatusDTO> => ({ name: r.name ?? '', source: r.value ? 'env_file' : '', in_env_file: !!r.value, env_path: envPath }));
 const confirmModal = vi.fn(async () => true);
 const checkModel = vi.fn(async () => ({ ok: true, provider: 'openai', model: 'qwen', reply: 'OK', latency_ms: 420 }));
 
 vi.mock('../api', () => ({
-  api: { settings: { get, set, setKey, checkModel, standingApprovals, revokeStandingApproval: vi.fn(), memory, remember, forget } },
+  api: { settings: { get, set, setKey, checkModel, standingApprovals, revokeStandingApproval: vi.fn(), memory, remember, forget, skills, skill, offerSkill } },
   toApiError: (e: unknown) => ({ code: 'invalid', message: e instanceof Error ? e.message : String(e) }),
 }));
 vi.mock('../ops', () => ({ showMessage: vi.fn(), showAction }));
@@ -514,5 +526,37 @@ describe('settings: what the agent remembers', () => {
     const user = q(v, 'memory-user');
     expect(user.textContent).toContain('memory.user_profile_enabled');
     expect(user.querySelector('[data-testid=memory-add]')).toBeNull();
+  });
+});
+
+describe('settings: how the agent does things (skills)', () => {
+  it('lists the skills with their category, whether shared, and why one is not offered', async () => {
+    const v = await shown();
+    const sec = q(v, 'settings-skills');
+    expect(sec.textContent).toContain('/home/skills — 3 skills');
+    const rows = [...sec.querySelectorAll<HTMLElement>('[data-testid=skill]')];
+    expect(rows.map((r) => r.dataset.skill)).toEqual(['deploy-staging', 'mac-only', 'team-review']);
+    expect(rows[0]!.textContent).toContain('devops');
+    expect(rows[1]!.textContent).toContain('Not offered: not for this machine (its platforms: macos)');
+    expect(rows[2]!.textContent).toContain('shared');
+    expect(rows.every((r) => r.querySelector<HTMLInputElement>('[data-testid=skill-offered]')!.checked)).toBe(true);
+  });
+
+  it('takes a skill off and puts it back, and shows one as the model reads it', async () => {
+    const v = await shown();
+    const box = q(v, 'settings-skills').querySelector<HTMLInputElement>('[data-skill=deploy-staging] [data-testid=skill-offered]')!;
+    box.checked = false;
+    box.dispatchEvent(new Event('change'));
+    await flush();
+    expect(offerSkill).toHaveBeenCalledWith({ name: 'deploy-staging', file: '', offered: false });
+    const off = q(v, 'settings-skills').querySelector<HTMLInputElement>('[data-skill=deploy-staging] [data-testid=skill-offered]')!;
+    expect(off.checked).toBe(false);
+    const details = q(v, 'settings-skills').querySelector<HTMLDetailsElement>('[data-skill=deploy-staging] details')!;
+    details.open = true;
+    details.dispatchEvent(new Event('toggle'));
+    await flush();
+    expect(skill).toHaveBeenCalledWith({ name: 'deploy-staging', file: '', offered: true });
+    expect(details.querySelector('[data-testid=skill-text]')!.textContent).toBe('---\nname: deploy-staging\n---\n1. ship');
+    expect(details.textContent).toContain('Files beside it: scripts/check.sh');
   });
 });

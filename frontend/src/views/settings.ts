@@ -9,6 +9,7 @@ import type { StandingApprovalsDTO } from '../api/gen/dto';
 import { described, errorLine, fieldRow } from './fields';
 import { ModelSection } from './model-settings';
 import { MemorySection } from './memory-settings';
+import { SkillsSection } from './skills-settings';
 import { ToolsSection } from './tools-settings';
 
 interface Field {
@@ -92,6 +93,7 @@ export class SettingsView implements View {
   private readonly model: ModelSection;
   private readonly tools: ToolsSection;
   private readonly memory: MemorySection;
+  private readonly skills: SkillsSection;
 
   constructor() {
     const form = h('form', { class: 'settings', novalidate: true, 'aria-label': 'Settings' });
@@ -123,6 +125,7 @@ export class SettingsView implements View {
     this.model = new ModelSection();
     this.tools = new ToolsSection();
     this.memory = new MemorySection();
+    this.skills = new SkillsSection();
     form.append(this.field('set-profile', 'Profile at startup', this.profile, 'Applies at next launch.', 'profile'), approvals, this.model.el, this.tools.el);
     this.formError = h('div', { class: 'form-error', role: 'alert' });
     this.saved = h('span', { class: 'ok-text', role: 'status', 'aria-live': 'polite' });
@@ -142,6 +145,7 @@ export class SettingsView implements View {
       h('p', { class: 'muted' }, 'These keys of config.yaml apply once saved, in every open window, dashboard and gateway of this profile: the model and the agent’s tools at its next turn, approvals at the next ask. The startup profile applies at the next launch.'),
       form,
       this.memory.el,
+      this.skills.el,
       h(
         'section',
         { class: 'standing', 'aria-labelledby': 'standing-title' },
@@ -168,6 +172,7 @@ export class SettingsView implements View {
     void this.load();
     void this.loadStanding();
     void this.memory.load();
+    void this.skills.load();
     this.renderInfo();
   }
 

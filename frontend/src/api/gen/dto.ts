@@ -1079,6 +1079,59 @@ export interface ShellHooksDTO {
 }
 
 /**
+ * SkillDTO is one skill: its name, description and category, its SKILL.md,
+ * whether it is shared from skills.external_dirs (read only), and why the
+ * model is not offered it in the window ("" when it is).
+ */
+export interface SkillDTO {
+  name: string;
+  description: string;
+  category: string;
+  path: string;
+  external: boolean;
+  not_offered: string;
+  /** Disabled: skills.disabled names it (Offer takes it off or puts it on). */
+  disabled: boolean;
+}
+
+/**
+ * SkillRequest is the body of POST /api/skills/view (a skill, and one of
+ * its files: "" for SKILL.md) and /api/skills/offer (offered: whether
+ * skills.disabled leaves it out).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface SkillRequest {
+  name?: string;
+  file?: string;
+  offered?: boolean;
+}
+
+/**
+ * SkillViewDTO is a skill's SKILL.md (or one of its files) as the model
+ * loads it with skill_view.
+ */
+export interface SkillViewDTO {
+  name: string;
+  /** "" for SKILL.md */
+  file: string;
+  content: string;
+  /** the files beside it, by folder */
+  linked: Record<string, string[] | null> | null;
+  binary: boolean;
+}
+
+/**
+ * SkillsDTO is the profile's skills: the folder they are kept in and each
+ * one found, with what could not be read.
+ */
+export interface SkillsDTO {
+  dir: string;
+  skills: SkillDTO[] | null;
+  problems: string[] | null;
+}
+
+/**
  * StandingApprovalsDTO is the profile's standing approvals: the rules a
  * person answered "always" (config.yaml's command_allowlist, also written by
  * hand). Error says why they cannot be read (then none is honoured).

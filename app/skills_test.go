@@ -1,0 +1,63 @@
+package app_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"atrium/app"
+	"atrium/backend/apperr"
+)
+
+// Settings lists the profile's skills as the window's conversations are
+// offered them, shows one as the model reads it, and takes one off
+// (skills.disabled in config.yaml, the file's other lines kept) and puts
+// it back; an unknown skill is not found, and nothing is written.
+func TestSettingsSkills(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := filepath.Join(e.st.Home.SkillsDir(), "devops", "deploy-staging")
+	if err := os.MkdirAll(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: deploy-staging\ndescription: Deploy to staging\n---\n1. ship\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "scripts", "check.sh"), []byte("curl -f localhost\n"), 0o755)
+	cfg := e.st.Home.ConfigPath()
+	if err := os.WriteFile(cfg, []byte("# mine\nsessions:\n  trash_days: 7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.app.Settings.Skills()
+	if err != nil || list.Dir != e.st.Home.SkillsDir() || len(list.Skills) != 1 || list.Skills[0] != (app.SkillDTO{Name: "deploy-staging",
+		Description: "Deploy to staging", Category: "devops", Path: filepath.Join(dir, "SKILL.md")}) {
+		t.Fatalf("skills: %+v %v", list, err)
+	}
+	v, err := e.app.Settings.Skill(app.SkillRequest{Name: "deploy-staging"})
+	if err != nil || !strings.HasPrefix(v.Content, "---\nname: deploy-staging") || strings.Join(v.Linked["scripts"], ",") != "scripts/check.sh" {
+		t.Fatalf("view: %+v %v", v, err)
+	}
+	if v, err := e.app.Settings.Skill(app.SkillRequest{Name: "deploy-staging", File: "scripts/check.sh"}); err != nil || v.Content != "curl -f localhost\n" {
+		t.Fatalf("a file: %+v %v", v, err)
+	}
+	off, err := e.app.Settings.OfferSkill(app.SkillRequest{Name: "deploy-staging", Offered: false})
+	if err != nil || !off.Skills[0].Disabled || off.Skills[0].NotOffered != "disabled (skills.disabled)" {
+		t.Fatalf("off: %+v %v", off, err)
+	}
+	if b, _ := os.ReadFile(cfg); !strings.HasPrefix(string(b), "# mine\nsessions:\n  trash_days: 7\n") || !strings.Contains(string(b), "skills:\n  disabled:\n    - deploy-staging\n") && !strings.Contains(string(b), "disabled: [deploy-staging]") {
+		t.Fatalf("config.yaml:\n%s", b)
+	}
+	on, err := e.app.Settings.OfferSkill(app.SkillRequest{Name: "deploy-staging", Offered: true})
+	if err != nil || on.Skills[0].Disabled || on.Skills[0].NotOffered != "" {
+		t.Fatalf("on: %+v %v", on, err)
+	}
+	before, _ := os.ReadFile(cfg)
+	if _, err := e.app.Settings.OfferSkill(app.SkillRequest{Name: "nope", Offered: false}); apperr.CodeOf(err) != apperr.NotFound {
+		t.Fatalf("unknown: %v", err)
+	}
+	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+		t.Fatalf("an unknown skill changed config.yaml:\n%s", after)
+	}
+	if _, err := e.app.Settings.Skill(app.SkillRequest{Name: "nope"}); apperr.CodeOf(err) != apperr.NotFound || !strings.Contains(err.Error(), "Skill 'nope' not found.") {
+		t.Fatalf("view unknown: %v", err)
+	}
+}
