@@ -129,7 +129,18 @@ func (s Skills) os() string {
 
 // disabled says whether name is not offered on platform.
 func (s Skills) disabled(name, platform string) bool {
-	return slices.Contains(s.Disabled, name) || platform != "" && slices.Contains(s.PlatformDisabled[platform], name)
+	return slices.Contains(s.Disabled, name) || slices.Contains(s.platformDisabled(platform), name)
+}
+
+// platformDisabled is skills.platform_disabled's list for platform: the
+// window and the dashboard take cli's when they have none, as with
+// platform_toolsets.
+func (s Skills) platformDisabled(platform string) []string {
+	list, ok := s.PlatformDisabled[platform]
+	if !ok && (platform == "desktop" || platform == "dashboard") {
+		list = s.PlatformDisabled["cli"]
+	}
+	return list
 }
 
 // found is every skill in the folders, the first of a name winning (the
@@ -199,7 +210,9 @@ func skillFiles(root string) ([]string, string) {
 			}
 			return nil
 		}
-		if d.Name() == "SKILL.md" {
+		// A SKILL.md in the skills folder itself is no skill: its folder
+		// is the whole collection (deleting "it" would delete them all).
+		if d.Name() == "SKILL.md" && filepath.Dir(path) != root {
 			files = append(files, path)
 		}
 		return nil
@@ -582,7 +595,7 @@ func (s Skills) Listing(platform string) ([]SkillInfo, []string) {
 		switch {
 		case slices.Contains(s.Disabled, sk.Name):
 			info.NotOffered = "disabled (skills.disabled)"
-		case platform != "" && slices.Contains(s.PlatformDisabled[platform], sk.Name):
+		case slices.Contains(s.platformDisabled(platform), sk.Name):
 			info.NotOffered = "disabled on " + platform + " (skills.platform_disabled)"
 		case !sk.runsOn(s.os()):
 			info.NotOffered = "not for this machine (its platforms: " + strings.Join(frontList(map[string]any{"platforms": sk.front["platforms"]}, "platforms"), ", ") + ")"
@@ -1042,6 +1055,9 @@ func skillManage(_ context.Context, c *Call) any {
 			return fail
 		}
 		target := filepath.Join(sk.Dir, filepath.FromSlash(filePath))
+		if !sk.holds(target) {
+			return skillFailure("Path escapes skill directory boundary.")
+		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return skillFailure(err.Error())
 		}
@@ -1061,6 +1077,9 @@ func skillManage(_ context.Context, c *Call) any {
 			return fail
 		}
 		target := filepath.Join(sk.Dir, filepath.FromSlash(filePath))
+		if !sk.holds(target) {
+			return skillFailure("Path escapes skill directory boundary.")
+		}
 		if info, err := os.Lstat(target); err != nil || info.IsDir() {
 			var available any
 			if files := sk.supporting(); len(files) > 0 {
@@ -1126,6 +1145,9 @@ func (s Skills) patch(name, filePath, oldString, newString string, all bool) any
 			return skillFailure(problem)
 		}
 		target = filepath.Join(sk.Dir, filepath.FromSlash(filePath))
+		if !sk.holds(target) {
+			return skillFailure("Path escapes skill directory boundary.")
+		}
 	}
 	b, err := limits.ReadFile(target, maxSkillFile, "a skill's file")
 	if err != nil {
@@ -1174,6 +1196,29 @@ func (s Skills) patch(name, filePath, oldString, newString string, all bool) any
 		plural = "s"
 	}
 	return map[string]any{"success": true, "message": fmt.Sprintf("Patched %s in skill '%s' (%d replacement%s).", file, sk.Name, replaced, plural)}
+}
+
+// holds says whether path's folder, its links followed, is in the skill's
+// folder: a folder beside SKILL.md that links elsewhere is not written
+// through.
+func (sk Skill) holds(path string) bool {
+	dir, err := filepath.EvalSymlinks(sk.Dir)
+	if err != nil {
+		return false
+	}
+	// The nearest folder above path that exists decides: what is not
+	// there yet is made under it.
+	for p := filepath.Dir(path); ; {
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return real == dir || strings.HasPrefix(real, dir+string(filepath.Separator))
+		}
+		next := filepath.Dir(p)
+		if !os.IsNotExist(err) || next == p {
+			return false
+		}
+		p = next
+	}
 }
 
 // writable is the skill name names, when skill_manage may change it.

@@ -395,3 +395,46 @@ func FuzzQuickFrontmatter(f *testing.F) {
 		}
 	})
 }
+
+// A skill's folder that links out is not written through: write_file,
+// patch and remove_file under a references/ that is a link to another
+// folder are refused, and nothing is made there. A SKILL.md in the skills
+// folder itself is no skill (deleting it would delete them all); a
+// platform_disabled list for cli holds for the window and the dashboard.
+func TestSkillFoldersThatLinkOut(t *testing.T) {
+	t.Parallel()
+	dir, outside := t.TempDir(), t.TempDir()
+	s := Skills{Dir: dir, PlatformDisabled: map[string][]string{"cli": {"linked"}}}
+	skill := writeSkill(t, dir, "linked", skillMD("linked", "d", "b"))
+	if err := os.Symlink(outside, filepath.Join(skill, "references")); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(outside, "keep.md"), []byte("outside"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(skillMD("everything", "the whole folder", "b")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []map[string]any{
+		{"action": "write_file", "name": "linked", "file_path": "references/new/x.md", "file_content": "x"},
+		{"action": "patch", "name": "linked", "file_path": "references/keep.md", "old_string": "outside", "new_string": "in"},
+		{"action": "remove_file", "name": "linked", "file_path": "references/keep.md"},
+	} {
+		if out := skillCall(t, skillManageTool(), s, "desktop", args); out["error"] != "Path escapes skill directory boundary." {
+			t.Errorf("%v: %v", args, out)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Fatalf("the folder outside: %v", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "keep.md")); string(b) != "outside" {
+		t.Fatalf("keep.md: %q", b)
+	}
+	if out := skillCall(t, skillManageTool(), s, "cli", map[string]any{"action": "delete", "name": "everything"}); out["error"] != "Skill 'everything' not found." {
+		t.Fatalf("the folder's own SKILL.md: %v", out)
+	}
+	if out := skillCall(t, skillsListTool(), s, "desktop", nil); out["message"] != "No skills found in skills/ directory." {
+		t.Fatalf("cli's platform_disabled in the window: %v", out)
+	}
+	if out := skillCall(t, skillsListTool(), s, "telegram", nil); out["count"] != 1.0 {
+		t.Fatalf("on telegram: %v", out)
+	}
+}
