@@ -349,7 +349,8 @@ func TestHermesCLICommand(t *testing.T) {
 // A slash command with an argument hint (/help shows it) that asks the
 // host's model and dispatches a tool; emit reaches a subscriber; the system
 // prompt sections are stored once; llm_request middleware reaches the model;
-// inert registrations are reported with why.
+// inert registrations are reported with why; a skill it ships
+// (register_skill) is loaded as "<plugin>:<name>".
 func TestHermesCommandLlmDispatchEventsSectionsMiddleware(t *testing.T) {
 	t.Parallel()
 	home := hermesHome(t, "", "hermes-notes")
@@ -419,8 +420,12 @@ func TestHermesCommandLlmDispatchEventsSectionsMiddleware(t *testing.T) {
 		kinds[i.Kind+" "+i.Name] = i.Reason
 	}
 	if !strings.Contains(kinds["image_gen_provider fake-images"], "Atrium has no image generation") ||
-		kinds["middleware llm_execution"] != "" || kinds["skill note-taking"] == "" {
+		kinds["middleware llm_execution"] != "" || kinds["skill note-taking"] != "" {
 		t.Fatalf("inert registrations: %+v", p.Extras.Inert)
+	}
+	// Its skill is live: the model loads it by its namespaced name.
+	if out := mustSend(t, home, id, `use tool skill_view: {"name": "hermes-notes:note-taking"}`); !strings.Contains(out, `"content":"Test plugin: notes.`) {
+		t.Fatalf("the plugin's skill: %s", out)
 	}
 	if r := atriumExec(t, home, "", nil, "plugins", "list"); !strings.Contains(r.stdout, "hermes-notes: inert image_gen_provider fake-images: registered; Atrium has no image generation, so it is never called") {
 		t.Fatalf("plugins list table: %s", r.stdout)

@@ -21,6 +21,7 @@ const (
 	CapMiddleware          = "middleware"            // e.g. llm_request
 	CapSystemPromptSection = "system_prompt_section" // text added to the system prompt
 	CapSubscription        = "subscription"          // ctx.subscribe: an inter-plugin event it listens to
+	CapSkill               = "skill"                 // a skill it ships: skill_view("<plugin>:<name>")
 )
 
 // Capability describes one thing a plugin provides: what it is (Kind), its

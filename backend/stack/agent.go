@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"atrium/backend/apperr"
 	"atrium/backend/compaction"
 	"atrium/backend/config"
+	"atrium/backend/hooks"
 	"atrium/backend/llm"
 	"atrium/backend/tools"
 	"atrium/backend/turns"
@@ -253,7 +255,25 @@ func (s *Stack) machine() tools.Settings {
 	cfg, _ := s.watch.current()
 	set := ToolsOf(s.Home, cfg)
 	set.Messaging = s.messaging(set.Messaging, cfg)
+	set.Skills.Plugins = PluginSkills(s.Bus)
 	return set
+}
+
+// PluginSkills are the skills the running plugins ship (register_skill),
+// for skill_view("<plugin>:<name>").
+func PluginSkills(bus *hooks.Bus) []tools.PluginSkill {
+	var out []tools.PluginSkill
+	for _, c := range bus.Capabilities(hooks.CapSkill) {
+		var spec struct {
+			Path        string `json:"path"`
+			Description string `json:"description"`
+		}
+		if json.Unmarshal(c.Spec, &spec) != nil || spec.Path == "" {
+			continue
+		}
+		out = append(out, tools.PluginSkill{Plugin: c.Plugin, Name: c.Name, Path: spec.Path, Description: spec.Description})
+	}
+	return out
 }
 
 // ToolsOf is the agent's tools as cfg, the profile's config.yaml, sets

@@ -45,7 +45,19 @@ type Skills struct {
 	// OS is the machine's, as a skill's platforms list names it (macos,
 	// linux, windows; "": this one's).
 	OS string
+	// Plugins are the skills the running plugins ship (register_skill):
+	// listed as "<plugin>:<name>", loaded by that name, never written,
+	// not in the system prompt's index (a plugin's tools name them).
+	Plugins []PluginSkill
 }
+
+// PluginSkill is a skill a plugin ships: its SKILL.md.
+type PluginSkill struct {
+	Plugin, Name, Path, Description string
+}
+
+// pluginNamespace is a plugin's name as a skill's namespace.
+var pluginNamespace = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // The skills tools, as the familiar agent names them.
 const (
@@ -825,7 +837,7 @@ func skillsList(_ context.Context, c *Call) any {
 		return skillFailure("skills are not kept here")
 	}
 	all := s.Available(c.Platform)
-	if len(all) == 0 {
+	if len(all) == 0 && len(s.Plugins) == 0 {
 		return map[string]any{"success": true, "skills": []any{}, "categories": []any{}, "message": "No skills found in skills/ directory."}
 	}
 	category, _ := c.str("category")
@@ -845,6 +857,13 @@ func skillsList(_ context.Context, c *Call) any {
 		}
 		skills = append(skills, map[string]any{"name": sk.Name, "description": sk.Description, "category": cat})
 	}
+	if category == "" {
+		for _, p := range s.Plugins {
+			if full := p.Plugin + ":" + p.Name; !s.disabled(full, c.Platform) {
+				skills = append(skills, map[string]any{"name": full, "description": p.Description, "category": nil})
+			}
+		}
+	}
 	sort.Strings(categories)
 	return map[string]any{"success": true, "skills": skills, "categories": categories, "count": len(skills),
 		"hint": "Use skill_view(name) to see full content, tags, and linked files"}
@@ -858,6 +877,13 @@ func skillView(_ context.Context, c *Call) any {
 	name, _ := c.str("name")
 	if problem := skillLookupProblem(name); problem != "" {
 		return skillFailure(problem)
+	}
+	fp, _ := c.str("file_path")
+	if ns, bare, ok := strings.Cut(strings.TrimSpace(name), ":"); ok {
+		if out, answered := s.viewPlugin(ns, bare, strings.TrimSpace(fp), c.Platform); answered {
+			return out
+		}
+		name = ns + "/" + bare // a local skill's category:name, as the familiar agent reads it then
 	}
 	sk, ok := s.find(name)
 	if !ok || s.disabled(sk.Name, c.Platform) {
@@ -874,16 +900,25 @@ func skillView(_ context.Context, c *Call) any {
 		}
 		return skillFailure(msg, "available_skills", names, "hint", "Use skills_list to see all available skills")
 	}
-	if fp, _ := c.str("file_path"); strings.TrimSpace(fp) != "" {
+	if strings.TrimSpace(fp) != "" {
 		return sk.viewFile(strings.TrimSpace(fp))
 	}
+	return sk.view()
+}
+
+// view is skill_view of the skill's SKILL.md.
+func (sk Skill) view() any {
 	b, err := limits.ReadFile(sk.File, maxSkillFile, "a SKILL.md")
 	if err != nil {
 		return skillFailure(err.Error())
 	}
 	content := strings.ToValidUTF8(string(b), "\uFFFD")
 	front, _ := skillFrontmatter(content)
-	out := map[string]any{"success": true, "name": sk.Name, "description": frontString(front, "description"),
+	description := frontString(front, "description")
+	if description == "" {
+		description = sk.Description
+	}
+	out := map[string]any{"success": true, "name": sk.Name, "description": description,
 		"tags": orEmpty(frontList(front, "tags")), "related_skills": orEmpty(frontList(front, "related_skills")),
 		"content": shownSkill(content, sk.File), "path": relTo(sk.Root, sk.File), "linked_files": nil, "usage_hint": nil}
 	if linked := sk.linked(); len(linked) > 0 {
@@ -896,6 +931,42 @@ func skillView(_ context.Context, c *Call) any {
 		}
 	}
 	return out
+}
+
+// viewPlugin is skill_view of ns:bare when ns is a plugin that ships
+// skills; answered is false when no plugin is ns (the name may then be a
+// local skill's category:name).
+func (s Skills) viewPlugin(ns, bare, file, platform string) (out any, answered bool) {
+	if !pluginNamespace.MatchString(ns) {
+		return skillFailure(fmt.Sprintf("Invalid namespace '%s' in '%s:%s'. Namespaces must match [a-zA-Z0-9_-]+.", ns, ns, bare)), true
+	}
+	var theirs []string
+	for _, p := range s.Plugins {
+		if p.Plugin != ns {
+			continue
+		}
+		theirs = append(theirs, p.Plugin+":"+p.Name)
+		if p.Name != bare {
+			continue
+		}
+		if s.disabled(p.Plugin+":"+p.Name, platform) {
+			return skillFailure(fmt.Sprintf("Skill '%s:%s' is disabled (skills.disabled).", ns, bare)), true
+		}
+		if _, err := os.Stat(p.Path); err != nil {
+			return skillFailure(fmt.Sprintf("Skill '%s:%s' file no longer exists at %s. The plugin registered it there; "+
+				"it is found again once the plugin registers it anew.", ns, bare, p.Path)), true
+		}
+		sk := Skill{Name: ns + ":" + bare, Description: p.Description, Dir: filepath.Dir(p.Path), File: p.Path, Root: filepath.Dir(p.Path), External: true}
+		if file != "" {
+			return sk.viewFile(file), true
+		}
+		return sk.view(), true
+	}
+	if len(theirs) > 0 {
+		return skillFailure(fmt.Sprintf("Skill '%s' not found in plugin '%s'.", bare, ns), "available_skills", theirs,
+			"hint", fmt.Sprintf("The '%s' plugin provides %d skill(s).", ns, len(theirs))), true
+	}
+	return nil, false
 }
 
 func orEmpty(list []string) []string {
@@ -1225,6 +1296,9 @@ func (sk Skill) holds(path string) bool {
 func (s Skills) writable(name string) (Skill, map[string]any) {
 	if problem := skillLookupProblem(name); problem != "" {
 		return Skill{}, skillFailure(problem)
+	}
+	if ns, _, ok := strings.Cut(name, ":"); ok && slices.ContainsFunc(s.Plugins, func(p PluginSkill) bool { return p.Plugin == ns }) {
+		return Skill{}, skillFailure(fmt.Sprintf("Skill '%s' comes with plugin %s: Atrium does not change a plugin's skills.", name, ns))
 	}
 	sk, ok := s.find(name)
 	if !ok {

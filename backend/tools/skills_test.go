@@ -438,3 +438,59 @@ func TestSkillFoldersThatLinkOut(t *testing.T) {
 		t.Fatalf("on telegram: %v", out)
 	}
 }
+
+// A plugin's skills (register_skill) are loaded as "<plugin>:<name>", as
+// the familiar agent loads them: listed after the profile's, never in the
+// system prompt's index, never written; a name the plugin does not ship
+// lists the ones it does; a file gone since says so; a namespace that is
+// no plugin's reads as a local category:name.
+func TestPluginSkills(t *testing.T) {
+	t.Parallel()
+	s, dir, _ := library(t)
+	pdir := t.TempDir()
+	tailor := writeSkill(t, pdir, "skills/tailor", skillMD("tailor", "Fit a widget to the screen", "1. Measure"))
+	_ = os.MkdirAll(filepath.Join(tailor, "templates"), 0o755)
+	_ = os.WriteFile(filepath.Join(tailor, "templates", "widget.json"), []byte(`{"w": 1}`), 0o644)
+	s.Plugins = []PluginSkill{
+		{Plugin: "herald-os", Name: "tailor", Path: filepath.Join(tailor, "SKILL.md"), Description: "Fit a widget"},
+		{Plugin: "herald-os", Name: "gone", Path: filepath.Join(pdir, "nothing", "SKILL.md")},
+	}
+	out := skillCall(t, skillsListTool(), s, "cli", nil)
+	b, _ := json.Marshal(out["skills"])
+	if !strings.HasSuffix(string(b), `{"category":null,"description":"Fit a widget","name":"herald-os:tailor"},{"category":null,"description":"","name":"herald-os:gone"}]`) {
+		t.Fatalf("list: %s", b)
+	}
+	out = skillCall(t, skillViewTool(), s, "cli", map[string]any{"name": "herald-os:tailor"})
+	if out["success"] != true || out["name"] != "herald-os:tailor" || !strings.Contains(out["content"].(string), "1. Measure") ||
+		fmt.Sprint(out["linked_files"]) != "map[templates:[templates/widget.json]]" {
+		t.Fatalf("view: %v", out)
+	}
+	if out := skillCall(t, skillViewTool(), s, "cli", map[string]any{"name": "herald-os:tailor", "file_path": "templates/widget.json"}); out["content"] != `{"w": 1}` {
+		t.Fatalf("a file: %v", out)
+	}
+	for _, c := range []struct {
+		name, want string
+	}{
+		{"herald-os:nope", "Skill 'nope' not found in plugin 'herald-os'."},
+		{"herald-os:gone", "Skill 'herald-os:gone' file no longer exists at " + filepath.Join(pdir, "nothing", "SKILL.md") + ". The plugin registered it there; it is found again once the plugin registers it anew."},
+		{"bad ns:x", "Invalid namespace 'bad ns' in 'bad ns:x'. Namespaces must match [a-zA-Z0-9_-]+."},
+	} {
+		if out := skillCall(t, skillViewTool(), s, "cli", map[string]any{"name": c.name}); out["error"] != c.want {
+			t.Errorf("%s: %v", c.name, out)
+		}
+	}
+	if out := skillCall(t, skillViewTool(), s, "cli", map[string]any{"name": "herald-os:nope"}); fmt.Sprint(out["available_skills"]) != "[herald-os:tailor herald-os:gone]" ||
+		out["hint"] != "The 'herald-os' plugin provides 2 skill(s)." {
+		t.Fatalf("not in the plugin: %v", out)
+	}
+	if out := skillCall(t, skillViewTool(), s, "cli", map[string]any{"name": "devops:deploy-staging"}); out["name"] != "deploy-staging" {
+		t.Fatalf("a local category:name: %v", out)
+	}
+	if out := skillCall(t, skillManageTool(), s, "cli", map[string]any{"action": "patch", "name": "herald-os:tailor", "old_string": "Measure", "new_string": "Guess"}); out["error"] != "Skill 'herald-os:tailor' comes with plugin herald-os: Atrium does not change a plugin's skills." {
+		t.Fatalf("manage: %v", out)
+	}
+	if strings.Contains(s.SkillIndex("cli", true), "tailor") {
+		t.Fatal("a plugin's skill in the index")
+	}
+	_ = dir
+}

@@ -87,6 +87,9 @@ func (p *plugin) registerCapabilities(x Extras) ([]hooks.Handle, error) {
 	for _, ev := range dedupe(x.Subscriptions) {
 		errs = append(errs, add(hooks.CapSubscription, ev, map[string]string{"event": ev}))
 	}
+	for _, sk := range x.Skills {
+		errs = append(errs, add(hooks.CapSkill, sk.Name, sk))
+	}
 	for _, err := range errs {
 		if err != nil {
 			for _, hd := range handles {

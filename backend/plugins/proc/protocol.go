@@ -133,6 +133,7 @@ type Extras struct {
 	Memory        []NamedInfo   `json:"memory_providers,omitempty"`
 	Engines       []NamedInfo   `json:"context_engines,omitempty"`
 	Subscriptions []string      `json:"subscriptions,omitempty"`
+	Skills        []SkillInfo   `json:"skills,omitempty"`
 	Inert         []InertInfo   `json:"inert,omitempty"`
 	UnknownHooks  []string      `json:"unknown_hooks,omitempty"`
 	Warnings      []string      `json:"warnings,omitempty"`
@@ -168,6 +169,13 @@ type SectionInfo struct {
 	Position string  `json:"position,omitempty"`
 	MaxChars int     `json:"max_chars,omitempty"`
 	Static   *string `json:"static,omitempty"`
+}
+
+// SkillInfo is a skill a plugin ships (register_skill): its SKILL.md.
+type SkillInfo struct {
+	Name        string `json:"name"`
+	Path        string `json:"path"`
+	Description string `json:"description,omitempty"`
 }
 
 // NamedInfo names a memory provider or a context engine.

@@ -248,6 +248,7 @@ MAX_CANCELLED_RUNNING = 4
 CODE_CANCELLED = -32800
 TIMEOUT_BLOCK_MESSAGE = "pre_tool_call plugin callback timed out or is still running"
 SECTION_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")
+SKILL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SECTION_MAX_CHARS = 4000
 SECTION_POSITIONS = {"after_memory"}
 
@@ -746,7 +747,6 @@ class _Registration(types.SimpleNamespace):
 
 
 _INERT_REGISTRARS = {
-    "register_skill": "Atrium reads skills from the profile's skills folder and skills.external_dirs, not from plugins, so it is never used",
     "register_context_reference": "Atrium has no @-references, so it is never called",
     "register_platform": "Atrium's gateway platforms are built in (Telegram, Slack, Discord, a signed webhook) and take no plugin handlers, so it is never started",
     "register_platform_handler": "Atrium's gateway platforms are built in (Telegram, Slack, Discord, a signed webhook) and take no plugin handlers, so it is never called",
@@ -794,6 +794,7 @@ class PluginContext:
         self.memory_providers = {}
         self.context_engines = {}
         self.subscriptions = {}  # event -> [callbacks]
+        self.skills = {}         # name -> {"path", "description"}
         self.inert = []          # {"kind", "name", "reason"}
         self.warnings = []
         self.unload_callbacks = []
@@ -982,6 +983,21 @@ class PluginContext:
         name = str(getattr(engine, "name", "") or "").strip() or self.plugin_id
         self.context_engines[name] = _EngineHost(engine, self)
         return _Registration(kind="context_engine", key=name)
+
+    def register_skill(self, name, path, description=""):
+        """A skill the plugin ships: its SKILL.md (or the folder holding it),
+        which the model loads with skill_view(name="<plugin>:<name>")."""
+        if not isinstance(name, str) or not SKILL_NAME_RE.match(name):
+            raise ValueError("skill name must be 1-64 characters: letters, digits, '.', '_' or '-'")
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError("skill path must be a path to its SKILL.md or its folder")
+        full = os.path.abspath(os.path.join(_plugin_dir or ".", os.fspath(path)))
+        if os.path.isdir(full):
+            full = os.path.join(full, "SKILL.md")
+        if name in self.skills:
+            raise ValueError("skill %r is already registered by plugin %r" % (name, self.plugin_id))
+        self.skills[name] = {"path": full, "description": str(description or "")[:1024]}
+        return _Registration(kind="skill", key=name)
 
     def register_system_prompt_section(self, id, content, *, position="after_memory", max_chars=SECTION_MAX_CHARS):
         if not isinstance(id, str) or not SECTION_ID_RE.match(id):
@@ -1376,6 +1392,7 @@ def _initialize(params):
         "memory_providers": [{"name": n} for n in c.memory_providers],
         "context_engines": [{"name": n} for n in c.context_engines],
         "subscriptions": list(c.subscriptions),
+        "skills": [{"name": n, "path": k["path"], "description": k["description"]} for n, k in c.skills.items()],
         "inert": c.inert + [{"kind": "hook", "name": n, "reason": "Atrium has no such moment, so it is never called"}
                             for n in c.other_hooks if n in FOREIGN_HOOKS and not any(
                                 i["kind"] == "hook" and i["name"] == n for i in c.inert)],
