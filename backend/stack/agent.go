@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -292,7 +293,7 @@ func ToolsOf(home config.Home, cfg config.Config) tools.Settings {
 		Secrets: []string{home.EnvPath()}, Memory: MemoryOf(home, cfg),
 		Web:       tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs(), Secrets: secretValues(os.Environ())},
 		Messaging: tools.Messaging{Platforms: platformsOf(gatewayOf(cfg))}, Vision: VisionOf(home, cfg), Speech: SpeechOf(home, cfg),
-		Skills: SkillsOf(home, cfg)}
+		Skills: SkillsOf(home, cfg), Soul: filepath.Join(home.Dir, "SOUL.md")}
 }
 
 // LoadSkills is the profile's skills as its config.yaml sets them now.

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"atrium/backend/config"
 	"atrium/backend/hooks"
 	"atrium/backend/sessions"
 	"atrium/backend/stack"
 	"atrium/backend/tools"
+	"atrium/backend/turns"
 )
 
 // A profile's skills reach its conversations as the familiar agent's do:
@@ -35,15 +37,7 @@ func TestSkillsReachTheConversation(t *testing.T) {
 	status := filepath.Join(home.SkillsDir(), "status")
 	_ = os.MkdirAll(status, 0o755)
 	_ = os.WriteFile(filepath.Join(status, "SKILL.md"), []byte("---\nname: status\ndescription: a skill named as a command\n---\nbody\n"), 0o644)
-	st, err := stack.Open(ctx, home, stack.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close(context.Background()) })
-	loop, err := st.Loop(stack.ModelFlags{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, loop := openLoop(t, home)
 	s, err := st.Sessions.Create(ctx, sessions.CreateParams{Title: "repo chores"})
 	if err != nil {
 		t.Fatal(err)
@@ -92,4 +86,52 @@ func TestSkillsReachTheConversation(t *testing.T) {
 	if _, err := loop.Send(ctx, s.ID, "/git-cleanup", cc); err == nil || !strings.Contains(err.Error(), "unknown command /git-cleanup") {
 		t.Fatalf("a disabled skill's command: %v", err)
 	}
+}
+
+// The folder a conversation starts in (terminal.cwd here) gives its system
+// prompt the project's AGENTS.md, and the profile's SOUL.md its persona,
+// as the familiar agent's do.
+func TestContextFilesReachTheSystemPrompt(t *testing.T) {
+	ctx := context.Background()
+	home, write := newHome(t)
+	project := t.TempDir()
+	if err := os.WriteFile(filepath.Join(project, "AGENTS.md"), []byte("Run make test before you say done.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home.Dir, "SOUL.md"), []byte("Terse and kind."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write("terminal:\n  cwd: " + project + "\n")
+	st, loop := openLoop(t, home)
+	s, err := st.Sessions.Create(ctx, sessions.CreateParams{Title: "project"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Send(ctx, s.ID, "hello", hooks.LocalContext("desktop", s.ID)); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := st.Sessions.Messages(ctx, s.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tools.ContextFiles(project, filepath.Join(home.Dir, "SOUL.md"))
+	if msgs[0].Role != "system" || msgs[0].Content != want || !strings.Contains(want, "## AGENTS.md\n\nRun make test before you say done.") ||
+		!strings.HasSuffix(want, "Terse and kind.") {
+		t.Fatalf("system prompt: %q", msgs[0].Content)
+	}
+}
+
+// openLoop opens a stack on home and its turn loop (closed with the test).
+func openLoop(t *testing.T, home config.Home) (*stack.Stack, *turns.Loop) {
+	t.Helper()
+	st, err := stack.Open(context.Background(), home, stack.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	loop, err := st.Loop(stack.ModelFlags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, loop
 }

@@ -297,3 +297,41 @@ func BenchmarkSkillIndex(b *testing.B) {
 		})
 	}
 }
+
+// What the project context costs a conversation's first turn: a project of
+// 200 folders and 2,000 files, an AGENTS.md at its top and in 3 folders, a
+// node_modules of 1,000 files passed over, and a SOUL.md. Run with -bench
+// 'ContextFiles' (docs/benchmarks.md, "Skills"); CONTEXT_BENCH_DIR=<dir>
+// keeps the project there.
+func BenchmarkContextFiles(b *testing.B) {
+	dir := b.TempDir()
+	if d := os.Getenv("CONTEXT_BENCH_DIR"); d != "" {
+		dir = d
+	}
+	write := func(rel, content string) {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rules := strings.Repeat("Run the tests before you commit; keep functions small and named for what they do.\n", 40)
+	write("AGENTS.md", rules)
+	write("SOUL.md", "Terse and kind.\n")
+	for i := range 2000 {
+		write(fmt.Sprintf("pkg%03d/file%02d.go", i/10, i%10), "package p\n")
+	}
+	for _, d := range []string{"pkg010", "pkg100", "pkg150/sub"} {
+		write(d+"/AGENTS.md", rules)
+	}
+	for i := range 1000 {
+		write(fmt.Sprintf("node_modules/m%03d/index.js", i), "x\n")
+	}
+	for b.Loop() {
+		if got := ContextFiles(dir, ""); !strings.Contains(got, "## pkg150/sub/AGENTS.md") {
+			b.Fatal(got[:200])
+		}
+	}
+}

@@ -292,13 +292,22 @@ const invisible = "\u200b\u200c\u200d\u2060\ufeff\u202a\u202b\u202c\u202d\u202e\
 var folder = strings.NewReplacer("\u017f", "s", "\u212a", "k")
 
 // memoryThreat names what content matches ("" when nothing).
-func memoryThreat(content string) string {
+func memoryThreat(content string) string { return threatIn(content, len(memoryThreats)) }
+
+// contextThreat is memoryThreat with the rules that steer the model only
+// (the first six): a project's AGENTS.md may well show how to read a
+// key file or reach ~/.ssh, which in a memory note would be a threat.
+func contextThreat(content string) string { return threatIn(content, 6) }
+
+// threatIn names what content matches of the first n rules, or an
+// invisible character ("" when nothing).
+func threatIn(content string, n int) string {
 	if i := strings.IndexAny(content, invisible); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(content[i:])
 		return fmt.Sprintf("invisible unicode character U+%04X", r)
 	}
 	lower := strings.ToLower(folder.Replace(content))
-	for _, t := range memoryThreats {
+	for _, t := range memoryThreats[:n] {
 		if slices.ContainsFunc(t.needs, func(w string) bool { return strings.Contains(lower, w) }) && t.re.MatchString(content) {
 			return t.id
 		}

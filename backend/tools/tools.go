@@ -148,6 +148,9 @@ type Settings struct {
 	// Skills are the profile's skills (skills.*): what skills_list,
 	// skill_view and skill_manage read and write.
 	Skills Skills
+	// Soul is the profile's SOUL.md: the persona a conversation takes when
+	// the folder it works in has none of its own (ContextFiles).
+	Soul string
 }
 
 // secret says whether path is one of Settings.Secrets (through a link

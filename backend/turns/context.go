@@ -102,9 +102,9 @@ func (l *Loop) engineWantsCompaction(ctx context.Context, tc *turnCtx, eng hooks
 
 // systemPrompt assembles a session's system prompt: the curated memory,
 // the memory provider's block, the skills (the guidance to record them,
-// their index), then the plugins' sections in id order, each under its
-// heading, within the caps (32 sections, 8,000 characters). "" when there
-// is nothing.
+// their index), the project's context files and SOUL.md, then the
+// plugins' sections in id order, each under its heading, within the caps
+// (32 sections, 8,000 characters). "" when there is nothing.
 func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Session) string {
 	var parts []string
 	if notes := l.notesPrompt(tc); notes != "" {
@@ -125,6 +125,14 @@ func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Sess
 				parts = append(parts, tools.SkillsGuidance)
 			}
 			parts = append(parts, index)
+		}
+	}
+	// The project's context files (AGENTS.md, the Cursor rules) and the
+	// persona (SOUL.md), from the folder the conversation starts in, as
+	// the familiar agent reads them; a subagent works from its task alone.
+	if tc.sub == nil && l.opts.Machine != nil {
+		if files := tools.ContextFiles(l.commandDir(tc.machine, tc.platform, tc.sessionKey, nil), tc.machine.Soul); files != "" {
+			parts = append(parts, files)
 		}
 	}
 	caps := l.bus.Capabilities(hooks.CapSystemPromptSection)
