@@ -244,6 +244,9 @@ type CommandDTO struct {
 	ArgsHint    string `json:"args_hint,omitempty"`
 	Description string `json:"description"`
 	Plugin      string `json:"plugin,omitempty"`
+	// Skill: the command runs one of the profile's skills (its SKILL.md
+	// sent in the person's place).
+	Skill bool `json:"skill,omitempty"`
 }
 
 // PluginDTO is one discovered plugin.

@@ -318,12 +318,22 @@ func (s *Sessions) run(req receipts.Request) (ReceiptDTO, error) {
 	return toReceipt(r), nil
 }
 
-// Commands lists the slash commands (built-in and the plugins'), with the
-// hint for their arguments, for the composer.
+// Commands lists the slash commands (built-in, the plugins', then the
+// skills' offered here), with the hint for their arguments, for the
+// composer.
 func (s *Sessions) Commands() ([]CommandDTO, error) {
-	return lo.Map(s.st.Bus.Commands().List(), func(c hooks.Command, _ int) CommandDTO {
+	cmds := s.st.Bus.Commands()
+	out := lo.Map(cmds.List(), func(c hooks.Command, _ int) CommandDTO {
 		return CommandDTO{Name: c.Name, ArgsHint: c.ArgsHint, Description: c.Description, Plugin: c.Plugin}
-	}), nil
+	})
+	if skills, err := stack.LoadSkills(s.st.Home); err == nil {
+		for _, sc := range skills.SkillCommands(s.platform) {
+			if _, taken := cmds.Lookup(sc[0]); !taken {
+				out = append(out, CommandDTO{Name: sc[0], ArgsHint: "[instruction]", Description: sc[1], Skill: true})
+			}
+		}
+	}
+	return out, nil
 }
 
 // Send runs one user turn (or a /command) in a session; StopTurn stops it

@@ -61,3 +61,31 @@ func TestSettingsSkills(t *testing.T) {
 		t.Fatalf("view unknown: %v", err)
 	}
 }
+
+// The composer's commands end with the skills' offered in the window or
+// the dashboard, each marked as a skill; a skill named as a command is
+// the command's.
+func TestComposerCommandsListTheSkills(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, name := range []string{"release-notes", "status"} {
+		dir := filepath.Join(e.st.Home.SkillsDir(), name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: "+name+"\ndescription: about "+name+"\n---\nbody\n"), 0o644)
+	}
+	cmds, err := e.app.Sessions.Commands()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := cmds[len(cmds)-1]
+	if last != (app.CommandDTO{Name: "release-notes", ArgsHint: "[instruction]", Description: "about release-notes", Skill: true}) {
+		t.Fatalf("last: %+v", last)
+	}
+	for _, c := range cmds {
+		if c.Name == "status" && c.Skill {
+			t.Fatalf("/status listed as the skill: %+v", c)
+		}
+	}
+}

@@ -1146,6 +1146,16 @@ async function main() {
     assert(!disabledIn(), 'config.yaml after On');
     const ran = await atrium('send', ids['Payments refactor'], '/release-notes for 2.4');
     assert(/^offline reply to: \[SYSTEM: The user has invoked the "release-notes" skill/.test(ran.reply ?? ''), `the skill's command: ${JSON.stringify(ran).slice(0, 300)}`);
+    // The composer offers it among the commands, marked as a skill.
+    await page.click('[data-testid=nav-sessions]');
+    await openSession('Cache warmup');
+    await page.click('[data-testid=composer]');
+    await page.keyboard.type('/release');
+    const hint = page.locator('[data-testid=hint-release-notes]');
+    await hint.waitFor({ timeout: 5000 });
+    assert(/\[instruction\] — Write the release notes from the merged pull requests \(skill\)/.test(await hint.innerText()), `the hint: ${await hint.innerText()}`);
+    await page.fill('[data-testid=composer]', '');
+    await backToList();
   }
 
   await check('the task list: a todo call shows as a checklist, and another process reads the same list', async () => {

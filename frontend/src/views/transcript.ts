@@ -166,7 +166,7 @@ export class TranscriptView implements View {
           { role: 'option', 'data-testid': `hint-${c.name}` },
           h('code', {}, `/${c.name}`),
           c.args_hint ? h('span', { class: 'args-hint' }, ` ${c.args_hint}`) : null,
-          h('span', { class: 'muted' }, ` — ${c.description}${c.plugin ? ` (${c.plugin})` : ''}`),
+          h('span', { class: 'muted' }, ` — ${c.description}${c.plugin ? ` (${c.plugin})` : c.skill ? ' (skill)' : ''}`),
         );
         li.addEventListener('click', () => {
           this.composer.value = `/${c.name} `;

@@ -29,8 +29,9 @@ export interface SessionsBinding {
    */
   Bulk(op: string, in_: BulkRequest): Promise<ReceiptDTO>;
   /**
-   * Commands lists the slash commands (built-in and the plugins'), with the
-   * hint for their arguments, for the composer.
+   * Commands lists the slash commands (built-in, the plugins', then the
+   * skills' offered here), with the hint for their arguments, for the
+   * composer.
    */
   Commands(): Promise<CommandDTO[] | null>;
   /**

@@ -158,6 +158,11 @@ export interface CommandDTO {
   args_hint?: string;
   description: string;
   plugin?: string;
+  /**
+   * Skill: the command runs one of the profile's skills (its SKILL.md
+   * sent in the person's place).
+   */
+  skill?: boolean;
 }
 
 /** CompactionDTO is one post_compaction of a session, as its event logged it. */
