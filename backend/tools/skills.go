@@ -81,8 +81,10 @@ const (
 	maxSkillDepth   = 6
 	maxSkills       = 1000
 	// skillIndexChars is how much of a description the system prompt's
-	// index shows.
+	// index shows; maxSkillIndex bounds the index's lines (about 300
+	// skills), which every conversation's prompt carries.
 	skillIndexChars = 60
+	maxSkillIndex   = 24_000
 )
 
 // skillName is a name skill_manage may give (and a category): lower case,
@@ -653,23 +655,36 @@ func (s Skills) SkillIndex(platform string, manage bool) string {
 	}
 	sort.Strings(categories)
 	var lines []string
+	size, left := 0, len(skills)
+	add := func(line string) { lines, size = append(lines, line), size+len(line)+1 }
 	for _, c := range categories {
+		if size > maxSkillIndex {
+			break
+		}
 		line := "  " + c + ":"
 		if d := s.categoryDescription(c); d != "" {
 			line += " " + d
 		}
-		lines = append(lines, line)
+		add(line)
 		for _, sk := range byCategory[c] {
+			if size > maxSkillIndex {
+				break
+			}
 			desc := strings.Join(strings.Fields(sk.Description), " ")
 			if utf8.RuneCountInString(desc) > skillIndexChars {
 				desc = string([]rune(desc)[:skillIndexChars-3]) + "..."
 			}
 			if desc != "" {
-				lines = append(lines, "    - "+sk.Name+": "+desc)
+				add("    - " + sk.Name + ": " + desc)
 			} else {
-				lines = append(lines, "    - "+sk.Name)
+				add("    - " + sk.Name)
 			}
+			left--
 		}
+	}
+	if left > 0 {
+		// Past the budget: the prompt of every conversation carries it.
+		add(fmt.Sprintf("  ... and %d more: skills_list lists them all", left))
 	}
 	fix := ""
 	if manage {

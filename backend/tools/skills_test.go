@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -494,3 +495,25 @@ func TestPluginSkills(t *testing.T) {
 	}
 	_ = dir
 }
+
+// The index is bounded: every conversation's prompt carries it, so past
+// 24,000 characters the rest is counted, for skills_list to show.
+func TestSkillIndexIsBounded(t *testing.T) {
+	t.Parallel()
+	s := Skills{Dir: t.TempDir()}
+	for i := range 600 {
+		writeSkill(t, s.Dir, fmt.Sprintf("c%d/skill-%03d", i%5, i), skillMD(fmt.Sprintf("skill-%03d", i), strings.Repeat("d", 80), "b"))
+	}
+	idx := s.SkillIndex("cli", true)
+	if len(idx) > 25_000 || !regexpMatch(`\n  \.\.\. and \d+ more: skills_list lists them all\n</available_skills>`, idx) {
+		t.Fatalf("%d chars, ends %q", len(idx), idx[len(idx)-200:])
+	}
+	shown := strings.Count(idx, "\n    - skill-")
+	var more int
+	fmt.Sscanf(idx[strings.Index(idx, "  ... and ")+len("  ... and "):], "%d", &more)
+	if shown+more != 600 {
+		t.Fatalf("%d shown + %d more", shown, more)
+	}
+}
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
