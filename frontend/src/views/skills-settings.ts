@@ -61,7 +61,7 @@ export class SkillsSection {
     const badges: HTMLElement[] = [];
     if (s.category) badges.push(h('span', { class: 'badge' }, s.category));
     if (s.external) badges.push(h('span', { class: 'badge', title: s.path }, 'shared'));
-    const why = s.not_offered && !s.disabled ? h('div', { class: 'muted small' }, `Not offered: ${s.not_offered}`) : null;
+    const why = s.not_offered && !s.disabled ? h('div', { class: 'skill-why muted small' }, `Not offered: ${s.not_offered}`) : null;
     return h(
       'li',
       { class: 'skill', 'data-skill': s.name, 'data-testid': 'skill' },
