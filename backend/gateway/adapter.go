@@ -211,6 +211,11 @@ func (m *menuSource) menu(valid *regexp.Regexp, first []string, max int) ([]menu
 				return -1
 			case bi >= 0:
 				return 1
+			case (a.Plugin == skillMenu) != (b.Plugin == skillMenu):
+				if a.Plugin == skillMenu {
+					return 1 // the skills after the commands
+				}
+				return -1
 			}
 			return strings.Compare(a.Name, b.Name)
 		})

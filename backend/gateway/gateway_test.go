@@ -84,6 +84,7 @@ type env struct {
 	// transcribe and echo are its Transcribe and EchoTranscripts.
 	transcribe func(ctx context.Context, path string) (string, error)
 	echo       bool
+	skills     func(platform string) [][2]string
 }
 
 // eventRecorder is gateway.EventHooks that keeps what it is told.
@@ -203,7 +204,8 @@ func (e *env) start(t *testing.T, adapters ...gateway.Configured) *gateway.Servi
 		Process: "test", Logger: e.log, RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
 		ApprovalTimeout: e.approvalTimeout, TurnTimeout: e.turnTimeout, Parallel: e.parallel, Hooks: e.events, Progress: e.progress,
 		GroupSessionsPerUser: e.perUser[0], ThreadSessionsPerUser: e.perUser[1], MediaDir: e.mediaDir, Media: e.media,
-		MaxInboundFile: e.maxInbound, SeeImage: e.seeImage, StickerCache: e.stickerCache, Transcribe: e.transcribe, EchoTranscripts: e.echo})
+		MaxInboundFile: e.maxInbound, SeeImage: e.seeImage, StickerCache: e.stickerCache, Transcribe: e.transcribe, EchoTranscripts: e.echo,
+		SkillCommands: e.skills})
 	e.gw = g
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)

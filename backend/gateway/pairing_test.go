@@ -247,6 +247,42 @@ func TestTelegramCommandMenu(t *testing.T) {
 	})
 }
 
+// The skills' commands offered on a platform follow the other commands in
+// its menu: on Telegram, whose names take no hyphen, with underscores
+// (typed so, they run the skill); a skill named as a command is the
+// command's. On Discord they keep their hyphens.
+func TestSkillsInTheCommandMenus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 8192, 0.9)
+	e.skills = func(platform string) [][2]string {
+		return [][2]string{{"git-cleanup", "Prune merged branches (" + platform + ")"}, {"new", "a skill named new"}}
+	}
+	f := gatewaytest.NewTelegram(t, tgToken)
+	d := gatewaytest.NewDiscord(t, discordToken)
+	d.AddChannel("9001", 1, "", "", "")
+	e.start(t, telegram(f, "42"), discordOn(d, nil, "u1"))
+	waitFor(t, "the menu", func() bool { return len(f.Commands()) > 0 })
+	menu := f.Commands()
+	last := menu[len(menu)-1]
+	if last["command"] != "git_cleanup" || last["description"] != "Prune merged branches (telegram)" {
+		t.Fatalf("the skill's entry: %v", last)
+	}
+	for _, c := range menu {
+		if c["command"] == "new" && c["description"] == "a skill named new" {
+			t.Fatalf("/new is the skill's: %v", c)
+		}
+	}
+	waitFor(t, "Discord's commands", func() bool { _, cmds := d.Commands(); return len(cmds) > 0 })
+	_, cmds := d.Commands()
+	found := false
+	for _, c := range cmds {
+		found = found || c["name"] == "git-cleanup" && c["description"] == "Prune merged branches (discord)"
+	}
+	if !found {
+		t.Fatalf("Discord's commands: %v", cmds)
+	}
+}
+
 // The outbox keeps what waits, and a delivered reply for 30 days (it is
 // in its session's transcript); refused senders not seen for 90 days
 // leave the Gateway page. Pending and given-up replies stay.

@@ -89,9 +89,13 @@ type Gatekeeper interface {
 
 // Options configure a Service.
 type Options struct {
-	DB       *db.DB
-	Sessions *sessions.Service
-	Bus      *hooks.Bus
+	// SkillCommands are the skills' commands offered on a platform (name,
+	// description): listed in its command menu after the others (nil:
+	// none). Typed, they run whether listed or not.
+	SkillCommands func(platform string) [][2]string
+	DB            *db.DB
+	Sessions      *sessions.Service
+	Bus           *hooks.Bus
 	// Loop runs the turns; build it with turns.Options.NoBetweenTurns: the
 	// gateway compacts between messages itself (gateway_hygiene).
 	Loop     *turns.Loop
@@ -295,7 +299,7 @@ func (s *Service) Start(ctx context.Context) error {
 		c := c
 		p := c.Adapter.Platform()
 		if cm, ok := c.Adapter.(CommandMenu); ok {
-			cm.SetCommands(s.menu)
+			cm.SetCommands(func() []hooks.Command { return s.menuFor(p) })
 		}
 		if g, ok := c.Adapter.(Gatekeeper); ok {
 			g.SetAdmits(func(m Inbound) bool { return s.admits(c, m) })
@@ -338,12 +342,31 @@ var gatewayCommands = []hooks.Command{
 // HomeSetText is what /sethome answers.
 const HomeSetText = "📬 This chat is now the home channel on %s: scheduled jobs that deliver to %s post here."
 
-// menu is the registry's commands with the gateway's own.
-func (s *Service) menu() []hooks.Command {
+// skillMenu marks a skill's command in a menu: listed after every other
+// command, when the platform's menu must be cut.
+const skillMenu = "\x00skill"
+
+// menuFor is the registry's commands with the gateway's own, then the
+// skills' offered on platform (a name taken is the command's). A skill's
+// hyphens are underscores where the platform's names take no hyphen
+// (Telegram): typed so, the command runs the skill all the same.
+func (s *Service) menuFor(platform string) []hooks.Command {
 	list := s.o.Bus.Commands().List()
 	for _, c := range gatewayCommands {
 		if !slices.ContainsFunc(list, func(r hooks.Command) bool { return r.Name == c.Name }) {
 			list = append(list, c)
+		}
+	}
+	if s.o.SkillCommands == nil {
+		return list
+	}
+	for _, sc := range s.o.SkillCommands(platform) {
+		name := sc[0]
+		if platform == "telegram" {
+			name = strings.ReplaceAll(name, "-", "_")
+		}
+		if !slices.ContainsFunc(list, func(r hooks.Command) bool { return r.Name == name || r.Name == sc[0] }) {
+			list = append(list, hooks.Command{Name: name, Description: sc[1], ArgsHint: "[instruction]", Plugin: skillMenu})
 		}
 	}
 	return list

@@ -125,7 +125,8 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 		Profile: s.Home.Profile, Process: process, Logger: lg, Deadline: deadline, ApprovalTimeout: approval, Hooks: eh,
 		Progress: s.ToolProgress, GroupSessionsPerUser: group, ThreadSessionsPerUser: thread,
 		Media: s.MediaPolicy(lg), MediaDir: s.Home.MediaDir(), MaxInboundFile: s.Config.Gateway.MaxFileBytes(), SeeImage: s.seeImage,
-		StickerCache: s.Home.StickerCachePath(), Transcribe: s.transcriber(), EchoTranscripts: g.EchoTranscripts()})
+		StickerCache: s.Home.StickerCachePath(), Transcribe: s.transcriber(), EchoTranscripts: g.EchoTranscripts(),
+		SkillCommands: func(platform string) [][2]string { return s.machine().Skills.SkillCommands(platform) }})
 	s.TellEnds(FollowEnds(gw, lg))
 	return gw, nil
 }
