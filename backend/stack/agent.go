@@ -256,7 +256,7 @@ func (s *Stack) machine() tools.Settings {
 	cfg, _ := s.watch.current()
 	set := ToolsOf(s.Home, cfg)
 	set.Messaging = s.messaging(set.Messaging, cfg)
-	set.Skills.Plugins = PluginSkills(s.Bus)
+	set.Skills.Plugins = func() []tools.PluginSkill { return PluginSkills(s.Bus) }
 	return set
 }
 

@@ -45,10 +45,20 @@ type Skills struct {
 	// OS is the machine's, as a skill's platforms list names it (macos,
 	// linux, windows; "": this one's).
 	OS string
-	// Plugins are the skills the running plugins ship (register_skill):
+	// Plugins lists the skills the running plugins ship (register_skill):
 	// listed as "<plugin>:<name>", loaded by that name, never written,
-	// not in the system prompt's index (a plugin's tools name them).
-	Plugins []PluginSkill
+	// not in the system prompt's index (a plugin's tools name them). It is
+	// asked only when a skills tool needs them: the plugin host may be
+	// another process (nil: none).
+	Plugins func() []PluginSkill
+}
+
+// plugins is what Plugins lists.
+func (s Skills) plugins() []PluginSkill {
+	if s.Plugins == nil {
+		return nil
+	}
+	return s.Plugins()
 }
 
 // PluginSkill is a skill a plugin ships: its SKILL.md.
@@ -851,8 +861,8 @@ func skillsList(_ context.Context, c *Call) any {
 	if !s.On() {
 		return skillFailure("skills are not kept here")
 	}
-	all := s.Available(c.Platform)
-	if len(all) == 0 && len(s.Plugins) == 0 {
+	all, plugins := s.Available(c.Platform), s.plugins()
+	if len(all) == 0 && len(plugins) == 0 {
 		return map[string]any{"success": true, "skills": []any{}, "categories": []any{}, "message": "No skills found in skills/ directory."}
 	}
 	category, _ := c.str("category")
@@ -873,7 +883,7 @@ func skillsList(_ context.Context, c *Call) any {
 		skills = append(skills, map[string]any{"name": sk.Name, "description": sk.Description, "category": cat})
 	}
 	if category == "" {
-		for _, p := range s.Plugins {
+		for _, p := range plugins {
 			if full := p.Plugin + ":" + p.Name; !s.disabled(full, c.Platform) {
 				skills = append(skills, map[string]any{"name": full, "description": p.Description, "category": nil})
 			}
@@ -956,7 +966,7 @@ func (s Skills) viewPlugin(ns, bare, file, platform string) (out any, answered b
 		return skillFailure(fmt.Sprintf("Invalid namespace '%s' in '%s:%s'. Namespaces must match [a-zA-Z0-9_-]+.", ns, ns, bare)), true
 	}
 	var theirs []string
-	for _, p := range s.Plugins {
+	for _, p := range s.plugins() {
 		if p.Plugin != ns {
 			continue
 		}
@@ -1312,7 +1322,7 @@ func (s Skills) writable(name string) (Skill, map[string]any) {
 	if problem := skillLookupProblem(name); problem != "" {
 		return Skill{}, skillFailure(problem)
 	}
-	if ns, _, ok := strings.Cut(name, ":"); ok && slices.ContainsFunc(s.Plugins, func(p PluginSkill) bool { return p.Plugin == ns }) {
+	if ns, _, ok := strings.Cut(name, ":"); ok && slices.ContainsFunc(s.plugins(), func(p PluginSkill) bool { return p.Plugin == ns }) {
 		return Skill{}, skillFailure(fmt.Sprintf("Skill '%s' comes with plugin %s: Atrium does not change a plugin's skills.", name, ns))
 	}
 	sk, ok := s.find(name)

@@ -452,9 +452,11 @@ func TestPluginSkills(t *testing.T) {
 	tailor := writeSkill(t, pdir, "skills/tailor", skillMD("tailor", "Fit a widget to the screen", "1. Measure"))
 	_ = os.MkdirAll(filepath.Join(tailor, "templates"), 0o755)
 	_ = os.WriteFile(filepath.Join(tailor, "templates", "widget.json"), []byte(`{"w": 1}`), 0o644)
-	s.Plugins = []PluginSkill{
-		{Plugin: "herald-os", Name: "tailor", Path: filepath.Join(tailor, "SKILL.md"), Description: "Fit a widget"},
-		{Plugin: "herald-os", Name: "gone", Path: filepath.Join(pdir, "nothing", "SKILL.md")},
+	s.Plugins = func() []PluginSkill {
+		return []PluginSkill{
+			{Plugin: "herald-os", Name: "tailor", Path: filepath.Join(tailor, "SKILL.md"), Description: "Fit a widget"},
+			{Plugin: "herald-os", Name: "gone", Path: filepath.Join(pdir, "nothing", "SKILL.md")},
+		}
 	}
 	out := skillCall(t, skillsListTool(), s, "cli", nil)
 	b, _ := json.Marshal(out["skills"])
