@@ -108,26 +108,13 @@ func agentsFiles(dir string) []string {
 		return nil
 	}
 	var found []string
-	visited := 0
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if visited++; visited > contextEntries || len(found) >= contextFiles {
-			return fs.SkipAll
-		}
-		if d.IsDir() {
-			if path != dir && (strings.HasPrefix(d.Name(), ".") || skippedContextDirs[d.Name()] ||
-				strings.Count(strings.TrimPrefix(path, dir), string(filepath.Separator)) > contextDepth) {
-				return filepath.SkipDir
+	_, _ = walkBounded(dir, contextEntries, contextDepth, func(name string) bool { return strings.HasPrefix(name, ".") || skippedContextDirs[name] },
+		func(path string, d fs.DirEntry) bool {
+			if strings.EqualFold(d.Name(), "agents.md") && d.Type().IsRegular() {
+				found = append(found, path)
 			}
-			return nil
-		}
-		if strings.EqualFold(d.Name(), "agents.md") && d.Type().IsRegular() {
-			found = append(found, path)
-		}
-		return nil
-	})
+			return len(found) < contextFiles
+		})
 	depth := func(p string) int { return strings.Count(p, string(filepath.Separator)) }
 	sort.SliceStable(found, func(i, j int) bool { return depth(found[i]) < depth(found[j]) })
 	return found

@@ -217,39 +217,57 @@ func (s Skills) Available(platform string) []Skill {
 // follows no link to a folder.
 func skillFiles(root string) ([]string, string) {
 	var files []string
-	visited := 0
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == root {
-				return err
+	complete, err := walkBounded(root, maxSkillEntries, maxSkillDepth, func(name string) bool { return skippedSkillDirs[name] },
+		func(path string, d fs.DirEntry) bool {
+			// A SKILL.md in the skills folder itself is no skill: its
+			// folder is the whole collection (deleting "it" would delete
+			// them all).
+			if d.Name() == "SKILL.md" && filepath.Dir(path) != root {
+				files = append(files, path)
 			}
-			return nil // an unreadable folder is passed over
-		}
-		if visited++; visited > maxSkillEntries {
-			return fs.SkipAll
-		}
-		if d.IsDir() {
-			if path != root && (skippedSkillDirs[d.Name()] || strings.Count(strings.TrimPrefix(path, root), string(filepath.Separator)) > maxSkillDepth) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		// A SKILL.md in the skills folder itself is no skill: its folder
-		// is the whole collection (deleting "it" would delete them all).
-		if d.Name() == "SKILL.md" && filepath.Dir(path) != root {
-			files = append(files, path)
-		}
-		return nil
-	})
+			return true
+		})
 	switch {
 	case err != nil && os.IsNotExist(err):
 		return nil, ""
 	case err != nil:
 		return nil, fmt.Sprintf("skills folder %s: %v", root, err)
-	case visited > maxSkillEntries:
+	case !complete:
 		return files, fmt.Sprintf("skills folder %s: more than %d entries; only the first were read", root, maxSkillEntries)
 	}
 	return files, ""
+}
+
+// walkBounded walks root without following a link to a folder: at most
+// maxEntries entries, into folders at most maxDepth below root and none
+// whose name skip takes; file sees every other entry that is no folder,
+// and ends the walk by answering false. complete is false when the entry
+// bound cut the walk; err is root's own (an unreadable folder below it is
+// passed over).
+func walkBounded(root string, maxEntries, maxDepth int, skip func(name string) bool, file func(path string, d fs.DirEntry) bool) (complete bool, err error) {
+	visited := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil && path == root:
+			return err
+		case err != nil:
+			return nil
+		}
+		if visited++; visited > maxEntries {
+			return fs.SkipAll
+		}
+		if d.IsDir() {
+			if path != root && (skip(d.Name()) || strings.Count(strings.TrimPrefix(path, root), string(filepath.Separator)) > maxDepth) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !file(path, d) {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return visited <= maxEntries, err
 }
 
 // skillHeads keeps what readSkillHead read of each SKILL.md, while the file
@@ -555,10 +573,16 @@ func frontList(front map[string]any, key string) []string {
 	return out
 }
 
+// platforms is the frontmatter's platforms list (top level only, as the
+// familiar agent reads it).
+func (sk Skill) platforms() []string {
+	return frontList(map[string]any{"platforms": sk.front["platforms"]}, "platforms")
+}
+
 // runsOn says whether the skill's platforms list (none: every one) names
 // os.
 func (sk Skill) runsOn(os string) bool {
-	list := frontList(map[string]any{"platforms": sk.front["platforms"]}, "platforms")
+	list := sk.platforms()
 	if len(list) == 0 {
 		return true
 	}
@@ -622,7 +646,7 @@ func (s Skills) Listing(platform string) ([]SkillInfo, []string) {
 		case slices.Contains(s.platformDisabled(platform), sk.Name):
 			info.NotOffered = "disabled on " + platform + " (skills.platform_disabled)"
 		case !sk.runsOn(s.os()):
-			info.NotOffered = "not for this machine (its platforms: " + strings.Join(frontList(map[string]any{"platforms": sk.front["platforms"]}, "platforms"), ", ") + ")"
+			info.NotOffered = "not for this machine (its platforms: " + strings.Join(sk.platforms(), ", ") + ")"
 		}
 		out = append(out, info)
 	}
