@@ -322,16 +322,11 @@ func (s *Sessions) run(req receipts.Request) (ReceiptDTO, error) {
 // skills' offered here), with the hint for their arguments, for the
 // composer.
 func (s *Sessions) Commands() ([]CommandDTO, error) {
-	cmds := s.st.Bus.Commands()
-	out := lo.Map(cmds.List(), func(c hooks.Command, _ int) CommandDTO {
+	out := lo.Map(s.st.Bus.Commands().List(), func(c hooks.Command, _ int) CommandDTO {
 		return CommandDTO{Name: c.Name, ArgsHint: c.ArgsHint, Description: c.Description, Plugin: c.Plugin}
 	})
-	if skills, err := stack.LoadSkills(s.st.Home); err == nil {
-		for _, sc := range skills.SkillCommands(s.platform) {
-			if _, taken := cmds.Lookup(sc[0]); !taken {
-				out = append(out, CommandDTO{Name: sc[0], ArgsHint: "[instruction]", Description: sc[1], Skill: true})
-			}
-		}
+	for _, sc := range s.st.SkillCommands(s.platform) {
+		out = append(out, CommandDTO{Name: sc[0], ArgsHint: "[instruction]", Description: sc[1], Skill: true})
 	}
 	return out, nil
 }

@@ -90,8 +90,9 @@ type Gatekeeper interface {
 // Options configure a Service.
 type Options struct {
 	// SkillCommands are the skills' commands offered on a platform (name,
-	// description): listed in its command menu after the others (nil:
-	// none). Typed, they run whether listed or not.
+	// description; none a registered command's name): listed in its
+	// command menu after the others (nil: none). Typed, they run whether
+	// listed or not.
 	SkillCommands func(platform string) [][2]string
 	DB            *db.DB
 	Sessions      *sessions.Service

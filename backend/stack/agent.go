@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -258,6 +259,18 @@ func (s *Stack) machine() tools.Settings {
 	set.Messaging = s.messaging(set.Messaging, cfg)
 	set.Skills.Plugins = func() []tools.PluginSkill { return PluginSkills(s.Bus) }
 	return set
+}
+
+// SkillCommands are the commands of the skills offered on platform (name,
+// description), less those whose name a registered command has: that
+// command wins, as with the familiar agent. /help, the composer and the
+// chat platforms' menus list these.
+func (s *Stack) SkillCommands(platform string) [][2]string {
+	cmds := s.Bus.Commands()
+	return slices.DeleteFunc(s.machine().Skills.SkillCommands(platform), func(sc [2]string) bool {
+		_, taken := cmds.Lookup(sc[0])
+		return taken
+	})
 }
 
 // PluginSkills are the skills the running plugins ship (register_skill),

@@ -126,7 +126,7 @@ func (s *Stack) Gateway(f ModelFlags, process string, lg *slog.Logger) (*gateway
 		Progress: s.ToolProgress, GroupSessionsPerUser: group, ThreadSessionsPerUser: thread,
 		Media: s.MediaPolicy(lg), MediaDir: s.Home.MediaDir(), MaxInboundFile: s.Config.Gateway.MaxFileBytes(), SeeImage: s.seeImage,
 		StickerCache: s.Home.StickerCachePath(), Transcribe: s.transcriber(), EchoTranscripts: g.EchoTranscripts(),
-		SkillCommands: func(platform string) [][2]string { return s.machine().Skills.SkillCommands(platform) }})
+		SkillCommands: s.SkillCommands})
 	s.TellEnds(FollowEnds(gw, lg))
 	return gw, nil
 }

@@ -125,8 +125,7 @@ func Open(ctx context.Context, home config.Home, opts Options) (*Stack, error) {
 		}
 		return m.Name
 	}
-	skills := func(platform string) [][2]string { return st.machine().Skills.SkillCommands(platform) }
-	if err := turns.RegisterCommands(bus, sess, turns.CommandOptions{MemoryProvider: cfg.Memory.Provider, Model: model, SkillCommands: skills}); err != nil {
+	if err := turns.RegisterCommands(bus, sess, turns.CommandOptions{MemoryProvider: cfg.Memory.Provider, Model: model, SkillCommands: st.SkillCommands}); err != nil {
 		return fail(err)
 	}
 	if opts.Register != nil {

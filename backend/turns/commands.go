@@ -108,7 +108,8 @@ type CommandOptions struct {
 	// it out).
 	Model func() string
 	// SkillCommands are the skills' commands on a platform (name,
-	// description), for /help (nil: none).
+	// description), none a registered command's name, for /help (nil:
+	// none).
 	SkillCommands func(platform string) [][2]string
 }
 
@@ -368,16 +369,14 @@ func (l *lifecycle) cmdHelp(_ context.Context, _ string, cc hooks.CommandContext
 		return out, nil
 	}
 	// A skill's command runs it: its SKILL.md is sent in the person's
-	// place (a command above of the same name wins).
+	// place.
 	var skills []string
 	for _, sc := range l.skills(cc.Platform) {
-		if _, taken := l.bus.Commands().Lookup(sc[0]); !taken {
-			desc := []rune(strings.Join(strings.Fields(sc[1]), " "))
-			if len(desc) > 80 {
-				desc = append(desc[:77], []rune("...")...)
-			}
-			skills = append(skills, fmt.Sprintf("/%s [instruction] - %s", sc[0], string(desc)))
+		desc := []rune(strings.Join(strings.Fields(sc[1]), " "))
+		if len(desc) > 80 {
+			desc = append(desc[:77], []rune("...")...)
 		}
+		skills = append(skills, fmt.Sprintf("/%s [instruction] - %s", sc[0], string(desc)))
 	}
 	if len(skills) > 0 {
 		out += "\n\nSkills:\n" + strings.Join(skills, "\n")
