@@ -229,6 +229,11 @@ type Config struct {
 	// FileReadMaxChars is file_read_max_chars: the longest read_file
 	// answers (default 100,000 characters).
 	FileReadMaxChars int `yaml:"file_read_max_chars"`
+	// ContextFileMaxChars is context_file_max_chars: how many characters
+	// a project's context file (AGENTS.md, CLAUDE.md, ...) and SOUL.md
+	// may take of the system prompt (0: 6% of the model's context window,
+	// at least 20,000).
+	ContextFileMaxChars int `yaml:"context_file_max_chars"`
 	// HooksAutoAccept approves every shell hook of hooks: without asking
 	// (true, or "true"/"yes"/"on"/"1"), as the familiar agent's
 	// hooks_auto_accept.
@@ -1102,6 +1107,9 @@ func (c Config) Validate() error {
 	}
 	if n := c.Memory.UserCharLimit; n < 0 || n > 1_000_000 {
 		return fmt.Errorf("memory.user_char_limit must be 1 to 1000000 characters (0: 1375), not %d", n)
+	}
+	if c.ContextFileMaxChars < 0 {
+		return fmt.Errorf("context_file_max_chars must be positive (0: from the model's context window), not %d", c.ContextFileMaxChars)
 	}
 	if c.FileReadMaxChars < 0 {
 		return fmt.Errorf("file_read_max_chars must be positive (0: 100000), not %d", c.FileReadMaxChars)

@@ -64,8 +64,8 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 	}
 	// The familiar agent's keys for its tools.
 	if c, w, err := Load(write("toolsets: [hermes-cli]\nplatform_toolsets:\n  telegram: [file]\nterminal:\n  backend: local\n  cwd: ~/work\n" +
-		"  timeout: 60\n  env_passthrough: [GITHUB_TOKEN]\nagent:\n  max_turns: 40\nfile_read_max_chars: 5000\n")); err != nil || len(w) != 0 ||
-		fmt.Sprint(c.Toolsets, c.PlatformToolsets, c.Terminal, c.Agent.MaxTurns, c.FileReadMaxChars) != "[hermes-cli] map[telegram:[file]] {local ~/work 60 [GITHUB_TOKEN]} 40 5000" {
+		"  timeout: 60\n  env_passthrough: [GITHUB_TOKEN]\nagent:\n  max_turns: 40\nfile_read_max_chars: 5000\ncontext_file_max_chars: 40000\n")); err != nil || len(w) != 0 ||
+		fmt.Sprint(c.Toolsets, c.PlatformToolsets, c.Terminal, c.Agent.MaxTurns, c.FileReadMaxChars, c.ContextFileMaxChars) != "[hermes-cli] map[telegram:[file]] {local ~/work 60 [GITHUB_TOKEN]} 40 5000 40000" {
 		t.Fatalf("the tools' keys: %+v %v %v", c, w, err)
 	}
 	// The familiar agent's memory block loads as it is, without a warning.
@@ -96,6 +96,7 @@ func TestLoadDefaultsValuesAndErrors(t *testing.T) {
 		"terminal:\n  timeout: 900\n":           "terminal.timeout must be 1 to 600 seconds",
 		"agent:\n  max_turns: -3\n":             "agent.max_turns must be 1 to 10000",
 		"file_read_max_chars: -1\n":             "file_read_max_chars must be positive",
+		"context_file_max_chars: -1\n":          "context_file_max_chars must be positive",
 		"memory:\n  memory_char_limit: -5\n":    "memory.memory_char_limit must be 1 to 1000000",
 		"memory:\n  user_char_limit: 9999999\n": "memory.user_char_limit must be 1 to 1000000",
 		"toolsets: {a: 1}\n":                    "a list of names",

@@ -306,7 +306,8 @@ func ToolsOf(home config.Home, cfg config.Config) tools.Settings {
 		Secrets: []string{home.EnvPath()}, Memory: MemoryOf(home, cfg),
 		Web:       tools.Web{Backend: cfg.Web.Backend, AllowPrivateURLs: cfg.PrivateURLs(), Secrets: secretValues(os.Environ())},
 		Messaging: tools.Messaging{Platforms: platformsOf(gatewayOf(cfg))}, Vision: VisionOf(home, cfg), Speech: SpeechOf(home, cfg),
-		Skills: SkillsOf(home, cfg), Soul: filepath.Join(home.Dir, "SOUL.md")}
+		Skills: SkillsOf(home, cfg), Soul: filepath.Join(home.Dir, "SOUL.md"),
+		ContextMaxChars: cfg.ContextFileMaxChars}
 }
 
 // LoadSkills is the profile's skills as its config.yaml sets them now.

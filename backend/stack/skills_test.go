@@ -89,19 +89,40 @@ func TestSkillsReachTheConversation(t *testing.T) {
 }
 
 // The folder a conversation starts in (terminal.cwd here) gives its system
-// prompt the project's AGENTS.md, and the profile's SOUL.md its persona,
-// as the familiar agent's do.
+// prompt the project's AGENTS.md, and the profile's SOUL.md opens it as its
+// persona, as the familiar agent's do.
 func TestContextFilesReachTheSystemPrompt(t *testing.T) {
+	got, project := firstSystemPrompt(t, "", "AGENTS.md", "Run make test before you say done.\n", "Terse and kind.")
+	want := "Terse and kind.\n\n" + tools.ContextFiles(project, 0)
+	if got != want || !strings.HasSuffix(want, "## AGENTS.md\n\nRun make test before you say done.") {
+		t.Fatalf("system prompt: %q", got)
+	}
+}
+
+// context_file_max_chars is the context files' budget, SOUL.md's too.
+func TestContextFileMaxChars(t *testing.T) {
+	got, _ := firstSystemPrompt(t, "context_file_max_chars: 100\n", "CLAUDE.md", strings.Repeat("c", 300), strings.Repeat("s", 300))
+	if !strings.HasPrefix(got, strings.Repeat("s", 70)+"\n\n[...truncated SOUL.md: kept 70+20 of 300 chars.") ||
+		!strings.Contains(got, "[...truncated CLAUDE.md: kept 70+20 of 314 chars.") {
+		t.Fatalf("system prompt: %q", got)
+	}
+}
+
+// firstSystemPrompt is the system prompt of a new conversation's first turn
+// in a profile configured with cfg and a SOUL.md of soul, working in a
+// project (returned) holding file with content.
+func firstSystemPrompt(t *testing.T, cfg, file, content, soul string) (string, string) {
+	t.Helper()
 	ctx := context.Background()
 	home, write := newHome(t)
 	project := t.TempDir()
-	if err := os.WriteFile(filepath.Join(project, "AGENTS.md"), []byte("Run make test before you say done.\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(project, file), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(home.Dir, "SOUL.md"), []byte("Terse and kind."), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(home.Dir, "SOUL.md"), []byte(soul), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	write("terminal:\n  cwd: " + project + "\n")
+	write(cfg + "terminal:\n  cwd: " + project + "\n")
 	st, loop := openLoop(t, home)
 	s, err := st.Sessions.Create(ctx, sessions.CreateParams{Title: "project"})
 	if err != nil {
@@ -114,11 +135,10 @@ func TestContextFilesReachTheSystemPrompt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := tools.ContextFiles(project, filepath.Join(home.Dir, "SOUL.md"))
-	if msgs[0].Role != "system" || msgs[0].Content != want || !strings.Contains(want, "## AGENTS.md\n\nRun make test before you say done.") ||
-		!strings.HasSuffix(want, "Terse and kind.") {
-		t.Fatalf("system prompt: %q", msgs[0].Content)
+	if msgs[0].Role != "system" {
+		t.Fatalf("first message: %+v", msgs[0])
 	}
+	return msgs[0].Content, project
 }
 
 // openLoop opens a stack on home and its turn loop (closed with the test).

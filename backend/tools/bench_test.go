@@ -298,11 +298,12 @@ func BenchmarkSkillIndex(b *testing.B) {
 	}
 }
 
-// What the project context costs a conversation's first turn: a project of
-// 200 folders and 2,000 files, an AGENTS.md at its top and in 3 folders, a
-// node_modules of 1,000 files passed over, and a SOUL.md. Run with -bench
-// 'ContextFiles' (docs/benchmarks.md, "Skills"); CONTEXT_BENCH_DIR=<dir>
-// keeps the project there.
+// What the project context costs a conversation's first turn: a repository
+// of 200 folders and 2,000 files (a node_modules of 1,000 more), an
+// AGENTS.md at its top and in 3 folders, the conversation working two
+// folders down where one of them is. Run with -bench 'ContextFiles'
+// (docs/benchmarks.md, "Skills"); CONTEXT_BENCH_DIR=<dir> keeps the
+// project there.
 func BenchmarkContextFiles(b *testing.B) {
 	dir := b.TempDir()
 	if d := os.Getenv("CONTEXT_BENCH_DIR"); d != "" {
@@ -318,19 +319,20 @@ func BenchmarkContextFiles(b *testing.B) {
 		}
 	}
 	rules := strings.Repeat("Run the tests before you commit; keep functions small and named for what they do.\n", 40)
+	write(".git/HEAD", "ref: refs/heads/main\n")
 	write("AGENTS.md", rules)
-	write("SOUL.md", "Terse and kind.\n")
 	for i := range 2000 {
 		write(fmt.Sprintf("pkg%03d/file%02d.go", i/10, i%10), "package p\n")
 	}
 	for _, d := range []string{"pkg010", "pkg100", "pkg150/sub"} {
-		write(d+"/AGENTS.md", rules)
+		write(d+"/AGENTS.md", d+": "+rules)
 	}
 	for i := range 1000 {
 		write(fmt.Sprintf("node_modules/m%03d/index.js", i), "x\n")
 	}
+	work := filepath.Join(dir, "pkg150", "sub")
 	for b.Loop() {
-		if got := ContextFiles(dir, ""); !strings.Contains(got, "## pkg150/sub/AGENTS.md") {
+		if got := ContextFiles(work, 0); !strings.Contains(got, "## ../../AGENTS.md") || !strings.Contains(got, "## AGENTS.md") {
 			b.Fatal(got[:200])
 		}
 	}

@@ -2,7 +2,7 @@ package tools
 
 import (
 	"fmt"
-	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,112 +12,246 @@ import (
 	"atrium/backend/limits"
 )
 
-// The familiar agent's project context: the files a project keeps for AI
-// agents (AGENTS.md, the Cursor rules) and the persona a person gives it
-// (SOUL.md), read from the folder the conversation works in when it
-// starts and put into its system prompt, each within a budget, a file that
-// would steer the model blocked.
+// The familiar agent's project context: the one kind of file a project
+// keeps for AI agents that is found first (.hermes.md or HERMES.md, the
+// AGENTS.md of the repository's folders down to the one the conversation
+// works in, CLAUDE.md, the Cursor rules), read when the conversation
+// starts and put into its system prompt within a budget, a file that would
+// steer the model blocked; and the persona a person gives the profile
+// (its SOUL.md), which opens the system prompt.
 
 const (
-	// contextFileChars is a context file's budget (AGENTS.md counts all
-	// of its copies together): its first 70% and last 20% are kept.
-	contextFileChars = 20_000
-	// A walk for AGENTS.md visits at most contextEntries entries,
-	// contextDepth folders deep, and reads at most contextFiles of them.
-	contextEntries = 10_000
-	contextDepth   = 6
-	contextFiles   = 64
+	// ContextFileChars is a context file's budget when neither the
+	// configuration (context_file_max_chars) nor the model's context
+	// window says otherwise; a longer file keeps its first 70% and last
+	// 20% of the budget.
+	ContextFileChars = 20_000
+	// A window's share of context files: 6% of it at 4 characters a
+	// token, at most contextFileCeiling characters.
+	contextWindowShare = 0.06
+	contextFileCeiling = 500_000
+	// contextRules is the most .cursor/rules/*.mdc files read.
+	contextRules = 64
 )
 
-// skippedContextDirs are folders a walk for AGENTS.md does not enter
-// (besides hidden ones).
-var skippedContextDirs = map[string]bool{"node_modules": true, "__pycache__": true, "venv": true, ".venv": true}
+// ContextBudget is the characters a context file may take, as the familiar
+// agent reckons them: configured (context_file_max_chars) when it is set,
+// else 6% of the model's context window (tokens, 4 characters each),
+// never under ContextFileChars nor over 500,000; ContextFileChars when
+// the window is not known.
+func ContextBudget(configured, window int) int {
+	if configured > 0 {
+		return configured
+	}
+	if window <= 0 {
+		return ContextFileChars
+	}
+	return max(ContextFileChars, min(int(float64(window*4)*contextWindowShare), contextFileCeiling))
+}
 
 // ContextFiles is the system prompt's project context for a conversation
-// working in dir, as the familiar agent assembles it ("" when there is
-// none): AGENTS.md (with the AGENTS.md files below it, when dir has one),
-// .cursorrules and .cursor/rules/*.mdc, and SOUL.md from dir, else soul
-// (the profile's).
-func ContextFiles(dir, soul string) string {
+// working in dir ("" when there is none), as the familiar agent assembles
+// it: the first kind found of .hermes.md/HERMES.md (the nearest, from dir
+// up to its repository's top), the AGENTS.md chain (from the repository's
+// top down to dir, each folder's AGENTS.override.md, AGENTS.md or
+// agents.md), CLAUDE.md (dir's) and the Cursor rules (dir's .cursorrules
+// and .cursor/rules/*.mdc), each file within budget characters (a chain
+// of several AGENTS.md within budget too).
+func ContextFiles(dir string, budget int) string {
 	if dir == "" {
 		return ""
 	}
-	var sections []string
-	if agents := agentsFiles(dir); len(agents) > 0 {
-		var b strings.Builder
-		for _, p := range agents {
-			content, ok := contextFile(p)
-			if !ok || content == "" {
-				continue
-			}
-			rel, _ := filepath.Rel(dir, p)
-			fmt.Fprintf(&b, "## %s\n\n%s\n\n", filepath.ToSlash(rel), scanContext(content, filepath.ToSlash(rel)))
-		}
-		if b.Len() > 0 {
-			sections = append(sections, truncateContext(b.String(), "AGENTS.md"))
-		}
+	if budget <= 0 {
+		budget = ContextFileChars
 	}
-	var rules strings.Builder
-	if content, ok := contextFile(filepath.Join(dir, ".cursorrules")); ok && content != "" {
-		fmt.Fprintf(&rules, "## .cursorrules\n\n%s\n\n", scanContext(content, ".cursorrules"))
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
-	if mdc, _ := filepath.Glob(filepath.Join(dir, ".cursor", "rules", "*.mdc")); len(mdc) > 0 {
-		sort.Strings(mdc)
-		for _, p := range mdc[:min(len(mdc), contextFiles)] {
-			if content, ok := contextFile(p); ok && content != "" {
-				name := ".cursor/rules/" + filepath.Base(p)
-				fmt.Fprintf(&rules, "## %s\n\n%s\n\n", name, scanContext(content, name))
-			}
-		}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
 	}
-	if rules.Len() > 0 {
-		sections = append(sections, truncateContext(rules.String(), ".cursorrules"))
+	section := hermesContext(dir, budget)
+	if section == "" {
+		section = agentsContext(dir, budget)
 	}
-	for _, p := range []string{filepath.Join(dir, "SOUL.md"), filepath.Join(dir, "soul.md"), soul} {
-		if p == "" {
-			continue
-		}
-		content, ok := contextFile(p)
-		if !ok {
-			continue
-		}
-		if content != "" {
-			sections = append(sections, "## SOUL.md\n\nIf SOUL.md is present, embody its persona and tone. Avoid stiff, generic replies; "+
-				"follow its guidance unless higher-priority instructions override it.\n\n"+truncateContext(scanContext(content, "SOUL.md"), "SOUL.md"))
-		}
-		break
+	if section == "" {
+		section = claudeContext(dir, budget)
 	}
-	if len(sections) == 0 {
+	if section == "" {
+		section = cursorContext(dir, budget)
+	}
+	if section == "" {
 		return ""
 	}
-	return "# Project Context\n\nThe following project context files have been loaded and should be followed:\n\n" + strings.Join(sections, "\n")
+	return "# Project Context\n\nThe following project context files have been loaded and should be followed:\n\n" + section
 }
 
-// agentsFiles are dir's AGENTS.md and, when it has one, every AGENTS.md
-// below it (any case), the shallowest first, in a bounded walk that enters
-// no hidden folder and follows no link to a folder.
-func agentsFiles(dir string) []string {
-	top := ""
-	for _, name := range []string{"AGENTS.md", "agents.md"} {
-		if info, err := os.Stat(filepath.Join(dir, name)); err == nil && info.Mode().IsRegular() {
-			top = name
+// SoulPrompt is the profile's persona for the top of its system prompt:
+// its SOUL.md (path) as the familiar agent takes ~/.hermes/SOUL.md for its
+// identity, within budget characters and blocked when it would steer the
+// model; "" when there is none.
+func SoulPrompt(path string, budget int) string {
+	if path == "" {
+		return ""
+	}
+	content, ok := contextFile(path)
+	if !ok || content == "" {
+		return ""
+	}
+	return truncateContext(scanContext(content, "SOUL.md"), "SOUL.md", path, budget)
+}
+
+// gitRoot is the nearest folder from dir up that holds .git (a folder, or
+// the file a worktree has), "" when there is none.
+func gitRoot(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+// hermesContext is the nearest .hermes.md or HERMES.md from dir up to its
+// repository's top (dir's alone outside a repository: a file left in a
+// parent like /tmp is no project's), its YAML frontmatter left out.
+func hermesContext(dir string, budget int) string {
+	root := gitRoot(dir)
+	for d := dir; ; {
+		for _, name := range []string{".hermes.md", "HERMES.md"} {
+			p := filepath.Join(d, name)
+			if info, err := os.Stat(p); err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			content, _ := contextFile(p)
+			if content = stripFrontmatter(content); content == "" {
+				return ""
+			}
+			return contextSection(content, name, ".hermes.md", p, budget)
+		}
+		parent := filepath.Dir(d)
+		if root == "" || d == root || parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+// stripFrontmatter is content without the YAML frontmatter it opens with,
+// if any (content when nothing follows it).
+func stripFrontmatter(content string) string {
+	if !strings.HasPrefix(content, "---") {
+		return content
+	}
+	end := strings.Index(content[3:], "\n---")
+	if end < 0 {
+		return content
+	}
+	if body := strings.TrimLeft(content[3+end+4:], "\n"); body != "" {
+		return body
+	}
+	return content
+}
+
+// agentsChain is the folders whose AGENTS.md a conversation in dir
+// reads: its repository's top first, dir last; dir alone outside one.
+func agentsChain(dir string) []string {
+	root := gitRoot(dir)
+	rel, err := filepath.Rel(root, dir)
+	if root == "" || root == dir || err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return []string{dir}
+	}
+	chain := []string{root}
+	d := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		d = filepath.Join(d, part)
+		chain = append(chain, d)
+	}
+	return chain
+}
+
+// agentsContext is the AGENTS.md chain: each folder's first of
+// AGENTS.override.md (a person's own, usually not committed),
+// AGENTS.md and agents.md that has text, a copy of one read higher up
+// left out, labelled by its path from dir.
+func agentsContext(dir string, budget int) string {
+	var sections []string
+	seen := map[string]bool{}
+	for _, d := range agentsChain(dir) {
+		for _, name := range []string{"AGENTS.override.md", "AGENTS.md", "agents.md"} {
+			p := filepath.Join(d, name)
+			content, _ := contextFile(p)
+			if content == "" {
+				continue
+			}
+			if !seen[content] {
+				seen[content] = true
+				label := name
+				if d != dir {
+					if rel, err := filepath.Rel(dir, p); err == nil {
+						label = filepath.ToSlash(rel)
+					}
+				}
+				sections = append(sections, contextSection(content, label, label, p, budget))
+			}
 			break
 		}
 	}
-	if top == "" {
-		return nil
+	switch len(sections) {
+	case 0:
+		return ""
+	case 1:
+		return sections[0]
 	}
-	var found []string
-	_, _ = walkBounded(dir, contextEntries, contextDepth, func(name string) bool { return strings.HasPrefix(name, ".") || skippedContextDirs[name] },
-		func(path string, d fs.DirEntry) bool {
-			if strings.EqualFold(d.Name(), "agents.md") && d.Type().IsRegular() {
-				found = append(found, path)
-			}
-			return len(found) < contextFiles
-		})
-	depth := func(p string) int { return strings.Count(p, string(filepath.Separator)) }
-	sort.SliceStable(found, func(i, j int) bool { return depth(found[i]) < depth(found[j]) })
-	return found
+	return truncateContext(strings.Join(sections, "\n\n"), "AGENTS.md (directory chain)", filepath.Join(dir, "AGENTS.md"), budget)
+}
+
+// claudeContext is dir's CLAUDE.md (or claude.md).
+func claudeContext(dir string, budget int) string {
+	for _, name := range []string{"CLAUDE.md", "claude.md"} {
+		p := filepath.Join(dir, name)
+		if content, _ := contextFile(p); content != "" {
+			return contextSection(content, name, "CLAUDE.md", p, budget)
+		}
+	}
+	return ""
+}
+
+// cursorContext is dir's .cursorrules and .cursor/rules/*.mdc, one after
+// the other within one budget.
+func cursorContext(dir string, budget int) string {
+	paths := []string{filepath.Join(dir, ".cursorrules")}
+	if mdc, _ := filepath.Glob(filepath.Join(dir, ".cursor", "rules", "*.mdc")); len(mdc) > 0 {
+		sort.Strings(mdc)
+		paths = append(paths, mdc[:min(len(mdc), contextRules)]...)
+	}
+	var b strings.Builder
+	for i, p := range paths {
+		content, _ := contextFile(p)
+		if content == "" {
+			continue
+		}
+		label := ".cursorrules"
+		if i > 0 {
+			label = ".cursor/rules/" + filepath.Base(p)
+		}
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n", label, scanContext(content, label))
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return truncateContext(b.String(), ".cursorrules", paths[0], budget)
+}
+
+// contextSection is one file's section under its label, blocked when it
+// would steer the model and within budget (name says which file a
+// truncation is of, path where to read it whole).
+func contextSection(content, label, name, path string, budget int) string {
+	return truncateContext("## "+label+"\n\n"+scanContext(content, label), name, path, budget)
 }
 
 // contextFile is a context file's text, trimmed; false when it is not
@@ -140,15 +274,18 @@ func scanContext(content, name string) string {
 	return content
 }
 
-// truncateContext keeps a context file's first 70% and last 20% of its
-// budget, and says so in the middle, as the familiar agent does.
-func truncateContext(content, name string) string {
+// truncateContext keeps the first 70% and the last 20% of budget
+// characters of a longer content, and says in the middle where to read
+// the rest (path), as the familiar agent does; the log says it too.
+func truncateContext(content, name, path string, budget int) string {
 	n := utf8.RuneCountInString(content)
-	if n <= contextFileChars {
+	if n <= budget {
 		return content
 	}
+	slog.Warn("context file truncated: trim it, or set context_file_max_chars", "file", name, "chars", n, "budget", budget)
 	r := []rune(content)
-	head, tail := contextFileChars*7/10, contextFileChars*2/10
-	return string(r[:head]) + fmt.Sprintf("\n\n[...truncated %s: kept %d+%d of %d chars. Use file tools to read the full file.]\n\n", name, head, tail, n) +
+	head, tail := int(float64(budget)*0.7), int(float64(budget)*0.2)
+	return string(r[:head]) + fmt.Sprintf("\n\n[...truncated %s: kept %d+%d of %d chars. The middle is omitted — "+
+		"if you need the full instructions, read the complete file with the read_file tool: %s]\n\n", name, head, tail, n, path) +
 		string(r[n-tail:])
 }

@@ -148,9 +148,12 @@ type Settings struct {
 	// Skills are the profile's skills (skills.*): what skills_list,
 	// skill_view and skill_manage read and write.
 	Skills Skills
-	// Soul is the profile's SOUL.md: the persona a conversation takes when
-	// the folder it works in has none of its own (ContextFiles).
+	// Soul is the profile's SOUL.md: the persona that opens a
+	// conversation's system prompt (SoulPrompt).
 	Soul string
+	// ContextMaxChars is context_file_max_chars: a context file's budget
+	// (0: from the model's context window, ContextBudget).
+	ContextMaxChars int
 }
 
 // secret says whether path is one of Settings.Secrets (through a link

@@ -100,13 +100,22 @@ func (l *Loop) engineWantsCompaction(ctx context.Context, tc *turnCtx, eng hooks
 	return false
 }
 
-// systemPrompt assembles a session's system prompt: the curated memory,
-// the memory provider's block, the skills (the guidance to record them,
-// their index), the project's context files and SOUL.md, then the
-// plugins' sections in id order, each under its heading, within the caps
-// (32 sections, 8,000 characters). "" when there is nothing.
+// systemPrompt assembles a session's system prompt: the profile's persona
+// (SOUL.md), the curated memory, the memory provider's block, the skills
+// (the guidance to record them, their index), the project's context file,
+// then the plugins' sections in id order, each under its heading, within
+// the caps (32 sections, 8,000 characters). "" when there is nothing.
 func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Session) string {
 	var parts []string
+	// The persona opens the prompt, where the familiar agent puts its
+	// identity (which SOUL.md replaces); a subagent works from its task
+	// alone. The context files' budget grows with the model's window.
+	budget := tools.ContextBudget(tc.machine.ContextMaxChars, tc.model.Provider.ContextWindow())
+	if tc.sub == nil && l.opts.Machine != nil {
+		if soul := tools.SoulPrompt(tc.machine.Soul, budget); soul != "" {
+			parts = append(parts, soul)
+		}
+	}
 	if notes := l.notesPrompt(tc); notes != "" {
 		parts = append(parts, notes)
 	}
@@ -127,11 +136,11 @@ func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Sess
 			parts = append(parts, index)
 		}
 	}
-	// The project's context files (AGENTS.md, the Cursor rules) and the
-	// persona (SOUL.md), from the folder the conversation starts in, as
-	// the familiar agent reads them; a subagent works from its task alone.
+	// The project's context file (.hermes.md, AGENTS.md, CLAUDE.md, the
+	// Cursor rules: the first kind found), from the folder the
+	// conversation starts in, as the familiar agent reads it.
 	if tc.sub == nil && l.opts.Machine != nil {
-		if files := tools.ContextFiles(l.commandDir(tc.machine, tc.platform, tc.sessionKey, nil), tc.machine.Soul); files != "" {
+		if files := tools.ContextFiles(l.commandDir(tc.machine, tc.platform, tc.sessionKey, nil), budget); files != "" {
 			parts = append(parts, files)
 		}
 	}
