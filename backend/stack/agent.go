@@ -322,7 +322,7 @@ func LoadSkills(home config.Home) (tools.Skills, error) {
 // SkillsOf is the profile's skills as cfg sets them (skills.*).
 func SkillsOf(home config.Home, cfg config.Config) tools.Skills {
 	return tools.Skills{Dir: home.SkillsDir(), External: cfg.Skills.ExternalDirs, Disabled: cfg.Skills.Disabled,
-		PlatformDisabled: cfg.Skills.PlatformDisabled}
+		PlatformDisabled: cfg.Skills.PlatformDisabled, RefreshEnv: func() { _ = home.RefreshEnv() }}
 }
 
 // gatewayOf is cfg's gateway as it runs: its blocks, else the familiar

@@ -50,7 +50,7 @@ func TestSkillsReachTheConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	invocation := `[SYSTEM: The user has invoked the "git-cleanup" skill`
+	invocation := `[IMPORTANT: The user has invoked the "git-cleanup" skill`
 	if !strings.HasPrefix(turn.Reply, "offline reply to: "+invocation) {
 		t.Fatalf("the skill's command: %q", turn.Reply)
 	}
@@ -154,4 +154,69 @@ func openLoop(t *testing.T, home config.Home) (*stack.Stack, *turns.Loop) {
 		t.Fatal(err)
 	}
 	return st, loop
+}
+
+// A skill's declared variable, kept in the profile's .env (written here
+// after the process started, as `atrium config set` from another process
+// does), reaches the terminal commands of the conversation that loaded the
+// skill, and no other conversation's: commands are not given keys'
+// variables otherwise.
+func TestASkillsVariableReachesItsConversation(t *testing.T) {
+	ctx := context.Background()
+	const name = "ATRIUM_T_STACK_SKILL_API_KEY"
+	t.Cleanup(func() { _ = os.Unsetenv(name) })
+	home, _ := newHome(t)
+	skill := filepath.Join(home.SkillsDir(), "sci")
+	if err := os.MkdirAll(skill, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := "---\nname: sci\ndescription: fold proteins\nrequired_environment_variables:\n  - name: " + name + "\n    help: from the lab's portal\n---\nRun it.\n"
+	if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, loop := openLoop(t, home)
+	echo := `use tool terminal: {"command": "echo \"key=[$` + name + `]\""}`
+	lastTool := func(id string) string {
+		msgs, err := st.Sessions.Messages(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role == "tool" {
+				return msgs[i].Content
+			}
+		}
+		t.Fatal("no tool message")
+		return ""
+	}
+	a, _ := st.Sessions.Create(ctx, sessions.CreateParams{Title: "a"})
+	b, _ := st.Sessions.Create(ctx, sessions.CreateParams{Title: "b"})
+	ca, cb := hooks.LocalContext("desktop", a.ID), hooks.LocalContext("desktop", b.ID)
+	if _, err := loop.Send(ctx, a.ID, `use tool skill_view: {"name": "sci"}`, ca); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastTool(a.ID); !strings.Contains(got, `"setup_note":"Setup needed before using this skill: missing env $`+name+`. from the lab's portal"`) {
+		t.Fatalf("not set yet: %s", got)
+	}
+	if err := os.WriteFile(home.EnvPath(), []byte(name+"=sk-from-env-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loop.Send(ctx, a.ID, `use tool skill_view: {"name": "sci"}`, ca); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastTool(a.ID); !strings.Contains(got, `"setup_needed":false`) {
+		t.Fatalf("set in .env since: %s", got)
+	}
+	for _, c := range []struct {
+		id   string
+		cc   hooks.CommandContext
+		want string
+	}{{a.ID, ca, "key=[sk-from-env-file]"}, {b.ID, cb, "key=[]"}} {
+		if _, err := loop.Send(ctx, c.id, echo, c.cc); err != nil {
+			t.Fatal(err)
+		}
+		if got := lastTool(c.id); !strings.Contains(got, c.want) {
+			t.Fatalf("%s: %s", c.want, got)
+		}
+	}
 }

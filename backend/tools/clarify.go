@@ -235,6 +235,12 @@ func truthy(v any) bool {
 		return v
 	case float64:
 		return v != 0
+	case int:
+		return v != 0
+	case int64:
+		return v != 0
+	case uint64:
+		return v != 0
 	case string:
 		return v != ""
 	case []any:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,6 +52,11 @@ type Skills struct {
 	// asked only when a skills tool needs them: the plugin host may be
 	// another process (nil: none).
 	Plugins func() []PluginSkill
+	// RefreshEnv gives this process the profile's .env as it is now (a
+	// key another process set since): skill_view asks it before it says
+	// which of a skill's variables are missing (nil: the environment as
+	// it is).
+	RefreshEnv func()
 }
 
 // plugins is what Plugins lists.
@@ -416,7 +422,8 @@ func skillHeadFrontmatter(content string) (map[string]any, string) {
 // top-level lines, when each is a one-line value the YAML parser would
 // read as the same text (a plain value that is not a number, a boolean or
 // null; one quoted without escapes; platforms as a flow list of such);
-// false when any is not, or the text is not plainly a mapping.
+// false when any is not, the text is not plainly a mapping, or it says
+// what the skill needs (its variables: read by the parser, whole).
 func quickFront(text string) (map[string]any, bool) {
 	if !utf8.ValidString(text) || strings.IndexFunc(text, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\r' }) >= 0 {
 		return nil, false // tabs and other control characters: the parser's to read
@@ -441,7 +448,11 @@ func quickFront(text string) (map[string]any, bool) {
 			return nil, false // not plainly "key: value"
 		}
 		key = strings.TrimSpace(key)
-		if key != "name" && key != "description" && key != "platforms" {
+		switch key {
+		case "required_environment_variables", "setup", "prerequisites":
+			return nil, false // what a skill needs: the parser's to read whole
+		case "name", "description", "platforms":
+		default:
 			continue
 		}
 		if _, dup := out[key]; dup {
@@ -631,6 +642,11 @@ type SkillInfo struct {
 	// NotOffered says why the model is not offered it on the platform (""
 	// when it is).
 	NotOffered string `json:"not_offered,omitempty"`
+	// Env are the variables it declares (required_environment_variables
+	// and the familiar agent's other ways), Missing those of them it
+	// needs that this process does not have.
+	Env     []SkillEnv `json:"env,omitempty"`
+	Missing []string   `json:"missing,omitempty"`
 }
 
 // Listing is every skill found, for a person: those not offered on
@@ -639,7 +655,13 @@ func (s Skills) Listing(platform string) ([]SkillInfo, []string) {
 	all, problems := s.found()
 	out := make([]SkillInfo, 0, len(all))
 	for _, sk := range all {
-		info := SkillInfo{Name: sk.Name, Description: sk.Description, Category: sk.Category, Path: sk.File, External: sk.External}
+		info := SkillInfo{Name: sk.Name, Description: sk.Description, Category: sk.Category, Path: sk.File, External: sk.External,
+			Env: skillRequiredEnv(sk.front)}
+		for _, e := range info.Env {
+			if os.Getenv(e.Name) == "" && !e.Optional {
+				info.Missing = append(info.Missing, e.Name)
+			}
+		}
 		switch {
 		case slices.Contains(s.Disabled, sk.Name):
 			info.NotOffered = "disabled (skills.disabled)"
@@ -750,11 +772,13 @@ func (s Skills) categoryDescription(category string) string {
 }
 
 // Invocation is the message a person's /<skill> command sends in their
-// place, as the familiar agent writes it; false when no skill offered on
-// platform has that command.
-func (s Skills) Invocation(command, instruction, platform string) (string, bool) {
+// place, as the familiar agent writes it, and the variables of the skill
+// that are set (which the conversation's commands are then given, as
+// after skill_view); false when no skill offered on platform has that
+// command.
+func (s Skills) Invocation(command, instruction, platform string) (string, []string, bool) {
 	if !s.On() {
-		return "", false
+		return "", nil, false
 	}
 	var sk Skill
 	ok := false
@@ -765,25 +789,41 @@ func (s Skills) Invocation(command, instruction, platform string) (string, bool)
 		}
 	}
 	if !ok {
-		return "", false
+		return "", nil, false
 	}
 	b, err := limits.ReadFile(sk.File, maxSkillFile, "a SKILL.md")
 	if err != nil {
-		return "[Failed to load skill: " + sk.Name + "]", true
+		return "[Failed to load skill: " + sk.Name + "]", nil, true
 	}
-	parts := []string{fmt.Sprintf(`[SYSTEM: The user has invoked the "%s" skill, indicating they want you to follow its instructions. The full skill content is loaded below.]`, sk.Name),
-		"", strings.TrimSpace(clipRunes(strings.ToValidUTF8(string(b), "\uFFFD"), maxSkillShown))}
+	content := strings.ToValidUTF8(string(b), "\uFFFD")
+	parts := []string{fmt.Sprintf(`[IMPORTANT: The user has invoked the "%s" skill, indicating they want you to follow its instructions. The full skill content is loaded below.]`, sk.Name),
+		"", strings.TrimSpace(clipRunes(content, maxSkillShown)),
+		"", fmt.Sprintf("[Skill directory: %s]", sk.Dir),
+		"Resolve any relative paths in this skill (e.g. `scripts/foo.js`, `templates/config.yaml`) against that directory, " +
+			"then run them with the terminal tool using the absolute path."}
+	front, _ := skillFrontmatter(content)
+	ready, granted := s.readiness(front, platform)
+	if note, _ := ready["gateway_setup_hint"].(string); note != "" {
+		parts = append(parts, "", "[Skill setup note: "+note+"]")
+	} else if note, _ := ready["setup_note"].(string); note != "" {
+		parts = append(parts, "", "[Skill setup note: "+note+"]")
+	}
 	if files := sk.supporting(); len(files) > 0 {
-		parts = append(parts, "", "[This skill has supporting files you can load with the skill_view tool:]")
+		target := filepath.Base(sk.Dir) // a skill of an external folder: by its name
+		if sk.Root == s.Dir {
+			target = relTo(s.Dir, sk.Dir)
+		}
+		parts = append(parts, "", "[This skill has supporting files (paths relative to the skill directory above):]")
 		for _, f := range files {
 			parts = append(parts, "- "+f)
 		}
-		parts = append(parts, fmt.Sprintf("\nTo view any of these, use: skill_view(name=\"%s\", file_path=\"<path>\")", sk.Name))
+		parts = append(parts, fmt.Sprintf("\nLoad any of these with skill_view(name=\"%s\", file_path=\"<path>\"), or run scripts directly "+
+			"by absolute path (e.g. `node %s/scripts/foo.js`).", target, sk.Dir))
 	}
 	if instruction = strings.TrimSpace(instruction); instruction != "" {
 		parts = append(parts, "", "The user has provided the following instruction alongside the skill invocation: "+instruction)
 	}
-	return strings.Join(parts, "\n"), true
+	return strings.Join(parts, "\n"), granted, true
 }
 
 // SkillCommand is the command that runs the skill named name.
@@ -952,14 +992,23 @@ func skillView(_ context.Context, c *Call) any {
 	if strings.TrimSpace(fp) != "" {
 		return sk.viewFile(strings.TrimSpace(fp))
 	}
-	return sk.view()
-}
-
-// view is skill_view of the skill's SKILL.md.
-func (sk Skill) view() any {
-	b, err := limits.ReadFile(sk.File, maxSkillFile, "a SKILL.md")
+	out, front, err := sk.view()
 	if err != nil {
 		return skillFailure(err.Error())
+	}
+	// What it needs: the variables of it that are set reach the
+	// conversation's commands from now on.
+	ready, granted := s.readiness(front, c.Platform)
+	maps.Copy(out, ready)
+	c.Grants = append(c.Grants, granted...)
+	return out
+}
+
+// view is skill_view of the skill's SKILL.md, and its frontmatter.
+func (sk Skill) view() (map[string]any, map[string]any, error) {
+	b, err := limits.ReadFile(sk.File, maxSkillFile, "a SKILL.md")
+	if err != nil {
+		return nil, nil, err
 	}
 	content := strings.ToValidUTF8(string(b), "\uFFFD")
 	front, _ := skillFrontmatter(content)
@@ -969,7 +1018,7 @@ func (sk Skill) view() any {
 	}
 	out := map[string]any{"success": true, "name": sk.Name, "description": description,
 		"tags": orEmpty(frontList(front, "tags")), "related_skills": orEmpty(frontList(front, "related_skills")),
-		"content": shownSkill(content, sk.File), "path": relTo(sk.Root, sk.File), "linked_files": nil, "usage_hint": nil}
+		"content": shownSkill(content, sk.File), "path": relTo(sk.Root, sk.File), "skill_dir": sk.Dir, "linked_files": nil, "usage_hint": nil}
 	if linked := sk.linked(); len(linked) > 0 {
 		out["linked_files"] = linked
 		out["usage_hint"] = "To view linked files, call skill_view(name, file_path) where file_path is e.g. 'references/api.md' or 'assets/config.yaml'"
@@ -979,7 +1028,7 @@ func (sk Skill) view() any {
 			out[k] = clipRunes(v, 500)
 		}
 	}
-	return out
+	return out, front, nil
 }
 
 // viewPlugin is skill_view of ns:bare when ns is a plugin that ships
@@ -1009,7 +1058,11 @@ func (s Skills) viewPlugin(ns, bare, file, platform string) (out any, answered b
 		if file != "" {
 			return sk.viewFile(file), true
 		}
-		return sk.view(), true
+		out, _, err := sk.view()
+		if err != nil {
+			return skillFailure(err.Error()), true
+		}
+		return out, true
 	}
 	if len(theirs) > 0 {
 		return skillFailure(fmt.Sprintf("Skill '%s' not found in plugin '%s'.", bare, ns), "available_skills", theirs,

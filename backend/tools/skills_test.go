@@ -283,31 +283,34 @@ func TestSkillIndex(t *testing.T) {
 }
 
 // A person's /<skill> sends the skill in their place, as the familiar
-// agent words it: the SKILL.md whole, the files beside it, the person's
-// instruction. Names are matched as commands are typed (an underscore as
+// agent words it: the SKILL.md whole, its folder, the files beside it, the
+// person's instruction. Names are matched as commands are typed (an underscore as
 // a hyphen); a disabled skill or one for another machine is no command.
 func TestSkillInvocation(t *testing.T) {
 	t.Parallel()
 	s, dir, _ := library(t)
 	_ = os.MkdirAll(filepath.Join(dir, "git-cleanup", "scripts"), 0o755)
 	_ = os.WriteFile(filepath.Join(dir, "git-cleanup", "scripts", "prune.sh"), []byte("git fetch --prune\n"), 0o755)
-	got, ok := s.Invocation("git-cleanup", "only the origin remote", "cli")
-	want := "[SYSTEM: The user has invoked the \"git-cleanup\" skill, indicating they want you to follow its instructions. The full skill content is loaded below.]\n\n" +
+	got, granted, ok := s.Invocation("git-cleanup", "only the origin remote", "cli")
+	skillDir := filepath.Join(dir, "git-cleanup")
+	want := "[IMPORTANT: The user has invoked the \"git-cleanup\" skill, indicating they want you to follow its instructions. The full skill content is loaded below.]\n\n" +
 		strings.TrimSpace(skillMD("git-cleanup", "Prune merged branches and stale remotes safely", "# Git cleanup\n\n1. git fetch --prune")) + "\n\n" +
-		"[This skill has supporting files you can load with the skill_view tool:]\n- scripts/prune.sh\n\n" +
-		"To view any of these, use: skill_view(name=\"git-cleanup\", file_path=\"<path>\")\n\n" +
+		"[Skill directory: " + skillDir + "]\n" +
+		"Resolve any relative paths in this skill (e.g. `scripts/foo.js`, `templates/config.yaml`) against that directory, then run them with the terminal tool using the absolute path.\n\n" +
+		"[This skill has supporting files (paths relative to the skill directory above):]\n- scripts/prune.sh\n\n" +
+		"Load any of these with skill_view(name=\"git-cleanup\", file_path=\"<path>\"), or run scripts directly by absolute path (e.g. `node " + skillDir + "/scripts/foo.js`).\n\n" +
 		"The user has provided the following instruction alongside the skill invocation: only the origin remote"
-	if !ok || got != want {
+	if !ok || got != want || granted != nil {
 		t.Fatalf("invocation:\n%s\nwant\n%s", got, want)
 	}
 	for _, c := range []struct{ cmd, platform string }{{"off", "cli"}, {"mac-only", "cli"}, {"not-on-telegram", "telegram"}, {"nope", "cli"}} {
-		if _, ok := s.Invocation(c.cmd, "", c.platform); ok {
+		if _, _, ok := s.Invocation(c.cmd, "", c.platform); ok {
 			t.Errorf("/%s on %s runs a skill", c.cmd, c.platform)
 		}
 	}
 	under := Skills{Dir: t.TempDir()}
 	writeSkill(t, under.Dir, "my_tool", skillMD("my_tool", "d", "b"))
-	if _, ok := under.Invocation(SkillCommand("my_tool"), "", "cli"); !ok || SkillCommand("my_tool") != "my-tool" {
+	if _, _, ok := under.Invocation(SkillCommand("my_tool"), "", "cli"); !ok || SkillCommand("my_tool") != "my-tool" {
 		t.Fatal("an underscore is typed as a hyphen")
 	}
 	if cmds := s.SkillCommands("cli"); len(cmds) != 5 || cmds[0] != [2]string{"git-cleanup", "Prune merged branches and stale remotes safely"} {

@@ -201,7 +201,13 @@ func (c *Call) shellCommand(ctx context.Context, script, dir string, extra ...st
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(append(append([]string{}, env...), extra...), "PAGER=cat", "GIT_PAGER=cat")
+	env = append(append([]string{}, env...), extra...)
+	for _, name := range c.Granted { // a loaded skill's keys, as this process has them now
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	cmd.Env = append(env, "PAGER=cat", "GIT_PAGER=cat")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second

@@ -55,6 +55,10 @@ type Call struct {
 	// Changed are the files the call wrote, moved or deleted (write_file,
 	// patch).
 	Changed []string
+	// Granted are the variables the conversation's loaded skills declared
+	// (Grants), which its commands get; Grants are those a skill loaded
+	// by this call declared.
+	Granted, Grants []string
 	// Transform, when set, may replace a terminal command's output before
 	// the model reads it (transform_terminal_output); what it returns is
 	// bounded as the output is.
@@ -357,39 +361,48 @@ func expandHome(p string) string {
 	return filepath.Join(home, strings.TrimPrefix(p, "~"))
 }
 
-// Dirs keeps each conversation's working directory while the process
-// runs, so that a cd in one command holds for the next, as in a terminal.
-type Dirs struct {
+// keyed keeps a value for each conversation (its key) while the process
+// runs, the newest maxDirs conversations' at most.
+type keyed[V any] struct {
 	mu    sync.Mutex
-	dirs  map[string]string
+	m     map[string]V
 	order []string // oldest first, bounded
 }
 
 const maxDirs = 4096
 
-// Get is key's directory ("" when none was kept).
-func (d *Dirs) Get(key string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.dirs[key]
+func (k *keyed[V]) get(key string) V {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.m[key]
 }
 
-// Set keeps key's directory.
-func (d *Dirs) Set(key, dir string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.dirs == nil {
-		d.dirs = map[string]string{}
+// update sets key's value to what change makes of it.
+func (k *keyed[V]) update(key string, change func(V) V) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]V{}
 	}
-	if _, ok := d.dirs[key]; !ok {
-		d.order = append(d.order, key)
-		if len(d.order) > maxDirs {
-			delete(d.dirs, d.order[0])
-			d.order = d.order[1:]
+	if _, ok := k.m[key]; !ok {
+		k.order = append(k.order, key)
+		if len(k.order) > maxDirs {
+			delete(k.m, k.order[0])
+			k.order = k.order[1:]
 		}
 	}
-	d.dirs[key] = dir
+	k.m[key] = change(k.m[key])
 }
+
+// Dirs keeps each conversation's working directory while the process
+// runs, so that a cd in one command holds for the next, as in a terminal.
+type Dirs struct{ k keyed[string] }
+
+// Get is key's directory ("" when none was kept).
+func (d *Dirs) Get(key string) string { return d.k.get(key) }
+
+// Set keeps key's directory.
+func (d *Dirs) Set(key, dir string) { d.k.update(key, func(string) string { return dir }) }
 
 // Move gives to's the directory from had (a conversation that goes on in
 // another session); nothing when from had none.
@@ -398,6 +411,35 @@ func (d *Dirs) Move(from, to string) {
 		d.Set(to, dir)
 	}
 }
+
+// Grants keeps, for each conversation, the variables its loaded skills
+// declared (required_environment_variables): its terminal commands get
+// them from this process although they are keys' variables, which commands
+// are not given otherwise (config.CommandEnv), as the familiar agent's
+// sandbox passes a loaded skill's variables through.
+type Grants struct{ k keyed[[]string] }
+
+// Get is key's granted variables.
+func (g *Grants) Get(key string) []string { return slices.Clone(g.k.get(key)) }
+
+// Add grants key names as well.
+func (g *Grants) Add(key string, names ...string) {
+	if len(names) == 0 {
+		return
+	}
+	g.k.update(key, func(had []string) []string {
+		for _, n := range names {
+			if !slices.Contains(had, n) {
+				had = append(had, n)
+			}
+		}
+		return had
+	})
+}
+
+// Move gives to's the grants from had (a conversation that goes on in
+// another session).
+func (g *Grants) Move(from, to string) { g.Add(to, g.Get(from)...) }
 
 // resolve is path as the tool reads it: ~ expanded, a relative one taken
 // from the conversation's directory.

@@ -301,9 +301,9 @@ func TestDirsKeptAndBounded(t *testing.T) {
 	for i := range maxDirs + 10 {
 		d.Set(fmt.Sprint("k", i), fmt.Sprint("/d", i))
 	}
-	d.mu.Lock()
-	n, order := len(d.dirs), len(d.order)
-	d.mu.Unlock()
+	d.k.mu.Lock()
+	n, order := len(d.k.m), len(d.k.order)
+	d.k.mu.Unlock()
 	if n > maxDirs || order > maxDirs {
 		t.Fatalf("kept %d dirs (%d in order), above %d", n, order, maxDirs)
 	}
@@ -312,6 +312,23 @@ func TestDirsKeptAndBounded(t *testing.T) {
 	}
 	if last := fmt.Sprint("k", maxDirs+9); d.Get(last) != fmt.Sprint("/d", maxDirs+9) {
 		t.Fatalf("the newest key %s is gone", last)
+	}
+}
+
+// A conversation's grants add up without repeats, and go on with it.
+func TestGrants(t *testing.T) {
+	t.Parallel()
+	var g Grants
+	g.Add("a", "X_API_KEY", "Y_TOKEN")
+	g.Add("a", "Y_TOKEN", "Z_SECRET")
+	g.Add("b")
+	if got := g.Get("a"); !slices.Equal(got, []string{"X_API_KEY", "Y_TOKEN", "Z_SECRET"}) || g.Get("b") != nil {
+		t.Fatalf("a=%v b=%v", got, g.Get("b"))
+	}
+	g.Get("a")[0] = "changed"
+	g.Move("a", "c")
+	if got := g.Get("c"); !slices.Equal(got, []string{"X_API_KEY", "Y_TOKEN", "Z_SECRET"}) {
+		t.Fatalf("moved: %v", got)
 	}
 }
 

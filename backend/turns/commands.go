@@ -395,5 +395,7 @@ func (l *Loop) skillCommand(name, args string, cc hooks.CommandContext) (string,
 	if _, known := l.bus.Commands().Lookup(name); known {
 		return "", false
 	}
-	return l.opts.Machine().Skills.Invocation(tools.SkillCommand(name), args, cc.Platform)
+	msg, granted, ok := l.opts.Machine().Skills.Invocation(tools.SkillCommand(name), args, cc.Platform)
+	l.skillEnv.Add(cc.SessionKey, granted...)
+	return msg, ok
 }

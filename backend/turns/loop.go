@@ -303,7 +303,8 @@ type Loop struct {
 	bus      *hooks.Bus
 	opts     Options
 	grants   grants
-	dirs     tools.Dirs // each conversation's working directory, for the machine's tools
+	dirs     tools.Dirs   // each conversation's working directory, for the machine's tools
+	skillEnv tools.Grants // the variables each conversation's loaded skills declared, for its commands
 }
 
 // New builds a loop and registers the lifecycle commands it owns.
@@ -906,13 +907,14 @@ func (l *Loop) compact(ctx context.Context, t *Turn, tc *turnCtx, kind, reason s
 }
 
 // carryOn moves what the machine's tools keep of a conversation (the
-// folder it stands in, its background processes) to the session it goes
+// folder it stands in, its skills' variables, its background processes) to the session it goes
 // on in, when its key names its session (a local surface's
 // platform:session; a chat platform's key names the chat and stays).
 func (l *Loop) carryOn(platform, key, oldID, newID string) {
 	if old := platform + ":" + oldID; key == old && newID != oldID {
 		next := platform + ":" + newID
 		l.dirs.Move(old, next)
+		l.skillEnv.Move(old, next)
 		l.opts.Processes.Reown(old, next)
 	}
 }

@@ -1,0 +1,154 @@
+package tools
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A skill's variables, read as the familiar agent reads them: names or
+// mappings under required_environment_variables (one mapping alone too),
+// setup.collect_secrets, prerequisites.env_vars; the first of a name wins,
+// a name no variable could have is passed over; setup.help helps those
+// without their own.
+func TestSkillRequiredEnv(t *testing.T) {
+	t.Parallel()
+	front, _ := skillFrontmatter("---\nname: x\nrequired_environment_variables:\n" +
+		"  - SCIMINER_API_KEY\n" +
+		"  - name: HOMELAB_GH_TOKEN\n    prompt: \"GitHub token with public_repo scope\"\n    help: \"Create at https://github.com/settings/tokens\"\n    required_for: \"Fetching commits\"\n" +
+		"  - name: OPTIONAL_TOKEN\n    optional: true\n" +
+		"  - name: 9BAD\n  - name: SCIMINER_API_KEY\n    prompt: second, not kept\n  - 42\n" +
+		"setup:\n  help: See the README.\n  collect_secrets:\n    - env_var: FAL_KEY\n      provider_url: https://fal.ai/keys\n    - env_var: OTHER_SECRET\n      prompt: the other\n" +
+		"prerequisites:\n  env_vars: [LEGACY_TOKEN, '']\n---\nbody\n")
+	got, _ := json.Marshal(skillRequiredEnv(front))
+	want := `[{"name":"SCIMINER_API_KEY","prompt":"Enter value for SCIMINER_API_KEY","help":"See the README."},` +
+		`{"name":"HOMELAB_GH_TOKEN","prompt":"GitHub token with public_repo scope","help":"Create at https://github.com/settings/tokens","required_for":"Fetching commits"},` +
+		`{"name":"OPTIONAL_TOKEN","prompt":"Enter value for OPTIONAL_TOKEN","help":"See the README.","optional":true},` +
+		`{"name":"FAL_KEY","prompt":"Enter value for FAL_KEY","help":"https://fal.ai/keys"},` +
+		`{"name":"OTHER_SECRET","prompt":"the other","help":"See the README."},` +
+		`{"name":"LEGACY_TOKEN","prompt":"Enter value for LEGACY_TOKEN","help":"See the README."}]`
+	if string(got) != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	one, _ := skillFrontmatter("---\nname: x\nrequired_environment_variables:\n  name: ONE_TOKEN\nprerequisites:\n  env_vars: TWO_TOKEN\n---\n")
+	if got, _ := json.Marshal(skillRequiredEnv(one)); string(got) != `[{"name":"ONE_TOKEN","prompt":"Enter value for ONE_TOKEN"},{"name":"TWO_TOKEN","prompt":"Enter value for TWO_TOKEN"}]` {
+		t.Fatalf("a single mapping, a single name: %s", got)
+	}
+	if got := skillRequiredEnv(map[string]any{"required_environment_variables": "JUST_TEXT"}); got != nil {
+		t.Fatalf("a bare string is no list: %v", got)
+	}
+}
+
+// skill_view says what the skill needs and what is missing, in the
+// familiar agent's fields and words; on a chat platform, where nobody can
+// be asked for a key unseen, where to set it. What is set is granted to
+// the conversation's commands (the call's Grants); the .env is read again
+// first (RefreshEnv).
+func TestSkillViewReadiness(t *testing.T) {
+	t.Setenv("ATRIUM_T_SKILL_SET_API_KEY", "sk-set")
+	dir := t.TempDir()
+	writeSkill(t, dir, "sci", "---\nname: sci\ndescription: d\nrequired_environment_variables:\n"+
+		"  - name: ATRIUM_T_SKILL_SET_API_KEY\n  - name: ATRIUM_T_SKILL_MISSING_TOKEN\n    help: Get one at https://example.com/keys\n"+
+		"  - name: ATRIUM_T_SKILL_OPTIONAL_TOKEN\n    optional: true\n---\nRun scripts/fold.py\n")
+	writeSkill(t, dir, "plain", skillMD("plain", "needs nothing", "body"))
+	refreshed := 0
+	s := Skills{Dir: dir, RefreshEnv: func() { refreshed++ }}
+	view := func(name, platform string) (map[string]any, []string) {
+		c := &Call{Args: map[string]any{"name": name}, Settings: Settings{Skills: s}, Platform: platform, Dir: t.TempDir()}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(skillViewTool().Run(t.Context(), c)), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m, c.Grants
+	}
+	got, grants := view("sci", "cli")
+	fields := map[string]any{}
+	for _, k := range []string{"required_commands", "missing_required_environment_variables", "missing_credential_files", "missing_required_commands",
+		"setup_needed", "setup_skipped", "readiness_status", "setup_help", "setup_note", "gateway_setup_hint", "skill_dir"} {
+		fields[k] = got[k]
+	}
+	b, _ := json.Marshal(fields)
+	want := `{"gateway_setup_hint":null,"missing_credential_files":[],"missing_required_commands":[],` +
+		`"missing_required_environment_variables":["ATRIUM_T_SKILL_MISSING_TOKEN"],"readiness_status":"setup_needed","required_commands":[],` +
+		`"setup_help":"Get one at https://example.com/keys","setup_needed":true,` +
+		`"setup_note":"Setup needed before using this skill: missing env $ATRIUM_T_SKILL_MISSING_TOKEN. Get one at https://example.com/keys",` +
+		`"setup_skipped":false,"skill_dir":` + string(mustJSON(filepath.Join(dir, "sci"))) + `}`
+	if string(b) != want {
+		t.Fatalf("readiness:\n%s\nwant\n%s", b, want)
+	}
+	if req, _ := got["required_environment_variables"].([]any); len(req) != 3 {
+		t.Fatalf("required: %v", got["required_environment_variables"])
+	}
+	if !slices.Equal(grants, []string{"ATRIUM_T_SKILL_SET_API_KEY", "ATRIUM_T_SKILL_OPTIONAL_TOKEN"}) || refreshed != 1 {
+		t.Fatalf("grants %v, refreshed %d", grants, refreshed)
+	}
+	got, _ = view("sci", "telegram")
+	if hint, _ := got["gateway_setup_hint"].(string); !strings.HasPrefix(hint, "Secure secret entry is not supported over messaging.") {
+		t.Fatalf("on a chat platform: %v", got["gateway_setup_hint"])
+	}
+	t.Setenv("ATRIUM_T_SKILL_MISSING_TOKEN", "tok")
+	got, grants = view("sci", "telegram")
+	if got["setup_needed"] != false || got["readiness_status"] != "available" || got["setup_note"] != nil || got["gateway_setup_hint"] != nil || len(grants) != 3 {
+		t.Fatalf("all set: %v %v", got, grants)
+	}
+	got, grants = view("plain", "cli")
+	if got["setup_needed"] != false || grants != nil || refreshed != 3 {
+		t.Fatalf("a skill that needs nothing: %v %v (refreshed %d)", got, grants, refreshed)
+	}
+	if req, ok := got["required_environment_variables"].([]any); !ok || len(req) != 0 {
+		t.Fatalf("none required: %#v", got["required_environment_variables"])
+	}
+	// /<skill> says the same in its setup note, and grants the same.
+	t.Setenv("ATRIUM_T_SKILL_MISSING_TOKEN", "")
+	msg, granted, ok := s.Invocation("sci", "", "cli")
+	if !ok || !strings.Contains(msg, "\n\n[Skill setup note: Setup needed before using this skill: missing env $ATRIUM_T_SKILL_MISSING_TOKEN. Get one at https://example.com/keys]") ||
+		!slices.Equal(granted, []string{"ATRIUM_T_SKILL_SET_API_KEY", "ATRIUM_T_SKILL_OPTIONAL_TOKEN"}) {
+		t.Fatalf("invocation: %v %q", granted, msg)
+	}
+	if msg, _, _ := s.Invocation("sci", "", "discord"); !strings.Contains(msg, "[Skill setup note: Secure secret entry is not supported over messaging.") {
+		t.Fatalf("invocation on a chat platform: %q", msg)
+	}
+}
+
+// A granted variable reaches the conversation's commands although the
+// commands' environment leaves keys' variables out; one not granted does
+// not.
+func TestGrantedVariablesReachCommands(t *testing.T) {
+	t.Setenv("ATRIUM_T_GRANTED_API_KEY", "sk-granted")
+	t.Setenv("ATRIUM_T_OTHER_API_KEY", "sk-other")
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "ATRIUM_T_") })
+	c := &Call{Dir: t.TempDir(), Settings: Settings{Env: env}, Granted: []string{"ATRIUM_T_GRANTED_API_KEY", "ATRIUM_T_UNSET_TOKEN"}}
+	out, _ := runToolWith(t, terminalTool(), c, map[string]any{"command": `echo "[$ATRIUM_T_GRANTED_API_KEY][$ATRIUM_T_OTHER_API_KEY][${ATRIUM_T_UNSET_TOKEN-unset}]"`})
+	if got, _ := out["output"].(string); strings.TrimSpace(got) != "[sk-granted][][unset]" {
+		t.Fatalf("output: %v", out)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// A listing says which variables each skill declares and which of those it
+// needs are missing, from the head it reads of each SKILL.md.
+func TestSkillListingSaysWhatIsMissing(t *testing.T) {
+	t.Setenv("ATRIUM_T_LISTED_SET_TOKEN", "x")
+	dir := t.TempDir()
+	writeSkill(t, dir, "sci", "---\nname: sci\ndescription: d\nrequired_environment_variables: [ATRIUM_T_LISTED_SET_TOKEN, ATRIUM_T_LISTED_MISSING_TOKEN]\n"+
+		"prerequisites:\n  env_vars: [ATRIUM_T_LISTED_LEGACY_TOKEN]\n---\nbody\n")
+	writeSkill(t, dir, "plain", skillMD("plain", "d", "b"))
+	infos, _ := Skills{Dir: dir}.Listing("cli")
+	got := map[string][]string{}
+	for _, i := range infos {
+		got[i.Name] = i.Missing
+		if i.Name == "sci" && len(i.Env) != 3 {
+			t.Fatalf("declared: %+v", i.Env)
+		}
+	}
+	if !slices.Equal(got["sci"], []string{"ATRIUM_T_LISTED_MISSING_TOKEN", "ATRIUM_T_LISTED_LEGACY_TOKEN"}) || got["plain"] != nil {
+		t.Fatalf("missing: %v", got)
+	}
+}
