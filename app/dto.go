@@ -494,6 +494,10 @@ type SkillDTO struct {
 	NotOffered  string `json:"not_offered"`
 	// Disabled: skills.disabled names it (Offer takes it off or puts it on).
 	Disabled bool `json:"disabled"`
+	// Needs are the variables it declares (required_environment_variables)
+	// that it needs and nobody set: asked for unseen, kept in the
+	// profile's .env (SetSkillKey).
+	Needs []EnvNeedDTO `json:"needs"`
 }
 
 // SkillViewDTO is a skill's SKILL.md (or one of its files) as the model
@@ -513,6 +517,14 @@ type SkillRequest struct {
 	Name    string `json:"name"`
 	File    string `json:"file"`
 	Offered bool   `json:"offered"`
+}
+
+// SkillKeyRequest is the body of POST /api/skills/env: a value for a
+// variable the skill declares, kept in the profile's .env ("": removed).
+type SkillKeyRequest struct {
+	Skill string `json:"skill"`
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // RevokeApprovalRequest is the body of POST /api/approvals/standing/revoke.

@@ -164,6 +164,7 @@ func (h *handler) routes() {
 	h.route("GET /api/skills", func(r *http.Request) (any, error) { return h.a.Settings.Skills() })
 	withBody(h, "POST /api/skills/view", func(_ *http.Request, in SkillRequest) (any, error) { return h.a.Settings.Skill(in) })
 	withBody(h, "POST /api/skills/offer", func(_ *http.Request, in SkillRequest) (any, error) { return h.a.Settings.OfferSkill(in) })
+	withBody(h, "POST /api/skills/env", func(_ *http.Request, in SkillKeyRequest) (any, error) { return h.a.Settings.SetSkillKey(in) })
 	h.route("GET /api/approvals/standing", func(r *http.Request) (any, error) { return h.a.Settings.StandingApprovals(), nil })
 	withBody(h, "POST /api/approvals/standing/revoke", func(_ *http.Request, in RevokeApprovalRequest) (any, error) {
 		return h.a.Settings.RevokeStandingApproval(in.Rule)

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"atrium/backend/apperr"
 	"atrium/backend/approvals"
 	"atrium/backend/config"
+	"atrium/backend/dotenv"
 	"atrium/backend/limits"
 	"atrium/backend/plugins"
 	"atrium/backend/stack"
@@ -332,11 +334,18 @@ func (s *Settings) Skills() (SkillsDTO, error) {
 	if err != nil {
 		return SkillsDTO{}, err
 	}
+	_ = s.home.RefreshEnv() // a key set by another process since counts
 	infos, problems := sk.Listing("desktop")
 	out := SkillsDTO{Dir: sk.Dir, Skills: make([]SkillDTO, 0, len(infos)), Problems: problems}
 	for _, i := range infos {
-		out.Skills = append(out.Skills, SkillDTO{Name: i.Name, Description: i.Description, Category: i.Category, Path: i.Path,
-			External: i.External, NotOffered: i.NotOffered, Disabled: slices.Contains(sk.Disabled, i.Name)})
+		d := SkillDTO{Name: i.Name, Description: i.Description, Category: i.Category, Path: i.Path,
+			External: i.External, NotOffered: i.NotOffered, Disabled: slices.Contains(sk.Disabled, i.Name), Needs: []EnvNeedDTO{}}
+		for _, e := range i.Env {
+			if slices.Contains(i.Missing, e.Name) {
+				d.Needs = append(d.Needs, skillNeed(e))
+			}
+		}
+		out.Skills = append(out.Skills, d)
 	}
 	if out.Problems == nil {
 		out.Problems = []string{}
@@ -359,6 +368,47 @@ func (s *Settings) Skill(in SkillRequest) (SkillViewDTO, error) {
 	v.Content, _ = out["content"].(string)
 	v.Linked, _ = out["linked_files"].(map[string][]string)
 	return v, nil
+}
+
+// skillNeed is a variable a skill needs, as the window asks for it: its
+// prompt and what it is for, and its help as a link when it is one.
+func skillNeed(e tools.SkillEnv) EnvNeedDTO {
+	n := EnvNeedDTO{Name: e.Name, Description: e.Prompt, Secret: true}
+	if e.RequiredFor != "" {
+		n.Description += " (for " + e.RequiredFor + ")"
+	}
+	if u, err := url.Parse(e.Help); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && !strings.ContainsAny(e.Help, " \t") {
+		n.URL = e.Help
+	} else if e.Help != "" {
+		n.Description += ". " + e.Help
+	}
+	return n
+}
+
+// SetSkillKey keeps a value for a variable the skill declares in the
+// profile's .env ("" removes it), as the familiar agent asks for it when
+// the skill is loaded; the value is never returned or logged. A variable
+// that changes how programs start (PATH, LD_PRELOAD, PYTHONPATH, ...) is
+// refused whatever the skill declares. The conversations that load the
+// skill from now on get it.
+func (s *Settings) SetSkillKey(in SkillKeyRequest) (SkillsDTO, error) {
+	sk, err := stack.LoadSkills(s.home)
+	if err != nil {
+		return SkillsDTO{}, err
+	}
+	infos, _ := sk.Listing("")
+	i := slices.IndexFunc(infos, func(i tools.SkillInfo) bool { return i.Name == strings.TrimSpace(in.Skill) })
+	if i < 0 {
+		return SkillsDTO{}, apperr.New(apperr.NotFound, "no skill %q in %s", limits.Echo(in.Skill), sk.Dir)
+	}
+	if !slices.ContainsFunc(infos[i].Env, func(e tools.SkillEnv) bool { return e.Name == in.Name }) || config.ProgramVariable(in.Name) || !dotenv.ValidName(in.Name) {
+		return SkillsDTO{}, apperr.New(apperr.Invalid, "%s does not declare %s among its variables (required_environment_variables), or it is one that is never written here",
+			infos[i].Name, limits.Echo(in.Name))
+	}
+	if err := keepKey(s.home, in.Name, in.Value); err != nil {
+		return SkillsDTO{}, err
+	}
+	return s.Skills()
 }
 
 // OfferSkill takes a skill off skills.disabled (offered) or puts it on:

@@ -3,6 +3,7 @@ package app_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -28,8 +29,8 @@ func TestSettingsSkills(t *testing.T) {
 		t.Fatal(err)
 	}
 	list, err := e.app.Settings.Skills()
-	if err != nil || list.Dir != e.st.Home.SkillsDir() || len(list.Skills) != 1 || list.Skills[0] != (app.SkillDTO{Name: "deploy-staging",
-		Description: "Deploy to staging", Category: "devops", Path: filepath.Join(dir, "SKILL.md")}) {
+	if err != nil || list.Dir != e.st.Home.SkillsDir() || len(list.Skills) != 1 || !reflect.DeepEqual(list.Skills[0], app.SkillDTO{Name: "deploy-staging",
+		Description: "Deploy to staging", Category: "devops", Path: filepath.Join(dir, "SKILL.md"), Needs: []app.EnvNeedDTO{}}) {
 		t.Fatalf("skills: %+v %v", list, err)
 	}
 	v, err := e.app.Settings.Skill(app.SkillRequest{Name: "deploy-staging"})
@@ -59,6 +60,47 @@ func TestSettingsSkills(t *testing.T) {
 	}
 	if _, err := e.app.Settings.Skill(app.SkillRequest{Name: "nope"}); apperr.CodeOf(err) != apperr.NotFound || !strings.Contains(err.Error(), "Skill 'nope' not found.") {
 		t.Fatalf("view unknown: %v", err)
+	}
+}
+
+// A skill's variables that it needs and nobody set are asked for in
+// Settings, unseen, and kept in the profile's .env; only a variable the
+// skill declares, and never one that changes how programs start; an
+// unknown skill is not found; a refusal writes nothing.
+func TestSettingsSkillKeys(t *testing.T) {
+	const name = "ATRIUM_T_APP_SKILL_TOKEN"
+	t.Cleanup(func() { _ = os.Unsetenv(name) })
+	e := newEnv(t)
+	dir := filepath.Join(e.st.Home.SkillsDir(), "sci")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: sci\ndescription: fold\nrequired_environment_variables:\n"+
+		"  - name: "+name+"\n    prompt: The lab's token\n    help: https://lab.example/keys\n    required_for: folding\n"+
+		"  - name: PATH\n  - name: ATRIUM_T_APP_SKILL_OPTIONAL_TOKEN\n    optional: true\n---\nbody\n"), 0o644)
+	list, err := e.app.Settings.Skills()
+	if err != nil || len(list.Skills) != 1 || !reflect.DeepEqual(list.Skills[0].Needs, []app.EnvNeedDTO{{Name: name,
+		Description: "The lab's token (for folding)", URL: "https://lab.example/keys", Secret: true}}) {
+		t.Fatalf("needs: %+v %v", list, err)
+	}
+	for _, bad := range []app.SkillKeyRequest{{Skill: "sci", Name: "PATH", Value: "/tmp"}, {Skill: "sci", Name: "OTHER_TOKEN", Value: "x"},
+		{Skill: "nope", Name: name, Value: "x"}} {
+		if _, err := e.app.Settings.SetSkillKey(bad); err == nil {
+			t.Fatalf("%+v was written", bad)
+		}
+	}
+	if _, err := os.Stat(e.st.Home.EnvPath()); !os.IsNotExist(err) {
+		t.Fatalf("a refusal wrote .env: %v", err)
+	}
+	got, err := e.app.Settings.SetSkillKey(app.SkillKeyRequest{Skill: "sci", Name: name, Value: "tok-123"})
+	if err != nil || len(got.Skills[0].Needs) != 0 {
+		t.Fatalf("set: %+v %v", got, err)
+	}
+	if b, _ := os.ReadFile(e.st.Home.EnvPath()); !strings.Contains(string(b), name+"=tok-123") {
+		t.Fatalf(".env: %q", b)
+	}
+	if got, err := e.app.Settings.SetSkillKey(app.SkillKeyRequest{Skill: "sci", Name: name}); err != nil || len(got.Skills[0].Needs) != 1 {
+		t.Fatalf("removed: %+v %v", got, err)
 	}
 }
 

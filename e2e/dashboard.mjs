@@ -862,7 +862,10 @@ async function main() {
       await select.selectOption(mode);
       await page.click('[data-testid=settings-save]');
       await page.locator('.settings [role=status]').filter({ hasText: 'Saved.' }).waitFor({ timeout: 10_000 });
-      eq((await atrium('approvals', 'mode')).mode, mode, 'approvals mode after Save');
+      // The last save's "Saved." may still show: wait for the file itself.
+      let got = '';
+      for (let i = 0; i < 100 && (got = (await atrium('approvals', 'mode')).mode) !== mode; i++) await new Promise((r) => setTimeout(r, 100));
+      eq(got, mode, 'approvals mode after Save');
     };
     await setMode('off');
     await page.locator('[data-testid=settings-approvals]').scrollIntoViewIfNeeded();
@@ -1145,7 +1148,7 @@ async function main() {
     for (let i = 0; i < 100 && disabledIn(); i++) await new Promise((r) => setTimeout(r, 50));
     assert(!disabledIn(), 'config.yaml after On');
     const ran = await atrium('send', ids['Payments refactor'], '/release-notes for 2.4');
-    assert(/^offline reply to: \[SYSTEM: The user has invoked the "release-notes" skill/.test(ran.reply ?? ''), `the skill's command: ${JSON.stringify(ran).slice(0, 300)}`);
+    assert(/^offline reply to: \[IMPORTANT: The user has invoked the "release-notes" skill/.test(ran.reply ?? ''), `the skill's command: ${JSON.stringify(ran).slice(0, 300)}`);
     // The composer offers it among the commands, marked as a skill.
     await page.click('[data-testid=nav-sessions]');
     await openSession('Cache warmup');
@@ -1156,6 +1159,46 @@ async function main() {
     assert(/\[instruction\] — Write the release notes from the merged pull requests \(skill\)/.test(await hint.innerText()), `the hint: ${await hint.innerText()}`);
     await page.fill('[data-testid=composer]', '');
     await backToList();
+  }
+
+  await check("a skill's key: Settings asks for it unseen and keeps it in .env; the conversation that loaded the skill gets it in its commands, another does not", async () => {
+    try {
+      await skillKey();
+    } finally {
+      await page.click('[data-testid=nav-sessions]').catch(() => undefined);
+    }
+  });
+  async function skillKey() {
+    const profile = dirname((await atrium('config', 'show')).env_file.path);
+    const dir = join(profile, 'skills', 'lab', 'fold-proteins');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'SKILL.md'), '---\nname: fold-proteins\ndescription: Fold a protein with the lab API\nrequired_environment_variables:\n' +
+      '  - name: ATRIUM_E2E_LAB_TOKEN\n    prompt: The lab API token\n    help: https://lab.example/tokens\n    required_for: folding\n---\n\nRun scripts/fold.sh\n');
+    await page.click('[data-testid=nav-settings]');
+    const need = page.locator('[data-testid=settings-skills] [data-skill=fold-proteins] [data-testid=skill-env][data-env=ATRIUM_E2E_LAB_TOKEN]');
+    await need.waitFor({ timeout: 10_000 });
+    const needText = (await need.innerText()).replace(/\s+/g, ' ');
+    assert(/Needs ATRIUM_E2E_LAB_TOKEN — The lab API token \(for folding\) \(where to get it\)/.test(needText), `the need: ${needText}`);
+    eq(await need.locator('[data-testid=skill-env-value]').getAttribute('type'), 'password', 'typed unseen');
+    await need.locator('[data-testid=skill-env-value]').fill('lab-secret-42');
+    await page.locator('[data-testid=settings-skills] [data-skill=fold-proteins]').screenshot({ path: join(artifacts, 'dashboard-settings-skill-key.png') });
+    await need.locator('[data-testid=skill-env-save]').click();
+    await need.waitFor({ state: 'detached', timeout: 10_000 });
+    assert(readFileSync(join(profile, '.env'), 'utf8').includes('ATRIUM_E2E_LAB_TOKEN=lab-secret-42'), 'the key in .env');
+    assert(!(await page.locator('[data-testid=settings-skills]').innerText()).includes('lab-secret-42'), 'the key is never shown back');
+    await page.click('[data-testid=nav-sessions]');
+    const echo = 'use tool terminal: {"command": "echo lab=[$ATRIUM_E2E_LAB_TOKEN]"}';
+    const lastReply = async (title, text, want) => {
+      await sendIn(title, text);
+      const reply = page.locator('[role=log] [data-testid=message][data-role=assistant]').last();
+      for (let i = 0; i < 200 && !want.test(await reply.innerText().catch(() => '')); i++) await new Promise((r) => setTimeout(r, 50));
+      const got = await reply.innerText();
+      assert(want.test(got), `${title}: ${got.slice(0, 300)}`);
+      await backToList();
+    };
+    await lastReply('Cache warmup', 'use tool skill_view: {"name": "fold-proteins"}', /The tool skill_view returned/);
+    await lastReply('Cache warmup', echo, /lab=\[lab-secret-42\]/);
+    await lastReply('Search tuning', echo, /lab=\[\]/);
   }
 
   await check('the task list: a todo call shows as a checklist, and another process reads the same list', async () => {

@@ -1,7 +1,7 @@
 // The API of the UI: every call the views and stores make, each one a bound
 // method in the window and its route on the dashboard (see transport.ts).
 
-import type { AnswerClarifyRequest, CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, MemoryRequest, PluginEnvRequest, ShellHookRequest, ListFilter, SettingsDTO, SkillRequest } from './gen/dto';
+import type { AnswerClarifyRequest, CronAddRequest, FilterDTO, ImportRequest, InstallRequest, KeyRequest, MemoryRequest, PluginEnvRequest, ShellHookRequest, ListFilter, SettingsDTO, SkillKeyRequest, SkillRequest } from './gen/dto';
 import { call, desktopOnly } from './transport';
 
 export * from './transport';
@@ -220,6 +220,8 @@ export const api = {
     skill: (req: SkillRequest) => call('Settings', 'Skill', [req], { route: 'POST /api/skills/view', body: req }),
     /** offerSkill takes a skill off skills.disabled (offered) or puts it on */
     offerSkill: (req: SkillRequest) => call('Settings', 'OfferSkill', [req], { route: 'POST /api/skills/offer', body: req }),
+    /** setSkillKey keeps a value for a variable a skill declares in the profile's .env ("" removes it) */
+    setSkillKey: (req: SkillKeyRequest) => call('Settings', 'SetSkillKey', [req], { route: 'POST /api/skills/env', body: req }),
     /** ready tells the backend the first page is painted (the window then starts plugin processes). */
     ready: () => call('Settings', 'Ready', [], { route: 'POST /api/ready' }),
   },

@@ -3,11 +3,11 @@
 
 import { api, isDesktop, on, toApiError } from '../api';
 import { button, clear, h, replace } from '../dom';
-import { onLinkClick } from '../markdown';
 import { confirmModal } from '../modal';
 import type { View } from '../state';
 import type { PluginDTO, ShellHooksDTO } from '../types';
 import type { EnvNeedDTO } from '../api/gen/dto';
+import { envNeedField } from './env-need';
 
 const sourceOrder: Record<string, number> = { bundled: 0, user: 1, project: 2 };
 
@@ -249,49 +249,18 @@ export class PluginsView implements View {
   }
 
   /** envNeed asks for a variable the plugin requires and nobody set, as
-   * its installer does in the familiar agent: kept in the profile's .env,
-   * typed unseen, never shown back. */
+   * its installer does in the familiar agent. */
   private envNeed(plugin: string, e: EnvNeedDTO): HTMLElement {
-    const id = `env-${plugin}-${e.name}`.replace(/[^A-Za-z0-9_-]/g, '-');
-    const input = h('input', { id, type: 'password', autocomplete: 'off', spellcheck: 'false', placeholder: 'Paste the value', 'data-testid': 'plugin-env-value', 'aria-describedby': `${id}-help` });
-    const save = async (): Promise<void> => {
-      const value = input.value;
-      if (value.trim() === '') {
-        input.focus();
-        return;
-      }
-      input.disabled = saveBtn.disabled = true;
+    return envNeedField(plugin, e, 'plugin-env', async (value) => {
       try {
         this.update(await api.plugins.setEnv(plugin, { name: e.name, value }));
         this.say('ok', `${e.name} kept in .env. ${plugin} gets it when it starts again: Reload restarts the plugins.`);
+        return true;
       } catch (err) {
-        input.disabled = saveBtn.disabled = false;
         this.say('error', `${e.name} was not saved: ${toApiError(err).message}`);
-      }
-    };
-    input.addEventListener('keydown', (ev) => {
-      if (ev.key === 'Enter') {
-        ev.preventDefault();
-        void save();
+        return false;
       }
     });
-    const saveBtn = button('Save', { class: 'btn small', 'data-testid': 'plugin-env-save' }, () => void save());
-    const need = h(
-      'div',
-      { class: 'env-need small', 'data-testid': 'plugin-env', 'data-env': e.name },
-      h('label', { for: id }, 'Needs ', h('code', {}, e.name)),
-      h(
-        'span',
-        { class: 'muted', id: `${id}-help` },
-        e.description ? ` — ${e.description}` : '',
-        e.url ? ' (' : '',
-        e.url && /^https?:\/\//i.test(e.url) ? h('a', { href: e.url, target: '_blank', rel: 'noopener noreferrer' }, 'where to get it') : e.url,
-        e.url ? ')' : '',
-      ),
-      h('div', { class: 'key-row' }, input, saveBtn),
-    );
-    need.addEventListener('click', onLinkClick); // the manifest's link opens outside the app
-    return need;
   }
 
   private say(kind: 'ok' | 'warn' | 'error', text: string): void {

@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { SettingsDTO } from '../types';
-import type { KeyRequest, KeyStatusDTO, MemoryDTO, MemoryFileDTO, MemoryRequest, ModelSettingsDTO, SkillRequest, SkillsDTO, ToolsSettingsDTO } from '../api/gen/dto';
+import type { KeyRequest, KeyStatusDTO, MemoryDTO, MemoryFileDTO, MemoryRequest, ModelSettingsDTO, SkillKeyRequest, SkillRequest, SkillsDTO, ToolsSettingsDTO } from '../api/gen/dto';
 
 const envPath = '/home/p/.env';
 const model = (over: Partial<ModelSettingsDTO> = {}): ModelSettingsDTO => ({
@@ -70,25 +70,26 @@ const forget = vi.fn(async (r: MemoryRequest) => {
   m.user.entries = m.user.entries!.filter((e) => e !== r.text);
   return m;
 });
-const skillsState = (disabled: string[] = []): SkillsDTO => ({
+const skillsState = (disabled: string[] = [], keyed = false): SkillsDTO => ({
   dir: '/home/skills',
   skills: [
-    { name: 'deploy-staging', description: 'Deploy to staging and check it', category: 'devops', path: '/home/skills/devops/deploy-staging/SKILL.md', external: false, not_offered: '', disabled: false },
-    { name: 'mac-only', description: 'Uses launchctl', category: '', path: '/home/skills/mac-only/SKILL.md', external: false, not_offered: 'not for this machine (its platforms: macos)', disabled: false },
-    { name: 'team-review', description: 'Review the team’s way', category: 'shared', path: '/team/shared/team-review/SKILL.md', external: true, not_offered: '', disabled: false },
+    { name: 'deploy-staging', description: 'Deploy to staging and check it', category: 'devops', path: '/home/skills/devops/deploy-staging/SKILL.md', external: false, not_offered: '', disabled: false, needs: keyed ? [] : [{ name: 'STAGING_TOKEN', description: 'The staging token (for deploying)', url: 'https://ci.example/tokens', secret: true }] },
+    { name: 'mac-only', description: 'Uses launchctl', category: '', path: '/home/skills/mac-only/SKILL.md', external: false, not_offered: 'not for this machine (its platforms: macos)', disabled: false, needs: [] },
+    { name: 'team-review', description: 'Review the team’s way', category: 'shared', path: '/team/shared/team-review/SKILL.md', external: true, not_offered: '', disabled: false, needs: [] },
   ].map((sk) => (disabled.includes(sk.name) ? { ...sk, disabled: true, not_offered: 'disabled (skills.disabled)' } : sk)),
   problems: [],
 });
 const skills = vi.fn(async () => skillsState());
 const skill = vi.fn(async (r: SkillRequest) => ({ name: r.name ?? '', file: '', content: '---\nname: deploy-staging\n---\n1. ship', linked: { scripts: ['scripts/check.sh'] }, binary: false }));
 const offerSkill = vi.fn(async (r: SkillRequest) => skillsState(r.offered ? [] : [r.name ?? '']));
+const setSkillKey = vi.fn(async (_r: SkillKeyRequest) => skillsState([], true));
 const showAction = vi.fn();
 const setKey = vi.fn(async (r: KeyRequest): Promise<KeyStatusDTO> => ({ name: r.name ?? '', source: r.value ? 'env_file' : '', in_env_file: !!r.value, env_path: envPath }));
 const confirmModal = vi.fn(async () => true);
 const checkModel = vi.fn(async () => ({ ok: true, provider: 'openai', model: 'qwen', reply: 'OK', latency_ms: 420 }));
 
 vi.mock('../api', () => ({
-  api: { settings: { get, set, setKey, checkModel, standingApprovals, revokeStandingApproval: vi.fn(), memory, remember, forget, skills, skill, offerSkill } },
+  api: { settings: { get, set, setKey, checkModel, standingApprovals, revokeStandingApproval: vi.fn(), memory, remember, forget, skills, skill, offerSkill, setSkillKey } },
   toApiError: (e: unknown) => ({ code: 'invalid', message: e instanceof Error ? e.message : String(e) }),
 }));
 vi.mock('../ops', () => ({ showMessage: vi.fn(), showAction }));
@@ -558,5 +559,23 @@ describe('settings: how the agent does things (skills)', () => {
     expect(skill).toHaveBeenCalledWith({ name: 'deploy-staging', file: '', offered: true });
     expect(details.querySelector('[data-testid=skill-text]')!.textContent).toBe('---\nname: deploy-staging\n---\n1. ship');
     expect(details.textContent).toContain('Files beside it: scripts/check.sh');
+  });
+
+  it('asks for a key a skill needs, unseen, and keeps it', async () => {
+    const v = await shown();
+    const need = q(v, 'settings-skills').querySelector<HTMLElement>('[data-skill=deploy-staging] [data-testid=skill-env][data-env=STAGING_TOKEN]')!;
+    expect(need.textContent).toContain('Needs STAGING_TOKEN — The staging token (for deploying)');
+    expect(need.querySelector('a')!.getAttribute('href')).toBe('https://ci.example/tokens');
+    const input = need.querySelector<HTMLInputElement>('[data-testid=skill-env-value]')!;
+    expect(input.type).toBe('password');
+    need.querySelector<HTMLButtonElement>('[data-testid=skill-env-save]')!.click();
+    await flush();
+    expect(setSkillKey).not.toHaveBeenCalled(); // nothing typed
+    input.value = 'tok-1';
+    need.querySelector<HTMLButtonElement>('[data-testid=skill-env-save]')!.click();
+    await flush();
+    expect(setSkillKey).toHaveBeenCalledWith({ skill: 'deploy-staging', name: 'STAGING_TOKEN', value: 'tok-1' });
+    expect(q(v, 'settings-skills').querySelector('[data-testid=skill-env]')).toBeNull();
+    expect(q(v, 'settings-skills').textContent).not.toContain('tok-1');
   });
 });

@@ -1,13 +1,16 @@
 // How the agent does things: the profile's skills, a folder each under
 // skills/ (and those shared from skills.external_dirs) whose SKILL.md the
 // model loads when a task matches it. Here a person sees which there are,
-// reads one as the model reads it, and takes one off (skills.disabled) or
-// puts it back. Each change is saved at once.
+// reads one as the model reads it, takes one off (skills.disabled) or
+// puts it back, and gives one the keys it needs (its
+// required_environment_variables, kept in the profile's .env). Each change
+// is saved at once.
 
 import { api, toApiError } from '../api';
 import { h, replace } from '../dom';
 import { showMessage } from '../ops';
-import type { SkillDTO, SkillsDTO } from '../api/gen/dto';
+import type { EnvNeedDTO, SkillDTO, SkillsDTO } from '../api/gen/dto';
+import { envNeedField } from './env-need';
 
 export class SkillsSection {
   readonly el: HTMLElement;
@@ -22,7 +25,7 @@ export class SkillsSection {
       h(
         'p',
         { class: 'muted small' },
-        'Skills: a folder each, whose SKILL.md says how to do one kind of task. A new conversation lists them for the model, which loads one when it matches the task; the agent writes them with its skill_manage tool, and /name in a conversation runs one. A skill taken off here is offered nowhere (skills.disabled).',
+        'Skills: a folder each, whose SKILL.md says how to do one kind of task. A new conversation lists them for the model, which loads one when it matches the task; the agent writes them with its skill_manage tool, and /name in a conversation runs one. A skill taken off here is offered nowhere (skills.disabled); a key a skill needs is asked for here and kept in .env.',
       ),
       this.body,
     );
@@ -71,9 +74,25 @@ export class SkillsSection {
         h('label', { class: 'skill-name', title: 'Offered to the model (unticked: skills.disabled in config.yaml)' }, offered, h('code', {}, `/${s.name}`), ...badges),
         h('div', { class: 'skill-desc small' }, s.description || '(no description)'),
         why,
+        ...(s.needs ?? []).map((e) => this.need(s.name, e)),
         view,
       ),
     );
+  }
+
+  /** need asks for a variable the skill declares (required_environment_variables)
+   * and nobody set: without it the skill's scripts cannot work. */
+  private need(skill: string, e: EnvNeedDTO): HTMLElement {
+    return envNeedField(`skill-${skill}`, e, 'skill-env', async (value) => {
+      try {
+        this.render(await api.settings.setSkillKey({ skill, name: e.name, value }));
+        showMessage('ok', `${e.name} kept in .env`, `Conversations that load ${skill} from now on get it.`);
+        return true;
+      } catch (err) {
+        showMessage('warn', `${e.name} was not saved`, toApiError(err).message);
+        return false;
+      }
+    });
   }
 
   private async show(name: string, view: HTMLDetailsElement): Promise<void> {

@@ -1097,6 +1097,24 @@ export interface SkillDTO {
   not_offered: string;
   /** Disabled: skills.disabled names it (Offer takes it off or puts it on). */
   disabled: boolean;
+  /**
+   * Needs are the variables it declares (required_environment_variables)
+   * that it needs and nobody set: asked for unseen, kept in the
+   * profile's .env (SetSkillKey).
+   */
+  needs: EnvNeedDTO[] | null;
+}
+
+/**
+ * SkillKeyRequest is the body of POST /api/skills/env: a value for a
+ * variable the skill declares, kept in the profile's .env ("": removed).
+ *
+ * (Sent to Go only: a field left out is its zero value.)
+ */
+export interface SkillKeyRequest {
+  skill?: string;
+  name?: string;
+  value?: string;
 }
 
 /**
