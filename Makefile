@@ -60,7 +60,8 @@ FUZZTIME     ?= 3000x
 FUZZ_TARGETS := backend/plugins:FuzzManifest backend/plugins:FuzzInstallZip backend/config:FuzzLoad \
 	backend/sessions:FuzzValidateID backend/sessions:FuzzSearch backend/receipts:FuzzRequestValidate \
 	backend/plugins/proc:FuzzParseMessage app:FuzzAPIBodies backend/yamledit:FuzzSet backend/dotenv:FuzzSet \
-	backend/imports:FuzzForeignFiles backend/tools:FuzzModelArguments backend/tools:FuzzQuickFrontmatter
+	backend/imports:FuzzForeignFiles backend/tools:FuzzModelArguments backend/tools:FuzzQuickFrontmatter \
+	backend/gateway:FuzzTelegramHTML
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t#*:} ($(FUZZTIME))"; \

@@ -48,6 +48,7 @@ require (
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	github.com/wailsapp/go-webview2 v1.0.16 // indirect
 	github.com/wailsapp/mimetype v1.4.1 // indirect
+	github.com/yuin/goldmark v1.8.7 // indirect
 	golang.org/x/crypto v0.23.0 // indirect
 	golang.org/x/image v0.48.0 // indirect
 	golang.org/x/net v0.25.0 // indirect

@@ -460,7 +460,7 @@ func (s *Service) deliver(ctx context.Context, j Job, sessionID, text string) (i
 	}
 	// The answer's text, then the files its MEDIA: tags name.
 	msgs := gateway.SplitReply(gateway.Outbound{Platform: platform, ChatID: chat, ThreadID: thread,
-		Text: text, SessionID: sessionID, Origin: "cron:" + j.Name}, s.o.Media)
+		Text: text, SessionID: sessionID, Origin: "cron:" + j.Name, Markdown: true}, s.o.Media)
 	if len(msgs) == 0 {
 		return 0, nil
 	}

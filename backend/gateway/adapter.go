@@ -119,6 +119,10 @@ type Message struct {
 	Buttons [][]Button
 	// File is a file to send (a FileSender's SendFile), Text its caption.
 	File *OutFile
+	// Markdown says the model wrote Text, in Markdown: an adapter whose
+	// platform has a markup of its own writes it in that (Telegram's HTML,
+	// Slack's mrkdwn). Atrium's own words are sent as they are.
+	Markdown bool
 }
 
 // Inbox is where an adapter hands what it received; it returns at once

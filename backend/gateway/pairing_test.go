@@ -14,7 +14,7 @@ import (
 	"atrium/backend/gateway/gatewaytest"
 )
 
-var pairingCodeIn = regexp.MustCompile("pairing code: `([A-Z2-9]{8})`")
+var pairingCodeIn = regexp.MustCompile("pairing code: `?([A-Z2-9]{8})`?")
 
 // DM pairing, as the familiar gateway pairs, on a platform that lets
 // nobody in yet: a stranger's DM is answered with a one-time code and the

@@ -726,6 +726,7 @@ func (s *Service) handle(ctx context.Context, c Configured, m Inbound) error {
 		out.Text = "Sorry, that did not work: " + PlainError(err)
 	default:
 		out.Text = Answer(t)
+		out.Markdown = t.Command == "" // the model's answer, not a command's output
 	}
 	s.told(platform, key, sid, text, cmd, isCmd, agent, t, out.Text, err)
 	if out.Text == "" {
@@ -1081,14 +1082,14 @@ func send(ctx context.Context, a Adapter, d Delivery) (string, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	m := Message{ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, Text: d.Text, Buttons: d.Buttons, File: d.File}
+	m := Message{ChatID: d.ChatID, ThreadID: d.ThreadID, ReplyTo: d.ReplyTo, Text: d.Text, Buttons: d.Buttons, File: d.File, Markdown: d.Markdown}
 	if d.File == nil {
 		return a.Send(sctx, m)
 	}
 	if fs, ok := a.(FileSender); ok {
 		return fs.SendFile(sctx, m)
 	}
-	m.File, m.Text = nil, "📎 File: "+d.File.Path
+	m.File, m.Text, m.Markdown = nil, "📎 File: "+d.File.Path, false
 	return a.Send(sctx, m)
 }
 

@@ -462,15 +462,20 @@ func slackChatType(t string) string {
 }
 
 // Send implements Adapter (chat.postMessage, in the thread when there is
-// one); buttons go under the text as Block Kit buttons, the text staying
-// the message's (its notification's) fallback.
+// one), a model's Markdown in Slack's mrkdwn; buttons go under the text
+// as Block Kit buttons, the text staying the message's (its
+// notification's) fallback.
 func (s *Slack) Send(ctx context.Context, m Message) (string, error) {
-	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false)}
+	text := m.Text
+	if m.Markdown {
+		text = SlackMrkdwn(text)
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if m.ThreadID != "" {
 		opts = append(opts, slack.MsgOptionTS(m.ThreadID))
 	}
 	if len(m.Buttons) > 0 {
-		opts = append(opts, slack.MsgOptionBlocks(slackBlocks(m.Text, m.Buttons)...))
+		opts = append(opts, slack.MsgOptionBlocks(slackBlocks(text, m.Buttons)...))
 	}
 	_, ts, err := s.api.PostMessageContext(ctx, m.ChatID, opts...)
 	if err == nil && m.ThreadID != "" {

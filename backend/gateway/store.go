@@ -177,6 +177,7 @@ type Delivery struct {
 	MessageID string     `json:"message_id"`
 	Buttons   [][]Button `json:"buttons,omitempty"`
 	File      *OutFile   `json:"file,omitempty"`
+	Markdown  bool       `json:"markdown,omitempty"` // the model wrote it (Outbound.Markdown)
 }
 
 // Outbound is a message to send.
@@ -190,6 +191,10 @@ type Outbound struct {
 	Origin    string
 	Buttons   [][]Button // under the message, where the platform has them
 	File      *OutFile   // a file to send instead of text (SplitReply)
+	// Markdown says the model wrote Text: an adapter writes it in its
+	// platform's markup (Message.Markdown). Atrium's own words go as they
+	// are.
+	Markdown bool
 }
 
 // Delivery states.
@@ -240,8 +245,8 @@ func (s *Store) EnqueueAll(ctx context.Context, msgs []Outbound, deadline time.D
 				return err
 			}
 			if err := tx.G.WithContext(ctx).Exec(`INSERT INTO gateway_outbox (platform, chat_id, thread_id, reply_to, text, session_id, origin,
-			created_at, next_at, deadline, buttons, file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.Platform, o.ChatID, o.ThreadID, o.ReplyTo, o.Text,
-				o.SessionID, o.Origin, db.Ms(tx.Now), db.Ms(tx.Now), db.Ms(tx.Now.Add(deadline)), buttons, file).Error; err != nil {
+			created_at, next_at, deadline, buttons, file, markdown) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.Platform, o.ChatID, o.ThreadID, o.ReplyTo, o.Text,
+				o.SessionID, o.Origin, db.Ms(tx.Now), db.Ms(tx.Now), db.Ms(tx.Now.Add(deadline)), buttons, file, o.Markdown).Error; err != nil {
 				return err
 			}
 			var id int64
@@ -274,12 +279,13 @@ type deliveryRow struct {
 	SentAt                                    *int64
 	MessageID                                 string
 	Buttons, File                             string
+	Markdown                                  bool
 }
 
 func (r deliveryRow) delivery() Delivery {
 	d := Delivery{ID: r.ID, Platform: r.Platform, ChatID: r.ChatID, ThreadID: r.ThreadID, ReplyTo: r.ReplyTo, Text: r.Text,
 		SessionID: r.SessionID, Origin: r.Origin, CreatedAt: ms(r.CreatedAt), NextAt: ms(r.NextAt), Deadline: ms(r.Deadline),
-		Attempts: r.Attempts, LastError: r.LastError, State: r.State, MessageID: r.MessageID}
+		Attempts: r.Attempts, LastError: r.LastError, State: r.State, MessageID: r.MessageID, Markdown: r.Markdown}
 	if r.SentAt != nil {
 		t := ms(*r.SentAt)
 		d.SentAt = &t
@@ -299,7 +305,7 @@ func (r deliveryRow) delivery() Delivery {
 func ms(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 const deliveryCols = `id, platform, chat_id, thread_id, reply_to, text, session_id, origin, created_at, next_at, deadline, attempts,
-	last_error, state, sent_at, message_id, buttons, file`
+	last_error, state, sent_at, message_id, buttons, file, markdown`
 
 // next returns the oldest pending delivery of platform (due or not): the
 // outbox of one platform goes out in order.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -340,9 +341,9 @@ const tgLimit = 4096
 // messages (the id returned is the last one's).
 func (t *Telegram) Send(ctx context.Context, m Message) (string, error) {
 	var id string
-	parts := splitText(m.Text, tgLimit)
+	parts := closeFences(splitText(m.Text, tgLimit))
 	for i, part := range parts {
-		body := map[string]any{"chat_id": m.ChatID, "text": part}
+		body := map[string]any{"chat_id": m.ChatID}
 		if m.ThreadID != "" {
 			body["message_thread_id"] = m.ThreadID
 		}
@@ -352,7 +353,7 @@ func (t *Telegram) Send(ctx context.Context, m Message) (string, error) {
 		// The message is sent once the API said ok: a result we cannot
 		// read does not make it a failure (a retry would send it twice).
 		var raw json.RawMessage
-		if err := t.call(ctx, "sendMessage", body, &raw); err != nil {
+		if err := t.formatted(ctx, "sendMessage", body, part, m.Markdown, &raw); err != nil {
 			return "", err
 		}
 		var sent struct {
@@ -426,6 +427,50 @@ func (t *Telegram) Typing(ctx context.Context, chatID, threadID string) error {
 func (t *Telegram) Edit(ctx context.Context, chatID, messageID, text string) error {
 	return t.call(ctx, "editMessageText", map[string]any{"chat_id": chatID, "message_id": messageID,
 		"text": clipRunes(text, tgLimit)}, nil)
+}
+
+// formatted calls method with body and text: the Markdown a model wrote
+// (markdown) in Telegram's HTML (parse_mode HTML), or as it is when
+// Telegram cannot read that (a "can't parse entities" answer), so a reply
+// is never lost to its markup; Atrium's own words as they are.
+func (t *Telegram) formatted(ctx context.Context, method string, body map[string]any, text string, markdown bool, out any) error {
+	if html := TelegramHTML(text); markdown && html != "" {
+		body["text"], body["parse_mode"] = html, "HTML"
+		err := t.call(ctx, method, body, out)
+		if err == nil || !strings.Contains(err.Error(), "can't parse entities") {
+			return err
+		}
+		slog.Warn("telegram could not read a message's markup; sent as plain text", "method", method, "error", err)
+		delete(body, "parse_mode")
+	}
+	body["text"] = text
+	return t.call(ctx, method, body, out)
+}
+
+// closeFences closes a code block a split leaves open at the end of a
+// part, and opens it again (with its language) at the next part's start.
+func closeFences(parts []string) []string {
+	open := ""
+	for i, p := range parts {
+		if open != "" {
+			p = open + "\n" + p
+		}
+		open = ""
+		for _, line := range strings.Split(p, "\n") {
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") {
+				if open == "" {
+					open = t
+				} else {
+					open = ""
+				}
+			}
+		}
+		if open != "" {
+			p += "\n```"
+		}
+		parts[i] = p
+	}
+	return parts
 }
 
 // Delete implements Deleter (deleteMessage).

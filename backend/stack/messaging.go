@@ -119,7 +119,7 @@ func (s *Stack) sendMessage(ctx context.Context, g config.Gateway, target, messa
 				"or set a home channel: type /sethome in the chat, or set %s_HOME_CHANNEL in the profile's .env", platform, platform, strings.ToUpper(platform))
 		}
 	}
-	msgs := gateway.SplitReply(gateway.Outbound{Platform: platform, ChatID: chat, ThreadID: thread, Text: message, Origin: "send_message"}, s.MediaPolicy(s.log))
+	msgs := gateway.SplitReply(gateway.Outbound{Platform: platform, ChatID: chat, ThreadID: thread, Text: message, Origin: "send_message", Markdown: true}, s.MediaPolicy(s.log))
 	if len(msgs) == 0 {
 		return nil, errors.New("there is nothing to send: the message is empty")
 	}

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type Telegram struct {
 	// FloodEdits answers the next FloodEdits editMessageText calls with
 	// 429 (flood control), as the real API answers edits that come fast.
 	FloodEdits int
+	// RejectHTML answers the next RejectHTML sendMessage calls with
+	// parse_mode HTML "can't parse entities", as for markup it cannot read.
+	RejectHTML int
 	tgFiles
 }
 
@@ -123,10 +127,20 @@ func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
 			f.mu.Unlock()
 			tgErr(w, http.StatusInternalServerError, "Internal Server Error", 0)
 			return
+		case f.RejectHTML > 0 && body["parse_mode"] == "HTML":
+			f.RejectHTML--
+			f.mu.Unlock()
+			tgErr(w, http.StatusBadRequest, "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0", 0)
+			return
 		}
 		if _, ok := body["chat_id"]; !ok || body["text"] == "" {
 			f.mu.Unlock()
 			tgErr(w, http.StatusBadRequest, "Bad Request: message text is empty", 0)
+			return
+		}
+		if problem := tgFormatted(body); problem != "" {
+			f.mu.Unlock()
+			tgErr(w, http.StatusBadRequest, "Bad Request: can't parse entities: "+problem, 0)
 			return
 		}
 		f.sent = append(f.sent, body)
@@ -145,6 +159,11 @@ func (f *Telegram) serve(w http.ResponseWriter, r *http.Request) {
 			f.FloodEdits--
 			f.mu.Unlock()
 			tgErr(w, http.StatusTooManyRequests, "Too Many Requests: retry after 5", 5)
+			return
+		}
+		if problem := tgFormatted(body); problem != "" {
+			f.mu.Unlock()
+			tgErr(w, http.StatusBadRequest, "Bad Request: can't parse entities: "+problem, 0)
 			return
 		}
 		f.edits = append(f.edits, body)
@@ -287,6 +306,114 @@ func (f *Telegram) Tap(userID int64, first string, chatID int64, chatType string
 	}})
 	f.cond.Broadcast()
 	return f.nextID
+}
+
+// tgFormatted reads a body's text as Telegram does under parse_mode HTML
+// (https://core.telegram.org/bots/api#html-style): the tags it knows, each
+// closed in order, &lt; &gt; &amp; &quot; and numeric references. body's
+// "text" becomes what the person sees, its "html" what was sent and its
+// "tags" the tags, in order; a text Telegram would refuse is why ("" when
+// it reads, or is plain).
+func tgFormatted(body map[string]any) string {
+	if body["parse_mode"] != "HTML" {
+		return ""
+	}
+	src, _ := body["text"].(string)
+	plain, tags, problem := TelegramReads(src)
+	if problem != "" {
+		return problem
+	}
+	body["html"], body["text"], body["tags"] = src, plain, tags
+	if strings.TrimSpace(plain) == "" {
+		return "Text must be non-empty"
+	}
+	return ""
+}
+
+// TelegramReads reads src as Telegram's Bot API reads a parse_mode HTML
+// text: what the person sees and the tags, in order; or why Telegram
+// refuses it ("can't parse entities: ...").
+func TelegramReads(src string) (string, []string, string) {
+	var plain strings.Builder
+	var tags, open []string
+	for i := 0; i < len(src); {
+		switch src[i] {
+		case '<':
+			end := strings.IndexByte(src[i:], '>')
+			if end < 0 {
+				return "", nil, fmt.Sprintf("Unclosed start tag at byte offset %d", i)
+			}
+			tag := src[i+1 : i+end]
+			name, attrs, _ := strings.Cut(tag, " ")
+			if closing := strings.HasPrefix(name, "/"); closing {
+				name = name[1:]
+				if len(open) == 0 || open[len(open)-1] != name {
+					return "", nil, fmt.Sprintf("Unmatched end tag at byte offset %d, expected \"</%s>\", found \"</%s>\"", i, strings.Join(open, ""), name)
+				}
+				open = open[:len(open)-1]
+			} else {
+				switch name {
+				case "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "tg-spoiler", "code", "pre", "blockquote":
+				case "a":
+					if !strings.HasPrefix(attrs, `href="`) {
+						return "", nil, fmt.Sprintf("Can't find end of href at byte offset %d", i)
+					}
+				case "span":
+					if attrs != `class="tg-spoiler"` {
+						return "", nil, fmt.Sprintf("Tag \"span\" must have class \"tg-spoiler\" at byte offset %d", i)
+					}
+				default:
+					return "", nil, fmt.Sprintf("Unsupported start tag \"%s\" at byte offset %d", name, i)
+				}
+				if len(open) > 0 && (open[len(open)-1] == "code" || open[len(open)-1] == "pre" && name != "code") {
+					return "", nil, fmt.Sprintf("Entity \"%s\" can't contain other entities at byte offset %d", open[len(open)-1], i)
+				}
+				if name == "blockquote" && slices.Contains(open, "blockquote") {
+					return "", nil, fmt.Sprintf("Blockquote entities can't be nested at byte offset %d", i)
+				}
+				if name == "code" && attrs != "" && (len(open) == 0 || open[len(open)-1] != "pre") {
+					return "", nil, fmt.Sprintf("a code block language is allowed only inside pre at byte offset %d", i)
+				}
+				open = append(open, name)
+				tags = append(tags, name)
+			}
+			i += end + 1
+		case '&':
+			end := strings.IndexByte(src[i:], ';')
+			ref := ""
+			if end > 0 {
+				ref = src[i+1 : i+end]
+			}
+			switch {
+			case ref == "lt":
+				plain.WriteByte('<')
+			case ref == "gt":
+				plain.WriteByte('>')
+			case ref == "amp":
+				plain.WriteByte('&')
+			case ref == "quot":
+				plain.WriteByte('"')
+			case strings.HasPrefix(ref, "#"):
+				n, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimPrefix(ref, "#"), "x"), map[bool]int{true: 16, false: 10}[strings.HasPrefix(ref, "#x")], 32)
+				if err != nil {
+					return "", nil, fmt.Sprintf("Unsupported numeric reference at byte offset %d", i)
+				}
+				plain.WriteRune(rune(n))
+			default:
+				return "", nil, fmt.Sprintf("Character entity expected to be finished with ';' or unsupported entity at byte offset %d", i)
+			}
+			i += end + 1
+		case '>':
+			return "", nil, fmt.Sprintf("Unexpected end tag at byte offset %d", i)
+		default:
+			plain.WriteByte(src[i])
+			i++
+		}
+	}
+	if len(open) > 0 {
+		return "", nil, fmt.Sprintf("Can't find end tag corresponding to start tag \"%s\"", open[len(open)-1])
+	}
+	return plain.String(), tags, ""
 }
 
 // Sent is every sendMessage's body, in order, with its message_id (as the
