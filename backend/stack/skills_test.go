@@ -220,3 +220,38 @@ func TestASkillsVariableReachesItsConversation(t *testing.T) {
 		}
 	}
 }
+
+// A conversation on a chat platform, or a scheduled run, is told where its
+// words are read (the familiar agent's platform hints, in what is true of
+// Atrium): Telegram's Markdown and MEDIA: tags; a local surface is told
+// nothing and keeps no system message for it.
+func TestPlatformHints(t *testing.T) {
+	ctx := context.Background()
+	home, _ := newHome(t)
+	st, loop := openLoop(t, home)
+	for _, c := range []struct{ platform, want string }{
+		{"telegram", "You are on Telegram. Standard Markdown auto-converts"},
+		{"slack", "You are in a Slack workspace"},
+		{"cron", "You are running as a scheduled cron job. There is no user present"},
+		{"desktop", ""},
+		{"cli", ""},
+	} {
+		s, err := st.Sessions.Create(ctx, sessions.CreateParams{Title: c.platform})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loop.Send(ctx, s.ID, "hello", hooks.LocalContext(c.platform, s.ID)); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := st.Sessions.Messages(ctx, s.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case c.want == "" && msgs[0].Role == "system":
+			t.Errorf("%s: a system message %q", c.platform, msgs[0].Content)
+		case c.want != "" && (msgs[0].Role != "system" || !strings.HasPrefix(msgs[0].Content, c.want)):
+			t.Errorf("%s: %+v", c.platform, msgs[0])
+		}
+	}
+}

@@ -103,8 +103,9 @@ func (l *Loop) engineWantsCompaction(ctx context.Context, tc *turnCtx, eng hooks
 // systemPrompt assembles a session's system prompt: the profile's persona
 // (SOUL.md), the curated memory, the memory provider's block, the skills
 // (the guidance to record them, their index), the project's context file,
-// then the plugins' sections in id order, each under its heading, within
-// the caps (32 sections, 8,000 characters). "" when there is nothing.
+// the platform's hint, then the plugins' sections in id order, each under
+// its heading, within the caps (32 sections, 8,000 characters). "" when
+// there is nothing.
 func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Session) string {
 	var parts []string
 	// The persona opens the prompt, where the familiar agent puts its
@@ -142,6 +143,12 @@ func (l *Loop) systemPrompt(ctx context.Context, tc *turnCtx, sess sessions.Sess
 	if tc.sub == nil && l.opts.Machine != nil {
 		if files := tools.ContextFiles(l.commandDir(tc.machine, tc.platform, tc.sessionKey, nil), budget); files != "" {
 			parts = append(parts, files)
+		}
+	}
+	// Where the words are read: what renders there, how a file is sent.
+	if tc.sub == nil && l.opts.Machine != nil {
+		if hint := platformHints[tc.platform]; hint != "" {
+			parts = append(parts, hint)
 		}
 	}
 	caps := l.bus.Capabilities(hooks.CapSystemPromptSection)
