@@ -53,7 +53,7 @@ func TestHookLogFromBefore0011KeepsEventsDeliveriesAndCounter(t *testing.T) {
 			   error TEXT NOT NULL DEFAULT '', redelivery INTEGER NOT NULL DEFAULT 0, delivered_at INTEGER NOT NULL,
 			   duration_us INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (seq, subscriber)) WITHOUT ROWID`,
 			`INSERT INTO hook_events SELECT * FROM temp.ev`,
-			`INSERT INTO hook_deliveries SELECT * FROM temp.dl`,
+			`INSERT INTO hook_deliveries SELECT seq, subscriber, status, error, redelivery, delivered_at, duration_us FROM temp.dl`,
 			`DROP TABLE temp.ev`, `DROP TABLE temp.dl`,
 			fmt.Sprintf(`UPDATE sqlite_sequence SET seq = %d WHERE name = 'hook_events'`, counter),
 			fmt.Sprintf(`UPDATE hook_subscribers SET position = %d, inflight = %d WHERE name = 'recorder'`, counter, counter),
@@ -62,6 +62,7 @@ func TestHookLogFromBefore0011KeepsEventsDeliveriesAndCounter(t *testing.T) {
 			`ALTER TABLE session_imports DROP COLUMN last_message`,                                                  // 0019
 			`ALTER TABLE gateway_outbox DROP COLUMN buttons`,                                                        // 0020
 			`ALTER TABLE gateway_outbox DROP COLUMN file`,                                                           // 0023
+			`ALTER TABLE gateway_outbox DROP COLUMN markdown`,                                                       // 0024
 			`DROP TABLE gateway_homes`,                                                                              // 0022
 			`DROP TABLE gateway_pairing_requests`, `DROP TABLE gateway_paired`, `DROP TABLE gateway_pairing_limits`, // 0021
 			`DELETE FROM schema_migrations WHERE version >= 11`, // 0011 onwards

@@ -354,6 +354,7 @@ func TestStoreFromBeforeTheMarkIndexesItsQueue(t *testing.T) {
 	// what later migrations made dropped too: they run again).
 	if err := d.InTx(ctx, func(tx *db.Tx) error {
 		for _, q := range []string{
+			`ALTER TABLE gateway_outbox DROP COLUMN markdown`,                                                       // 0024
 			`ALTER TABLE gateway_outbox DROP COLUMN file`,                                                           // 0023
 			`DROP TABLE gateway_homes`,                                                                              // 0022
 			`DROP TABLE gateway_pairing_requests`, `DROP TABLE gateway_paired`, `DROP TABLE gateway_pairing_limits`, // 0021
