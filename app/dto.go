@@ -305,6 +305,9 @@ type DeliveryDTO struct {
 	Error       string    `json:"error,omitempty"`
 	Redelivery  bool      `json:"redelivery"`
 	DeliveredAt time.Time `json:"delivered_at"`
+	// Attempts a webhook receiver took (so far while retrying); 0 when
+	// it took the first.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // EventDTO is one logged hook event.

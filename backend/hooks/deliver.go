@@ -42,6 +42,17 @@ type subscriber struct {
 	suspended  bool   // its plugin is in error; resumes at its next registration
 	lastErr    string
 	retireMark bool // runtime said it no longer exists
+	// retries are its receiver's attempts at the events it keeps trying
+	// (LaterAt), by seq: read from the log once it is claimed here.
+	retries       map[int64]retryState
+	retriesLoaded bool
+}
+
+// retryState is the attempts at one event so far, and when the next may
+// be made.
+type retryState struct {
+	attempts int
+	next     time.Time
 }
 
 func (s *subscriber) poke() {
@@ -233,9 +244,13 @@ func (b *Bus) deliverBatch(s *subscriber, gen uint64, evs []Event) (cont, all bo
 		if !b.stillMine(s, gen) {
 			return false, false
 		}
+		b.loadRetries(s)
 		b.mu.Lock()
 		handlers := b.handlersLocked(s.name, ev.Hook)
 		ev.Redelivery = ev.Seq <= s.redeliver
+		if r, ok := s.retries[ev.Seq]; ok {
+			ev.Attempts, ev.RetryAt = r.attempts, r.next
+		}
 		if len(handlers) > 0 {
 			s.inflight = max(s.inflight, ev.Seq) // handed out from here on
 		}
@@ -259,11 +274,19 @@ func (b *Bus) deliverBatch(s *subscriber, gen uint64, evs []Event) (cont, all bo
 			b.mu.Unlock()
 			if res.attempted {
 				// A receiver's failed attempt: on record, without moving on.
+				if res.attempt > 0 {
+					b.mu.Lock()
+					if s.retries == nil {
+						s.retries = map[int64]retryState{}
+					}
+					s.retries[ev.Seq] = retryState{attempts: res.attempt, next: res.next}
+					b.mu.Unlock()
+				}
 				for _, fn := range obs {
 					fn(Activity{EventID: ev.ID, Seq: ev.Seq, Hook: ev.Hook, Subscriber: s.name, Status: StatusRetrying, Error: res.err, Redelivery: ev.Redelivery})
 				}
 				b.rec.push(outcome{seq: ev.Seq, subscriber: s.name, status: StatusRetrying, err: res.err, redelivery: ev.Redelivery,
-					at: b.db.Now(), dur: res.dur, attempt: true})
+					at: b.db.Now(), dur: res.dur, attempt: true, attempts: res.attempt, nextAt: res.next})
 			}
 			if first && !res.later {
 				b.log.Info("plugin unavailable; its events wait in the log", "plugin", s.name, "seq", ev.Seq, "error", res.err)
@@ -280,6 +303,7 @@ func (b *Bus) deliverBatch(s *subscriber, gen uint64, evs []Event) (cont, all bo
 		default:
 			b.mu.Lock()
 			s.waiting, s.later = false, false
+			delete(s.retries, ev.Seq)
 			b.mu.Unlock()
 			b.finish(s, ev, res.status, res.err, res.dur)
 		}
@@ -303,6 +327,8 @@ type result struct {
 	handedOut bool
 	later     bool // a receiver elsewhere: nobody waits for it
 	attempted bool // a later one that made an attempt (recorded)
+	attempt   int  // its number, and when the next may be (LaterAt)
+	next      time.Time
 }
 
 // StatusRetrying is a delivery's status while its receiver has not taken
@@ -383,7 +409,7 @@ func (b *Bus) invoke(s *subscriber, gen uint64, ev Event, h Handler, start time.
 		return result{kind: resDone, status: "ok"}
 	case errors.As(err, &un):
 		return result{kind: resUnavailable, err: un.Err.Error(), handedOut: un.HandedOut, later: un.Later,
-			attempted: un.Later && !errors.Is(un.Err, ErrNotYet), dur: time.Since(start)}
+			attempted: un.Later && !errors.Is(un.Err, ErrNotYet), attempt: un.Attempt, next: un.NextAt, dur: time.Since(start)}
 	case errors.Is(err, ErrSuspended):
 		return result{kind: resSuspended, err: err.Error()}
 	case errors.Is(err, ErrTimedOut):
@@ -409,7 +435,41 @@ func (b *Bus) safeCall(ctx context.Context, h Handler, ev Event) (err error) {
 	return h(ctx, ev)
 }
 
-// finish records s's outcome for ev and moves it past ev.
+// loadRetries reads, once s is claimed here, the attempts its receiver
+// made at the events it still tries (status retrying, LaterAt): a process
+// started again goes on from them. Only a subscriber that made such
+// attempts has any; a failed read is tried again at the next event.
+func (b *Bus) loadRetries(s *subscriber) {
+	b.mu.Lock()
+	loaded, name := s.retriesLoaded, s.name
+	b.mu.Unlock()
+	if loaded {
+		return
+	}
+	var rows []struct {
+		Seq      int64
+		Attempts int
+		NextAt   int64
+	}
+	if err := b.db.Read.Raw(`SELECT seq, attempts, next_at FROM hook_deliveries WHERE subscriber = ? AND status = ? AND attempts > 0`,
+		name, StatusRetrying).Scan(&rows).Error; err != nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.retries == nil {
+		s.retries = map[int64]retryState{}
+	}
+	for _, r := range rows {
+		if _, ok := s.retries[r.Seq]; !ok {
+			s.retries[r.Seq] = retryState{attempts: r.Attempts, next: time.UnixMilli(r.NextAt)}
+		}
+	}
+	s.retriesLoaded = true
+}
+
+// finish records s's outcome for ev and moves it past ev (after attempts
+// on record, LaterAt's, this outcome is one more).
 func (b *Bus) finish(s *subscriber, ev Event, status, errText string, dur time.Duration) {
 	b.mu.Lock()
 	if ev.Seq > s.through {
@@ -423,8 +483,11 @@ func (b *Bus) finish(s *subscriber, ev Event, status, errText string, dur time.D
 	for _, fn := range obs {
 		fn(Activity{EventID: ev.ID, Seq: ev.Seq, Hook: ev.Hook, Subscriber: s.name, Status: status, Error: errText, Redelivery: ev.Redelivery})
 	}
-	b.rec.push(outcome{seq: ev.Seq, subscriber: s.name, status: status, err: errText,
-		redelivery: ev.Redelivery, at: b.db.Now(), dur: dur})
+	o := outcome{seq: ev.Seq, subscriber: s.name, status: status, err: errText, redelivery: ev.Redelivery, at: b.db.Now(), dur: dur}
+	if ev.Attempts > 0 {
+		o.attempts = ev.Attempts + 1 // the attempts on record, and this last one
+	}
+	b.rec.push(o)
 }
 
 // recorded is the recorder's acknowledgement of n outcomes of s up to seq.

@@ -15,6 +15,12 @@ type Event struct {
 	Payload    json.RawMessage `json:"payload"`
 	CreatedAt  time.Time       `json:"created_at"`
 	Redelivery bool            `json:"redelivery"`
+	// Attempts is how many attempts at this event its receiver elsewhere
+	// made so far, and RetryAt when the next may be made, as the log keeps
+	// them (LaterAt): a process started again goes on from there. Zero
+	// for a first delivery, and for a plugin.
+	Attempts int       `json:"-"`
+	RetryAt  time.Time `json:"-"`
 }
 
 // Decode unmarshals the payload into v (for example a *SessionDelete).

@@ -20,6 +20,9 @@ type Delivery struct {
 	Error       string    `json:"error,omitempty"`
 	Redelivery  bool      `json:"redelivery"`
 	DeliveredAt time.Time `json:"delivered_at"`
+	// Attempts a receiver elsewhere (a webhook) made, when it was tried
+	// again: so far while retrying, in all once the outcome is final.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // LoggedEvent is an event as the log holds it.
@@ -114,15 +117,16 @@ func readEvents(ctx context.Context, d *db.DB, q string, args ...any) ([]LoggedE
 		Error       string
 		Redelivery  bool
 		DeliveredAt int64
+		Attempts    int
 	}
-	if err := g.Raw(`SELECT seq, subscriber, status, error, redelivery, delivered_at FROM hook_deliveries
+	if err := g.Raw(`SELECT seq, subscriber, status, error, redelivery, delivered_at, attempts FROM hook_deliveries
 		WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq, delivered_at`, mustJSON(seqs)).Scan(&ds).Error; err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}
 	for _, x := range ds {
 		e := &out[index[x.Seq]]
 		e.Deliveries = append(e.Deliveries, Delivery{Subscriber: x.Subscriber, Status: x.Status, Error: x.Error,
-			Redelivery: x.Redelivery, DeliveredAt: time.UnixMilli(x.DeliveredAt).UTC()})
+			Redelivery: x.Redelivery, DeliveredAt: time.UnixMilli(x.DeliveredAt).UTC(), Attempts: x.Attempts})
 	}
 	var subs []struct {
 		Name     string

@@ -31,6 +31,8 @@ type outcome struct {
 	dur        time.Duration
 	suspend    bool
 	attempt    bool // a failed attempt (retrying): its row only, no position moved
+	attempts   int  // the attempt's number, when its handler said (LaterAt)
+	nextAt     time.Time
 }
 
 // recorder writes outcomes in batches (whatever arrived while the previous
@@ -144,6 +146,8 @@ func (r *recorder) write(batch []outcome) {
 		Redelivery int    `json:"re"`
 		At         int64  `json:"at"`
 		Micros     int64  `json:"us"`
+		Attempts   int    `json:"n"`
+		NextAt     int64  `json:"nx"`
 	}
 	type positionRow struct {
 		Name string `json:"name"`
@@ -159,7 +163,11 @@ func (r *recorder) write(batch []outcome) {
 			suspends = append(suspends, o)
 			continue
 		}
-		r := deliveryRow{Seq: o.seq, Subscriber: o.subscriber, Status: o.status, Err: o.err, At: db.Ms(o.at), Micros: o.dur.Microseconds()}
+		r := deliveryRow{Seq: o.seq, Subscriber: o.subscriber, Status: o.status, Err: o.err, At: db.Ms(o.at), Micros: o.dur.Microseconds(),
+			Attempts: o.attempts}
+		if !o.nextAt.IsZero() {
+			r.NextAt = db.Ms(o.nextAt)
+		}
 		if o.redelivery {
 			r.Redelivery = 1
 			redelivered = append(redelivered, o.seq)
@@ -190,8 +198,13 @@ func (r *recorder) write(batch []outcome) {
 			}
 		}
 		if len(rows) > 0 {
-			if err := g.Exec(`INSERT OR REPLACE INTO hook_deliveries (seq, subscriber, status, error, redelivery, delivered_at, duration_us)
-				SELECT value->>'seq', value->>'sub', value->>'st', value->>'err', value->>'re', value->>'at', value->>'us' FROM json_each(?)`,
+			// A final outcome keeps the count of the attempts before it.
+			if err := g.Exec(`INSERT INTO hook_deliveries (seq, subscriber, status, error, redelivery, delivered_at, duration_us, attempts, next_at)
+				SELECT value->>'seq', value->>'sub', value->>'st', value->>'err', value->>'re', value->>'at', value->>'us', value->>'n', value->>'nx'
+				FROM json_each(?) WHERE true
+				ON CONFLICT (seq, subscriber) DO UPDATE SET status = excluded.status, error = excluded.error, redelivery = excluded.redelivery,
+					delivered_at = excluded.delivered_at, duration_us = excluded.duration_us, next_at = excluded.next_at,
+					attempts = CASE WHEN excluded.attempts > 0 THEN excluded.attempts ELSE hook_deliveries.attempts END`,
 				mustJSON(rows)).Error; err != nil {
 				return err
 			}
@@ -317,6 +330,7 @@ func (b *Bus) claim(ctx context.Context, s *subscriber, hooks []string) (bool, e
 		return false, err
 	}
 	s.claimed, s.position, s.through, s.inflight = true, row.Position, row.Position, row.Inflight
+	s.retriesLoaded = false // another process may have tried them meanwhile
 	if row.Inflight > row.Position {
 		s.redeliver = max(s.redeliver, row.Inflight)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 )
 
 // Remote is the profile's plugin host as a client process sees it (a
@@ -54,6 +55,11 @@ type UnavailableError struct {
 	// in the activity feed), and nobody waits for this subscriber
 	// meanwhile: a command returns; the event waits in the log.
 	Later bool
+	// Attempt is the attempt's number and NextAt when the next may be
+	// made (LaterAt): kept in the log, handed back with the event
+	// (Event.Attempts, Event.RetryAt).
+	Attempt int
+	NextAt  time.Time
 }
 
 func (e *UnavailableError) Error() string { return "unavailable: " + e.Err.Error() }
@@ -69,4 +75,11 @@ func Unavailable(err error, handedOut bool) error {
 // until the handler takes it or gives up with an ordinary error.
 func Later(err error) error {
 	return &UnavailableError{Err: err, HandedOut: true, Later: true}
+}
+
+// LaterAt is Later for attempt number attempt, the next not before next:
+// both are kept with the event's delivery, and handed back with it
+// (Event.Attempts, Event.RetryAt), in this process or the next.
+func LaterAt(err error, attempt int, next time.Time) error {
+	return &UnavailableError{Err: err, HandedOut: true, Later: true, Attempt: attempt, NextAt: next}
 }

@@ -288,15 +288,17 @@ func (r *Registry) Registered() []Target { return r.group.Items() }
 func (r *Registry) Close() { r.group.Close() }
 
 // begin counts an attempt at ev for sub, unless its backoff has not run
-// out (then it returns when the next may be made). A worker the bus
-// replaced after a hang may still run beside its successor: the state is
-// only touched under the lock.
-func (r *Registry) begin(sub, id string, now time.Time) (attempt int, notBefore time.Time) {
+// out (then it returns when the next may be made). What the log kept of
+// the attempts before (ev.Attempts, ev.RetryAt: made by a process since
+// gone) is where a new count starts. A worker the bus replaced after a
+// hang may still run beside its successor: the state is only touched
+// under the lock.
+func (r *Registry) begin(sub string, ev hooks.Event, now time.Time) (attempt int, notBefore time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.state[sub]
-	if st == nil || st.id != id {
-		st = &retry{id: id}
+	if st == nil || st.id != ev.ID {
+		st = &retry{id: ev.ID, attempts: ev.Attempts, next: ev.RetryAt}
 		r.state[sub] = st
 	}
 	if now.Before(st.next) {
@@ -327,7 +329,7 @@ func (r *Registry) handler(t Target) hooks.Handler {
 			}
 		}
 		now := r.o.Now()
-		attempt, notBefore := r.begin(t.Subscriber(), ev.ID, now)
+		attempt, notBefore := r.begin(t.Subscriber(), ev, now)
 		if !notBefore.IsZero() {
 			return hooks.Later(fmt.Errorf("%w: attempt %d at %s UTC", hooks.ErrNotYet, attempt, notBefore.UTC().Format(time.TimeOnly)))
 		}
@@ -351,7 +353,7 @@ func (r *Registry) handler(t Target) hooks.Handler {
 		if attempt == 1 {
 			r.log.Warn("webhook not delivered; retrying", "target", t.Label(), "event_id", ev.ID, "error", err)
 		}
-		return hooks.Later(fmt.Errorf("attempt %d: %v; next at %s UTC", attempt, err, next.UTC().Format(time.TimeOnly)))
+		return hooks.LaterAt(fmt.Errorf("attempt %d: %v; next at %s UTC", attempt, err, next.UTC().Format(time.TimeOnly)), attempt, next)
 	}
 }
 

@@ -125,7 +125,12 @@ type world struct {
 
 func newWorld(t *testing.T, src string) (world, *webhooks.Registry) {
 	t.Helper()
-	dir := t.TempDir()
+	return openWorld(t, t.TempDir(), src)
+}
+
+// openWorld is newWorld on the store in dir (a process started again).
+func openWorld(t *testing.T, dir, src string) (world, *webhooks.Registry) {
+	t.Helper()
 	ctx := context.Background()
 	d, err := db.Open(ctx, filepath.Join(dir, "state.db"), db.Options{})
 	if err != nil {
@@ -209,8 +214,11 @@ func TestRetriedUntilTakenInOrder(t *testing.T) {
 		d := w.deliveries(t, ev2.Seq)
 		return len(d) == 1 && d[0].Status == "ok"
 	})
-	if d := w.deliveries(t, ev.Seq); len(d) != 1 || d[0].Status != "ok" {
+	if d := w.deliveries(t, ev.Seq); len(d) != 1 || d[0].Status != "ok" || d[0].Attempts != 3 {
 		t.Fatalf("first event: %+v", d)
+	}
+	if d := w.deliveries(t, ev2.Seq); d[0].Attempts != 0 {
+		t.Fatalf("taken at once: %+v", d)
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -249,6 +257,45 @@ func TestRetriedUntilTakenInOrder(t *testing.T) {
 	// Backoff: the second retry came at least two seconds after the first.
 	if gap := rcGap(rc.bodies[1], rc.bodies[2]); gap < 1900*time.Millisecond {
 		t.Fatalf("retries %s apart, want the backoff's 2 s", gap)
+	}
+}
+
+// A process that stops while a receiver is down leaves its attempts on
+// record: the next one goes on from them, the attempt's number counting on
+// (X-Atrium-Attempt) and its backoff kept (not posted again at once), and
+// the final outcome says how many attempts it took.
+func TestAttemptsGoOnAfterARestart(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, 500, 500, 200)
+	dir := t.TempDir()
+	src := "outbound:\n  - {url: " + rc.srv.URL + "/hook, events: [on_session_delete], secret_env: S}\n"
+	w, _ := openWorld(t, dir, src)
+	ev := w.enqueue(t, hooks.OnSessionDelete, hooks.SessionDelete{SessionID: "a", Reason: "delete", DeletedIDs: []string{"a"}})
+	waitFor(t, "the second attempt on record", func() bool {
+		d := w.deliveries(t, ev.Seq)
+		return len(d) == 1 && d[0].Status == "retrying" && d[0].Attempts == 2 && strings.HasPrefix(d[0].Error, "attempt 2: HTTP 500; next at ")
+	})
+	if err := w.bus.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.d.Close()
+	stopped := time.Now()
+	w2, _ := openWorld(t, dir, src)
+	waitFor(t, "taken", func() bool {
+		d := w2.deliveries(t, ev.Seq)
+		return len(d) == 1 && d[0].Status == "ok"
+	})
+	if d := w2.deliveries(t, ev.Seq); d[0].Attempts != 3 {
+		t.Fatalf("the outcome: %+v", d[0])
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.got) != 3 || rc.got[2].Header.Get("X-Atrium-Attempt") != "3" || rc.got[2].Header.Get("X-Hermes-Delivery") != ev.ID {
+		t.Fatalf("%d posts; the last: %v", len(rc.got), rc.got[len(rc.got)-1].Header)
+	}
+	// The second attempt's backoff (2 s) held across the restart.
+	if gap := rcGap(rc.bodies[1], rc.bodies[2]); gap < 1900*time.Millisecond {
+		t.Fatalf("the third attempt came %s after the second (%s after the restart), want the backoff's 2 s", gap, time.Since(stopped))
 	}
 }
 

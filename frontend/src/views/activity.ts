@@ -255,7 +255,7 @@ function row(e: EventDTO): HTMLElement {
         'ul',
         { class: 'failures' },
         ...bad.map((d) =>
-          h('li', {}, h('strong', {}, d.subscriber), ` ${d.status}${d.redelivery ? ' (redelivery)' : ''}`, d.error ? `: ${d.error}` : ''),
+          h('li', {}, h('strong', {}, d.subscriber), ` ${d.status}${d.redelivery ? ' (redelivery)' : ''}${(d.attempts ?? 0) > 1 && d.status !== 'retrying' ? ` after ${d.attempts} attempts` : ''}`, d.error ? `: ${d.error}` : ''),
         ),
       ),
     );

@@ -278,6 +278,11 @@ export interface DeliveryDTO {
   error?: string;
   redelivery: boolean;
   delivered_at: string;
+  /**
+   * Attempts a webhook receiver took (so far while retrying); 0 when
+   * it took the first.
+   */
+  attempts?: number;
 }
 
 /**
