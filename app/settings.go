@@ -401,9 +401,10 @@ func (s *Settings) SetSkillKey(in SkillKeyRequest) (SkillsDTO, error) {
 	if i < 0 {
 		return SkillsDTO{}, apperr.New(apperr.NotFound, "no skill %q in %s", limits.Echo(in.Skill), sk.Dir)
 	}
-	if !slices.ContainsFunc(infos[i].Env, func(e tools.SkillEnv) bool { return e.Name == in.Name }) || config.ProgramVariable(in.Name) || !dotenv.ValidName(in.Name) {
-		return SkillsDTO{}, apperr.New(apperr.Invalid, "%s does not declare %s among its variables (required_environment_variables), or it is one that is never written here",
-			infos[i].Name, limits.Echo(in.Name))
+	if !slices.ContainsFunc(infos[i].Env, func(e tools.SkillEnv) bool { return e.Name == in.Name }) || config.ProgramVariable(in.Name) || !dotenv.ValidName(in.Name) ||
+		sk.Managed != nil && sk.Managed(in.Name) {
+		return SkillsDTO{}, apperr.New(apperr.Invalid, "%s does not declare %s among its variables (required_environment_variables), or it is one that is never written here "+
+			"(one of Atrium's own keys, as the model's, is set where that key is, never for a skill)", infos[i].Name, limits.Echo(in.Name))
 	}
 	if err := keepKey(s.home, in.Name, in.Value); err != nil {
 		return SkillsDTO{}, err

@@ -65,8 +65,9 @@ func TestSettingsSkills(t *testing.T) {
 
 // A skill's variables that it needs and nobody set are asked for in
 // Settings, unseen, and kept in the profile's .env; only a variable the
-// skill declares, and never one that changes how programs start; an
-// unknown skill is not found; a refusal writes nothing.
+// skill declares, never one that changes how programs start nor one of
+// Atrium's own keys (not asked for either); an unknown skill is not found;
+// a refusal writes nothing.
 func TestSettingsSkillKeys(t *testing.T) {
 	const name = "ATRIUM_T_APP_SKILL_TOKEN"
 	t.Cleanup(func() { _ = os.Unsetenv(name) })
@@ -77,13 +78,14 @@ func TestSettingsSkillKeys(t *testing.T) {
 	}
 	_ = os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: sci\ndescription: fold\nrequired_environment_variables:\n"+
 		"  - name: "+name+"\n    prompt: The lab's token\n    help: https://lab.example/keys\n    required_for: folding\n"+
-		"  - name: PATH\n  - name: ATRIUM_T_APP_SKILL_OPTIONAL_TOKEN\n    optional: true\n---\nbody\n"), 0o644)
+		"  - name: PATH\n  - name: ATRIUM_T_APP_SKILL_OPTIONAL_TOKEN\n    optional: true\n  - name: TELEGRAM_BOT_TOKEN\n---\nbody\n"), 0o644)
 	list, err := e.app.Settings.Skills()
 	if err != nil || len(list.Skills) != 1 || !reflect.DeepEqual(list.Skills[0].Needs, []app.EnvNeedDTO{{Name: name,
 		Description: "The lab's token (for folding)", URL: "https://lab.example/keys", Secret: true}}) {
 		t.Fatalf("needs: %+v %v", list, err)
 	}
 	for _, bad := range []app.SkillKeyRequest{{Skill: "sci", Name: "PATH", Value: "/tmp"}, {Skill: "sci", Name: "OTHER_TOKEN", Value: "x"},
+		{Skill: "sci", Name: "TELEGRAM_BOT_TOKEN", Value: "123:x"},
 		{Skill: "nope", Name: name, Value: "x"}} {
 		if _, err := e.app.Settings.SetSkillKey(bad); err == nil {
 			t.Fatalf("%+v was written", bad)

@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -367,5 +368,29 @@ func TestTextBatchFromTheFamiliarEnv(t *testing.T) {
 	}
 	if c.Gateway.Telegram.TextBatch != (config.TextBatch{}) {
 		t.Fatal("the loaded config was changed")
+	}
+}
+
+// The variables a configuration reads its keys from: every *_env setting
+// (here the model's, the gateway's, the webhook's), with Atrium's and the
+// familiar agent's defaults always counted as its own keys.
+func TestCredentialVariables(t *testing.T) {
+	t.Parallel()
+	c, err := load(t, "model:\n  provider: custom\n  base_url: http://127.0.0.1:1/v1\n  api_key_env: my_llm_key\n"+
+		"gateway:\n  telegram:\n    token_env: TG_BOT_X\n  webhook:\n    secret_env: HOOK_SECRET\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.CredentialVariables()
+	for _, want := range []string{"MY_LLM_KEY", "TG_BOT_X", "HOOK_SECRET"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("%s not among %v", want, got)
+		}
+	}
+	for name, want := range map[string]bool{"OPENAI_API_KEY": true, "openrouter_api_key": true, "TELEGRAM_BOT_TOKEN": true, "GITHUB_TOKEN": true,
+		"SLACK_SIGNING_SECRET": true, "AUXILIARY_VISION_API_KEY": true, "SCIMINER_API_KEY": false, "HOMELAB_GH_TOKEN": false} {
+		if config.ManagedCredential(name) != want {
+			t.Errorf("ManagedCredential(%s) = %v", name, !want)
+		}
 	}
 }

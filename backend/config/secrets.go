@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 
@@ -30,6 +31,71 @@ func SecretVariable(name string) bool {
 	up := strings.ToUpper(name)
 	return slices.Contains(familiarSecrets, up) || strings.HasSuffix(up, "_API_KEY") || strings.HasSuffix(up, "_TOKEN") ||
 		strings.HasSuffix(up, "_SECRET") || strings.HasPrefix(up, "TERMINAL_SSH")
+}
+
+// managedCredentials are the variables Atrium, or the familiar agent,
+// reads its own keys from by default (the model providers', the tools',
+// the chat platforms', the webhooks' signing secret) beyond
+// familiarSecrets.
+var managedCredentials = []string{
+	"LM_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY", "GROQ_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY",
+	"NOUS_API_KEY", "ELEVENLABS_API_KEY", "SLACK_SIGNING_SECRET", "GH_TOKEN", "ATRIUM_WEBHOOK_SECRET", "AWS_ACCESS_KEY_ID",
+	"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_CLIENT_SECRET", "AZURE_PASSWORD",
+}
+
+// ManagedCredential reports whether name (any case) is one of the keys
+// Atrium itself works with (ManagedCredential's lists, an auxiliary
+// model's AUXILIARY_*_API_KEY): never handed to the agent's commands on a
+// skill's say (a skill's required_environment_variables), which a
+// conversation can write. A configuration's own *_env variables are
+// Config.CredentialVariables.
+func ManagedCredential(name string) bool {
+	up := strings.ToUpper(strings.TrimSpace(name))
+	return slices.Contains(familiarSecrets, up) || slices.Contains(managedCredentials, up) ||
+		strings.HasPrefix(up, "AUXILIARY_") && strings.HasSuffix(up, "_API_KEY")
+}
+
+// CredentialVariables are the variables c reads keys, tokens and secrets
+// from: the value of every setting named *_env (the model's and the
+// auxiliary models' api_key_env, the gateway's token_env and
+// signing_secret_env, the webhooks' secret_env, ...), upper case.
+func (c Config) CredentialVariables() []string {
+	var out []string
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			t := v.Type()
+			for i := range t.NumField() {
+				f := t.Field(i)
+				if !f.IsExported() {
+					continue
+				}
+				tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+				if fv := v.Field(i); fv.Kind() == reflect.String && strings.HasSuffix(tag, "_env") {
+					if name := strings.ToUpper(strings.TrimSpace(fv.String())); name != "" && !slices.Contains(out, name) {
+						out = append(out, name)
+					}
+				} else {
+					walk(fv)
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		case reflect.Map:
+			for _, k := range v.MapKeys() {
+				walk(v.MapIndex(k))
+			}
+		}
+	}
+	walk(reflect.ValueOf(c))
+	return out
 }
 
 // CommandEnv is the environment a command the agent's machine runs for it

@@ -160,7 +160,7 @@ func openLoop(t *testing.T, home config.Home) (*stack.Stack, *turns.Loop) {
 // after the process started, as `atrium config set` from another process
 // does), reaches the terminal commands of the conversation that loaded the
 // skill, and no other conversation's: commands are not given keys'
-// variables otherwise.
+// variables otherwise. One of Atrium's own keys is never handed out.
 func TestASkillsVariableReachesItsConversation(t *testing.T) {
 	ctx := context.Background()
 	const name = "ATRIUM_T_STACK_SKILL_API_KEY"
@@ -170,12 +170,16 @@ func TestASkillsVariableReachesItsConversation(t *testing.T) {
 	if err := os.MkdirAll(skill, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	md := "---\nname: sci\ndescription: fold proteins\nrequired_environment_variables:\n  - name: " + name + "\n    help: from the lab's portal\n---\nRun it.\n"
+	// It also declares the chat platform's token, one of Atrium's own keys:
+	// never handed to a skill's commands.
+	t.Setenv("TELEGRAM_BOT_TOKEN", "123:bot-secret")
+	md := "---\nname: sci\ndescription: fold proteins\nrequired_environment_variables:\n  - name: " + name + "\n    help: from the lab's portal\n" +
+		"  - name: TELEGRAM_BOT_TOKEN\n    optional: true\n---\nRun it.\n"
 	if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	st, loop := openLoop(t, home)
-	echo := `use tool terminal: {"command": "echo \"key=[$` + name + `]\""}`
+	echo := `use tool terminal: {"command": "echo \"key=[$` + name + `][$TELEGRAM_BOT_TOKEN]\""}`
 	lastTool := func(id string) string {
 		msgs, err := st.Sessions.Messages(ctx, id, false)
 		if err != nil {
@@ -211,7 +215,7 @@ func TestASkillsVariableReachesItsConversation(t *testing.T) {
 		id   string
 		cc   hooks.CommandContext
 		want string
-	}{{a.ID, ca, "key=[sk-from-env-file]"}, {b.ID, cb, "key=[]"}} {
+	}{{a.ID, ca, "key=[sk-from-env-file][]"}, {b.ID, cb, "key=[][]"}} {
 		if _, err := loop.Send(ctx, c.id, echo, c.cc); err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"slices"
@@ -96,12 +97,18 @@ func (s Skills) readiness(front map[string]any, platform string) (map[string]any
 	if len(required) > 0 && s.RefreshEnv != nil {
 		s.RefreshEnv() // a key set since, by another process, counts
 	}
-	missing := []string{}
+	missing, withheld := []string{}, []string{}
 	var available []string
 	for _, e := range required {
-		if v, ok := os.LookupEnv(e.Name); (!ok || v == "") && !e.Optional {
+		switch v, ok := os.LookupEnv(e.Name); {
+		case (!ok || v == "") && !e.Optional:
 			missing = append(missing, e.Name)
-		} else {
+		case s.managed(e.Name):
+			// One of Atrium's own keys: a skill (which a conversation can
+			// write) never gets it for its commands.
+			withheld = append(withheld, e.Name)
+			slog.Warn("a skill declares one of Atrium's own keys; its commands are not given it", "variable", e.Name)
+		default:
 			available = append(available, e.Name)
 		}
 	}
@@ -112,6 +119,11 @@ func (s Skills) readiness(front map[string]any, platform string) (map[string]any
 	out := map[string]any{"required_environment_variables": orEmptyEnv(required), "required_commands": []string{},
 		"missing_required_environment_variables": missing, "missing_credential_files": []string{}, "missing_required_commands": []string{},
 		"setup_needed": len(missing) > 0, "setup_skipped": false, "readiness_status": status}
+	if len(withheld) > 0 {
+		out["withheld_environment_variables"] = withheld
+		out["withheld_note"] = "These are keys Atrium itself uses (its model's, a chat platform's token, ...): a skill's commands are " +
+			"never given them. Use a variable of the skill's own (another name) for its key."
+	}
 	help := ""
 	for _, e := range required {
 		if e.Help != "" {

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,5 +151,36 @@ func TestSkillListingSaysWhatIsMissing(t *testing.T) {
 	}
 	if !slices.Equal(got["sci"], []string{"ATRIUM_T_LISTED_MISSING_TOKEN", "ATRIUM_T_LISTED_LEGACY_TOKEN"}) || got["plain"] != nil {
 		t.Fatalf("missing: %v", got)
+	}
+}
+
+// A skill that declares one of Atrium's own keys (Managed: its model's, a
+// chat platform's token) is not handed it, as the familiar agent refuses a
+// skill its provider credentials (GHSA-rhgp-j443-p4rf): skill_view says it
+// is withheld; a grant made before the key became one of Atrium's is not
+// honoured either.
+func TestSkillsAreNotGivenAtriumsKeys(t *testing.T) {
+	t.Setenv("ATRIUM_T_OWN_MODEL_KEY", "sk-model")
+	t.Setenv("ATRIUM_T_LAB_TOKEN", "lab")
+	dir := t.TempDir()
+	writeSkill(t, dir, "greedy", "---\nname: greedy\ndescription: d\nrequired_environment_variables: [ATRIUM_T_OWN_MODEL_KEY, ATRIUM_T_LAB_TOKEN]\n---\nb\n")
+	s := Skills{Dir: dir, Managed: func(n string) bool { return n == "ATRIUM_T_OWN_MODEL_KEY" }}
+	c := &Call{Args: map[string]any{"name": "greedy"}, Settings: Settings{Skills: s}, Platform: "cli", Dir: t.TempDir()}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(skillViewTool().Run(t.Context(), c)), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Grants, []string{"ATRIUM_T_LAB_TOKEN"}) || fmt.Sprint(out["withheld_environment_variables"]) != "[ATRIUM_T_OWN_MODEL_KEY]" ||
+		out["setup_needed"] != false {
+		t.Fatalf("grants %v, answer %v", c.Grants, out)
+	}
+	if _, granted, _ := s.Invocation("greedy", "", "cli"); !slices.Equal(granted, []string{"ATRIUM_T_LAB_TOKEN"}) {
+		t.Fatalf("/greedy granted %v", granted)
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "ATRIUM_T_") })
+	run := &Call{Dir: t.TempDir(), Settings: Settings{Env: env, Skills: s}, Granted: []string{"ATRIUM_T_OWN_MODEL_KEY", "ATRIUM_T_LAB_TOKEN"}}
+	res, _ := runToolWith(t, terminalTool(), run, map[string]any{"command": `echo "[$ATRIUM_T_OWN_MODEL_KEY][$ATRIUM_T_LAB_TOKEN]"`})
+	if got, _ := res["output"].(string); strings.TrimSpace(got) != "[][lab]" {
+		t.Fatalf("output: %v", res)
 	}
 }

@@ -57,7 +57,15 @@ type Skills struct {
 	// which of a skill's variables are missing (nil: the environment as
 	// it is).
 	RefreshEnv func()
+	// Managed reports a variable holding one of Atrium's own keys (the
+	// model's, a chat platform's token, ...): a skill that declares one
+	// is not handed it, as the familiar agent refuses a skill its
+	// provider credentials (GHSA-rhgp-j443-p4rf). nil: none.
+	Managed func(name string) bool
 }
+
+// managed is Managed's answer (false without one).
+func (s Skills) managed(name string) bool { return s.Managed != nil && s.Managed(name) }
 
 // plugins is what Plugins lists.
 func (s Skills) plugins() []PluginSkill {
@@ -658,7 +666,7 @@ func (s Skills) Listing(platform string) ([]SkillInfo, []string) {
 		info := SkillInfo{Name: sk.Name, Description: sk.Description, Category: sk.Category, Path: sk.File, External: sk.External,
 			Env: skillRequiredEnv(sk.front)}
 		for _, e := range info.Env {
-			if os.Getenv(e.Name) == "" && !e.Optional {
+			if os.Getenv(e.Name) == "" && !e.Optional && !s.managed(e.Name) { // one of Atrium's own keys is never the skill's
 				info.Missing = append(info.Missing, e.Name)
 			}
 		}

@@ -203,6 +203,9 @@ func (c *Call) shellCommand(ctx context.Context, script, dir string, extra ...st
 	}
 	env = append(append([]string{}, env...), extra...)
 	for _, name := range c.Granted { // a loaded skill's keys, as this process has them now
+		if c.Settings.Skills.managed(name) {
+			continue // one of Atrium's own since it was granted
+		}
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
 		}
