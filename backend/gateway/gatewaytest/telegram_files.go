@@ -40,6 +40,12 @@ type tgFiles struct {
 // file_size are filled in), data its bytes, served by getFile and the
 // file URL. A photo is given as two sizes, the second the file.
 func (f *Telegram) PushFile(userID int64, first string, chatID int64, chatType, caption, key string, file map[string]any, data []byte) int64 {
+	return f.pushFile(userID, first, chatID, chatType, caption, key, file, data, "")
+}
+
+// pushFile is PushFile, in the media group group ("" none), the update
+// whole before a getUpdates can see it.
+func (f *Telegram) pushFile(userID int64, first string, chatID int64, chatType, caption, key string, file map[string]any, data []byte, group string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
@@ -62,6 +68,9 @@ func (f *Telegram) PushFile(userID int64, first string, chatID int64, chatType, 
 		"chat": map[string]any{"id": chatID, "type": chatType}}
 	if caption != "" {
 		msg["caption"] = caption
+	}
+	if group != "" {
+		msg["media_group_id"] = group
 	}
 	f.updates = append(f.updates, map[string]any{"update_id": f.nextID, "message": msg})
 	f.cond.Broadcast()
@@ -184,13 +193,8 @@ func (f *Telegram) PushAlbum(userID int64, first string, chatID int64, chatType,
 		if i == captioned {
 			c = caption
 		}
-		id := f.PushFile(userID, first, chatID, chatType, c, "photo", map[string]any{"width": 800, "height": 600}, data)
-		f.mu.Lock()
-		for _, u := range f.updates {
-			if u["update_id"] == id {
-				u["message"].(map[string]any)["media_group_id"] = group
-			}
-		}
-		f.mu.Unlock()
+		// The group is in the update when it is pushed: set after, a poll
+		// in between took the photo alone (seen under load).
+		f.pushFile(userID, first, chatID, chatType, c, "photo", map[string]any{"width": 800, "height": 600}, data, group)
 	}
 }
