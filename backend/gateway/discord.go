@@ -806,6 +806,9 @@ func (d *Discord) allowedMentions() *discordgo.MessageAllowedMentions {
 func (d *Discord) Send(ctx context.Context, m Message) (string, error) {
 	to := discordTarget(m.ChatID, m.ThreadID)
 	parts := splitText(m.Text, discordLimit)
+	if m.Markdown {
+		parts = closeFences(parts) // Discord reads the Markdown: a code block cut by the split is closed, then opened again
+	}
 	var id string
 	for i, part := range parts {
 		ms := &discordgo.MessageSend{Content: part, AllowedMentions: d.allowedMentions()}

@@ -128,6 +128,18 @@ func TestDiscordDMConversation(t *testing.T) {
 	if a.ReplyTo != "m-long" || b.ReplyTo != "" || len([]rune(a.Content)) > 2000 || a.Content+" "+b.Content != long {
 		t.Fatalf("the parts: %d characters replying to %q, %d replying to %q", len([]rune(a.Content)), a.ReplyTo, len([]rune(b.Content)), b.ReplyTo)
 	}
+	// A model's answer whose code block the split cuts: each part reads
+	// as Markdown with its code (closed, then opened again in its
+	// language).
+	n = len(f.Posted())
+	code := "```go\n" + strings.Repeat("x := 1 // the same line\n", 100) + "```"
+	if _, err := c.Adapter.Send(context.Background(), gateway.Message{ChatID: dm, Text: "Here:\n" + code + "\nDone.", Markdown: true}); err != nil {
+		t.Fatal(err)
+	}
+	a, b = f.Posted()[n], f.Posted()[n+1]
+	if !strings.HasSuffix(a.Content, "\n```") || !strings.HasPrefix(b.Content, "```go\n") || !strings.HasSuffix(b.Content, "```\nDone.") {
+		t.Fatalf("the parts of a code block:\n%.80q\n…%.80q\n%.80q…", a.Content, a.Content[max(0, len(a.Content)-80):], b.Content)
+	}
 	if strings.Contains(e.logs.String(), discordToken) {
 		t.Fatal("the bot token reached the log")
 	}

@@ -178,3 +178,28 @@ func BenchmarkMarkup(b *testing.B) {
 		})
 	}
 }
+
+// A model's answer longer than a Slack message holds (12,000 characters a
+// part: the API cuts a text at 40,000) goes as several, in mrkdwn, a code
+// block the split cuts closed and opened again; Atrium's own words go as
+// they are, in one.
+func TestSlackSplitsALongAnswer(t *testing.T) {
+	t.Parallel()
+	api := gatewaytest.NewSlackAPI(t, slackToken)
+	sl := gateway.NewSlack(gateway.SlackOptions{Token: slackToken, SigningSecret: slackSecret, APIURL: api.URL + "/api"})
+	code := "```\n" + strings.Repeat("echo 'a & b' # the same line\n", 600) + "```" // 17,400 characters
+	if _, err := sl.Send(context.Background(), gateway.Message{ChatID: "D1", Text: "**Run:**\n" + code + "\nDone.", Markdown: true}); err != nil {
+		t.Fatal(err)
+	}
+	texts := api.Texts()
+	if len(texts) != 2 || !strings.HasPrefix(texts[0], "*Run:*\n\n```\necho 'a &amp; b'") || !strings.HasSuffix(texts[0], "# the same line\n```") ||
+		!strings.HasPrefix(texts[1], "```\necho 'a &amp; b' # the same line\n") || !strings.HasSuffix(texts[1], "```\n\nDone.") {
+		t.Fatalf("%d posts: %.60q … %.60q", len(texts), texts[0], texts[len(texts)-1])
+	}
+	if _, err := sl.Send(context.Background(), gateway.Message{ChatID: "D1", Text: strings.Repeat("**plain** ", 2000)}); err != nil {
+		t.Fatal(err)
+	}
+	if texts := api.Texts(); len(texts) != 3 || !strings.HasPrefix(texts[2], "**plain**") {
+		t.Fatalf("Atrium's own words: %d posts", len(texts))
+	}
+}

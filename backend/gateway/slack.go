@@ -462,31 +462,47 @@ func slackChatType(t string) string {
 }
 
 // Send implements Adapter (chat.postMessage, in the thread when there is
-// one), a model's Markdown in Slack's mrkdwn; buttons go under the text
-// as Block Kit buttons, the text staying the message's (its
-// notification's) fallback.
+// one), a model's Markdown in Slack's mrkdwn and in parts of at most
+// 12,000 characters (a code block the split cuts closed and opened
+// again); buttons go under the last as Block Kit buttons, the text staying
+// the message's (its notification's) fallback.
 func (s *Slack) Send(ctx context.Context, m Message) (string, error) {
-	text := m.Text
+	parts := []string{m.Text}
 	if m.Markdown {
-		text = SlackMrkdwn(text)
+		parts = closeFences(splitText(m.Text, slackLimit))
 	}
-	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	var ts string
+	for i, part := range parts {
+		text := part
+		if m.Markdown {
+			text = SlackMrkdwn(text)
+		}
+		opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+		if m.ThreadID != "" {
+			opts = append(opts, slack.MsgOptionTS(m.ThreadID))
+		}
+		if i == len(parts)-1 && len(m.Buttons) > 0 {
+			opts = append(opts, slack.MsgOptionBlocks(slackBlocks(text, m.Buttons)...))
+		}
+		var err error
+		if _, ts, err = s.api.PostMessageContext(ctx, m.ChatID, opts...); err != nil {
+			return "", slackError("chat.postMessage", err)
+		}
+	}
 	if m.ThreadID != "" {
-		opts = append(opts, slack.MsgOptionTS(m.ThreadID))
-	}
-	if len(m.Buttons) > 0 {
-		opts = append(opts, slack.MsgOptionBlocks(slackBlocks(text, m.Buttons)...))
-	}
-	_, ts, err := s.api.PostMessageContext(ctx, m.ChatID, opts...)
-	if err == nil && m.ThreadID != "" {
 		// A message posted in the thread takes its status down: the next
 		// Typing sets it again (a turn's progress lines come mid-turn).
 		s.mu.Lock()
 		delete(s.status, m.ChatID+"/"+m.ThreadID)
 		s.mu.Unlock()
 	}
-	return ts, slackError("chat.postMessage", err)
+	return ts, nil
 }
+
+// slackLimit is the most of a model's answer one Slack message holds: the
+// API keeps 40,000 characters of a text and cuts the rest; a longer answer
+// goes as several messages (under the markup's own bound).
+const slackLimit = 12_000
 
 // Edit implements Editor (chat.update): the text, its buttons gone.
 func (s *Slack) Edit(ctx context.Context, chatID, messageID, text string) error {

@@ -479,17 +479,25 @@ func (t *Telegram) Delete(ctx context.Context, chatID, messageID string) error {
 }
 
 // splitText cuts text into parts of at most limit characters, at a line
-// break or a space where it can.
+// break where it can (a line of code stays whole), else at a space.
 func splitText(text string, limit int) []string {
 	var out []string
 	for utf8.RuneCountInString(text) > limit {
 		r := []rune(text)
-		cut := limit
+		// At the last line break in the second half, else the last space
+		// there, else at the limit: a line of code stays whole.
+		cut, space := limit, 0
 		for i := limit; i > limit/2; i-- {
-			if r[i] == '\n' || r[i] == ' ' {
-				cut = i
+			if r[i] == '\n' {
+				cut, space = i, -1
 				break
 			}
+			if r[i] == ' ' && space == 0 {
+				space = i
+			}
+		}
+		if space > 0 {
+			cut = space
 		}
 		out = append(out, string(r[:cut]))
 		text = strings.TrimLeft(string(r[cut:]), " \n")
