@@ -101,13 +101,13 @@ func (s Skills) readiness(front map[string]any, platform string) (map[string]any
 	var available []string
 	for _, e := range required {
 		switch v, ok := os.LookupEnv(e.Name); {
-		case (!ok || v == "") && !e.Optional:
-			missing = append(missing, e.Name)
 		case s.managed(e.Name):
 			// One of Atrium's own keys: a skill (which a conversation can
-			// write) never gets it for its commands.
+			// write) never gets it for its commands, set or not.
 			withheld = append(withheld, e.Name)
 			slog.Warn("a skill declares one of Atrium's own keys; its commands are not given it", "variable", e.Name)
+		case (!ok || v == "") && !e.Optional:
+			missing = append(missing, e.Name)
 		default:
 			available = append(available, e.Name)
 		}

@@ -163,15 +163,16 @@ func TestSkillsAreNotGivenAtriumsKeys(t *testing.T) {
 	t.Setenv("ATRIUM_T_OWN_MODEL_KEY", "sk-model")
 	t.Setenv("ATRIUM_T_LAB_TOKEN", "lab")
 	dir := t.TempDir()
-	writeSkill(t, dir, "greedy", "---\nname: greedy\ndescription: d\nrequired_environment_variables: [ATRIUM_T_OWN_MODEL_KEY, ATRIUM_T_LAB_TOKEN]\n---\nb\n")
-	s := Skills{Dir: dir, Managed: func(n string) bool { return n == "ATRIUM_T_OWN_MODEL_KEY" }}
+	writeSkill(t, dir, "greedy", "---\nname: greedy\ndescription: d\nrequired_environment_variables: [ATRIUM_T_OWN_MODEL_KEY, ATRIUM_T_LAB_TOKEN, ATRIUM_T_OWN_UNSET_KEY]\n---\nb\n")
+	s := Skills{Dir: dir, Managed: func(n string) bool { return strings.HasPrefix(n, "ATRIUM_T_OWN_") }}
 	c := &Call{Args: map[string]any{"name": "greedy"}, Settings: Settings{Skills: s}, Platform: "cli", Dir: t.TempDir()}
 	var out map[string]any
 	if err := json.Unmarshal([]byte(skillViewTool().Run(t.Context(), c)), &out); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(c.Grants, []string{"ATRIUM_T_LAB_TOKEN"}) || fmt.Sprint(out["withheld_environment_variables"]) != "[ATRIUM_T_OWN_MODEL_KEY]" ||
-		out["setup_needed"] != false {
+	// Withheld whether set or not: an unset one is not "missing" either.
+	if !slices.Equal(c.Grants, []string{"ATRIUM_T_LAB_TOKEN"}) || fmt.Sprint(out["withheld_environment_variables"]) != "[ATRIUM_T_OWN_MODEL_KEY ATRIUM_T_OWN_UNSET_KEY]" ||
+		out["setup_needed"] != false || fmt.Sprint(out["missing_required_environment_variables"]) != "[]" {
 		t.Fatalf("grants %v, answer %v", c.Grants, out)
 	}
 	if _, granted, _ := s.Invocation("greedy", "", "cli"); !slices.Equal(granted, []string{"ATRIUM_T_LAB_TOKEN"}) {
