@@ -434,7 +434,11 @@ func (t *Telegram) Edit(ctx context.Context, chatID, messageID, text string) err
 // Telegram cannot read that (a "can't parse entities" answer), so a reply
 // is never lost to its markup; Atrium's own words as they are.
 func (t *Telegram) formatted(ctx context.Context, method string, body map[string]any, text string, markdown bool, out any) error {
-	if html := TelegramHTML(text); markdown && html != "" {
+	html := ""
+	if markdown {
+		html = TelegramHTML(text)
+	}
+	if html != "" {
 		body["text"], body["parse_mode"] = html, "HTML"
 		err := t.call(ctx, method, body, out)
 		if err == nil || !strings.Contains(err.Error(), "can't parse entities") {
