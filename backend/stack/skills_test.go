@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,6 +82,23 @@ func TestSkillsReachTheConversation(t *testing.T) {
 	}
 	if out, err := loop.Send(ctx, s.ID, "/status", cc); err != nil || out.Command != "status" {
 		t.Fatalf("/status runs the command: %+v %v", out, err)
+	}
+	// /skill NAME runs a skill whose own command a built-in one takes, as
+	// the familiar agent's does; /help says so.
+	if !strings.Contains(help.Output, "\n/skill NAME [instruction] - run a skill by its name") {
+		t.Fatalf("/help on /skill: %q", help.Output)
+	}
+	st2, err := loop.Send(ctx, s.ID, "/skill status for the team", cc)
+	if err != nil || !strings.HasPrefix(st2.Reply, `offline reply to: [IMPORTANT: The user has invoked the "status" skill`) {
+		t.Fatalf("/skill status: %+v %v", st2, err)
+	}
+	if msgs, _ := st.Sessions.Messages(ctx, s.ID, false); !slices.ContainsFunc(msgs, func(m sessions.Message) bool {
+		return m.Content == "/skill status for the team" && m.SentContent != nil && strings.HasSuffix(*m.SentContent, "alongside the skill invocation: for the team")
+	}) {
+		t.Fatal("/skill status: stored as typed, sent as the skill with its instruction")
+	}
+	if _, err := loop.Send(ctx, s.ID, "/skill no-such-skill", cc); err == nil || !strings.Contains(err.Error(), "unknown command /skill") {
+		t.Fatalf("/skill of no skill: %v", err)
 	}
 	write("skills:\n  disabled: [git-cleanup]\n")
 	if _, err := loop.Send(ctx, s.ID, "/git-cleanup", cc); err == nil || !strings.Contains(err.Error(), "unknown command /git-cleanup") {

@@ -380,6 +380,9 @@ func (l *lifecycle) cmdHelp(_ context.Context, _ string, cc hooks.CommandContext
 	}
 	if len(skills) > 0 {
 		out += "\n\nSkills:\n" + strings.Join(skills, "\n")
+		if _, taken := l.bus.Commands().Lookup("skill"); !taken {
+			out += "\n/skill NAME [instruction] - run a skill by its name (one named as a command too)"
+		}
 	}
 	return out, nil
 }
@@ -387,13 +390,22 @@ func (l *lifecycle) cmdHelp(_ context.Context, _ string, cc hooks.CommandContext
 // skillCommand is the message a person's /<name> sends in their place when
 // name is no command of the registry but a skill's offered on their
 // platform (tools.Skills.Invocation): the skill's SKILL.md, and args as
-// their instruction.
+// their instruction. /skill NAME [instruction] runs the skill NAME, also
+// one whose own command a registered one takes.
 func (l *Loop) skillCommand(name, args string, cc hooks.CommandContext) (string, bool) {
 	if l.opts.Machine == nil {
 		return "", false
 	}
 	if _, known := l.bus.Commands().Lookup(name); known {
 		return "", false
+	}
+	if name == "skill" {
+		// /skill NAME [instruction], as the familiar agent runs a skill
+		// whose own command a built-in one takes.
+		name, args, _ = strings.Cut(strings.TrimSpace(args), " ")
+		if name == "" {
+			return "", false
+		}
 	}
 	msg, granted, ok := l.opts.Machine().Skills.Invocation(tools.SkillCommand(name), args, cc.Platform)
 	l.skillEnv.Add(cc.SessionKey, granted...)
