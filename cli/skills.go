@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +21,7 @@ func (r *runner) skillsCmd() *cobra.Command {
 	var platform string
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List the skills, and which are not offered (disabled, or for another machine)",
+		Short: "List the skills, which are not offered (disabled, or for another machine), and the keys they still need",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := r.skills()
@@ -41,6 +42,9 @@ func (r *runner) skillsCmd() *cobra.Command {
 					}
 					if sk.NotOffered != "" {
 						fmt.Fprintf(w, "  (not offered: %s)", sk.NotOffered)
+					}
+					if len(sk.Missing) > 0 {
+						fmt.Fprintf(w, "  (needs %s: atrium config set NAME VALUE keeps one in the profile's .env)", strings.Join(sk.Missing, ", "))
 					}
 					fmt.Fprintln(w)
 				}

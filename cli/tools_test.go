@@ -470,4 +470,21 @@ func TestSkillsCommand(t *testing.T) {
 	if r := atriumExec(t, home, "", nil, "skills", "show", "nope"); r.code != 3 || !strings.Contains(r.stderr, "Skill 'nope' not found.") {
 		t.Fatalf("unknown: %+v", r)
 	}
+	// A key a skill needs and nobody set is named, until it is set.
+	lab := filepath.Join(home, "skills", "lab")
+	if err := os.MkdirAll(lab, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lab, "SKILL.md"), []byte("---\nname: lab\ndescription: Fold\nrequired_environment_variables: [ATRIUM_T_CLI_LAB_TOKEN]\n---\nx\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := atriumExec(t, home, "", nil, "skills", "list"); !strings.Contains(r.stdout, "  /lab  Fold  (needs ATRIUM_T_CLI_LAB_TOKEN: atrium config set NAME VALUE") {
+		t.Fatalf("a skill's key: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "config", "set", "ATRIUM_T_CLI_LAB_TOKEN", "tok-1"); r.code != 0 {
+		t.Fatalf("config set: %+v", r)
+	}
+	if r := atriumExec(t, home, "", nil, "skills", "list"); !strings.Contains(r.stdout, "  /lab  Fold\n") {
+		t.Fatalf("the key set: %+v", r)
+	}
 }
