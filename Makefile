@@ -61,7 +61,7 @@ FUZZ_TARGETS := backend/plugins:FuzzManifest backend/plugins:FuzzInstallZip back
 	backend/sessions:FuzzValidateID backend/sessions:FuzzSearch backend/receipts:FuzzRequestValidate \
 	backend/plugins/proc:FuzzParseMessage app:FuzzAPIBodies backend/yamledit:FuzzSet backend/dotenv:FuzzSet \
 	backend/imports:FuzzForeignFiles backend/tools:FuzzModelArguments backend/tools:FuzzQuickFrontmatter \
-	backend/gateway:FuzzTelegramHTML
+	backend/markup:FuzzTelegramHTML
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t#*:} ($(FUZZTIME))"; \

@@ -33,7 +33,10 @@ var allowed = map[string][]string{
 	"backend/tools": {"backend/atomicfile", "backend/limits"},
 	// The gateway and the scheduler run turns; they reach plugins only
 	// through the hook bus.
-	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/atomicfile"},
+	"backend/gateway": {"backend/turns", "backend/sessions", "backend/hooks", "backend/db", "backend/apperr", "backend/atomicfile", "backend/markup"},
+	// Writes a model's Markdown in a platform's or a terminal's markup; knows
+	// nothing of Atrium.
+	"backend/markup": {},
 	// Transcribes audio as config.yaml's stt block says; the gateway is
 	// handed it as a function by the stack.
 	"backend/stt": {"backend/config", "backend/apperr", "backend/cmdprovider", "backend/apianswer"},

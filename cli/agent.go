@@ -34,16 +34,24 @@ func modelFlags(c *cobra.Command, f *stack.ModelFlags) {
 	c.Flags().StringVar(&f.APIKey, "api-key-env", "", "environment variable that holds the API key")
 }
 
-func printTurn(w io.Writer, t turns.Turn, from string) {
+// printTurn writes a turn as a person reads it: the model's replies
+// through render when there is one (a terminal chat's Markdown).
+func printTurn(w io.Writer, t turns.Turn, from string, render func(string) string) {
+	reply := func(s string) string {
+		if render == nil {
+			return s
+		}
+		return render(s)
+	}
 	if t.Output != "" {
 		fmt.Fprintln(w, t.Output)
 	}
 	for _, c := range t.Continued {
-		fmt.Fprintln(w, c.Reply)
+		fmt.Fprintln(w, reply(c.Reply))
 		fmt.Fprintf(w, "(a hook did not let the turn end; the agent was told:)\n%s\n", c.Feedback)
 	}
 	if t.Reply != "" {
-		fmt.Fprintln(w, t.Reply)
+		fmt.Fprintln(w, reply(t.Reply))
 	}
 	for _, n := range t.Notes {
 		fmt.Fprintf(w, "(%s)\n", n)
@@ -84,7 +92,7 @@ func (r *runner) sendCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return r.print(t, func(w io.Writer) { printTurn(w, t, args[0]) })
+				return r.print(t, func(w io.Writer) { printTurn(w, t, args[0], nil) })
 			})
 		},
 	}
@@ -194,6 +202,7 @@ type terminalAsk struct {
 
 func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *terminalAsk, st *stack.Stack) error {
 	interactive := onTerminal(in)
+	render := replyRenderer(r.env.Stdout) // the model's Markdown, at a terminal
 	lines, readErr := readLines(ctx, in)
 	// At a terminal, a background process this chat started with
 	// notify_on_complete is told to it when it ends: at the prompt, a turn
@@ -336,7 +345,7 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 		if r.g.json {
 			_ = r.print(t, nil)
 		} else {
-			printTurn(r.env.Stdout, t, id)
+			printTurn(r.env.Stdout, t, id, render)
 		}
 		id = t.SessionID
 		current.Store(id)

@@ -1,9 +1,13 @@
-package gateway
+// Package markup writes the Markdown a model writes in another markup: a
+// chat platform's (Telegram's HTML, Slack's mrkdwn), a terminal's (ANSI
+// styles). Knows nothing of Atrium.
+package markup
 
 import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -14,12 +18,13 @@ import (
 )
 
 // Models write standard Markdown; a chat platform shows its own markup, or
-// the asterisks and hashes as they are. A reply is read as Markdown (by
-// goldmark: CommonMark and ~~strikethrough~~) and written again in the
-// platform's markup, as the familiar gateway converts it: Telegram's HTML
-// (bold, italic, strikethrough, code, code blocks, links, quotes; a heading
-// as bold) and Slack's mrkdwn. What neither has (tables, images) stays text
-// a person reads; a list keeps its bullets and numbers.
+// the asterisks and hashes as they are, and so does a terminal. A reply is
+// read as Markdown (by goldmark: CommonMark and ~~strikethrough~~) and
+// written again in the platform's markup, as the familiar gateway converts
+// it: Telegram's HTML (bold, italic, strikethrough, code, code blocks,
+// links, quotes; a heading as bold), Slack's mrkdwn, a terminal's ANSI
+// styles. What none has (tables, images) stays text a person reads; a list
+// keeps its bullets and numbers.
 
 // markup is one platform's way of writing what Markdown says.
 type markup struct {
@@ -72,13 +77,55 @@ var slackMarkup = markup{
 		}
 		return "<" + href + "|" + label + ">"
 	},
-	quote: func(s string) string {
-		lines := strings.Split(s, "\n")
-		for i, l := range lines {
-			lines[i] = "> " + l
+	quote:  prefixLines("> "),
+	bullet: "•",
+}
+
+// prefixLines starts each line of a text with prefix (a quote's mark).
+func prefixLines(prefix string) func(string) string {
+	return func(s string) string {
+		return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+	}
+}
+
+// terminalText is text as a terminal shows it literally: without the
+// control characters (escape sequences, bells, carriage returns) a
+// hostile text could move the cursor or retitle the window with; tabs and
+// line breaks kept.
+func terminalText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
+			return r
 		}
-		return strings.Join(lines, "\n")
+		return -1
+	}, s)
+}
+
+// sgr wraps s in an ANSI style and its own reset (so styles nest).
+func sgr(on, off string) func(string) string {
+	return func(s string) string { return "\x1b[" + on + "m" + s + "\x1b[" + off + "m" }
+}
+
+var terminalMarkup = markup{
+	escape: terminalText,
+	bold:   sgr("1", "22"),
+	italic: sgr("3", "23"),
+	strike: sgr("9", "29"),
+	code:   sgr("36", "39"),
+	pre: func(_, code string) string {
+		lines := strings.Split(strings.TrimSuffix(terminalText(code), "\n"), "\n")
+		for i, l := range lines {
+			lines[i] = "    " + l
+		}
+		return sgr("36", "39")(strings.Join(lines, "\n"))
 	},
+	link: func(href, label string) string {
+		if label == terminalText(href) {
+			return sgr("4", "24")(label)
+		}
+		return label + " (" + sgr("4", "24")(terminalText(href)) + ")"
+	},
+	quote:  prefixLines("\x1b[2m│\x1b[22m "),
 	bullet: "•",
 }
 
@@ -90,6 +137,11 @@ func TelegramHTML(md string) string { return telegramMarkup.render(md) }
 
 // SlackMrkdwn is md in Slack's mrkdwn.
 func SlackMrkdwn(md string) string { return slackMarkup.render(md) }
+
+// Terminal is md in a terminal's ANSI styles (bold, italic, struck, code
+// in cyan, a code block indented, a quote barred, a link's address after
+// its text), its control characters left out.
+func Terminal(md string) string { return terminalMarkup.render(md) }
 
 // maxMarkup is the longest text written in a platform's markup; a longer
 // one (never a Telegram message's part, at most 4,096) goes as it is: a
