@@ -132,6 +132,13 @@ func (r *runner) chatCmd() *cobra.Command {
 						}
 						return reply, err
 					}
+					// A key a skill needs, asked as it loads, unseen.
+					f.AskSecret = func(ctx context.Context, skill string, e tools.SkillEnv) (bool, error) {
+						if ask.secret == nil {
+							return false, nil
+						}
+						return ask.secret(ctx, skill, e)
+					}
 					f.Approve = func(ctx context.Context, a turns.Approval) (turns.Answer, error) {
 						if ask.approve == nil {
 							return turns.AnswerDeny, nil
@@ -198,6 +205,7 @@ func onTerminal(in io.Reader) bool {
 type terminalAsk struct {
 	approve func(context.Context, turns.Approval) (turns.Answer, error)
 	clarify func(context.Context, turns.Question) (turns.Reply, error)
+	secret  tools.SecretAsker
 }
 
 func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in io.Reader, ask *terminalAsk, st *stack.Stack) error {
@@ -239,6 +247,9 @@ func (r *runner) chatLoop(ctx context.Context, loop *turns.Loop, id string, in i
 				fmt.Fprintln(r.env.Stdout)
 				return turns.Reply{}, context.Cause(tctx)
 			}
+		}
+		ask.secret = func(tctx context.Context, skill string, e tools.SkillEnv) (bool, error) {
+			return r.askSecret(tctx, in, lines, st, skill, e)
 		}
 		ask.approve = func(tctx context.Context, a turns.Approval) (turns.Answer, error) {
 			if a.Plugin == "" {

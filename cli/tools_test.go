@@ -168,6 +168,13 @@ func TestMemoryCommand(t *testing.T) {
 // end types Ctrl+D and waits for the chat to end well.
 func terminalChat(t *testing.T, home string) (say func(string), waitSay func(string, int), end func()) {
 	t.Helper()
+	say, waitSay, end, _ = terminalChatSeen(t, home)
+	return say, waitSay, end
+}
+
+// terminalChatSeen is terminalChat, and what the chat showed so far.
+func terminalChatSeen(t *testing.T, home string) (say func(string), waitSay func(string, int), end func(), shown func() string) {
+	t.Helper()
 	stopHostAtCleanup(t, home)
 	exe, err := os.Executable()
 	if err != nil {
@@ -233,7 +240,12 @@ func terminalChat(t *testing.T, home string) (say func(string), waitSay func(str
 			t.Fatal("the chat did not end at Ctrl+D")
 		}
 	}
-	return say, waitSay, end
+	shown = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen.String()
+	}
+	return say, waitSay, end, shown
 }
 
 // At a terminal, the clarify tool's question is asked of the person at it,
@@ -486,5 +498,44 @@ func TestSkillsCommand(t *testing.T) {
 	}
 	if r := atriumExec(t, home, "", nil, "skills", "list"); !strings.Contains(r.stdout, "  /lab  Fold\n") {
 		t.Fatalf("the key set: %+v", r)
+	}
+}
+
+// In a terminal chat, a skill that needs a key nobody set asks for it as
+// it loads, as the familiar agent's terminal does: the value typed unseen
+// (the terminal echoes nothing), kept in the profile's .env and given to
+// the conversation's commands at once; Enter alone skips (setup_skipped).
+func TestTerminalChatAsksForASkillsKey(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	lab := filepath.Join(home, "skills", "lab")
+	if err := os.MkdirAll(lab, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := "---\nname: lab\ndescription: Fold\nrequired_environment_variables:\n  - name: ATRIUM_T_PTY_LAB_TOKEN\n    prompt: The lab token\n" +
+		"    help: https://lab.example/keys\n  - name: ATRIUM_T_PTY_SKIP_TOKEN\n---\nRun it.\n"
+	if err := os.WriteFile(filepath.Join(lab, "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	say, waitSay, end, shown := terminalChatSeen(t, home)
+	say(`use tool skill_view: {"name": "lab"}`)
+	waitSay("🔑 The skill lab needs ATRIUM_T_PTY_LAB_TOKEN: The lab token. https://lab.example/keys\r\nPaste it (not shown; Enter alone skips): ", 1)
+	say("lab-secret-9")
+	waitSay("ATRIUM_T_PTY_LAB_TOKEN kept in "+filepath.Join(home, ".env"), 1)
+	waitSay("needs ATRIUM_T_PTY_SKIP_TOKEN: Enter value for ATRIUM_T_PTY_SKIP_TOKEN.", 1)
+	say("")
+	waitSay("skipped: ATRIUM_T_PTY_SKIP_TOKEN is not set", 1)
+	waitSay("The tool skill_view returned", 1)
+	if strings.Contains(shown(), "lab-secret-9") {
+		t.Fatalf("the key was shown as it was typed:\n%s", shown())
+	}
+	say(`use tool terminal: {"command": "echo pty=[$ATRIUM_T_PTY_LAB_TOKEN]"}`)
+	waitSay("pty=[lab-secret-9]", 1)
+	// Typed unseen: the value shows once, in the command's own output.
+	say(`use tool terminal: {"command": "echo done"}`)
+	waitSay("The tool terminal returned", 2)
+	end()
+	if b, err := os.ReadFile(filepath.Join(home, ".env")); err != nil || !strings.Contains(string(b), "ATRIUM_T_PTY_LAB_TOKEN=lab-secret-9") {
+		t.Fatalf(".env: %q %v", b, err)
 	}
 }

@@ -114,10 +114,10 @@ func BenchmarkMarkup(b *testing.B) {
 func TestTerminal(t *testing.T) {
 	t.Parallel()
 	for md, want := range map[string]string{
-		"## Plan\n\n**bold *and it* here** ~~gone~~ `x<y`": "\x1b[1mPlan\x1b[22m\n\n\x1b[1mbold \x1b[3mand it\x1b[23m here\x1b[22m \x1b[9mgone\x1b[29m \x1b[36mx<y\x1b[39m",
-		"```sh\nmake test\n```":                             "\x1b[36m    make test\x1b[39m",
-		"[docs](https://x.example/a) and <https://y.example>": "docs (\x1b[4mhttps://x.example/a\x1b[24m) and \x1b[4mhttps://y.example\x1b[24m",
-		"> quoted\n\n- one\n- two":                          "\x1b[2m│\x1b[22m quoted\n\n• one\n• two",
+		"## Plan\n\n**bold *and it* here** ~~gone~~ `x<y`":     "\x1b[1mPlan\x1b[22m\n\n\x1b[1mbold \x1b[3mand it\x1b[23m here\x1b[22m \x1b[9mgone\x1b[29m \x1b[36mx<y\x1b[39m",
+		"```sh\nmake test\n```":                                "\x1b[36m    make test\x1b[39m",
+		"[docs](https://x.example/a) and <https://y.example>":  "docs (\x1b[4mhttps://x.example/a\x1b[24m) and \x1b[4mhttps://y.example\x1b[24m",
+		"> quoted\n\n- one\n- two":                             "\x1b[2m│\x1b[22m quoted\n\n• one\n• two",
 		"evil \x1b]0;owned\x07 title\x1b[2J and `\x1b[31mred`": "evil ]0;owned title[2J and \x1b[36m[31mred\x1b[39m",
 	} {
 		if got := markup.Terminal(md); got != want {

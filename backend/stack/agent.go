@@ -33,6 +33,9 @@ type ModelFlags struct {
 	// Clarify asks the person at the surface the clarify tool's question
 	// (nil: the tool is not offered).
 	Clarify func(ctx context.Context, q turns.Question) (turns.Reply, error)
+	// AskSecret asks the person at the surface, unseen, for a variable a
+	// skill being loaded needs, and keeps it (turns.Options.AskSecret).
+	AskSecret tools.SecretAsker
 	// NoBetweenTurns: the caller compacts between messages itself (the
 	// gateway's hygiene).
 	NoBetweenTurns bool
@@ -176,7 +179,7 @@ func (s *Stack) summarizer() llm.Summarizer {
 // (no key) fails the turns, not the window, the dashboard, the gateway or
 // the scheduler that run them.
 func (s *Stack) Loop(f ModelFlags) (*turns.Loop, error) {
-	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve, Clarify: f.Clarify, Machine: s.machine,
+	o := turns.Options{Resolve: s.liveModel(f).resolve, MemoryProvider: s.Config.Memory.Provider, Approve: f.Approve, Clarify: f.Clarify, AskSecret: f.AskSecret, Machine: s.machine,
 		NoBetweenTurns: f.NoBetweenTurns, NativeCompaction: s.Config.Model.NativeCompaction, Runs: s.Runs, Standing: s.Standing, Processes: s.Processes}
 	o.MaxRounds = func() int { cfg, _ := s.watch.current(); return cfg.Agent.MaxTurns }
 	o.Delegation = func() turns.Delegation {

@@ -300,7 +300,7 @@ func (s *Stack) HomeChannel(ctx context.Context, platform string) (chat, thread 
 // so a tool call a plugin wants approved is blocked, or, with
 // approvals.cron_mode: approve, runs (and the log says so).
 func (s *Stack) cronLoop(f ModelFlags) (*turns.Loop, error) {
-	f.Approve, f.Clarify = nil, nil
+	f.Approve, f.Clarify, f.AskSecret = nil, nil, nil
 	if s.Config.CronApproves() {
 		lg := s.log
 		f.Approve = func(_ context.Context, a turns.Approval) (turns.Answer, error) {

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -84,41 +85,57 @@ func skillRequiredEnv(front map[string]any) []SkillEnv {
 	return out
 }
 
+// SecretAsker asks the person at the surface for a variable a skill
+// needs, unseen, and keeps what they give (the profile's .env, this
+// process's environment), as the familiar agent's terminal asks when a
+// skill loads; false when they gave none.
+type SecretAsker func(ctx context.Context, skill string, e SkillEnv) (bool, error)
+
 // messagingSetupHint is what skill_view says on a chat platform, where
 // nobody can be asked for a key unseen.
 const messagingSetupHint = "Secure secret entry is not supported over messaging. Set the key in Atrium's window or dashboard " +
 	"(Settings, \"How the agent does things\", the skill), or with `atrium config set NAME VALUE` where Atrium runs."
 
-// readiness is skill_view's account of what the skill needs (the
-// familiar agent's fields) and the variables of it that are set, which the
-// conversation's commands are then given.
-func (s Skills) readiness(front map[string]any, platform string) (map[string]any, []string) {
+// readiness is skill_view's account of what the skill named skill needs
+// (the familiar agent's fields) and the variables of it that are set,
+// which the conversation's commands are then given. ask, when the person
+// is at the surface (a terminal chat), is asked for each that is missing
+// first; one they skip leaves setup_skipped.
+func (s Skills) readiness(ctx context.Context, front map[string]any, platform, skill string, ask SecretAsker) (map[string]any, []string) {
 	required := skillRequiredEnv(front)
 	if len(required) > 0 && s.RefreshEnv != nil {
 		s.RefreshEnv() // a key set since, by another process, counts
 	}
+	set := func(name string) bool { v, ok := os.LookupEnv(name); return ok && v != "" }
+	skipped := false
 	missing, withheld := []string{}, []string{}
 	var available []string
 	for _, e := range required {
-		switch v, ok := os.LookupEnv(e.Name); {
+		if !s.managed(e.Name) && !e.Optional && !set(e.Name) && ask != nil && ctx.Err() == nil {
+			if stored, err := ask(ctx, skill, e); err != nil || !stored {
+				skipped = true
+			}
+		}
+		switch {
 		case s.managed(e.Name):
 			// One of Atrium's own keys: a skill (which a conversation can
 			// write) never gets it for its commands, set or not.
 			withheld = append(withheld, e.Name)
 			slog.Warn("a skill declares one of Atrium's own keys; its commands are not given it", "variable", e.Name)
-		case (!ok || v == "") && !e.Optional:
+		case !set(e.Name) && !e.Optional:
 			missing = append(missing, e.Name)
 		default:
 			available = append(available, e.Name)
 		}
 	}
+	skipped = skipped && len(missing) > 0
 	status := "available"
 	if len(missing) > 0 {
 		status = "setup_needed"
 	}
 	out := map[string]any{"required_environment_variables": orEmptyEnv(required), "required_commands": []string{},
 		"missing_required_environment_variables": missing, "missing_credential_files": []string{}, "missing_required_commands": []string{},
-		"setup_needed": len(missing) > 0, "setup_skipped": false, "readiness_status": status}
+		"setup_needed": len(missing) > 0, "setup_skipped": skipped, "readiness_status": status}
 	if len(withheld) > 0 {
 		out["withheld_environment_variables"] = withheld
 		out["withheld_note"] = "These are keys Atrium itself uses (its model's, a chat platform's token, ...): a skill's commands are " +

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -104,12 +105,12 @@ func TestSkillViewReadiness(t *testing.T) {
 	}
 	// /<skill> says the same in its setup note, and grants the same.
 	t.Setenv("ATRIUM_T_SKILL_MISSING_TOKEN", "")
-	msg, granted, ok := s.Invocation("sci", "", "cli")
+	msg, granted, ok := s.Invocation(t.Context(), "sci", "", "cli", nil)
 	if !ok || !strings.Contains(msg, "\n\n[Skill setup note: Setup needed before using this skill: missing env $ATRIUM_T_SKILL_MISSING_TOKEN. Get one at https://example.com/keys]") ||
 		!slices.Equal(granted, []string{"ATRIUM_T_SKILL_SET_API_KEY", "ATRIUM_T_SKILL_OPTIONAL_TOKEN"}) {
 		t.Fatalf("invocation: %v %q", granted, msg)
 	}
-	if msg, _, _ := s.Invocation("sci", "", "discord"); !strings.Contains(msg, "[Skill setup note: Secure secret entry is not supported over messaging.") {
+	if msg, _, _ := s.Invocation(t.Context(), "sci", "", "discord", nil); !strings.Contains(msg, "[Skill setup note: Secure secret entry is not supported over messaging.") {
 		t.Fatalf("invocation on a chat platform: %q", msg)
 	}
 }
@@ -175,7 +176,7 @@ func TestSkillsAreNotGivenAtriumsKeys(t *testing.T) {
 		out["setup_needed"] != false || fmt.Sprint(out["missing_required_environment_variables"]) != "[]" {
 		t.Fatalf("grants %v, answer %v", c.Grants, out)
 	}
-	if _, granted, _ := s.Invocation("greedy", "", "cli"); !slices.Equal(granted, []string{"ATRIUM_T_LAB_TOKEN"}) {
+	if _, granted, _ := s.Invocation(t.Context(), "greedy", "", "cli", nil); !slices.Equal(granted, []string{"ATRIUM_T_LAB_TOKEN"}) {
 		t.Fatalf("/greedy granted %v", granted)
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "ATRIUM_T_") })
@@ -183,5 +184,41 @@ func TestSkillsAreNotGivenAtriumsKeys(t *testing.T) {
 	res, _ := runToolWith(t, terminalTool(), run, map[string]any{"command": `echo "[$ATRIUM_T_OWN_MODEL_KEY][$ATRIUM_T_LAB_TOKEN]"`})
 	if got, _ := res["output"].(string); strings.TrimSpace(got) != "[][lab]" {
 		t.Fatalf("output: %v", res)
+	}
+}
+
+// Where the person can be asked unseen (a terminal chat), a missing
+// variable is asked for as the skill loads, and what they give counts at
+// once (granted); one they skip leaves the familiar setup_skipped, and
+// /<skill> says so in the familiar words.
+func TestSkillAsksForWhatItNeeds(t *testing.T) {
+	const given, skippedName = "ATRIUM_T_ASKED_TOKEN", "ATRIUM_T_SKIPPED_TOKEN"
+	t.Cleanup(func() { _ = os.Unsetenv(given) })
+	dir := t.TempDir()
+	writeSkill(t, dir, "asks", "---\nname: asks\ndescription: d\nrequired_environment_variables:\n  - name: "+given+"\n    prompt: The lab token\n"+
+		"  - name: "+skippedName+"\n---\nb\n")
+	var asked []string
+	ask := func(_ context.Context, skill string, e SkillEnv) (bool, error) {
+		asked = append(asked, skill+":"+e.Name+":"+e.Prompt)
+		if e.Name == given {
+			return true, os.Setenv(given, "tok") // kept, as the terminal chat keeps it
+		}
+		return false, nil
+	}
+	s := Skills{Dir: dir}
+	c := &Call{Args: map[string]any{"name": "asks"}, Settings: Settings{Skills: s}, Platform: "cli", Dir: t.TempDir(), AskSecret: ask}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(skillViewTool().Run(t.Context(), c)), &out); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(asked) != "[asks:"+given+":The lab token asks:"+skippedName+":Enter value for "+skippedName+"]" ||
+		!slices.Equal(c.Grants, []string{given}) || out["setup_skipped"] != true || fmt.Sprint(out["missing_required_environment_variables"]) != "["+skippedName+"]" {
+		t.Fatalf("asked %v, grants %v, answer %v", asked, c.Grants, out)
+	}
+	asked = nil
+	msg, _, _ := s.Invocation(t.Context(), "asks", "", "cli", ask)
+	if fmt.Sprint(asked) != "[asks:"+skippedName+":Enter value for "+skippedName+"]" ||
+		!strings.Contains(msg, "[Skill setup note: Required environment setup was skipped. Continue loading the skill and explain any reduced functionality if it matters.]") {
+		t.Fatalf("asked %v: %q", asked, msg)
 	}
 }

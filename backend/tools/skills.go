@@ -782,9 +782,9 @@ func (s Skills) categoryDescription(category string) string {
 // Invocation is the message a person's /<skill> command sends in their
 // place, as the familiar agent writes it, and the variables of the skill
 // that are set (which the conversation's commands are then given, as
-// after skill_view); false when no skill offered on platform has that
-// command.
-func (s Skills) Invocation(command, instruction, platform string) (string, []string, bool) {
+// after skill_view; ask, when set, asks for those missing first); false
+// when no skill offered on platform has that command.
+func (s Skills) Invocation(ctx context.Context, command, instruction, platform string, ask SecretAsker) (string, []string, bool) {
 	if !s.On() {
 		return "", nil, false
 	}
@@ -810,10 +810,15 @@ func (s Skills) Invocation(command, instruction, platform string) (string, []str
 		"Resolve any relative paths in this skill (e.g. `scripts/foo.js`, `templates/config.yaml`) against that directory, " +
 			"then run them with the terminal tool using the absolute path."}
 	front, _ := skillFrontmatter(content)
-	ready, granted := s.readiness(front, platform)
-	if note, _ := ready["gateway_setup_hint"].(string); note != "" {
-		parts = append(parts, "", "[Skill setup note: "+note+"]")
-	} else if note, _ := ready["setup_note"].(string); note != "" {
+	ready, granted := s.readiness(ctx, front, platform, sk.Name, ask)
+	note, _ := ready["setup_note"].(string)
+	hint, _ := ready["gateway_setup_hint"].(string)
+	switch {
+	case ready["setup_skipped"] == true:
+		parts = append(parts, "", "[Skill setup note: Required environment setup was skipped. Continue loading the skill and explain any reduced functionality if it matters.]")
+	case hint != "":
+		parts = append(parts, "", "[Skill setup note: "+hint+"]")
+	case note != "":
 		parts = append(parts, "", "[Skill setup note: "+note+"]")
 	}
 	if files := sk.supporting(); len(files) > 0 {
@@ -966,7 +971,7 @@ func skillsList(_ context.Context, c *Call) any {
 		"hint": "Use skill_view(name) to see full content, tags, and linked files"}
 }
 
-func skillView(_ context.Context, c *Call) any {
+func skillView(ctx context.Context, c *Call) any {
 	s := c.Settings.Skills
 	if !s.On() {
 		return skillFailure("skills are not kept here")
@@ -1006,7 +1011,7 @@ func skillView(_ context.Context, c *Call) any {
 	}
 	// What it needs: the variables of it that are set reach the
 	// conversation's commands from now on.
-	ready, granted := s.readiness(front, c.Platform)
+	ready, granted := s.readiness(ctx, front, c.Platform, sk.Name, c.AskSecret)
 	maps.Copy(out, ready)
 	c.Grants = append(c.Grants, granted...)
 	return out

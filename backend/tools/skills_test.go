@@ -291,7 +291,7 @@ func TestSkillInvocation(t *testing.T) {
 	s, dir, _ := library(t)
 	_ = os.MkdirAll(filepath.Join(dir, "git-cleanup", "scripts"), 0o755)
 	_ = os.WriteFile(filepath.Join(dir, "git-cleanup", "scripts", "prune.sh"), []byte("git fetch --prune\n"), 0o755)
-	got, granted, ok := s.Invocation("git-cleanup", "only the origin remote", "cli")
+	got, granted, ok := s.Invocation(t.Context(), "git-cleanup", "only the origin remote", "cli", nil)
 	skillDir := filepath.Join(dir, "git-cleanup")
 	want := "[IMPORTANT: The user has invoked the \"git-cleanup\" skill, indicating they want you to follow its instructions. The full skill content is loaded below.]\n\n" +
 		strings.TrimSpace(skillMD("git-cleanup", "Prune merged branches and stale remotes safely", "# Git cleanup\n\n1. git fetch --prune")) + "\n\n" +
@@ -304,13 +304,13 @@ func TestSkillInvocation(t *testing.T) {
 		t.Fatalf("invocation:\n%s\nwant\n%s", got, want)
 	}
 	for _, c := range []struct{ cmd, platform string }{{"off", "cli"}, {"mac-only", "cli"}, {"not-on-telegram", "telegram"}, {"nope", "cli"}} {
-		if _, _, ok := s.Invocation(c.cmd, "", c.platform); ok {
+		if _, _, ok := s.Invocation(t.Context(), c.cmd, "", c.platform, nil); ok {
 			t.Errorf("/%s on %s runs a skill", c.cmd, c.platform)
 		}
 	}
 	under := Skills{Dir: t.TempDir()}
 	writeSkill(t, under.Dir, "my_tool", skillMD("my_tool", "d", "b"))
-	if _, _, ok := under.Invocation(SkillCommand("my_tool"), "", "cli"); !ok || SkillCommand("my_tool") != "my-tool" {
+	if _, _, ok := under.Invocation(t.Context(), SkillCommand("my_tool"), "", "cli", nil); !ok || SkillCommand("my_tool") != "my-tool" {
 		t.Fatal("an underscore is typed as a hyphen")
 	}
 	if cmds := s.SkillCommands("cli"); len(cmds) != 5 || cmds[0] != [2]string{"git-cleanup", "Prune merged branches and stale remotes safely"} {

@@ -55,6 +55,9 @@ type Call struct {
 	// Changed are the files the call wrote, moved or deleted (write_file,
 	// patch).
 	Changed []string
+	// AskSecret asks the person at the surface for a variable a skill
+	// being loaded needs (nil: nobody can be asked unseen here).
+	AskSecret SecretAsker
 	// Granted are the variables the conversation's loaded skills declared
 	// (Grants), which its commands get; Grants are those a skill loaded
 	// by this call declared.

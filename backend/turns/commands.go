@@ -392,7 +392,7 @@ func (l *lifecycle) cmdHelp(_ context.Context, _ string, cc hooks.CommandContext
 // platform (tools.Skills.Invocation): the skill's SKILL.md, and args as
 // their instruction. /skill NAME [instruction] runs the skill NAME, also
 // one whose own command a registered one takes.
-func (l *Loop) skillCommand(name, args string, cc hooks.CommandContext) (string, bool) {
+func (l *Loop) skillCommand(ctx context.Context, name, args string, cc hooks.CommandContext) (string, bool) {
 	if l.opts.Machine == nil {
 		return "", false
 	}
@@ -407,7 +407,7 @@ func (l *Loop) skillCommand(name, args string, cc hooks.CommandContext) (string,
 			return "", false
 		}
 	}
-	msg, granted, ok := l.opts.Machine().Skills.Invocation(tools.SkillCommand(name), args, cc.Platform)
+	msg, granted, ok := l.opts.Machine().Skills.Invocation(ctx, tools.SkillCommand(name), args, cc.Platform, l.opts.AskSecret)
 	l.skillEnv.Add(cc.SessionKey, granted...)
 	return msg, ok
 }

@@ -84,6 +84,10 @@ type Options struct {
 	// the conversation is on; nil: the tool is not offered (nobody to
 	// ask). A question unanswered within its Timeout returns ErrNoAnswer.
 	Clarify func(ctx context.Context, q Question) (Reply, error)
+	// AskSecret asks the person at the surface, unseen, for a variable a
+	// skill being loaded needs, and keeps it (a terminal chat); nil where
+	// nobody can be asked so (the skill then says how to set it).
+	AskSecret tools.SecretAsker
 	// ClarifyTimeout is agent.clarify_timeout as config.yaml has it at the
 	// ask (nil: DefaultClarifyTimeout); 0 is no limit.
 	ClarifyTimeout func() time.Duration
@@ -433,7 +437,7 @@ func (l *Loop) send(ctx context.Context, sessionID, text string, cc hooks.Comman
 	}
 	toModel := "" // what the model reads of text, when not text itself
 	if name, args, ok := hooks.ParseCommand(text); ok {
-		switch msg, skill := l.skillCommand(name, args, cc); {
+		switch msg, skill := l.skillCommand(ctx, name, args, cc); {
 		case skill:
 			toModel = msg // a skill's command: its SKILL.md, in the person's place
 		case name != "retry":

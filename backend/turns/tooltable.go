@@ -788,7 +788,7 @@ func (l *Loop) execTool(ctx context.Context, tc *turnCtx, sessionID string, call
 func (l *Loop) runMachine(ctx context.Context, s tools.Settings, platform, key string, t tools.Tool, args map[string]any,
 	transform func(command, output string, code int) string) (result, errType, errMsg string, changed []string) {
 	c := &tools.Call{Args: args, Dir: l.conversationDir(s, platform, key), Settings: s, Transform: transform, Processes: l.opts.Processes, Owner: key,
-		Platform: platform, Granted: l.skillEnv.Get(key)}
+		Platform: platform, Granted: l.skillEnv.Get(key), AskSecret: l.opts.AskSecret}
 	out := t.Run(ctx, c)
 	if c.NewDir != "" {
 		l.dirs.Set(key, c.NewDir)

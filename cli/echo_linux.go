@@ -1,0 +1,6 @@
+package cli
+
+import "golang.org/x/sys/unix"
+
+// The requests that read and set a terminal's state here.
+const getTermios, setTermios = unix.TCGETS, unix.TCSETS
