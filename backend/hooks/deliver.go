@@ -303,7 +303,6 @@ func (b *Bus) deliverBatch(s *subscriber, gen uint64, evs []Event) (cont, all bo
 		default:
 			b.mu.Lock()
 			s.waiting, s.later = false, false
-			delete(s.retries, ev.Seq)
 			b.mu.Unlock()
 			b.finish(s, ev, res.status, res.err, res.dur)
 		}
@@ -475,6 +474,7 @@ func (b *Bus) finish(s *subscriber, ev Event, status, errText string, dur time.D
 	if ev.Seq > s.through {
 		s.through = ev.Seq
 	}
+	delete(s.retries, ev.Seq) // its outcome, however it came (a timeout too)
 	s.unrecorded++
 	obs := b.observers
 	b.mu.Unlock()

@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"atrium/backend/hooks"
@@ -224,16 +223,6 @@ type Registry struct {
 	o     Options
 	log   *slog.Logger
 	group hooks.Group[Target]
-
-	mu    sync.Mutex
-	state map[string]*retry // by subscriber
-}
-
-// retry is a target's progress with the event it is trying to deliver.
-type retry struct {
-	id       string
-	attempts int
-	next     time.Time
 }
 
 // NewRegistry makes an empty registry.
@@ -247,7 +236,7 @@ func NewRegistry(o Options) *Registry {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Registry{o: o, log: o.Logger, state: map[string]*retry{}}
+	return &Registry{o: o, log: o.Logger}
 }
 
 // Apply registers exactly targets (again only when they changed) and
@@ -287,36 +276,6 @@ func (r *Registry) Registered() []Target { return r.group.Items() }
 // Close unregisters every target.
 func (r *Registry) Close() { r.group.Close() }
 
-// begin counts an attempt at ev for sub, unless its backoff has not run
-// out (then it returns when the next may be made). What the log kept of
-// the attempts before (ev.Attempts, ev.RetryAt: made by a process since
-// gone) is where a new count starts. A worker the bus replaced after a
-// hang may still run beside its successor: the state is only touched
-// under the lock.
-func (r *Registry) begin(sub string, ev hooks.Event, now time.Time) (attempt int, notBefore time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	st := r.state[sub]
-	if st == nil || st.id != ev.ID {
-		st = &retry{id: ev.ID, attempts: ev.Attempts, next: ev.RetryAt}
-		r.state[sub] = st
-	}
-	if now.Before(st.next) {
-		return st.attempts + 1, st.next
-	}
-	st.attempts++
-	return st.attempts, time.Time{}
-}
-
-// retryAt sets when the next attempt at id for sub may be made.
-func (r *Registry) retryAt(sub, id string, next time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if st := r.state[sub]; st != nil && st.id == id {
-		st.next = next
-	}
-}
-
 func (r *Registry) handler(t Target) hooks.Handler {
 	return func(ctx context.Context, ev hooks.Event) error {
 		if t.Matcher != "" && ev.Hook == hooks.PostToolCall {
@@ -328,10 +287,11 @@ func (r *Registry) handler(t Target) hooks.Handler {
 				return nil
 			}
 		}
-		now := r.o.Now()
-		attempt, notBefore := r.begin(t.Subscriber(), ev, now)
-		if !notBefore.IsZero() {
-			return hooks.Later(fmt.Errorf("%w: attempt %d at %s UTC", hooks.ErrNotYet, attempt, notBefore.UTC().Format(time.TimeOnly)))
+		// The attempts before this one and when the next may be made are
+		// the log's (LaterAt): kept across a restart of the process.
+		now, attempt := r.o.Now(), ev.Attempts+1
+		if now.Before(ev.RetryAt) {
+			return hooks.Later(fmt.Errorf("%w: attempt %d at %s UTC", hooks.ErrNotYet, attempt, ev.RetryAt.UTC().Format(time.TimeOnly)))
 		}
 		code, wait, err := r.post(ctx, t, ev, attempt)
 		if err == nil {
@@ -349,7 +309,6 @@ func (r *Registry) handler(t Target) hooks.Handler {
 			wait = min(firstBackoff<<min(attempt-1, 20), maxBackoff)
 		}
 		next := now.Add(wait)
-		r.retryAt(t.Subscriber(), ev.ID, next)
 		if attempt == 1 {
 			r.log.Warn("webhook not delivered; retrying", "target", t.Label(), "event_id", ev.ID, "error", err)
 		}
