@@ -16,6 +16,8 @@ import (
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+
+	"atrium/backend/markup"
 )
 
 // SlackOptions configure the Slack adapter.
@@ -475,7 +477,7 @@ func (s *Slack) Send(ctx context.Context, m Message) (string, error) {
 	for i, part := range parts {
 		text := part
 		if m.Markdown {
-			text = SlackMrkdwn(text)
+			text = markup.SlackMrkdwn(text)
 		}
 		opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 		if m.ThreadID != "" {

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"atrium/backend/markup"
 )
 
 // TelegramOptions configure the Telegram adapter.
@@ -436,7 +438,7 @@ func (t *Telegram) Edit(ctx context.Context, chatID, messageID, text string) err
 func (t *Telegram) formatted(ctx context.Context, method string, body map[string]any, text string, markdown bool, out any) error {
 	html := ""
 	if markdown {
-		html = TelegramHTML(text)
+		html = markup.TelegramHTML(text)
 	}
 	if html != "" {
 		body["text"], body["parse_mode"] = html, "HTML"
