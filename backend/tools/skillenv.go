@@ -106,12 +106,11 @@ func (s Skills) readiness(ctx context.Context, front map[string]any, platform, s
 	if len(required) > 0 && s.RefreshEnv != nil {
 		s.RefreshEnv() // a key set since, by another process, counts
 	}
-	set := func(name string) bool { v, ok := os.LookupEnv(name); return ok && v != "" }
 	skipped := false
 	missing, withheld := []string{}, []string{}
 	var available []string
 	for _, e := range required {
-		if !s.managed(e.Name) && !e.Optional && !set(e.Name) && ask != nil && ctx.Err() == nil {
+		if s.missing(e) && ask != nil && ctx.Err() == nil {
 			if stored, err := ask(ctx, skill, e); err != nil || !stored {
 				skipped = true
 			}
@@ -122,7 +121,7 @@ func (s Skills) readiness(ctx context.Context, front map[string]any, platform, s
 			// write) never gets it for its commands, set or not.
 			withheld = append(withheld, e.Name)
 			slog.Warn("a skill declares one of Atrium's own keys; its commands are not given it", "variable", e.Name)
-		case !set(e.Name) && !e.Optional:
+		case s.missing(e):
 			missing = append(missing, e.Name)
 		default:
 			available = append(available, e.Name)
@@ -164,6 +163,13 @@ func (s Skills) readiness(ctx context.Context, front map[string]any, platform, s
 		out["setup_note"] = note
 	}
 	return out, available
+}
+
+// missing reports whether e is a variable the skill needs that this
+// process does not have; one of Atrium's own keys never is (it is
+// withheld, set or not).
+func (s Skills) missing(e SkillEnv) bool {
+	return !e.Optional && !s.managed(e.Name) && os.Getenv(e.Name) == ""
 }
 
 // localSurface reports whether platform is one where the person sits at

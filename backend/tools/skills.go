@@ -666,7 +666,7 @@ func (s Skills) Listing(platform string) ([]SkillInfo, []string) {
 		info := SkillInfo{Name: sk.Name, Description: sk.Description, Category: sk.Category, Path: sk.File, External: sk.External,
 			Env: skillRequiredEnv(sk.front)}
 		for _, e := range info.Env {
-			if os.Getenv(e.Name) == "" && !e.Optional && !s.managed(e.Name) { // one of Atrium's own keys is never the skill's
+			if s.missing(e) {
 				info.Missing = append(info.Missing, e.Name)
 			}
 		}
