@@ -324,11 +324,12 @@ func LoadSkills(home config.Home) (tools.Skills, error) {
 
 // SkillsOf is the profile's skills as cfg sets them (skills.*).
 func SkillsOf(home config.Home, cfg config.Config) tools.Skills {
-	creds := cfg.CredentialVariables()
+	// Walked only when a skill declares a variable, not at every turn.
+	creds := sync.OnceValue(cfg.CredentialVariables)
 	return tools.Skills{Dir: home.SkillsDir(), External: cfg.Skills.ExternalDirs, Disabled: cfg.Skills.Disabled,
 		PlatformDisabled: cfg.Skills.PlatformDisabled, RefreshEnv: func() { _ = home.RefreshEnv() },
 		Managed: func(name string) bool {
-			return config.ManagedCredential(name) || slices.Contains(creds, strings.ToUpper(strings.TrimSpace(name)))
+			return config.ManagedCredential(name) || slices.Contains(creds(), strings.ToUpper(strings.TrimSpace(name)))
 		}}
 }
 
