@@ -240,11 +240,11 @@ func (b *Bus) work(s *subscriber, gen uint64) {
 // this worker must end (replaced after a hang, or the bus is closing); all
 // is true when every event of the batch was handled.
 func (b *Bus) deliverBatch(s *subscriber, gen uint64, evs []Event) (cont, all bool) {
+	b.loadRetries(s)
 	for _, ev := range evs {
 		if !b.stillMine(s, gen) {
 			return false, false
 		}
-		b.loadRetries(s)
 		b.mu.Lock()
 		handlers := b.handlersLocked(s.name, ev.Hook)
 		ev.Redelivery = ev.Seq <= s.redeliver
